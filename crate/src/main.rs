@@ -1,0 +1,4 @@
+fn main() {
+    eprintln!("nanobragg: under construction");
+    std::process::exit(2);
+}

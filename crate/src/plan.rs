@@ -1,0 +1,181 @@
+//! The plan: everything the per-pixel kernel needs, resolved on the host in f64 (see
+//! `resolve.rs`). The kernels (`cpu/`, `shaders/`) read nothing else. Array records are
+//! `#[repr(C)]` and `Pod` with explicit padding; `gpu::layout` packs the same records into
+//! double-float (pairs of f32) form for WGSL, which has no f64.
+
+use crate::vec3::V3;
+use bytemuck::{Pod, Zeroable};
+
+/// One incident beam direction (unit vector along propagation, i.e. from source to sample) and
+/// its wavelength in metres.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq)]
+pub struct Source {
+    pub incident: [f64; 3],
+    pub lambda: f64,
+}
+
+/// Real-space cell vectors (metres) of one crystal orientation: one per (phi step, mosaic
+/// domain), phi-major: index `phi * mosaic_domains + domain`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable, PartialEq)]
+pub struct Orientation {
+    pub a: [f64; 3],
+    pub b: [f64; 3],
+    pub c: [f64; 3],
+}
+
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Square = 0,
+    Round = 1,
+    Gauss = 2,
+    Tophat = 3,
+}
+
+/// Structure-factor amplitudes on a box of Miller indices, l fastest. The table carries upstream's
+/// zero padding slab on each high side: dimensions are `(h_range+1, k_range+1, l_range+1)` where
+/// `h_range = h_max - h_min + 1`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HklGrid {
+    pub h_min: i32,
+    pub h_max: i32,
+    pub k_min: i32,
+    pub k_max: i32,
+    pub l_min: i32,
+    pub l_max: i32,
+    /// Number of records read (or `h_range*k_range*l_range` for a dump file); 0 = no table.
+    pub hkls: usize,
+    pub data: Vec<f64>,
+}
+
+impl HklGrid {
+    pub fn h_range(&self) -> i32 {
+        self.h_max - self.h_min + 1
+    }
+    pub fn k_range(&self) -> i32 {
+        self.k_max - self.k_min + 1
+    }
+    pub fn l_range(&self) -> i32 {
+        self.l_max - self.l_min + 1
+    }
+    /// Value at a padded-table offset (0-based, may reach `range`, the padding slab).
+    #[inline]
+    pub fn at(&self, ih: i32, ik: i32, il: i32) -> f64 {
+        let kd = (self.k_range() + 1) as usize;
+        let ld = (self.l_range() + 1) as usize;
+        self.data[(ih as usize * kd + ik as usize) * ld + il as usize]
+    }
+}
+
+/// How structure factors are looked up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interpolation {
+    Nearest,
+    Tricubic,
+}
+
+/// Pixel window to render, inclusive bounds (upstream `-roi`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Roi {
+    pub xmin: usize,
+    pub xmax: usize,
+    pub ymin: usize,
+    pub ymax: usize,
+}
+
+impl Roi {
+    #[inline]
+    pub fn contains(&self, f: usize, s: usize) -> bool {
+        f >= self.xmin && f <= self.xmax && s >= self.ymin && s <= self.ymax
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    // ---- detector ----
+    pub fpixels: usize,
+    pub spixels: usize,
+    /// Pixel pitch (m).
+    pub pixel: f64,
+    /// Sub-pixels per axis.
+    pub oversample: u32,
+    /// Crystal to the outer corner of pixel (0,0) (m).
+    pub pix0: V3,
+    pub fdet: V3,
+    pub sdet: V3,
+    pub odet: V3,
+    pub beam: V3,
+    /// Sample to detector plane along the normal (m); used by the solid angle.
+    pub close_distance: f64,
+    /// Sample to beam spot along the beam (m); used by the curved detector.
+    pub distance: f64,
+    pub curved: bool,
+    pub point_pixel: bool,
+    pub thicksteps: u32,
+    /// Layer step (m) and total thickness (m; 0 = no sensor model).
+    pub thickstep: f64,
+    pub thick: f64,
+    /// Attenuation coefficient (1/m).
+    pub mu: f64,
+    pub roi: Roi,
+    /// Pixels with mask value 0 are skipped; `fpixels*spixels` entries when present.
+    pub mask: Option<Vec<u8>>,
+    // ---- beam ----
+    pub sources: Vec<Source>,
+    /// Kahn polarisation factor and E-vector axis.
+    pub polar_k: f64,
+    pub polar_axis: V3,
+    pub nopolar: bool,
+    /// Resolution cut (m), 0 = off.
+    pub dmin: f64,
+    // ---- crystal ----
+    pub phisteps: u32,
+    pub mosaic_domains: u32,
+    /// Steady-state orientation table (stale-phi rule of MODEL §4.8 baked in).
+    pub orientations: Vec<Orientation>,
+    /// The table for the very first sequence of a run (phi = 0 entries unrotated); equal to
+    /// `orientations` unless some phi value is exactly 0.
+    pub orientations_first: Vec<Orientation>,
+    pub na: f64,
+    pub nb: f64,
+    pub nc: f64,
+    pub shape: Shape,
+    pub fudge: f64,
+    /// Static reciprocal vectors (1/Å) used by the Gauss and top-hat shapes.
+    pub a_star: V3,
+    pub b_star: V3,
+    pub c_star: V3,
+    // ---- structure factors ----
+    pub hkl: HklGrid,
+    pub default_f: f64,
+    pub interpolation: Interpolation,
+    // ---- sums and factors ----
+    pub oversample_thick: bool,
+    pub oversample_polar: bool,
+    pub oversample_omega: bool,
+    /// `sources * domains * phisteps * oversample^2`.
+    pub steps: u64,
+    /// `r_e^2 * fluence` (1.0 with the default fluence).
+    pub r_e_sqr_fluence: f64,
+    /// Water background that starts every pixel's sum.
+    pub i_bg: f64,
+    /// True when `i_bg != 0`: terms with a zero lattice factor are then not skipped.
+    pub water: bool,
+}
+
+impl Plan {
+    pub fn pixel_count(&self) -> usize {
+        self.fpixels * self.spixels
+    }
+    /// Number of inner-loop terms per pixel (for progress and throughput figures).
+    pub fn terms_per_pixel(&self) -> u64 {
+        self.steps * self.thicksteps as u64
+    }
+    #[inline]
+    pub fn renders(&self, f: usize, s: usize) -> bool {
+        self.roi.contains(f, s)
+            && self.mask.as_ref().is_none_or(|m| m[s * self.fpixels + f] != 0)
+    }
+}
