@@ -8,3 +8,4 @@ pub mod error;
 pub mod files;
 pub mod plan;
 pub mod vec3;
+pub mod wasm;

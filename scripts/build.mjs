@@ -1,0 +1,159 @@
+#!/usr/bin/env node
+// Build the static site into www/dist/:
+//   pkg/           plain wasm module (WebGPU + single-threaded CPU, SIMD)
+//   pkg-parallel/  threaded wasm module (rayon over Web Workers, shared memory, SIMD)
+//   app.js, worker.js, nanobragg-view.js (esbuild bundles), index.html, style.css
+//
+// Installs what is missing: rustup target / component, the wasm-bindgen CLI at the exact
+// version in Cargo.lock, npm packages.
+//
+// Flags: --ts-only (skip the Rust builds; reuse the wasm already in www/dist),
+//        --skip-parallel (build only the plain module), --dev (no wasm-opt, no minify).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, copyFileSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'www', 'dist');
+const argv = new Set(process.argv.slice(2));
+const tsOnly = argv.has('--ts-only');
+const skipParallel = argv.has('--skip-parallel');
+const dev = argv.has('--dev');
+
+function log(msg) { console.log(`[build] ${msg}`); }
+function run(cmd, args, opts = {}) {
+  log(`$ ${cmd} ${args.join(' ')}`);
+  const r = spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...opts });
+  if (r.status !== 0) throw new Error(`${cmd} failed with status ${r.status}`);
+}
+function out(cmd, args) {
+  try { return execFileSync(cmd, args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim(); }
+  catch { return ''; }
+}
+
+// ---- tools -------------------------------------------------------------------------------
+function ensureNodeModules() {
+  const need = ['esbuild', 'binaryen', 'playwright-core', 'typescript'];
+  if (need.every((p) => existsSync(join(root, 'node_modules', p)))) return;
+  run('npm', ['install', '--no-audit', '--no-fund']);
+}
+
+function wasmBindgenVersion() {
+  const lock = readFileSync(join(root, 'Cargo.lock'), 'utf8');
+  const m = lock.match(/\[\[package\]\]\nname = "wasm-bindgen"\nversion = "([^"]+)"/);
+  if (!m) throw new Error('wasm-bindgen not found in Cargo.lock (run cargo generate-lockfile?)');
+  return m[1];
+}
+
+function ensureRust() {
+  const targets = out('rustup', ['target', 'list', '--installed']);
+  if (!targets.split('\n').includes('wasm32-unknown-unknown')) run('rustup', ['target', 'add', 'wasm32-unknown-unknown']);
+  if (!skipParallel) {
+    if (!out('rustup', ['toolchain', 'list']).includes('nightly')) run('rustup', ['toolchain', 'install', 'nightly', '--profile', 'minimal']);
+    const nt = out('rustup', ['+nightly', 'target', 'list', '--installed']);
+    if (!nt.split('\n').includes('wasm32-unknown-unknown')) run('rustup', ['+nightly', 'target', 'add', 'wasm32-unknown-unknown']);
+    const comps = out('rustup', ['+nightly', 'component', 'list', '--installed']);
+    if (!comps.split('\n').some((c) => c.startsWith('rust-src'))) run('rustup', ['component', 'add', 'rust-src', '--toolchain', 'nightly']);
+  }
+  const want = wasmBindgenVersion();
+  const have = out('wasm-bindgen', ['--version']).split(' ')[1];
+  if (have !== want) {
+    log(`wasm-bindgen CLI ${have || 'missing'}, need ${want}: installing`);
+    run('cargo', ['install', 'wasm-bindgen-cli', '--version', want, '--force']);
+  }
+}
+
+// ---- wasm --------------------------------------------------------------------------------
+const WASM_TARGET = 'wasm32-unknown-unknown';
+
+function buildWasm(kind) {
+  const parallel = kind === 'parallel';
+  const targetDir = join(root, 'target', parallel ? 'wasm-parallel' : 'wasm-plain');
+  const env = { ...process.env };
+  delete env.RUSTFLAGS; delete env.CARGO_ENCODED_RUSTFLAGS;
+  let args;
+  if (parallel) {
+    env.RUSTFLAGS = [
+      '-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128',
+      '-C link-arg=--shared-memory',
+      '-C link-arg=--max-memory=1073741824',
+      '-C link-arg=--import-memory',
+      '-C link-arg=--export=__wasm_init_tls',
+      '-C link-arg=--export=__tls_size',
+      '-C link-arg=--export=__tls_align',
+      '-C link-arg=--export=__tls_base',
+    ].join(' ');
+    args = ['+nightly', 'build', '-Z', 'build-std=panic_abort,std', '-p', 'nanobragg', '--lib',
+      '--target', WASM_TARGET, '--release', '--features', 'wasm,parallel', '--target-dir', targetDir];
+  } else {
+    env.RUSTFLAGS = '-C target-feature=+simd128,+bulk-memory,+mutable-globals';
+    args = ['build', '-p', 'nanobragg', '--lib', '--target', WASM_TARGET, '--release',
+      '--features', 'wasm', '--target-dir', targetDir];
+  }
+  run('cargo', args, { env });
+  const wasm = join(targetDir, WASM_TARGET, 'release', 'nanobragg.wasm');
+  const outDir = join(dist, parallel ? 'pkg-parallel' : 'pkg');
+  rmSync(outDir, { recursive: true, force: true });
+  run('wasm-bindgen', ['--target', 'web', '--out-dir', outDir, '--out-name', 'nanobragg', '--no-typescript', wasm]);
+  const bg = join(outDir, 'nanobragg_bg.wasm');
+  if (!dev) {
+    const before = statSync(bg).size;
+    run(join(root, 'node_modules', '.bin', 'wasm-opt'), [
+      '-O3', '--enable-simd', '--enable-bulk-memory', '--enable-mutable-globals', '--enable-sign-ext',
+      '--enable-nontrapping-float-to-int', '--enable-reference-types', '--enable-multivalue',
+      ...(parallel ? ['--enable-threads'] : []), bg, '-o', bg,
+    ]);
+    log(`wasm-opt ${kind}: ${before} -> ${statSync(bg).size} bytes`);
+  }
+  const size = statSync(bg).size;
+  const gz = gzipSync(readFileSync(bg), { level: 9 }).length;
+  log(`${kind}: ${(size / 1024).toFixed(0)} KiB, ${(gz / 1024).toFixed(0)} KiB gzipped`);
+  return { kind, bytes: size, gzip: gz };
+}
+
+// ---- TypeScript / static files ----------------------------------------------------------
+async function buildTs() {
+  const esbuild = await import('esbuild');
+  const common = {
+    bundle: true, format: 'esm', target: 'es2022', sourcemap: true, minify: !dev,
+    logLevel: 'warning', absWorkingDir: root,
+    // The wasm-bindgen glue is loaded at run time from pkg*/ beside the bundle (no-bundler).
+    external: ['./pkg/*', './pkg-parallel/*'],
+  };
+  await esbuild.build({
+    ...common,
+    entryPoints: {
+      app: 'www/src/main.ts',
+      worker: 'www/src/worker.ts',
+      'nanobragg-view': 'www/src/embed.ts',
+    },
+    outdir: dist,
+  });
+  for (const f of ['index.html', 'style.css']) copyFileSync(join(root, 'www', f), join(dist, f));
+  const samples = join(root, 'www', 'samples');
+  if (existsSync(samples)) {
+    mkdirSync(join(dist, 'samples'), { recursive: true });
+    for (const f of readdirSync(samples)) copyFileSync(join(samples, f), join(dist, 'samples', f));
+  }
+}
+
+async function main() {
+  const t0 = Date.now();
+  ensureNodeModules();
+  mkdirSync(dist, { recursive: true });
+  const sizes = [];
+  if (!tsOnly) {
+    ensureRust();
+    sizes.push(buildWasm('plain'));
+    if (!skipParallel) sizes.push(buildWasm('parallel'));
+    writeFileSync(join(dist, 'build-info.json'), JSON.stringify({ built: new Date().toISOString(), wasm: sizes }, null, 2));
+  } else if (!existsSync(join(dist, 'pkg', 'nanobragg.js'))) {
+    throw new Error('--ts-only needs an earlier full build (www/dist/pkg missing)');
+  }
+  await buildTs();
+  log(`done in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${dist}`);
+}
+
+main().catch((e) => { console.error(`[build] ${e.message}`); process.exit(1); });

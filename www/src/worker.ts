@@ -1,0 +1,201 @@
+// The module Worker that owns the wasm module, the rayon thread pool and the WebGPU device.
+// The page talks to it only through client.ts (messages in protocol.ts).
+//
+// Two builds of the same crate sit beside this file (squoosh pattern): pkg-parallel/ (threads
+// over shared memory, needs crossOriginIsolated) and pkg/ (single-threaded CPU + WebGPU).
+import type { Backend, FromWorker, Geometry, ModuleInfo, ToWorker } from './protocol';
+
+// The wasm-bindgen output (no-bundler): loaded at run time from beside this bundle.
+interface Wasm {
+  default: (opts?: unknown) => Promise<unknown>;
+  initThreadPool?: (n: number) => Promise<void>;
+  build_info(): string;
+  threads(): number;
+  wasm_memory(): WebAssembly.Memory;
+  cancel_flag_ptr(): number;
+  progress_ptr(): number;
+  set_cancel(on: boolean): void;
+  progress(): number;
+  split_args(s: string): string[];
+  set_file(name: string, bytes: Uint8Array): void;
+  clear_files(): void;
+  prepare(args: string[]): string;
+  render_cpu(f64: boolean): Float32Array;
+  gpu_init(): Promise<string>;
+  render_gpu(): Promise<Float32Array>;
+  export_int_smv(): Uint8Array;
+  export_noise_smv(): Uint8Array;
+  export_float(): Uint8Array;
+}
+
+const post = (msg: FromWorker, transfer: Transferable[] = []) =>
+  (self as unknown as Worker).postMessage(msg, transfer);
+
+let wasm: Wasm | null = null;
+let info: ModuleInfo | null = null;
+/** WebGPU state: untried, ready (adapter name), or failed (reason). */
+let gpu: { state: 'untried' | 'ready' | 'failed'; adapter: string; error: string } = { state: 'untried', adapter: '', error: '' };
+let gpuInit: Promise<void> | null = null;
+
+async function load(preferParallel: boolean, threads: number): Promise<ModuleInfo> {
+  const t0 = performance.now();
+  let parallelNote = '';
+  const canThreads = preferParallel && (self as unknown as { crossOriginIsolated?: boolean }).crossOriginIsolated === true &&
+    typeof SharedArrayBuffer !== 'undefined';
+  if (preferParallel && !canThreads) parallelNote = 'page is not cross-origin isolated (no COOP/COEP): single-threaded CPU';
+  if (canThreads) {
+    try {
+      const m = (await import(new URL('./pkg-parallel/nanobragg.js', import.meta.url).href)) as Wasm;
+      await m.default({ module_or_path: new URL('./pkg-parallel/nanobragg_bg.wasm', import.meta.url) });
+      await m.initThreadPool!(Math.max(1, threads));
+      wasm = m;
+    } catch (e) {
+      parallelNote = `threaded module failed (${(e as Error).message}): single-threaded CPU`;
+      wasm = null;
+    }
+  }
+  if (!wasm) {
+    const m = (await import(new URL('./pkg/nanobragg.js', import.meta.url).href)) as Wasm;
+    await m.default({ module_or_path: new URL('./pkg/nanobragg_bg.wasm', import.meta.url) });
+    wasm = m;
+  }
+  const parallel = wasm.build_info().startsWith('parallel');
+  return {
+    kind: parallel ? 'parallel' : 'plain',
+    threads: wasm.threads(),
+    buildInfo: wasm.build_info(),
+    memory: parallel ? wasm.wasm_memory() : null,
+    cancelPtr: wasm.cancel_flag_ptr(),
+    progressPtr: wasm.progress_ptr(),
+    parallelNote,
+    initMs: performance.now() - t0,
+  };
+}
+
+function ensureGpu(): Promise<void> {
+  if (!gpuInit) {
+    gpuInit = (async () => {
+      if (!('gpu' in navigator) || !(navigator as unknown as { gpu?: unknown }).gpu) {
+        gpu = { state: 'failed', adapter: '', error: 'WebGPU is not available in this browser' };
+        return;
+      }
+      try {
+        gpu = { state: 'ready', adapter: await wasm!.gpu_init(), error: '' };
+      } catch (e) {
+        gpu = { state: 'failed', adapter: '', error: (e as Error).message ?? String(e) };
+      }
+    })();
+  }
+  return gpuInit;
+}
+
+let filesLoaded = false;
+
+async function render(msg: Extract<ToWorker, { type: 'render' }>) {
+  const w = wasm!;
+  const t0 = performance.now();
+  if (msg.files) {
+    w.clear_files();
+    for (const [name, bytes] of Object.entries(msg.files)) w.set_file(name, bytes);
+    filesLoaded = true;
+  } else if (!filesLoaded) {
+    w.clear_files();
+  }
+  let geometry: Geometry;
+  try {
+    geometry = JSON.parse(w.prepare(msg.args)) as Geometry;
+  } catch (e) {
+    post({ type: 'error', id: msg.id, message: errText(e), cancelled: false });
+    return;
+  }
+  const t1 = performance.now();
+  let backend: 'gpu' | 'cpu' = 'cpu';
+  let notice = '';
+  let data: Float32Array | null = null;
+  const want: Backend = msg.backend;
+  if (want !== 'cpu') {
+    await ensureGpu();
+    if (gpu.state === 'ready') {
+      const timer = setInterval(() => post({ type: 'progress', id: msg.id, value: w.progress() }), 100);
+      try {
+        data = await w.render_gpu();
+        backend = 'gpu';
+      } catch (e) {
+        const m = errText(e);
+        if (/cancel/i.test(m)) {
+          clearInterval(timer);
+          post({ type: 'error', id: msg.id, message: m, cancelled: true });
+          return;
+        }
+        // Device loss or kernel failure: do not try the GPU again in this worker.
+        gpu = { state: 'failed', adapter: gpu.adapter, error: m };
+        notice = `WebGPU failed (${m}); rendered on the CPU instead`;
+      } finally {
+        clearInterval(timer);
+      }
+    } else {
+      notice = `WebGPU unavailable (${gpu.error}); rendered on the CPU`;
+    }
+  }
+  if (!data) {
+    try {
+      data = w.render_cpu(msg.precision === 'f64');
+    } catch (e) {
+      const m = errText(e);
+      post({ type: 'error', id: msg.id, message: m, cancelled: /cancel/i.test(m) });
+      return;
+    }
+  }
+  const t2 = performance.now();
+  post(
+    {
+      type: 'result', id: msg.id, width: geometry.width, height: geometry.height, data, backend,
+      threads: backend === 'cpu' ? info!.threads : 0, adapter: gpu.adapter, notice, geometry,
+      timings: { prepare: t1 - t0, render: t2 - t1, total: 0 },
+    },
+    [data.buffer],
+  );
+}
+
+function errText(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
+
+// Messages are handled one at a time, in order; only a cancel bypasses the queue, so that it
+// reaches a GPU render that is awaiting the device.
+let chain: Promise<void> = Promise.resolve();
+
+self.onmessage = (ev: MessageEvent<ToWorker>) => {
+  const msg = ev.data;
+  if (msg.type === 'cancel') {
+    wasm?.set_cancel(true);
+    return;
+  }
+  if (msg.type === 'export') {
+    chain = chain.then(() => {
+      try {
+        const w = wasm!;
+        const bytes = msg.what === 'int' ? w.export_int_smv() : msg.what === 'noise' ? w.export_noise_smv() : w.export_float();
+        post({ type: 'exported', id: msg.id, bytes, message: '' }, [bytes.buffer]);
+      } catch (e) {
+        post({ type: 'exported', id: msg.id, bytes: null, message: errText(e) });
+      }
+    });
+    return;
+  }
+  if (msg.type === 'init') {
+    chain = chain.then(async () => {
+      try {
+        info = await load(msg.preferParallel, msg.threads);
+        post({ type: 'ready', info });
+      } catch (e) {
+        post({ type: 'init-error', message: errText(e) });
+      }
+    });
+    return;
+  }
+  if (msg.type === 'render') {
+    chain = chain.then(() => render(msg)).catch((e) => post({ type: 'error', id: msg.id, message: errText(e), cancelled: false }));
+  }
+};
