@@ -1,0 +1,323 @@
+// Canvas image view: colour maps, linear/sqrt/log scaling with contrast, zoom/pan (mouse,
+// wheel, keyboard), resolution rings, beam centre and a cursor readout. Shared by the app and
+// the <nanobragg-view> element.
+import type { Geometry } from './protocol';
+import { beamCentre, pixelInfo, resolutionRing, ringResolutions, type PixelInfo } from './geometry';
+
+export type ColourMap = 'inverted-grey' | 'grey' | 'viridis' | 'inferno';
+export type Scaling = 'linear' | 'sqrt' | 'log';
+
+export interface ViewSettings {
+  colourMap: ColourMap;
+  scaling: Scaling;
+  /** 0..100: white point = max / 10^(contrast/20). */
+  contrast: number;
+  rings: boolean;
+  beam: boolean;
+}
+
+export interface Readout {
+  f: number;
+  s: number;
+  value: number;
+  info: PixelInfo | null;
+}
+
+export const COLOUR_MAPS: { value: ColourMap; label: string }[] = [
+  { value: 'inverted-grey', label: 'Inverted grey' },
+  { value: 'grey', label: 'Grey' },
+  { value: 'viridis', label: 'Viridis (perceptual)' },
+  { value: 'inferno', label: 'Inferno (perceptual)' },
+];
+
+// Polynomial fits of matplotlib's viridis and inferno (Matt Zucker, CC0).
+const POLY: Record<'viridis' | 'inferno', number[][]> = {
+  viridis: [
+    [0.2777273272234177, 0.005407344544966578, 0.3340998053353061],
+    [0.1050930431085774, 1.404613529898575, 1.384590162594685],
+    [-0.3308618287255563, 0.214847559468213, 0.09509516302823659],
+    [-4.634230498983486, -5.799100973351585, -19.33244095627987],
+    [6.228269936347081, 14.17993336680509, 56.69055260068105],
+    [4.776384997670288, -13.74514537774601, -65.35303263337234],
+    [-5.435455855934631, 4.645852612178535, 26.3124352495832],
+  ],
+  inferno: [
+    [0.0002189403691192265, 0.001651004631001012, -0.01948089843709184],
+    [0.1065134194856116, 0.5639564367884091, 3.932712388889277],
+    [11.60249308247187, -3.972853965665698, -15.9423941062914],
+    [-41.70399613139459, 17.43639888205313, 44.35414519872813],
+    [77.162935699427, -33.40235894210092, -81.80730925738993],
+    [-71.31942824499214, 32.62606426397723, 73.20951985803202],
+    [25.13112622477341, -12.24266895238567, -23.07032500287172],
+  ],
+};
+
+export function colourLut(map: ColourMap): Uint32Array {
+  const lut = new Uint32Array(256);
+  for (let i = 0; i < 256; i++) {
+    const t = i / 255;
+    let r: number, g: number, b: number;
+    if (map === 'grey') r = g = b = t;
+    else if (map === 'inverted-grey') r = g = b = 1 - t;
+    else {
+      const c = POLY[map];
+      const ch = (k: number) => {
+        let v = 0;
+        for (let j = c.length - 1; j >= 0; j--) v = v * t + c[j][k];
+        return Math.min(1, Math.max(0, v));
+      };
+      r = ch(0); g = ch(1); b = ch(2);
+    }
+    lut[i] = (255 << 24) | (Math.round(b * 255) << 16) | (Math.round(g * 255) << 8) | Math.round(r * 255);
+  }
+  return lut;
+}
+
+/** Map an image to RGBA with the settings (also used for PNG export). */
+export function colourise(data: Float32Array, settings: ViewSettings, max: number, out: Uint32Array) {
+  const lut = colourLut(settings.colourMap);
+  const white = max > 0 ? max / Math.pow(10, settings.contrast / 20) : 1;
+  const inv = 1 / white;
+  const mode = settings.scaling;
+  const logK = 999, logN = 1 / Math.log(1 + logK);
+  for (let i = 0; i < data.length; i++) {
+    let x = data[i] * inv;
+    x = x > 1 ? 1 : x > 0 ? x : 0;
+    if (mode === 'sqrt') x = Math.sqrt(x);
+    else if (mode === 'log') x = Math.log(1 + logK * x) * logN;
+    out[i] = lut[(x * 255 + 0.5) | 0];
+  }
+}
+
+export class ImageView {
+  readonly canvas: HTMLCanvasElement;
+  private ctx: CanvasRenderingContext2D;
+  private img = document.createElement('canvas');
+  private data: Float32Array | null = null;
+  private w = 0;
+  private h = 0;
+  /** Detector pixels per image pixel (>1 for a reduced-resolution preview). */
+  private scale = 1;
+  private max = 0;
+  geometry: Geometry | null = null;
+  settings: ViewSettings = { colourMap: 'inverted-grey', scaling: 'log', contrast: 30, rings: true, beam: true };
+  private zoom = 1;
+  private cx = 0;
+  private cy = 0;
+  private fitted = false;
+  private drag: { x: number; y: number; cx: number; cy: number } | null = null;
+  onReadout: (r: Readout | null) => void = () => {};
+
+  constructor(private host: HTMLElement) {
+    this.canvas = document.createElement('canvas');
+    this.canvas.tabIndex = 0;
+    this.canvas.setAttribute('role', 'img');
+    this.canvas.setAttribute('aria-label', 'Simulated detector image. Arrow keys pan, + and - zoom, 0 fits.');
+    this.canvas.className = 'nb-canvas';
+    host.appendChild(this.canvas);
+    this.ctx = this.canvas.getContext('2d')!;
+    new ResizeObserver(() => this.resize()).observe(host);
+    this.bindInput();
+    this.resize();
+  }
+
+  get hasImage() {
+    return this.data !== null;
+  }
+  get imageSize() {
+    return { width: this.w, height: this.h, scale: this.scale, max: this.max };
+  }
+
+  setImage(data: Float32Array, w: number, h: number, geometry: Geometry, scale = 1) {
+    const sameDetector = this.geometry && this.w * this.scale === w * scale && this.h * this.scale === h * scale;
+    this.data = data;
+    this.w = w;
+    this.h = h;
+    this.scale = scale;
+    this.geometry = geometry;
+    let max = 0;
+    for (let i = 0; i < data.length; i++) if (data[i] > max) max = data[i];
+    this.max = max;
+    if (!sameDetector) this.fitted = false;
+    this.recolour();
+  }
+
+  update(settings: Partial<ViewSettings>) {
+    const recolour = settings.colourMap !== undefined || settings.scaling !== undefined || settings.contrast !== undefined;
+    Object.assign(this.settings, settings);
+    if (recolour) this.recolour();
+    else this.draw();
+  }
+
+  private recolour() {
+    if (!this.data) return;
+    this.img.width = this.w;
+    this.img.height = this.h;
+    const ictx = this.img.getContext('2d')!;
+    const id = ictx.createImageData(this.w, this.h);
+    colourise(this.data, this.settings, this.max, new Uint32Array(id.data.buffer));
+    ictx.putImageData(id, 0, 0);
+    this.draw();
+  }
+
+  /** PNG of the image at its own resolution with the current colours. */
+  toPng(): Promise<Blob> {
+    return new Promise((ok, fail) => this.img.toBlob((b) => (b ? ok(b) : fail(new Error('PNG encoding failed'))), 'image/png'));
+  }
+
+  fit() {
+    const r = this.canvas.getBoundingClientRect();
+    const W = this.w * this.scale, H = this.h * this.scale;
+    if (!W || !r.width) return;
+    this.zoom = Math.min(r.width / W, r.height / H);
+    this.cx = W / 2;
+    this.cy = H / 2;
+    this.fitted = true;
+    this.draw();
+  }
+
+  zoomBy(k: number, at?: { x: number; y: number }) {
+    const r = this.canvas.getBoundingClientRect();
+    const ax = at?.x ?? r.width / 2, ay = at?.y ?? r.height / 2;
+    const [fx, fy] = this.toDetector(ax, ay);
+    this.zoom = Math.min(64, Math.max(0.05, this.zoom * k));
+    // keep the point under the cursor fixed
+    this.cx = fx - (ax - r.width / 2) / this.zoom;
+    this.cy = fy - (ay - r.height / 2) / this.zoom;
+    this.draw();
+  }
+
+  panBy(dx: number, dy: number) {
+    this.cx -= dx / this.zoom;
+    this.cy -= dy / this.zoom;
+    this.draw();
+  }
+
+  /** Canvas CSS pixel -> detector pixel coordinates (full resolution). */
+  toDetector(x: number, y: number): [number, number] {
+    const r = this.canvas.getBoundingClientRect();
+    return [this.cx + (x - r.width / 2) / this.zoom, this.cy + (y - r.height / 2) / this.zoom];
+  }
+
+  private fromDetector(f: number, s: number): [number, number] {
+    const r = this.canvas.getBoundingClientRect();
+    return [(f - this.cx) * this.zoom + r.width / 2, (s - this.cy) * this.zoom + r.height / 2];
+  }
+
+  private resize() {
+    const r = this.host.getBoundingClientRect();
+    const dpr = window.devicePixelRatio || 1;
+    this.canvas.width = Math.max(1, Math.round(r.width * dpr));
+    this.canvas.height = Math.max(1, Math.round(r.height * dpr));
+    if (!this.fitted) this.fit();
+    else this.draw();
+  }
+
+  draw() {
+    const ctx = this.ctx;
+    const dpr = window.devicePixelRatio || 1;
+    const r = this.canvas.getBoundingClientRect();
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.fillStyle = this.settings.colourMap === 'inverted-grey' ? '#d8d8d8' : '#202020';
+    ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
+    if (!this.data) return;
+    if (!this.fitted) this.fit();
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.imageSmoothingEnabled = this.zoom * this.scale < 1;
+    const [x0, y0] = this.fromDetector(0, 0);
+    ctx.drawImage(this.img, 0, 0, this.w, this.h, x0, y0, this.w * this.scale * this.zoom, this.h * this.scale * this.zoom);
+    const g = this.geometry;
+    if (!g) return;
+    const accent = this.settings.colourMap === 'inverted-grey' || this.settings.colourMap === 'grey' ? '#d0342c' : '#38d9f5';
+    if (this.settings.rings) {
+      ctx.strokeStyle = accent;
+      ctx.fillStyle = accent;
+      ctx.lineWidth = 1;
+      ctx.font = '12px system-ui, sans-serif';
+      for (const d of ringResolutions(g)) {
+        let labelled = false;
+        for (const seg of resolutionRing(g, d)) {
+          ctx.beginPath();
+          seg.forEach(([f, s], i) => {
+            const [x, y] = this.fromDetector(f, s);
+            if (i) ctx.lineTo(x, y);
+            else ctx.moveTo(x, y);
+          });
+          ctx.stroke();
+          if (!labelled) {
+            // label at the point of the ring nearest the top-right of the view
+            let best: [number, number] | null = null, bestScore = -Infinity;
+            for (const [f, s] of seg) {
+              const [x, y] = this.fromDetector(f, s);
+              if (x < 4 || y < 14 || x > r.width - 50 || y > r.height - 4) continue;
+              const score = x - y;
+              if (score > bestScore) { bestScore = score; best = [x, y]; }
+            }
+            if (best) ctx.fillText(`${+d.toPrecision(3)} Å`, best[0] + 3, best[1] - 3);
+            labelled = true;
+          }
+        }
+      }
+    }
+    if (this.settings.beam) {
+      const bc = beamCentre(g);
+      if (bc) {
+        const [x, y] = this.fromDetector(bc[0], bc[1]);
+        ctx.strokeStyle = accent;
+        ctx.lineWidth = 1.5;
+        ctx.beginPath();
+        ctx.moveTo(x - 8, y); ctx.lineTo(x + 8, y);
+        ctx.moveTo(x, y - 8); ctx.lineTo(x, y + 8);
+        ctx.stroke();
+      }
+    }
+  }
+
+  readoutAt(x: number, y: number): Readout | null {
+    if (!this.data || !this.geometry) return null;
+    const [fd, sd] = this.toDetector(x, y);
+    const W = this.w * this.scale, H = this.h * this.scale;
+    if (fd < 0 || sd < 0 || fd >= W || sd >= H) return null;
+    const f = Math.floor(fd), s = Math.floor(sd);
+    const value = this.data[Math.floor(sd / this.scale) * this.w + Math.floor(fd / this.scale)];
+    // Geometry in the full-resolution detector frame (pixel centre).
+    const g = this.geometry;
+    const gp = { ...g, pixel: g.pixel / this.scale };
+    return { f, s, value, info: pixelInfo(gp, f + 0.5, s + 0.5) };
+  }
+
+  private bindInput() {
+    const c = this.canvas;
+    c.addEventListener('wheel', (e) => {
+      e.preventDefault();
+      const r = c.getBoundingClientRect();
+      this.zoomBy(Math.pow(1.0015, -e.deltaY), { x: e.clientX - r.left, y: e.clientY - r.top });
+    }, { passive: false });
+    c.addEventListener('pointerdown', (e) => {
+      c.setPointerCapture(e.pointerId);
+      this.drag = { x: e.clientX, y: e.clientY, cx: this.cx, cy: this.cy };
+    });
+    c.addEventListener('pointerup', () => (this.drag = null));
+    c.addEventListener('pointermove', (e) => {
+      const r = c.getBoundingClientRect();
+      if (this.drag) {
+        this.cx = this.drag.cx - (e.clientX - this.drag.x) / this.zoom;
+        this.cy = this.drag.cy - (e.clientY - this.drag.y) / this.zoom;
+        this.draw();
+      }
+      this.onReadout(this.readoutAt(e.clientX - r.left, e.clientY - r.top));
+    });
+    c.addEventListener('pointerleave', () => this.onReadout(null));
+    c.addEventListener('dblclick', () => this.fit());
+    c.addEventListener('keydown', (e) => {
+      const step = 40;
+      const keys: Record<string, () => void> = {
+        '+': () => this.zoomBy(1.25), '=': () => this.zoomBy(1.25), '-': () => this.zoomBy(0.8), '0': () => this.fit(),
+        ArrowLeft: () => this.panBy(step, 0), ArrowRight: () => this.panBy(-step, 0),
+        ArrowUp: () => this.panBy(0, step), ArrowDown: () => this.panBy(0, -step),
+      };
+      const k = keys[e.key];
+      if (k) { e.preventDefault(); k(); }
+    });
+  }
+}
