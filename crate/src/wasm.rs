@@ -12,6 +12,7 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use crate::api::{self, Precision, Prepared};
 use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "parallel")]
@@ -29,7 +30,7 @@ extern "C" {
 
 struct State {
     files: crate::files::MemFiles,
-    prepared: Option<stub::Prepared>,
+    prepared: Option<Prepared>,
     image: Option<Vec<f32>>,
 }
 
@@ -104,7 +105,7 @@ fn report_progress(p: f32) {
 /// Shell-like word split of a command line (quotes group words).
 #[wasm_bindgen]
 pub fn split_args(s: &str) -> Vec<String> {
-    stub::split_args(s)
+    api::split_args(s)
 }
 
 /// Provide an input file (HKL, matrix, source list, mask) under the name the flags use.
@@ -126,7 +127,7 @@ pub fn clear_files() {
 pub fn prepare(args: Vec<String>) -> Result<String, JsError> {
     STATE.with(|st| {
         let mut st = st.borrow_mut();
-        let prep = stub::prepare(&args, &st.files).map_err(js_err)?;
+        let prep = api::prepare(&args, &st.files).map_err(js_err)?;
         let geo = geometry_json(&prep);
         st.prepared = Some(prep);
         st.image = None;
@@ -134,8 +135,18 @@ pub fn prepare(args: Vec<String>) -> Result<String, JsError> {
     })
 }
 
-fn geometry_json(prep: &stub::Prepared) -> String {
-    prep.geometry_json()
+/// Detector and crystal geometry for the page's overlays and cursor readout (keep in sync with
+/// `Geometry` in www/src/protocol.ts). SI units.
+fn geometry_json(prep: &Prepared) -> String {
+    let p = prep.plan();
+    let v = |x: [f64; 3]| format!("[{:e},{:e},{:e}]", x[0], x[1], x[2]);
+    let (incident, lambda) = p.sources.first().map(|s| (s.incident, s.lambda)).unwrap_or((p.beam, 1e-10));
+    let o = p.orientations.first().copied().unwrap_or(crate::plan::Orientation { a: [0.0; 3], b: [0.0; 3], c: [0.0; 3] });
+    format!(
+        "{{\"width\":{},\"height\":{},\"pixel\":{:e},\"pix0\":{},\"fdet\":{},\"sdet\":{},\"odet\":{},\"beam\":{},\"lambda\":{:e},\"a\":{},\"b\":{},\"c\":{},\"curved\":{},\"distance\":{:e}}}",
+        p.fpixels, p.spixels, p.pixel, v(p.pix0), v(p.fdet), v(p.sdet), v(p.odet), v(incident), lambda,
+        v(o.a), v(o.b), v(o.c), p.curved, p.distance
+    )
 }
 
 /// Render the prepared plan on the CPU (rayon over rows; threaded in the parallel build).
@@ -143,8 +154,12 @@ fn geometry_json(prep: &stub::Prepared) -> String {
 pub fn render_cpu(f64_precision: bool) -> Result<Vec<f32>, JsError> {
     CANCEL.store(false, Ordering::SeqCst);
     report_progress(0.0);
-    let prep = STATE.with(|st| st.borrow().prepared.clone()).ok_or_else(|| js_err("no plan prepared"))?;
-    let img = stub::render_cpu(&prep, f64_precision, &report_progress, &CANCEL).map_err(js_err)?;
+    let precision = if f64_precision { Precision::F64 } else { Precision::F32 };
+    let img = STATE.with(|st| {
+        let st = st.borrow();
+        let prep = st.prepared.as_ref().ok_or_else(|| js_err("no plan prepared"))?;
+        api::render_cpu(prep.plan(), precision, &report_progress, &CANCEL).map_err(js_err)
+    })?;
     STATE.with(|st| st.borrow_mut().image = Some(img.clone()));
     Ok(img)
 }
@@ -161,7 +176,7 @@ pub async fn render_gpu() -> Result<Vec<f32>, JsError> {
     Err(js_err("GPU kernel not available in this build"))
 }
 
-fn with_result<T>(f: impl FnOnce(&stub::Prepared, &[f32]) -> T) -> Result<T, JsError> {
+fn with_result<T>(f: impl FnOnce(&Prepared, &[f32]) -> T) -> Result<T, JsError> {
     STATE.with(|st| {
         let st = st.borrow();
         match (&st.prepared, &st.image) {
@@ -174,88 +189,18 @@ fn with_result<T>(f: impl FnOnce(&stub::Prepared, &[f32]) -> T) -> Result<T, JsE
 /// SMV noiseless image of the last render.
 #[wasm_bindgen]
 pub fn export_int_smv() -> Result<Vec<u8>, JsError> {
-    with_result(stub::int_image_smv)
+    with_result(api::int_image_smv)?.map_err(js_err)
 }
 
 /// SMV Poisson-noise image of the last render (seed from `-seed`).
 #[wasm_bindgen]
 pub fn export_noise_smv() -> Result<Vec<u8>, JsError> {
-    with_result(stub::noise_image_smv)
+    with_result(api::noise_image_smv)?.map_err(js_err)
 }
 
 /// Raw little-endian f32 image of the last render (upstream `-floatfile` format).
 #[wasm_bindgen]
 pub fn export_float() -> Result<Vec<u8>, JsError> {
-    with_result(|_, img| stub::float_image_bytes(img))
+    with_result(|_, img| api::float_image_bytes(img))
 }
 
-/// Temporary stand-in for `crate::api` (test pattern) until the core API lands.
-mod stub {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    #[derive(Clone)]
-    pub struct Prepared {
-        pub w: usize,
-        pub h: usize,
-    }
-    impl Prepared {
-        pub fn geometry_json(&self) -> String {
-            format!(
-                "{{\"width\":{},\"height\":{},\"pixel\":0.0001,\"pix0\":[0.1,{},{}],\"fdet\":[0,0,1],\"sdet\":[0,-1,0],\"odet\":[1,0,0],\"beam\":[1,0,0],\"lambda\":6.2e-10,\"a\":[1e-8,0,0],\"b\":[0,1e-8,0],\"c\":[0,0,1e-8],\"curved\":false}}",
-                self.w, self.h, self.h as f64 * 0.00005, -(self.w as f64) * 0.00005
-            )
-        }
-    }
-    pub fn split_args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
-    pub fn prepare(args: &[String], _f: &crate::files::MemFiles) -> Result<Prepared, String> {
-        let mut n = 1024;
-        for (i, a) in args.iter().enumerate() {
-            if a == "-detpixels" {
-                n = args.get(i + 1).and_then(|v| v.parse().ok()).ok_or("-detpixels: bad value")?;
-            } else if a.starts_with('-') && a.contains("bad") {
-                return Err(format!("unknown flag {a}"));
-            }
-        }
-        Ok(Prepared { w: n, h: n })
-    }
-    pub fn render_cpu(p: &Prepared, _f64: bool, progress: &(dyn Fn(f32) + Sync), cancel: &AtomicBool) -> Result<Vec<f32>, String> {
-        use rayon::prelude::*;
-        let mut img = vec![0f32; p.w * p.h];
-        img.par_chunks_mut(p.w).enumerate().for_each(|(s, row)| {
-            if cancel.load(Ordering::Relaxed) {
-                return;
-            }
-            for (f, v) in row.iter_mut().enumerate() {
-                let x = f as f32 - p.w as f32 / 2.0;
-                let y = s as f32 - p.h as f32 / 2.0;
-                let r = (x * x + y * y).sqrt();
-                let mut acc = 0.0f32;
-                for k in 0..50 {
-                    acc += ((r + k as f32) * 0.1).sin().abs();
-                }
-                *v = acc * (1.0 + (x * 0.3).sin() * (y * 0.3).sin()).powi(8);
-            }
-            if s % 64 == 0 {
-                progress(s as f32 / p.h as f32);
-            }
-        });
-        if cancel.load(Ordering::Relaxed) {
-            return Err("render cancelled".into());
-        }
-        progress(1.0);
-        Ok(img)
-    }
-    pub fn int_image_smv(_p: &Prepared, img: &[f32]) -> Vec<u8> {
-        let mut v = b"{\nHEADER_BYTES=512;\n}\x0c".to_vec();
-        v.resize(512, b' ');
-        v.extend(img.iter().flat_map(|x| (*x as u16).to_le_bytes()));
-        v
-    }
-    pub fn noise_image_smv(p: &Prepared, img: &[f32]) -> Vec<u8> {
-        int_image_smv(p, img)
-    }
-    pub fn float_image_bytes(img: &[f32]) -> Vec<u8> {
-        img.iter().flat_map(|x| x.to_le_bytes()).collect()
-    }
-}
