@@ -132,10 +132,11 @@ async function buildTs() {
     outdir: dist,
   });
   for (const f of ['index.html', 'style.css']) copyFileSync(join(root, 'www', f), join(dist, f));
-  const samples = join(root, 'www', 'samples');
-  if (existsSync(samples)) {
-    mkdirSync(join(dist, 'samples'), { recursive: true });
-    for (const f of readdirSync(samples)) copyFileSync(join(samples, f), join(dist, 'samples', f));
+  for (const dir of ['examples', 'samples']) {
+    const src = join(root, 'www', dir);
+    if (!existsSync(src)) continue;
+    mkdirSync(join(dist, dir), { recursive: true });
+    for (const f of readdirSync(src)) copyFileSync(join(src, f), join(dist, dir, f));
   }
 }
 

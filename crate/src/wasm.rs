@@ -124,7 +124,13 @@ pub fn clear_files() {
 /// Parse and resolve the flags into a plan; returns the detector geometry as JSON (see
 /// `geometry_json`). The previous plan and image are kept when this fails.
 #[wasm_bindgen]
-pub fn prepare(args: Vec<String>) -> Result<String, JsError> {
+pub fn prepare(mut args: Vec<String>) -> Result<String, JsError> {
+    // Upstream seeds the noise from the clock when -seed is absent; std's clock panics on
+    // wasm32-unknown-unknown, so pass the same default (seconds since the epoch) explicitly.
+    if !args.iter().any(|a| a == "-seed") {
+        args.push("-seed".into());
+        args.push(format!("{}", (js_sys::Date::now() / 1000.0) as i64));
+    }
     STATE.with(|st| {
         let mut st = st.borrow_mut();
         let prep = api::prepare(&args, &st.files).map_err(js_err)?;
