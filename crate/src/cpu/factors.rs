@@ -2,7 +2,6 @@
 //! factors (nearest and tricubic). f64 versions follow upstream's association order (parity
 //! mode); f32 versions use the forms the WGSL kernel uses (MODEL §9.2, §9.5).
 
-
 use crate::plan::{HklGrid, Plan, Shape};
 use crate::vec3::{cross, dot, unit, V3};
 use std::f64::consts::PI;
