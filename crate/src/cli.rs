@@ -237,11 +237,6 @@ fn run_inner(words: &[String]) -> Result<()> {
     let t2 = Instant::now();
     let st = stats::compute(prep.plan(), &image);
     let plan = prep.plan();
-    let _ = writeln!(
-        out,
-        "solid angle subtended by detector = {} steradian",
-        fmt_g(solid_angle(plan))
-    );
     write_file(
         &o.floatfile,
         &output::float_bytes(&image),
@@ -300,36 +295,4 @@ fn run_inner(words: &[String]) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Upstream's printed "solid angle subtended by detector" (sum of per-sub-pixel omegas over
-/// steps); computed here from the geometry only.
-fn solid_angle(p: &crate::plan::Plan) -> f64 {
-    let n = p.oversample as usize;
-    let sub = p.pixel / n as f64;
-    let mut total = 0.0;
-    for s in 0..p.spixels {
-        for f in 0..p.fpixels {
-            if !p.renders(f, s) {
-                continue;
-            }
-            for ss in 0..n {
-                for sf in 0..n {
-                    let fd = sub * ((f * n + sf) as f64) + sub / 2.0;
-                    let sd = sub * ((s * n + ss) as f64) + sub / 2.0;
-                    let mut pos = [0.0; 3];
-                    for c in 0..3 {
-                        pos[c] = fd * p.fdet[c] + sd * p.sdet[c] + p.pix0[c];
-                    }
-                    let r = crate::vec3::mag(pos);
-                    total += if p.point_pixel {
-                        1.0 / (r * r)
-                    } else {
-                        p.pixel * p.pixel * p.close_distance / (r * r * r)
-                    };
-                }
-            }
-        }
-    }
-    total * p.thicksteps as f64 / p.steps as f64
 }

@@ -28,7 +28,7 @@ pub fn first_rendered_pixel(p: &Plan) -> Option<usize> {
 }
 
 enum Kernel<'a> {
-    F64(&'a Plan),
+    F64(pixel64::ExactPlan<'a>),
     F32(pixel32::FastPlan<'a>),
 }
 
@@ -36,7 +36,7 @@ impl Kernel<'_> {
     #[inline]
     fn pixel(&self, f: usize, s: usize, first: bool, interp: bool) -> PixelOut {
         match self {
-            Kernel::F64(p) => pixel64::render_pixel(p, f, s, first, interp),
+            Kernel::F64(ep) => pixel64::render_pixel(ep, f, s, first, interp),
             Kernel::F32(fp) => pixel32::render_pixel(fp, f, s, first, interp),
         }
     }
@@ -51,7 +51,7 @@ pub fn render(
     cancel: &AtomicBool,
 ) -> Result<Vec<f32>> {
     let kernel = match precision {
-        Precision::F64 => Kernel::F64(plan),
+        Precision::F64 => Kernel::F64(pixel64::ExactPlan::new(plan)),
         Precision::F32 => Kernel::F32(pixel32::FastPlan::new(plan)),
     };
     let (fp, sp) = (plan.fpixels, plan.spixels);
