@@ -29,7 +29,7 @@ pub fn first_rendered_pixel(p: &Plan) -> Option<usize> {
 
 enum Kernel<'a> {
     F64(pixel64::ExactPlan<'a>),
-    F32(pixel32::FastPlan<'a>),
+    F32(Box<pixel32::FastPlan<'a>>),
 }
 
 impl Kernel<'_> {
@@ -52,7 +52,7 @@ pub fn render(
 ) -> Result<Vec<f32>> {
     let kernel = match precision {
         Precision::F64 => Kernel::F64(pixel64::ExactPlan::new(plan)),
-        Precision::F32 => Kernel::F32(pixel32::FastPlan::new(plan)),
+        Precision::F32 => Kernel::F32(Box::new(pixel32::FastPlan::new(plan))),
     };
     let (fp, sp) = (plan.fpixels, plan.spixels);
     let first = first_rendered_pixel(plan);
