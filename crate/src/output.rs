@@ -58,7 +58,8 @@ pub fn int_pixels(setup: &Setup, image: &[f32], scale: f64) -> Vec<u16> {
             let mut v = image[idx] as f64 * scale + adc;
             v = v.min(65535.0);
             v = v.max(0.0);
-            out[idx] = ((v + 0.5) as f32).floor() as u16;
+            // upstream: floorf((float)(v + 0.5)); v >= 0, so truncation is the floor
+            out[idx] = ((v + 0.5) as f32) as u16;
         }
     }
     out

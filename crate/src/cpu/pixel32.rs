@@ -50,6 +50,8 @@ pub struct FastPlan<'a> {
     /// Square lattice without the running-sum flags: the vectorised term loop applies.
     pub vector_path: bool,
     phase1: Phase1Fn,
+    /// The row-block kernel (`row32`), when it applies to this plan.
+    pub row_block: Option<super::row32::BlockFn>,
     pub sources: Vec<SourceConst>,
     pub na: f32,
     pub nb: f32,
@@ -85,6 +87,7 @@ impl<'a> FastPlan<'a> {
                 && !plan.oversample_polar
                 && !plan.oversample_omega,
             phase1: select_phase1(),
+            row_block: super::row32::applies(plan).then(super::row32::select),
             sources,
             na: plan.na as f32,
             nb: plan.nb as f32,
