@@ -202,7 +202,7 @@ mod tests {
                 for l in -12..=12 {
                     hkl.push_str(&format!(
                         "{h} {k} {l} {}\n",
-                        10 + ((h * 7 + k * 3 + l) as i32).rem_euclid(50)
+                        10 + (h * 7 + k * 3 + l).rem_euclid(50)
                     ));
                 }
             }
