@@ -8,3 +8,5 @@ pub mod error;
 pub mod files;
 pub mod plan;
 pub mod vec3;
+#[cfg(feature = "gpu")]
+pub mod gpu;
