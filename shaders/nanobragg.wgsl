@@ -78,8 +78,9 @@ struct Params {
     fudge: f32,
     default_f: f32,
     dmin: f32,
-    _pad0: u32,
-    _pad1: u32,
+    // Always 0: the optimisation barriers of shared/df64.wgsl (df_zero_a/b).
+    zero_a: u32,
+    zero_b: u32,
 }
 
 // Keep in sync with `layout::Chunk`.
@@ -121,6 +122,14 @@ struct Term {
 @group(0) @binding(6) var<storage, read_write> image: array<f32>;
 // flags[0]: first pixel (raster index) with an out-of-range tricubic term, NO_PIXEL if none.
 @group(0) @binding(7) var<storage, read_write> flags: array<atomic<u32>>;
+
+fn df_zero_a() -> u32 {
+    return P.zero_a;
+}
+
+fn df_zero_b() -> u32 {
+    return P.zero_b;
+}
 
 fn has(flag: u32) -> bool {
     return (P.flags & flag) != 0u;

@@ -6,8 +6,17 @@
 struct SelfTestParams {
     op: u32,
     count: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // Always 0: the optimisation barriers of shared/df64.wgsl (df_zero_a/b).
+    zero_a: u32,
+    zero_b: u32,
+}
+
+fn df_zero_a() -> u32 {
+    return T.zero_a;
+}
+
+fn df_zero_b() -> u32 {
+    return T.zero_b;
 }
 
 @group(0) @binding(0) var<uniform> T: SelfTestParams;
@@ -26,6 +35,8 @@ const OP_DF_DOT3_SUB: u32 = 8u;
 const OP_SINPI_COSPI: u32 = 9u;
 const OP_DF_SINCOS: u32 = 10u;
 const OP_QUICK_TWO_SUM: u32 = 11u;
+const OP_TWO_SUM_NEG_PRODUCT: u32 = 12u;
+const OP_TWO_SUM_NEG_TWO_PROD: u32 = 13u;
 
 @compute @workgroup_size(64, 1, 1)
 fn selftest(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -78,6 +89,14 @@ fn selftest(@builtin(global_invocation_id) gid: vec3<u32>) {
         case OP_DF_SINCOS: {
             let sc = df_sincos(a.xy);
             r = vec4<f32>(sc[0], sc[1]);
+        }
+        case OP_TWO_SUM_NEG_PRODUCT: {
+            // Contraction guard: the raw product must not be fused into the sum.
+            r = vec4<f32>(two_sum(-a.x, a.y * a.z), 0.0, 0.0);
+        }
+        case OP_TWO_SUM_NEG_TWO_PROD: {
+            let p = two_prod(a.y, a.z);
+            r = vec4<f32>(two_sum(-a.x, p.x), p);
         }
         default: {}
     }

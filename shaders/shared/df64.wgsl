@@ -7,31 +7,54 @@
 // self-test finds that `fma` is not fused on the device; two_prod then uses Dekker's split.
 
 const FMA_FUSED: bool = true;
+//
+// Optimisation barriers: `df_bar(x)` / `df_bar2(x)` return x with its bits xor-ed with a uniform
+// zero (`df_zero_a()`, `df_zero_b()`, defined by each including shader), so the compiler can
+// neither prove the value equal to x nor look through it. Without them, compilers that treat
+// float ops as algebraically "inexact" cancel the error terms: Mesa's NIR (lavapipe) rewrites
+// `(a + b) - a -> b` and `a - (a - b) -> b` (two_sum returned 0 for the error), and contracts a
+// product feeding an error-free sum into an fma (`s = c + a*b -> fma(a, b, c)` while the error
+// term still uses the rounded product), even through a multiplication by a uniform 1.0 (it
+// reassociates products). The self-test (crate/tests/gpu_selftest.rs) caught both on lavapipe.
+// Integer xor with 0 is exact and cheap; two distinct uniforms keep CSE from merging barriers.
+
+fn df_bar(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) ^ df_zero_a());
+}
+
+fn df_bar2(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) ^ df_zero_b());
+}
 
 // (s, e) with s = fl(a + b) and a + b = s + e exactly (Knuth; any a, b).
-fn two_sum(a: f32, b: f32) -> vec2<f32> {
+fn two_sum(a0: f32, b0: f32) -> vec2<f32> {
+    let a = df_bar(a0);
+    let b = df_bar(b0);
     let s = a + b;
-    let bb = s - a;
-    let e = (a - (s - bb)) + (b - bb);
+    let s1 = df_bar2(s);
+    let bb = df_bar2(s1 - a);
+    let e = (a - (s1 - bb)) + (b - bb);
     return vec2<f32>(s, e);
 }
 
 // Needs |a| >= |b| (or a == 0).
-fn quick_two_sum(a: f32, b: f32) -> vec2<f32> {
+fn quick_two_sum(a0: f32, b0: f32) -> vec2<f32> {
+    let a = df_bar(a0);
+    let b = df_bar(b0);
     let s = a + b;
-    let e = b - (s - a);
+    let e = b - (df_bar2(s) - a);
     return vec2<f32>(s, e);
 }
 
 // Veltkamp split into 12-bit halves (no fma needed).
 fn split(x: f32) -> vec2<f32> {
-    let c = 4097.0 * x;
-    let hi = c - (c - x);
+    let c = df_bar(4097.0 * x);
+    let hi = c - (df_bar2(c) - x);
     return vec2<f32>(hi, x - hi);
 }
 
 fn two_prod_split(a: f32, b: f32) -> vec2<f32> {
-    let p = a * b;
+    let p = df_bar(a * b);
     let as_ = split(a);
     let bs = split(b);
     let e = ((as_.x * bs.x - p) + as_.x * bs.y + as_.y * bs.x) + as_.y * bs.y;
@@ -39,7 +62,7 @@ fn two_prod_split(a: f32, b: f32) -> vec2<f32> {
 }
 
 fn two_prod_fma(a: f32, b: f32) -> vec2<f32> {
-    let p = a * b;
+    let p = df_bar(a * b);
     return vec2<f32>(p, fma(a, b, -p));
 }
 

@@ -82,8 +82,9 @@ gpu_struct! {
         fudge: f32,
         default_f: f32,
         dmin: f32,
-        _pad0: u32,
-        _pad1: u32,
+        /// Always 0: the df64 optimisation barriers (`df_bar` in shared/df64.wgsl).
+        zero_a: u32,
+        zero_b: u32,
     }
 }
 
@@ -124,8 +125,9 @@ gpu_struct! {
     SelfTestParams as "SelfTestParams" {
         op: u32,
         count: u32,
-        _pad0: u32,
-        _pad1: u32,
+        /// Always 0: the df64 optimisation barriers.
+        zero_a: u32,
+        zero_b: u32,
     }
 }
 
@@ -272,8 +274,8 @@ pub fn pack_params(plan: &Plan, first_pixel: u32) -> Params {
         fudge: plan.fudge as f32,
         default_f: plan.default_f as f32,
         dmin: plan.dmin as f32,
-        _pad0: 0,
-        _pad1: 0,
+        zero_a: 0,
+        zero_b: 0,
     }
 }
 
