@@ -121,7 +121,15 @@ struct Term {
 @group(0) @binding(5) var<storage, read> mask: array<u32>;
 @group(0) @binding(6) var<storage, read_write> image: array<f32>;
 // flags[0]: first pixel (raster index) with an out-of-range tricubic term, NO_PIXEL if none.
+// flags[1..4]: unused. flags[4 + idx/32] bit idx%32: pixel idx has an "exact Bragg" term (below).
 @group(0) @binding(7) var<storage, read_write> flags: array<atomic<u32>>;
+
+// Within this distance of a non-zero integer index upstream's f64 grating function
+// sin(N*pi*h)/sin(pi*h) is dominated by the rounding of pi*h, not by the true limit N (spots
+// exactly on Bragg positions come out brighter than N^3 in upstream images). That value depends
+// on the exact bits of upstream's f64 h, which no f32 device can reproduce, so such pixels are
+// flagged and re-rendered by the host in f64 (same rule as the CPU f32 kernel, EXACT_BRAGG).
+const EXACT_BRAGG: f32 = 1e-9;
 
 fn df_zero_a() -> u32 {
     return P.zero_a;
@@ -329,6 +337,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var first_seq = idx == P.first_pixel;
     // Structure-factor look-up mode for this pixel.
     var tricubic = P.interp == INTERP_TRICUBIC && idx <= C.switch_pixel;
+    var exact_bragg = false;
 
     for (var t = 0u; t < P.thicksteps; t++) {
         let odet_off = df_mul_f(thickstep, f32(t));
@@ -396,6 +405,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                         var f_latt = 1.0;
                         var skip = false;
                         if P.shape == SHAPE_SQUARE {
+                            if (P.na > 1.0 && abs(dh) < EXACT_BRAGG && h0 != 0.0) || (P.nb > 1.0 && abs(dk) < EXACT_BRAGG && k0 != 0.0) || (P.nc > 1.0 && abs(dl) < EXACT_BRAGG && l0 != 0.0) {
+                                exact_bragg = true;
+                            }
                             if P.na > 1.0 {
                                 f_latt *= sincg_delta(dh, P.na);
                             }
@@ -485,4 +497,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         val *= omega;
     }
     image[idx] = val;
+    if exact_bragg {
+        atomicOr(&flags[4u + (idx >> 5u)], 1u << (idx & 31u));
+    }
 }

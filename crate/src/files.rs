@@ -28,10 +28,11 @@ pub struct MemFiles(pub HashMap<String, Vec<u8>>);
 
 impl FileSource for MemFiles {
     fn read(&self, name: &str) -> Result<Vec<u8>> {
-        self.0
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::input(format!("cannot read file '{name}': no such file was provided")))
+        self.0.get(name).cloned().ok_or_else(|| {
+            Error::input(format!(
+                "cannot read file '{name}': no such file was provided"
+            ))
+        })
     }
     fn exists(&self, name: &str) -> bool {
         self.0.contains_key(name)

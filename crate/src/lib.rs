@@ -1,12 +1,26 @@
 //! nanoBragg: X-ray diffraction from a small crystal onto a pixel detector.
 //!
-//! Flow: command-line words (`args`) -> resolved f64 setup (`resolve`) -> flat `plan` ->
-//! per-pixel kernel (`cpu`, or the WGSL kernel via `gpu`) -> float image -> statistics and
-//! output files (`output`, `io`). See docs/ARCHITECTURE.md.
+//! Flow: command-line words (`args`) -> resolved f64 setup (`resolve`: `detector`, `crystal`,
+//! `sampling`) -> flat `plan` -> per-pixel kernel (`cpu`, or the WGSL kernel via `gpu`) ->
+//! float image -> statistics (`stats`) and output files (`output`, `io`). `api` ties these
+//! together for the CLI (`cli`), the wasm bindings and the tests. See docs/ARCHITECTURE.md.
 
+pub mod api;
+pub mod args;
+pub mod cfmt;
+pub mod cli;
+pub mod cpu;
+pub mod crystal;
+pub mod detector;
 pub mod error;
 pub mod files;
+pub mod io;
+pub mod output;
 pub mod plan;
+pub mod resolve;
+pub mod rng;
+pub mod sampling;
+pub mod stats;
 pub mod vec3;
 #[cfg(feature = "gpu")]
 pub mod gpu;

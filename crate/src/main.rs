@@ -1,4 +1,4 @@
 fn main() {
-    eprintln!("nanobragg: under construction");
-    std::process::exit(2);
+    let words: Vec<String> = std::env::args().skip(1).collect();
+    std::process::exit(nanobragg::cli::run(&words));
 }

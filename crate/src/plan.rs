@@ -176,6 +176,9 @@ impl Plan {
     #[inline]
     pub fn renders(&self, f: usize, s: usize) -> bool {
         self.roi.contains(f, s)
-            && self.mask.as_ref().is_none_or(|m| m[s * self.fpixels + f] != 0)
+            && self
+                .mask
+                .as_ref()
+                .is_none_or(|m| m[s * self.fpixels + f] != 0)
     }
 }

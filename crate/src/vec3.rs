@@ -10,7 +10,11 @@ pub fn dot(x: V3, y: V3) -> f64 {
 
 #[inline]
 pub fn cross(x: V3, y: V3) -> V3 {
-    [x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]]
+    [
+        x[1] * y[2] - x[2] * y[1],
+        x[2] * y[0] - x[0] * y[2],
+        x[0] * y[1] - x[1] * y[0],
+    ]
 }
 
 #[inline]
@@ -58,7 +62,11 @@ pub fn rotxyz(v: V3, rx: f64, ry: f64, rz: f64) -> V3 {
     }
     if ry != 0.0 {
         let (s, c) = ry.sin_cos();
-        v = [v[0] * c + v[1] * 0.0 + v[2] * s, v[1], v[0] * (-s) + v[1] * 0.0 + v[2] * c];
+        v = [
+            v[0] * c + v[1] * 0.0 + v[2] * s,
+            v[1],
+            v[0] * (-s) + v[1] * 0.0 + v[2] * c,
+        ];
     }
     if rz != 0.0 {
         let (s, c) = rz.sin_cos();
@@ -100,9 +108,16 @@ mod tests {
     fn rotations_are_right_handed() {
         let v = rotxyz([0.0, 1.0, 0.0], std::f64::consts::FRAC_PI_2, 0.0, 0.0);
         assert!((v[2] - 1.0).abs() < 1e-15 && v[1].abs() < 1e-15);
-        let w = rotaxis([1.0, 0.0, 0.0], [0.0, 0.0, 1.0], std::f64::consts::FRAC_PI_2);
+        let w = rotaxis(
+            [1.0, 0.0, 0.0],
+            [0.0, 0.0, 1.0],
+            std::f64::consts::FRAC_PI_2,
+        );
         assert!((w[1] - 1.0).abs() < 1e-15 && w[0].abs() < 1e-15);
-        assert_eq!(rotaxis([0.3, 0.2, 0.1], [0.0, 0.0, 1.0], 0.0), [0.3, 0.2, 0.1]);
+        assert_eq!(
+            rotaxis([0.3, 0.2, 0.1], [0.0, 0.0, 1.0], 0.0),
+            [0.3, 0.2, 0.1]
+        );
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub struct GpuStats {
     pub renders: u32,
     /// Bytes written to the GPU by the last render.
     pub last_upload_bytes: u64,
+    /// Pixels of the last render with an exact-Bragg term, re-rendered on the host in f64.
+    pub last_exact_bragg_pixels: usize,
 }
 
 /// Buffer sizes that decide whether the cached buffers and bind group can be reused.
@@ -51,6 +53,7 @@ struct ShapeKey {
     hkl: u64,
     mask: u64,
     image: u64,
+    flags: u64,
 }
 
 struct Resources {
@@ -61,6 +64,9 @@ struct Resources {
     mask: wgpu::Buffer,
     image: wgpu::Buffer,
     readback: wgpu::Buffer,
+    /// `[tricubic switch pixel, 0, 0, 0, exact-Bragg bitmask (one bit per pixel)...]`.
+    flags: wgpu::Buffer,
+    flags_readback: wgpu::Buffer,
     bind_group: wgpu::BindGroup,
     /// Hashes of the last uploaded params, sources, terms, hkl, mask.
     uploaded: [Option<u64>; 5],
@@ -79,8 +85,6 @@ pub struct GpuRenderer {
     bind_layout: wgpu::BindGroupLayout,
     params_buf: wgpu::Buffer,
     chunk_buf: wgpu::Buffer,
-    flags_buf: wgpu::Buffer,
-    flags_readback: wgpu::Buffer,
     res: Option<Resources>,
     lost: Arc<Mutex<Option<String>>>,
     chunk_budget: u64,
@@ -175,8 +179,6 @@ impl GpuRenderer {
         use wgpu::BufferUsages as U;
         let params_buf = buf("params", std::mem::size_of::<Params>() as u64, U::UNIFORM | U::COPY_DST);
         let chunk_buf = buf("chunk", std::mem::size_of::<Chunk>() as u64, U::UNIFORM | U::COPY_DST);
-        let flags_buf = buf("flags", 16, U::STORAGE | U::COPY_DST | U::COPY_SRC);
-        let flags_readback = buf("flags readback", 16, U::MAP_READ | U::COPY_DST);
         scope_error(scope.pop().await, "pipeline creation")?;
         // Make sure the pipeline is really compiled before the clock stops.
         let idx = queue.submit([]);
@@ -191,14 +193,12 @@ impl GpuRenderer {
             bind_layout,
             params_buf,
             chunk_buf,
-            flags_buf,
-            flags_readback,
             res: None,
             lost,
             chunk_budget: Self::DEFAULT_CHUNK_BUDGET,
             pipeline_s,
             timings: GpuTimings { pipeline_s, ..Default::default() },
-            stats: GpuStats { pipelines_created: 1, buffers_created: 4, ..Default::default() },
+            stats: GpuStats { pipelines_created: 1, buffers_created: 2, ..Default::default() },
             switch_pixel: None,
         })
     }
@@ -279,6 +279,8 @@ impl GpuRenderer {
         let mask = buf("mask", key.mask, U::STORAGE | U::COPY_DST);
         let image = buf("image", key.image, U::STORAGE | U::COPY_SRC);
         let readback = buf("image readback", key.image, U::MAP_READ | U::COPY_DST);
+        let flags = buf("flags", key.flags, U::STORAGE | U::COPY_DST | U::COPY_SRC);
+        let flags_readback = buf("flags readback", key.flags, U::MAP_READ | U::COPY_DST);
         let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("nanobragg kernel"),
             layout: &self.bind_layout,
@@ -290,7 +292,7 @@ impl GpuRenderer {
                 wgpu::BindGroupEntry { binding: 4, resource: hkl.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 5, resource: mask.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 6, resource: image.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 7, resource: self.flags_buf.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 7, resource: flags.as_entire_binding() },
             ],
         });
         self.stats.buffers_created += created;
@@ -303,6 +305,8 @@ impl GpuRenderer {
             mask,
             image,
             readback,
+            flags,
+            flags_readback,
             bind_group,
             uploaded: [None; 5],
         });
@@ -344,6 +348,7 @@ impl GpuRenderer {
             hkl: storage_size(hkl.len() * 4),
             mask: storage_size(mask.len() * 4),
             image: storage_size(pixels * 4),
+            flags: 16 + 4 * pixels.div_ceil(32) as u64,
         };
         let cold = self.res.as_ref().is_none_or(|r| r.key != key);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -366,7 +371,12 @@ impl GpuRenderer {
             upload(2, &res.terms, bytemuck::cast_slice(&terms));
             upload(3, &res.hkl, bytemuck::cast_slice(&hkl));
             upload(4, &res.mask, bytemuck::cast_slice(&mask));
-            queue.write_buffer(&self.flags_buf, 0, bytemuck::cast_slice(&[NO_PIXEL; 4]));
+            queue.write_buffer(&res.flags, 0, bytemuck::cast_slice(&[NO_PIXEL, 0, 0, 0]));
+        }
+        {
+            let mut enc = self.device.create_command_encoder(&Default::default());
+            enc.clear_buffer(&res.flags, 16, None);
+            self.queue.submit([enc.finish()]);
         }
         self.stats.last_upload_bytes = uploaded + 16;
         let upload_s = total.seconds();
@@ -394,7 +404,7 @@ impl GpuRenderer {
             // MODEL §6.4/§9.6: the first pixel (raster order) with an out-of-range tricubic term
             // switches interpolation off for itself (from that term on) and every later pixel.
             // Re-render from that pixel's row with the switch point known.
-            let bytes = self.read_flags().await?;
+            let bytes = self.read_flags(16).await?;
             let p = bytemuck::cast_slice::<u8, u32>(&bytes)[0];
             if p != NO_PIXEL {
                 self.switch_pixel = Some(p as usize);
@@ -411,6 +421,21 @@ impl GpuRenderer {
         }
         let dispatch_s = dispatch.seconds();
 
+        // Pixels with an exact-Bragg term (see EXACT_BRAGG in the kernel): upstream's value there
+        // is an f64 rounding artefact that only an f64 evaluation of its formula reproduces.
+        let flag_bytes = self.read_flags(key.flags).await?;
+        let words = bytemuck::cast_slice::<u8, u32>(&flag_bytes);
+        let mut exact: Vec<usize> = Vec::new();
+        for (w, &bits) in words[4..].iter().enumerate() {
+            let mut b = bits;
+            while b != 0 {
+                let i = w * 32 + b.trailing_zeros() as usize;
+                b &= b - 1;
+                if i < pixels {
+                    exact.push(i);
+                }
+            }
+        }
         // ---- read back ----
         let rb = Clock::start();
         let res = self.res.as_ref().expect("resources");
@@ -424,6 +449,12 @@ impl GpuRenderer {
         let mut image: Vec<f32> = bytemuck::cast_slice(&bytes).to_vec();
         image.truncate(pixels);
         let readback_s = rb.seconds();
+        for &i in &exact {
+            let (f, s) = (i % plan.fpixels, i / plan.fpixels);
+            let interp = tricubic && self.switch_pixel.is_none_or(|p| i <= p);
+            image[i] = crate::cpu::pixel64::render_pixel(plan, f, s, i as u32 == first_pixel, interp).value;
+        }
+        self.stats.last_exact_bragg_pixels = exact.len();
         self.stats.renders += 1;
         self.timings = GpuTimings {
             pipeline_s: self.pipeline_s,
@@ -454,11 +485,12 @@ impl GpuRenderer {
         self.check_lost()
     }
 
-    async fn read_flags(&self) -> Result<Vec<u8>> {
+    async fn read_flags(&self, size: u64) -> Result<Vec<u8>> {
+        let res = self.res.as_ref().expect("resources");
         let mut enc = self.device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(&self.flags_buf, 0, &self.flags_readback, 0, 16);
+        enc.copy_buffer_to_buffer(&res.flags, 0, &res.flags_readback, 0, size);
         self.queue.submit([enc.finish()]);
-        read_buffer(&self.device, &self.flags_readback, 16).await
+        read_buffer(&self.device, &res.flags_readback, size).await
     }
 }
 

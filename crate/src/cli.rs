@@ -1,0 +1,335 @@
+//! The native command-line program: upstream nanoBragg's flags and files, plus `-precision`,
+//! `-threads`, `-backend` and `-timings`. Output files are written atomically.
+
+use crate::api::{self, Prepared};
+use crate::args::{Backend, Precision, RTD};
+use crate::cfmt::fmt_g;
+use crate::detector::convention_name;
+use crate::error::{Error, ErrorKind, Result};
+use crate::files::DiskFiles;
+use crate::io::atomic::write_atomic;
+use crate::{io, output, stats};
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+pub const USAGE: &str = "\
+usage: nanobragg [options]
+  a crystal:   -cell a b c alpha beta gamma (Å, deg)  or  -mat MOSFLM.mat
+  structure factors:  -hkl FILE (h k l F per line)  and/or  -default_F F
+common options:
+  -N n | -Na -Nb -Nc     unit cells per axis        -xtalsize mm   crystal size
+  -misset rx ry rz | -misset_seed n -misset random  -mosaic deg -mosaic_dom n
+  -lambda Å | -energy eV -dispersion % -dispsteps n -divergence mrad -divsteps n
+  -distance mm | -close_distance mm  -detpixels n  -pixel mm  -Xbeam -Ybeam mm
+  -mosflm (default) | -xds | -adxv | -denzo | -dials | -fdet_vector ... (CUSTOM)
+  -detector_rotx/y/z deg  -twotheta deg  -curved_det  -point_pixel
+  -phi deg -osc deg -phisteps n  -oversample n  -roi x0 x1 y0 y1  -dmin Å
+  -polar K (default 0) | -nopolar   -fluence ph/m^2 | -flux ph/s -exposure s
+  -floatfile F -intfile F -noisefile F -pgmfile F -nonoise -nopgm -scale -adc -seed
+added by this port:
+  -precision f64|f32   f64 (default) matches upstream; f32 is the fast mode
+  -threads N           CPU threads (default: all cores)
+  -backend cpu|gpu|auto  where to render (gpu needs a build with the gpu feature)
+  -timings             print setup, render and output times
+";
+
+/// Exit status for an error (upstream uses 9 for missing inputs).
+pub fn exit_code(e: &Error) -> i32 {
+    match e.kind {
+        ErrorKind::MissingInput => 9,
+        ErrorKind::Usage => 2,
+        _ => 1,
+    }
+}
+
+fn v3(v: [f64; 3]) -> String {
+    format!("{} {} {}", fmt_g(v[0]), fmt_g(v[1]), fmt_g(v[2]))
+}
+
+fn print_setup(p: &Prepared, out: &mut impl Write) -> std::io::Result<()> {
+    let s = &p.setup;
+    let d = &s.det;
+    let c = &s.crystal;
+    writeln!(out, "nanoBragg nanocrystal diffraction simulator (Rust port of James Holton and Ken Frankel's program)")?;
+    writeln!(
+        out,
+        "{} convention selected.",
+        convention_name(d.convention).to_lowercase()
+    )?;
+    writeln!(
+        out,
+        "pivoting detector around {}",
+        if d.pivot == crate::args::Pivot::Beam {
+            "direct beam spot"
+        } else {
+            "sample"
+        }
+    )?;
+    writeln!(
+        out,
+        "Unit Cell: {}",
+        c.cell
+            .iter()
+            .map(|x| fmt_g(*x))
+            .collect::<Vec<_>>()
+            .join(" ")
+    )?;
+    writeln!(out, "volume = {} A^3", fmt_g(c.volume))?;
+    writeln!(out, "real-space cell vectors (Angstrom):")?;
+    for (name, v) in [("a", c.a0), ("b", c.b0), ("c", c.c0)] {
+        writeln!(
+            out,
+            "  {name} = {}",
+            v3([v[0] * 1e10, v[1] * 1e10, v[2] * 1e10])
+        )?;
+    }
+    for line in &s.log {
+        writeln!(out, "{line}")?;
+    }
+    let pl = &s.plan;
+    writeln!(out, "  structure factors: {}", s.hkl_source)?;
+    writeln!(
+        out,
+        "  {} lattice: {}x{}x{} cells, {} interpolation",
+        format!("{:?}", pl.shape).to_lowercase(),
+        pl.na,
+        pl.nb,
+        pl.nc,
+        if pl.interpolation == crate::plan::Interpolation::Tricubic {
+            "tricubic"
+        } else {
+            "no"
+        }
+    )?;
+    writeln!(
+        out,
+        "  wave={} meters, Kahn polarization factor: {:.6}",
+        fmt_g(s.lambda0),
+        pl.polar_k
+    )?;
+    writeln!(out, "  incident fluence: {} photons/m^2", fmt_g(s.fluence))?;
+    writeln!(
+        out,
+        "  distance={} detsize={}x{}  pixel={} meters ({}x{} pixels)",
+        fmt_g(d.distance),
+        fmt_g(d.detsize_f),
+        fmt_g(d.detsize_s),
+        fmt_g(d.pixel),
+        d.fpixels,
+        d.spixels
+    )?;
+    writeln!(
+        out,
+        "  sensor is {} m thick in {} layers with mu= {}",
+        fmt_g(pl.thick),
+        pl.thicksteps,
+        fmt_g(pl.mu)
+    )?;
+    writeln!(out, "  Xbeam={} Ybeam={}", fmt_g(d.xbeam), fmt_g(d.ybeam))?;
+    writeln!(out, "  Fbeam={} Sbeam={}", fmt_g(d.fbeam), fmt_g(d.sbeam))?;
+    writeln!(
+        out,
+        "  Fclose={} Sclose={}",
+        fmt_g(d.fclose),
+        fmt_g(d.sclose)
+    )?;
+    writeln!(out, "  DIRECTION_OF_DETECTOR_X-AXIS= {}", v3(d.fdet))?;
+    writeln!(out, "  DIRECTION_OF_DETECTOR_Y-AXIS= {}", v3(d.sdet))?;
+    writeln!(out, "  DIRECTION_OF_DETECTOR_Z-AXIS= {}", v3(d.odet))?;
+    writeln!(out, "  INCIDENT_BEAM_DIRECTION= {}", v3(d.beam))?;
+    writeln!(out, "  spindle ROTATION_AXIS= {}", v3(d.spindle))?;
+    writeln!(out, "  dials origin= {}", v3(d.dials_origin))?;
+    writeln!(out, "  twotheta = {} deg", fmt_g(d.twotheta * RTD))?;
+    Ok(())
+}
+
+fn render(
+    p: &Prepared,
+    backend: Backend,
+    precision: Precision,
+    threads: Option<usize>,
+    timings: bool,
+) -> Result<Vec<f32>> {
+    let cancel = AtomicBool::new(false);
+    let show = p.options().progress && std::io::stderr().is_terminal();
+    let progress = move |f: f32| {
+        if show {
+            eprint!("\r{:3.0}% done", f * 100.0);
+            if f >= 1.0 {
+                eprintln!();
+            }
+        }
+    };
+    match backend {
+        Backend::Cpu => {}
+        Backend::Gpu | Backend::Auto => {
+            #[cfg(feature = "gpu")]
+            {
+                match crate::gpu::render_blocking(p.plan(), timings) {
+                    Ok(img) => return Ok(img),
+                    Err(e) if backend == Backend::Auto => {
+                        eprintln!(
+                            "GPU backend unavailable ({}); rendering on the CPU",
+                            e.message
+                        )
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            #[cfg(not(feature = "gpu"))]
+            {
+                if backend == Backend::Gpu {
+                    return Err(Error::gpu(
+                        "-backend gpu: this nanobragg was built without the gpu feature",
+                    ));
+                }
+            }
+        }
+    }
+    let _ = timings;
+    crate::cpu::with_threads(threads, || {
+        api::render_cpu(p.plan(), precision, &progress, &cancel)
+    })
+}
+
+fn write_file(name: &str, bytes: &[u8], what: &str, out: &mut impl Write) -> Result<()> {
+    let _ = writeln!(out, "writing {name} as {what}");
+    write_atomic(Path::new(name), bytes)
+}
+
+/// Run the program; returns the process exit status.
+pub fn run(words: &[String]) -> i32 {
+    match run_inner(words) {
+        Ok(()) => 0,
+        Err(e) => {
+            if e.kind == ErrorKind::MissingInput {
+                eprint!("{USAGE}");
+            }
+            eprintln!("nanobragg: error: {}", e.message);
+            exit_code(&e)
+        }
+    }
+}
+
+fn run_inner(words: &[String]) -> Result<()> {
+    let t0 = Instant::now();
+    let prep = api::prepare(words, &DiskFiles)?;
+    let o = prep.options().clone();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for w in &prep.setup.warnings {
+        eprintln!("{w}");
+    }
+    let _ = print_setup(&prep, &mut out);
+    // upstream caches structure factors read from -hkl
+    if o.hkl.is_some() {
+        let bytes = io::hkl::write_fdump(&prep.plan().hkl);
+        if let Err(e) = write_atomic(Path::new(&o.dump), &bytes) {
+            eprintln!("WARNING: could not write {}: {}", o.dump, e.message);
+        }
+    }
+    let t_setup = t0.elapsed();
+    let t1 = Instant::now();
+    let image = render(&prep, o.backend, o.precision, o.threads, o.timings)?;
+    let t_render = t1.elapsed();
+    let t2 = Instant::now();
+    let st = stats::compute(prep.plan(), &image);
+    let plan = prep.plan();
+    let _ = writeln!(
+        out,
+        "solid angle subtended by detector = {} steradian",
+        fmt_g(solid_angle(plan))
+    );
+    write_file(
+        &o.floatfile,
+        &output::float_bytes(&image),
+        &format!("{} 4-byte floats", image.len()),
+        &mut out,
+    )?;
+    let _ = writeln!(
+        out,
+        "max_I = {}  at {} {}",
+        fmt_g(st.max_i),
+        fmt_g(st.max_fdet),
+        fmt_g(st.max_sdet)
+    );
+    let _ = writeln!(
+        out,
+        "mean= {} rms= {} rmsd= {}",
+        fmt_g(st.mean),
+        fmt_g(st.rms),
+        fmt_g(st.rmsd)
+    );
+    let scale = output::int_scale(&prep.setup, &st);
+    let _ = writeln!(out, "intfile_scale = {}", fmt_g(scale));
+    let header = output::smv_header(&prep.setup);
+    let smv = io::smv::write_smv(&header, &output::int_pixels(&prep.setup, &image, scale))?;
+    write_file(&o.intfile, &smv, "2-byte integers", &mut out)?;
+    if o.write_pgm {
+        let ps = output::pgm_scale(&prep.setup, &st, scale);
+        let _ = writeln!(out, "pgm_scale = {}", fmt_g(ps));
+        let pgm = io::pgm::write_pgm(
+            plan.fpixels,
+            plan.spixels,
+            ps,
+            &output::pgm_bytes(&prep.setup, &image, ps),
+        );
+        write_file(&o.pgmfile, &pgm, "1-byte integers", &mut out)?;
+    }
+    if o.write_noise {
+        let (px, sum, overloads) = output::noise_pixels(&prep.setup, &image);
+        let _ = writeln!(
+            out,
+            "{:.0} photons on noise image ({} overloads)",
+            sum, overloads
+        );
+        let smv = io::smv::write_smv(&header, &px)?;
+        write_file(&o.noisefile, &smv, "2-byte integers", &mut out)?;
+    }
+    if o.timings {
+        let terms = plan.pixel_count() as f64 * plan.terms_per_pixel() as f64;
+        let _ = writeln!(
+            out,
+            "timings: setup {:.1} ms, render {:.1} ms ({:.3e} pixel-steps/s), output {:.1} ms",
+            t_setup.as_secs_f64() * 1e3,
+            t_render.as_secs_f64() * 1e3,
+            terms / t_render.as_secs_f64(),
+            t2.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    Ok(())
+}
+
+/// Upstream's printed "solid angle subtended by detector" (sum of per-sub-pixel omegas over
+/// steps); computed here from the geometry only.
+fn solid_angle(p: &crate::plan::Plan) -> f64 {
+    let n = p.oversample as usize;
+    let sub = p.pixel / n as f64;
+    let mut total = 0.0;
+    for s in 0..p.spixels {
+        for f in 0..p.fpixels {
+            if !p.renders(f, s) {
+                continue;
+            }
+            for ss in 0..n {
+                for sf in 0..n {
+                    let fd = sub * ((f * n + sf) as f64) + sub / 2.0;
+                    let sd = sub * ((s * n + ss) as f64) + sub / 2.0;
+                    let mut pos = [0.0; 3];
+                    for c in 0..3 {
+                        pos[c] = fd * p.fdet[c] + sd * p.sdet[c] + p.pix0[c];
+                    }
+                    let r = crate::vec3::mag(pos);
+                    total += if p.point_pixel {
+                        1.0 / (r * r)
+                    } else {
+                        p.pixel * p.pixel * p.close_distance / (r * r * r)
+                    };
+                }
+            }
+        }
+    }
+    total * p.thicksteps as f64 / p.steps as f64
+}

@@ -1,0 +1,129 @@
+//! CPU renderer: rows of pixels in parallel (rayon), in two precisions, with progress, cancel
+//! and upstream's raster-order semantics for the two pieces of sequential state (MODEL §9.6):
+//! the first phi sequence of the run (stale-phi rule) and the global tricubic switch-off.
+
+pub mod factors;
+pub mod pixel32;
+pub mod pixel64;
+
+use crate::args::Precision;
+use crate::error::{Error, Result};
+use crate::plan::{Interpolation, Plan};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PixelOut {
+    pub value: f32,
+    /// A tricubic lookup left the table in this pixel (interpolation switched off there).
+    pub triggered: bool,
+}
+
+/// Index (raster order) of the first pixel that is rendered, if any.
+pub fn first_rendered_pixel(p: &Plan) -> Option<usize> {
+    (0..p.spixels)
+        .flat_map(|s| (0..p.fpixels).map(move |f| (f, s)))
+        .find(|&(f, s)| p.renders(f, s))
+        .map(|(f, s)| s * p.fpixels + f)
+}
+
+enum Kernel<'a> {
+    F64(&'a Plan),
+    F32(pixel32::FastPlan<'a>),
+}
+
+impl Kernel<'_> {
+    #[inline]
+    fn pixel(&self, f: usize, s: usize, first: bool, interp: bool) -> PixelOut {
+        match self {
+            Kernel::F64(p) => pixel64::render_pixel(p, f, s, first, interp),
+            Kernel::F32(fp) => pixel32::render_pixel(fp, f, s, first, interp),
+        }
+    }
+}
+
+/// Render the float image (photons per pixel, fast-major). `progress` receives the fraction
+/// done (0..1) from worker threads; `cancel` is polled between rows.
+pub fn render(
+    plan: &Plan,
+    precision: Precision,
+    progress: &(dyn Fn(f32) + Sync),
+    cancel: &AtomicBool,
+) -> Result<Vec<f32>> {
+    let kernel = match precision {
+        Precision::F64 => Kernel::F64(plan),
+        Precision::F32 => Kernel::F32(pixel32::FastPlan::new(plan)),
+    };
+    let (fp, sp) = (plan.fpixels, plan.spixels);
+    let first = first_rendered_pixel(plan);
+    let interp = plan.interpolation == Interpolation::Tricubic;
+    let mut image = vec![0f32; fp * sp];
+    let mut flags = vec![false; if interp { fp * sp } else { 0 }];
+    let rows_done = AtomicUsize::new(0);
+    let last_pct = AtomicUsize::new(0);
+    let total_rows = if interp { 2 * sp } else { sp };
+
+    let row_pass = |image: &mut [f32],
+                    flags: &mut [bool],
+                    only_after: Option<usize>,
+                    interp_on: bool|
+     -> Result<()> {
+        let body = |(s, row): (usize, &mut [f32]), mut frow: Option<&mut [bool]>| -> Result<()> {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::cancelled());
+            }
+            for (f, px) in row.iter_mut().enumerate() {
+                let idx = s * fp + f;
+                if only_after.is_some_and(|a| idx <= a) || !plan.renders(f, s) {
+                    continue;
+                }
+                let out = kernel.pixel(f, s, Some(idx) == first, interp_on);
+                *px = out.value;
+                if let Some(fr) = frow.as_deref_mut() {
+                    fr[f] = out.triggered;
+                }
+            }
+            let done = rows_done.fetch_add(1, Ordering::Relaxed) + 1;
+            let pct = done * 100 / total_rows;
+            if pct > last_pct.fetch_max(pct, Ordering::Relaxed) {
+                progress(pct as f32 / 100.0);
+            }
+            Ok(())
+        };
+        if flags.is_empty() {
+            image
+                .par_chunks_mut(fp)
+                .enumerate()
+                .try_for_each(|r| body(r, None))
+        } else {
+            image
+                .par_chunks_mut(fp)
+                .zip(flags.par_chunks_mut(fp))
+                .enumerate()
+                .try_for_each(|(s, (row, fr))| body((s, row), Some(fr)))
+        }
+    };
+
+    row_pass(&mut image, &mut flags, None, interp)?;
+    if interp {
+        // upstream switches interpolation off for the rest of the run at the first pixel (in
+        // raster order) whose stencil leaves the table; pixels after it use nearest lookups
+        if let Some(star) = flags.iter().position(|&t| t) {
+            let mut none: Vec<bool> = Vec::new();
+            row_pass(&mut image, &mut none, Some(star), false)?;
+        }
+    }
+    progress(1.0);
+    Ok(image)
+}
+
+/// Run `f` on a pool of `threads` threads (all cores when `None`).
+pub fn with_threads<T: Send>(threads: Option<usize>, f: impl FnOnce() -> T + Send) -> T {
+    match threads {
+        Some(n) => match rayon::ThreadPoolBuilder::new().num_threads(n).build() {
+            Ok(pool) => pool.install(f),
+            Err(_) => f(),
+        },
+        None => f(),
+    }
+}

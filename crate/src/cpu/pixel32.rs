@@ -1,0 +1,247 @@
+//! The fast per-pixel kernel (`-precision f32`). Same loop and factor semantics as `pixel64`,
+//! but: the grating function uses the delta form sin(Nπδ)/sin(πδ) with δ = h − round(h) and an
+//! f32 sinpi polynomial (no huge sine arguments), polarisation uses cos 2ψ = (E²−B²)/(E²+B²)
+//! with per-source constants (no atan2), and the round shape uses a small-argument series.
+//! The chain pixel -> position -> direction -> q -> Miller index stays in f64 with upstream's
+//! association: on the CPU that is cheaper than double-float pairs, and it keeps h, k, l equal
+//! to upstream's to the bit, which matters at exact Bragg positions (see `grating`).
+
+use super::factors::{
+    f_nearest, f_tricubic, lattice_f64, outside_interpolation_range, sinc3_f32, sincg, sincg_delta,
+};
+use super::PixelOut;
+use crate::plan::{Plan, Shape};
+use crate::vec3::{cross, dot, rotaxis, scale, unit, unitize, V3};
+
+/// Per-source constants hoisted out of the pixel loop.
+pub struct SourceConst {
+    pub incident: V3,
+    pub lambda: f64,
+    pub e_in: V3,
+    pub b_in: V3,
+}
+
+pub struct FastPlan<'a> {
+    pub plan: &'a Plan,
+    pub sources: Vec<SourceConst>,
+    pub na: f32,
+    pub nb: f32,
+    pub nc: f32,
+    /// 1/dmin^2 (1/m^2), 0 = off.
+    pub inv_dmin2: f64,
+}
+
+impl<'a> FastPlan<'a> {
+    pub fn new(plan: &'a Plan) -> Self {
+        let sources = plan
+            .sources
+            .iter()
+            .map(|s| {
+                let i = unit(s.incident);
+                let b_in = unit(cross(unit(plan.polar_axis), i));
+                let e_in = unit(cross(i, b_in));
+                SourceConst {
+                    incident: s.incident,
+                    lambda: s.lambda,
+                    e_in,
+                    b_in,
+                }
+            })
+            .collect();
+        FastPlan {
+            plan,
+            sources,
+            na: plan.na as f32,
+            nb: plan.nb as f32,
+            nc: plan.nc as f32,
+            inv_dmin2: if plan.dmin > 0.0 {
+                1.0 / (plan.dmin * plan.dmin)
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
+#[inline]
+fn polar_fast(k: f64, s: &SourceConst, d: V3) -> f64 {
+    let c2 = dot(s.incident, d);
+    let c2sq = c2 * c2;
+    let s2sq = 1.0 - c2sq;
+    let mut cos2psi = 1.0;
+    if k != 0.0 {
+        let e = dot(d, s.e_in);
+        let b = dot(d, s.b_in);
+        let n = e * e + b * b;
+        if n > 0.0 {
+            cos2psi = (e * e - b * b) / n;
+        }
+    }
+    0.5 * (1.0 + c2sq - k * cos2psi * s2sq)
+}
+
+/// Grating factor |sin(Nπh)/sin(πh)| in delta form. Within 1e-9 of a non-zero integer
+/// upstream's f64 formula is not the exact limit N: both sines are dominated by the rounding of
+/// π·h, and upstream images carry that value (spots on exact Bragg positions can come out
+/// brighter than N³). There, and only there, evaluate upstream's formula so images match.
+#[inline]
+fn grating(h: f64, n: f32) -> f32 {
+    let r = h.round();
+    let d = h - r;
+    if d.abs() < EXACT_BRAGG && r != 0.0 {
+        return sincg(std::f64::consts::PI * h, n as f64).abs() as f32;
+    }
+    sincg_delta(d as f32, n)
+}
+
+/// Distance from an integer index below which the grating factor follows upstream's f64 form.
+pub const EXACT_BRAGG: f64 = 1e-9;
+
+#[inline]
+fn lattice_fast(fp: &FastPlan, h: f64, k: f64, l: f64, h0: f64, k0: f64, l0: f64) -> f32 {
+    let p = fp.plan;
+    match p.shape {
+        Shape::Square => {
+            let mut f = 1.0f32;
+            if p.na > 1.0 {
+                f *= grating(h, fp.na);
+            }
+            if p.nb > 1.0 {
+                f *= grating(k, fp.nb);
+            }
+            if p.nc > 1.0 {
+                f *= grating(l, fp.nc);
+            }
+            f
+        }
+        Shape::Round => {
+            let (dh, dk, dl) = ((h - h0) as f32, (k - k0) as f32, (l - l0) as f32);
+            let hrad2 = dh * dh * fp.na * fp.na + dk * dk * fp.nb * fp.nb + dl * dl * fp.nc * fp.nc;
+            fp.na
+                * fp.nb
+                * fp.nc
+                * 0.723_601_254_558_268_f64 as f32
+                * sinc3_f32(std::f32::consts::PI * (hrad2 * p.fudge as f32).sqrt())
+        }
+        Shape::Gauss | Shape::Tophat => lattice_f64(p, h, k, l, h0, k0, l0) as f32,
+    }
+}
+
+pub fn render_pixel(
+    fp: &FastPlan,
+    fpixel: usize,
+    spixel: usize,
+    first_sequence: bool,
+    interpolate: bool,
+) -> PixelOut {
+    let p = fp.plan;
+    let n = p.oversample as usize;
+    let sub = p.pixel / p.oversample as f64;
+    let mut first_seq = first_sequence;
+    let mut interp = interpolate;
+    let mut triggered = false;
+    let mut i_sum = p.i_bg;
+    let mut polar = if p.nopolar { 1.0 } else { 0.0 };
+    let mut omega = 0.0;
+    let mut capture = 1.0;
+    let px2 = p.pixel * p.pixel;
+    for t in 0..p.thicksteps {
+        let odet = t as f64 * p.thickstep;
+        capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
+        for subs in 0..n {
+            for subf in 0..n {
+                let fdet = sub * ((fpixel * n + subf) as f64) + sub / 2.0;
+                let sdet = sub * ((spixel * n + subs) as f64) + sub / 2.0;
+                let mut pos = [0.0; 3];
+                for c in 0..3 {
+                    pos[c] = ((fdet * p.fdet[c] + sdet * p.sdet[c]) + odet * p.odet[c]) + p.pix0[c];
+                }
+                if p.curved {
+                    let a1 = pos[1] / p.distance;
+                    let a2 = pos[2] / p.distance;
+                    let w = rotaxis(scale(p.beam, p.distance), p.sdet, a1);
+                    pos = rotaxis(w, p.fdet, a2);
+                }
+                let (d, r) = unitize(pos);
+                if omega == 0.0 || p.oversample_omega {
+                    omega = if p.point_pixel {
+                        1.0 / (r * r)
+                    } else {
+                        px2 * p.close_distance / (r * r * r)
+                    };
+                }
+                if capture == 0.0 || p.oversample_thick {
+                    let rho = dot(d, p.odet);
+                    let x = p.thickstep * p.mu / rho;
+                    capture = (-(t as f64) * x).exp() * -(-x).exp_m1();
+                }
+                for s in &fp.sources {
+                    let i = s.incident;
+                    let q = [
+                        (d[0] - i[0]) / s.lambda,
+                        (d[1] - i[1]) / s.lambda,
+                        (d[2] - i[2]) / s.lambda,
+                    ];
+                    // resolution cut: skip when the d-spacing 1/|q| is below dmin
+                    if fp.inv_dmin2 > 0.0 && dot(q, q) > fp.inv_dmin2 {
+                        continue;
+                    }
+                    if polar == 0.0 || p.oversample_polar {
+                        polar = polar_fast(p.polar_k, s, d);
+                    }
+                    let table = if first_seq {
+                        &p.orientations_first
+                    } else {
+                        &p.orientations
+                    };
+                    first_seq = false;
+                    for o in table {
+                        let h = dot(o.a, q);
+                        let k = dot(o.b, q);
+                        let l = dot(o.c, q);
+                        let h0 = (h - 0.5).ceil();
+                        let k0 = (k - 0.5).ceil();
+                        let l0 = (l - 0.5).ceil();
+                        let f_latt = lattice_fast(fp, h, k, l, h0, k0, l0) as f64;
+                        if f_latt == 0.0 && !p.water {
+                            continue;
+                        }
+                        if interp && outside_interpolation_range(&p.hkl, h, k, l) {
+                            interp = false;
+                            triggered = true;
+                        }
+                        let f_cell = if interp {
+                            f_tricubic(&p.hkl, h, k, l)
+                        } else {
+                            f_nearest(p, h0 as i64, k0 as i64, l0 as i64)
+                        };
+                        i_sum += f_cell * f_cell * f_latt * f_latt;
+                        if p.oversample_thick {
+                            i_sum *= capture;
+                        }
+                        if p.oversample_polar {
+                            i_sum *= polar;
+                        }
+                        if p.oversample_omega {
+                            i_sum *= omega;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut val = p.r_e_sqr_fluence * i_sum / p.steps as f64;
+    if !p.oversample_thick {
+        val *= capture;
+    }
+    if !p.oversample_polar {
+        val *= polar;
+    }
+    if !p.oversample_omega {
+        val *= omega;
+    }
+    PixelOut {
+        value: val as f32,
+        triggered,
+    }
+}

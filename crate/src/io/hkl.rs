@@ -1,0 +1,390 @@
+//! Structure factors: the `-hkl` text file and the binary `Fdump.bin` cache (MODEL.md §7.7, §7.8).
+//!
+//! Text input diverges from upstream's stream parsing on purpose: every non-blank line that is not
+//! a `#` comment must start with `h k l F` (integer indices); further columns are ignored, and
+//! anything else is an error naming the file and line.
+
+use super::{numbered_lines, show_line};
+use crate::cfmt::{parse_f64_strict, parse_i64_strict};
+use crate::error::{Error, Result};
+use crate::plan::HklGrid;
+
+/// Largest padded table accepted (2 GiB of f64); larger index ranges are an input error, not an
+/// allocation failure.
+const MAX_TABLE: usize = 1 << 28;
+
+/// Padded table size `(h_range+1)(k_range+1)(l_range+1)` for the given bounds, checked.
+fn table_len(name: &str, b: [i64; 6]) -> Result<(usize, [usize; 3])> {
+    let mut ranges = [0usize; 3];
+    for (i, r) in ranges.iter_mut().enumerate() {
+        let (lo, hi) = (b[2 * i], b[2 * i + 1]);
+        if hi < lo {
+            return Err(Error::input(format!(
+                "{name}: invalid Miller index bounds {}..{} for {}",
+                lo,
+                hi,
+                ["h", "k", "l"][i]
+            )));
+        }
+        *r = usize::try_from(hi - lo + 1).unwrap_or(usize::MAX);
+    }
+    let len = ranges
+        .iter()
+        .try_fold(1usize, |acc, &r| acc.checked_mul(r.checked_add(1)?))
+        .filter(|&n| n <= MAX_TABLE)
+        .ok_or_else(|| {
+            Error::input(format!(
+                "{name}: Miller index ranges h {}..{}, k {}..{}, l {}..{} are too large for a structure-factor table",
+                b[0], b[1], b[2], b[3], b[4], b[5]
+            ))
+        })?;
+    Ok((len, ranges))
+}
+
+fn alloc_table(name: &str, len: usize) -> Result<Vec<f64>> {
+    let mut data = Vec::new();
+    data.try_reserve_exact(len).map_err(|_| {
+        Error::input(format!(
+            "{name}: not enough memory for a structure-factor table of {len} values"
+        ))
+    })?;
+    data.resize(len, 0.0);
+    Ok(data)
+}
+
+/// Parses an `h k l F` text file into the padded structure-factor table.
+///
+/// Bounds come from the records; the table is zero-filled, the inner `h_range x k_range x
+/// l_range` block is prefilled with `default_f` when it is non-zero, then the records are stored
+/// (the last duplicate wins). `hkls` is the number of records.
+pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
+    let mut records: Vec<([i32; 3], f64)> = Vec::new();
+    for (n, line) in numbered_lines(text) {
+        let trimmed = String::from_utf8_lossy(line);
+        let trimmed = trimmed.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let expected = || {
+            Error::input(format!(
+                "{name} line {n}: expected 4 numbers \"h k l F\", found \"{}\"",
+                show_line(line)
+            ))
+        };
+        let tokens: Vec<&str> = trimmed.split_ascii_whitespace().take(4).collect();
+        if tokens.len() < 4 {
+            return Err(expected());
+        }
+        let f = parse_f64_strict(tokens[3]).ok_or_else(expected)?;
+        let mut hkl = [0i32; 3];
+        for (slot, tok) in hkl.iter_mut().zip(&tokens[..3]) {
+            *slot = match parse_i64_strict(tok) {
+                Some(v) => i32::try_from(v).map_err(|_| {
+                    Error::input(format!(
+                        "{name} line {n}: Miller index {v} is out of range, in \"{}\"",
+                        show_line(line)
+                    ))
+                })?,
+                None if parse_f64_strict(tok).is_some() => {
+                    return Err(Error::input(format!(
+                        "{name} line {n}: Miller indices h k l must be integers, found \"{}\"",
+                        show_line(line)
+                    )))
+                }
+                None => return Err(expected()),
+            };
+        }
+        records.push((hkl, f));
+    }
+    if records.is_empty() {
+        return Err(Error::input(format!(
+            "{name}: no \"h k l F\" records found"
+        )));
+    }
+
+    let mut b = [i64::MAX, i64::MIN, i64::MAX, i64::MIN, i64::MAX, i64::MIN];
+    for (hkl, _) in &records {
+        for i in 0..3 {
+            b[2 * i] = b[2 * i].min(hkl[i] as i64);
+            b[2 * i + 1] = b[2 * i + 1].max(hkl[i] as i64);
+        }
+    }
+    let (len, [hr, kr, lr]) = table_len(name, b)?;
+    let mut data = alloc_table(name, len)?;
+    let (kd, ld) = (kr + 1, lr + 1);
+    if default_f != 0.0 {
+        for ih in 0..hr {
+            for ik in 0..kr {
+                let row = (ih * kd + ik) * ld;
+                data[row..row + lr].fill(default_f);
+            }
+        }
+    }
+    for (hkl, f) in &records {
+        let ih = (hkl[0] as i64 - b[0]) as usize;
+        let ik = (hkl[1] as i64 - b[2]) as usize;
+        let il = (hkl[2] as i64 - b[4]) as usize;
+        data[(ih * kd + ik) * ld + il] = *f;
+    }
+    Ok(HklGrid {
+        h_min: b[0] as i32,
+        h_max: b[1] as i32,
+        k_min: b[2] as i32,
+        k_max: b[3] as i32,
+        l_min: b[4] as i32,
+        l_max: b[5] as i32,
+        hkls: records.len(),
+        data,
+    })
+}
+
+/// Serialises the table as upstream's `Fdump.bin`: `"%d %d %d %d %d %d\n\f"` (h_min h_max k_min
+/// k_max l_min l_max), then the padded table as little-endian f64, h outer, l fastest.
+pub fn write_fdump(grid: &HklGrid) -> Vec<u8> {
+    let head = format!(
+        "{} {} {} {} {} {}\n\x0c",
+        grid.h_min, grid.h_max, grid.k_min, grid.k_max, grid.l_min, grid.l_max
+    );
+    let mut out = Vec::with_capacity(head.len() + 8 * grid.data.len());
+    out.extend_from_slice(head.as_bytes());
+    for v in &grid.data {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+/// Reads a `Fdump.bin` written by [`write_fdump`] (or upstream). Exactly `\n\f` must follow the
+/// six integers (upstream's scanf would also swallow data bytes that look like whitespace).
+/// `hkls` is set to `h_range*k_range*l_range`.
+pub fn read_fdump(name: &str, bytes: &[u8]) -> Result<HklGrid> {
+    let not_dump = || {
+        Error::input(format!(
+            "{name}: not a structure-factor dump (expected six integers \"h_min h_max k_min k_max l_min l_max\" followed by a newline and a form feed)"
+        ))
+    };
+    let mut pos = 0usize;
+    let mut b = [0i64; 6];
+    for v in b.iter_mut() {
+        while pos < bytes.len() && matches!(bytes[pos], b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r')
+        {
+            pos += 1;
+        }
+        let start = pos;
+        if pos < bytes.len() && (bytes[pos] == b'-' || bytes[pos] == b'+') {
+            pos += 1;
+        }
+        let digits = pos;
+        while pos < bytes.len() && bytes[pos].is_ascii_digit() && pos - digits < 10 {
+            pos += 1;
+        }
+        if pos == digits || (pos < bytes.len() && bytes[pos].is_ascii_digit()) {
+            return Err(not_dump());
+        }
+        let text = std::str::from_utf8(&bytes[start..pos]).map_err(|_| not_dump())?;
+        *v = parse_i64_strict(text)
+            .filter(|x| i32::try_from(*x).is_ok())
+            .ok_or_else(not_dump)?;
+    }
+    if bytes.get(pos..pos + 2) != Some(b"\n\x0c") {
+        return Err(not_dump());
+    }
+    pos += 2;
+    let (len, [hr, kr, lr]) = table_len(name, b)?;
+    let body = &bytes[pos..];
+    let need = len * 8;
+    if body.len() < need {
+        return Err(Error::input(format!(
+            "{name}: truncated structure-factor dump: the header promises {len} values ({need} bytes) but only {} bytes follow",
+            body.len()
+        )));
+    }
+    let mut data = alloc_table(name, len)?;
+    for (d, chunk) in data.iter_mut().zip(body.chunks_exact(8)) {
+        *d = f64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+    }
+    Ok(HklGrid {
+        h_min: b[0] as i32,
+        h_max: b[1] as i32,
+        k_min: b[2] as i32,
+        k_max: b[3] as i32,
+        l_min: b[4] as i32,
+        l_max: b[5] as i32,
+        hkls: hr * kr * lr,
+        data,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    const SMALL: &str = "# a comment\n\
+        0 0 0 10.5\n\
+        \n\
+        1 -1 2 3.25\n\
+        -1 0 1 7 0.5 extra\n\
+        1 -1 2 4.0\n";
+
+    #[test]
+    fn parses_bounds_and_values() {
+        let g = parse_hkl("input.hkl", SMALL.as_bytes(), 0.0).unwrap();
+        assert_eq!(
+            (g.h_min, g.h_max, g.k_min, g.k_max, g.l_min, g.l_max),
+            (-1, 1, -1, 0, 0, 2)
+        );
+        assert_eq!((g.h_range(), g.k_range(), g.l_range()), (3, 2, 3));
+        assert_eq!(g.hkls, 4);
+        assert_eq!(g.data.len(), 4 * 3 * 4);
+        assert_eq!(g.at(1, 1, 0), 10.5); // (0,0,0)
+        assert_eq!(g.at(2, 0, 2), 4.0); // (1,-1,2), last duplicate wins
+        assert_eq!(g.at(0, 1, 1), 7.0); // (-1,0,1), extra columns ignored
+        assert_eq!(g.at(0, 0, 0), 0.0);
+        assert_eq!(g.data.iter().filter(|&&v| v != 0.0).count(), 3);
+    }
+
+    #[test]
+    fn default_f_fills_inner_block_only() {
+        let g = parse_hkl("input.hkl", SMALL.as_bytes(), 100.0).unwrap();
+        let (kd, ld) = (3usize, 4usize);
+        for ih in 0..4usize {
+            for ik in 0..kd {
+                for il in 0..ld {
+                    let v = g.data[(ih * kd + ik) * ld + il];
+                    let inner = ih < 3 && ik < 2 && il < 3;
+                    let want = match (ih, ik, il) {
+                        (1, 1, 0) => 10.5,
+                        (2, 0, 2) => 4.0,
+                        (0, 1, 1) => 7.0,
+                        _ if inner => 100.0,
+                        _ => 0.0,
+                    };
+                    assert_eq!(v, want, "({ih},{ik},{il})");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn crlf_and_signs() {
+        let g = parse_hkl("x.hkl", b"+1 2 3 1e2\r\n\r\n  -2 -2 -2 -0.5 \r\n", 0.0).unwrap();
+        assert_eq!(
+            (g.h_min, g.h_max, g.k_min, g.k_max, g.l_min, g.l_max),
+            (-2, 1, -2, 2, -2, 3)
+        );
+        assert_eq!(g.at(3, 4, 5), 100.0);
+        assert_eq!(g.at(0, 0, 0), -0.5);
+        assert_eq!(g.hkls, 2);
+    }
+
+    #[test]
+    fn errors_name_file_and_line() {
+        let e = parse_hkl("input.hkl", b"0 0 0 1\n\n# c\n\n\n\n1 2 x\n", 0.0).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Input);
+        assert_eq!(
+            e.message,
+            "input.hkl line 7: expected 4 numbers \"h k l F\", found \"1 2 x\""
+        );
+        let e = parse_hkl("input.hkl", b"1 2 3 x\n", 0.0).unwrap_err();
+        assert_eq!(
+            e.message,
+            "input.hkl line 1: expected 4 numbers \"h k l F\", found \"1 2 3 x\""
+        );
+        let e = parse_hkl("a.hkl", b"0 0 0 1\nh k l F\n", 0.0).unwrap_err();
+        assert!(
+            e.message.starts_with("a.hkl line 2: expected 4 numbers"),
+            "{}",
+            e.message
+        );
+        let e = parse_hkl("a.hkl", b"1.0 2 3 4\n", 0.0).unwrap_err();
+        assert_eq!(
+            e.message,
+            "a.hkl line 1: Miller indices h k l must be integers, found \"1.0 2 3 4\""
+        );
+        let e = parse_hkl("a.hkl", b"1 99999999999 3 4\n", 0.0).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("a.hkl line 1: Miller index 99999999999 is out of range"),
+            "{}",
+            e.message
+        );
+        let e = parse_hkl("a.hkl", b"-2000000000 0 0 1\n2000000000 0 0 1\n", 0.0).unwrap_err();
+        assert!(e.message.contains("too large"), "{}", e.message);
+        let e = parse_hkl("empty.hkl", b"\n# only comments\n  \n", 0.0).unwrap_err();
+        assert_eq!(e.message, "empty.hkl: no \"h k l F\" records found");
+        let e = parse_hkl("bin.hkl", b"\x00\x01\xff\xfe", 0.0).unwrap_err();
+        assert!(e.message.starts_with("bin.hkl line 1:"), "{}", e.message);
+    }
+
+    #[test]
+    fn fdump_roundtrip_and_format() {
+        let g = parse_hkl("input.hkl", SMALL.as_bytes(), 100.0).unwrap();
+        let bytes = write_fdump(&g);
+        let head = b"-1 1 -1 0 0 2\n\x0c";
+        assert_eq!(&bytes[..head.len()], head);
+        assert_eq!(bytes.len(), head.len() + 8 * 48);
+        // (0,0,0) at padded offset (1,1,0) -> index (1*3+1)*4 = 16
+        let off = head.len() + 16 * 8;
+        assert_eq!(
+            f64::from_le_bytes(bytes[off..off + 8].try_into().unwrap()),
+            10.5
+        );
+        let r = read_fdump("Fdump.bin", &bytes).unwrap();
+        assert_eq!(r.data, g.data);
+        assert_eq!(
+            (r.h_min, r.h_max, r.k_min, r.k_max, r.l_min, r.l_max),
+            (-1, 1, -1, 0, 0, 2)
+        );
+        assert_eq!(r.hkls, 3 * 2 * 3);
+    }
+
+    #[test]
+    fn fdump_first_value_with_whitespace_byte_is_not_swallowed() {
+        // 0x20 as the first data byte would be eaten by upstream's scanf.
+        let mut g = parse_hkl("x.hkl", b"0 0 0 1\n", 0.0).unwrap();
+        g.data[0] = f64::from_le_bytes([0x20, 0, 0, 0, 0, 0, 0xf0, 0x3f]);
+        let r = read_fdump("Fdump.bin", &write_fdump(&g)).unwrap();
+        assert_eq!(r.data, g.data);
+        assert_eq!(r.data.len(), 8);
+        assert_eq!(r.hkls, 1);
+    }
+
+    #[test]
+    fn fdump_errors() {
+        let g = parse_hkl("x.hkl", b"0 0 0 1\n1 1 1 2\n", 0.0).unwrap();
+        let bytes = write_fdump(&g);
+        let e = read_fdump("Fdump.bin", &bytes[..bytes.len() - 1]).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Input);
+        assert!(
+            e.message
+                .starts_with("Fdump.bin: truncated structure-factor dump"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("27 values (216 bytes)"), "{}", e.message);
+        for bad in [
+            &b"garbage"[..],
+            b"0 1 0 1 0\n\x0c",
+            b"0 1 0 1 0 1\n",
+            b"0 1 0 1 0 1 \n\x0c",
+            b"",
+        ] {
+            let e = read_fdump("Fdump.bin", bad).unwrap_err();
+            assert!(
+                e.message
+                    .starts_with("Fdump.bin: not a structure-factor dump"),
+                "{}",
+                e.message
+            );
+        }
+        let e = read_fdump("Fdump.bin", b"1 0 0 1 0 1\n\x0c").unwrap_err();
+        assert!(
+            e.message.contains("invalid Miller index bounds"),
+            "{}",
+            e.message
+        );
+        let e =
+            read_fdump("Fdump.bin", b"-1000000 1000000 -1000000 1000000 0 0\n\x0c").unwrap_err();
+        assert!(e.message.contains("too large"), "{}", e.message);
+    }
+}

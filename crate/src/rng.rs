@@ -1,0 +1,528 @@
+//! Upstream's random-number generators, bit exact: Numerical Recipes `ran1` with its one shared
+//! shuffle table, the random rotation used for mosaic domains and random missets, the matrix to
+//! misset-angle conversion, and the Poisson / Gaussian deviates of the noise image.
+//!
+//! The f32/f64 mix of every expression follows upstream exactly (MODEL.md §4.9, §4.3, §7.5);
+//! changing any cast changes the noise image.
+
+use std::f64::consts::PI;
+
+const IA: i64 = 16807;
+const IM: i64 = 2147483647;
+const AM: f64 = 1.0 / IM as f64;
+const IQ: i64 = 127773;
+const IR: i64 = 2836;
+const NTAB: usize = 32;
+const NDIV: i64 = 1 + (IM - 1) / NTAB as i64;
+const RNMX: f64 = 1.0 - 1.2e-7;
+
+/// The one shuffle table shared by every stream (misset, mosaic, noise). Each stream owns only
+/// its seed variable `idum`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RanState {
+    iy: i64,
+    iv: [i64; NTAB],
+}
+
+impl Default for RanState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[inline]
+fn schrage(idum: i64) -> i64 {
+    let k = idum / IQ;
+    let mut v = IA * (idum - k * IQ) - IR * k;
+    if v < 0 {
+        v += IM;
+    }
+    v
+}
+
+impl RanState {
+    /// The initial state: `iy = 0` (forces a reseed on first use), table zeroed.
+    pub fn new() -> Self {
+        RanState {
+            iy: 0,
+            iv: [0; NTAB],
+        }
+    }
+
+    /// Uniform deviate in (0, 1) (Numerical Recipes `ran1`), as an f32.
+    pub fn ran1(&mut self, idum: &mut i64) -> f32 {
+        if *idum <= 0 || self.iy == 0 {
+            *idum = if -*idum < 1 { 1 } else { -*idum };
+            for j in (0..NTAB + 8).rev() {
+                *idum = schrage(*idum);
+                if j < NTAB {
+                    self.iv[j] = *idum;
+                }
+            }
+            self.iy = self.iv[0];
+        }
+        *idum = schrage(*idum);
+        let j = (self.iy / NDIV) as usize;
+        self.iy = self.iv[j];
+        self.iv[j] = *idum;
+        let temp = (AM * self.iy as f64) as f32;
+        if temp as f64 > RNMX {
+            RNMX as f32
+        } else {
+            temp
+        }
+    }
+}
+
+/// Random rotation by an angle `spread * (1 - r3^2)^(1/3)` (radians, at most `spread`) about a
+/// uniformly distributed axis; three draws of `ran1`. Row-major matrix.
+pub fn mosaic_rotation_umat(st: &mut RanState, spread: f32, idum: &mut i64) -> [[f64; 3]; 3] {
+    let r1 = 2.0 * st.ran1(idum) as f64 - 1.0;
+    let r2 = 2.0 * st.ran1(idum) as f64 - 1.0;
+    let r3 = 2.0 * st.ran1(idum) as f64 - 1.0;
+
+    let xyrad = (1.0 - r2 * r2).sqrt();
+    let rot = (spread * ((1.0 - r3 * r3) as f32).powf((1.0f64 / 3.0) as f32)) as f64;
+
+    let v1 = xyrad * (PI * r1).sin();
+    let v2 = xyrad * (PI * r1).cos();
+    let v3 = r2;
+
+    let t1 = rot.cos();
+    let t2 = 1.0 - t1;
+    let t3 = v1 * v1;
+    let t6 = t2 * v1;
+    let t7 = t6 * v2;
+    let t8 = rot.sin();
+    let t9 = t8 * v3;
+    let t11 = t6 * v3;
+    let t12 = t8 * v2;
+    let t15 = v2 * v2;
+    let t19 = t2 * v2 * v3;
+    let t20 = t8 * v1;
+    let t24 = v3 * v3;
+
+    [
+        [t1 + t2 * t3, t7 - t9, t11 + t12],
+        [t7 + t9, t1 + t2 * t15, t19 - t20],
+        [t11 - t12, t19 + t20, t1 + t2 * t24],
+    ]
+}
+
+/// Normalises a row in place when its length is positive; returns the length.
+fn normalise_row(r: &mut [f64; 3]) -> f64 {
+    let m = (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]).sqrt();
+    if m > 0.0 {
+        r[0] /= m;
+        r[1] /= m;
+        r[2] /= m;
+    }
+    m
+}
+
+fn unit_cross(a: &[f64; 3], b: &[f64; 3]) -> [f64; 3] {
+    let mut c = [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ];
+    normalise_row(&mut c);
+    c
+}
+
+/// Converts a rotation matrix (row-major) into misset angles `[rx, ry, rz]` in radians with
+/// `Rz(rz)·Ry(ry)·Rx(rx) = U` (upstream `umat2misset`, including its re-normalisation steps).
+pub fn umat2misset(u: [[f64; 3]; 3]) -> [f64; 3] {
+    let [mut x, mut y, mut z] = u;
+    let mx = normalise_row(&mut x);
+    let my = normalise_row(&mut y);
+    let mz = normalise_row(&mut z);
+
+    if mx >= 0.0 && my <= 0.0 && mz <= 0.0 {
+        y = [0.0, 1.0, 0.0];
+        z = [0.0, 0.0, 1.0];
+    }
+    if mx <= 0.0 && my >= 0.0 && mz <= 0.0 {
+        x = [1.0, 0.0, 0.0];
+        z = [0.0, 0.0, 1.0];
+    }
+    if mx <= 0.0 && my <= 0.0 && mz >= 0.0 {
+        x = [1.0, 0.0, 0.0];
+        y = [0.0, 1.0, 0.0];
+    }
+
+    // Two rounds of cross products, used only to replace empty rows.
+    for _ in 0..2 {
+        let xcy = unit_cross(&x, &y);
+        let ycz = unit_cross(&y, &z);
+        let zcx = unit_cross(&z, &x);
+        if mx <= 0.0 {
+            x = ycz;
+        }
+        if my <= 0.0 {
+            y = zcx;
+        }
+        if mz <= 0.0 {
+            z = xcy;
+        }
+    }
+
+    normalise_row(&mut x);
+    normalise_row(&mut y);
+    normalise_row(&mut z);
+
+    if z[0] * z[0] < 1.0 {
+        let rx = z[1].atan2(z[2]);
+        let ry = (-z[0]).atan2((z[1] * z[1] + z[2] * z[2]).sqrt());
+        let rz = y[0].atan2(x[0]);
+        [rx, ry, rz]
+    } else {
+        let q = 1.0f64.atan2(1.0);
+        [q * 4.0, q * 2.0, x[1].atan2(-y[1])]
+    }
+}
+
+/// `ln Γ(xx)` (Lanczos), computed in f64 and returned as f32.
+pub fn gammln(xx: f32) -> f32 {
+    const COF: [f64; 6] = [
+        76.18009172947146,
+        -86.50532032941677,
+        24.01409824083091,
+        -1.231739572450155,
+        0.1208650973866179e-2,
+        -0.5395239384953e-5,
+    ];
+    let x = xx as f64;
+    let mut y = x;
+    let mut tmp = x + 5.5;
+    tmp -= (x + 0.5) * tmp.ln();
+    let mut ser = 1.000000000190015;
+    for c in COF {
+        y += 1.0;
+        ser += c / y;
+    }
+    (-tmp + (2.5066282746310005 * ser / x).ln()) as f32
+}
+
+/// Persistent state of upstream's `poidev` and `gaussdev` (their C `static` variables).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Noise {
+    sq: f32,
+    alxm: f32,
+    g: f32,
+    oldm: f32,
+    iset: bool,
+    gset: f32,
+}
+
+impl Default for Noise {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Noise {
+    pub fn new() -> Self {
+        Noise {
+            sq: 0.0,
+            alxm: 0.0,
+            g: 0.0,
+            oldm: -1.0,
+            iset: false,
+            gset: 0.0,
+        }
+    }
+
+    /// Poisson deviate with mean `xm` (Gaussian approximation, not rounded, above 1e6).
+    pub fn poidev(&mut self, st: &mut RanState, xm: f32, idum: &mut i64) -> f32 {
+        if xm > 1.0e6 {
+            let gd = self.gaussdev(st, idum) as f64;
+            return (xm as f64 + (xm as f64).sqrt() * gd) as f32;
+        }
+        if xm < 12.0 {
+            if xm != self.oldm {
+                self.oldm = xm;
+                self.g = (-(xm as f64)).exp() as f32;
+            }
+            let mut em: f32 = -1.0;
+            let mut t: f32 = 1.0;
+            loop {
+                em += 1.0;
+                t *= st.ran1(idum);
+                // C: `do { ... } while (t > g)`
+                if t > self.g {
+                    continue;
+                }
+                return em;
+            }
+        } else {
+            if xm != self.oldm {
+                self.oldm = xm;
+                self.sq = (2.0 * xm as f64).sqrt() as f32;
+                self.alxm = (xm as f64).ln() as f32;
+                self.g = xm * self.alxm - gammln((xm as f64 + 1.0) as f32);
+            }
+            loop {
+                let mut y: f32;
+                let mut em: f32;
+                loop {
+                    y = (PI * st.ran1(idum) as f64).tan() as f32;
+                    em = self.sq * y + xm;
+                    // C: `while (em < 0.0)`; a NaN leaves the loop.
+                    if em.is_nan() || em >= 0.0 {
+                        break;
+                    }
+                }
+                em = (em as f64).floor() as f32;
+                let e: f32 = em * self.alxm - gammln((em as f64 + 1.0) as f32) - self.g;
+                let t = (0.9 * (1.0 + (y * y) as f64) * (e as f64).exp()) as f32;
+                // C: `while (ran1(idum) > t)`; a NaN `t` accepts.
+                if st.ran1(idum) > t {
+                    continue;
+                }
+                return em;
+            }
+        }
+    }
+
+    /// Gaussian deviate, zero mean, unit variance (polar Box–Muller; every second call returns
+    /// the cached partner).
+    pub fn gaussdev(&mut self, st: &mut RanState, idum: &mut i64) -> f32 {
+        if !self.iset {
+            let (v1, v2, rsq) = loop {
+                let v1 = (2.0 * st.ran1(idum) as f64 - 1.0) as f32;
+                let v2 = (2.0 * st.ran1(idum) as f64 - 1.0) as f32;
+                let rsq: f32 = v1 * v1 + v2 * v2;
+                if !(rsq >= 1.0 || rsq == 0.0) {
+                    break (v1, v2, rsq);
+                }
+            };
+            let fac = (-2.0 * (rsq as f64).ln() / rsq as f64).sqrt() as f32;
+            self.gset = v1 * fac;
+            self.iset = true;
+            v2 * fac
+        } else {
+            self.iset = false;
+            self.gset
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f32, b: f64) -> bool {
+        (a as f64 - b).abs() < 5e-9
+    }
+
+    #[test]
+    fn ran1_vectors() {
+        let mut st = RanState::new();
+        let mut idum = -12345678i64;
+        let want = [
+            0.765989304,
+            0.023453664,
+            0.589726627,
+            0.535101593,
+            0.982231438,
+            0.693016112,
+        ];
+        for w in want {
+            let v = st.ran1(&mut idum);
+            assert!(close(v, w), "{v} vs {w}");
+        }
+        let mut st = RanState::new();
+        let mut idum = -1i64;
+        for w in [0.415999353, 0.091964893, 0.75641048, 0.52970022] {
+            let v = st.ran1(&mut idum);
+            assert!(close(v, w), "{v} vs {w}");
+        }
+    }
+
+    #[test]
+    fn ran1_seed_zero_and_one_agree_and_positive_seed_continues() {
+        let mut a = RanState::new();
+        let mut b = RanState::new();
+        let (mut s0, mut s1) = (0i64, -1i64);
+        for _ in 0..10 {
+            assert_eq!(a.ran1(&mut s0).to_bits(), b.ran1(&mut s1).to_bits());
+        }
+        // A positive seed on a fresh table is treated as 1 (iy == 0 forces a reseed).
+        let mut c = RanState::new();
+        let mut d = RanState::new();
+        let (mut p, mut q) = (12345i64, -1i64);
+        assert_eq!(c.ran1(&mut p).to_bits(), d.ran1(&mut q).to_bits());
+        // A positive seed on a used table does not reseed: it uses the shared shuffle table.
+        let mut st = RanState::new();
+        let mut s = -5i64;
+        st.ran1(&mut s);
+        let before = st.clone();
+        let mut pos = 777i64;
+        st.ran1(&mut pos);
+        assert_eq!(pos, schrage(777));
+        assert_ne!(st, before);
+    }
+
+    fn assert_mat(m: [[f64; 3]; 3], want: [f64; 9]) {
+        for r in 0..3 {
+            for c in 0..3 {
+                assert!(
+                    (m[r][c] - want[r * 3 + c]).abs() < 1e-12,
+                    "[{r}][{c}] {} vs {}",
+                    m[r][c],
+                    want[r * 3 + c]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn mosaic_vectors() {
+        let mut st = RanState::new();
+        let mut seed = -12345678i64;
+        let spread = (0.5f64 / (180.0 / PI)) as f32;
+        let m0 = mosaic_rotation_umat(&mut st, spread, &mut seed);
+        assert_mat(
+            m0,
+            [
+                0.999966123750,
+                0.008226601328,
+                -0.000272730812,
+                -0.008227282507,
+                0.999962779322,
+                -0.002598421470,
+                0.000251344483,
+                0.002600577279,
+                0.999996586906,
+            ],
+        );
+        let m1 = mosaic_rotation_umat(&mut st, spread, &mut seed);
+        assert_mat(
+            m1,
+            [
+                0.999965920898,
+                -0.007975168091,
+                0.002133948649,
+                0.007976187219,
+                0.999968079497,
+                -0.000469494699,
+                -0.002130136234,
+                0.000486499473,
+                0.999997612916,
+            ],
+        );
+        let m2 = mosaic_rotation_umat(&mut st, spread, &mut seed);
+        assert_mat(
+            m2,
+            [
+                0.999991435992,
+                0.002841644103,
+                0.003008820536,
+                -0.002858485792,
+                0.999980189431,
+                0.005608012572,
+                -0.002992824954,
+                -0.005616565216,
+                0.999979748392,
+            ],
+        );
+    }
+
+    #[test]
+    fn random_misset_angles() {
+        let mut st = RanState::new();
+        let mut seed = -1i64; // -misset_seed 1
+        let u = mosaic_rotation_umat(&mut st, 90.0, &mut seed);
+        let a = umat2misset(u);
+        let deg = a.map(|x| x * 180.0 / PI);
+        let want = [4.6629571628, -11.8449788458, 17.6225480239];
+        for i in 0..3 {
+            assert!((deg[i] - want[i]).abs() < 5e-10, "{deg:?}");
+        }
+    }
+
+    #[test]
+    fn umat2misset_roundtrip_and_gimbal_lock() {
+        let (rx, ry, rz) = (0.3f64, -0.2f64, 1.1f64);
+        let (cx, sx, cy, sy, cz, sz) = (rx.cos(), rx.sin(), ry.cos(), ry.sin(), rz.cos(), rz.sin());
+        // Rz * Ry * Rx
+        let u = [
+            [cz * cy, cz * sy * sx - sz * cx, cz * sy * cx + sz * sx],
+            [sz * cy, sz * sy * sx + cz * cx, sz * sy * cx - cz * sx],
+            [-sy, cy * sx, cy * cx],
+        ];
+        let a = umat2misset(u);
+        assert!(
+            (a[0] - rx).abs() < 1e-14 && (a[1] - ry).abs() < 1e-14 && (a[2] - rz).abs() < 1e-14
+        );
+        // Rows that are not unit length are normalised first.
+        let scaled = [
+            u[0].map(|v| v * 2.0),
+            u[1].map(|v| v * 3.0),
+            u[2].map(|v| v * 0.5),
+        ];
+        let b = umat2misset(scaled);
+        assert!(
+            (b[0] - rx).abs() < 1e-14 && (b[1] - ry).abs() < 1e-14 && (b[2] - rz).abs() < 1e-14
+        );
+        // Gimbal lock: z row = (-1, 0, 0).
+        let g = umat2misset([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]]);
+        assert_eq!(g, [PI, PI / 2.0, 0.0f64.atan2(-1.0)]);
+    }
+
+    #[test]
+    fn gammln_values() {
+        // ln Γ(n) = ln((n-1)!)
+        assert!((gammln(1.0) as f64).abs() < 1e-6);
+        assert!((gammln(5.0) as f64 - 24f64.ln()).abs() < 1e-5);
+        assert!((gammln(11.0) as f64 - 3628800f64.ln()).abs() < 1e-5);
+        assert!((gammln(0.5) as f64 - PI.sqrt().ln()).abs() < 1e-6);
+    }
+
+    #[test]
+    fn poidev_vectors() {
+        let mut st = RanState::new();
+        let mut noise = Noise::new();
+        let mut seed = -1i64;
+        let seq: [(f32, f32); 8] = [
+            (0.0, 0.0),
+            (0.5, 0.0),
+            (5.0, 5.0),
+            (11.9, 15.0),
+            (12.0, 9.0),
+            (100.0, 99.0),
+            (5000.0, 4909.0),
+            (2e6, 1999358.5),
+        ];
+        for (xm, want) in seq {
+            let v = noise.poidev(&mut st, xm, &mut seed);
+            assert_eq!(v, want, "poidev({xm})");
+        }
+    }
+
+    #[test]
+    fn gaussdev_pairs_and_moments() {
+        let mut st = RanState::new();
+        let mut noise = Noise::new();
+        let mut seed = -42i64;
+        let n = 20000;
+        let (mut s, mut s2) = (0.0f64, 0.0f64);
+        for _ in 0..n {
+            let g = noise.gaussdev(&mut st, &mut seed) as f64;
+            s += g;
+            s2 += g * g;
+        }
+        let mean = s / n as f64;
+        let var = s2 / n as f64 - mean * mean;
+        assert!(mean.abs() < 0.03, "{mean}");
+        assert!((var - 1.0).abs() < 0.05, "{var}");
+        // The second call of a pair draws nothing.
+        let mut seed2 = -7i64;
+        let mut noise2 = Noise::new();
+        noise2.gaussdev(&mut st, &mut seed2);
+        let before = seed2;
+        noise2.gaussdev(&mut st, &mut seed2);
+        assert_eq!(seed2, before);
+    }
+}
