@@ -323,6 +323,11 @@ impl GpuRenderer {
     ) -> Result<Vec<f32>> {
         let total = Clock::start();
         self.check_lost()?;
+        if plan.hkl.hkls != 0 {
+            let h = &plan.hkl;
+            let entries = (h.h_range() as u64 + 1) * (h.k_range() as u64 + 1) * (h.l_range() as u64 + 1);
+            self.check_fits("the HKL table", entries * 4)?;
+        }
         validate(plan)?;
 
         // ---- pack and upload ----
