@@ -14,6 +14,8 @@ pub mod crystal;
 pub mod detector;
 pub mod error;
 pub mod files;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 pub mod io;
 pub mod output;
 pub mod plan;
@@ -22,5 +24,3 @@ pub mod rng;
 pub mod sampling;
 pub mod stats;
 pub mod vec3;
-#[cfg(feature = "gpu")]
-pub mod gpu;

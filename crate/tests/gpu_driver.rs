@@ -12,10 +12,14 @@ use nanobragg::plan::Plan;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 fn plan(args: &str) -> Plan {
-    api::prepare(&api::split_args(args), &DiskFiles).expect("prepare").plan().clone()
+    api::prepare(&api::split_args(args), &DiskFiles)
+        .expect("prepare")
+        .plan()
+        .clone()
 }
 
-const CASE_A: &str = "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -detpixels 64 -distance 100 -lambda 1";
+const CASE_A: &str =
+    "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -detpixels 64 -distance 100 -lambda 1";
 
 #[test]
 fn known_answers_of_upstream_case_a() {
@@ -23,8 +27,15 @@ fn known_answers_of_upstream_case_a() {
     let mut r = gpu_support::renderer();
     let img = r.render_blocking(&plan(CASE_A)).expect("render");
     let at = |f: usize, s: usize| img[s * 64 + f] as f64;
-    for (got, want) in [(at(0, 0), 0.0660733581), (at(10, 20), 0.185374573), (at(33, 33), 97.2806091)] {
-        assert!(((got - want) / want).abs() < 2e-6, "pixel {got} vs upstream {want}");
+    for (got, want) in [
+        (at(0, 0), 0.0660733581),
+        (at(10, 20), 0.185374573),
+        (at(33, 33), 97.2806091),
+    ] {
+        assert!(
+            ((got - want) / want).abs() < 2e-6,
+            "pixel {got} vs upstream {want}"
+        );
     }
     let sum = gpu_support::sum(&img);
     assert!(((sum - 25194.0184) / 25194.0184).abs() < 1e-6, "sum {sum}");
@@ -42,21 +53,50 @@ fn warm_render_creates_no_pipeline_buffer_or_bind_group() {
     assert_eq!(first, again, "same plan, same image");
     let warm = r.stats();
     assert!(!r.timings().cold);
-    assert_eq!((warm.pipelines_created, warm.buffers_created, warm.bind_groups_created),
-               (cold.pipelines_created, cold.buffers_created, cold.bind_groups_created),
-               "warm render created GPU objects");
+    assert_eq!(
+        (
+            warm.pipelines_created,
+            warm.buffers_created,
+            warm.bind_groups_created
+        ),
+        (
+            cold.pipelines_created,
+            cold.buffers_created,
+            cold.bind_groups_created
+        ),
+        "warm render created GPU objects"
+    );
     // Only the flag words are written when nothing changed.
-    assert!(warm.last_upload_bytes <= 16, "uploaded {} bytes on an unchanged plan", warm.last_upload_bytes);
+    assert!(
+        warm.last_upload_bytes <= 16,
+        "uploaded {} bytes on an unchanged plan",
+        warm.last_upload_bytes
+    );
     // A changed scalar (distance) with the same shapes: still no creation, only params uploaded.
     let p2 = plan(&format!("{CASE_A} -distance 90"));
     let moved = r.render_blocking(&p2).unwrap();
     assert_ne!(moved, first);
     let s = r.stats();
-    assert_eq!((s.pipelines_created, s.buffers_created, s.bind_groups_created),
-               (cold.pipelines_created, cold.buffers_created, cold.bind_groups_created));
-    assert!(s.last_upload_bytes < 1024, "uploaded {} bytes for a scalar change", s.last_upload_bytes);
+    assert_eq!(
+        (
+            s.pipelines_created,
+            s.buffers_created,
+            s.bind_groups_created
+        ),
+        (
+            cold.pipelines_created,
+            cold.buffers_created,
+            cold.bind_groups_created
+        )
+    );
+    assert!(
+        s.last_upload_bytes < 1024,
+        "uploaded {} bytes for a scalar change",
+        s.last_upload_bytes
+    );
     // A new detector size changes shapes: buffers are recreated once.
-    r.render_blocking(&plan(&format!("{CASE_A} -detpixels 80"))).unwrap();
+    r.render_blocking(&plan(&format!("{CASE_A} -detpixels 80")))
+        .unwrap();
     assert!(r.timings().cold);
     assert!(r.stats().buffers_created > cold.buffers_created);
     assert_eq!(r.stats().pipelines_created, 1);
@@ -72,11 +112,16 @@ fn chunked_render_reports_progress_and_matches_single_chunk() {
     r.set_chunk_budget(1000);
     let mut seen = Vec::new();
     let cancel = AtomicBool::new(false);
-    let chunked = r.render_blocking_with(&p, &mut |f| seen.push(f), &cancel).unwrap();
+    let chunked = r
+        .render_blocking_with(&p, &mut |f| seen.push(f), &cancel)
+        .unwrap();
     assert_eq!(whole, chunked);
     assert_eq!(r.timings().chunks, 22);
     assert_eq!(seen.len(), 22);
-    assert!(seen.windows(2).all(|w| w[0] < w[1]) && *seen.last().unwrap() == 1.0, "{seen:?}");
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]) && *seen.last().unwrap() == 1.0,
+        "{seen:?}"
+    );
 }
 
 #[test]
@@ -86,12 +131,16 @@ fn cancel_between_chunks() {
     let cancel = AtomicBool::new(false);
     let mut calls = 0;
     let err = r
-        .render_blocking_with(&plan(CASE_A), &mut |_| {
-            calls += 1;
-            if calls == 3 {
-                cancel.store(true, Ordering::Relaxed);
-            }
-        }, &cancel)
+        .render_blocking_with(
+            &plan(CASE_A),
+            &mut |_| {
+                calls += 1;
+                if calls == 3 {
+                    cancel.store(true, Ordering::Relaxed);
+                }
+            },
+            &cancel,
+        )
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Cancelled);
     assert_eq!(calls, 3);
@@ -104,8 +153,10 @@ fn cancel_between_chunks() {
 fn double_float_chain_holds_on_a_stress_case() {
     // MODEL §9.8: large cell, short wavelength, N = 1000, fine sampling: plain f32 Miller
     // indices fail visibly here; the df64 chain must track the f64 CPU kernel.
-    let p = plan("-cell 300 300 300 90 90 90 -misset 10 20 30 -default_F 100 -N 1000 -lambda 0.5 \
-                  -distance 200 -pixel 0.05 -detpixels 48 -Xbeam 3 -Ybeam 3 -oversample 3");
+    let p = plan(
+        "-cell 300 300 300 90 90 90 -misset 10 20 30 -default_F 100 -N 1000 -lambda 0.5 \
+                  -distance 200 -pixel 0.05 -detpixels 48 -Xbeam 3 -Ybeam 3 -oversample 3",
+    );
     let mut r = gpu_support::renderer();
     let gpu = r.render_blocking(&p).unwrap();
     let cpu = api::render_cpu(&p, Precision::F64, &|_| {}, &AtomicBool::new(false)).unwrap();
@@ -113,19 +164,27 @@ fn double_float_chain_holds_on_a_stress_case() {
     let rel = gpu_support::max_rel_to_peak(&gpu, &cpu);
     let ratio = gpu_support::sum(&gpu) / gpu_support::sum(&cpu);
     eprintln!("stress: corr {corr}, max diff/peak {rel:e}, sum ratio {ratio}");
-    assert!(corr > 0.99999 && rel < 1e-3 && (ratio - 1.0).abs() < 1e-4, "corr {corr} rel {rel} ratio {ratio}");
+    assert!(
+        corr > 0.99999 && rel < 1e-3 && (ratio - 1.0).abs() < 1e-4,
+        "corr {corr} rel {rel} ratio {ratio}"
+    );
 }
 
 #[test]
 fn oversized_hkl_table_is_a_gpu_error() {
     let mut p = plan(CASE_A);
     let mut r = gpu_support::renderer();
-    let limit = r.device().limits().max_storage_buffer_binding_size as u64;
+    let limit = r.device().limits().max_storage_buffer_binding_size;
     // A table just over the limit (not allocated: the check happens before packing).
     let n = (limit / 4 + 1) as usize;
     let side = (n as f64).cbrt().ceil() as i32;
     p.hkl = nanobragg::plan::HklGrid {
-        h_min: 0, h_max: side - 2, k_min: 0, k_max: side - 2, l_min: 0, l_max: side - 2,
+        h_min: 0,
+        h_max: side - 2,
+        k_min: 0,
+        k_max: side - 2,
+        l_min: 0,
+        l_max: side - 2,
         hkls: 1,
         data: Vec::new(),
     };

@@ -37,10 +37,22 @@ fn check_struct<T: GpuStruct>(module: &naga::Module) {
             (m.name.clone().unwrap_or_default(), m.offset as usize, size)
         })
         .collect();
-    let rust: Vec<(String, usize, usize)> =
-        T::FIELDS.iter().map(|&(n, o, s)| (n.to_string(), o, s)).collect();
-    assert_eq!(wgsl, rust, "member layout of {} drifted between WGSL and Rust", T::WGSL_NAME);
-    assert_eq!(*span as usize, std::mem::size_of::<T>(), "size of {}", T::WGSL_NAME);
+    let rust: Vec<(String, usize, usize)> = T::FIELDS
+        .iter()
+        .map(|&(n, o, s)| (n.to_string(), o, s))
+        .collect();
+    assert_eq!(
+        wgsl,
+        rust,
+        "member layout of {} drifted between WGSL and Rust",
+        T::WGSL_NAME
+    );
+    assert_eq!(
+        *span as usize,
+        std::mem::size_of::<T>(),
+        "size of {}",
+        T::WGSL_NAME
+    );
 }
 
 #[test]
@@ -66,7 +78,10 @@ fn selftest_validates_and_matches_rust_layout() {
     for fused in [true, false] {
         let src = shaders::selftest_source(fused);
         let (m, _) = module(&src);
-        assert!(m.entry_points.iter().any(|e| e.name == shaders::SELFTEST_ENTRY));
+        assert!(m
+            .entry_points
+            .iter()
+            .any(|e| e.name == shaders::SELFTEST_ENTRY));
         check_struct::<SelfTestParams>(&m);
     }
 }

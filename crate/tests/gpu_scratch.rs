@@ -12,7 +12,13 @@ fn scratch() {
     let g = r.render_blocking(plan).unwrap();
     let c = api::render_cpu(plan, Precision::F64, &|_| {}, &AtomicBool::new(false)).unwrap();
     let mut idx: Vec<usize> = (0..g.len()).collect();
-    idx.sort_by(|&a, &b| ((c[b]-g[b]).abs()).partial_cmp(&(c[a]-g[a]).abs()).unwrap());
-    for &i in &idx[..10] { eprintln!("pix f={} s={} gpu {} cpu {}", i % 256, i / 256, g[i], c[i]); }
+    idx.sort_by(|&a, &b| {
+        ((c[b] - g[b]).abs())
+            .partial_cmp(&(c[a] - g[a]).abs())
+            .unwrap()
+    });
+    for &i in &idx[..10] {
+        eprintln!("pix f={} s={} gpu {} cpu {}", i % 256, i / 256, g[i], c[i]);
+    }
     eprintln!("{:?}", plan.orientations[0]);
 }

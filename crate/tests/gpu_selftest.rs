@@ -20,12 +20,18 @@ fn ctx() -> Ctx {
     let p = pollster::block_on(probe(&device, &queue)).expect("start-up probe");
     eprintln!("fma fused on this device: {}", p.fma_fused);
     let st = SelfTest::new(&device, p.fma_fused);
-    Ctx { device, queue, st, fused: p.fma_fused }
+    Ctx {
+        device,
+        queue,
+        st,
+        fused: p.fma_fused,
+    }
 }
 
 impl Ctx {
     fn run(&self, op: Op, cases: &[[[f32; 4]; 4]]) -> Vec<[f32; 4]> {
-        pollster::block_on(self.st.run(&self.device, &self.queue, op, cases)).expect("self-test dispatch")
+        pollster::block_on(self.st.run(&self.device, &self.queue, op, cases))
+            .expect("self-test dispatch")
     }
 }
 
@@ -55,14 +61,37 @@ fn two_sum_is_error_free() {
     let mut cases: Vec<(f32, f32)> = scalar_pairs(&mut rng, 500);
     cases.push((1.0, 2f32.powi(-30)));
     cases.push((1.0e8, -1.0e8 + 0.5));
-    let out = c.run(Op::TwoSum, &cases.iter().map(|&(a, b)| pair(a, b)).collect::<Vec<_>>());
+    let out = c.run(
+        Op::TwoSum,
+        &cases.iter().map(|&(a, b)| pair(a, b)).collect::<Vec<_>>(),
+    );
     for ((a, b), r) in cases.iter().zip(&out) {
         assert_eq!(r[0], a + b, "two_sum({a}, {b}) sum");
-        assert_eq!(r[0] as f64 + r[1] as f64, *a as f64 + *b as f64, "two_sum({a}, {b}) error term");
+        assert_eq!(
+            r[0] as f64 + r[1] as f64,
+            *a as f64 + *b as f64,
+            "two_sum({a}, {b}) error term"
+        );
     }
-    let out = c.run(Op::QuickTwoSum, &cases.iter().map(|&(a, b)| if a.abs() >= b.abs() { pair(a, b) } else { pair(b, a) }).collect::<Vec<_>>());
+    let out = c.run(
+        Op::QuickTwoSum,
+        &cases
+            .iter()
+            .map(|&(a, b)| {
+                if a.abs() >= b.abs() {
+                    pair(a, b)
+                } else {
+                    pair(b, a)
+                }
+            })
+            .collect::<Vec<_>>(),
+    );
     for ((a, b), r) in cases.iter().zip(&out) {
-        assert_eq!(r[0] as f64 + r[1] as f64, *a as f64 + *b as f64, "quick_two_sum({a}, {b})");
+        assert_eq!(
+            r[0] as f64 + r[1] as f64,
+            *a as f64 + *b as f64,
+            "quick_two_sum({a}, {b})"
+        );
     }
 }
 
@@ -82,7 +111,11 @@ fn two_prod_is_error_free() {
         let out = c.run(op, &inputs);
         for ((a, b), r) in cases.iter().zip(&out) {
             assert_eq!(r[0], a * b, "{op:?}({a}, {b}) product");
-            assert_eq!(r[0] as f64 + r[1] as f64, *a as f64 * *b as f64, "{op:?}({a}, {b}) error term");
+            assert_eq!(
+                r[0] as f64 + r[1] as f64,
+                *a as f64 * *b as f64,
+                "{op:?}({a}, {b}) error term"
+            );
         }
     }
 }
@@ -93,21 +126,40 @@ fn error_free_sums_survive_fma_contraction() {
     let c = ctx();
     let mut rng = Rng(5);
     let cases: Vec<[f32; 3]> = (0..300)
-        .map(|_| [rng.uniform(1.0, 100.0) as f32, rng.uniform(1.0, 500.0) as f32, rng.uniform(-1.0, 1.0) as f32])
+        .map(|_| {
+            [
+                rng.uniform(1.0, 100.0) as f32,
+                rng.uniform(1.0, 500.0) as f32,
+                rng.uniform(-1.0, 1.0) as f32,
+            ]
+        })
         .chain([[7.77, 123.456, 0.3]])
         .collect();
-    let inputs: Vec<_> = cases.iter().map(|x| [[x[0], x[1], x[2], 0.0], [0.0; 4], [0.0; 4], [0.0; 4]]).collect();
+    let inputs: Vec<_> = cases
+        .iter()
+        .map(|x| [[x[0], x[1], x[2], 0.0], [0.0; 4], [0.0; 4], [0.0; 4]])
+        .collect();
     for op in [Op::TwoSumNegProduct, Op::TwoSumNegTwoProd] {
         let out = c.run(op, &inputs);
         for (x, r) in cases.iter().zip(&out) {
             let p = x[1] * x[2];
             assert_eq!(r[0], p - x[0], "{op:?} {x:?} sum");
-            assert_eq!(r[0] as f64 + r[1] as f64, p as f64 - x[0] as f64, "{op:?} {x:?} error term");
+            assert_eq!(
+                r[0] as f64 + r[1] as f64,
+                p as f64 - x[0] as f64,
+                "{op:?} {x:?} error term"
+            );
         }
     }
 }
 
-fn check_binary(c: &Ctx, op: Op, f: impl Fn(f64, f64) -> f64, tol: f64, gen: impl Fn(&mut Rng) -> (f64, f64)) {
+fn check_binary(
+    c: &Ctx,
+    op: Op,
+    f: impl Fn(f64, f64) -> f64,
+    tol: f64,
+    gen: impl Fn(&mut Rng) -> (f64, f64),
+) {
     let mut rng = Rng(3 + op as u64);
     let vals: Vec<(f64, f64)> = (0..400).map(|_| gen(&mut rng)).collect();
     let inputs: Vec<_> = vals
@@ -123,7 +175,10 @@ fn check_binary(c: &Ctx, op: Op, f: impl Fn(f64, f64) -> f64, tol: f64, gen: imp
         let want = f(xd, yd);
         let got = f64_of([r[0], r[1]]);
         let err = ((got - want) / want).abs();
-        assert!(err < tol, "{op:?}({xd:e}, {yd:e}) = {got:e}, want {want:e}, rel err {err:e}");
+        assert!(
+            err < tol,
+            "{op:?}({xd:e}, {yd:e}) = {got:e}, want {want:e}, rel err {err:e}"
+        );
     }
 }
 
@@ -132,14 +187,44 @@ fn df_arithmetic_has_double_float_accuracy() {
     let c = ctx();
     let tol = 2f64.powi(-44);
     // Additions including heavy cancellation (the result's own magnitude sets the tolerance).
-    check_binary(&c, Op::DfAdd, |x, y| x + y, tol * 1e3, |r| {
-        let x = random_df(r, 0.01, 100.0);
-        (x, -x * r.uniform(0.9, 1.1))
-    });
-    check_binary(&c, Op::DfAdd, |x, y| x + y, tol, |r| (r.uniform(0.01, 100.0), r.uniform(0.01, 100.0)));
-    check_binary(&c, Op::DfMul, |x, y| x * y, tol, |r| (random_df(r, 1e-3, 1e3), random_df(r, 1e-3, 1e3)));
-    check_binary(&c, Op::DfDiv, |x, y| x / y, tol, |r| (random_df(r, 1e-3, 1e3), random_df(r, 1e-3, 1e3)));
-    check_binary(&c, Op::DfSqrt, |x, _| x.sqrt(), tol, |r| (r.uniform(1e-4, 1e4), 0.0));
+    check_binary(
+        &c,
+        Op::DfAdd,
+        |x, y| x + y,
+        tol * 1e3,
+        |r| {
+            let x = random_df(r, 0.01, 100.0);
+            (x, -x * r.uniform(0.9, 1.1))
+        },
+    );
+    check_binary(
+        &c,
+        Op::DfAdd,
+        |x, y| x + y,
+        tol,
+        |r| (r.uniform(0.01, 100.0), r.uniform(0.01, 100.0)),
+    );
+    check_binary(
+        &c,
+        Op::DfMul,
+        |x, y| x * y,
+        tol,
+        |r| (random_df(r, 1e-3, 1e3), random_df(r, 1e-3, 1e3)),
+    );
+    check_binary(
+        &c,
+        Op::DfDiv,
+        |x, y| x / y,
+        tol,
+        |r| (random_df(r, 1e-3, 1e3), random_df(r, 1e-3, 1e3)),
+    );
+    check_binary(
+        &c,
+        Op::DfSqrt,
+        |x, _| x.sqrt(),
+        tol,
+        |r| (r.uniform(1e-4, 1e4), 0.0),
+    );
 }
 
 #[test]
@@ -169,7 +254,11 @@ fn df_dot3_sub_gives_miller_indices_to_1e_12() {
     let out = c.run(Op::DfDot3Sub, &inputs);
     for (want, r) in vals.iter().zip(&out) {
         let got = f64_of([r[0], r[1]]);
-        assert!((got - want).abs() < 1e-11, "dot3_sub {got} vs {want}: {:e}", (got - want).abs());
+        assert!(
+            (got - want).abs() < 1e-11,
+            "dot3_sub {got} vs {want}: {:e}",
+            (got - want).abs()
+        );
     }
 }
 
@@ -177,18 +266,39 @@ fn df_dot3_sub_gives_miller_indices_to_1e_12() {
 fn sinpi_cospi_reduce_exactly() {
     let c = ctx();
     let mut rng = Rng(11);
-    let mut xs: Vec<f32> = (0..1000).map(|_| rng.uniform(-3000.0, 3000.0) as f32).collect();
+    let mut xs: Vec<f32> = (0..1000)
+        .map(|_| rng.uniform(-3000.0, 3000.0) as f32)
+        .collect();
     xs.extend((0..200).map(|_| rng.uniform(-0.5, 0.5) as f32));
     xs.extend([0.0, 0.5, -0.5, 1.0, 2.5, 1e-20, 12345.25]);
-    let out = c.run(Op::SinpiCospi, &xs.iter().map(|&x| pair(x, 0.0)).collect::<Vec<_>>());
+    let out = c.run(
+        Op::SinpiCospi,
+        &xs.iter().map(|&x| pair(x, 0.0)).collect::<Vec<_>>(),
+    );
     for (x, r) in xs.iter().zip(&out) {
         let xd = *x as f64;
         // Exact reference: reduce in f64 (exact for f32 inputs), then sin.
         let red = xd - xd.round();
-        let sign = if (xd.round() as i64) % 2 == 0 { 1.0 } else { -1.0 };
-        let (s, co) = ((std::f64::consts::PI * red).sin() * sign, (std::f64::consts::PI * red).cos() * sign);
-        assert!((r[0] as f64 - s).abs() < 3e-7 * s.abs().max(1e-30) + 1e-37 || (r[0] as f64 - s).abs() < 2e-7, "sinpi({x}) = {} want {s}", r[0]);
-        assert!((r[1] as f64 - co).abs() < 2e-7, "cospi({x}) = {} want {co}", r[1]);
+        let sign = if (xd.round() as i64) % 2 == 0 {
+            1.0
+        } else {
+            -1.0
+        };
+        let (s, co) = (
+            (std::f64::consts::PI * red).sin() * sign,
+            (std::f64::consts::PI * red).cos() * sign,
+        );
+        assert!(
+            (r[0] as f64 - s).abs() < 3e-7 * s.abs().max(1e-30) + 1e-37
+                || (r[0] as f64 - s).abs() < 2e-7,
+            "sinpi({x}) = {} want {s}",
+            r[0]
+        );
+        assert!(
+            (r[1] as f64 - co).abs() < 2e-7,
+            "cospi({x}) = {} want {co}",
+            r[1]
+        );
     }
     // Relative accuracy for small arguments (the sincg denominator).
     for (x, r) in xs.iter().zip(&out) {
@@ -204,12 +314,26 @@ fn df_sincos_for_curved_detector_angles() {
     let c = ctx();
     let mut rng = Rng(13);
     let xs: Vec<f64> = (0..400).map(|_| rng.uniform(-3.0, 3.0)).collect();
-    let inputs: Vec<_> = xs.iter().map(|&x| { let d = df(x); pair(d[0], d[1]) }).collect();
+    let inputs: Vec<_> = xs
+        .iter()
+        .map(|&x| {
+            let d = df(x);
+            pair(d[0], d[1])
+        })
+        .collect();
     let out = c.run(Op::DfSincos, &inputs);
     for (x, r) in xs.iter().zip(&out) {
         let xd = f64_of(df(*x));
         let (s, co) = xd.sin_cos();
-        assert!((f64_of([r[0], r[1]]) - s).abs() < 1e-13, "sin({xd}) = {} want {s}", f64_of([r[0], r[1]]));
-        assert!((f64_of([r[2], r[3]]) - co).abs() < 1e-13, "cos({xd}) = {} want {co}", f64_of([r[2], r[3]]));
+        assert!(
+            (f64_of([r[0], r[1]]) - s).abs() < 1e-13,
+            "sin({xd}) = {} want {s}",
+            f64_of([r[0], r[1]])
+        );
+        assert!(
+            (f64_of([r[2], r[3]]) - co).abs() < 1e-13,
+            "cos({xd}) = {} want {co}",
+            f64_of([r[2], r[3]])
+        );
     }
 }

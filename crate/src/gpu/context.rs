@@ -18,7 +18,8 @@ pub fn required_limits(adapter: &wgpu::Adapter) -> wgpu::Limits {
 
 /// Request an adapter (high performance preferred) and a device with [`required_limits`].
 pub async fn request_device() -> Result<(wgpu::Device, wgpu::Queue, wgpu::AdapterInfo)> {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let adapter = instance
         .request_adapter(&wgpu::RequestAdapterOptions {
             power_preference: wgpu::PowerPreference::HighPerformance,
@@ -58,7 +59,10 @@ pub async fn wait_for(
     {
         let _ = queue;
         device
-            .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: None })
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
             .map_err(|e| Error::gpu(format!("GPU wait failed: {e}")))?;
         Ok(())
     }
@@ -69,12 +73,17 @@ pub async fn wait_for(
         queue.on_submitted_work_done(move || {
             let _ = tx.send(());
         });
-        rx.await.map_err(|_| Error::gpu("GPU device lost while waiting for work"))
+        rx.await
+            .map_err(|_| Error::gpu("GPU device lost while waiting for work"))
     }
 }
 
 /// Map `buffer[..size]` for reading and copy it out; the buffer is unmapped again.
-pub async fn read_buffer(device: &wgpu::Device, buffer: &wgpu::Buffer, size: u64) -> Result<Vec<u8>> {
+pub async fn read_buffer(
+    device: &wgpu::Device,
+    buffer: &wgpu::Buffer,
+    size: u64,
+) -> Result<Vec<u8>> {
     let slice = buffer.slice(..size);
     let (tx, rx) = futures_channel::oneshot::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| {

@@ -259,7 +259,11 @@ pub fn pack_params(plan: &Plan, first_pixel: u32) -> Params {
         h_min: hkl.h_min,
         k_min: hkl.k_min,
         l_min: hkl.l_min,
-        interp: if uses_tricubic(plan) { INTERP_TRICUBIC } else { INTERP_NEAREST },
+        interp: if uses_tricubic(plan) {
+            INTERP_TRICUBIC
+        } else {
+            INTERP_NEAREST
+        },
         h_range: hkl.h_range(),
         k_range: hkl.k_range(),
         l_range: hkl.l_range(),
@@ -288,7 +292,12 @@ pub fn pack_sources(plan: &Plan) -> Vec<GpuSource> {
             let b_in = unit(cross(plan.polar_axis, i));
             let e_in = unit(cross(i, b_in));
             GpuSource {
-                incident: [i[0] as f32, i[1] as f32, i[2] as f32, (1.0 / s.lambda) as f32],
+                incident: [
+                    i[0] as f32,
+                    i[1] as f32,
+                    i[2] as f32,
+                    (1.0 / s.lambda) as f32,
+                ],
                 e_in: f32x4(e_in),
                 b_in: f32x4(b_in),
             }
@@ -316,7 +325,14 @@ pub fn pack_terms(plan: &Plan, first: bool) -> Vec<GpuTerm> {
                 let (h_hi, h_lo) = term(o.a, s.incident, s.lambda);
                 let (k_hi, k_lo) = term(o.b, s.incident, s.lambda);
                 let (l_hi, l_lo) = term(o.c, s.incident, s.lambda);
-                out.push(GpuTerm { h_hi, h_lo, k_hi, k_lo, l_hi, l_lo });
+                out.push(GpuTerm {
+                    h_hi,
+                    h_lo,
+                    k_hi,
+                    k_lo,
+                    l_hi,
+                    l_lo,
+                });
             }
         }
     }
@@ -332,7 +348,11 @@ pub fn pack_hkl(plan: &Plan) -> Vec<f32> {
 pub fn pack_mask(plan: &Plan) -> Option<Vec<u32>> {
     plan.mask.as_ref().map(|m| {
         m.chunks(4)
-            .map(|c| c.iter().enumerate().fold(0u32, |w, (i, &b)| w | (b as u32) << (8 * i)))
+            .map(|c| {
+                c.iter()
+                    .enumerate()
+                    .fold(0u32, |w, (i, &b)| w | (b as u32) << (8 * i))
+            })
             .collect()
     })
 }

@@ -98,7 +98,11 @@ fn layout_entry(binding: u32, ty: wgpu::BufferBindingType) -> wgpu::BindGroupLay
     wgpu::BindGroupLayoutEntry {
         binding,
         visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
+        ty: wgpu::BindingType::Buffer {
+            ty,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
         count: None,
     }
 }
@@ -174,11 +178,24 @@ impl GpuRenderer {
             cache: None,
         });
         let buf = |label, size, usage| {
-            device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false })
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
         };
         use wgpu::BufferUsages as U;
-        let params_buf = buf("params", std::mem::size_of::<Params>() as u64, U::UNIFORM | U::COPY_DST);
-        let chunk_buf = buf("chunk", std::mem::size_of::<Chunk>() as u64, U::UNIFORM | U::COPY_DST);
+        let params_buf = buf(
+            "params",
+            std::mem::size_of::<Params>() as u64,
+            U::UNIFORM | U::COPY_DST,
+        );
+        let chunk_buf = buf(
+            "chunk",
+            std::mem::size_of::<Chunk>() as u64,
+            U::UNIFORM | U::COPY_DST,
+        );
         scope_error(scope.pop().await, "pipeline creation")?;
         // Make sure the pipeline is really compiled before the clock stops.
         let idx = queue.submit([]);
@@ -197,8 +214,15 @@ impl GpuRenderer {
             lost,
             chunk_budget: Self::DEFAULT_CHUNK_BUDGET,
             pipeline_s,
-            timings: GpuTimings { pipeline_s, ..Default::default() },
-            stats: GpuStats { pipelines_created: 1, buffers_created: 2, ..Default::default() },
+            timings: GpuTimings {
+                pipeline_s,
+                ..Default::default()
+            },
+            stats: GpuStats {
+                pipelines_created: 1,
+                buffers_created: 2,
+                ..Default::default()
+            },
             switch_pixel: None,
         })
     }
@@ -252,7 +276,9 @@ impl GpuRenderer {
     /// Check that the plan's arrays fit this device; the caller can fall back to the CPU.
     fn check_fits(&self, what: &str, bytes: u64) -> Result<()> {
         let limits = self.device.limits();
-        let max = (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size);
+        let max = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
         if bytes > max {
             return Err(Error::gpu(format!(
                 "{what} needs {bytes} bytes, more than this GPU's storage-buffer limit of {max} \
@@ -271,7 +297,12 @@ impl GpuRenderer {
         let mut created = 0;
         let mut buf = |label, size, usage| {
             created += 1;
-            dev.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false })
+            dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
         };
         let sources = buf("sources", key.sources, U::STORAGE | U::COPY_DST);
         let terms = buf("terms", key.terms, U::STORAGE | U::COPY_DST);
@@ -285,14 +316,38 @@ impl GpuRenderer {
             label: Some("nanobragg kernel"),
             layout: &self.bind_layout,
             entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: self.params_buf.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: self.chunk_buf.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 2, resource: sources.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 3, resource: terms.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 4, resource: hkl.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 5, resource: mask.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 6, resource: image.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 7, resource: flags.as_entire_binding() },
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: self.params_buf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: self.chunk_buf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: sources.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: terms.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 4,
+                    resource: hkl.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 5,
+                    resource: mask.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 6,
+                    resource: image.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 7,
+                    resource: flags.as_entire_binding(),
+                },
             ],
         });
         self.stats.buffers_created += created;
@@ -325,7 +380,8 @@ impl GpuRenderer {
         self.check_lost()?;
         if plan.hkl.hkls != 0 {
             let h = &plan.hkl;
-            let entries = (h.h_range() as u64 + 1) * (h.k_range() as u64 + 1) * (h.l_range() as u64 + 1);
+            let entries =
+                (h.h_range() as u64 + 1) * (h.k_range() as u64 + 1) * (h.l_range() as u64 + 1);
             self.check_fits("the HKL table", entries * 4)?;
         }
         validate(plan)?;
@@ -335,7 +391,11 @@ impl GpuRenderer {
         let params = layout::pack_params(plan, first_pixel);
         let sources: Vec<GpuSource> = layout::pack_sources(plan);
         let terms: Vec<GpuTerm> = layout::pack_terms(plan, first_pixel != NO_PIXEL);
-        let hkl: Vec<f32> = if params.flags & layout::FLAG_HKL != 0 { layout::pack_hkl(plan) } else { Vec::new() };
+        let hkl: Vec<f32> = if params.flags & layout::FLAG_HKL != 0 {
+            layout::pack_hkl(plan)
+        } else {
+            Vec::new()
+        };
         let mask: Vec<u32> = layout::pack_mask(plan).unwrap_or_default();
         let pixels = plan.pixel_count();
         let image_bytes = (pixels as u64) * 4;
@@ -345,7 +405,9 @@ impl GpuRenderer {
         self.check_fits("the mask", (mask.len() * 4) as u64)?;
         self.check_fits("the image", image_bytes)?;
         if plan.spixels > (u32::MAX / 8) as usize || plan.fpixels.div_ceil(8) > 65535 {
-            return Err(Error::gpu("detector too large for one GPU dispatch grid; use the CPU backend"));
+            return Err(Error::gpu(
+                "detector too large for one GPU dispatch grid; use the CPU backend",
+            ));
         }
         let key = ShapeKey {
             sources: storage_size(sources.len() * 48),
@@ -390,7 +452,8 @@ impl GpuRenderer {
         let dispatch = Clock::start();
         let terms_per_pixel = plan.terms_per_pixel().max(1);
         let row_cost = (plan.fpixels as u64).max(1).saturating_mul(terms_per_pixel);
-        let rows_per_chunk = ((self.chunk_budget / row_cost).max(1) as usize).min(plan.spixels.max(1));
+        let rows_per_chunk =
+            ((self.chunk_budget / row_cost).max(1) as usize).min(plan.spixels.max(1));
         let mut chunks = 0;
         let tricubic = params.interp == layout::INTERP_TRICUBIC;
         self.switch_pixel = None;
@@ -457,7 +520,9 @@ impl GpuRenderer {
         for &i in &exact {
             let (f, s) = (i % plan.fpixels, i / plan.fpixels);
             let interp = tricubic && self.switch_pixel.is_none_or(|p| i <= p);
-            image[i] = crate::cpu::pixel64::render_pixel(plan, f, s, i as u32 == first_pixel, interp).value;
+            image[i] =
+                crate::cpu::pixel64::render_pixel(plan, f, s, i as u32 == first_pixel, interp)
+                    .value;
         }
         self.stats.last_exact_bragg_pixels = exact.len();
         self.stats.renders += 1;
@@ -473,13 +538,32 @@ impl GpuRenderer {
         Ok(image)
     }
 
-    async fn run_chunk(&mut self, row0: usize, rows: usize, switch_pixel: u32, fpixels: usize) -> Result<()> {
+    async fn run_chunk(
+        &mut self,
+        row0: usize,
+        rows: usize,
+        switch_pixel: u32,
+        fpixels: usize,
+    ) -> Result<()> {
         let res = self.res.as_ref().expect("resources");
-        let chunk = Chunk { row0: row0 as u32, rows: rows as u32, switch_pixel, _pad: 0 };
-        self.queue.write_buffer(&self.chunk_buf, 0, bytemuck::bytes_of(&chunk));
-        let mut enc = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("nanobragg chunk") });
+        let chunk = Chunk {
+            row0: row0 as u32,
+            rows: rows as u32,
+            switch_pixel,
+            _pad: 0,
+        };
+        self.queue
+            .write_buffer(&self.chunk_buf, 0, bytemuck::bytes_of(&chunk));
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("nanobragg chunk"),
+            });
         {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("nanobragg"), timestamp_writes: None });
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("nanobragg"),
+                timestamp_writes: None,
+            });
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &res.bind_group, &[]);
             let [wx, wy] = shaders::KERNEL_WORKGROUP;
@@ -536,7 +620,9 @@ fn validate(plan: &Plan) -> Result<()> {
         return Err(Error::gpu("plan.orientations_first has the wrong length"));
     }
     if plan.sources.is_empty() || plan.oversample == 0 || plan.thicksteps == 0 {
-        return Err(Error::gpu("plan has no sources, oversample 0 or no detector layers"));
+        return Err(Error::gpu(
+            "plan has no sources, oversample 0 or no detector layers",
+        ));
     }
     if let Some(m) = &plan.mask {
         if m.len() < plan.pixel_count() {
@@ -545,9 +631,14 @@ fn validate(plan: &Plan) -> Result<()> {
     }
     let hkl = &plan.hkl;
     if hkl.hkls != 0 && !hkl.data.is_empty() {
-        let want = (hkl.h_range() + 1) as usize * (hkl.k_range() + 1) as usize * (hkl.l_range() + 1) as usize;
+        let want = (hkl.h_range() + 1) as usize
+            * (hkl.k_range() + 1) as usize
+            * (hkl.l_range() + 1) as usize;
         if hkl.data.len() != want {
-            return Err(Error::gpu(format!("HKL table has {} entries, expected {want}", hkl.data.len())));
+            return Err(Error::gpu(format!(
+                "HKL table has {} entries, expected {want}",
+                hkl.data.len()
+            )));
         }
     }
     Ok(())

@@ -40,7 +40,11 @@ fn entry(binding: u32, ty: wgpu::BufferBindingType) -> wgpu::BindGroupLayoutEntr
     wgpu::BindGroupLayoutEntry {
         binding,
         visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
+        ty: wgpu::BindingType::Buffer {
+            ty,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
         count: None,
     }
 }
@@ -89,7 +93,12 @@ impl SelfTest {
             return Ok(Vec::new());
         }
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let params = SelfTestParams { op: op as u32, count: cases.len() as u32, zero_a: 0, zero_b: 0 };
+        let params = SelfTestParams {
+            op: op as u32,
+            count: cases.len() as u32,
+            zero_a: 0,
+            zero_b: 0,
+        };
         let ubuf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("selftest params"),
             contents: bytemuck::bytes_of(&params),
@@ -117,9 +126,18 @@ impl SelfTest {
             label: Some("selftest"),
             layout: &self.layout,
             entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: ubuf.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: ibuf.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 2, resource: obuf.as_entire_binding() },
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: ubuf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: ibuf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: obuf.as_entire_binding(),
+                },
             ],
         });
         let mut enc = device.create_command_encoder(&Default::default());
@@ -154,10 +172,18 @@ pub struct Probe {
 pub async fn probe(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Probe> {
     let a = 1.0 + 2f32.powi(-12);
     let fused = SelfTest::new(device, true);
-    let r = fused.run(device, queue, Op::TwoProdFma, &[pair(a, a)]).await?;
+    let r = fused
+        .run(device, queue, Op::TwoProdFma, &[pair(a, a)])
+        .await?;
     let fma_fused = r[0][0] == a * a && r[0][1] == 2f32.powi(-24);
-    let st = if fma_fused { fused } else { SelfTest::new(device, false) };
-    let r = st.run(device, queue, Op::TwoSum, &[pair(1.0, 2f32.powi(-30))]).await?;
+    let st = if fma_fused {
+        fused
+    } else {
+        SelfTest::new(device, false)
+    };
+    let r = st
+        .run(device, queue, Op::TwoSum, &[pair(1.0, 2f32.powi(-30))])
+        .await?;
     if r[0] != [1.0, 2f32.powi(-30), 0.0, 0.0] {
         return Err(Error::gpu(format!(
             "the GPU compiler breaks error-free additions (two_sum(1, 2^-30) = {:?}); \

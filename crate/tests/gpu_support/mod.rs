@@ -7,7 +7,10 @@ use nanobragg::gpu::{self, GpuRenderer};
 pub fn device() -> (wgpu::Device, wgpu::Queue) {
     match pollster::block_on(gpu::request_device()) {
         Ok((d, q, info)) => {
-            eprintln!("GPU tests on: {} ({:?}, {})", info.name, info.backend, info.driver);
+            eprintln!(
+                "GPU tests on: {} ({:?}, {})",
+                info.name, info.backend, info.driver
+            );
             (d, q)
         }
         Err(e) => panic!(
@@ -64,7 +67,10 @@ pub fn sum(a: &[f32]) -> f64 {
 /// Largest |a - b| relative to max |b|.
 pub fn max_rel_to_peak(a: &[f32], b: &[f32]) -> f64 {
     let peak = b.iter().fold(0f64, |m, &x| m.max((x as f64).abs()));
-    let diff = a.iter().zip(b).fold(0f64, |m, (&x, &y)| m.max((x as f64 - y as f64).abs()));
+    let diff = a
+        .iter()
+        .zip(b)
+        .fold(0f64, |m, (&x, &y)| m.max((x as f64 - y as f64).abs()));
     if peak == 0.0 {
         diff
     } else {
