@@ -52,3 +52,15 @@ pub fn render_blocking(plan: &Plan, timings: bool) -> Result<Vec<f32>> {
     }
     Ok(image)
 }
+
+/// In the browser nothing may block: use the async [`GpuRenderer::render`]. This stub keeps the
+/// CLI module building for wasm32 and tells the caller to fall back.
+#[cfg(target_arch = "wasm32")]
+pub fn render_blocking(
+    _plan: &crate::plan::Plan,
+    _timings: bool,
+) -> crate::error::Result<Vec<f32>> {
+    Err(crate::error::Error::gpu(
+        "blocking GPU rendering is not available on wasm32; use the async GpuRenderer::render",
+    ))
+}
