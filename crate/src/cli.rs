@@ -7,7 +7,7 @@ use crate::cfmt::fmt_g;
 use crate::detector::convention_name;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::DiskFiles;
-use crate::io::atomic::write_atomic;
+use crate::io::atomic::{write_atomic, write_atomic_parts};
 use crate::{io, output, stats};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -194,9 +194,9 @@ fn render(
     })
 }
 
-fn write_file(name: &str, bytes: &[u8], what: &str, out: &mut impl Write) -> Result<()> {
+fn write_file(name: &str, parts: &[&[u8]], what: &str, out: &mut impl Write) -> Result<()> {
     let _ = writeln!(out, "writing {name} as {what}");
-    write_atomic(Path::new(name), bytes)
+    write_atomic_parts(Path::new(name), parts)
 }
 
 /// Run the program; returns the process exit status.
@@ -237,14 +237,9 @@ fn run_inner(words: &[String]) -> Result<()> {
     let t2 = Instant::now();
     let st = stats::compute(prep.plan(), &image);
     let plan = prep.plan();
-    let _ = writeln!(
-        out,
-        "solid angle subtended by detector = {} steradian",
-        fmt_g(solid_angle(plan))
-    );
     write_file(
         &o.floatfile,
-        &output::float_bytes(&image),
+        &[&output::le_bytes(&image)],
         &format!("{} 4-byte floats", image.len()),
         &mut out,
     )?;
@@ -265,8 +260,15 @@ fn run_inner(words: &[String]) -> Result<()> {
     let scale = output::int_scale(&prep.setup, &st);
     let _ = writeln!(out, "intfile_scale = {}", fmt_g(scale));
     let header = output::smv_header(&prep.setup);
-    let smv = io::smv::write_smv(&header, &output::int_pixels(&prep.setup, &image, scale))?;
-    write_file(&o.intfile, &smv, "2-byte integers", &mut out)?;
+    let header = io::smv::header_block(&header)?;
+    let pixels = output::int_pixels(&prep.setup, &image, scale);
+    write_file(
+        &o.intfile,
+        &[&header, &output::le_bytes(&pixels)],
+        "2-byte integers",
+        &mut out,
+    )?;
+    drop(pixels);
     if o.write_pgm {
         let ps = output::pgm_scale(&prep.setup, &st, scale);
         let _ = writeln!(out, "pgm_scale = {}", fmt_g(ps));
@@ -276,7 +278,7 @@ fn run_inner(words: &[String]) -> Result<()> {
             ps,
             &output::pgm_bytes(&prep.setup, &image, ps),
         );
-        write_file(&o.pgmfile, &pgm, "1-byte integers", &mut out)?;
+        write_file(&o.pgmfile, &[&pgm], "1-byte integers", &mut out)?;
     }
     if o.write_noise {
         let (px, sum, overloads) = output::noise_pixels(&prep.setup, &image);
@@ -285,8 +287,12 @@ fn run_inner(words: &[String]) -> Result<()> {
             "{:.0} photons on noise image ({} overloads)",
             sum, overloads
         );
-        let smv = io::smv::write_smv(&header, &px)?;
-        write_file(&o.noisefile, &smv, "2-byte integers", &mut out)?;
+        write_file(
+            &o.noisefile,
+            &[&header, &output::le_bytes(&px)],
+            "2-byte integers",
+            &mut out,
+        )?;
     }
     if o.timings {
         let terms = plan.pixel_count() as f64 * plan.terms_per_pixel() as f64;
@@ -300,36 +306,4 @@ fn run_inner(words: &[String]) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Upstream's printed "solid angle subtended by detector" (sum of per-sub-pixel omegas over
-/// steps); computed here from the geometry only.
-fn solid_angle(p: &crate::plan::Plan) -> f64 {
-    let n = p.oversample as usize;
-    let sub = p.pixel / n as f64;
-    let mut total = 0.0;
-    for s in 0..p.spixels {
-        for f in 0..p.fpixels {
-            if !p.renders(f, s) {
-                continue;
-            }
-            for ss in 0..n {
-                for sf in 0..n {
-                    let fd = sub * ((f * n + sf) as f64) + sub / 2.0;
-                    let sd = sub * ((s * n + ss) as f64) + sub / 2.0;
-                    let mut pos = [0.0; 3];
-                    for c in 0..3 {
-                        pos[c] = fd * p.fdet[c] + sd * p.sdet[c] + p.pix0[c];
-                    }
-                    let r = crate::vec3::mag(pos);
-                    total += if p.point_pixel {
-                        1.0 / (r * r)
-                    } else {
-                        p.pixel * p.pixel * p.close_distance / (r * r * r)
-                    };
-                }
-            }
-        }
-    }
-    total * p.thicksteps as f64 / p.steps as f64
 }

@@ -58,7 +58,8 @@ pub fn int_pixels(setup: &Setup, image: &[f32], scale: f64) -> Vec<u16> {
             let mut v = image[idx] as f64 * scale + adc;
             v = v.min(65535.0);
             v = v.max(0.0);
-            out[idx] = ((v + 0.5) as f32).floor() as u16;
+            // upstream: floorf((float)(v + 0.5)); v >= 0, so truncation is the floor
+            out[idx] = ((v + 0.5) as f32) as u16;
         }
     }
     out
@@ -119,10 +120,29 @@ pub fn noise_pixels(setup: &Setup, image: &[f32]) -> (Vec<u16>, f64, usize) {
     (out, sum, overloads)
 }
 
-pub fn float_bytes(image: &[f32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(image.len() * 4);
-    for v in image {
-        out.extend_from_slice(&v.to_le_bytes());
+/// Little-endian bytes of an f32 or u16 image, without a copy on little-endian machines.
+pub fn le_bytes<T: bytemuck::Pod + LeBytes>(image: &[T]) -> std::borrow::Cow<'_, [u8]> {
+    if cfg!(target_endian = "little") {
+        std::borrow::Cow::Borrowed(bytemuck::cast_slice(image))
+    } else {
+        std::borrow::Cow::Owned(image.iter().flat_map(|v| v.le()).collect())
     }
-    out
+}
+
+pub trait LeBytes {
+    fn le(&self) -> Vec<u8>;
+}
+impl LeBytes for f32 {
+    fn le(&self) -> Vec<u8> {
+        self.to_le_bytes().to_vec()
+    }
+}
+impl LeBytes for u16 {
+    fn le(&self) -> Vec<u8> {
+        self.to_le_bytes().to_vec()
+    }
+}
+
+pub fn float_bytes(image: &[f32]) -> Vec<u8> {
+    le_bytes(image).into_owned()
 }

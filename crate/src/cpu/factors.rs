@@ -6,20 +6,35 @@ use crate::plan::{HklGrid, Plan, Shape};
 use crate::vec3::{cross, dot, unit, V3};
 use std::f64::consts::PI;
 
-/// Kahn polarisation factor (MODEL §5.6), f64, as upstream computes it.
-pub fn polarization_factor(k: f64, i: V3, d: V3, p: V3) -> f64 {
-    let i = unit(i);
+/// The per-source part of the Kahn polarisation factor: the unit incident direction and the
+/// polarisation-plane axes, which upstream recomputes for every pixel with the same result.
+#[derive(Clone, Copy, Debug)]
+pub struct PolarFrame {
+    pub i: V3,
+    pub b_in: V3,
+    pub e_in: V3,
+}
+
+impl PolarFrame {
+    pub fn new(incident: V3, polar_axis: V3) -> Self {
+        let i = unit(incident);
+        let p = unit(polar_axis);
+        let b_in = unit(cross(p, i));
+        let e_in = unit(cross(i, b_in));
+        PolarFrame { i, b_in, e_in }
+    }
+}
+
+/// Kahn polarisation factor (MODEL §5.6), f64, with upstream's operations and order.
+pub fn polarization_factor(k: f64, frame: &PolarFrame, d: V3) -> f64 {
     let d = unit(d);
-    let p = unit(p);
-    let c2 = dot(i, d);
+    let c2 = dot(frame.i, d);
     let c2sq = c2 * c2;
     let s2sq = 1.0 - c2sq;
     let mut psi = 0.0;
     if k != 0.0 {
-        let b_in = unit(cross(p, i));
-        let e_in = unit(cross(i, b_in));
-        let e_out = dot(d, e_in);
-        let b_out = dot(d, b_in);
+        let e_out = dot(d, frame.e_in);
+        let b_out = dot(d, frame.b_in);
         psi = -b_out.atan2(e_out);
     }
     0.5 * (1.0 + c2sq - k * (2.0 * psi).cos() * s2sq)

@@ -5,6 +5,7 @@
 pub mod factors;
 pub mod pixel32;
 pub mod pixel64;
+pub mod row32;
 
 use crate::args::Precision;
 use crate::error::{Error, Result};
@@ -28,15 +29,23 @@ pub fn first_rendered_pixel(p: &Plan) -> Option<usize> {
 }
 
 enum Kernel<'a> {
-    F64(&'a Plan),
-    F32(pixel32::FastPlan<'a>),
+    F64(pixel64::ExactPlan<'a>),
+    F32(Box<pixel32::FastPlan<'a>>),
 }
 
 impl Kernel<'_> {
+    /// The vectorised row-block kernel, when it applies.
+    fn row_block(&self) -> Option<(&pixel32::FastPlan<'_>, row32::BlockFn)> {
+        match self {
+            Kernel::F32(fp) => fp.row_block.map(|b| (&**fp, b)),
+            Kernel::F64(_) => None,
+        }
+    }
+
     #[inline]
     fn pixel(&self, f: usize, s: usize, first: bool, interp: bool) -> PixelOut {
         match self {
-            Kernel::F64(p) => pixel64::render_pixel(p, f, s, first, interp),
+            Kernel::F64(ep) => pixel64::render_pixel(ep, f, s, first, interp),
             Kernel::F32(fp) => pixel32::render_pixel(fp, f, s, first, interp),
         }
     }
@@ -51,8 +60,8 @@ pub fn render(
     cancel: &AtomicBool,
 ) -> Result<Vec<f32>> {
     let kernel = match precision {
-        Precision::F64 => Kernel::F64(plan),
-        Precision::F32 => Kernel::F32(pixel32::FastPlan::new(plan)),
+        Precision::F64 => Kernel::F64(pixel64::ExactPlan::new(plan)),
+        Precision::F32 => Kernel::F32(Box::new(pixel32::FastPlan::new(plan))),
     };
     let (fp, sp) = (plan.fpixels, plan.spixels);
     let first = first_rendered_pixel(plan);
@@ -63,6 +72,14 @@ pub fn render(
     let last_pct = AtomicUsize::new(0);
     let total_rows = if interp { 2 * sp } else { sp };
 
+    let finish_row = || -> Result<()> {
+        let done = rows_done.fetch_add(1, Ordering::Relaxed) + 1;
+        let pct = done * 100 / total_rows;
+        if pct > last_pct.fetch_max(pct, Ordering::Relaxed) {
+            progress(pct as f32 / 100.0);
+        }
+        Ok(())
+    };
     let row_pass = |image: &mut [f32],
                     flags: &mut [bool],
                     only_after: Option<usize>,
@@ -71,6 +88,23 @@ pub fn render(
         let body = |(s, row): (usize, &mut [f32]), mut frow: Option<&mut [bool]>| -> Result<()> {
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::cancelled());
+            }
+            if let (Some((fpk, block)), None) = (kernel.row_block(), only_after) {
+                let mut rescan = [false; row32::BLOCK];
+                for f0 in (0..fp).step_by(row32::BLOCK) {
+                    let len = row32::BLOCK.min(fp - f0);
+                    block(fpk, s, f0, len, &mut row[f0..f0 + len], &mut rescan);
+                    for j in 0..len {
+                        let f = f0 + j;
+                        let idx = s * fp + f;
+                        if !plan.renders(f, s) {
+                            row[f] = 0.0;
+                        } else if rescan[j] || Some(idx) == first {
+                            row[f] = kernel.pixel(f, s, Some(idx) == first, interp_on).value;
+                        }
+                    }
+                }
+                return finish_row();
             }
             for (f, px) in row.iter_mut().enumerate() {
                 let idx = s * fp + f;
@@ -83,12 +117,7 @@ pub fn render(
                     fr[f] = out.triggered;
                 }
             }
-            let done = rows_done.fetch_add(1, Ordering::Relaxed) + 1;
-            let pct = done * 100 / total_rows;
-            if pct > last_pct.fetch_max(pct, Ordering::Relaxed) {
-                progress(pct as f32 / 100.0);
-            }
-            Ok(())
+            finish_row()
         };
         if flags.is_empty() {
             image

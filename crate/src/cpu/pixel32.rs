@@ -11,18 +11,47 @@ use super::factors::{
 };
 use super::PixelOut;
 use crate::plan::{Plan, Shape};
-use crate::vec3::{cross, dot, rotaxis, scale, unit, unitize, V3};
+use crate::vec3::{cross, dot, mag, rotaxis, scale, unit, unitize, V3};
 
 /// Per-source constants hoisted out of the pixel loop.
 pub struct SourceConst {
     pub incident: V3,
     pub lambda: f64,
+    pub inv_lambda: f64,
     pub e_in: V3,
     pub b_in: V3,
 }
 
+/// Orientation table in structure-of-arrays form (a.x for every orientation, then a.y, ...),
+/// so the per-orientation Miller-index loop vectorises.
+pub struct OrientationsSoa {
+    pub len: usize,
+    pub comp: [Vec<f64>; 9],
+}
+
+impl OrientationsSoa {
+    fn new(t: &[crate::plan::Orientation]) -> Self {
+        let mut comp: [Vec<f64>; 9] = Default::default();
+        for o in t {
+            for c in 0..3 {
+                comp[c].push(o.a[c]);
+                comp[3 + c].push(o.b[c]);
+                comp[6 + c].push(o.c[c]);
+            }
+        }
+        OrientationsSoa { len: t.len(), comp }
+    }
+}
+
 pub struct FastPlan<'a> {
     pub plan: &'a Plan,
+    pub soa: OrientationsSoa,
+    pub soa_first: OrientationsSoa,
+    /// Square lattice without the running-sum flags: the vectorised term loop applies.
+    pub vector_path: bool,
+    phase1: Phase1Fn,
+    /// The row-block kernel (`row32`), when it applies to this plan.
+    pub row_block: Option<super::row32::BlockFn>,
     pub sources: Vec<SourceConst>,
     pub na: f32,
     pub nb: f32,
@@ -43,6 +72,7 @@ impl<'a> FastPlan<'a> {
                 SourceConst {
                     incident: s.incident,
                     lambda: s.lambda,
+                    inv_lambda: 1.0 / s.lambda,
                     e_in,
                     b_in,
                 }
@@ -50,6 +80,14 @@ impl<'a> FastPlan<'a> {
             .collect();
         FastPlan {
             plan,
+            soa: OrientationsSoa::new(&plan.orientations),
+            soa_first: OrientationsSoa::new(&plan.orientations_first),
+            vector_path: plan.shape == Shape::Square
+                && !plan.oversample_thick
+                && !plan.oversample_polar
+                && !plan.oversample_omega,
+            phase1: select_phase1(),
+            row_block: super::row32::applies(plan).then(super::row32::select),
             sources,
             na: plan.na as f32,
             nb: plan.nb as f32,
@@ -162,12 +200,13 @@ pub fn render_pixel(
                     let w = rotaxis(scale(p.beam, p.distance), p.sdet, a1);
                     pos = rotaxis(w, p.fdet, a2);
                 }
-                let (d, r) = unitize(pos);
+                let inv_r = 1.0 / mag(pos);
+                let d = scale(pos, inv_r);
                 if omega == 0.0 || p.oversample_omega {
                     omega = if p.point_pixel {
-                        1.0 / (r * r)
+                        inv_r * inv_r
                     } else {
-                        px2 * p.close_distance / (r * r * r)
+                        px2 * p.close_distance * (inv_r * inv_r * inv_r)
                     };
                 }
                 if capture == 0.0 || p.oversample_thick {
@@ -178,9 +217,9 @@ pub fn render_pixel(
                 for s in &fp.sources {
                     let i = s.incident;
                     let q = [
-                        (d[0] - i[0]) / s.lambda,
-                        (d[1] - i[1]) / s.lambda,
-                        (d[2] - i[2]) / s.lambda,
+                        (d[0] - i[0]) * s.inv_lambda,
+                        (d[1] - i[1]) * s.inv_lambda,
+                        (d[2] - i[2]) * s.inv_lambda,
                     ];
                     // resolution cut: skip when the d-spacing 1/|q| is below dmin
                     if fp.inv_dmin2 > 0.0 && dot(q, q) > fp.inv_dmin2 {
@@ -188,6 +227,12 @@ pub fn render_pixel(
                     }
                     if polar == 0.0 || p.oversample_polar {
                         polar = polar_fast(p.polar_k, s, d);
+                    }
+                    if fp.vector_path {
+                        let soa = if first_seq { &fp.soa_first } else { &fp.soa };
+                        first_seq = false;
+                        i_sum += square_terms(fp, soa, q, (pos, s), &mut interp, &mut triggered);
+                        continue;
                     }
                     let table = if first_seq {
                         &p.orientations_first
@@ -244,4 +289,194 @@ pub fn render_pixel(
         value: val as f32,
         triggered,
     }
+}
+
+// ------------------------------------------------------------------ vectorised square lattice
+
+/// Orientations per chunk of the two-phase term loop.
+const CHUNK: usize = 64;
+
+type Phase1Fn = fn(&FastPlan, &OrientationsSoa, usize, usize, [f64; 3], &mut [f32; CHUNK]) -> bool;
+
+/// Phase 1 over orientations `start..start+len`: squared lattice factor per orientation, in
+/// delta form. Branch-free so it vectorises; returns true when some index is within
+/// `EXACT_BRAGG` of a non-zero integer (phase 2 then redoes those terms upstream's way).
+#[inline(always)]
+fn phase1_body(
+    fp: &FastPlan,
+    soa: &OrientationsSoa,
+    start: usize,
+    len: usize,
+    q: [f64; 3],
+    out: &mut [f32; CHUNK],
+) -> bool {
+    const MAGIC: f64 = 6755399441055744.0; // 1.5 * 2^52: adding and subtracting rounds to an integer
+    let c = &soa.comp;
+    let ns = [fp.na, fp.nb, fp.nc];
+    let use_axis = [fp.plan.na > 1.0, fp.plan.nb > 1.0, fp.plan.nc > 1.0];
+    let mut exact = false;
+    for j in 0..len {
+        let o = start + j;
+        // product of numerators and of denominators, one division per orientation
+        let (mut num, mut den) = (1.0f32, 1.0f32);
+        for axis in 0..3 {
+            let h = (c[3 * axis][o] * q[0] + c[3 * axis + 1][o] * q[1]) + c[3 * axis + 2][o] * q[2];
+            let r = (h + MAGIC) - MAGIC;
+            let d = h - r;
+            exact |= use_axis[axis] & (d.abs() < EXACT_BRAGG) & (r != 0.0);
+            let (nm, dn) = grating_parts(d as f32, ns[axis]);
+            num *= if use_axis[axis] { nm } else { 1.0 };
+            den *= if use_axis[axis] { dn } else { 1.0 };
+        }
+        let g = num / den;
+        out[j] = g * g;
+    }
+    exact
+}
+
+/// Numerator and denominator of the delta-form grating factor sin(πNd)/sin(πd), |d| <= 1/2,
+/// without branches. Where N·|d| < 1e-5 the factor is N to 2e-10 relative: return (N, 1) so
+/// products of three tiny denominators never underflow.
+#[inline(always)]
+fn grating_parts(d: f32, n: f32) -> (f32, f32) {
+    const MAGIC32: f32 = 12582912.0; // 1.5 * 2^23
+    let x = n * d;
+    let m = (x + MAGIC32) - MAGIC32;
+    let r = x - m;
+    let num = super::factors::sinpi_reduced(r);
+    let den = super::factors::sinpi_reduced(d);
+    let small = x.abs() < 1e-5;
+    (if small { n } else { num }, if small { 1.0 } else { den })
+}
+
+fn phase1_generic(
+    fp: &FastPlan,
+    soa: &OrientationsSoa,
+    start: usize,
+    len: usize,
+    q: [f64; 3],
+    out: &mut [f32; CHUNK],
+) -> bool {
+    phase1_body(fp, soa, start, len, q, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn phase1_avx2_inner(
+    fp: &FastPlan,
+    soa: &OrientationsSoa,
+    start: usize,
+    len: usize,
+    q: [f64; 3],
+    out: &mut [f32; CHUNK],
+) -> bool {
+    phase1_body(fp, soa, start, len, q, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn phase1_avx2(
+    fp: &FastPlan,
+    soa: &OrientationsSoa,
+    start: usize,
+    len: usize,
+    q: [f64; 3],
+    out: &mut [f32; CHUNK],
+) -> bool {
+    // SAFETY: only selected when the CPU reports AVX2 (select_phase1)
+    unsafe { phase1_avx2_inner(fp, soa, start, len, q, out) }
+}
+
+fn select_phase1() -> Phase1Fn {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return phase1_avx2;
+        }
+    }
+    phase1_generic
+}
+
+/// Sum of F_cell² · F_latt² over all orientations for one scattering vector (square lattice).
+#[inline]
+fn square_terms(
+    fp: &FastPlan,
+    soa: &OrientationsSoa,
+    q: [f64; 3],
+    (pos, src): ([f64; 3], &SourceConst),
+    interp: &mut bool,
+    triggered: &mut bool,
+) -> f64 {
+    let p = fp.plan;
+    let mut fl2 = [0f32; CHUNK];
+    let mut sum = 0.0f64;
+    let constant_f = p.hkl.hkls == 0;
+    let mut start = 0;
+    while start < soa.len {
+        let len = CHUNK.min(soa.len - start);
+        let exact = if len < 4 {
+            phase1_body(fp, soa, start, len, q, &mut fl2)
+        } else {
+            (fp.phase1)(fp, soa, start, len, q, &mut fl2)
+        };
+        if constant_f && !exact {
+            let s: f32 = fl2[..len].iter().sum();
+            sum += s as f64 * (p.default_f * p.default_f);
+        } else {
+            let c = &soa.comp;
+            for j in 0..len {
+                let o = start + j;
+                let hkl = [0, 1, 2].map(|a| {
+                    (c[3 * a][o] * q[0] + c[3 * a + 1][o] * q[1]) + c[3 * a + 2][o] * q[2]
+                });
+                let mut f_latt2 = fl2[j] as f64;
+                if exact {
+                    // near an exact Bragg position: upstream's own chain (division-based unit
+                    // vector and q), so h, k, l and the grating factor come out as upstream's
+                    let (dc, _) = unitize(pos);
+                    let i = src.incident;
+                    let qc = [
+                        (dc[0] - i[0]) / src.lambda,
+                        (dc[1] - i[1]) / src.lambda,
+                        (dc[2] - i[2]) / src.lambda,
+                    ];
+                    let hc = [0, 1, 2].map(|a| {
+                        (c[3 * a][o] * qc[0] + c[3 * a + 1][o] * qc[1]) + c[3 * a + 2][o] * qc[2]
+                    });
+                    let g = [
+                        grating(hc[0], fp.na),
+                        grating(hc[1], fp.nb),
+                        grating(hc[2], fp.nc),
+                    ];
+                    let mut f = 1.0f64;
+                    for (a, n) in [p.na, p.nb, p.nc].iter().enumerate() {
+                        if *n > 1.0 {
+                            f *= g[a] as f64;
+                        }
+                    }
+                    f_latt2 = f * f;
+                }
+                if f_latt2 == 0.0 && !p.water {
+                    continue;
+                }
+                let (h, k, l) = (hkl[0], hkl[1], hkl[2]);
+                if *interp && outside_interpolation_range(&p.hkl, h, k, l) {
+                    *interp = false;
+                    *triggered = true;
+                }
+                let f_cell = if *interp {
+                    f_tricubic(&p.hkl, h, k, l)
+                } else {
+                    f_nearest(
+                        p,
+                        (h - 0.5).ceil() as i64,
+                        (k - 0.5).ceil() as i64,
+                        (l - 0.5).ceil() as i64,
+                    )
+                };
+                sum += f_cell * f_cell * f_latt2;
+            }
+        }
+        start += len;
+    }
+    sum
 }

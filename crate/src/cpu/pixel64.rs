@@ -3,6 +3,7 @@
 
 use super::factors::{
     f_nearest, f_tricubic, lattice_f64, outside_interpolation_range, polarization_factor,
+    PolarFrame,
 };
 use super::PixelOut;
 use crate::plan::Plan;
@@ -10,13 +11,31 @@ use crate::vec3::{dot, mag, rotaxis, scale, unitize};
 
 /// Render one pixel. `first_sequence`: this pixel holds the run's first phi sequence (stale-phi
 /// rule). `interpolate`: tricubic lookups are on when the pixel starts.
+/// Per-plan constants of the f64 kernel.
+pub struct ExactPlan<'a> {
+    pub plan: &'a Plan,
+    pub frames: Vec<PolarFrame>,
+}
+
+impl<'a> ExactPlan<'a> {
+    pub fn new(plan: &'a Plan) -> Self {
+        let frames = plan
+            .sources
+            .iter()
+            .map(|s| PolarFrame::new(s.incident, plan.polar_axis))
+            .collect();
+        ExactPlan { plan, frames }
+    }
+}
+
 pub fn render_pixel(
-    p: &Plan,
+    ep: &ExactPlan,
     fpixel: usize,
     spixel: usize,
     first_sequence: bool,
     interpolate: bool,
 ) -> PixelOut {
+    let p = ep.plan;
     let n = p.oversample as usize;
     let sub = p.pixel / p.oversample as f64;
     let mut first_seq = first_sequence;
@@ -58,7 +77,7 @@ pub fn render_pixel(
                     capture = ((((-ti) as f64 * p.thickstep) * p.mu) / rho).exp()
                         - ((((-(ti + 1)) as f64 * p.thickstep) * p.mu) / rho).exp();
                 }
-                for src in &p.sources {
+                for (si, src) in p.sources.iter().enumerate() {
                     let i = src.incident;
                     let lambda = src.lambda;
                     let q = [
@@ -73,7 +92,7 @@ pub fn render_pixel(
                         }
                     }
                     if polar == 0.0 || p.oversample_polar {
-                        polar = polarization_factor(p.polar_k, i, d, p.polar_axis);
+                        polar = polarization_factor(p.polar_k, &ep.frames[si], d);
                     }
                     let table = if first_seq {
                         &p.orientations_first

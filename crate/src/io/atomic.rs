@@ -36,15 +36,22 @@ fn temp_path(path: &Path) -> PathBuf {
 /// Writes `bytes` to `path` atomically (temporary file in the same directory, then rename).
 /// On failure the temporary file is removed and an output error naming `path` is returned.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_parts(path, &[bytes])
+}
+
+/// Like `write_atomic`, for a file made of several pieces (no copy into one buffer).
+pub fn write_atomic_parts(path: &Path, parts: &[&[u8]]) -> Result<()> {
     let tmp = temp_path(path);
     let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
+        let f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        for part in parts {
+            w.write_all(part)?;
+        }
+        w.into_inner().map_err(|e| e.into_error())?;
         std::fs::rename(&tmp, path)
     })();
     result.map_err(|e| {

@@ -88,6 +88,20 @@ pub fn header_text(h: &SmvHeader) -> String {
 
 /// A complete SMV file: the 512-byte header (text, `}`, form feed, space padding) followed by
 /// the pixels as little-endian u16, row-major.
+/// The 512-byte header block (text, form feed, space padding).
+pub fn header_block(h: &SmvHeader) -> Result<Vec<u8>> {
+    let text = header_text(h);
+    if text.len() > SMV_HEADER_BYTES {
+        return Err(Error::output(format!(
+            "SMV header is {} bytes long, more than the {SMV_HEADER_BYTES} bytes it declares",
+            text.len()
+        )));
+    }
+    let mut out = text.into_bytes();
+    out.resize(SMV_HEADER_BYTES, b' ');
+    Ok(out)
+}
+
 pub fn write_smv(h: &SmvHeader, pixels: &[u16]) -> Result<Vec<u8>> {
     let n = h.fpixels.checked_mul(h.spixels);
     if n != Some(pixels.len()) {

@@ -1,0 +1,198 @@
+//! Benchmark harness (`npm run bench`): per case and backend/precision, the render wall time
+//! (median of several runs), pixel-steps per second and the peak memory of a process that only
+//! prepares and renders. Each measurement runs in a child process of this binary so that peak
+//! memory is per case. With `NANOBRAGG_UPSTREAM=/path/to/nanoBragg` it also times upstream's C
+//! program and ours end to end on the same command line, interleaved, and prints the ratios.
+//!
+//! usage: nanobragg-bench [--quick] [--cases a1024,a4096,b] [--reps N]
+
+use nanobragg::api::{self, Precision};
+use nanobragg::files::MemFiles;
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+const CASE_A: &str = "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100";
+const CASE_B: &str = "-cell 70 80 90 85 95 105 -misset 10 5 3 -lambda 1.5 -N 10 -default_F 100 -distance 100 -detpixels 512 -mosaic 0.5 -mosaic_dom 10 -hdivrange 0.5 -vdivrange 0.5 -divsteps 3 -dispersion 0.2 -dispsteps 3 -oversample 2";
+
+fn case_args(name: &str) -> String {
+    match name {
+        "b" => CASE_B.to_string(),
+        n if n.starts_with('a') => format!("{CASE_A} -detpixels {}", &n[1..]),
+        n => panic!("unknown case {n}"),
+    }
+}
+
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Child: prepare and render `reps` times; print "median_s steps_per_s peak_kb pixels".
+fn child(case: &str, backend: &str, reps: usize) {
+    let words = api::split_args(&case_args(case));
+    let prep = api::prepare(&words, &MemFiles::default()).expect("prepare");
+    let plan = prep.plan();
+    let cancel = AtomicBool::new(false);
+    let mut times = Vec::new();
+    for _ in 0..reps {
+        let t = Instant::now();
+        let img = match backend {
+            "f64" => api::render_cpu(plan, Precision::F64, &|_| {}, &cancel),
+            "f32" => api::render_cpu(plan, Precision::F32, &|_| {}, &cancel),
+            other => panic!("backend {other} not available in this build"),
+        }
+        .expect("render");
+        times.push(t.elapsed().as_secs_f64());
+        std::hint::black_box(&img);
+    }
+    let med = median(&mut times);
+    let steps = plan.pixel_count() as f64 * plan.terms_per_pixel() as f64;
+    println!(
+        "{med} {} {} {}",
+        steps / med,
+        peak_rss_kb(),
+        plan.pixel_count()
+    );
+}
+
+fn time_cmd(program: &str, args: &[String], dir: &std::path::Path) -> f64 {
+    let t = Instant::now();
+    let st = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run");
+    assert!(
+        st.status.success(),
+        "{program} failed: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    t.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.len() >= 5 && argv[1] == "--child" {
+        child(&argv[2], &argv[3], argv[4].parse().unwrap());
+        return;
+    }
+    let mut cases = vec!["a1024".to_string(), "a4096".to_string(), "b".to_string()];
+    let mut reps = 5usize;
+    let mut i = 1;
+    while i < argv.len() {
+        match argv[i].as_str() {
+            "--quick" => {
+                cases = vec!["a1024".into(), "b".into()];
+                reps = 3;
+            }
+            "--cases" => {
+                i += 1;
+                cases = argv[i].split(',').map(String::from).collect();
+            }
+            "--reps" => {
+                i += 1;
+                reps = argv[i].parse().expect("--reps N");
+            }
+            other => {
+                eprintln!("unknown option {other}\nusage: nanobragg-bench [--quick] [--cases a1024,a4096,b] [--reps N]");
+                std::process::exit(2);
+            }
+        }
+        i += 1;
+    }
+    let me = std::env::current_exe().unwrap();
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    println!(
+        "nanobragg-bench: {threads} threads, render only (prepare excluded), median of {reps}"
+    );
+    println!(
+        "{:<7} {:<8} {:>10} {:>16} {:>12} {:>10}",
+        "case", "backend", "time_ms", "pixel-steps/s", "peak_MiB", "peak/image"
+    );
+    for case in &cases {
+        for backend in ["f64", "f32"] {
+            let out = Command::new(&me)
+                .args(["--child", case, backend, &reps.to_string()])
+                .output()
+                .expect("child");
+            if !out.status.success() {
+                println!(
+                    "{case:<7} {backend:<8} failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                continue;
+            }
+            let line = String::from_utf8_lossy(&out.stdout);
+            let v: Vec<f64> = line
+                .split_whitespace()
+                .map(|x| x.parse().unwrap())
+                .collect();
+            let image_mib = v[3] * 4.0 / 1048576.0;
+            println!(
+                "{case:<7} {backend:<8} {:>10.1} {:>16.3e} {:>12.1} {:>10.2}",
+                v[0] * 1e3,
+                v[1],
+                v[2] / 1024.0,
+                (v[2] / 1024.0) / image_mib
+            );
+        }
+    }
+    if let Ok(upstream) = std::env::var("NANOBRAGG_UPSTREAM") {
+        let ours = me.with_file_name("nanobragg");
+        let dir = std::env::temp_dir().join(format!("nanobragg-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        println!("\nend to end against upstream C ({upstream}), same words, -nonoise -nopgm, interleaved, median of {reps}");
+        println!(
+            "{:<7} {:>10} {:>12} {:>12} {:>10} {:>10}",
+            "case", "C_ms", "ours_f64_ms", "ours_f32_ms", "C/f64", "C/f32"
+        );
+        for case in &cases {
+            let mut words = api::split_args(&case_args(case));
+            words.extend(
+                [
+                    "-nonoise",
+                    "-nopgm",
+                    "-floatfile",
+                    "bench.bin",
+                    "-intfile",
+                    "bench.img",
+                ]
+                .map(String::from),
+            );
+            let mut w64 = words.clone();
+            w64.extend(["-precision".into(), "f64".into()]);
+            let mut w32 = words.clone();
+            w32.extend(["-precision".into(), "f32".into()]);
+            let (mut c, mut o64, mut o32) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..reps {
+                c.push(time_cmd(&upstream, &words, &dir));
+                o64.push(time_cmd(ours.to_str().unwrap(), &w64, &dir));
+                o32.push(time_cmd(ours.to_str().unwrap(), &w32, &dir));
+            }
+            let (c, o64, o32) = (median(&mut c), median(&mut o64), median(&mut o32));
+            println!(
+                "{case:<7} {:>10.1} {:>12.1} {:>12.1} {:>10.2} {:>10.2}",
+                c * 1e3,
+                o64 * 1e3,
+                o32 * 1e3,
+                c / o64,
+                c / o32
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

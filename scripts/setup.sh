@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need and is missing, on a Debian machine that has
+# rustup/cargo, node/npm and root: Rust components and targets, wasm-bindgen-cli at the exact
+# version in Cargo.lock, Debian's chromium (browser tests) and Mesa's lavapipe (GPU tests on the
+# CPU). Nothing is downloaded from outside the package registries.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+what="${1:-all}"
+
+need_apt=()
+if [ "$what" = all ] || [ "$what" = test ]; then
+  [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+  ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "== apt-get install ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
