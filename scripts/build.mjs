@@ -86,11 +86,11 @@ function buildWasm(kind) {
       '-C link-arg=--export=__tls_base',
     ].join(' ');
     args = ['+nightly', 'build', '-Z', 'build-std=panic_abort,std', '-p', 'nanobragg', '--lib',
-      '--target', WASM_TARGET, '--release', '--features', 'wasm,parallel', '--target-dir', targetDir];
+      '--target', WASM_TARGET, '--release', '--features', 'wasm,parallel,gpu', '--target-dir', targetDir];
   } else {
     env.RUSTFLAGS = '-C target-feature=+simd128,+bulk-memory,+mutable-globals';
     args = ['build', '-p', 'nanobragg', '--lib', '--target', WASM_TARGET, '--release',
-      '--features', 'wasm', '--target-dir', targetDir];
+      '--features', 'wasm,gpu', '--target-dir', targetDir];
   }
   run('cargo', args, { env });
   const wasm = join(targetDir, WASM_TARGET, 'release', 'nanobragg.wasm');

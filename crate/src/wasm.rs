@@ -10,9 +10,9 @@
 //! plain build the worker polls them between GPU awaits.
 #![cfg(all(target_arch = "wasm32", feature = "wasm"))]
 
+use crate::api::{self, Precision, Prepared};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use crate::api::{self, Precision, Prepared};
 use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "parallel")]
@@ -50,14 +50,24 @@ fn js_err(e: impl std::fmt::Display) -> JsError {
 /// following `unreachable` trap into an error for the page).
 #[wasm_bindgen(start)]
 pub fn start() {
-    std::panic::set_hook(Box::new(|info| console_error(&format!("nanobragg panicked: {info}"))));
+    std::panic::set_hook(Box::new(|info| {
+        console_error(&format!("nanobragg panicked: {info}"))
+    }));
 }
 
 /// "parallel" or "plain", and whether the kernel was compiled with wasm SIMD.
 #[wasm_bindgen]
 pub fn build_info() -> String {
-    let kind = if cfg!(feature = "parallel") { "parallel" } else { "plain" };
-    let simd = if cfg!(target_feature = "simd128") { "simd128" } else { "scalar" };
+    let kind = if cfg!(feature = "parallel") {
+        "parallel"
+    } else {
+        "plain"
+    };
+    let simd = if cfg!(target_feature = "simd128") {
+        "simd128"
+    } else {
+        "scalar"
+    };
     format!("{kind} {simd} {}", env!("CARGO_PKG_VERSION"))
 }
 
@@ -146,8 +156,20 @@ pub fn prepare(mut args: Vec<String>) -> Result<String, JsError> {
 fn geometry_json(prep: &Prepared) -> String {
     let p = prep.plan();
     let v = |x: [f64; 3]| format!("[{:e},{:e},{:e}]", x[0], x[1], x[2]);
-    let (incident, lambda) = p.sources.first().map(|s| (s.incident, s.lambda)).unwrap_or((p.beam, 1e-10));
-    let o = p.orientations.first().copied().unwrap_or(crate::plan::Orientation { a: [0.0; 3], b: [0.0; 3], c: [0.0; 3] });
+    let (incident, lambda) = p
+        .sources
+        .first()
+        .map(|s| (s.incident, s.lambda))
+        .unwrap_or((p.beam, 1e-10));
+    let o = p
+        .orientations
+        .first()
+        .copied()
+        .unwrap_or(crate::plan::Orientation {
+            a: [0.0; 3],
+            b: [0.0; 3],
+            c: [0.0; 3],
+        });
     format!(
         "{{\"width\":{},\"height\":{},\"pixel\":{:e},\"pix0\":{},\"fdet\":{},\"sdet\":{},\"odet\":{},\"beam\":{},\"lambda\":{:e},\"a\":{},\"b\":{},\"c\":{},\"curved\":{},\"distance\":{:e}}}",
         p.fpixels, p.spixels, p.pixel, v(p.pix0), v(p.fdet), v(p.sdet), v(p.odet), v(incident), lambda,
@@ -160,25 +182,83 @@ fn geometry_json(prep: &Prepared) -> String {
 pub fn render_cpu(f64_precision: bool) -> Result<Vec<f32>, JsError> {
     CANCEL.store(false, Ordering::SeqCst);
     report_progress(0.0);
-    let precision = if f64_precision { Precision::F64 } else { Precision::F32 };
+    let precision = if f64_precision {
+        Precision::F64
+    } else {
+        Precision::F32
+    };
     let img = STATE.with(|st| {
         let st = st.borrow();
-        let prep = st.prepared.as_ref().ok_or_else(|| js_err("no plan prepared"))?;
+        let prep = st
+            .prepared
+            .as_ref()
+            .ok_or_else(|| js_err("no plan prepared"))?;
         api::render_cpu(prep.plan(), precision, &report_progress, &CANCEL).map_err(js_err)
     })?;
     STATE.with(|st| st.borrow_mut().image = Some(img.clone()));
     Ok(img)
 }
 
+#[cfg(feature = "gpu")]
+thread_local! {
+    /// The WGSL renderer and its device: created once in the worker's thread (wgpu's browser
+    /// types are !Send under atomics), never touched by the rayon threads.
+    static GPU: RefCell<Option<crate::gpu::GpuRenderer>> = const { RefCell::new(None) };
+}
+
 /// Open the WebGPU device (in this worker) and return the adapter's description.
 #[wasm_bindgen]
 pub async fn gpu_init() -> Result<String, JsError> {
+    #[cfg(feature = "gpu")]
+    {
+        let r = crate::gpu::GpuRenderer::new().await.map_err(js_err)?;
+        let name = r
+            .adapter_info()
+            .map(|i| {
+                let n = [i.name.as_str(), i.driver.as_str(), i.driver_info.as_str()]
+                    .iter()
+                    .filter(|s| !s.is_empty())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if n.is_empty() {
+                    format!("{:?}", i.backend)
+                } else {
+                    n
+                }
+            })
+            .unwrap_or_else(|| "WebGPU".to_string());
+        GPU.with(|g| *g.borrow_mut() = Some(r));
+        Ok(name)
+    }
+    #[cfg(not(feature = "gpu"))]
     Err(js_err("GPU kernel not available in this build"))
 }
 
 /// Render the prepared plan with the WGSL kernel.
 #[wasm_bindgen]
 pub async fn render_gpu() -> Result<Vec<f32>, JsError> {
+    #[cfg(feature = "gpu")]
+    {
+        CANCEL.store(false, Ordering::SeqCst);
+        report_progress(0.0);
+        let mut r = GPU
+            .with(|g| g.borrow_mut().take())
+            .ok_or_else(|| js_err("WebGPU not initialised"))?;
+        let prep = STATE.with(|st| st.borrow_mut().prepared.take());
+        let Some(prep) = prep else {
+            GPU.with(|g| *g.borrow_mut() = Some(r));
+            return Err(js_err("no plan prepared"));
+        };
+        let mut progress = |p: f32| report_progress(p);
+        let out = r.render(prep.plan(), &mut progress, &CANCEL).await;
+        GPU.with(|g| *g.borrow_mut() = Some(r));
+        STATE.with(|st| st.borrow_mut().prepared = Some(prep));
+        let img = out.map_err(js_err)?;
+        STATE.with(|st| st.borrow_mut().image = Some(img.clone()));
+        Ok(img)
+    }
+    #[cfg(not(feature = "gpu"))]
     Err(js_err("GPU kernel not available in this build"))
 }
 
@@ -209,4 +289,3 @@ pub fn export_noise_smv() -> Result<Vec<u8>, JsError> {
 pub fn export_float() -> Result<Vec<u8>, JsError> {
     with_result(|_, img| api::float_image_bytes(img))
 }
-
