@@ -370,6 +370,7 @@ async function render(mode: 'preview' | 'full') {
     if (!lastWasPreview) fullSize = { w: r.width, h: r.height, pixel: r.geometry.pixel };
     renderCount++;
     view.setImage(r.data, r.width, r.height, r.geometry, scale);
+    if (renderCount === 1) performance.mark('nb-first-image');
     showError('');
     progress.value = 1;
     timing.textContent = `${r.width}×${r.height}${lastWasPreview ? ' preview' : ''} in ${fmtMs(r.timings.render)} (total ${fmtMs(performance.now() - t0)})`;

@@ -80,7 +80,15 @@ function ensureGpu(): Promise<void> {
         return;
       }
       try {
-        gpu = { state: 'ready', adapter: await wasm!.gpu_init(), error: '' };
+        let adapter = await wasm!.gpu_init();
+        // wgpu's browser backend reports no adapter name: ask WebGPU itself.
+        try {
+          const a = await (navigator as unknown as { gpu: { requestAdapter(): Promise<{ info?: Record<string, string> } | null> } }).gpu.requestAdapter();
+          const i = a?.info;
+          const name = i ? [i.vendor, i.architecture, i.description].filter(Boolean).join(' ') : '';
+          if (name) adapter = name;
+        } catch { /* keep wgpu's */ }
+        gpu = { state: 'ready', adapter, error: '' };
       } catch (e) {
         gpu = { state: 'failed', adapter: '', error: (e as Error).message ?? String(e) };
       }

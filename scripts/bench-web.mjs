@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+// Browser benchmark (headless Debian chromium; WebGPU = SwiftShader here, i.e. on the CPU):
+//   - wasm module sizes (gzipped)
+//   - cold start: fresh browser profile, page load to the first 1024² image
+//   - warm render times at 512², 1024², 2048² per backend (median of 3 after a warm-up)
+//   - slider rate: 512² renders per second on the CPU (and the 256² preview used while dragging)
+// Usage: npm run bench:web [-- --sizes 512,1024 --backends cpu,gpu --runs 3]
+// Needs a build (npm run build).
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { launch, serve, DIST } from '../tests/browser/helpers.mjs';
+
+const argv = process.argv.slice(2);
+const opt = (n, d) => { const i = argv.indexOf(n); return i >= 0 ? argv[i + 1] : d; };
+const SIZES = opt('--sizes', '512,1024,2048').split(',').map(Number);
+const BACKENDS = opt('--backends', 'cpu,gpu').split(',');
+const RUNS = Number(opt('--runs', 3));
+const CASE = '-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100';
+
+const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+const fmt = (ms) => `${ms.toFixed(0)} ms`;
+
+if (!existsSync(join(DIST, 'pkg', 'nanobragg_bg.wasm'))) {
+  console.error('no build in www/dist: run npm run build first');
+  process.exit(1);
+}
+
+console.log('== wasm sizes');
+for (const pkg of ['pkg', 'pkg-parallel']) {
+  const f = join(DIST, pkg, 'nanobragg_bg.wasm');
+  if (!existsSync(f)) continue;
+  const b = readFileSync(f);
+  console.log(`${pkg.padEnd(13)} ${(b.length / 1024).toFixed(0)} KiB raw, ${(gzipSync(b, { level: 9 }).length / 1024).toFixed(0)} KiB gzipped`);
+}
+const js = readdirSync(DIST).filter((f) => f.endsWith('.js'));
+console.log('bundles      ', js.map((f) => `${f} ${(gzipSync(readFileSync(join(DIST, f))).length / 1024).toFixed(1)} KiB gz`).join(', '));
+
+const { server, url } = await serve({ isolation: true });
+try {
+  console.log('\n== cold start to the first 1024² image (fresh profile, page load -> image on screen)');
+  for (const backend of BACKENDS) {
+    const ctx = await launch({ webgpu: backend === 'gpu' });
+    const page = await ctx.newPage();
+    const t0 = Date.now();
+    await page.goto(`${url}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&distance=100&detpixels=1024&pixel=0.1&backend=${backend}`);
+    await page.waitForFunction(() => Number(document.body.dataset.rendered ?? 0) >= 1 || document.body.dataset.error, null, { timeout: 300_000 });
+    const wall = Date.now() - t0;
+    const r = await page.evaluate(() => ({
+      mark: performance.getEntriesByName('nb-first-image')[0]?.startTime, init: window.nanobragg.client.info?.initMs,
+      res: window.nanobragg.lastRender().result, label: document.getElementById('backend-label').textContent,
+    }));
+    console.log(`${backend.padEnd(4)} first image at ${fmt(r.mark)} after navigation start (wall ${fmt(wall)}); module init ${fmt(r.init)}, render ${fmt(r.res.timings.render)}; ${r.res.backend} — ${r.label}`);
+    await ctx.close();
+  }
+
+  console.log(`\n== warm renders (${CASE} -detpixels N), median of ${RUNS}`);
+  for (const backend of BACKENDS) {
+    const ctx = await launch({ webgpu: backend === 'gpu' });
+    const page = await ctx.newPage();
+    await page.goto(`${url}/?detpixels=8&cell=100+100+100+90+90+90&default_F=1`);
+    await page.evaluate(() => window.nanobragg.ready);
+    for (const n of SIZES) {
+      const out = await page.evaluate(async ({ args, backend, runs }) => {
+        const res = [];
+        for (let i = 0; i <= runs; i++) {
+          const r = await window.nanobragg.simulate(args, { backend });
+          if (i) res.push({ render: r.timings.render, total: r.timings.total, backend: r.backend, threads: r.threads });
+        }
+        return res;
+      }, { args: `${CASE} -detpixels ${n}`, backend, runs: RUNS });
+      const b = out[0].backend === 'gpu' ? 'gpu' : `cpu ${out[0].threads} thr`;
+      console.log(`${backend.padEnd(4)} ${String(n).padStart(4)}²  render ${fmt(median(out.map((o) => o.render))).padStart(8)}  round trip ${fmt(median(out.map((o) => o.total))).padStart(8)}  (${b})`);
+    }
+    if (backend === 'cpu') {
+      // Slider rate: back-to-back 512² renders, and the 256² previews shown while dragging.
+      for (const [label, extra] of [['512² full', '-detpixels 512 -pixel 0.2'], ['256² preview', '-detpixels 256 -pixel 0.4 -oversample 1']]) {
+        const rate = await page.evaluate(async ({ args }) => {
+          const t0 = performance.now();
+          let n = 0;
+          while (performance.now() - t0 < 2000) { await window.nanobragg.simulate(args, { backend: 'cpu' }); n++; }
+          return (n * 1000) / (performance.now() - t0);
+        }, { args: `${CASE} ${extra}` });
+        console.log(`cpu  slider rate ${label}: ${rate.toFixed(1)} renders/s`);
+      }
+    }
+    await ctx.close();
+  }
+} finally {
+  server.close();
+}
