@@ -382,7 +382,13 @@ async function render(mode: 'preview' | 'full') {
     const err = e as Error;
     if (err.name === 'AbortError') return;
     const key = errorField(err.message);
-    if (key) showFieldErrors({ ...fieldErrors, [key]: err.message });
+    if (key) {
+      showFieldErrors({ ...fieldErrors, [key]: err.message });
+      const row = form.querySelector<HTMLElement>(`.field[data-key="${key}"]`);
+      const group = row?.closest('details');
+      if (group) group.open = true;
+      row?.scrollIntoView({ block: 'nearest' });
+    }
     showError(`${err.message}${view.hasImage ? ' (showing the previous image)' : ''}`);
     document.body.dataset.error = String(Date.now());
   } finally {

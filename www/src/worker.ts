@@ -120,7 +120,9 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
   let backend: 'gpu' | 'cpu' = 'cpu';
   let notice = '';
   let data: Float32Array | null = null;
-  const want: Backend = msg.backend;
+  // The WGSL kernel is single precision (with double-float where it matters): an explicit f64
+  // request goes to the CPU unless the GPU is forced.
+  const want: Backend = msg.precision === 'f64' && msg.backend === 'auto' ? 'cpu' : msg.backend;
   if (want !== 'cpu') {
     await ensureGpu();
     if (gpu.state === 'ready') {
