@@ -89,3 +89,26 @@ try {
 } finally {
   server.close();
 }
+
+// The plain module (no COOP/COEP: what an embedding page without isolation gets).
+if (BACKENDS.includes('cpu')) {
+  const plain = await serve({ isolation: false });
+  try {
+    const ctx = await launch({ webgpu: false });
+    const page = await ctx.newPage();
+    await page.goto(`${plain.url}/?detpixels=8&cell=100+100+100+90+90+90&default_F=1`);
+    await page.evaluate(() => window.nanobragg.ready);
+    console.log('\n== plain module (not isolated: single-threaded CPU)');
+    for (const n of SIZES.filter((n) => n <= 1024)) {
+      const ms = await page.evaluate(async ({ args, runs }) => {
+        const res = [];
+        for (let i = 0; i <= runs; i++) { const r = await window.nanobragg.simulate(args, { backend: 'cpu' }); if (i) res.push(r.timings.render); }
+        return res;
+      }, { args: `${CASE} -detpixels ${n}`, runs: RUNS });
+      console.log(`cpu  ${String(n).padStart(4)}²  render ${fmt(median(ms)).padStart(8)}  (1 thread)`);
+    }
+    await ctx.close();
+  } finally {
+    plain.server.close();
+  }
+}

@@ -376,7 +376,9 @@ async function render(mode: 'preview' | 'full') {
     timing.textContent = `${r.width}×${r.height}${lastWasPreview ? ' preview' : ''} in ${fmtMs(r.timings.render)} (total ${fmtMs(performance.now() - t0)})`;
     showBackend(r);
     noticeBox.hidden = !r.notice;
-    noticeBox.textContent = r.notice;
+    // The reason can be long (wgpu lists every backend): keep one line, full text on hover.
+    noticeBox.textContent = r.notice.length > 140 ? `${r.notice.slice(0, 137)}…` : r.notice;
+    noticeBox.title = r.notice;
     document.body.dataset.rendered = String(renderCount);
   } catch (e) {
     const err = e as Error;
