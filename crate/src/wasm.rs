@@ -137,9 +137,10 @@ pub fn clear_files() {
 pub fn prepare(mut args: Vec<String>) -> Result<String, JsError> {
     // Upstream seeds the noise from the clock when -seed is absent; std's clock panics on
     // wasm32-unknown-unknown, so pass the same default (seconds since the epoch) explicitly.
+    // Put first, so that a message about a missing value at the end still names the user's flag.
     if !args.iter().any(|a| a == "-seed") {
-        args.push("-seed".into());
-        args.push(format!("{}", (js_sys::Date::now() / 1000.0) as i64));
+        let now = (js_sys::Date::now() / 1000.0) as i64;
+        args.splice(0..0, ["-seed".to_string(), now.to_string()]);
     }
     STATE.with(|st| {
         let mut st = st.borrow_mut();

@@ -1,0 +1,111 @@
+// Live interaction: presets, cursor readout, keyboard zoom, slider previews, latest-wins, cancel.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { launch, serve, open, waitRendered, ARTIFACTS } from './helpers.mjs';
+
+let server, base, ctx;
+before(async () => {
+  const s = await serve();
+  server = s.server;
+  base = s.url;
+  ctx = await launch({ webgpu: false });
+});
+after(async () => {
+  await ctx?.close();
+  server?.close();
+});
+
+test('preset, cursor readout (pixel, I, d, 2θ, hkl) and keyboard zoom', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(ctx, `${base}/?backend=cpu`);
+  await waitRendered(page, 1);
+  await page.selectOption('#preset', 'triclinic');
+  await waitRendered(page, 2);
+  assert.equal(new URL(page.url()).searchParams.get('cell'), '5.8 7.1 9.3 81 77 68');
+  const box = await page.locator('.nb-canvas').boundingBox();
+  await page.mouse.move(box.x + box.width / 2 + 120, box.y + box.height / 2 - 60);
+  const text = await page.textContent('#readout');
+  assert.match(text, /pixel \(\d+, \d+\)\s+I = \S+ photons\s+d = [\d.]+ Å\s+2θ = [\d.]+°\s+hkl ≈ \(-?\d+ -?\d+ -?\d+\)/);
+  await page.screenshot({ path: join(ARTIFACTS, 'app-triclinic-readout.png') });
+  // keyboard: focus the image and zoom in; the readout under the same point changes pixel
+  await page.focus('.nb-canvas');
+  await page.keyboard.press('+');
+  await page.keyboard.press('+');
+  await page.mouse.move(box.x + box.width / 2 + 121, box.y + box.height / 2 - 60);
+  const zoomed = await page.textContent('#readout');
+  assert.notEqual(zoomed, text);
+  await page.keyboard.press('0');
+  assert.deepEqual(errors, []);
+});
+
+test('slider drag renders fast previews, then the full image', { timeout: 120_000 }, async () => {
+  const { page } = await open(ctx, `${base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&distance=100&detpixels=512&pixel=0.2&backend=cpu`);
+  await waitRendered(page, 1);
+  const sizes = await page.evaluate(async () => {
+    const seen = [];
+    const slider = document.getElementById('f-distance-slider');
+    for (let d = 100; d <= 160; d += 10) {
+      slider.value = String(d);
+      slider.dispatchEvent(new Event('input', { bubbles: true }));
+      await new Promise((r) => setTimeout(r, 60));
+      const lr = window.nanobragg.lastRender();
+      seen.push({ w: lr.result.width, preview: lr.preview });
+    }
+    slider.dispatchEvent(new Event('change', { bubbles: true }));
+    return seen;
+  });
+  assert.ok(sizes.some((s) => s.preview && s.w === 256), `previews seen: ${JSON.stringify(sizes)}`);
+  await page.waitForFunction(() => { const l = window.nanobragg.lastRender(); return !l.preview && l.result.width === 512 && window.nanobragg.state().distance === '160'; });
+  assert.equal(new URL(page.url()).searchParams.get('distance'), '160');
+  assert.equal(await page.inputValue('#f-distance'), '160');
+});
+
+test('latest wins: superseded requests reject with AbortError; cancel stops a long render', { timeout: 180_000 }, async () => {
+  const { page } = await open(ctx, `${base}/?detpixels=16&cell=100+100+100+90+90+90&default_F=1&backend=cpu`);
+  await waitRendered(page, 1);
+  const r = await page.evaluate(async () => {
+    const big = '-cell 100 100 100 90 90 90 -lambda 1 -N 20 -default_F 100 -mosaic 1 -mosaic_domains 50 -detpixels 1024 -oversample 2';
+    const small = '-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -detpixels 64';
+    const out = await Promise.allSettled([
+      window.nanobragg.simulate(big, { backend: 'cpu' }),
+      window.nanobragg.simulate(big, { backend: 'cpu' }),
+      window.nanobragg.simulate(small, { backend: 'cpu' }),
+    ]);
+    const t0 = performance.now();
+    const p = window.nanobragg.simulate(big, { backend: 'cpu', channel: 'x' });
+    await new Promise((r) => setTimeout(r, 300));
+    window.nanobragg.client.cancel();
+    const cancelled = await p.then(() => 'resolved', (e) => e.name);
+    const after = await window.nanobragg.simulate(small, { backend: 'cpu' });
+    return {
+      states: out.map((o) => (o.status === 'fulfilled' ? `ok ${o.value.width}` : o.reason.name)),
+      cancelled, cancelMs: performance.now() - t0, after: after.width,
+    };
+  });
+  assert.deepEqual(r.states, ['AbortError', 'AbortError', 'ok 64']);
+  assert.equal(r.cancelled, 'AbortError');
+  assert.equal(r.after, 64);
+  console.log(`# cancel of a long render returned after ${r.cancelMs.toFixed(0)} ms`);
+});
+
+test('bad numeric input is shown next to the field and the image stays', { timeout: 120_000 }, async () => {
+  const { page } = await open(ctx, `${base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=256&backend=cpu`);
+  await waitRendered(page, 1);
+  await page.fill('#f-lambda', 'abc');
+  await page.press('#f-lambda', 'Enter');
+  await page.waitForFunction(() => document.getElementById('f-lambda-msg').textContent.length > 0);
+  assert.match(await page.textContent('#f-lambda-msg'), /-lambda/);
+  assert.equal(await page.getAttribute('#f-lambda', 'aria-invalid'), 'true');
+  assert.equal(await page.evaluate(() => window.nanobragg.lastRender().count), 1);
+  // an error that only the simulator sees: it names the flag, shown at that field
+  await page.fill('#f-lambda', '6.2');
+  await page.fill('#f-cell', '100 100 100 90 90 90');
+  await page.click('summary:has-text("Advanced")');
+  await page.fill('#f-extra', '-detpixels_f');
+  await page.press('#f-extra', 'Enter');
+  await page.waitForFunction(() => !document.getElementById('error').hidden);
+  const banner = await page.textContent('#error');
+  console.log(`# simulator error: ${banner}`);
+  assert.match(banner, /detpixels_f/);
+  await page.screenshot({ path: join(ARTIFACTS, 'app-bad-flag.png') });
+});
