@@ -7,7 +7,7 @@ use super::factors::{
 };
 use super::PixelOut;
 use crate::plan::Plan;
-use crate::vec3::{dot, mag, rotaxis, scale, unitize};
+use crate::vec3::{dot, mag, unitize};
 
 /// Render one pixel. `first_sequence`: this pixel holds the run's first phi sequence (stale-phi
 /// rule). `interpolate`: tricubic lookups are on when the pixel starts.
@@ -37,7 +37,6 @@ pub fn render_pixel(
 ) -> PixelOut {
     let p = ep.plan;
     let n = p.oversample as usize;
-    let sub = p.pixel / p.oversample as f64;
     let mut first_seq = first_sequence;
     let mut interp = interpolate;
     let mut triggered = false;
@@ -51,18 +50,7 @@ pub fn render_pixel(
         capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
         for subs in 0..n {
             for subf in 0..n {
-                let fdet = sub * ((fpixel * n + subf) as f64) + sub / 2.0;
-                let sdet = sub * ((spixel * n + subs) as f64) + sub / 2.0;
-                let mut pos = [0.0; 3];
-                for c in 0..3 {
-                    pos[c] = ((fdet * p.fdet[c] + sdet * p.sdet[c]) + odet * p.odet[c]) + p.pix0[c];
-                }
-                if p.curved {
-                    let a1 = pos[1] / p.distance;
-                    let a2 = pos[2] / p.distance;
-                    let w = rotaxis(scale(p.beam, p.distance), p.sdet, a1);
-                    pos = rotaxis(w, p.fdet, a2);
-                }
+                let pos = p.subpixel_position(fpixel * n + subf, spixel * n + subs, odet);
                 let (d, r) = unitize(pos);
                 if omega == 0.0 || p.oversample_omega {
                     omega = if p.point_pixel {
