@@ -9,8 +9,6 @@ use super::PixelOut;
 use crate::plan::Plan;
 use crate::vec3::{dot, mag, unitize};
 
-/// Render one pixel. `first_sequence`: this pixel holds the run's first phi sequence (stale-phi
-/// rule). `interpolate`: tricubic lookups are on when the pixel starts.
 /// Per-plan constants of the f64 kernel.
 pub struct ExactPlan<'a> {
     pub plan: &'a Plan,
@@ -28,12 +26,64 @@ impl<'a> ExactPlan<'a> {
     }
 }
 
+/// The values of a pixel's last term, as upstream's `-printout` reports them.
+#[derive(Clone, Debug, Default)]
+pub struct PixelTrace {
+    pub pos: [f64; 3],
+    pub stol: f64,
+    pub hkl: [f64; 3],
+    pub hkl0: [f64; 3],
+    pub f_cell: f64,
+    pub f_latt: f64,
+    pub i_sum: f64,
+    pub polar: f64,
+    pub omega: f64,
+    pub capture: f64,
+    pub cell: [[f64; 3]; 3],
+    pub value: f32,
+}
+
+/// Render one pixel. `first_sequence`: this pixel holds the run's first phi sequence (stale-phi
+/// rule). `interpolate`: tricubic lookups are on when the pixel starts.
 pub fn render_pixel(
     ep: &ExactPlan,
     fpixel: usize,
     spixel: usize,
     first_sequence: bool,
     interpolate: bool,
+) -> PixelOut {
+    render_pixel_impl::<false>(
+        ep,
+        fpixel,
+        spixel,
+        first_sequence,
+        interpolate,
+        &mut PixelTrace::default(),
+    )
+}
+
+/// `render_pixel` that also records the last term (`-printout`).
+pub fn trace_pixel(
+    ep: &ExactPlan,
+    fpixel: usize,
+    spixel: usize,
+    first_sequence: bool,
+    interpolate: bool,
+) -> PixelTrace {
+    let mut t = PixelTrace::default();
+    let out = render_pixel_impl::<true>(ep, fpixel, spixel, first_sequence, interpolate, &mut t);
+    t.value = out.value;
+    t
+}
+
+#[inline(always)]
+fn render_pixel_impl<const TRACE: bool>(
+    ep: &ExactPlan,
+    fpixel: usize,
+    spixel: usize,
+    first_sequence: bool,
+    interpolate: bool,
+    trace: &mut PixelTrace,
 ) -> PixelOut {
     let p = ep.plan;
     let n = p.oversample as usize;
@@ -109,6 +159,15 @@ pub fn render_pixel(
                             f_nearest(p, h0 as i64, k0 as i64, l0 as i64)
                         };
                         i_sum += ((f_cell * f_cell) * f_latt) * f_latt;
+                        if TRACE {
+                            trace.pos = pos;
+                            trace.stol = 0.5 * mag(q);
+                            trace.hkl = [h, k, l];
+                            trace.hkl0 = [h0, k0, l0];
+                            trace.f_cell = f_cell;
+                            trace.f_latt = f_latt;
+                            trace.cell = [o.a, o.b, o.c];
+                        }
                         if p.oversample_thick {
                             i_sum *= capture;
                         }
@@ -122,6 +181,12 @@ pub fn render_pixel(
                 }
             }
         }
+    }
+    if TRACE {
+        trace.i_sum = i_sum;
+        trace.polar = polar;
+        trace.omega = omega;
+        trace.capture = capture;
     }
     let mut val = (p.r_e_sqr_fluence * i_sum) / p.steps as f64;
     if !p.oversample_thick {
