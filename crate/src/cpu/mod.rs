@@ -197,7 +197,7 @@ mod tests {
     fn row_path_matches_pixel_path() {
         let mut files = MemFiles::default();
         let mut hkl = String::new();
-        for h in -12..=12 {
+        for h in -12i32..=12 {
             for k in -12..=12 {
                 for l in -12..=12 {
                     hkl.push_str(&format!(
