@@ -517,12 +517,14 @@ impl GpuRenderer {
         let mut image: Vec<f32> = bytemuck::cast_slice(&bytes).to_vec();
         image.truncate(pixels);
         let readback_s = rb.seconds();
-        for &i in &exact {
-            let (f, s) = (i % plan.fpixels, i / plan.fpixels);
-            let interp = tricubic && self.switch_pixel.is_none_or(|p| i <= p);
-            image[i] =
-                crate::cpu::pixel64::render_pixel(plan, f, s, i as u32 == first_pixel, interp)
-                    .value;
+        if !exact.is_empty() {
+            let ep = crate::cpu::pixel64::ExactPlan::new(plan);
+            for &i in &exact {
+                let (f, s) = (i % plan.fpixels, i / plan.fpixels);
+                let interp = tricubic && self.switch_pixel.is_none_or(|p| i <= p);
+                let first = i as u32 == first_pixel;
+                image[i] = crate::cpu::pixel64::render_pixel(&ep, f, s, first, interp).value;
+            }
         }
         self.stats.last_exact_bragg_pixels = exact.len();
         self.stats.renders += 1;
