@@ -122,6 +122,11 @@ fn chunked_render_reports_progress_and_matches_single_chunk() {
         seen.windows(2).all(|w| w[0] < w[1]) && *seen.last().unwrap() == 1.0,
         "{seen:?}"
     );
+    // Less than one row per submission: tiles of 25 pixels (100 terms) within rows.
+    r.set_chunk_budget(100);
+    let tiled = r.render_blocking(&p).unwrap();
+    assert_eq!(whole, tiled);
+    assert_eq!(r.timings().chunks, 64 * 3);
 }
 
 #[test]
