@@ -134,6 +134,17 @@ impl GpuRenderer {
     /// Set up the kernel on a caller's device (tests, the browser). The device should have
     /// [`super::required_limits`]; larger inputs are refused by `render` with `ErrorKind::Gpu`.
     pub async fn new_with_device(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
+        Self::new_with_device_and_fma(device, queue, None).await
+    }
+
+    /// As [`Self::new_with_device`], but `force_fma = Some(false)` selects Dekker's split for
+    /// `two_prod` even where `fma` is fused (tests of the fallback path); `Some(true)` trusts
+    /// `fma` without asking the probe. The probe's other checks always run.
+    pub async fn new_with_device_and_fma(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        force_fma: Option<bool>,
+    ) -> Result<Self> {
         let clock = Clock::start();
         let lost = Arc::new(Mutex::new(None));
         {
@@ -144,7 +155,10 @@ impl GpuRenderer {
                 }
             });
         }
-        let probe = selftest::probe(&device, &queue).await?;
+        let mut probe = selftest::probe(&device, &queue).await?;
+        if let Some(f) = force_fma {
+            probe.fma_fused = f;
+        }
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("nanobragg kernel"),
