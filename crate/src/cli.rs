@@ -235,6 +235,9 @@ fn run_inner(words: &[String]) -> Result<()> {
     let image = render(&prep, o.backend, o.precision, o.threads, o.timings)?;
     let t_render = t1.elapsed();
     let t2 = Instant::now();
+    if o.printout {
+        print_pixels(&prep, &mut out);
+    }
     let st = stats::compute(prep.plan(), &image);
     let plan = prep.plan();
     write_file(
@@ -306,4 +309,72 @@ fn run_inner(words: &[String]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `-printout` / `-printout_pixel f s`: the last term of the chosen pixel (or of every rendered
+/// pixel), evaluated again with the f64 kernel.
+fn print_pixels(prep: &Prepared, out: &mut impl Write) {
+    let plan = prep.plan();
+    let ep = crate::cpu::pixel64::ExactPlan::new(plan);
+    let first = crate::cpu::first_rendered_pixel(plan);
+    let interp = plan.interpolation == crate::plan::Interpolation::Tricubic;
+    let lambda_a = prep.setup.lambda0 * 1e10;
+    let chosen = prep.options().printout_pixel;
+    for s in 0..plan.spixels {
+        for f in 0..plan.fpixels {
+            if let Some((pf, ps)) = chosen {
+                if pf >= 0 && (pf as usize != f || ps as usize != s) {
+                    continue;
+                }
+            }
+            if !plan.renders(f, s) {
+                continue;
+            }
+            let t = crate::cpu::pixel64::trace_pixel(
+                &ep,
+                f,
+                s,
+                first == Some(s * plan.fpixels + f),
+                interp,
+            );
+            let p = t.pos;
+            let twotheta = (p[1] * p[1] + p[2] * p[2]).sqrt().atan2(p[0]);
+            let _ = writeln!(
+                out,
+                "{f:4} {s:4} : stol = {} or {}",
+                fmt_g(t.stol),
+                fmt_g((twotheta / 2.0).sin() / lambda_a)
+            );
+            let _ = writeln!(out, "at {}", v3(p));
+            let _ = writeln!(
+                out,
+                "hkl= {:.6} {:.6} {:.6}  hkl0= {} {} {}",
+                t.hkl[0], t.hkl[1], t.hkl[2], t.hkl0[0] as i64, t.hkl0[1] as i64, t.hkl0[2] as i64
+            );
+            let _ = writeln!(
+                out,
+                " F_cell={}  F_latt={}   I = {}",
+                fmt_g(t.f_cell),
+                fmt_g(t.f_latt),
+                fmt_g(t.i_sum)
+            );
+            let g10 = |x: f64| format!("{:>15}", crate::cfmt::fmt_g_prec(x, 10));
+            let _ = writeln!(out, "I/steps {}", g10(t.i_sum / plan.steps as f64));
+            let _ = writeln!(out, "polar   {}", g10(t.polar));
+            let _ = writeln!(out, "omega   {}", g10(t.omega));
+            let _ = writeln!(out, "capfrac {}", g10(t.capture));
+            let _ = writeln!(out, "pixel   {}", g10(t.value as f64));
+            let _ = writeln!(out, "real-space cell vectors (Angstrom):");
+            let _ = writeln!(out, "     {:<10}  {:<10}  {:<10}", "a", "b", "c");
+            for (row, name) in ["X", "Y", "Z"].iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "{name}: {:11.8} {:11.8} {:11.8}",
+                    t.cell[0][row] * 1e10,
+                    t.cell[1][row] * 1e10,
+                    t.cell[2][row] * 1e10
+                );
+            }
+        }
+    }
 }

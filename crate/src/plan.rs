@@ -3,7 +3,7 @@
 //! `#[repr(C)]` and `Pod` with explicit padding; `gpu::layout` packs the same records into
 //! double-float (pairs of f32) form for WGSL, which has no f64.
 
-use crate::vec3::V3;
+use crate::vec3::{rotaxis, scale, V3};
 use bytemuck::{Pod, Zeroable};
 
 /// One incident beam direction (unit vector along propagation, i.e. from source to sample) and
@@ -173,6 +173,29 @@ impl Plan {
     pub fn terms_per_pixel(&self) -> u64 {
         self.steps * self.thicksteps as u64
     }
+    /// Lab-frame position (m) of sub-pixel (`sub_f`, `sub_s`) (indices over the whole detector
+    /// in sub-pixel units) in the sensor layer at depth `odet` (MODEL §3.6, §3.8), with
+    /// upstream's association order.
+    #[inline(always)]
+    pub fn subpixel_position(&self, sub_f: usize, sub_s: usize, odet: f64) -> V3 {
+        let sub = self.pixel / self.oversample as f64;
+        let fdet = sub * (sub_f as f64) + sub / 2.0;
+        let sdet = sub * (sub_s as f64) + sub / 2.0;
+        let mut pos = [0.0; 3];
+        for c in 0..3 {
+            pos[c] =
+                ((fdet * self.fdet[c] + sdet * self.sdet[c]) + odet * self.odet[c]) + self.pix0[c];
+        }
+        if self.curved {
+            // upstream rotates by the lab y and z components over the distance (C-QUIRK 13)
+            let a1 = pos[1] / self.distance;
+            let a2 = pos[2] / self.distance;
+            let w = rotaxis(scale(self.beam, self.distance), self.sdet, a1);
+            pos = rotaxis(w, self.fdet, a2);
+        }
+        pos
+    }
+
     #[inline]
     pub fn renders(&self, f: usize, s: usize) -> bool {
         self.roi.contains(f, s)

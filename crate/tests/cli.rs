@@ -260,3 +260,30 @@ fn threads_and_precision_flags() {
         "-threads",
     );
 }
+
+/// `-printout_pixel f s` reports the pixel's last term like upstream (MODEL §7.13 case A:
+/// pixel (33,33) = 97.2806091).
+#[test]
+fn printout_pixel_reports_the_pixel() {
+    let r = run_in("printout", "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -detpixels 64 -distance 100 -lambda 1 -nonoise -nopgm -printout_pixel 33 33");
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let block: Vec<&str> = r
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("  33   33 : stol"))
+        .take(9)
+        .collect();
+    assert_eq!(block.len(), 9, "{}", r.stdout);
+    assert!(
+        block[2].starts_with("hkl= ") && block[2].ends_with("hkl0= 0 0 0"),
+        "{}",
+        block[2]
+    );
+    assert!(block[3].contains("F_cell=100"), "{}", block[3]);
+    assert_eq!(
+        block[8].split_whitespace().nth(1),
+        Some("97.28060913"),
+        "{}",
+        block[8]
+    );
+}

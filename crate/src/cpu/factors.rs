@@ -214,6 +214,50 @@ pub fn sinc3_f32(x: f32) -> f32 {
 mod tests {
     use super::*;
 
+    /// Tensor-product cubic Lagrange interpolation is exact for a cubic in each index, and the
+    /// range rule keeps one index of margin beyond the stencil.
+    #[test]
+    fn tricubic_reproduces_cubics_and_range_rule() {
+        let f = |h: f64, k: f64, l: f64| 5.0 + 0.5 * h * h * h - k * k + 2.0 * l + 0.1 * h * k * l;
+        let (lo, hi) = (-5i32, 5i32);
+        let r = (hi - lo + 1) as usize;
+        let mut data = vec![0.0; (r + 1) * (r + 1) * (r + 1)];
+        for ih in 0..r {
+            for ik in 0..r {
+                for il in 0..r {
+                    data[(ih * (r + 1) + ik) * (r + 1) + il] = f(
+                        (ih as i32 + lo) as f64,
+                        (ik as i32 + lo) as f64,
+                        (il as i32 + lo) as f64,
+                    );
+                }
+            }
+        }
+        let g = HklGrid {
+            h_min: lo,
+            h_max: hi,
+            k_min: lo,
+            k_max: hi,
+            l_min: lo,
+            l_max: hi,
+            hkls: r * r * r,
+            data,
+        };
+        for &(h, k, l) in &[(0.3, -1.7, 2.2), (-2.9, 2.99, -3.0), (1.5, 0.0, 0.25)] {
+            assert!(!outside_interpolation_range(&g, h, k, l));
+            let got = f_tricubic(&g, h, k, l);
+            assert!(
+                (got - f(h, k, l)).abs() < 1e-9,
+                "({h},{k},{l}): {got} vs {}",
+                f(h, k, l)
+            );
+        }
+        // h_min + 2 <= h <= h_max - 2
+        assert!(!outside_interpolation_range(&g, 3.0, 0.0, 0.0));
+        assert!(outside_interpolation_range(&g, 3.01, 0.0, 0.0));
+        assert!(outside_interpolation_range(&g, 0.0, -3.01, 0.0));
+    }
+
     #[test]
     fn sinpi_is_accurate() {
         for i in -500..=500 {

@@ -59,9 +59,26 @@ pub fn render(
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
 ) -> Result<Vec<f32>> {
+    render_with(plan, precision, true, progress, cancel)
+}
+
+/// `render`, optionally without the f32 row-block path (tests compare the two paths).
+pub fn render_with(
+    plan: &Plan,
+    precision: Precision,
+    row_path: bool,
+    progress: &(dyn Fn(f32) + Sync),
+    cancel: &AtomicBool,
+) -> Result<Vec<f32>> {
     let kernel = match precision {
         Precision::F64 => Kernel::F64(pixel64::ExactPlan::new(plan)),
-        Precision::F32 => Kernel::F32(Box::new(pixel32::FastPlan::new(plan))),
+        Precision::F32 => {
+            let mut fp = pixel32::FastPlan::new(plan);
+            if !row_path {
+                fp.row_block = None;
+            }
+            Kernel::F32(Box::new(fp))
+        }
     };
     let (fp, sp) = (plan.fpixels, plan.spixels);
     let first = first_rendered_pixel(plan);
@@ -154,5 +171,132 @@ pub fn with_threads<T: Send>(threads: Option<usize>, f: impl FnOnce() -> T + Sen
             Err(_) => f(),
         },
         None => f(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::MemFiles;
+
+    fn prepare(args: &str, files: &MemFiles) -> crate::api::Prepared {
+        crate::api::prepare(&crate::api::split_args(args), files).unwrap()
+    }
+
+    fn max_rel_diff(a: &[f32], b: &[f32]) -> f64 {
+        let peak = a.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (*x as f64 - *y as f64).abs())
+            .fold(0.0, f64::max)
+            / peak
+    }
+
+    /// The vectorised row path and the per-pixel f32 kernel compute the same terms.
+    #[test]
+    fn row_path_matches_pixel_path() {
+        let mut files = MemFiles::default();
+        let mut hkl = String::new();
+        for h in -12i32..=12 {
+            for k in -12..=12 {
+                for l in -12..=12 {
+                    hkl.push_str(&format!(
+                        "{h} {k} {l} {}\n",
+                        10 + (h * 7 + k * 3 + l).rem_euclid(50)
+                    ));
+                }
+            }
+        }
+        files.0.insert("t.hkl".into(), hkl.into_bytes());
+        let base = "-cell 70 80 90 85 95 105 -misset 10 5 3 -lambda 1.2 -N 6 -distance 90 -detpixels_f 70 -detpixels_s 50";
+        for extra in [
+            "-default_F 100",
+            "-default_F 100 -polar 0.9 -dmin 3",
+            "-default_F 100 -mosaic 0.4 -mosaic_dom 5 -phi 0 -osc 1 -phisteps 3 -oversample 2",
+            "-default_F 100 -divergence 0.4 -divsteps 3 -dispersion 1 -dispsteps 2",
+            "-default_F 100 -detector_thick 300 -detector_abs 200 -thicksteps 3 -water 0.5",
+            "-hkl t.hkl -nointerpolate -default_F 7 -roi 5 60 3 40",
+        ] {
+            let prep = prepare(&format!("{base} {extra}"), &files);
+            let cancel = AtomicBool::new(false);
+            assert!(row32::applies(prep.plan()), "{extra}");
+            let rows = render_with(prep.plan(), Precision::F32, true, &|_| {}, &cancel).unwrap();
+            let pixels = render_with(prep.plan(), Precision::F32, false, &|_| {}, &cancel).unwrap();
+            let exact = render(prep.plan(), Precision::F64, &|_| {}, &cancel).unwrap();
+            assert!(
+                max_rel_diff(&rows, &pixels) < 1e-5,
+                "{extra}: rows vs pixels {}",
+                max_rel_diff(&rows, &pixels)
+            );
+            assert!(
+                max_rel_diff(&exact, &rows) < 1e-4,
+                "{extra}: f64 vs f32 {}",
+                max_rel_diff(&exact, &rows)
+            );
+        }
+    }
+
+    #[test]
+    fn cancel_stops_the_render() {
+        let prep = prepare(
+            "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -detpixels 64",
+            &MemFiles::default(),
+        );
+        let cancel = AtomicBool::new(true);
+        let e = render(prep.plan(), Precision::F32, &|_| {}, &cancel).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::Cancelled);
+    }
+
+    #[test]
+    fn progress_reaches_one() {
+        let prep = prepare(
+            "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -detpixels 64",
+            &MemFiles::default(),
+        );
+        let last = std::sync::Mutex::new(0f32);
+        let cancel = AtomicBool::new(false);
+        render(
+            prep.plan(),
+            Precision::F64,
+            &|f| *last.lock().unwrap() = f,
+            &cancel,
+        )
+        .unwrap();
+        assert_eq!(*last.lock().unwrap(), 1.0);
+    }
+
+    /// Tricubic lookups switch off, in raster order, at the first pixel whose stencil leaves
+    /// the table: a small table reached only by the lower rows.
+    #[test]
+    fn interpolation_switches_off_in_raster_order() {
+        let mut files = MemFiles::default();
+        let mut hkl = String::new();
+        for h in -6..=6 {
+            for k in -6..=6 {
+                for l in -6..=6 {
+                    hkl.push_str(&format!("{h} {k} {l} 30\n"));
+                }
+            }
+        }
+        files.0.insert("s.hkl".into(), hkl.into_bytes());
+        let prep = prepare("-hkl s.hkl -interpolate -cell 40 40 40 90 90 90 -N 5 -lambda 1 -distance 30 -Xbeam 0.3 -Ybeam 0.3 -detpixels 48", &files);
+        let cancel = AtomicBool::new(false);
+        let img = render(prep.plan(), Precision::F64, &|_| {}, &cancel).unwrap();
+        // sequential reference: one pixel after another, carrying the switch
+        let ep = pixel64::ExactPlan::new(prep.plan());
+        let mut interp = true;
+        let first = first_rendered_pixel(prep.plan());
+        let mut switched = false;
+        for s in 0..48 {
+            for f in 0..48 {
+                let out = pixel64::render_pixel(&ep, f, s, Some(s * 48 + f) == first, interp);
+                if out.triggered {
+                    interp = false;
+                    switched = true;
+                }
+                assert_eq!(out.value, img[s * 48 + f], "pixel {f},{s}");
+            }
+        }
+        assert!(switched, "the test geometry should leave the table");
     }
 }

@@ -11,7 +11,7 @@ use super::factors::{
 };
 use super::PixelOut;
 use crate::plan::{Plan, Shape};
-use crate::vec3::{cross, dot, mag, rotaxis, scale, unit, unitize, V3};
+use crate::vec3::{cross, dot, mag, scale, unit, unitize, V3};
 
 /// Per-source constants hoisted out of the pixel loop.
 pub struct SourceConst {
@@ -174,7 +174,6 @@ pub fn render_pixel(
 ) -> PixelOut {
     let p = fp.plan;
     let n = p.oversample as usize;
-    let sub = p.pixel / p.oversample as f64;
     let mut first_seq = first_sequence;
     let mut interp = interpolate;
     let mut triggered = false;
@@ -188,18 +187,7 @@ pub fn render_pixel(
         capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
         for subs in 0..n {
             for subf in 0..n {
-                let fdet = sub * ((fpixel * n + subf) as f64) + sub / 2.0;
-                let sdet = sub * ((spixel * n + subs) as f64) + sub / 2.0;
-                let mut pos = [0.0; 3];
-                for c in 0..3 {
-                    pos[c] = ((fdet * p.fdet[c] + sdet * p.sdet[c]) + odet * p.odet[c]) + p.pix0[c];
-                }
-                if p.curved {
-                    let a1 = pos[1] / p.distance;
-                    let a2 = pos[2] / p.distance;
-                    let w = rotaxis(scale(p.beam, p.distance), p.sdet, a1);
-                    pos = rotaxis(w, p.fdet, a2);
-                }
+                let pos = p.subpixel_position(fpixel * n + subf, spixel * n + subs, odet);
                 let inv_r = 1.0 / mag(pos);
                 let d = scale(pos, inv_r);
                 if omega == 0.0 || p.oversample_omega {

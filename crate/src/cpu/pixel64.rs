@@ -7,10 +7,8 @@ use super::factors::{
 };
 use super::PixelOut;
 use crate::plan::Plan;
-use crate::vec3::{dot, mag, rotaxis, scale, unitize};
+use crate::vec3::{dot, mag, unitize};
 
-/// Render one pixel. `first_sequence`: this pixel holds the run's first phi sequence (stale-phi
-/// rule). `interpolate`: tricubic lookups are on when the pixel starts.
 /// Per-plan constants of the f64 kernel.
 pub struct ExactPlan<'a> {
     pub plan: &'a Plan,
@@ -28,6 +26,25 @@ impl<'a> ExactPlan<'a> {
     }
 }
 
+/// The values of a pixel's last term, as upstream's `-printout` reports them.
+#[derive(Clone, Debug, Default)]
+pub struct PixelTrace {
+    pub pos: [f64; 3],
+    pub stol: f64,
+    pub hkl: [f64; 3],
+    pub hkl0: [f64; 3],
+    pub f_cell: f64,
+    pub f_latt: f64,
+    pub i_sum: f64,
+    pub polar: f64,
+    pub omega: f64,
+    pub capture: f64,
+    pub cell: [[f64; 3]; 3],
+    pub value: f32,
+}
+
+/// Render one pixel. `first_sequence`: this pixel holds the run's first phi sequence (stale-phi
+/// rule). `interpolate`: tricubic lookups are on when the pixel starts.
 pub fn render_pixel(
     ep: &ExactPlan,
     fpixel: usize,
@@ -35,9 +52,41 @@ pub fn render_pixel(
     first_sequence: bool,
     interpolate: bool,
 ) -> PixelOut {
+    render_pixel_impl::<false>(
+        ep,
+        fpixel,
+        spixel,
+        first_sequence,
+        interpolate,
+        &mut PixelTrace::default(),
+    )
+}
+
+/// `render_pixel` that also records the last term (`-printout`).
+pub fn trace_pixel(
+    ep: &ExactPlan,
+    fpixel: usize,
+    spixel: usize,
+    first_sequence: bool,
+    interpolate: bool,
+) -> PixelTrace {
+    let mut t = PixelTrace::default();
+    let out = render_pixel_impl::<true>(ep, fpixel, spixel, first_sequence, interpolate, &mut t);
+    t.value = out.value;
+    t
+}
+
+#[inline(always)]
+fn render_pixel_impl<const TRACE: bool>(
+    ep: &ExactPlan,
+    fpixel: usize,
+    spixel: usize,
+    first_sequence: bool,
+    interpolate: bool,
+    trace: &mut PixelTrace,
+) -> PixelOut {
     let p = ep.plan;
     let n = p.oversample as usize;
-    let sub = p.pixel / p.oversample as f64;
     let mut first_seq = first_sequence;
     let mut interp = interpolate;
     let mut triggered = false;
@@ -51,18 +100,7 @@ pub fn render_pixel(
         capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
         for subs in 0..n {
             for subf in 0..n {
-                let fdet = sub * ((fpixel * n + subf) as f64) + sub / 2.0;
-                let sdet = sub * ((spixel * n + subs) as f64) + sub / 2.0;
-                let mut pos = [0.0; 3];
-                for c in 0..3 {
-                    pos[c] = ((fdet * p.fdet[c] + sdet * p.sdet[c]) + odet * p.odet[c]) + p.pix0[c];
-                }
-                if p.curved {
-                    let a1 = pos[1] / p.distance;
-                    let a2 = pos[2] / p.distance;
-                    let w = rotaxis(scale(p.beam, p.distance), p.sdet, a1);
-                    pos = rotaxis(w, p.fdet, a2);
-                }
+                let pos = p.subpixel_position(fpixel * n + subf, spixel * n + subs, odet);
                 let (d, r) = unitize(pos);
                 if omega == 0.0 || p.oversample_omega {
                     omega = if p.point_pixel {
@@ -121,6 +159,15 @@ pub fn render_pixel(
                             f_nearest(p, h0 as i64, k0 as i64, l0 as i64)
                         };
                         i_sum += ((f_cell * f_cell) * f_latt) * f_latt;
+                        if TRACE {
+                            trace.pos = pos;
+                            trace.stol = 0.5 * mag(q);
+                            trace.hkl = [h, k, l];
+                            trace.hkl0 = [h0, k0, l0];
+                            trace.f_cell = f_cell;
+                            trace.f_latt = f_latt;
+                            trace.cell = [o.a, o.b, o.c];
+                        }
                         if p.oversample_thick {
                             i_sum *= capture;
                         }
@@ -134,6 +181,12 @@ pub fn render_pixel(
                 }
             }
         }
+    }
+    if TRACE {
+        trace.i_sum = i_sum;
+        trace.polar = polar;
+        trace.omega = omega;
+        trace.capture = capture;
     }
     let mut val = (p.r_e_sqr_fluence * i_sum) / p.steps as f64;
     if !p.oversample_thick {
