@@ -1,5 +1,5 @@
 // nanoBragg per-pixel kernel (MODEL §6.2). One invocation per pixel; the host splits the image
-// into row chunks (`Chunk`). Preceded by shared/df64.wgsl (concatenated by the host).
+// into tiles of rows (or of pixels within a row when one row is too much work) (`Chunk`). Preceded by shared/df64.wgsl (concatenated by the host).
 //
 // Precision (MODEL §9): the chain pixel -> pos -> R -> d -> h,k,l is df64; h = A.d - c with
 // A = a/lambda and c = (a.i)/lambda precomputed per (source, orientation) on the host in f64.
@@ -87,10 +87,14 @@ struct Params {
 struct Chunk {
     row0: u32,
     rows: u32,
+    col0: u32,
+    cols: u32,
     // Tricubic mode: pixels after this one (raster order) use nearest-neighbour look-up; this
     // one switches at its first out-of-range term (MODEL §6.4, §9.6).
     switch_pixel: u32,
-    _pad: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 // Keep in sync with `layout::GpuSource`.
@@ -296,9 +300,9 @@ fn df_rotaxis(v: Df3, u: Df3, sc: array<vec2<f32>, 2>) -> Df3 {
 
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let fpixel = gid.x;
+    let fpixel = C.col0 + gid.x;
     let spixel = C.row0 + gid.y;
-    if fpixel >= P.fpixels || gid.y >= C.rows || spixel >= P.spixels {
+    if gid.x >= C.cols || gid.y >= C.rows || fpixel >= P.fpixels || spixel >= P.spixels {
         return;
     }
     let idx = spixel * P.fpixels + fpixel;

@@ -18,6 +18,9 @@ fn plan(args: &str) -> Plan {
         .clone()
 }
 
+const STRESS: &str = "-cell 300 300 300 90 90 90 -misset 10 20 30 -default_F 100 -N 1000 \
+    -lambda 0.5 -distance 200 -pixel 0.05 -detpixels 48 -Xbeam 3 -Ybeam 3 -oversample 3";
+
 const CASE_A: &str =
     "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -detpixels 64 -distance 100 -lambda 1";
 
@@ -39,6 +42,27 @@ fn known_answers_of_upstream_case_a() {
     }
     let sum = gpu_support::sum(&img);
     assert!(((sum - 25194.0184) / 25194.0184).abs() < 1e-6, "sum {sum}");
+}
+
+#[test]
+fn dekker_split_fallback_renders_the_same_image() {
+    // Devices whose `fma` is not fused get Dekker's split in two_prod: force it here.
+    let (d, q) = gpu_support::device();
+    let mut split = pollster::block_on(nanobragg::gpu::GpuRenderer::new_with_device_and_fma(
+        d,
+        q,
+        Some(false),
+    ))
+    .unwrap();
+    assert!(!split.fma_fused());
+    let p = plan(CASE_A);
+    let a = split.render_blocking(&p).unwrap();
+    let b = gpu_support::renderer().render_blocking(&p).unwrap();
+    assert!(gpu_support::max_rel_to_peak(&a, &b) < 1e-6);
+    let stress = plan(STRESS);
+    let a = split.render_blocking(&stress).unwrap();
+    let cpu = api::render_cpu(&stress, Precision::F64, &|_| {}, &AtomicBool::new(false)).unwrap();
+    assert!(gpu_support::max_rel_to_peak(&a, &cpu) < 1e-3);
 }
 
 #[test]
@@ -122,6 +146,11 @@ fn chunked_render_reports_progress_and_matches_single_chunk() {
         seen.windows(2).all(|w| w[0] < w[1]) && *seen.last().unwrap() == 1.0,
         "{seen:?}"
     );
+    // Less than one row per submission: tiles of 25 pixels (100 terms) within rows.
+    r.set_chunk_budget(100);
+    let tiled = r.render_blocking(&p).unwrap();
+    assert_eq!(whole, tiled);
+    assert_eq!(r.timings().chunks, 64 * 3);
 }
 
 #[test]
@@ -153,10 +182,7 @@ fn cancel_between_chunks() {
 fn double_float_chain_holds_on_a_stress_case() {
     // MODEL §9.8: large cell, short wavelength, N = 1000, fine sampling: plain f32 Miller
     // indices fail visibly here; the df64 chain must track the f64 CPU kernel.
-    let p = plan(
-        "-cell 300 300 300 90 90 90 -misset 10 20 30 -default_F 100 -N 1000 -lambda 0.5 \
-                  -distance 200 -pixel 0.05 -detpixels 48 -Xbeam 3 -Ybeam 3 -oversample 3",
-    );
+    let p = plan(STRESS);
     let mut r = gpu_support::renderer();
     let gpu = r.render_blocking(&p).unwrap();
     let cpu = api::render_cpu(&p, Precision::F64, &|_| {}, &AtomicBool::new(false)).unwrap();

@@ -89,12 +89,17 @@ gpu_struct! {
 }
 
 gpu_struct! {
-    /// Per-dispatch row window (WGSL `Chunk`, uniform).
+    /// Per-dispatch pixel tile (WGSL `Chunk`, uniform): rows `row0..row0+rows`, columns
+    /// `col0..col0+cols`; `switch_pixel` is the tricubic switch-off pixel (or `NO_PIXEL`).
     Chunk as "Chunk" {
         row0: u32,
         rows: u32,
+        col0: u32,
+        cols: u32,
         switch_pixel: u32,
-        _pad: u32,
+        _pad0: u32,
+        _pad1: u32,
+        _pad2: u32,
     }
 }
 

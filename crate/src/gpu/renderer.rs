@@ -134,6 +134,17 @@ impl GpuRenderer {
     /// Set up the kernel on a caller's device (tests, the browser). The device should have
     /// [`super::required_limits`]; larger inputs are refused by `render` with `ErrorKind::Gpu`.
     pub async fn new_with_device(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
+        Self::new_with_device_and_fma(device, queue, None).await
+    }
+
+    /// As [`Self::new_with_device`], but `force_fma = Some(false)` selects Dekker's split for
+    /// `two_prod` even where `fma` is fused (tests of the fallback path); `Some(true)` trusts
+    /// `fma` without asking the probe. The probe's other checks always run.
+    pub async fn new_with_device_and_fma(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        force_fma: Option<bool>,
+    ) -> Result<Self> {
         let clock = Clock::start();
         let lost = Arc::new(Mutex::new(None));
         {
@@ -144,7 +155,10 @@ impl GpuRenderer {
                 }
             });
         }
-        let probe = selftest::probe(&device, &queue).await?;
+        let mut probe = selftest::probe(&device, &queue).await?;
+        if let Some(f) = force_fma {
+            probe.fma_fused = f;
+        }
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("nanobragg kernel"),
@@ -448,23 +462,25 @@ impl GpuRenderer {
         self.stats.last_upload_bytes = uploaded + 16;
         let upload_s = total.seconds();
 
-        // ---- dispatch in row chunks ----
+        // ---- dispatch in tiles ----
         let dispatch = Clock::start();
-        let terms_per_pixel = plan.terms_per_pixel().max(1);
-        let row_cost = (plan.fpixels as u64).max(1).saturating_mul(terms_per_pixel);
-        let rows_per_chunk =
-            ((self.chunk_budget / row_cost).max(1) as usize).min(plan.spixels.max(1));
+        let tiles = tiles(
+            plan.fpixels,
+            plan.spixels,
+            plan.terms_per_pixel(),
+            self.chunk_budget,
+        );
         let mut chunks = 0;
         let tricubic = params.interp == layout::INTERP_TRICUBIC;
         self.switch_pixel = None;
-        let mut row = 0;
-        while row < plan.spixels {
-            let rows = rows_per_chunk.min(plan.spixels - row);
-            self.run_chunk(row, rows, NO_PIXEL, plan.fpixels).await?;
+        let total_px = pixels.max(1) as f64;
+        let mut done = 0usize;
+        for (n, t) in tiles.iter().enumerate() {
+            self.run_chunk(t, NO_PIXEL).await?;
             chunks += 1;
-            row += rows;
-            progress(row as f32 / plan.spixels as f32);
-            if cancel.load(Ordering::Relaxed) && row < plan.spixels {
+            done += t.rows * t.cols;
+            progress((done as f64 / total_px) as f32);
+            if cancel.load(Ordering::Relaxed) && n + 1 < tiles.len() {
                 return Err(Error::cancelled());
             }
         }
@@ -476,14 +492,12 @@ impl GpuRenderer {
             let p = bytemuck::cast_slice::<u8, u32>(&bytes)[0];
             if p != NO_PIXEL {
                 self.switch_pixel = Some(p as usize);
-                let mut row = p as usize / plan.fpixels;
-                while row < plan.spixels {
+                let row = p as usize / plan.fpixels;
+                for t in tiles.iter().filter(|t| t.row0 + t.rows > row) {
                     if cancel.load(Ordering::Relaxed) {
                         return Err(Error::cancelled());
                     }
-                    let rows = rows_per_chunk.min(plan.spixels - row);
-                    self.run_chunk(row, rows, p, plan.fpixels).await?;
-                    row += rows;
+                    self.run_chunk(t, p).await?;
                 }
             }
         }
@@ -517,12 +531,14 @@ impl GpuRenderer {
         let mut image: Vec<f32> = bytemuck::cast_slice(&bytes).to_vec();
         image.truncate(pixels);
         let readback_s = rb.seconds();
-        let ep = crate::cpu::pixel64::ExactPlan::new(plan);
-        for &i in &exact {
-            let (f, s) = (i % plan.fpixels, i / plan.fpixels);
-            let interp = tricubic && self.switch_pixel.is_none_or(|p| i <= p);
-            image[i] =
-                crate::cpu::pixel64::render_pixel(&ep, f, s, i as u32 == first_pixel, interp).value;
+        if !exact.is_empty() {
+            let ep = crate::cpu::pixel64::ExactPlan::new(plan);
+            for &i in &exact {
+                let (f, s) = (i % plan.fpixels, i / plan.fpixels);
+                let interp = tricubic && self.switch_pixel.is_none_or(|p| i <= p);
+                let first = i as u32 == first_pixel;
+                image[i] = crate::cpu::pixel64::render_pixel(&ep, f, s, first, interp).value;
+            }
         }
         self.stats.last_exact_bragg_pixels = exact.len();
         self.stats.renders += 1;
@@ -538,19 +554,15 @@ impl GpuRenderer {
         Ok(image)
     }
 
-    async fn run_chunk(
-        &mut self,
-        row0: usize,
-        rows: usize,
-        switch_pixel: u32,
-        fpixels: usize,
-    ) -> Result<()> {
+    async fn run_chunk(&mut self, t: &Tile, switch_pixel: u32) -> Result<()> {
         let res = self.res.as_ref().expect("resources");
         let chunk = Chunk {
-            row0: row0 as u32,
-            rows: rows as u32,
+            row0: t.row0 as u32,
+            rows: t.rows as u32,
+            col0: t.col0 as u32,
+            cols: t.cols as u32,
             switch_pixel,
-            _pad: 0,
+            ..Default::default()
         };
         self.queue
             .write_buffer(&self.chunk_buf, 0, bytemuck::bytes_of(&chunk));
@@ -567,7 +579,11 @@ impl GpuRenderer {
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &res.bind_group, &[]);
             let [wx, wy] = shaders::KERNEL_WORKGROUP;
-            pass.dispatch_workgroups((fpixels as u32).div_ceil(wx), (rows as u32).div_ceil(wy), 1);
+            pass.dispatch_workgroups(
+                (t.cols as u32).div_ceil(wx),
+                (t.rows as u32).div_ceil(wy),
+                1,
+            );
         }
         let idx = self.queue.submit([enc.finish()]);
         wait_for(&self.device, &self.queue, idx).await?;
@@ -605,6 +621,53 @@ impl GpuRenderer {
     ) -> Result<Vec<f32>> {
         pollster::block_on(self.render(plan, progress, cancel))
     }
+}
+
+/// A rectangle of pixels dispatched in one submission.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Tile {
+    row0: usize,
+    rows: usize,
+    col0: usize,
+    cols: usize,
+}
+
+/// Split the detector into submissions of at most `budget` term evaluations (at least one
+/// pixel): whole rows when a row fits, else pieces of one row. Raster order.
+fn tiles(fpixels: usize, spixels: usize, terms_per_pixel: u64, budget: u64) -> Vec<Tile> {
+    let tpp = terms_per_pixel.max(1);
+    let row_cost = (fpixels as u64).max(1).saturating_mul(tpp);
+    let mut out = Vec::new();
+    if row_cost <= budget {
+        let rows = ((budget / row_cost) as usize).clamp(1, spixels.max(1));
+        let mut r = 0;
+        while r < spixels {
+            let n = rows.min(spixels - r);
+            out.push(Tile {
+                row0: r,
+                rows: n,
+                col0: 0,
+                cols: fpixels,
+            });
+            r += n;
+        }
+    } else {
+        let cols = ((budget / tpp) as usize).clamp(1, fpixels.max(1));
+        for r in 0..spixels {
+            let mut c = 0;
+            while c < fpixels {
+                let n = cols.min(fpixels - c);
+                out.push(Tile {
+                    row0: r,
+                    rows: 1,
+                    col0: c,
+                    cols: n,
+                });
+                c += n;
+            }
+        }
+    }
+    out
 }
 
 /// Structural checks of the plan (the resolver guarantees these; a hand-built plan may not).
