@@ -17,7 +17,7 @@ import type { Backend, Precision } from './protocol';
 let shared: NanoBraggClient | null = null;
 const client = () => (shared ??= new NanoBraggClient({ workerUrl: new URL('./worker.js', import.meta.url) }));
 
-const FILE_KEYS = ['hkl', 'mat', 'sourcefile'];
+const FILE_KEYS = ['hkl', 'mat', 'sourcefile', 'mask', 'img'];
 let seq = 0;
 
 const CSS = `

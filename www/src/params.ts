@@ -121,6 +121,8 @@ export const PARAMS: ParamDef[] = [
   { key: 'thicksteps', flag: '-thicksteps', label: 'Sensor layers', group: 'detector', kind: 'int' },
   { key: 'oversample', flag: '-oversample', label: 'Sub-pixels per axis', group: 'detector', kind: 'int', slider: [1, 8, 1] },
   { key: 'roi', flag: '-roi', label: 'Region of interest xmin xmax ymin ymax', group: 'detector', kind: 'vec', n: [4, 4], unit: 'px' },
+  { key: 'mask', flag: '-mask', label: 'Mask image (SMV; 0 = skip pixel)', group: 'detector', kind: 'file' },
+  { key: 'img', flag: '-img', label: 'Header from an SMV image', group: 'detector', kind: 'file', help: 'detector size, distance, beam centre, wavelength; later fields override' },
   { key: 'dmin', flag: '-dmin', label: 'Resolution limit', group: 'detector', kind: 'num', unit: 'Å' },
   // ---- goniometer ----
   { key: 'phi', flag: '-phi', label: 'Spindle start φ', group: 'gonio', kind: 'num', unit: '°', slider: [0, 360, 0.5] },
