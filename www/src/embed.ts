@@ -5,7 +5,7 @@
 //                   distance="100" detpixels="256" cmap="viridis"></nanobragg-view>
 //
 // Attributes are the app's URL parameter names (case-insensitive), plus `args` (extra flags),
-// `hkl-src` / `mat-src` / `sourcefile-src` (URLs of input files, fetched relative to the page),
+// `hkl-src` / `mat-src` / `sourcefile-src` / `mask-src` / `img-src` (input files, fetched relative to the page),
 // `backend`, `precision`, `cmap`, `scaling`, `contrast`, `rings`, `beamc`. Works without
 // COOP/COEP (single-threaded CPU or WebGPU); uses threads when the page is isolated.
 // One worker is shared by all elements on a page; each element supersedes only its own renders.

@@ -200,7 +200,10 @@ function syncForm() {
     else el.value = v;
     if (p.kind === 'file') $(`${fieldId(p.key)}-name`).textContent = v ? v + (files.has(v) ? '' : ' (missing)') : 'none';
     const slider = document.getElementById(`${fieldId(p.key)}-slider`) as HTMLInputElement | null;
-    if (slider) slider.value = v && !isNaN(+v) ? v : String(SLIDER_REST[p.key] ?? slider.min);
+    if (slider) {
+      const lo = +slider.min, hi = +slider.max;
+      slider.value = v && !isNaN(+v) ? v : String(SLIDER_REST[p.key] ?? (lo < 0 && hi > 0 ? 0 : lo));
+    }
   }
   const cmd = document.getElementById('cmdline') as HTMLTextAreaElement | null;
   if (cmd) cmd.value = 'nanoBragg ' + argsFromState(state).join(' ');
