@@ -14,6 +14,8 @@ pub mod crystal;
 pub mod detector;
 pub mod error;
 pub mod files;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 pub mod io;
 pub mod output;
 pub mod plan;

@@ -1,0 +1,141 @@
+//! Device acquisition and small helpers shared by the renderer and the self-test: buffer
+//! read-back, waiting for submitted work, error scopes, a wall clock that also builds on wasm32.
+
+use crate::error::{Error, Result};
+
+/// Limits this crate requests: the WebGPU defaults (8 storage buffers per stage, 16 KiB
+/// workgroup storage, 256 invocations per workgroup), with the storage-buffer binding size and
+/// the maximum buffer size raised to whatever the adapter offers (the HKL table and the image
+/// can be large). The kernel binds 6 storage buffers and 2 uniform buffers.
+pub fn required_limits(adapter: &wgpu::Adapter) -> wgpu::Limits {
+    let have = adapter.limits();
+    wgpu::Limits {
+        max_storage_buffer_binding_size: have.max_storage_buffer_binding_size,
+        max_buffer_size: have.max_buffer_size,
+        ..wgpu::Limits::default()
+    }
+}
+
+/// Request an adapter (high performance preferred) and a device with [`required_limits`].
+pub async fn request_device() -> Result<(wgpu::Device, wgpu::Queue, wgpu::AdapterInfo)> {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapter = instance
+        .request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| {
+            Error::gpu(format!(
+                "no GPU adapter found ({e}); on Linux without a GPU install Mesa's lavapipe \
+                 (mesa-vulkan-drivers), or use the CPU backend"
+            ))
+        })?;
+    let info = adapter.get_info();
+    let limits = required_limits(&adapter);
+    let (device, queue) = adapter
+        .request_device(&wgpu::DeviceDescriptor {
+            label: Some("nanobragg"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits,
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        })
+        .await
+        .map_err(|e| Error::gpu(format!("could not open GPU device on {}: {e}", info.name)))?;
+    Ok((device, queue, info))
+}
+
+/// Wait until the GPU has finished the given submission (natively: a blocking poll; in the
+/// browser: a promise on `onSubmittedWorkDone`).
+pub async fn wait_for(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    index: wgpu::SubmissionIndex,
+) -> Result<()> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let _ = queue;
+        device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+            .map_err(|e| Error::gpu(format!("GPU wait failed: {e}")))?;
+        Ok(())
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        let _ = (device, index);
+        let (tx, rx) = futures_channel::oneshot::channel();
+        queue.on_submitted_work_done(move || {
+            let _ = tx.send(());
+        });
+        rx.await
+            .map_err(|_| Error::gpu("GPU device lost while waiting for work"))
+    }
+}
+
+/// Map `buffer[..size]` for reading and copy it out; the buffer is unmapped again.
+pub async fn read_buffer(
+    device: &wgpu::Device,
+    buffer: &wgpu::Buffer,
+    size: u64,
+) -> Result<Vec<u8>> {
+    let slice = buffer.slice(..size);
+    let (tx, rx) = futures_channel::oneshot::channel();
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    #[cfg(not(target_arch = "wasm32"))]
+    device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| Error::gpu(format!("GPU wait failed: {e}")))?;
+    #[cfg(target_arch = "wasm32")]
+    let _ = device;
+    rx.await
+        .map_err(|_| Error::gpu("GPU read-back cancelled (device lost?)"))?
+        .map_err(|e| Error::gpu(format!("GPU read-back failed: {e}")))?;
+    let data = slice
+        .get_mapped_range()
+        .map_err(|e| Error::gpu(format!("GPU read-back failed: {e}")))?
+        .to_vec();
+    buffer.unmap();
+    Ok(data)
+}
+
+/// Convert a popped error scope into our error type.
+pub fn scope_error(e: Option<wgpu::Error>, what: &str) -> Result<()> {
+    match e {
+        None => Ok(()),
+        Some(e) => Err(Error::gpu(format!("GPU error during {what}: {e}"))),
+    }
+}
+
+/// Monotonic clock for [`super::GpuTimings`]; on wasm32 (no `Instant`) all durations read 0.
+#[derive(Clone, Copy)]
+pub struct Clock {
+    #[cfg(not(target_arch = "wasm32"))]
+    start: std::time::Instant,
+}
+
+impl Clock {
+    pub fn start() -> Self {
+        Clock {
+            #[cfg(not(target_arch = "wasm32"))]
+            start: std::time::Instant::now(),
+        }
+    }
+    pub fn seconds(&self) -> f64 {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.start.elapsed().as_secs_f64()
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            0.0
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! Host-side packing of a [`Plan`] into the WGSL-friendly records read by
+//! `shaders/nanobragg.wgsl`: `#[repr(C)]` `Pod` structs of f32/u32/i32 and `[f32; 4]` (never a
+//! vec3), with explicit padding. Values that need more than f32 precision are split into
+//! double-float pairs (`hi`, `lo`) here, in f64.
+//!
+//! Every struct must be kept in sync with its WGSL twin; `crate/tests/gpu_layout.rs` reflects the
+//! shader with naga and compares each member's name, offset and size with [`GpuStruct::FIELDS`].
+
+use crate::plan::{Interpolation, Plan, Shape};
+use crate::vec3::{cross, dot, unit, V3};
+
+/// A host struct mirrored in WGSL: its member table for the layout test.
+pub trait GpuStruct: bytemuck::Pod {
+    /// WGSL struct name.
+    const WGSL_NAME: &'static str;
+    /// (member name, byte offset, byte size) in declaration order.
+    const FIELDS: &'static [(&'static str, usize, usize)];
+}
+
+macro_rules! gpu_struct {
+    ($(#[$m:meta])* $name:ident as $wgsl:literal { $( $(#[$fm:meta])* $f:ident : $t:ty, )* }) => {
+        $(#[$m])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+        pub struct $name { $( $(#[$fm])* pub $f: $t, )* }
+        impl GpuStruct for $name {
+            const WGSL_NAME: &'static str = $wgsl;
+            const FIELDS: &'static [(&'static str, usize, usize)] = &[
+                $( (stringify!($f), core::mem::offset_of!($name, $f), core::mem::size_of::<$t>()) ),*
+            ];
+        }
+    };
+}
+
+gpu_struct! {
+    /// Per-render scalars (WGSL `Params`, uniform). df64 vectors are `(x, y, z, 0)` hi/lo pairs.
+    Params as "Params" {
+        pix0_hi: [f32; 4],
+        pix0_lo: [f32; 4],
+        fdet_hi: [f32; 4],
+        fdet_lo: [f32; 4],
+        sdet_hi: [f32; 4],
+        sdet_lo: [f32; 4],
+        odet_hi: [f32; 4],
+        odet_lo: [f32; 4],
+        beam_hi: [f32; 4],
+        beam_lo: [f32; 4],
+        a_star: [f32; 4],
+        b_star: [f32; 4],
+        c_star: [f32; 4],
+        /// (sub.hi, sub.lo, thickstep.hi, thickstep.lo), metres.
+        sub_thick: [f32; 4],
+        /// (distance.hi, distance.lo, close_distance, pixel^2), metres.
+        dist: [f32; 4],
+        fpixels: u32,
+        spixels: u32,
+        oversample: u32,
+        thicksteps: u32,
+        n_sources: u32,
+        n_orient: u32,
+        shape: u32,
+        flags: u32,
+        roi_xmin: u32,
+        roi_xmax: u32,
+        roi_ymin: u32,
+        roi_ymax: u32,
+        h_min: i32,
+        k_min: i32,
+        l_min: i32,
+        interp: u32,
+        h_range: i32,
+        k_range: i32,
+        l_range: i32,
+        first_pixel: u32,
+        mu_step: f32,
+        i_bg: f32,
+        scale: f32,
+        polar_k: f32,
+        na: f32,
+        nb: f32,
+        nc: f32,
+        fudge: f32,
+        default_f: f32,
+        dmin: f32,
+        /// Always 0: the df64 optimisation barriers (`df_bar` in shared/df64.wgsl).
+        zero_a: u32,
+        zero_b: u32,
+    }
+}
+
+gpu_struct! {
+    /// Per-dispatch pixel tile (WGSL `Chunk`, uniform): rows `row0..row0+rows`, columns
+    /// `col0..col0+cols`; `switch_pixel` is the tricubic switch-off pixel (or `NO_PIXEL`).
+    Chunk as "Chunk" {
+        row0: u32,
+        rows: u32,
+        col0: u32,
+        cols: u32,
+        switch_pixel: u32,
+        _pad0: u32,
+        _pad1: u32,
+        _pad2: u32,
+    }
+}
+
+gpu_struct! {
+    /// One source (WGSL `Source`): incident direction + 1/lambda, polarisation frame.
+    GpuSource as "Source" {
+        incident: [f32; 4],
+        e_in: [f32; 4],
+        b_in: [f32; 4],
+    }
+}
+
+gpu_struct! {
+    /// One (source, orientation) pair (WGSL `Term`): for each Miller index, `xyz` = axis/lambda
+    /// and `w` = (axis . incident)/lambda, df64.
+    GpuTerm as "Term" {
+        h_hi: [f32; 4],
+        h_lo: [f32; 4],
+        k_hi: [f32; 4],
+        k_lo: [f32; 4],
+        l_hi: [f32; 4],
+        l_lo: [f32; 4],
+    }
+}
+
+gpu_struct! {
+    /// Self-test dispatch parameters (WGSL `SelfTestParams`).
+    SelfTestParams as "SelfTestParams" {
+        op: u32,
+        count: u32,
+        /// Always 0: the df64 optimisation barriers.
+        zero_a: u32,
+        zero_b: u32,
+    }
+}
+
+// Flag bits of `Params::flags` (same names in the WGSL).
+pub const FLAG_CURVED: u32 = 1;
+pub const FLAG_POINT_PIXEL: u32 = 2;
+pub const FLAG_NOPOLAR: u32 = 4;
+pub const FLAG_OVERSAMPLE_THICK: u32 = 8;
+pub const FLAG_OVERSAMPLE_POLAR: u32 = 16;
+pub const FLAG_OVERSAMPLE_OMEGA: u32 = 32;
+pub const FLAG_WATER: u32 = 64;
+pub const FLAG_MASK: u32 = 128;
+pub const FLAG_THICK_ZERO: u32 = 256;
+pub const FLAG_HKL: u32 = 512;
+
+pub const INTERP_NEAREST: u32 = 0;
+pub const INTERP_TRICUBIC: u32 = 1;
+/// "No pixel" marker for `first_pixel`, `switch_pixel` and the flag buffer.
+pub const NO_PIXEL: u32 = u32::MAX;
+
+/// Split an f64 into a double-float pair: `hi = (f32)v`, `lo = (f32)(v - hi)`.
+#[inline]
+pub fn df(v: f64) -> [f32; 2] {
+    let hi = v as f32;
+    let lo = (v - hi as f64) as f32;
+    [hi, lo]
+}
+
+/// A 3-vector as df64 `(hi, lo)` vec4 pairs, `w` set from `w`.
+fn df_vec(v: V3, w: f64) -> ([f32; 4], [f32; 4]) {
+    let [x, y, z, w] = [df(v[0]), df(v[1]), df(v[2]), df(w)];
+    ([x[0], y[0], z[0], w[0]], [x[1], y[1], z[1], w[1]])
+}
+
+fn f32x4(v: V3) -> [f32; 4] {
+    [v[0] as f32, v[1] as f32, v[2] as f32, 0.0]
+}
+
+fn to_u32(v: usize) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// Raster index of the first rendered pixel when the first phi sequence differs from the steady
+/// state (MODEL §4.8), else [`NO_PIXEL`].
+pub fn first_sequence_pixel(plan: &Plan) -> u32 {
+    if plan.orientations_first == plan.orientations || plan.orientations_first.is_empty() {
+        return NO_PIXEL;
+    }
+    for s in 0..plan.spixels {
+        for f in 0..plan.fpixels {
+            if plan.renders(f, s) {
+                return to_u32(s * plan.fpixels + f);
+            }
+        }
+    }
+    NO_PIXEL
+}
+
+/// Whether the plan asks for tricubic interpolation that the kernel can do (a table exists).
+pub fn uses_tricubic(plan: &Plan) -> bool {
+    plan.interpolation == Interpolation::Tricubic && plan.hkl.hkls != 0 && !plan.hkl.data.is_empty()
+}
+
+pub fn pack_params(plan: &Plan, first_pixel: u32) -> Params {
+    let (pix0_hi, pix0_lo) = df_vec(plan.pix0, 0.0);
+    let (fdet_hi, fdet_lo) = df_vec(plan.fdet, 0.0);
+    let (sdet_hi, sdet_lo) = df_vec(plan.sdet, 0.0);
+    let (odet_hi, odet_lo) = df_vec(plan.odet, 0.0);
+    let (beam_hi, beam_lo) = df_vec(plan.beam, 0.0);
+    let sub = df(plan.pixel / plan.oversample as f64);
+    let thickstep = df(plan.thickstep);
+    let distance = df(plan.distance);
+    let mut flags = 0;
+    for (on, bit) in [
+        (plan.curved, FLAG_CURVED),
+        (plan.point_pixel, FLAG_POINT_PIXEL),
+        (plan.nopolar, FLAG_NOPOLAR),
+        (plan.oversample_thick, FLAG_OVERSAMPLE_THICK),
+        (plan.oversample_polar, FLAG_OVERSAMPLE_POLAR),
+        (plan.oversample_omega, FLAG_OVERSAMPLE_OMEGA),
+        (plan.water, FLAG_WATER),
+        (plan.mask.is_some(), FLAG_MASK),
+        (plan.thick == 0.0, FLAG_THICK_ZERO),
+        (plan.hkl.hkls != 0 && !plan.hkl.data.is_empty(), FLAG_HKL),
+    ] {
+        if on {
+            flags |= bit;
+        }
+    }
+    let hkl = &plan.hkl;
+    Params {
+        pix0_hi,
+        pix0_lo,
+        fdet_hi,
+        fdet_lo,
+        sdet_hi,
+        sdet_lo,
+        odet_hi,
+        odet_lo,
+        beam_hi,
+        beam_lo,
+        a_star: f32x4(plan.a_star),
+        b_star: f32x4(plan.b_star),
+        c_star: f32x4(plan.c_star),
+        sub_thick: [sub[0], sub[1], thickstep[0], thickstep[1]],
+        dist: [
+            distance[0],
+            distance[1],
+            plan.close_distance as f32,
+            (plan.pixel * plan.pixel) as f32,
+        ],
+        fpixels: to_u32(plan.fpixels),
+        spixels: to_u32(plan.spixels),
+        oversample: plan.oversample,
+        thicksteps: plan.thicksteps,
+        n_sources: to_u32(plan.sources.len()),
+        n_orient: to_u32(plan.orientations.len()),
+        shape: match plan.shape {
+            Shape::Square => 0,
+            Shape::Round => 1,
+            Shape::Gauss => 2,
+            Shape::Tophat => 3,
+        },
+        flags,
+        roi_xmin: to_u32(plan.roi.xmin),
+        roi_xmax: to_u32(plan.roi.xmax),
+        roi_ymin: to_u32(plan.roi.ymin),
+        roi_ymax: to_u32(plan.roi.ymax),
+        h_min: hkl.h_min,
+        k_min: hkl.k_min,
+        l_min: hkl.l_min,
+        interp: if uses_tricubic(plan) {
+            INTERP_TRICUBIC
+        } else {
+            INTERP_NEAREST
+        },
+        h_range: hkl.h_range(),
+        k_range: hkl.k_range(),
+        l_range: hkl.l_range(),
+        first_pixel,
+        mu_step: (plan.thickstep * plan.mu) as f32,
+        i_bg: plan.i_bg as f32,
+        scale: (plan.r_e_sqr_fluence / plan.steps as f64) as f32,
+        polar_k: plan.polar_k as f32,
+        na: plan.na as f32,
+        nb: plan.nb as f32,
+        nc: plan.nc as f32,
+        fudge: plan.fudge as f32,
+        default_f: plan.default_f as f32,
+        dmin: plan.dmin as f32,
+        zero_a: 0,
+        zero_b: 0,
+    }
+}
+
+pub fn pack_sources(plan: &Plan) -> Vec<GpuSource> {
+    plan.sources
+        .iter()
+        .map(|s| {
+            let i = s.incident;
+            // MODEL §5.6: B_in = unit(p x i), E_in = unit(i x B_in).
+            let b_in = unit(cross(plan.polar_axis, i));
+            let e_in = unit(cross(i, b_in));
+            GpuSource {
+                incident: [
+                    i[0] as f32,
+                    i[1] as f32,
+                    i[2] as f32,
+                    (1.0 / s.lambda) as f32,
+                ],
+                e_in: f32x4(e_in),
+                b_in: f32x4(b_in),
+            }
+        })
+        .collect()
+}
+
+fn term(axis: V3, incident: V3, lambda: f64) -> ([f32; 4], [f32; 4]) {
+    let a = [axis[0] / lambda, axis[1] / lambda, axis[2] / lambda];
+    df_vec(a, dot(axis, incident) / lambda)
+}
+
+/// The (source, orientation) table, source-major; when `first` is set, a second block for the
+/// first phi sequence (`orientations_first`) follows the steady-state block.
+pub fn pack_terms(plan: &Plan, first: bool) -> Vec<GpuTerm> {
+    let mut out = Vec::with_capacity(plan.sources.len() * plan.orientations.len() * 2);
+    let tables: &[&[crate::plan::Orientation]] = if first {
+        &[&plan.orientations, &plan.orientations_first]
+    } else {
+        &[&plan.orientations]
+    };
+    for table in tables {
+        for s in &plan.sources {
+            for o in table.iter() {
+                let (h_hi, h_lo) = term(o.a, s.incident, s.lambda);
+                let (k_hi, k_lo) = term(o.b, s.incident, s.lambda);
+                let (l_hi, l_lo) = term(o.c, s.incident, s.lambda);
+                out.push(GpuTerm {
+                    h_hi,
+                    h_lo,
+                    k_hi,
+                    k_lo,
+                    l_hi,
+                    l_lo,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Structure-factor amplitudes as f32 (the padded table, l fastest).
+pub fn pack_hkl(plan: &Plan) -> Vec<f32> {
+    plan.hkl.data.iter().map(|&v| v as f32).collect()
+}
+
+/// The mask, four pixels per u32 (little-endian byte order), or `None`.
+pub fn pack_mask(plan: &Plan) -> Option<Vec<u32>> {
+    plan.mask.as_ref().map(|m| {
+        m.chunks(4)
+            .map(|c| {
+                c.iter()
+                    .enumerate()
+                    .fold(0u32, |w, (i, &b)| w | (b as u32) << (8 * i))
+            })
+            .collect()
+    })
+}

@@ -1,0 +1,708 @@
+//! [`GpuRenderer`]: owns the device, the cached compute pipeline and the plan-shaped buffers;
+//! renders a [`Plan`] in row chunks and reads back the float image.
+
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::context::{read_buffer, request_device, scope_error, wait_for, Clock};
+use super::layout::{self, Chunk, GpuSource, GpuTerm, Params, NO_PIXEL};
+use super::selftest;
+use super::shaders;
+use crate::error::{Error, Result};
+use crate::plan::Plan;
+
+/// Wall-clock seconds spent in each phase of the last render (0 on wasm32, which has no clock).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuTimings {
+    /// Start-up self-test plus compute-pipeline creation (paid once, in `new`).
+    pub pipeline_s: f64,
+    /// Packing the plan on the host, (re)creating plan-shaped buffers when shapes changed, and
+    /// writing the changed data to the GPU.
+    pub upload_s: f64,
+    /// All kernel dispatches, waited for chunk by chunk.
+    pub dispatch_s: f64,
+    /// Copy of the image to a mappable buffer and its read-back.
+    pub readback_s: f64,
+    /// Whole `render` call.
+    pub total_s: f64,
+    /// Number of row chunks (submissions) of the main pass.
+    pub chunks: u32,
+    /// The render had to (re)create plan-shaped buffers.
+    pub cold: bool,
+}
+
+/// Resource creation counters (the warm path must not move them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuStats {
+    pub pipelines_created: u32,
+    pub buffers_created: u32,
+    pub bind_groups_created: u32,
+    pub renders: u32,
+    /// Bytes written to the GPU by the last render.
+    pub last_upload_bytes: u64,
+    /// Pixels of the last render with an exact-Bragg term, re-rendered on the host in f64.
+    pub last_exact_bragg_pixels: usize,
+}
+
+/// Buffer sizes that decide whether the cached buffers and bind group can be reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ShapeKey {
+    sources: u64,
+    terms: u64,
+    hkl: u64,
+    mask: u64,
+    image: u64,
+    flags: u64,
+}
+
+struct Resources {
+    key: ShapeKey,
+    sources: wgpu::Buffer,
+    terms: wgpu::Buffer,
+    hkl: wgpu::Buffer,
+    mask: wgpu::Buffer,
+    image: wgpu::Buffer,
+    readback: wgpu::Buffer,
+    /// `[tricubic switch pixel, 0, 0, 0, exact-Bragg bitmask (one bit per pixel)...]`.
+    flags: wgpu::Buffer,
+    flags_readback: wgpu::Buffer,
+    bind_group: wgpu::BindGroup,
+    /// Hashes of the last uploaded params, sources, terms, hkl, mask.
+    uploaded: [Option<u64>; 5],
+}
+
+/// The WGSL kernel on a wgpu device. Create once ([`GpuRenderer::new`] or
+/// [`GpuRenderer::new_with_device`]), then call [`GpuRenderer::render`] for each plan: the
+/// pipeline is created once; buffers and the bind group are kept while the plan's array sizes do
+/// not change, so a warm render only writes changed data and dispatches.
+pub struct GpuRenderer {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    adapter: Option<wgpu::AdapterInfo>,
+    fma_fused: bool,
+    pipeline: wgpu::ComputePipeline,
+    bind_layout: wgpu::BindGroupLayout,
+    params_buf: wgpu::Buffer,
+    chunk_buf: wgpu::Buffer,
+    res: Option<Resources>,
+    lost: Arc<Mutex<Option<String>>>,
+    chunk_budget: u64,
+    pipeline_s: f64,
+    timings: GpuTimings,
+    stats: GpuStats,
+    switch_pixel: Option<usize>,
+}
+
+fn layout_entry(binding: u32, ty: wgpu::BufferBindingType) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+fn hash_bytes(b: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    b.hash(&mut h);
+    h.finish()
+}
+
+/// Storage buffers may not be empty: pad to at least 16 bytes.
+fn storage_size(bytes: usize) -> u64 {
+    (bytes.max(16) as u64).next_multiple_of(4)
+}
+
+impl GpuRenderer {
+    /// Default work per submission, in inner-loop term evaluations (pixels x terms per pixel).
+    /// About 10-50 ms on a discrete GPU, well below browser/OS watchdogs.
+    pub const DEFAULT_CHUNK_BUDGET: u64 = 1 << 26;
+
+    /// Open the default adapter (high performance preferred) and set up the kernel.
+    pub async fn new() -> Result<Self> {
+        let (device, queue, info) = request_device().await?;
+        let mut r = Self::new_with_device(device, queue).await?;
+        r.adapter = Some(info);
+        Ok(r)
+    }
+
+    /// Set up the kernel on a caller's device (tests, the browser). The device should have
+    /// [`super::required_limits`]; larger inputs are refused by `render` with `ErrorKind::Gpu`.
+    pub async fn new_with_device(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
+        Self::new_with_device_and_fma(device, queue, None).await
+    }
+
+    /// As [`Self::new_with_device`], but `force_fma = Some(false)` selects Dekker's split for
+    /// `two_prod` even where `fma` is fused (tests of the fallback path); `Some(true)` trusts
+    /// `fma` without asking the probe. The probe's other checks always run.
+    pub async fn new_with_device_and_fma(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        force_fma: Option<bool>,
+    ) -> Result<Self> {
+        let clock = Clock::start();
+        let lost = Arc::new(Mutex::new(None));
+        {
+            let lost = lost.clone();
+            device.set_device_lost_callback(move |reason, msg| {
+                if let Ok(mut l) = lost.lock() {
+                    *l = Some(format!("GPU device lost ({reason:?}): {msg}"));
+                }
+            });
+        }
+        let mut probe = selftest::probe(&device, &queue).await?;
+        if let Some(f) = force_fma {
+            probe.fma_fused = f;
+        }
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("nanobragg kernel"),
+            source: wgpu::ShaderSource::Wgsl(shaders::kernel_source(probe.fma_fused).into()),
+        });
+        use wgpu::BufferBindingType as B;
+        let bind_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("nanobragg kernel"),
+            entries: &[
+                layout_entry(0, B::Uniform),
+                layout_entry(1, B::Uniform),
+                layout_entry(2, B::Storage { read_only: true }),
+                layout_entry(3, B::Storage { read_only: true }),
+                layout_entry(4, B::Storage { read_only: true }),
+                layout_entry(5, B::Storage { read_only: true }),
+                layout_entry(6, B::Storage { read_only: false }),
+                layout_entry(7, B::Storage { read_only: false }),
+            ],
+        });
+        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("nanobragg kernel"),
+            bind_group_layouts: &[Some(&bind_layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("nanobragg kernel"),
+            layout: Some(&pl),
+            module: &module,
+            entry_point: Some(shaders::KERNEL_ENTRY),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        let buf = |label, size, usage| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        use wgpu::BufferUsages as U;
+        let params_buf = buf(
+            "params",
+            std::mem::size_of::<Params>() as u64,
+            U::UNIFORM | U::COPY_DST,
+        );
+        let chunk_buf = buf(
+            "chunk",
+            std::mem::size_of::<Chunk>() as u64,
+            U::UNIFORM | U::COPY_DST,
+        );
+        scope_error(scope.pop().await, "pipeline creation")?;
+        // Make sure the pipeline is really compiled before the clock stops.
+        let idx = queue.submit([]);
+        wait_for(&device, &queue, idx).await?;
+        let pipeline_s = clock.seconds();
+        Ok(GpuRenderer {
+            device,
+            queue,
+            adapter: None,
+            fma_fused: probe.fma_fused,
+            pipeline,
+            bind_layout,
+            params_buf,
+            chunk_buf,
+            res: None,
+            lost,
+            chunk_budget: Self::DEFAULT_CHUNK_BUDGET,
+            pipeline_s,
+            timings: GpuTimings {
+                pipeline_s,
+                ..Default::default()
+            },
+            stats: GpuStats {
+                pipelines_created: 1,
+                buffers_created: 2,
+                ..Default::default()
+            },
+            switch_pixel: None,
+        })
+    }
+
+    /// Adapter description when the renderer opened its own device.
+    pub fn adapter_info(&self) -> Option<&wgpu::AdapterInfo> {
+        self.adapter.as_ref()
+    }
+
+    /// Whether `fma` was found fused on this device (else Dekker's split is used).
+    pub fn fma_fused(&self) -> bool {
+        self.fma_fused
+    }
+
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Timings of the last render (`pipeline_s` is the one-off set-up cost).
+    pub fn timings(&self) -> GpuTimings {
+        self.timings
+    }
+
+    /// Creation counters.
+    pub fn stats(&self) -> GpuStats {
+        self.stats
+    }
+
+    /// Work per submission in term evaluations (see [`Self::DEFAULT_CHUNK_BUDGET`]).
+    pub fn set_chunk_budget(&mut self, terms: u64) {
+        self.chunk_budget = terms.max(1);
+    }
+
+    /// Raster index of the pixel where tricubic interpolation was switched off in the last
+    /// render (MODEL §6.4: upstream prints a warning once), if it was.
+    pub fn interpolation_switch_pixel(&self) -> Option<usize> {
+        self.switch_pixel
+    }
+
+    fn check_lost(&self) -> Result<()> {
+        match self.lost.lock().ok().and_then(|l| l.clone()) {
+            Some(msg) => Err(Error::gpu(msg)),
+            None => Ok(()),
+        }
+    }
+
+    /// Check that the plan's arrays fit this device; the caller can fall back to the CPU.
+    fn check_fits(&self, what: &str, bytes: u64) -> Result<()> {
+        let limits = self.device.limits();
+        let max = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        if bytes > max {
+            return Err(Error::gpu(format!(
+                "{what} needs {bytes} bytes, more than this GPU's storage-buffer limit of {max} \
+                 bytes; use the CPU backend"
+            )));
+        }
+        Ok(())
+    }
+
+    fn ensure_resources(&mut self, key: ShapeKey) {
+        if self.res.as_ref().is_some_and(|r| r.key == key) {
+            return;
+        }
+        use wgpu::BufferUsages as U;
+        let dev = &self.device;
+        let mut created = 0;
+        let mut buf = |label, size, usage| {
+            created += 1;
+            dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let sources = buf("sources", key.sources, U::STORAGE | U::COPY_DST);
+        let terms = buf("terms", key.terms, U::STORAGE | U::COPY_DST);
+        let hkl = buf("hkl", key.hkl, U::STORAGE | U::COPY_DST);
+        let mask = buf("mask", key.mask, U::STORAGE | U::COPY_DST);
+        let image = buf("image", key.image, U::STORAGE | U::COPY_SRC);
+        let readback = buf("image readback", key.image, U::MAP_READ | U::COPY_DST);
+        let flags = buf("flags", key.flags, U::STORAGE | U::COPY_DST | U::COPY_SRC);
+        let flags_readback = buf("flags readback", key.flags, U::MAP_READ | U::COPY_DST);
+        let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("nanobragg kernel"),
+            layout: &self.bind_layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: self.params_buf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: self.chunk_buf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: sources.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: terms.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 4,
+                    resource: hkl.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 5,
+                    resource: mask.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 6,
+                    resource: image.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 7,
+                    resource: flags.as_entire_binding(),
+                },
+            ],
+        });
+        self.stats.buffers_created += created;
+        self.stats.bind_groups_created += 1;
+        self.res = Some(Resources {
+            key,
+            sources,
+            terms,
+            hkl,
+            mask,
+            image,
+            readback,
+            flags,
+            flags_readback,
+            bind_group,
+            uploaded: [None; 5],
+        });
+    }
+
+    /// Render `plan`; returns the float image (`fpixels * spixels`, fast index fastest).
+    /// `progress` receives the finished fraction after each chunk; `cancel` is checked between
+    /// chunks (then the result is `ErrorKind::Cancelled`).
+    pub async fn render(
+        &mut self,
+        plan: &Plan,
+        progress: &mut dyn FnMut(f32),
+        cancel: &AtomicBool,
+    ) -> Result<Vec<f32>> {
+        let total = Clock::start();
+        self.check_lost()?;
+        if plan.hkl.hkls != 0 {
+            let h = &plan.hkl;
+            let entries =
+                (h.h_range() as u64 + 1) * (h.k_range() as u64 + 1) * (h.l_range() as u64 + 1);
+            self.check_fits("the HKL table", entries * 4)?;
+        }
+        validate(plan)?;
+
+        // ---- pack and upload ----
+        let first_pixel = layout::first_sequence_pixel(plan);
+        let params = layout::pack_params(plan, first_pixel);
+        let sources: Vec<GpuSource> = layout::pack_sources(plan);
+        let terms: Vec<GpuTerm> = layout::pack_terms(plan, first_pixel != NO_PIXEL);
+        let hkl: Vec<f32> = if params.flags & layout::FLAG_HKL != 0 {
+            layout::pack_hkl(plan)
+        } else {
+            Vec::new()
+        };
+        let mask: Vec<u32> = layout::pack_mask(plan).unwrap_or_default();
+        let pixels = plan.pixel_count();
+        let image_bytes = (pixels as u64) * 4;
+        self.check_fits("the HKL table", (hkl.len() * 4) as u64)?;
+        self.check_fits("the orientation x source table", (terms.len() * 96) as u64)?;
+        self.check_fits("the source table", (sources.len() * 48) as u64)?;
+        self.check_fits("the mask", (mask.len() * 4) as u64)?;
+        self.check_fits("the image", image_bytes)?;
+        if plan.spixels > (u32::MAX / 8) as usize || plan.fpixels.div_ceil(8) > 65535 {
+            return Err(Error::gpu(
+                "detector too large for one GPU dispatch grid; use the CPU backend",
+            ));
+        }
+        let key = ShapeKey {
+            sources: storage_size(sources.len() * 48),
+            terms: storage_size(terms.len() * 96),
+            hkl: storage_size(hkl.len() * 4),
+            mask: storage_size(mask.len() * 4),
+            image: storage_size(pixels * 4),
+            flags: 16 + 4 * pixels.div_ceil(32) as u64,
+        };
+        let cold = self.res.as_ref().is_none_or(|r| r.key != key);
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        self.ensure_resources(key);
+        let res = self.res.as_mut().expect("resources");
+        let mut uploaded = 0u64;
+        {
+            let queue = &self.queue;
+            let mut upload = |slot: usize, buffer: &wgpu::Buffer, bytes: &[u8]| {
+                let h = hash_bytes(bytes);
+                if res.uploaded[slot] != Some(h) && !bytes.is_empty() {
+                    queue.write_buffer(buffer, 0, bytes);
+                    uploaded += bytes.len() as u64;
+                }
+                res.uploaded[slot] = Some(h);
+            };
+            upload(0, &self.params_buf, bytemuck::bytes_of(&params));
+            upload(1, &res.sources, bytemuck::cast_slice(&sources));
+            upload(2, &res.terms, bytemuck::cast_slice(&terms));
+            upload(3, &res.hkl, bytemuck::cast_slice(&hkl));
+            upload(4, &res.mask, bytemuck::cast_slice(&mask));
+            queue.write_buffer(&res.flags, 0, bytemuck::cast_slice(&[NO_PIXEL, 0, 0, 0]));
+        }
+        {
+            let mut enc = self.device.create_command_encoder(&Default::default());
+            enc.clear_buffer(&res.flags, 16, None);
+            self.queue.submit([enc.finish()]);
+        }
+        self.stats.last_upload_bytes = uploaded + 16;
+        let upload_s = total.seconds();
+
+        // ---- dispatch in tiles ----
+        let dispatch = Clock::start();
+        let tiles = tiles(
+            plan.fpixels,
+            plan.spixels,
+            plan.terms_per_pixel(),
+            self.chunk_budget,
+        );
+        let mut chunks = 0;
+        let tricubic = params.interp == layout::INTERP_TRICUBIC;
+        self.switch_pixel = None;
+        let total_px = pixels.max(1) as f64;
+        let mut done = 0usize;
+        for (n, t) in tiles.iter().enumerate() {
+            self.run_chunk(t, NO_PIXEL).await?;
+            chunks += 1;
+            done += t.rows * t.cols;
+            progress((done as f64 / total_px) as f32);
+            if cancel.load(Ordering::Relaxed) && n + 1 < tiles.len() {
+                return Err(Error::cancelled());
+            }
+        }
+        if tricubic {
+            // MODEL §6.4/§9.6: the first pixel (raster order) with an out-of-range tricubic term
+            // switches interpolation off for itself (from that term on) and every later pixel.
+            // Re-render from that pixel's row with the switch point known.
+            let bytes = self.read_flags(16).await?;
+            let p = bytemuck::cast_slice::<u8, u32>(&bytes)[0];
+            if p != NO_PIXEL {
+                self.switch_pixel = Some(p as usize);
+                let row = p as usize / plan.fpixels;
+                for t in tiles.iter().filter(|t| t.row0 + t.rows > row) {
+                    if cancel.load(Ordering::Relaxed) {
+                        return Err(Error::cancelled());
+                    }
+                    self.run_chunk(t, p).await?;
+                }
+            }
+        }
+        let dispatch_s = dispatch.seconds();
+
+        // Pixels with an exact-Bragg term (see EXACT_BRAGG in the kernel): upstream's value there
+        // is an f64 rounding artefact that only an f64 evaluation of its formula reproduces.
+        let flag_bytes = self.read_flags(key.flags).await?;
+        let words = bytemuck::cast_slice::<u8, u32>(&flag_bytes);
+        let mut exact: Vec<usize> = Vec::new();
+        for (w, &bits) in words[4..].iter().enumerate() {
+            let mut b = bits;
+            while b != 0 {
+                let i = w * 32 + b.trailing_zeros() as usize;
+                b &= b - 1;
+                if i < pixels {
+                    exact.push(i);
+                }
+            }
+        }
+        // ---- read back ----
+        let rb = Clock::start();
+        let res = self.res.as_ref().expect("resources");
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&res.image, 0, &res.readback, 0, image_bytes.max(4));
+        self.queue.submit([enc.finish()]);
+        let bytes = read_buffer(&self.device, &res.readback, image_bytes.max(4)).await?;
+        scope_error(oom.pop().await, "render (out of GPU memory)")?;
+        scope_error(scope.pop().await, "render")?;
+        self.check_lost()?;
+        let mut image: Vec<f32> = bytemuck::cast_slice(&bytes).to_vec();
+        image.truncate(pixels);
+        let readback_s = rb.seconds();
+        if !exact.is_empty() {
+            let ep = crate::cpu::pixel64::ExactPlan::new(plan);
+            for &i in &exact {
+                let (f, s) = (i % plan.fpixels, i / plan.fpixels);
+                let interp = tricubic && self.switch_pixel.is_none_or(|p| i <= p);
+                let first = i as u32 == first_pixel;
+                image[i] = crate::cpu::pixel64::render_pixel(&ep, f, s, first, interp).value;
+            }
+        }
+        self.stats.last_exact_bragg_pixels = exact.len();
+        self.stats.renders += 1;
+        self.timings = GpuTimings {
+            pipeline_s: self.pipeline_s,
+            upload_s,
+            dispatch_s,
+            readback_s,
+            total_s: total.seconds(),
+            chunks,
+            cold,
+        };
+        Ok(image)
+    }
+
+    async fn run_chunk(&mut self, t: &Tile, switch_pixel: u32) -> Result<()> {
+        let res = self.res.as_ref().expect("resources");
+        let chunk = Chunk {
+            row0: t.row0 as u32,
+            rows: t.rows as u32,
+            col0: t.col0 as u32,
+            cols: t.cols as u32,
+            switch_pixel,
+            ..Default::default()
+        };
+        self.queue
+            .write_buffer(&self.chunk_buf, 0, bytemuck::bytes_of(&chunk));
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("nanobragg chunk"),
+            });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("nanobragg"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &res.bind_group, &[]);
+            let [wx, wy] = shaders::KERNEL_WORKGROUP;
+            pass.dispatch_workgroups(
+                (t.cols as u32).div_ceil(wx),
+                (t.rows as u32).div_ceil(wy),
+                1,
+            );
+        }
+        let idx = self.queue.submit([enc.finish()]);
+        wait_for(&self.device, &self.queue, idx).await?;
+        self.check_lost()
+    }
+
+    async fn read_flags(&self, size: u64) -> Result<Vec<u8>> {
+        let res = self.res.as_ref().expect("resources");
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&res.flags, 0, &res.flags_readback, 0, size);
+        self.queue.submit([enc.finish()]);
+        read_buffer(&self.device, &res.flags_readback, size).await
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl GpuRenderer {
+    /// Blocking [`GpuRenderer::new`] (native only).
+    pub fn new_blocking() -> Result<Self> {
+        pollster::block_on(Self::new())
+    }
+
+    /// Blocking [`GpuRenderer::render`] without progress or cancellation (native only).
+    pub fn render_blocking(&mut self, plan: &Plan) -> Result<Vec<f32>> {
+        let cancel = AtomicBool::new(false);
+        pollster::block_on(self.render(plan, &mut |_| {}, &cancel))
+    }
+
+    /// Blocking render with progress and cancel (native only).
+    pub fn render_blocking_with(
+        &mut self,
+        plan: &Plan,
+        progress: &mut dyn FnMut(f32),
+        cancel: &AtomicBool,
+    ) -> Result<Vec<f32>> {
+        pollster::block_on(self.render(plan, progress, cancel))
+    }
+}
+
+/// A rectangle of pixels dispatched in one submission.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Tile {
+    row0: usize,
+    rows: usize,
+    col0: usize,
+    cols: usize,
+}
+
+/// Split the detector into submissions of at most `budget` term evaluations (at least one
+/// pixel): whole rows when a row fits, else pieces of one row. Raster order.
+fn tiles(fpixels: usize, spixels: usize, terms_per_pixel: u64, budget: u64) -> Vec<Tile> {
+    let tpp = terms_per_pixel.max(1);
+    let row_cost = (fpixels as u64).max(1).saturating_mul(tpp);
+    let mut out = Vec::new();
+    if row_cost <= budget {
+        let rows = ((budget / row_cost) as usize).clamp(1, spixels.max(1));
+        let mut r = 0;
+        while r < spixels {
+            let n = rows.min(spixels - r);
+            out.push(Tile {
+                row0: r,
+                rows: n,
+                col0: 0,
+                cols: fpixels,
+            });
+            r += n;
+        }
+    } else {
+        let cols = ((budget / tpp) as usize).clamp(1, fpixels.max(1));
+        for r in 0..spixels {
+            let mut c = 0;
+            while c < fpixels {
+                let n = cols.min(fpixels - c);
+                out.push(Tile {
+                    row0: r,
+                    rows: 1,
+                    col0: c,
+                    cols: n,
+                });
+                c += n;
+            }
+        }
+    }
+    out
+}
+
+/// Structural checks of the plan (the resolver guarantees these; a hand-built plan may not).
+fn validate(plan: &Plan) -> Result<()> {
+    let n_orient = plan.phisteps as usize * plan.mosaic_domains as usize;
+    if plan.orientations.len() != n_orient {
+        return Err(Error::gpu(format!(
+            "plan has {} orientations, expected phisteps*domains = {n_orient}",
+            plan.orientations.len()
+        )));
+    }
+    if !plan.orientations_first.is_empty() && plan.orientations_first.len() != n_orient {
+        return Err(Error::gpu("plan.orientations_first has the wrong length"));
+    }
+    if plan.sources.is_empty() || plan.oversample == 0 || plan.thicksteps == 0 {
+        return Err(Error::gpu(
+            "plan has no sources, oversample 0 or no detector layers",
+        ));
+    }
+    if let Some(m) = &plan.mask {
+        if m.len() < plan.pixel_count() {
+            return Err(Error::gpu("mask is smaller than the detector"));
+        }
+    }
+    let hkl = &plan.hkl;
+    if hkl.hkls != 0 && !hkl.data.is_empty() {
+        let want = (hkl.h_range() + 1) as usize
+            * (hkl.k_range() + 1) as usize
+            * (hkl.l_range() + 1) as usize;
+        if hkl.data.len() != want {
+            return Err(Error::gpu(format!(
+                "HKL table has {} entries, expected {want}",
+                hkl.data.len()
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! Runs the df64 building blocks through the real compiled shader (`shaders/selftest.wgsl`).
+//! Used at device creation to detect an unfused `fma` (then Dekker's split is used) and to refuse
+//! devices that break the error-free transforms (reassociation, flushed low words), and by
+//! `crate/tests/gpu_selftest.rs` to test every trick.
+
+use super::context::{read_buffer, scope_error};
+use super::layout::SelfTestParams;
+use super::shaders;
+use crate::error::{Error, Result};
+
+/// Operation codes of `selftest.wgsl` (`OP_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Op {
+    TwoSum = 0,
+    TwoProdFma = 1,
+    TwoProdSplit = 2,
+    TwoProd = 3,
+    DfAdd = 4,
+    DfMul = 5,
+    DfDiv = 6,
+    DfSqrt = 7,
+    DfDot3Sub = 8,
+    SinpiCospi = 9,
+    DfSincos = 10,
+    QuickTwoSum = 11,
+    /// `two_sum(-a, b*c)` with a raw product (contraction guard).
+    TwoSumNegProduct = 12,
+    /// `two_sum(-a, two_prod(b, c).hi)`, also returning the product pair.
+    TwoSumNegTwoProd = 13,
+}
+
+/// A compiled self-test pipeline for one `FMA_FUSED` setting.
+pub struct SelfTest {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+}
+
+fn entry(binding: u32, ty: wgpu::BufferBindingType) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+impl SelfTest {
+    pub fn new(device: &wgpu::Device, fma_fused: bool) -> Self {
+        let src = shaders::selftest_source(fma_fused);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("nanobragg selftest"),
+            source: wgpu::ShaderSource::Wgsl(src.into()),
+        });
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("nanobragg selftest"),
+            entries: &[
+                entry(0, wgpu::BufferBindingType::Uniform),
+                entry(1, wgpu::BufferBindingType::Storage { read_only: true }),
+                entry(2, wgpu::BufferBindingType::Storage { read_only: false }),
+            ],
+        });
+        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("nanobragg selftest"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("nanobragg selftest"),
+            layout: Some(&pl),
+            module: &module,
+            entry_point: Some(shaders::SELFTEST_ENTRY),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        SelfTest { pipeline, layout }
+    }
+
+    /// Evaluate `op` on each case (four vec4 inputs per case); one vec4 output per case.
+    pub async fn run(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        op: Op,
+        cases: &[[[f32; 4]; 4]],
+    ) -> Result<Vec<[f32; 4]>> {
+        use wgpu::util::DeviceExt;
+        if cases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let params = SelfTestParams {
+            op: op as u32,
+            count: cases.len() as u32,
+            zero_a: 0,
+            zero_b: 0,
+        };
+        let ubuf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("selftest params"),
+            contents: bytemuck::bytes_of(&params),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let ibuf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("selftest inputs"),
+            contents: bytemuck::cast_slice(cases),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+        let size = (cases.len() * 16) as u64;
+        let obuf = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("selftest outputs"),
+            size,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let rbuf = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("selftest readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let bg = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("selftest"),
+            layout: &self.layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: ubuf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: ibuf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: obuf.as_entire_binding(),
+                },
+            ],
+        });
+        let mut enc = device.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, &bg, &[]);
+            pass.dispatch_workgroups((cases.len() as u32).div_ceil(64), 1, 1);
+        }
+        enc.copy_buffer_to_buffer(&obuf, 0, &rbuf, 0, size);
+        queue.submit([enc.finish()]);
+        scope_error(scope.pop().await, "self-test")?;
+        let bytes = read_buffer(device, &rbuf, size).await?;
+        Ok(bytemuck::cast_slice(&bytes).to_vec())
+    }
+}
+
+/// One scalar case: `a` in the first vec4's x, `b` in its y.
+pub fn pair(a: f32, b: f32) -> [[f32; 4]; 4] {
+    [[a, b, 0.0, 0.0], [0.0; 4], [0.0; 4], [0.0; 4]]
+}
+
+/// Result of the start-up probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// `fma` is fused on this device (two_prod uses it); otherwise Dekker's split is used.
+    pub fma_fused: bool,
+}
+
+/// Start-up probe (MODEL §9.3): `fma(a, a, -a*a)` for `a = 1 + 2^-12` must give the exact
+/// 2^-24 tail; `two_sum(1, 2^-30)` must keep 2^-30; the chosen `two_prod` must be exact.
+pub async fn probe(device: &wgpu::Device, queue: &wgpu::Queue) -> Result<Probe> {
+    let a = 1.0 + 2f32.powi(-12);
+    let fused = SelfTest::new(device, true);
+    let r = fused
+        .run(device, queue, Op::TwoProdFma, &[pair(a, a)])
+        .await?;
+    let fma_fused = r[0][0] == a * a && r[0][1] == 2f32.powi(-24);
+    let st = if fma_fused {
+        fused
+    } else {
+        SelfTest::new(device, false)
+    };
+    let r = st
+        .run(device, queue, Op::TwoSum, &[pair(1.0, 2f32.powi(-30))])
+        .await?;
+    if r[0] != [1.0, 2f32.powi(-30), 0.0, 0.0] {
+        return Err(Error::gpu(format!(
+            "the GPU compiler breaks error-free additions (two_sum(1, 2^-30) = {:?}); \
+             double-float arithmetic is impossible on this device, use the CPU backend",
+            &r[0][..2]
+        )));
+    }
+    let r = st.run(device, queue, Op::TwoProd, &[pair(a, a)]).await?;
+    if r[0][1] != 2f32.powi(-24) {
+        return Err(Error::gpu(format!(
+            "neither fused fma nor Dekker's split gives exact products on this device \
+             (two_prod tail {:e}); use the CPU backend",
+            r[0][1]
+        )));
+    }
+    Ok(Probe { fma_fused })
+}

@@ -1,0 +1,507 @@
+// nanoBragg per-pixel kernel (MODEL §6.2). One invocation per pixel; the host splits the image
+// into tiles of rows (or of pixels within a row when one row is too much work) (`Chunk`). Preceded by shared/df64.wgsl (concatenated by the host).
+//
+// Precision (MODEL §9): the chain pixel -> pos -> R -> d -> h,k,l is df64; h = A.d - c with
+// A = a/lambda and c = (a.i)/lambda precomputed per (source, orientation) on the host in f64.
+// Lattice factors use the delta form with our own sinpi; the per-pixel sum is df64.
+//
+// The structs below must be kept in sync with crate/src/gpu/layout.rs (checked by
+// crate/tests/gpu_layout.rs through naga reflection).
+
+const FLAG_CURVED: u32 = 1u;
+const FLAG_POINT_PIXEL: u32 = 2u;
+const FLAG_NOPOLAR: u32 = 4u;
+const FLAG_OVERSAMPLE_THICK: u32 = 8u;
+const FLAG_OVERSAMPLE_POLAR: u32 = 16u;
+const FLAG_OVERSAMPLE_OMEGA: u32 = 32u;
+const FLAG_WATER: u32 = 64u;
+const FLAG_MASK: u32 = 128u;
+const FLAG_THICK_ZERO: u32 = 256u;
+const FLAG_HKL: u32 = 512u;
+
+const SHAPE_SQUARE: u32 = 0u;
+const SHAPE_ROUND: u32 = 1u;
+const SHAPE_GAUSS: u32 = 2u;
+const SHAPE_TOPHAT: u32 = 3u;
+
+const INTERP_NEAREST: u32 = 0u;
+const INTERP_TRICUBIC: u32 = 1u;
+
+const NO_PIXEL: u32 = 0xffffffffu;
+
+// Keep in sync with `layout::Params`.
+struct Params {
+    pix0_hi: vec4<f32>,
+    pix0_lo: vec4<f32>,
+    fdet_hi: vec4<f32>,
+    fdet_lo: vec4<f32>,
+    sdet_hi: vec4<f32>,
+    sdet_lo: vec4<f32>,
+    odet_hi: vec4<f32>,
+    odet_lo: vec4<f32>,
+    beam_hi: vec4<f32>,
+    beam_lo: vec4<f32>,
+    a_star: vec4<f32>,
+    b_star: vec4<f32>,
+    c_star: vec4<f32>,
+    // (sub.hi, sub.lo, thickstep.hi, thickstep.lo)
+    sub_thick: vec4<f32>,
+    // (distance.hi, distance.lo, close_distance, pixel^2)
+    dist: vec4<f32>,
+    fpixels: u32,
+    spixels: u32,
+    oversample: u32,
+    thicksteps: u32,
+    n_sources: u32,
+    n_orient: u32,
+    shape: u32,
+    flags: u32,
+    roi_xmin: u32,
+    roi_xmax: u32,
+    roi_ymin: u32,
+    roi_ymax: u32,
+    h_min: i32,
+    k_min: i32,
+    l_min: i32,
+    interp: u32,
+    h_range: i32,
+    k_range: i32,
+    l_range: i32,
+    first_pixel: u32,
+    mu_step: f32,
+    i_bg: f32,
+    scale: f32,
+    polar_k: f32,
+    na: f32,
+    nb: f32,
+    nc: f32,
+    fudge: f32,
+    default_f: f32,
+    dmin: f32,
+    // Always 0: the optimisation barriers of shared/df64.wgsl (df_zero_a/b).
+    zero_a: u32,
+    zero_b: u32,
+}
+
+// Keep in sync with `layout::Chunk`.
+struct Chunk {
+    row0: u32,
+    rows: u32,
+    col0: u32,
+    cols: u32,
+    // Tricubic mode: pixels after this one (raster order) use nearest-neighbour look-up; this
+    // one switches at its first out-of-range term (MODEL §6.4, §9.6).
+    switch_pixel: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+// Keep in sync with `layout::GpuSource`.
+struct Source {
+    // xyz: incident direction (unit, along propagation); w: 1/lambda (1/m).
+    incident: vec4<f32>,
+    // Polarisation frame: E_in, B_in (unit vectors; zero when the axis is parallel to the beam).
+    e_in: vec4<f32>,
+    b_in: vec4<f32>,
+}
+
+// Keep in sync with `layout::GpuTerm`. Per (source, orientation): for each Miller index,
+// xyz = A = axis/lambda and w = c = (axis . incident)/lambda, as df64 (hi, lo) pairs.
+struct Term {
+    h_hi: vec4<f32>,
+    h_lo: vec4<f32>,
+    k_hi: vec4<f32>,
+    k_lo: vec4<f32>,
+    l_hi: vec4<f32>,
+    l_lo: vec4<f32>,
+}
+
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<uniform> C: Chunk;
+@group(0) @binding(2) var<storage, read> sources: array<Source>;
+@group(0) @binding(3) var<storage, read> terms: array<Term>;
+@group(0) @binding(4) var<storage, read> hkl: array<f32>;
+@group(0) @binding(5) var<storage, read> mask: array<u32>;
+@group(0) @binding(6) var<storage, read_write> image: array<f32>;
+// flags[0]: first pixel (raster index) with an out-of-range tricubic term, NO_PIXEL if none.
+// flags[1..4]: unused. flags[4 + idx/32] bit idx%32: pixel idx has an "exact Bragg" term (below).
+@group(0) @binding(7) var<storage, read_write> flags: array<atomic<u32>>;
+
+// Within this distance of a non-zero integer index upstream's f64 grating function
+// sin(N*pi*h)/sin(pi*h) is dominated by the rounding of pi*h, not by the true limit N (spots
+// exactly on Bragg positions come out brighter than N^3 in upstream images). That value depends
+// on the exact bits of upstream's f64 h, which no f32 device can reproduce, so such pixels are
+// flagged and re-rendered by the host in f64 (same rule as the CPU f32 kernel, EXACT_BRAGG).
+const EXACT_BRAGG: f32 = 1e-9;
+
+fn df_zero_a() -> u32 {
+    return P.zero_a;
+}
+
+fn df_zero_b() -> u32 {
+    return P.zero_b;
+}
+
+fn has(flag: u32) -> bool {
+    return (P.flags & flag) != 0u;
+}
+
+fn df3_from(hi: vec4<f32>, lo: vec4<f32>) -> Df3 {
+    return Df3(hi.xyz, lo.xyz);
+}
+
+// Upstream's nearest index ceil(x - 0.5) (halves round down) from a df64 x, as an f32 integer.
+fn nearest_index(x: vec2<f32>) -> f32 {
+    let t = df_add_f(x, -0.5);
+    var n = ceil(t.x);
+    if n == t.x && t.y > 0.0 {
+        n += 1.0;
+    }
+    return n;
+}
+
+// floor of a df64 value.
+fn df_floor(x: vec2<f32>) -> f32 {
+    var n = floor(x.x);
+    if n == x.x && x.y < 0.0 {
+        n -= 1.0;
+    }
+    return n;
+}
+
+// x > n for df64 x and integer n.
+fn df_gt(x: vec2<f32>, n: f32) -> bool {
+    return x.x > n || (x.x == n && x.y > 0.0);
+}
+
+fn df_lt(x: vec2<f32>, n: f32) -> bool {
+    return x.x < n || (x.x == n && x.y < 0.0);
+}
+
+// sin(pi N d)/sin(pi d) for |d| <= 1/2 (the delta form of sincg, MODEL §9.2).
+fn sincg_delta(d: f32, n: f32) -> f32 {
+    if abs(d) < 1e-30 {
+        return n;
+    }
+    return sinpi(n * d) / sinpi(d);
+}
+
+// 3 (sin x - x cos x)/x^3 at x = pi*y.
+fn sinc3_pi(y: f32) -> f32 {
+    let x = 3.14159265358979 * y;
+    if abs(x) < 1.0 {
+        let x2 = x * x;
+        var p = -1.0 / 172972800.0;
+        p = p * x2 + 1.0 / 1330560.0;
+        p = p * x2 - 1.0 / 15120.0;
+        p = p * x2 + 1.0 / 280.0;
+        p = p * x2 - 0.1;
+        return 1.0 + x2 * p;
+    }
+    return 3.0 * (sinpi(y) / x - cospi(y)) / (x * x);
+}
+
+// -expm1(-x) = 1 - exp(-x) without cancellation for small x.
+fn one_minus_exp_neg(x: f32) -> f32 {
+    if abs(x) < 0.01 {
+        return x * (1.0 - x * (0.5 - x * (1.0 / 6.0 - x * (1.0 / 24.0))));
+    }
+    return 1.0 - exp(-x);
+}
+
+fn hkl_at(ih: i32, ik: i32, il: i32) -> f32 {
+    let kd = P.k_range + 1;
+    let ld = P.l_range + 1;
+    return hkl[u32((ih * kd + ik) * ld + il)];
+}
+
+fn f_nearest(h0: f32, k0: f32, l0: f32) -> f32 {
+    if has(FLAG_HKL) {
+        let ih = i32(h0) - P.h_min;
+        let ik = i32(k0) - P.k_min;
+        let il = i32(l0) - P.l_min;
+        if ih >= 0 && ih < P.h_range && ik >= 0 && ik < P.k_range && il >= 0 && il < P.l_range {
+            return hkl_at(ih, ik, il);
+        }
+    }
+    return P.default_f;
+}
+
+// 4-point Lagrange weights on nodes -1, 0, 1, 2 at fraction t (MODEL §6.4).
+fn lagrange4(t: f32) -> vec4<f32> {
+    let tm1 = t - 1.0;
+    let tm2 = t - 2.0;
+    let tp1 = t + 1.0;
+    return vec4<f32>(
+        -(t * tm1 * tm2) / 6.0,
+        (tp1 * tm1 * tm2) / 2.0,
+        -(tp1 * t * tm2) / 2.0,
+        (tp1 * t * tm1) / 6.0,
+    );
+}
+
+fn f_tricubic(hf: f32, kf: f32, lf: f32, wh: vec4<f32>, wk: vec4<f32>, wl: vec4<f32>) -> f32 {
+    let ih = i32(hf) - 1 - P.h_min;
+    let ik = i32(kf) - 1 - P.k_min;
+    let il = i32(lf) - 1 - P.l_min;
+    var fh = 0.0;
+    for (var a = 0; a < 4; a++) {
+        var fk = 0.0;
+        for (var b = 0; b < 4; b++) {
+            var fl = 0.0;
+            for (var c = 0; c < 4; c++) {
+                fl += wl[c] * hkl_at(ih + a, ik + b, il + c);
+            }
+            fk += wk[b] * fl;
+        }
+        fh += wh[a] * fk;
+    }
+    return fh;
+}
+
+fn polarization(i: vec3<f32>, d: vec3<f32>, e_in: vec3<f32>, b_in: vec3<f32>) -> f32 {
+    let c2 = dot(i, d);
+    let c2sq = c2 * c2;
+    let s2sq = 1.0 - c2sq;
+    var cos2psi = 1.0;
+    if P.polar_k != 0.0 {
+        let e = dot(d, e_in);
+        let b = dot(d, b_in);
+        let den = e * e + b * b;
+        if den > 0.0 {
+            cos2psi = (e * e - b * b) / den;
+        }
+    }
+    return 0.5 * (1.0 + c2sq - P.polar_k * cos2psi * s2sq);
+}
+
+// Rodrigues rotation of v about unit axis u by the angle whose (sin, cos) is sc (MODEL §3.1), df64.
+fn df_rotaxis(v: Df3, u: Df3, sc: array<vec2<f32>, 2>) -> Df3 {
+    let s = sc[0];
+    let c = sc[1];
+    let omc = df_sub(vec2<f32>(1.0, 0.0), c);
+    let d = df_mul(df_dot3(u, v), omc);
+    let u1 = df3_get(u, 0u);
+    let u2 = df3_get(u, 1u);
+    let u3 = df3_get(u, 2u);
+    let v1 = df3_get(v, 0u);
+    let v2 = df3_get(v, 1u);
+    let v3 = df3_get(v, 2u);
+    let x1 = df_sub(df_mul(u2, v3), df_mul(u3, v2));
+    let x2 = df_sub(df_mul(u3, v1), df_mul(u1, v3));
+    let x3 = df_sub(df_mul(u1, v2), df_mul(u2, v1));
+    return df3_make(
+        df_add(df_add(df_mul(u1, d), df_mul(v1, c)), df_mul(x1, s)),
+        df_add(df_add(df_mul(u2, d), df_mul(v2, c)), df_mul(x2, s)),
+        df_add(df_add(df_mul(u3, d), df_mul(v3, c)), df_mul(x3, s)),
+    );
+}
+
+@compute @workgroup_size(8, 8, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let fpixel = C.col0 + gid.x;
+    let spixel = C.row0 + gid.y;
+    if gid.x >= C.cols || gid.y >= C.rows || fpixel >= P.fpixels || spixel >= P.spixels {
+        return;
+    }
+    let idx = spixel * P.fpixels + fpixel;
+    if fpixel < P.roi_xmin || fpixel > P.roi_xmax || spixel < P.roi_ymin || spixel > P.roi_ymax {
+        image[idx] = 0.0;
+        return;
+    }
+    if has(FLAG_MASK) {
+        let m = (mask[idx >> 2u] >> ((idx & 3u) * 8u)) & 0xffu;
+        if m == 0u {
+            image[idx] = 0.0;
+            return;
+        }
+    }
+
+    let ov_thick = has(FLAG_OVERSAMPLE_THICK);
+    let ov_polar = has(FLAG_OVERSAMPLE_POLAR);
+    let ov_omega = has(FLAG_OVERSAMPLE_OMEGA);
+    let no_skip = has(FLAG_WATER);
+    let n = P.oversample;
+    let pix0 = df3_from(P.pix0_hi, P.pix0_lo);
+    let fdet = df3_from(P.fdet_hi, P.fdet_lo);
+    let sdet = df3_from(P.sdet_hi, P.sdet_lo);
+    let odet = df3_from(P.odet_hi, P.odet_lo);
+    let sub = P.sub_thick.xy;
+    let thickstep = P.sub_thick.zw;
+    let distance = P.dist.xy;
+    let nabc = (P.na * P.nb) * P.nc;
+
+    var acc = vec2<f32>(P.i_bg, 0.0);
+    var polar = select(0.0, 1.0, has(FLAG_NOPOLAR));
+    var omega = 0.0;
+    var capture = 1.0;
+    // Stale-phi rule (MODEL §4.8): the first phi sequence of the first rendered pixel uses
+    // `orientations_first` (stored after the steady-state block).
+    var first_seq = idx == P.first_pixel;
+    // Structure-factor look-up mode for this pixel.
+    var tricubic = P.interp == INTERP_TRICUBIC && idx <= C.switch_pixel;
+    var exact_bragg = false;
+
+    for (var t = 0u; t < P.thicksteps; t++) {
+        let odet_off = df_mul_f(thickstep, f32(t));
+        capture = select(0.0, 1.0, has(FLAG_THICK_ZERO));
+        for (var subs = 0u; subs < n; subs++) {
+            for (var subf = 0u; subf < n; subf++) {
+                let fd = df_mul_f(sub, f32(fpixel * n + subf) + 0.5);
+                let sd = df_mul_f(sub, f32(spixel * n + subs) + 0.5);
+                var pos = df3_add(df3_add(df3_add(df3_scale(fdet, fd), df3_scale(sdet, sd)), df3_scale(odet, odet_off)), pix0);
+                if has(FLAG_CURVED) {
+                    // MODEL §3.8: rotations by lab y/distance about s, lab z/distance about f.
+                    let a1 = df_div(df3_get(pos, 1u), distance);
+                    let a2 = df_div(df3_get(pos, 2u), distance);
+                    let beam = df3_from(P.beam_hi, P.beam_lo);
+                    let w = df_rotaxis(df3_scale(beam, distance), sdet, df_sincos(a1));
+                    pos = df_rotaxis(w, fdet, df_sincos(a2));
+                }
+                let r = df_sqrt(df_dot3(pos, pos));
+                let inv_r = df_div(vec2<f32>(1.0, 0.0), r);
+                let d = df3_scale(pos, inv_r);
+                let rf = r.x;
+                let d32 = d.hi;
+                if omega == 0.0 || ov_omega {
+                    if has(FLAG_POINT_PIXEL) {
+                        omega = (1.0 / rf) / rf;
+                    } else {
+                        omega = (((P.dist.w / rf) / rf) * P.dist.z) / rf;
+                    }
+                }
+                if capture == 0.0 || ov_thick {
+                    let rho = dot(d32, P.odet_hi.xyz);
+                    let x = P.mu_step / rho;
+                    capture = exp(-f32(t) * x) * one_minus_exp_neg(x);
+                }
+                for (var src = 0u; src < P.n_sources; src++) {
+                    let S = sources[src];
+                    let inc = S.incident.xyz;
+                    if P.dmin > 0.0 {
+                        let ql = length(d32 - inc);
+                        if ql > 0.0 && ql * (S.incident.w * P.dmin) > 1.0 {
+                            continue;
+                        }
+                    }
+                    if polar == 0.0 || ov_polar {
+                        polar = polarization(inc, d32, S.e_in.xyz, S.b_in.xyz);
+                    }
+                    var base = src * P.n_orient;
+                    if first_seq {
+                        base += P.n_sources * P.n_orient;
+                        first_seq = false;
+                    }
+                    for (var o = 0u; o < P.n_orient; o++) {
+                        let T = terms[base + o];
+                        let h = df_dot3_sub(df3_from(T.h_hi, T.h_lo), d, vec2<f32>(T.h_hi.w, T.h_lo.w));
+                        let k = df_dot3_sub(df3_from(T.k_hi, T.k_lo), d, vec2<f32>(T.k_hi.w, T.k_lo.w));
+                        let l = df_dot3_sub(df3_from(T.l_hi, T.l_lo), d, vec2<f32>(T.l_hi.w, T.l_lo.w));
+                        let h0 = nearest_index(h);
+                        let k0 = nearest_index(k);
+                        let l0 = nearest_index(l);
+                        // Exact: h.x and h0 are within one of each other (Sterbenz).
+                        let dh = (h.x - h0) + h.y;
+                        let dk = (k.x - k0) + k.y;
+                        let dl = (l.x - l0) + l.y;
+
+                        var f_latt = 1.0;
+                        var skip = false;
+                        if P.shape == SHAPE_SQUARE {
+                            if (P.na > 1.0 && abs(dh) < EXACT_BRAGG && h0 != 0.0) || (P.nb > 1.0 && abs(dk) < EXACT_BRAGG && k0 != 0.0) || (P.nc > 1.0 && abs(dl) < EXACT_BRAGG && l0 != 0.0) {
+                                exact_bragg = true;
+                            }
+                            if P.na > 1.0 {
+                                f_latt *= sincg_delta(dh, P.na);
+                            }
+                            if P.nb > 1.0 {
+                                f_latt *= sincg_delta(dk, P.nb);
+                            }
+                            if P.nc > 1.0 {
+                                f_latt *= sincg_delta(dl, P.nc);
+                            }
+                        } else if P.shape == SHAPE_ROUND {
+                            let hrad2 = ((dh * dh) * P.na) * P.na + ((dk * dk) * P.nb) * P.nb + ((dl * dl) * P.nc) * P.nc;
+                            f_latt = nabc * 0.723601254558268 * sinc3_pi(sqrt(hrad2 * P.fudge));
+                        } else {
+                            let dstar = dh * P.a_star.xyz + dk * P.b_star.xyz + dl * P.c_star.xyz;
+                            let r2 = dot(dstar, dstar) * P.na * P.na * P.nb * P.nb * P.nc * P.nc;
+                            if P.shape == SHAPE_GAUSS {
+                                let arg = -(r2 / 0.63 * P.fudge);
+                                f_latt = nabc * exp(arg);
+                                // f64 exp underflows to exactly 0 below about -745.13.
+                                skip = arg < -745.1332;
+                            } else {
+                                if r2 * P.fudge < 0.3969 {
+                                    f_latt = nabc;
+                                } else {
+                                    f_latt = 0.0;
+                                    skip = true;
+                                }
+                            }
+                        }
+                        if skip && !no_skip {
+                            continue;
+                        }
+
+                        var f_cell = P.default_f;
+                        var use_nearest = true;
+                        if tricubic {
+                            let hlo = f32(P.h_min + 2);
+                            let klo = f32(P.k_min + 2);
+                            let llo = f32(P.l_min + 2);
+                            let hhi = f32(P.h_min + P.h_range - 3);
+                            let khi = f32(P.k_min + P.k_range - 3);
+                            let lhi = f32(P.l_min + P.l_range - 3);
+                            if df_gt(h, hhi) || df_lt(h, hlo) || df_gt(k, khi) || df_lt(k, klo) || df_gt(l, lhi) || df_lt(l, llo) {
+                                atomicMin(&flags[0], idx);
+                                tricubic = false;
+                            } else {
+                                let hf = df_floor(h);
+                                let kf = df_floor(k);
+                                let lf = df_floor(l);
+                                let wh = lagrange4((h.x - hf) + h.y);
+                                let wk = lagrange4((k.x - kf) + k.y);
+                                let wl = lagrange4((l.x - lf) + l.y);
+                                f_cell = f_tricubic(hf, kf, lf, wh, wk, wl);
+                                use_nearest = false;
+                            }
+                        }
+                        if use_nearest {
+                            f_cell = f_nearest(h0, k0, l0);
+                        }
+
+                        let term = ((f_cell * f_cell) * f_latt) * f_latt;
+                        acc = df_add_f(acc, term);
+                        if ov_thick {
+                            acc = df_mul_f(acc, capture);
+                        }
+                        if ov_polar {
+                            acc = df_mul_f(acc, polar);
+                        }
+                        if ov_omega {
+                            acc = df_mul_f(acc, omega);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    let scaled = df_mul_f(acc, P.scale);
+    var val = scaled.x + scaled.y;
+    if !ov_thick {
+        val *= capture;
+    }
+    if !ov_polar {
+        val *= polar;
+    }
+    if !ov_omega {
+        val *= omega;
+    }
+    image[idx] = val;
+    if exact_bragg {
+        atomicOr(&flags[4u + (idx >> 5u)], 1u << (idx & 31u));
+    }
+}
