@@ -287,3 +287,32 @@ fn printout_pixel_reports_the_pixel() {
         block[8]
     );
 }
+
+/// `-backend gpu` renders the same image through the WGSL kernel (Mesa lavapipe in CI; a
+/// missing adapter fails this test with the driver's message).
+#[cfg(feature = "gpu")]
+#[test]
+fn backend_gpu_matches_upstream() {
+    let src = golden_dir("mosaic_domains_seed_noise");
+    let dir = scratch("backend-gpu");
+    copy_dir(&src, &dir);
+    let mut w = case_words(&src);
+    w.extend(["-backend", "gpu", "-timings"].map(String::from));
+    let r = run_cli(&dir, &w);
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("gpu timings ("),
+        "no adapter line:\n{}",
+        r.stderr
+    );
+    let c = compare(
+        &read_f32(&src.join("float.bin")),
+        &read_f32(&dir.join("ours_float.bin")),
+    );
+    assert!(
+        c.correlation >= 0.9999 && (c.sum_ratio - 1.0).abs() <= 1e-3,
+        "{} {}",
+        c.correlation,
+        c.sum_ratio
+    );
+}

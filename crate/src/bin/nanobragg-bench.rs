@@ -4,7 +4,11 @@
 //! memory is per case. With `NANOBRAGG_UPSTREAM=/path/to/nanoBragg` it also times upstream's C
 //! program and ours end to end on the same command line, interleaved, and prints the ratios.
 //!
-//! usage: nanobragg-bench [--quick] [--cases a1024,a4096,b] [--reps N]
+//! usage: nanobragg-bench [--quick] [--cases a1024,a4096,b] [--reps N] [--gpu] [--gpu-reps N]
+//!
+//! `--gpu` adds the GPU backend (a build with the `gpu` feature): cold = first render in a new
+//! process including device, self-test and pipeline creation; warm = median of `--gpu-reps`
+//! (default 10) further renders. Case names: `a<N>` is case (a) at N×N pixels, `b` is case (b).
 
 use nanobragg::api::{self, Precision};
 use nanobragg::files::MemFiles;
@@ -46,21 +50,45 @@ fn child(case: &str, backend: &str, reps: usize) {
     let plan = prep.plan();
     let cancel = AtomicBool::new(false);
     let mut times = Vec::new();
-    for _ in 0..reps {
-        let t = Instant::now();
-        let img = match backend {
-            "f64" => api::render_cpu(plan, Precision::F64, &|_| {}, &cancel),
-            "f32" => api::render_cpu(plan, Precision::F32, &|_| {}, &cancel),
-            other => panic!("backend {other} not available in this build"),
+    let mut cold = 0.0;
+    match backend {
+        "f64" | "f32" => {
+            let precision = if backend == "f64" {
+                Precision::F64
+            } else {
+                Precision::F32
+            };
+            for _ in 0..reps {
+                let t = Instant::now();
+                let img = api::render_cpu(plan, precision, &|_| {}, &cancel).expect("render");
+                times.push(t.elapsed().as_secs_f64());
+                std::hint::black_box(&img);
+            }
         }
-        .expect("render");
-        times.push(t.elapsed().as_secs_f64());
-        std::hint::black_box(&img);
+        #[cfg(feature = "gpu")]
+        "gpu" => {
+            let t = Instant::now();
+            let mut r = nanobragg::gpu::GpuRenderer::new_blocking().expect("GPU adapter");
+            std::hint::black_box(r.render_blocking(plan).expect("GPU render"));
+            cold = t.elapsed().as_secs_f64();
+            for _ in 0..reps {
+                let t = Instant::now();
+                std::hint::black_box(r.render_blocking(plan).expect("GPU render"));
+                times.push(t.elapsed().as_secs_f64());
+            }
+            if let Some(info) = r.adapter_info() {
+                eprintln!(
+                    "adapter: {} ({:?}, driver {} {})",
+                    info.name, info.backend, info.driver, info.driver_info
+                );
+            }
+        }
+        other => panic!("backend {other} not available in this build"),
     }
     let med = median(&mut times);
     let steps = plan.pixel_count() as f64 * plan.terms_per_pixel() as f64;
     println!(
-        "{med} {} {} {}",
+        "{med} {} {} {} {cold}",
         steps / med,
         peak_rss_kb(),
         plan.pixel_count()
@@ -90,6 +118,8 @@ fn main() {
     }
     let mut cases = vec!["a1024".to_string(), "a4096".to_string(), "b".to_string()];
     let mut reps = 5usize;
+    let mut gpu = false;
+    let mut gpu_reps = 10usize;
     let mut i = 1;
     while i < argv.len() {
         match argv[i].as_str() {
@@ -104,6 +134,11 @@ fn main() {
             "--reps" => {
                 i += 1;
                 reps = argv[i].parse().expect("--reps N");
+            }
+            "--gpu" => gpu = true,
+            "--gpu-reps" => {
+                i += 1;
+                gpu_reps = argv[i].parse().expect("--gpu-reps N");
             }
             other => {
                 eprintln!("unknown option {other}\nusage: nanobragg-bench [--quick] [--cases a1024,a4096,b] [--reps N]");
@@ -120,13 +155,18 @@ fn main() {
         "nanobragg-bench: {threads} threads, render only (prepare excluded), median of {reps}"
     );
     println!(
-        "{:<7} {:<8} {:>10} {:>16} {:>12} {:>10}",
-        "case", "backend", "time_ms", "pixel-steps/s", "peak_MiB", "peak/image"
+        "{:<7} {:<8} {:>10} {:>16} {:>12} {:>10} {:>10}",
+        "case", "backend", "time_ms", "pixel-steps/s", "peak_MiB", "peak/image", "cold_ms"
     );
+    let mut backends = vec!["f64", "f32"];
+    if gpu {
+        backends.push("gpu");
+    }
     for case in &cases {
-        for backend in ["f64", "f32"] {
+        for &backend in &backends {
+            let n = if backend == "gpu" { gpu_reps } else { reps };
             let out = Command::new(&me)
-                .args(["--child", case, backend, &reps.to_string()])
+                .args(["--child", case, backend, &n.to_string()])
                 .output()
                 .expect("child");
             if !out.status.success() {
@@ -142,13 +182,23 @@ fn main() {
                 .map(|x| x.parse().unwrap())
                 .collect();
             let image_mib = v[3] * 4.0 / 1048576.0;
+            let cold = if v[4] > 0.0 {
+                format!("{:.1}", v[4] * 1e3)
+            } else {
+                "-".into()
+            };
             println!(
-                "{case:<7} {backend:<8} {:>10.1} {:>16.3e} {:>12.1} {:>10.2}",
+                "{case:<7} {backend:<8} {:>10.1} {:>16.3e} {:>12.1} {:>10.2} {:>10}",
                 v[0] * 1e3,
                 v[1],
                 v[2] / 1024.0,
-                (v[2] / 1024.0) / image_mib
+                (v[2] / 1024.0) / image_mib,
+                cold
             );
+            let err = String::from_utf8_lossy(&out.stderr);
+            if let Some(line) = err.lines().find(|l| l.starts_with("adapter:")) {
+                println!("        {line}");
+            }
         }
     }
     if let Ok(upstream) = std::env::var("NANOBRAGG_UPSTREAM") {

@@ -116,8 +116,11 @@ fn block_body(
             let sdet = sub * ((s * n + subs) as f64) + sub / 2.0;
             for subf in 0..n {
                 // diffracted directions, solid angle
+                // sub-pixel index as i32 -> f64 (a vector conversion; usize -> f64 is not)
+                let base = (f0 * n + subf) as i32;
+                let step = n as i32;
                 for j in 0..len {
-                    let fdet = sub * (((f0 + j) * n + subf) as f64) + sub / 2.0;
+                    let fdet = sub * ((base + j as i32 * step) as f64) + sub / 2.0;
                     let x = ((fdet * p.fdet[0] + sdet * p.sdet[0]) + odet * p.odet[0]) + p.pix0[0];
                     let y = ((fdet * p.fdet[1] + sdet * p.sdet[1]) + odet * p.odet[1]) + p.pix0[1];
                     let z = ((fdet * p.fdet[2] + sdet * p.sdet[2]) + odet * p.odet[2]) + p.pix0[2];
