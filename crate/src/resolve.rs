@@ -478,13 +478,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         None => None,
     };
 
-    let noise_seed = o.seed.unwrap_or_else(|| {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(1);
-        -t
-    });
+    let noise_seed = o.seed.unwrap_or_else(|| -clock_seconds());
 
     let plan = Plan {
         fpixels: det.fpixels,
@@ -570,4 +564,20 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         log,
         warnings,
     })
+}
+
+/// Seconds since the epoch: upstream's default noise and misset seed. The browser has no std
+/// clock (the wasm bindings pass `-seed` from JavaScript's clock instead); there this is 1.
+fn clock_seconds() -> i64 {
+    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+    {
+        1
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(1)
+    }
 }
