@@ -230,7 +230,14 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
 
     // 9. crystal
     let mut rng = RanState::new();
-    let mut misset_seed = o.misset_seed;
+    // upstream seeds the random misset from the clock unless -misset_seed is given
+    let mut misset_seed = if o.misset_seed == 0 && o.misset_random {
+        let seed = -clock_seconds();
+        log.push(format!("random misset seeded from the clock: -misset_seed {}", -seed));
+        seed
+    } else {
+        o.misset_seed
+    };
     let mat = match &o.mat {
         Some(name) => Some(io::matfile::parse_mat(name, &read_text(files, name)?)?),
         None => None,
