@@ -233,7 +233,10 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
     // upstream seeds the random misset from the clock unless -misset_seed is given
     let mut misset_seed = if o.misset_seed == 0 && o.misset_random {
         let seed = -clock_seconds();
-        log.push(format!("random misset seeded from the clock: -misset_seed {}", -seed));
+        log.push(format!(
+            "random misset seeded from the clock: -misset_seed {}",
+            -seed
+        ));
         seed
     } else {
         o.misset_seed
