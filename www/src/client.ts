@@ -6,7 +6,8 @@
 import type { Backend, FromWorker, Geometry, ModuleInfo, Precision, Timings, ToWorker } from './protocol';
 
 export interface SimulateOptions {
-  backend?: Backend;
+  /** 'auto' (default), 'webgpu' (alias 'gpu') or 'cpu'. */
+  backend?: Backend | 'webgpu';
   /** Input files by name (the names the flags use, e.g. `-hkl input.hkl`). */
   files?: Record<string, Uint8Array | ArrayBuffer | string>;
   precision?: Precision;
@@ -58,6 +59,11 @@ export function splitArgs(s: string): string[] {
 const OUTPUT_FLAGS = new Set(['-floatfile', '-floatimage', '-intfile', '-intimage', '-noisefile', '-noiseimage',
   '-pgmfile', '-pgmimage', '-stolout']);
 
+/** 'webgpu' (the name the API documents) and 'gpu' both select the GPU; anything else is auto. */
+export function asBackend(v: string): Backend {
+  return v === 'gpu' || v === 'webgpu' ? 'gpu' : v === 'cpu' ? 'cpu' : 'auto';
+}
+
 /** Split our own control flags (-backend, -precision, -threads) off the upstream ones. */
 export function normaliseArgs(args: string | string[]): { args: string[]; backend?: Backend; precision?: Precision } {
   const words = typeof args === 'string' ? splitArgs(args) : [...args];
@@ -68,7 +74,7 @@ export function normaliseArgs(args: string | string[]): { args: string[]; backen
     const w = words[i];
     if (w === '-backend' && i + 1 < words.length) {
       const v = words[++i];
-      backend = v === 'gpu' || v === 'cpu' ? v : 'auto';
+      backend = asBackend(v);
     } else if (w === '-precision' && i + 1 < words.length) {
       precision = words[++i] === 'f64' ? 'f64' : 'f32';
     } else if (w === '-threads' && i + 1 < words.length) {
@@ -145,7 +151,7 @@ export class NanoBraggClient {
    * or with an AbortError when a newer request on the same channel superseded this one. */
   simulate(args: string | string[], opts: SimulateOptions = {}): Promise<SimulateResult> {
     const norm = normaliseArgs(args);
-    const backend = opts.backend ?? norm.backend ?? 'auto';
+    const backend = asBackend(opts.backend ?? norm.backend ?? 'auto');
     const precision = opts.precision ?? norm.precision ?? 'f32';
     const channel = opts.channel ?? 'main';
     let files: Record<string, Uint8Array> = {};
