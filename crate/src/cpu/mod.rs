@@ -3,6 +3,7 @@
 //! the first phi sequence of the run (stale-phi rule) and the global tricubic switch-off.
 
 pub mod factors;
+pub mod pixel;
 pub mod pixel32;
 pub mod pixel64;
 pub mod row32;

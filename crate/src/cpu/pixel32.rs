@@ -1,5 +1,6 @@
-//! The fast per-pixel kernel (`-precision f32`). Same loop and factor semantics as `pixel64`,
-//! but: the grating function uses the delta form sin(Nπδ)/sin(πδ) with δ = h − round(h) and an
+//! The fast kernel (`-precision f32`): the shared per-pixel loop (`pixel.rs`) with fast factors;
+//! `row32.rs` is its main path, this file serves the other plans and re-renders flagged pixels.
+//! Differences from `pixel64`: the grating function uses the delta form sin(Nπδ)/sin(πδ) with δ = h − round(h) and an
 //! f32 sinpi polynomial (no huge sine arguments), polarisation uses cos 2ψ = (E²−B²)/(E²+B²)
 //! with per-source constants (no atan2), and the round shape uses a small-argument series.
 //! The chain pixel -> position -> direction -> q -> Miller index stays in f64 with upstream's
@@ -9,9 +10,10 @@
 use super::factors::{
     f_nearest, f_tricubic, lattice_f64, outside_interpolation_range, sinc3_f32, sincg, sincg_delta,
 };
+use super::pixel::Terms;
 use super::PixelOut;
 use crate::plan::{Plan, Shape};
-use crate::vec3::{cross, dot, mag, scale, unit, unitize, V3};
+use crate::vec3::{cross, dot, unit, V3};
 
 /// Per-source constants hoisted out of the pixel loop.
 pub struct SourceConst {
@@ -172,110 +174,42 @@ pub fn render_pixel(
     first_sequence: bool,
     interpolate: bool,
 ) -> PixelOut {
-    let p = fp.plan;
-    let n = p.oversample as usize;
-    let mut first_seq = first_sequence;
-    let mut interp = interpolate;
-    let mut triggered = false;
-    let mut i_sum = p.i_bg;
-    let mut polar = if p.nopolar { 1.0 } else { 0.0 };
-    let mut omega = 0.0;
-    let mut capture = 1.0;
-    let px2 = p.pixel * p.pixel;
-    for t in 0..p.thicksteps {
-        let odet = t as f64 * p.thickstep;
-        capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
-        for subs in 0..n {
-            for subf in 0..n {
-                let pos = p.subpixel_position(fpixel * n + subf, spixel * n + subs, odet);
-                let inv_r = 1.0 / mag(pos);
-                let d = scale(pos, inv_r);
-                if omega == 0.0 || p.oversample_omega {
-                    omega = if p.point_pixel {
-                        inv_r * inv_r
-                    } else {
-                        px2 * p.close_distance * (inv_r * inv_r * inv_r)
-                    };
-                }
-                if capture == 0.0 || p.oversample_thick {
-                    let rho = dot(d, p.odet);
-                    let x = p.thickstep * p.mu / rho;
-                    capture = (-(t as f64) * x).exp() * -(-x).exp_m1();
-                }
-                for s in &fp.sources {
-                    let i = s.incident;
-                    let q = [
-                        (d[0] - i[0]) * s.inv_lambda,
-                        (d[1] - i[1]) * s.inv_lambda,
-                        (d[2] - i[2]) * s.inv_lambda,
-                    ];
-                    // resolution cut: skip when the d-spacing 1/|q| is below dmin
-                    if fp.inv_dmin2 > 0.0 && dot(q, q) > fp.inv_dmin2 {
-                        continue;
-                    }
-                    if polar == 0.0 || p.oversample_polar {
-                        polar = polar_fast(p.polar_k, s, d);
-                    }
-                    if fp.vector_path {
-                        let soa = if first_seq { &fp.soa_first } else { &fp.soa };
-                        first_seq = false;
-                        i_sum += square_terms(fp, soa, q, (pos, s), &mut interp, &mut triggered);
-                        continue;
-                    }
-                    let table = if first_seq {
-                        &p.orientations_first
-                    } else {
-                        &p.orientations
-                    };
-                    first_seq = false;
-                    for o in table {
-                        let h = dot(o.a, q);
-                        let k = dot(o.b, q);
-                        let l = dot(o.c, q);
-                        let h0 = (h - 0.5).ceil();
-                        let k0 = (k - 0.5).ceil();
-                        let l0 = (l - 0.5).ceil();
-                        let f_latt = lattice_fast(fp, h, k, l, h0, k0, l0) as f64;
-                        if f_latt == 0.0 && !p.water {
-                            continue;
-                        }
-                        if interp && outside_interpolation_range(&p.hkl, h, k, l) {
-                            interp = false;
-                            triggered = true;
-                        }
-                        let f_cell = if interp {
-                            f_tricubic(&p.hkl, h, k, l)
-                        } else {
-                            f_nearest(p, h0 as i64, k0 as i64, l0 as i64)
-                        };
-                        i_sum += f_cell * f_cell * f_latt * f_latt;
-                        if p.oversample_thick {
-                            i_sum *= capture;
-                        }
-                        if p.oversample_polar {
-                            i_sum *= polar;
-                        }
-                        if p.oversample_omega {
-                            i_sum *= omega;
-                        }
-                    }
-                }
-            }
+    let mut unused = super::pixel64::PixelTrace::default();
+    super::pixel::render::<FastPlan, false>(
+        fp,
+        fpixel,
+        spixel,
+        first_sequence,
+        interpolate,
+        &mut unused,
+    )
+}
+
+impl Terms for FastPlan<'_> {
+    fn plan(&self) -> &Plan {
+        self.plan
+    }
+    #[inline(always)]
+    fn polar(&self, source: usize, d: V3) -> f64 {
+        polar_fast(self.plan.polar_k, &self.sources[source], d)
+    }
+    #[inline(always)]
+    fn lattice(&self, h: f64, k: f64, l: f64, h0: f64, k0: f64, l0: f64) -> f64 {
+        lattice_fast(self, h, k, l, h0, k0, l0) as f64
+    }
+    #[inline(always)]
+    fn all_orientations(
+        &self,
+        first: bool,
+        q: V3,
+        interp: &mut bool,
+        triggered: &mut bool,
+    ) -> Option<f64> {
+        if !self.vector_path {
+            return None;
         }
-    }
-    let mut val = p.r_e_sqr_fluence * i_sum / p.steps as f64;
-    if !p.oversample_thick {
-        val *= capture;
-    }
-    if !p.oversample_polar {
-        val *= polar;
-    }
-    if !p.oversample_omega {
-        val *= omega;
-    }
-    PixelOut {
-        value: val as f32,
-        triggered,
+        let soa = if first { &self.soa_first } else { &self.soa };
+        Some(square_terms(self, soa, q, interp, triggered))
     }
 }
 
@@ -390,7 +324,6 @@ fn square_terms(
     fp: &FastPlan,
     soa: &OrientationsSoa,
     q: [f64; 3],
-    (pos, src): ([f64; 3], &SourceConst),
     interp: &mut bool,
     triggered: &mut bool,
 ) -> f64 {
@@ -418,22 +351,11 @@ fn square_terms(
                 });
                 let mut f_latt2 = fl2[j] as f64;
                 if exact {
-                    // near an exact Bragg position: upstream's own chain (division-based unit
-                    // vector and q), so h, k, l and the grating factor come out as upstream's
-                    let (dc, _) = unitize(pos);
-                    let i = src.incident;
-                    let qc = [
-                        (dc[0] - i[0]) / src.lambda,
-                        (dc[1] - i[1]) / src.lambda,
-                        (dc[2] - i[2]) / src.lambda,
-                    ];
-                    let hc = [0, 1, 2].map(|a| {
-                        (c[3 * a][o] * qc[0] + c[3 * a + 1][o] * qc[1]) + c[3 * a + 2][o] * qc[2]
-                    });
+                    // near an exact Bragg position: upstream's formula on upstream's h, k, l
                     let g = [
-                        grating(hc[0], fp.na),
-                        grating(hc[1], fp.nb),
-                        grating(hc[2], fp.nc),
+                        grating(hkl[0], fp.na),
+                        grating(hkl[1], fp.nb),
+                        grating(hkl[2], fp.nc),
                     ];
                     let mut f = 1.0f64;
                     for (a, n) in [p.na, p.nb, p.nc].iter().enumerate() {
