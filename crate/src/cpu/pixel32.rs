@@ -271,52 +271,16 @@ fn grating_parts(d: f32, n: f32) -> (f32, f32) {
     (if small { n } else { num }, if small { 1.0 } else { den })
 }
 
-fn phase1_generic(
-    fp: &FastPlan,
-    soa: &OrientationsSoa,
-    start: usize,
-    len: usize,
-    q: [f64; 3],
-    out: &mut [f32; CHUNK],
-) -> bool {
-    phase1_body(fp, soa, start, len, q, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn phase1_avx2_inner(
-    fp: &FastPlan,
-    soa: &OrientationsSoa,
-    start: usize,
-    len: usize,
-    q: [f64; 3],
-    out: &mut [f32; CHUNK],
-) -> bool {
-    phase1_body(fp, soa, start, len, q, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-fn phase1_avx2(
-    fp: &FastPlan,
-    soa: &OrientationsSoa,
-    start: usize,
-    len: usize,
-    q: [f64; 3],
-    out: &mut [f32; CHUNK],
-) -> bool {
-    // SAFETY: only selected when the CPU reports AVX2 (select_phase1)
-    unsafe { phase1_avx2_inner(fp, soa, start, len, q, out) }
-}
-
-fn select_phase1() -> Phase1Fn {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            return phase1_avx2;
-        }
-    }
-    phase1_generic
-}
+avx2_versions!(
+    fn select_phase1 => phase1_body(
+        fp: &FastPlan,
+        soa: &OrientationsSoa,
+        start: usize,
+        len: usize,
+        q: [f64; 3],
+        out: &mut [f32; CHUNK]
+    ) -> bool
+);
 
 /// Sum of F_cell² · F_latt² over all orientations for one scattering vector (square lattice).
 #[inline]

@@ -24,52 +24,10 @@ pub fn applies(p: &Plan) -> bool {
 
 pub type BlockFn = fn(&FastPlan, usize, usize, usize, &mut [f32], &mut [bool]);
 
-pub fn select() -> BlockFn {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            return block_avx2;
-        }
-    }
-    block_generic
-}
-
-fn block_generic(
-    fp: &FastPlan,
-    s: usize,
-    f0: usize,
-    len: usize,
-    out: &mut [f32],
-    rescan: &mut [bool],
-) {
-    block_body(fp, s, f0, len, out, rescan)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn block_avx2_inner(
-    fp: &FastPlan,
-    s: usize,
-    f0: usize,
-    len: usize,
-    out: &mut [f32],
-    rescan: &mut [bool],
-) {
-    block_body(fp, s, f0, len, out, rescan)
-}
-
-#[cfg(target_arch = "x86_64")]
-fn block_avx2(
-    fp: &FastPlan,
-    s: usize,
-    f0: usize,
-    len: usize,
-    out: &mut [f32],
-    rescan: &mut [bool],
-) {
-    // SAFETY: selected only when the CPU reports AVX2 (`select`)
-    unsafe { block_avx2_inner(fp, s, f0, len, out, rescan) }
-}
+avx2_versions!(
+    /// The row-block kernel for this CPU.
+    pub fn select => block_body(fp: &FastPlan, s: usize, f0: usize, len: usize, out: &mut [f32], rescan: &mut [bool])
+);
 
 #[inline(always)]
 fn sinpi(x: f32) -> f32 {
