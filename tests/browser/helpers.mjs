@@ -17,7 +17,7 @@ export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
 /** Golden fixtures: the core branch's copy, or the shared one. */
 export function goldenDir() {
-  for (const d of [process.env.GOLDEN_DIR, join(ROOT, 'tests', 'fixtures', 'golden'), '/work/main/tests/fixtures/golden', join(ROOT, '..', 'shared', 'golden'), '/work/shared/golden']) {
+  for (const d of [process.env.GOLDEN_DIR, join(ROOT, 'tests', 'fixtures', 'golden'), join(ROOT, '..', 'shared', 'golden')]) {
     if (d && existsSync(d)) return d;
   }
   return null;

@@ -31,7 +31,7 @@ mod tests {
 
     #[test]
     fn matches_golden_header() {
-        // /work/shared/golden/cubic_basic_mosflm/image.pgm starts like this (rmsd-derived scale).
+        // the golden cubic_basic_mosflm/image.pgm starts like this (rmsd-derived scale).
         let out = write_pgm(128, 128, 5.0230001, &[]);
         assert_eq!(out, b"P5\n128 128\n# pixels scaled by 5.023\n255\n");
     }
