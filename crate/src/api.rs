@@ -67,6 +67,28 @@ pub fn prepare_options(opts: &Options, files: &dyn FileSource) -> Result<Prepare
     })
 }
 
+/// Most pixels the browser build renders: its memory is at most 1 GiB, and an image is held as
+/// the f32 result plus a copy in transit (8192² f32 = 256 MiB each).
+pub const BROWSER_MAX_PIXELS: usize = 8192 * 8192;
+
+/// A clear error, naming the flag, when the detector has more than `max_pixels` pixels.
+pub fn check_pixel_budget(prep: &Prepared, max_pixels: usize) -> Result<()> {
+    let p = prep.plan();
+    if p.pixel_count() > max_pixels {
+        return Err(crate::error::Error::geometry(format!(
+            "-detpixels: a {}x{} detector needs {} MiB for its image, more than this build can hold \
+             (at most {} pixels, e.g. {}x{})",
+            p.fpixels,
+            p.spixels,
+            (p.pixel_count() * 4) >> 20,
+            max_pixels,
+            (max_pixels as f64).sqrt() as usize,
+            (max_pixels as f64).sqrt() as usize
+        )));
+    }
+    Ok(())
+}
+
 /// Render on the CPU (rayon over rows).
 pub fn render_cpu(
     plan: &Plan,
@@ -105,6 +127,25 @@ pub fn float_image_bytes(image: &[f32]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pixel_budget_names_the_flag() {
+        let words = split_args("-cell 100 100 100 90 90 90 -default_F 1 -detpixels 20000");
+        let prep = prepare(&words, &crate::files::MemFiles::default()).unwrap();
+        let e = check_pixel_budget(&prep, BROWSER_MAX_PIXELS).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("-detpixels: a 20000x20000 detector needs 1525 MiB"),
+            "{}",
+            e.message
+        );
+        let small = prepare(
+            &split_args("-cell 100 100 100 90 90 90 -default_F 1 -detpixels 64"),
+            &crate::files::MemFiles::default(),
+        )
+        .unwrap();
+        assert!(check_pixel_budget(&small, BROWSER_MAX_PIXELS).is_ok());
+    }
 
     #[test]
     fn split_args_handles_quotes() {

@@ -145,6 +145,7 @@ pub fn prepare(mut args: Vec<String>) -> Result<String, JsError> {
     STATE.with(|st| {
         let mut st = st.borrow_mut();
         let prep = api::prepare(&args, &st.files).map_err(js_err)?;
+        api::check_pixel_budget(&prep, api::BROWSER_MAX_PIXELS).map_err(js_err)?;
         let geo = geometry_json(&prep);
         st.prepared = Some(prep);
         st.image = None;
