@@ -109,3 +109,15 @@ test('bad numeric input is shown next to the field and the image stays', { timeo
   assert.match(banner, /detpixels_f/);
   await page.screenshot({ path: join(ARTIFACTS, 'app-bad-flag.png') });
 });
+
+test('a detector too large for the browser is an error at its field and the image stays', { timeout: 120_000 }, async () => {
+  const { page } = await open(ctx, `${base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=128&backend=cpu`);
+  await waitRendered(page, 1);
+  await page.fill('#f-detpixels', '20000');
+  await page.press('#f-detpixels', 'Enter');
+  await page.waitForFunction(() => document.getElementById('f-detpixels-msg').textContent.length > 0);
+  const msg = await page.textContent('#f-detpixels-msg');
+  console.log(`# detector too large: ${msg}`);
+  assert.match(msg, /-detpixels: a 20000x20000 detector needs \d+ MiB/);
+  assert.equal(await page.evaluate(() => window.nanobragg.lastRender().count), 1);
+});
