@@ -25,6 +25,14 @@ pub struct Orientation {
     pub c: [f64; 3],
 }
 
+/// Which CPU kernel renders a plan: `F64` is upstream's arithmetic (parity mode, bit-identical
+/// images), `F32` the fast forms of `cpu::terms` (MODEL §9.2, §9.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    F32,
+    F64,
+}
+
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {

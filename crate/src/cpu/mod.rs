@@ -33,23 +33,37 @@ macro_rules! avx2_versions {
     };
 }
 
-pub mod factors;
 pub mod pixel;
 pub mod pixel32;
 pub mod pixel64;
+pub mod poll;
 pub mod row32;
+pub mod terms;
 
-use crate::args::Precision;
 use crate::error::{Error, Result};
+pub use crate::plan::Precision;
 use crate::plan::{Interpolation, Plan};
+use poll::{Meter, Poll};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PixelOut {
     pub value: f32,
     /// A tricubic lookup left the table in this pixel (interpolation switched off there).
     pub triggered: bool,
+    /// The pixel falls under the exact-Bragg rule (`terms::EXACT_BRAGG`): a fast kernel's value
+    /// is not upstream's, the f64 kernel must render it.
+    pub exact: bool,
+}
+
+impl PixelOut {
+    /// What a fast kernel returns for a pixel under the exact-Bragg rule.
+    pub const EXACT: PixelOut = PixelOut {
+        value: 0.0,
+        triggered: false,
+        exact: true,
+    };
 }
 
 /// Index (raster order) of the first pixel that is rendered, if any.
@@ -61,30 +75,56 @@ pub fn first_rendered_pixel(p: &Plan) -> Option<usize> {
 }
 
 enum Kernel<'a> {
-    F64(pixel64::ExactPlan<'a>),
-    F32(Box<pixel32::FastPlan<'a>>),
+    F64(pixel64::ExactCtx<'a>),
+    /// The fast kernel, and the f64 kernel for pixels under the exact-Bragg rule.
+    F32(Box<pixel32::FastCtx<'a>>, pixel64::ExactCtx<'a>),
 }
 
 impl Kernel<'_> {
     /// The vectorised row-block kernel, when it applies.
-    fn row_block(&self) -> Option<(&pixel32::FastPlan<'_>, row32::BlockFn)> {
+    fn row_block(&self) -> Option<(&pixel32::FastCtx<'_>, row32::BlockFn)> {
         match self {
-            Kernel::F32(fp) => fp.row_block.map(|b| (&**fp, b)),
+            Kernel::F32(fc, _) => fc.row_block.map(|b| (&**fc, b)),
             Kernel::F64(_) => None,
         }
     }
 
-    #[inline]
-    fn pixel(&self, f: usize, s: usize, first: bool, interp: bool) -> PixelOut {
+    fn exact(&self) -> &pixel64::ExactCtx<'_> {
         match self {
-            Kernel::F64(ep) => pixel64::render_pixel(ep, f, s, first, interp),
-            Kernel::F32(fp) => pixel32::render_pixel(fp, f, s, first, interp),
+            Kernel::F64(ep) | Kernel::F32(_, ep) => ep,
+        }
+    }
+
+    /// One pixel (None when cancelled): the f64 kernel, or the fast kernel with the exact-Bragg
+    /// rule applied (such a pixel is rendered again by the f64 kernel, without counting its
+    /// terms twice).
+    #[inline]
+    fn pixel(
+        &self,
+        f: usize,
+        s: usize,
+        first: bool,
+        interp: bool,
+        poll: &Poll,
+        cancel: &AtomicBool,
+    ) -> Option<PixelOut> {
+        match self {
+            Kernel::F64(ep) => pixel64::render_pixel_polled(ep, f, s, first, interp, poll),
+            Kernel::F32(fc, ep) => {
+                let out = pixel32::render_pixel(fc, f, s, first, interp, poll)?;
+                if out.exact {
+                    pixel64::render_pixel_polled(ep, f, s, first, interp, &Poll::new(cancel, None))
+                } else {
+                    Some(out)
+                }
+            }
         }
     }
 }
 
 /// Render the float image (photons per pixel, fast-major). `progress` receives the fraction
-/// done (0..1) from worker threads; `cancel` is polled between rows.
+/// done (0..1, in steps of 1/1000, counted in terms) from worker threads; `cancel` is polled
+/// every `poll::POLL_TERMS` terms, inside rows and inside long pixels.
 pub fn render(
     plan: &Plan,
     precision: Precision,
@@ -103,13 +143,13 @@ pub fn render_with(
     cancel: &AtomicBool,
 ) -> Result<Vec<f32>> {
     let kernel = match precision {
-        Precision::F64 => Kernel::F64(pixel64::ExactPlan::new(plan)),
+        Precision::F64 => Kernel::F64(pixel64::ExactCtx::new(plan)),
         Precision::F32 => {
-            let mut fp = pixel32::FastPlan::new(plan);
+            let mut fc = pixel32::FastCtx::new(plan);
             if !row_path {
-                fp.row_block = None;
+                fc.row_block = None;
             }
-            Kernel::F32(Box::new(fp))
+            Kernel::F32(Box::new(fc), pixel64::ExactCtx::new(plan))
         }
     };
     let (fp, sp) = (plan.fpixels, plan.spixels);
@@ -117,56 +157,75 @@ pub fn render_with(
     let interp = plan.interpolation == Interpolation::Tricubic;
     let mut image = vec![0f32; fp * sp];
     let mut flags = vec![false; if interp { fp * sp } else { 0 }];
-    let rows_done = AtomicUsize::new(0);
-    let last_pct = AtomicUsize::new(0);
-    let total_rows = if interp { 2 * sp } else { sp };
+    let tpp = plan.terms_per_pixel().max(1);
+    let passes = if interp { 2 } else { 1 };
+    let meter = Meter::new(
+        (passes * plan.pixel_count() as u64).saturating_mul(tpp),
+        progress,
+    );
 
-    let finish_row = || -> Result<()> {
-        let done = rows_done.fetch_add(1, Ordering::Relaxed) + 1;
-        let pct = done * 100 / total_rows;
-        if pct > last_pct.fetch_max(pct, Ordering::Relaxed) {
-            progress(pct as f32 / 100.0);
-        }
-        Ok(())
-    };
     let row_pass = |image: &mut [f32],
                     flags: &mut [bool],
                     only_after: Option<usize>,
                     interp_on: bool|
      -> Result<()> {
         let body = |(s, row): (usize, &mut [f32]), mut frow: Option<&mut [bool]>| -> Result<()> {
-            if cancel.load(Ordering::Relaxed) {
+            let poll = Poll::new(cancel, Some(&meter));
+            if poll.cancelled() {
                 return Err(Error::cancelled());
             }
-            if let (Some((fpk, block)), None) = (kernel.row_block(), only_after) {
-                let mut rescan = [false; row32::BLOCK];
+            let quiet = Poll::new(cancel, None);
+            if let (Some((fck, block)), None) = (kernel.row_block(), only_after) {
+                let mut exact = [false; row32::BLOCK];
                 for f0 in (0..fp).step_by(row32::BLOCK) {
                     let len = row32::BLOCK.min(fp - f0);
-                    block(fpk, s, f0, len, &mut row[f0..f0 + len], &mut rescan);
+                    if !block(fck, s, f0, len, &mut row[f0..f0 + len], &mut exact, &poll) {
+                        return Err(Error::cancelled());
+                    }
                     for j in 0..len {
                         let f = f0 + j;
                         let idx = s * fp + f;
+                        let is_first = Some(idx) == first;
                         if !plan.renders(f, s) {
                             row[f] = 0.0;
-                        } else if rescan[j] || Some(idx) == first {
-                            row[f] = kernel.pixel(f, s, Some(idx) == first, interp_on).value;
+                            continue;
                         }
+                        let out = if exact[j] {
+                            pixel64::render_pixel_polled(
+                                kernel.exact(),
+                                f,
+                                s,
+                                is_first,
+                                interp_on,
+                                &quiet,
+                            )
+                        } else if is_first {
+                            kernel.pixel(f, s, true, interp_on, &quiet, cancel)
+                        } else {
+                            continue;
+                        };
+                        row[f] = out.ok_or_else(Error::cancelled)?.value;
                     }
                 }
-                return finish_row();
+                return Ok(());
             }
             for (f, px) in row.iter_mut().enumerate() {
                 let idx = s * fp + f;
                 if only_after.is_some_and(|a| idx <= a) || !plan.renders(f, s) {
+                    if poll.tick(tpp) {
+                        return Err(Error::cancelled());
+                    }
                     continue;
                 }
-                let out = kernel.pixel(f, s, Some(idx) == first, interp_on);
+                let out = kernel
+                    .pixel(f, s, Some(idx) == first, interp_on, &poll, cancel)
+                    .ok_or_else(Error::cancelled)?;
                 *px = out.value;
                 if let Some(fr) = frow.as_deref_mut() {
                     fr[f] = out.triggered;
                 }
             }
-            finish_row()
+            Ok(())
         };
         if flags.is_empty() {
             image
@@ -315,7 +374,7 @@ mod tests {
         let cancel = AtomicBool::new(false);
         let img = render(prep.plan(), Precision::F64, &|_| {}, &cancel).unwrap();
         // sequential reference: one pixel after another, carrying the switch
-        let ep = pixel64::ExactPlan::new(prep.plan());
+        let ep = pixel64::ExactCtx::new(prep.plan());
         let mut interp = true;
         let first = first_rendered_pixel(prep.plan());
         let mut switched = false;

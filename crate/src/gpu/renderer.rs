@@ -532,7 +532,7 @@ impl GpuRenderer {
         image.truncate(pixels);
         let readback_s = rb.seconds();
         if !exact.is_empty() {
-            let ep = crate::cpu::pixel64::ExactPlan::new(plan);
+            let ep = crate::cpu::pixel64::ExactCtx::new(plan);
             for &i in &exact {
                 let (f, s) = (i % plan.fpixels, i / plan.fpixels);
                 let interp = tricubic && self.switch_pixel.is_none_or(|p| i <= p);
