@@ -356,6 +356,155 @@ mod tests {
         assert_eq!(*last.lock().unwrap(), 1.0);
     }
 
+    /// A plan whose orientation table holds the same orientation twice, and the same plan with
+    /// the second copy's a-axis made NaN (so every h of that domain is NaN).
+    fn doubled_and_nan(args: &str, files: &MemFiles) -> (Plan, Plan) {
+        let mut dup = prepare(args, files).plan().clone();
+        let o = dup.orientations[0];
+        dup.orientations = vec![o, o];
+        dup.orientations_first = dup.orientations.clone();
+        dup.mosaic_domains = 2;
+        dup.steps *= 2;
+        let mut nan = dup.clone();
+        nan.orientations[1].a = [f64::NAN, 0.0, 0.0];
+        nan.orientations_first = nan.orientations.clone();
+        (dup, nan)
+    }
+
+    /// Issue 10: a NaN Miller index reached `f_tricubic` with a table that does not cover
+    /// index 0 and panicked. Every CPU kernel now drops a term with a non-finite index (it adds
+    /// nothing and triggers nothing), so a domain of NaN indices halves the image of two
+    /// identical domains, to the bit.
+    #[test]
+    fn nan_miller_index_is_dropped_by_every_cpu_kernel() {
+        let mut files = MemFiles::default();
+        files
+            .0
+            .insert("far.hkl".into(), b"5 5 5 50\n8 8 8 50\n".to_vec());
+        let mut hkl = String::new();
+        for h in -6i32..=6 {
+            for k in -6..=6 {
+                for l in -6..=6 {
+                    hkl.push_str(&format!(
+                        "{h} {k} {l} {}\n",
+                        20 + (h * 3 + k - l).rem_euclid(13)
+                    ));
+                }
+            }
+        }
+        files.0.insert("s.hkl".into(), hkl.into_bytes());
+        let geo =
+            "-cell 40 40 40 90 90 90 -lambda 1 -distance 30 -Xbeam 0.3 -Ybeam 0.3 -detpixels 24";
+        // (arguments, precision, row path, which kernel it exercises)
+        let cases = [
+            (
+                "-hkl far.hkl -N 2 -default_F 3",
+                Precision::F64,
+                true,
+                "pixel64, tricubic, far table",
+            ),
+            ("-hkl s.hkl -N 2", Precision::F64, true, "pixel64, tricubic"),
+            (
+                "-hkl s.hkl -N 2",
+                Precision::F32,
+                false,
+                "pixel32 vector path, tricubic",
+            ),
+            (
+                "-hkl far.hkl -N 2 -default_F 3",
+                Precision::F32,
+                false,
+                "pixel32 vector path, far table",
+            ),
+            (
+                "-hkl s.hkl -N 3 -round_xtal",
+                Precision::F32,
+                false,
+                "pixel32 term loop",
+            ),
+            (
+                "-hkl s.hkl -N 3 -nointerpolate",
+                Precision::F32,
+                true,
+                "row path",
+            ),
+            (
+                "-hkl s.hkl -N 3 -nointerpolate -water 50",
+                Precision::F32,
+                true,
+                "row path, water",
+            ),
+            (
+                "-default_F 10 -N 3 -water 50",
+                Precision::F32,
+                false,
+                "pixel32, water",
+            ),
+        ];
+        let cancel = AtomicBool::new(false);
+        for (extra, precision, rows, what) in cases {
+            let (dup, nan) = doubled_and_nan(&format!("{geo} {extra}"), &files);
+            assert_eq!(
+                row32::applies(&nan) && rows,
+                what.starts_with("row path"),
+                "{what}"
+            );
+            let a = render_with(&dup, precision, rows, &|_| {}, &cancel).unwrap();
+            let b = render_with(&nan, precision, rows, &|_| {}, &cancel).unwrap();
+            assert!(b.iter().all(|v| v.is_finite()), "{what}: non-finite pixel");
+            let bg = if extra.contains("water") { 1 } else { 0 };
+            if bg == 0 {
+                for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+                    assert_eq!(*x, 2.0 * y, "{what}: pixel {i}");
+                }
+            }
+            assert!(a.iter().any(|v| *v > 0.0), "{what}: empty image");
+        }
+    }
+
+    /// Cancel acts within rows: a render of 20000 mosaic domains (20000 terms per pixel, seconds
+    /// per row of 256 pixels on two cores) stops within a few milliseconds of the flag, and its
+    /// progress has moved before that.
+    #[test]
+    fn cancel_acts_within_a_long_render_and_progress_moves() {
+        let prep = prepare(
+            "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -mosaic 1 -mosaic_dom 20000 -detpixels 256",
+            &MemFiles::default(),
+        );
+        for precision in [Precision::F64, Precision::F32] {
+            let cancel = AtomicBool::new(false);
+            let seen = std::sync::atomic::AtomicU32::new(0);
+            let t0 = std::time::Instant::now();
+            let (res, latency, at, started) = std::thread::scope(|sc| {
+                let h = sc.spawn(|| {
+                    render(
+                        prep.plan(),
+                        precision,
+                        &|f| seen.store(f.to_bits(), std::sync::atomic::Ordering::Relaxed),
+                        &cancel,
+                    )
+                });
+                while f32::from_bits(seen.load(std::sync::atomic::Ordering::Relaxed)) == 0.0 {
+                    assert!(t0.elapsed().as_secs() < 60, "no progress after 60 s");
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                let at = f32::from_bits(seen.load(std::sync::atomic::Ordering::Relaxed));
+                let t1 = std::time::Instant::now();
+                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                let res = h.join().unwrap();
+                (res, t1.elapsed(), at, t1 - t0)
+            });
+            println!(
+                "{precision:?}: progress {at} after {:.0} ms, render returned {:.1} ms after cancel",
+                started.as_secs_f64() * 1e3,
+                latency.as_secs_f64() * 1e3
+            );
+            assert_eq!(res.unwrap_err().kind, crate::error::ErrorKind::Cancelled);
+            assert!(at > 0.0 && at < 1.0);
+            assert!(latency.as_secs_f64() < 1.0, "cancel took {latency:?}");
+        }
+    }
+
     /// Tricubic lookups switch off, in raster order, at the first pixel whose stencil leaves
     /// the table: a small table reached only by the lower rows.
     #[test]
