@@ -68,6 +68,34 @@ impl HklGrid {
     pub fn l_range(&self) -> i32 {
         self.l_max - self.l_min + 1
     }
+    /// A table over the cube `lo..=hi` on every axis with `f(h, k, l)` at each index (synthetic
+    /// tables: tests, known-answer checks).
+    pub fn from_fn(lo: i32, hi: i32, f: impl Fn(f64, f64, f64) -> f64) -> Self {
+        let r = (hi - lo + 1) as usize;
+        let mut data = vec![0.0; (r + 1) * (r + 1) * (r + 1)];
+        for ih in 0..r {
+            for ik in 0..r {
+                for il in 0..r {
+                    data[(ih * (r + 1) + ik) * (r + 1) + il] = f(
+                        (ih as i32 + lo) as f64,
+                        (ik as i32 + lo) as f64,
+                        (il as i32 + lo) as f64,
+                    );
+                }
+            }
+        }
+        HklGrid {
+            h_min: lo,
+            h_max: hi,
+            k_min: lo,
+            k_max: hi,
+            l_min: lo,
+            l_max: hi,
+            hkls: r * r * r,
+            data,
+        }
+    }
+
     /// Value at a padded-table offset (0-based, may reach `range`, the padding slab).
     #[inline]
     pub fn at(&self, ih: i32, ik: i32, il: i32) -> f64 {

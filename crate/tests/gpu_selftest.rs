@@ -786,32 +786,10 @@ fn guards_match_rust_twins() {
     }
 }
 
-/// A table over [lo, hi]^3 from `f`, padded like `plan::HklGrid`, and its f32 copy.
+/// A table over [lo, hi]^3 from `f`, and its f32 copy.
 fn table(lo: i32, hi: i32, f: impl Fn(f64, f64, f64) -> f64) -> (HklGrid, Vec<f32>) {
-    let r = (hi - lo + 1) as usize;
-    let mut data = vec![0.0; (r + 1) * (r + 1) * (r + 1)];
-    for ih in 0..r {
-        for ik in 0..r {
-            for il in 0..r {
-                data[(ih * (r + 1) + ik) * (r + 1) + il] = f(
-                    (ih as i32 + lo) as f64,
-                    (ik as i32 + lo) as f64,
-                    (il as i32 + lo) as f64,
-                );
-            }
-        }
-    }
-    let f32s = data.iter().map(|&v| v as f32).collect();
-    let g = HklGrid {
-        h_min: lo,
-        h_max: hi,
-        k_min: lo,
-        k_max: hi,
-        l_min: lo,
-        l_max: hi,
-        hkls: r * r * r,
-        data,
-    };
+    let g = HklGrid::from_fn(lo, hi, f);
+    let f32s = g.data.iter().map(|&v| v as f32).collect();
     (g, f32s)
 }
 

@@ -47,6 +47,23 @@ pub struct PixelState {
     pub exact: bool,
 }
 
+/// F_cell at (h,k,l) with upstream's nearest indices (h0,k0,l0) (MODEL §6.4): tricubic while
+/// the pixel's lookups are on, switching them off (for the rest of the run, see `cpu::render`)
+/// at the first stencil that leaves the table; nearest otherwise, that term included.
+#[inline(always)]
+pub fn structure_factor(p: &Plan, hkl: [f64; 3], hkl0: [f64; 3], st: &mut PixelState) -> f64 {
+    let [h, k, l] = hkl;
+    if st.interp && stencil_leaves_table(&p.hkl, h, k, l) {
+        st.interp = false;
+        st.triggered = true;
+    }
+    if st.interp {
+        f_tricubic_at(&p.hkl, h, k, l)
+    } else {
+        f_nearest(&p.hkl, p.default_f, hkl0[0], hkl0[1], hkl0[2])
+    }
+}
+
 /// Upstream's per-pixel loop (MODEL §6.2): sensor layers, sub-pixels, sources, phi steps,
 /// mosaic domains, with the first-value / last-value factor semantics (§6.5) and the
 /// running-sum flags. Geometry is upstream's f64 chain for both precisions, so Miller indices
@@ -145,15 +162,7 @@ pub fn render<K: Factors, const TRACE: bool>(
                             if zero && !p.water {
                                 continue;
                             }
-                            if st.interp && stencil_leaves_table(&p.hkl, h, k, l) {
-                                st.interp = false;
-                                st.triggered = true;
-                            }
-                            let f_cell = if st.interp {
-                                f_tricubic_at(&p.hkl, h, k, l)
-                            } else {
-                                f_nearest(&p.hkl, p.default_f, h0, k0, l0)
-                            };
+                            let f_cell = structure_factor(p, [h, k, l], [h0, k0, l0], &mut st);
                             i_sum += ((f_cell * f_cell) * f_latt) * f_latt;
                             if TRACE {
                                 trace.pos = pos;

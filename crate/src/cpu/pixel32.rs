@@ -6,12 +6,12 @@
 //! (`terms::EXACT_BRAGG`) sees the same indices as upstream: a pixel with such a term comes back
 //! flagged `exact` and the renderer evaluates it again with `pixel64`.
 
-use super::pixel::{Factors, PixelState};
+use super::pixel::{structure_factor, Factors, PixelState};
 use super::poll::Poll;
 use super::terms::{
-    capture_fraction, f_nearest, f_tricubic_at, gauss_underflows, index_ok, is_exact_bragg,
-    lattice_gauss, lattice_round, lattice_square, lattice_tophat, polarization, round_even_f64,
-    shape_r2, solid_angle, stencil_leaves_table, PolarFrame,
+    capture_fraction, gauss_underflows, index_ok, is_exact_bragg, lattice_gauss, lattice_round,
+    lattice_square, lattice_tophat, polarization, round_even_f64, shape_r2, solid_angle,
+    PolarFrame,
 };
 use super::PixelOut;
 use crate::plan::{Plan, Shape};
@@ -342,21 +342,8 @@ fn square_terms(
                 if !(index_ok(h) & index_ok(k) & index_ok(l)) {
                     continue;
                 }
-                if st.interp && stencil_leaves_table(&p.hkl, h, k, l) {
-                    st.interp = false;
-                    st.triggered = true;
-                }
-                let f_cell = if st.interp {
-                    f_tricubic_at(&p.hkl, h, k, l)
-                } else {
-                    f_nearest(
-                        &p.hkl,
-                        p.default_f,
-                        (h - 0.5).ceil(),
-                        (k - 0.5).ceil(),
-                        (l - 0.5).ceil(),
-                    )
-                };
+                let hkl0 = [h, k, l].map(|x| (x - 0.5).ceil());
+                let f_cell = structure_factor(p, [h, k, l], hkl0, st);
                 sum += f_cell * f_cell * f_latt2;
             }
         }

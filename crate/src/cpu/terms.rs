@@ -547,32 +547,6 @@ pub fn f_tricubic_at(g: &HklGrid, h: f64, k: f64, l: f64) -> f64 {
 mod tests {
     use super::*;
 
-    fn grid(lo: i32, hi: i32, f: impl Fn(f64, f64, f64) -> f64) -> HklGrid {
-        let r = (hi - lo + 1) as usize;
-        let mut data = vec![0.0; (r + 1) * (r + 1) * (r + 1)];
-        for ih in 0..r {
-            for ik in 0..r {
-                for il in 0..r {
-                    data[(ih * (r + 1) + ik) * (r + 1) + il] = f(
-                        (ih as i32 + lo) as f64,
-                        (ik as i32 + lo) as f64,
-                        (il as i32 + lo) as f64,
-                    );
-                }
-            }
-        }
-        HklGrid {
-            h_min: lo,
-            h_max: hi,
-            k_min: lo,
-            k_max: hi,
-            l_min: lo,
-            l_max: hi,
-            hkls: r * r * r,
-            data,
-        }
-    }
-
     /// Upstream's polint with the node coordinates as numbers (MODEL §6.4), as the reference
     /// for the difference form.
     fn polint_nodes(xa: [f64; 4], ya: [f64; 4], x: f64) -> f64 {
@@ -612,7 +586,7 @@ mod tests {
     #[test]
     fn tricubic_reproduces_cubics_and_range_rule() {
         let f = |h: f64, k: f64, l: f64| 5.0 + 0.5 * h * h * h - k * k + 2.0 * l + 0.1 * h * k * l;
-        let g = grid(-5, 5, f);
+        let g = HklGrid::from_fn(-5, 5, f);
         for &(h, k, l) in &[(0.3, -1.7, 2.2), (-2.9, 2.99, -3.0), (1.5, 0.0, 0.25)] {
             assert!(!stencil_leaves_table(&g, h, k, l));
             let got = f_tricubic_at(&g, h, k, l);
@@ -633,7 +607,7 @@ mod tests {
 
     #[test]
     fn nearest_lookup_refuses_nan_and_out_of_range() {
-        let g = grid(5, 8, |h, _, _| h * 10.0);
+        let g = HklGrid::from_fn(5, 8, |h, _, _| h * 10.0);
         assert_eq!(f_nearest(&g, 7.0, 6.0, 5.0, 8.0), 60.0);
         assert_eq!(f_nearest(&g, 7.0, 0.0, 5.0, 5.0), 7.0);
         assert_eq!(f_nearest(&g, 7.0, f64::NAN, 5.0, 5.0), 7.0);
@@ -752,5 +726,10 @@ mod tests {
         assert!(lattice_gauss_f64(200.0 * 0.63, 100.0, 1.0) > 0.0);
         assert!(gauss_underflows(746.0 * 0.63, 1.0));
         assert_eq!(lattice_gauss_f64(746.0 * 0.63, 100.0, 1.0), 0.0);
+        // the bound is where f64 exp reaches 0
+        let u = GAUSS_F64_UNDERFLOW as f64;
+        assert!((u + 1e-4).exp() > 0.0 && (u - 1e-4).exp() == 0.0);
+        // and the shape guards: a huge index is as unusable as NaN
+        assert!(!index_ok(3e9) && index_ok(2e9));
     }
 }

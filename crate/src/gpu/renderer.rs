@@ -436,8 +436,8 @@ impl GpuRenderer {
     }
 
     /// Render `plan`; returns the float image (`fpixels * spixels`, fast index fastest).
-    /// `progress` receives the finished fraction after each chunk; `cancel` is checked between
-    /// chunks (then the result is `ErrorKind::Cancelled`).
+    /// `progress` receives the finished fraction after each tile; `cancel` is checked before
+    /// each tile (then the result is `ErrorKind::Cancelled`).
     pub async fn render(
         &mut self,
         plan: &Plan,
@@ -531,7 +531,7 @@ impl GpuRenderer {
         let mut done = 0usize;
         let mut at = Cursor::default();
         while at.row < plan.spixels {
-            if !tiles.is_empty() && cancel.load(Ordering::Relaxed) {
+            if cancel.load(Ordering::Relaxed) {
                 return Err(Error::cancelled());
             }
             let budget = self.next_budget(tiles.is_empty());
