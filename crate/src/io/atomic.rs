@@ -378,8 +378,19 @@ fn permission_bits(_: &std::fs::Metadata) -> Option<u32> {
 
 /// The identity of an output: the canonical path of what is really written (links followed,
 /// directory canonicalised), and the file's device and inode when it exists (hard links).
+struct Identity {
+    path: PathBuf,
+    inode: Option<(u64, u64)>,
+}
+
+impl Identity {
+    fn same(&self, other: &Identity) -> bool {
+        self.path == other.path || (self.inode.is_some() && self.inode == other.inode)
+    }
+}
+
 /// `None` for character devices and FIFOs: several outputs may share `/dev/null`.
-fn identity(path: &Path) -> Result<Option<(PathBuf, Option<(u64, u64)>)>> {
+fn identity(path: &Path) -> Result<Option<Identity>> {
     let target = follow_links(path)?;
     let inode = match existing(&target).map_err(|e| output_error(path, e))? {
         Existing::Stream { .. } => return Ok(None),
@@ -405,7 +416,10 @@ fn identity(path: &Path) -> Result<Option<(PathBuf, Option<(u64, u64)>)>> {
             format!("'{}' is not a directory", dir.display()),
         ));
     }
-    Ok(Some((dir.join(base), inode)))
+    Ok(Some(Identity {
+        path: dir.join(base),
+        inode,
+    }))
 }
 
 #[cfg(unix)]
@@ -426,25 +440,23 @@ fn inode_of(_: &std::fs::Metadata) -> Option<(u64, u64)> {
 /// socket, is an output error naming the file. Several outputs may share a character device or
 /// FIFO (`-intfile /dev/null -noisefile /dev/null`).
 pub fn check_outputs(outputs: &[(&str, Option<&str>)]) -> Result<()> {
-    let mut seen: Vec<(&str, &str, PathBuf, Option<(u64, u64)>)> = Vec::new();
+    let mut seen: Vec<(&str, &str, Identity)> = Vec::new();
     for &(flag, path) in outputs {
         let Some(path) = path else { continue };
-        let Some((canon, inode)) = identity(Path::new(path))? else {
+        let Some(id) = identity(Path::new(path))? else {
             continue;
         };
-        for (other_flag, other_path, other_canon, other_inode) in &seen {
-            if *other_canon == canon || (inode.is_some() && inode == *other_inode) {
-                let same = if *other_path == path {
-                    format!("'{path}'")
-                } else {
-                    format!("'{other_path}' and '{path}'")
-                };
-                return Err(Error::usage(format!(
-                    "{other_flag} and {flag} write the same file ({same}): give each output its own file"
-                )));
-            }
+        if let Some((other_flag, other_path, _)) = seen.iter().find(|(_, _, o)| o.same(&id)) {
+            let same = if *other_path == path {
+                format!("'{path}'")
+            } else {
+                format!("'{other_path}' and '{path}'")
+            };
+            return Err(Error::usage(format!(
+                "{other_flag} and {flag} write the same file ({same}): give each output its own file"
+            )));
         }
-        seen.push((flag, path, canon, inode));
+        seen.push((flag, path, id));
     }
     Ok(())
 }
