@@ -17,8 +17,9 @@ use crate::plan::HklGrid;
 /// in `Fdump.bin`), and is an input error naming the file and the box instead.
 pub const MAX_TABLE: usize = 1 << 26;
 
-/// Padded table size `(h_range+1)(k_range+1)(l_range+1)` for the given bounds, checked.
-fn table_len(name: &str, b: [i64; 6]) -> Result<(usize, [usize; 3])> {
+/// Padded table size `(h_range+1)(k_range+1)(l_range+1)` for the given bounds, checked against
+/// `max` values.
+fn table_len(name: &str, b: [i64; 6], max: usize) -> Result<(usize, [usize; 3])> {
     let mut ranges = [0usize; 3];
     for (i, r) in ranges.iter_mut().enumerate() {
         let (lo, hi) = (b[2 * i], b[2 * i + 1]);
@@ -36,12 +37,13 @@ fn table_len(name: &str, b: [i64; 6]) -> Result<(usize, [usize; 3])> {
         .iter()
         .try_fold(1usize, |acc, &r| acc.checked_mul(r.checked_add(1)?));
     match len {
-        Some(n) if n <= MAX_TABLE => Ok((n, ranges)),
+        Some(n) if n <= max => Ok((n, ranges)),
         _ => {
             let values = ranges.iter().map(|&r| r as f64 + 1.0).product::<f64>();
             Err(Error::input(format!(
-                "{name}: Miller indices span h {}..{}, k {}..{}, l {}..{}: a structure-factor table of {values:.3e} values, more than the limit of {MAX_TABLE} (a box of about ±200 in h, k and l)",
-                b[0], b[1], b[2], b[3], b[4], b[5]
+                "{name}: Miller indices span h {}..{}, k {}..{}, l {}..{}: a structure-factor table of {values:.3e} values, more than the limit of {max}{}",
+                b[0], b[1], b[2], b[3], b[4], b[5],
+                if max == MAX_TABLE { " (a box of about ±200 in h, k and l)" } else { "" }
             )))
         }
     }
@@ -115,6 +117,16 @@ fn for_each_record(name: &str, text: &[u8], mut record: impl FnMut([i32; 3], f64
 /// Two passes over the text (bounds, then values): memory is the text and the table, nothing
 /// per record, and the table size is checked against [`MAX_TABLE`] before it is allocated.
 pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
+    parse_hkl_limited(name, text, default_f, MAX_TABLE)
+}
+
+/// [`parse_hkl`] with a smaller table limit (the fuzz targets use one, to stay fast).
+pub fn parse_hkl_limited(
+    name: &str,
+    text: &[u8],
+    default_f: f64,
+    max_values: usize,
+) -> Result<HklGrid> {
     let mut b = [i64::MAX, i64::MIN, i64::MAX, i64::MIN, i64::MAX, i64::MIN];
     let mut records = 0usize;
     for_each_record(name, text, |hkl, _| {
@@ -129,7 +141,7 @@ pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
             "{name}: no \"h k l F\" records found"
         )));
     }
-    let (len, [hr, kr, lr]) = table_len(name, b)?;
+    let (len, [hr, kr, lr]) = table_len(name, b, max_values.min(MAX_TABLE))?;
     let mut data = alloc_table(name, len)?;
     let (kd, ld) = (kr + 1, lr + 1);
     if default_f != 0.0 {
@@ -177,6 +189,11 @@ pub fn write_fdump(grid: &HklGrid) -> Vec<u8> {
 /// six integers (upstream's scanf would also swallow data bytes that look like whitespace).
 /// `hkls` is set to `h_range*k_range*l_range`.
 pub fn read_fdump(name: &str, bytes: &[u8]) -> Result<HklGrid> {
+    read_fdump_limited(name, bytes, MAX_TABLE)
+}
+
+/// [`read_fdump`] with a smaller table limit (the fuzz targets use one, to stay fast).
+pub fn read_fdump_limited(name: &str, bytes: &[u8], max_values: usize) -> Result<HklGrid> {
     let not_dump = || {
         Error::input(format!(
             "{name}: not a structure-factor dump (expected six integers \"h_min h_max k_min k_max l_min l_max\" followed by a newline and a form feed)"
@@ -209,7 +226,7 @@ pub fn read_fdump(name: &str, bytes: &[u8]) -> Result<HklGrid> {
         return Err(not_dump());
     }
     pos += 2;
-    let (len, [hr, kr, lr]) = table_len(name, b)?;
+    let (len, [hr, kr, lr]) = table_len(name, b, max_values.min(MAX_TABLE))?;
     let body = &bytes[pos..];
     let need = len * 8;
     if body.len() < need {
@@ -343,9 +360,9 @@ mod tests {
             "far.hkl: Miller indices span h -300..300, k -300..300, l -300..300: a structure-factor table of 2.182e8 values, more than the limit of 67108864 (a box of about ±200 in h, k and l)"
         );
         // The largest cube within the limit is ±202 (padded 406^3 = 66.9 million values).
-        let (len, _) = table_len("near.hkl", [-202, 202, -202, 202, -202, 202]).unwrap();
+        let (len, _) = table_len("near.hkl", [-202, 202, -202, 202, -202, 202], MAX_TABLE).unwrap();
         assert_eq!(len, 406 * 406 * 406);
-        assert!(table_len("x.hkl", [-203, 203, -203, 203, -203, 203]).is_err());
+        assert!(table_len("x.hkl", [-203, 203, -203, 203, -203, 203], MAX_TABLE).is_err());
         let e = parse_hkl("empty.hkl", b"\n# only comments\n  \n", 0.0).unwrap_err();
         assert_eq!(e.message, "empty.hkl: no \"h k l F\" records found");
         let e = parse_hkl("bin.hkl", b"\x00\x01\xff\xfe", 0.0).unwrap_err();
