@@ -240,15 +240,16 @@ fn replace_via_named(
         .create_new(true)
         .open(&tmp)?;
     guard.0 = Some(tmp.clone());
-    let f = write_parts(f, parts)?;
-    #[cfg(unix)]
-    if let Some(m) = mode {
-        use std::os::unix::fs::PermissionsExt;
-        f.set_permissions(std::fs::Permissions::from_mode(m))?;
-    }
-    #[cfg(not(unix))]
-    let _ = mode;
-    drop(f);
+    {
+        let f = write_parts(f, parts)?;
+        #[cfg(unix)]
+        if let Some(m) = mode {
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(std::fs::Permissions::from_mode(m))?;
+        }
+        #[cfg(not(unix))]
+        let _ = (f, mode);
+    } // closed before the rename
     std::fs::rename(&tmp, target)?;
     guard.0 = None;
     Ok(())
@@ -292,6 +293,7 @@ enum Existing {
     Nothing,
     Regular(std::fs::Metadata),
     /// Character device or FIFO: written in place.
+    #[cfg_attr(not(unix), allow(dead_code))]
     Stream {
         fifo: bool,
     },
