@@ -105,6 +105,9 @@ test('hovering a lattice point reports its hkl; highlight() changes its pixels; 
   const readout = await page.textContent('#readout');
   assert.match(readout, /^\(-?\d+ -?\d+ -?\d+\)\s+d = [\d.]+ Å\s+2θ = [\d.]+°\nε = \S+ Å⁻¹\s+spot \([\d.]+, [\d.]+\)/);
   await page.screenshot({ path: join(ARTIFACTS, 'recip-hover.png') });
+  // a click picks it
+  await page.mouse.click(box.x + pick.x, box.y + pick.y);
+  await page.waitForFunction((h) => document.body.dataset.picked === h.join(' '), pick.hkl, { timeout: 10_000 });
   // leave: hover clears
   await page.mouse.move(box.x + 5, box.y + 5);
   await page.waitForFunction(() => document.getElementById('readout').textContent === '', null, { timeout: 10_000 });
@@ -174,6 +177,20 @@ test('mouse drag orbits the camera; Shift/Alt+drag on the detector panel turns t
   assert.ok(Math.abs(m2[1]) > 1, `tilt changes misset y: ${m2}`);
   assert.ok(Math.abs(m2[0] - m1[0]) < 1e-6 && Math.abs(m2[2]) < 1e-6, `tilt keeps x and z: ${m2}`);
   assert.ok((await page.evaluate(() => window.recipDemo.timings.updates)) > n0 + 2, 'the view updated live during the drags');
+  // Shift+drag in the 3D view turns the crystal, not the camera (beyond the orbit's last damping)
+  const cam2 = await page.evaluate(() => window.recipDemo.view.debug.camera());
+  await page.keyboard.down('Shift');
+  await page.mouse.move(box.x + 200, box.y + 300);
+  await page.mouse.down();
+  for (let i = 1; i <= 5; i++) await page.mouse.move(box.x + 200 + 10 * i, box.y + 300);
+  await page.mouse.up();
+  await page.keyboard.up('Shift');
+  await frames(page);
+  const m3 = await page.evaluate(() => [...window.recipDemo.state.misset]);
+  const cam3 = await page.evaluate(() => window.recipDemo.view.debug.camera());
+  assert.ok(Math.hypot(...m3.map((v, i) => v - m2[i])) > 1, `3D Shift+drag turns the crystal: ${m2} -> ${m3}`);
+  const drift = Math.hypot(...cam3.position.map((v, i) => v - cam2.position[i]));
+  assert.ok(drift < 0.01, `and leaves the camera (moved ${drift}; the orbit above moved ${moved})`);
   assert.match(new URL(page.url()).searchParams.get('misset'), /^-?[\d.]+,-?[\d.]+,-?[\d.]+$/);
   assert.deepEqual(errors, []);
 });

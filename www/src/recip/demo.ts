@@ -3,7 +3,7 @@
 // small detector panel of the predicted spots linked both ways (hover a spot -> its lattice point
 // lights up; hover a point -> its spot is ringed) with Shift+drag / Alt+drag rotation (rotate.ts).
 // Test hooks: window.recipDemo.
-import { openReciprocalView, rotateMisset } from './index';
+import { applyRotation, openReciprocalView, rotateMisset } from './index';
 import { syntheticLattice, type SyntheticLattice, type SyntheticOptions } from './lattice';
 import type { ImageFrame } from './rotate';
 import type { PointInfo, ReciprocalView, Theme, V3 } from './types';
@@ -226,6 +226,11 @@ $('lattice').addEventListener('click', () => view?.resetCamera('lattice'));
     viewHover = p;
     $('readout').textContent = p ? describe(p) : '';
     drawDetector();
+  });
+  // Shift/Alt+drag in the 3D view turns the crystal too (the lattice moves through the sphere)
+  view.onRotate((rot) => {
+    state.misset = applyRotation(state.misset, rot);
+    scheduleRegenerate();
   });
   view.onPick((p) => {
     $('readout').textContent = `picked ${describe(p)}`;

@@ -5,8 +5,8 @@
 export type * from './types';
 export { fromPrediction, tableFromRecords, flatDetector, reciprocalBasis } from './adapter';
 export type { CratePrediction, CrateReflection } from './adapter';
-export { rotateMisset, dragRotation, missetMatrix, matrixToMisset, MOSFLM_FRAME } from './rotate';
-export type { Drag, ImageFrame } from './rotate';
+export { rotateMisset, applyRotation, dragRotation, missetMatrix, matrixToMisset, MOSFLM_FRAME } from './rotate';
+export type { Drag, ImageFrame, M3 } from './rotate';
 import type { RecipViewOptions, ReciprocalView } from './types';
 
 type ViewModule = typeof import('./view3d');

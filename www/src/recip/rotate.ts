@@ -214,14 +214,19 @@ export function dragRotation(drag: Drag, frame: ImageFrame): M3 {
 }
 
 /**
- * New misset angles (degrees) after a drag: U' = Rφᵀ·D·Rφ·U with U = missetMatrix(misset).
- * The result is the angle triple nearest the current one (see `matrixToMisset`).
+ * New misset angles (degrees) after a lab-frame rotation D of the crystal as it is seen now:
+ * U' = Rφᵀ·D·Rφ·U with U = missetMatrix(misset) (φ and the spindle from `frame`, if given). The
+ * result is the angle triple nearest the current one (see `matrixToMisset`).
  */
-export function rotateMisset(misset: V3, drag: Drag, frame: ImageFrame = MOSFLM_FRAME): V3 {
-  let d = dragRotation(drag, frame);
-  if (frame.spindle && frame.phi) {
+export function applyRotation(misset: V3, d: M3, frame?: Pick<ImageFrame, 'spindle' | 'phi'>): V3 {
+  if (frame?.spindle && frame.phi) {
     const rphi = axisAngle(frame.spindle, frame.phi * RAD);
     d = matMul(transpose(rphi), matMul(d, rphi));
   }
   return matrixToMisset(matMul(d, missetMatrix(misset)), misset);
+}
+
+/** New misset angles (degrees) after a drag on the detector image (see the file's header). */
+export function rotateMisset(misset: V3, drag: Drag, frame: ImageFrame = MOSFLM_FRAME): V3 {
+  return applyRotation(misset, dragRotation(drag, frame), frame);
 }

@@ -107,6 +107,11 @@ export interface ReciprocalView {
   highlight(hkl: V3 | null): void;
   onHover(cb: (info: PointInfo | null) => void): () => void;
   onPick(cb: (info: PointInfo) => void): () => void;
+  /** Shift+drag on the view turns the crystal like a trackball (the side facing the camera
+   * follows the cursor), Alt+drag (or Ctrl+Shift+drag) spins it about the line of sight; each
+   * move reports the lab-frame rotation (row-major 3×3) for the page to apply to the misset
+   * (rotate.ts `applyRotation`). Without a listener, modified drags orbit as usual. */
+  onRotate(cb: (rotation: [V3, V3, V3]) => void): () => void;
   setTheme(theme: Theme): void;
   /** Extra: 'all' or 'near' points; reset the camera. */
   setOptions(opts: Pick<RecipViewOptions, 'show' | 'nearWidth'>): void;

@@ -45,6 +45,7 @@ import {
 } from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { CSS2DObject, CSS2DRenderer } from 'three/addons/renderers/CSS2DRenderer.js';
+import { dragRotation } from './rotate';
 import type { PointInfo, RecipData, RecipDebug, RecipViewOptions, ReciprocalView, Theme, V3 } from './types';
 
 // ---- small vector helpers ------------------------------------------------------------------
@@ -211,9 +212,9 @@ class Arrow extends Group {
   private a: V3 = [0, 0, 0];
   private b: V3 = [0, 0, 0];
   /** Shaft radius and head length in pixels; neither exceeds `maxFrac` of the arrow's length. */
-  constructor(color: number, shaftGeo: CylinderGeometry, headGeo: ConeGeometry, public px = 1.3, public headPx = 12, public maxFrac = 0.04) {
+  constructor(material: MeshBasicMaterial, shaftGeo: CylinderGeometry, headGeo: ConeGeometry, public px = 1.3, public headPx = 12, public maxFrac = 0.04) {
     super();
-    this.material = new MeshBasicMaterial({ color });
+    this.material = material;
     this.shaft = new Mesh(shaftGeo, this.material);
     this.head = new Mesh(headGeo, this.material);
     this.add(this.shaft, this.head);
@@ -318,11 +319,52 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
 
   const scene = new Scene();
   const camera = new PerspectiveCamera(40, 1, 1e-4, 100);
+  // crystal rotation by modified drags: registered before the orbit controls so that it decides
+  // first whether this drag orbits the camera or turns the crystal
+  const rotateCbs = new Set<(m: [V3, V3, V3]) => void>();
+  let turning: { x: number; y: number; mode: 'tilt' | 'spin'; id: number } | null = null;
+  const onTurnDown = (e: PointerEvent) => {
+    if (e.button !== 0 || !rotateCbs.size || !(e.shiftKey || e.altKey)) return;
+    const b = canvas.getBoundingClientRect();
+    turning = { x: e.clientX - b.left, y: e.clientY - b.top, mode: e.altKey || e.ctrlKey ? 'spin' : 'tilt', id: e.pointerId };
+    controls.enabled = false;
+    canvas.setPointerCapture(e.pointerId);
+  };
+  const onTurnMove = (e: PointerEvent) => {
+    if (!turning || e.pointerId !== turning.id) return;
+    const b = canvas.getBoundingClientRect();
+    const x = e.clientX - b.left, y = e.clientY - b.top;
+    const dx = x - turning.x, dy = y - turning.y;
+    if (!dx && !dy) return;
+    // the camera's frame: right, down, and towards the camera (the trackball's "beam")
+    camera.updateMatrixWorld();
+    const m = camera.matrixWorld.elements;
+    const right: V3 = [m[0], m[1], m[2]], down: V3 = [-m[4], -m[5], -m[6]], back: V3 = [m[8], m[9], m[10]];
+    const o = new Vector3(0, 0, 0).project(camera);
+    const ox = ((o.x + 1) / 2) * canvas.clientWidth, oy = ((1 - o.y) / 2) * canvas.clientHeight;
+    const rot = dragRotation(
+      { mode: turning.mode, dx, dy, sensitivity: 0.3, around: [turning.x - ox, turning.y - oy] },
+      { beam: back, fast: right, slow: down },
+    );
+    turning.x = x;
+    turning.y = y;
+    for (const cb of rotateCbs) cb(rot);
+  };
+  const onTurnUp = (e: PointerEvent) => {
+    if (!turning || e.pointerId !== turning.id) return;
+    turning = null;
+    controls.enabled = true;
+  };
+  canvas.addEventListener('pointerdown', onTurnDown);
+  canvas.addEventListener('pointermove', onTurnMove);
+  canvas.addEventListener('pointerup', onTurnUp);
+  canvas.addEventListener('pointercancel', onTurnUp);
   const controls = new OrbitControls(camera, canvas);
   controls.enableDamping = true;
   controls.dampingFactor = 0.12;
   controls.zoomToCursor = true;
   controls.screenSpacePanning = true;
+  controls.listenToKeyEvents(canvas); // arrow keys pan when the canvas has focus
 
   // shared geometries
   const shaftGeo = new CylinderGeometry(1, 1, 1, 12, 1);
@@ -390,7 +432,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   // ---- beam, crystal, axes, detector ----
   const arrows: Arrow[] = [];
   const mkArrow = (px = 1.3, headPx = 12, maxFrac = 0.04) => {
-    const a = new Arrow(0, shaftGeo, headGeo, px, headPx, maxFrac);
+    const a = new Arrow(new MeshBasicMaterial({ color: 0 }), shaftGeo, headGeo, px, headPx, maxFrac);
     arrows.push(a);
     own(a.material);
     return a;
@@ -414,6 +456,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   const detLineMat = own(new LineBasicMaterial({ color: 0 }));
   const coneMat = own(new LineBasicMaterial({ color: 0, transparent: true, opacity: 0.35 }));
   const footMat = own(new LineBasicMaterial({ color: 0 }));
+  const detArrowMat = own(new MeshBasicMaterial({ color: 0 }));
 
   // ---- hover / highlight overlay ----
   const overlay = new Group();
@@ -508,6 +551,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     (spindleLine.material as LineDashedMaterial).color.setHex(p.spindle);
     detFillMat.color.setHex(p.detector);
     detLineMat.color.setHex(p.detector);
+    detArrowMat.color.setHex(p.detector);
     coneMat.color.setHex(p.detector);
     footMat.color.setHex(p.footprint);
     (ringMat.uniforms.uColor.value as Color).setHex(p.marker);
@@ -551,7 +595,12 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     }
   }
 
+  let staticKey = '';
+  /** Everything but the points: rebuilt only when its inputs change (not on every rotation). */
   function buildStatic(d: RecipData) {
+    const keyNow = JSON.stringify([d.lambda, d.beam, d.ewaldRadiusRange, d.divergence, d.spindle, d.detector?.outline, d.detector?.fast, d.detector?.slow, latticeRadius]);
+    if (keyNow === staticKey) return;
+    staticKey = keyNow;
     R = 1 / d.lambda;
     beamDir = unit(d.beam);
     C = mul(beamDir, -R);
@@ -689,9 +738,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
         const o0 = loop[0];
         const size = len(sub(loop[1], loop[0]));
         for (const [ax, name] of [[det.fast, 'fast'], [det.slow, 'slow']] as [V3, string][]) {
-          const a = new Arrow(PALETTES[theme].detector, shaftGeo, headGeo, 1, 9, 0.05);
-          a.material.color.copy(detLineMat.color);
-          disposables.push(a.material);
+          const a = new Arrow(detArrowMat, shaftGeo, headGeo, 1, 9, 0.05);
           arrows.push(a);
           a.set(o0, add(o0, mul(ax, size * 0.18)));
           const l = label(name);
@@ -924,7 +971,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   function resize() {
     const w = container.clientWidth, h = container.clientHeight;
     if (!w || !h) return false;
-    renderer.setPixelRatio(dpr());
+    if (renderer.getPixelRatio() !== dpr()) renderer.setPixelRatio(dpr());
     const size = renderer.getSize(new Vector2());
     if (size.x !== w || size.y !== h) {
       renderer.setSize(w, h, false);
@@ -961,7 +1008,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   function tick() {
     frame = 0;
     if (disposed) return;
-    const moving = controls.update();
+    const moving = controls.enabled ? controls.update() : false; // no damping drift while turning the crystal
     if (pointerDirty) {
       pointerDirty = false;
       doHover();
@@ -1036,7 +1083,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     return { x: e.clientX - b.left, y: e.clientY - b.top };
   }
   const onMove = (e: PointerEvent) => {
-    if (e.buttons) {
+    if (e.buttons || turning) {
       // orbiting: no hover
       return;
     }
@@ -1050,6 +1097,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     requestRender();
   };
   const onDown = (e: PointerEvent) => {
+    if (turning) return;
     const p = local(e);
     down = { ...p, buttons: e.button };
   };
@@ -1111,6 +1159,10 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       pickCbs.add(cb);
       return () => pickCbs.delete(cb);
     },
+    onRotate(cb) {
+      rotateCbs.add(cb);
+      return () => rotateCbs.delete(cb);
+    },
     setTheme(t: Theme) {
       theme = t;
       applyTheme();
@@ -1139,6 +1191,11 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       canvas.removeEventListener('pointerleave', onLeave);
       canvas.removeEventListener('pointerdown', onDown);
       canvas.removeEventListener('pointerup', onUp);
+      canvas.removeEventListener('pointerdown', onTurnDown);
+      canvas.removeEventListener('pointermove', onTurnMove);
+      canvas.removeEventListener('pointerup', onTurnUp);
+      canvas.removeEventListener('pointercancel', onTurnUp);
+      rotateCbs.clear();
       controls.removeEventListener('change', requestRender);
       controls.dispose();
       hoverCbs.clear();
