@@ -193,6 +193,7 @@ bindNumber('divergence', 'divergence', (v) => `${v}°`);
     scheduleRegenerate();
   });
 });
+$('near').setAttribute('aria-pressed', String(state.near));
 function applyTheme() {
   document.body.classList.toggle('dark', state.theme === 'dark');
   $('theme').textContent = state.theme === 'dark' ? 'Light theme' : 'Dark theme';

@@ -836,9 +836,10 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     if (!data) return;
     const a = data.axes;
     const L = Math.max(len(a.a), len(a.b), len(a.c)) || 1;
+    // true length unless that is under ~40 px on screen (then ×1, 2, 5, 10 … with the factor shown)
     const dist = camera.position.distanceTo(controls.target);
-    const want = dist * 0.09;
-    const k = want > L ? nice(want / L) : 1;
+    const px = L / ((dist * 2 * Math.tan((camera.fov * Math.PI) / 360)) / Math.max(1, canvas.clientHeight));
+    const k = px < 40 ? nice(40 / px) : 1;
     if (k !== axisScale) {
       axisScale = k;
       updateLegend();
