@@ -108,6 +108,17 @@ struct KnownOpen {
     classes: Vec<(String, String)>,
 }
 
+impl KnownOpen {
+    /// The texts of a target's known-open panic classes.
+    fn classes_of(&self, target: &str) -> Vec<&str> {
+        self.classes
+            .iter()
+            .filter(|(t, _)| t == target)
+            .map(|(_, c)| c.as_str())
+            .collect()
+    }
+}
+
 fn known_open() -> KnownOpen {
     let text =
         std::fs::read_to_string(fuzz_dir().join("regressions/KNOWN_OPEN")).unwrap_or_default();
@@ -391,12 +402,7 @@ fn smoke_child() {
     );
     let body = bodies::target(target).unwrap();
     let known = known_open();
-    let classes: Vec<&str> = known
-        .classes
-        .iter()
-        .filter(|(t, _)| t == target)
-        .map(|(_, c)| c.as_str())
-        .collect();
+    let classes = known.classes_of(target);
     // Written in place, never truncated: truncating and rewriting a file makes ext4 flush it to
     // disk on every input.
     let file = std::fs::OpenOptions::new()
@@ -436,12 +442,7 @@ fn smoke_child() {
 /// known-open abort the run continues with the next input in a new child.
 fn smoke(target: &str, inputs: usize) {
     let known = known_open();
-    let classes: Vec<&str> = known
-        .classes
-        .iter()
-        .filter(|(t, _)| t == target)
-        .map(|(_, c)| c.as_str())
-        .collect();
+    let classes = known.classes_of(target);
     let mut hits = vec![0usize; classes.len()];
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-smoke");
     std::fs::create_dir_all(&dir).unwrap();
