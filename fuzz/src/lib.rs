@@ -122,7 +122,7 @@ pub fn args(data: &[u8]) {
 
 /// Most pixels, and pixel-terms, a fuzz input may render (larger set-ups are only resolved).
 const RENDER_PIXELS: usize = 4096;
-const RENDER_TERMS: u64 = 200_000;
+const RENDER_TERMS: u64 = 50_000;
 
 fn run_words(words: &[String], files: &MemFiles) {
     let Ok(prep) = api::prepare(words, files) else {
