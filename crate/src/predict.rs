@@ -672,7 +672,7 @@ pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
     let estimate = region * volume;
     let too_many = |n: f64| {
         Error::geometry(format!(
-            "prediction: about {:.0} reciprocal-lattice points lie within the resolution limit \
+            "-predict: about {:.0} reciprocal-lattice points lie within the resolution limit \
              of {:.3} Å, more than the {} it lists; give a larger -dmin",
             n,
             1.0 / g.rmax,

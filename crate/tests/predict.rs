@@ -314,6 +314,119 @@ golden!(
     energy_scale_adc_pgmscale_noise,
 );
 
+/// `-predict FILE` on a simple cubic case against a hand calculation. Unrotated 100 Å cube,
+/// λ = 1 Å, MOSFLM frame (beam +x, fast = +z, slow = −y), detector plane x = 100 mm, beam
+/// centre at (65, 65) pixels of 0.1 mm: r = 0.01·(h, k, l) 1/Å, s0 + r = (1 + h/100, k/100,
+/// l/100), so the spot is at fast = 65 + 10·l/(1 + h/100), slow = 65 − 10·k/(1 + h/100),
+/// ε = |s0 + r| − 1, d = 100/√(h²+k²+l²), 2θ = atan(√(k²+l²)/(100 + h)).
+#[test]
+fn predict_table_simple_cubic() {
+    let dir = scratch("predict-table");
+    let words: Vec<String> = "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -lambda 1 \
+        -distance 100 -pixel 0.1 -detpixels 128 -mosflm -nonoise -nopgm -predict spots.txt"
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let run = run_cli(&dir, &words);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("writing spots.txt as "),
+        "{}",
+        run.stdout
+    );
+    let text = std::fs::read_to_string(dir.join("spots.txt")).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    assert_eq!(header, predict::TABLE_HEADER);
+    let names: Vec<&str> = header[1..]
+        .split_whitespace()
+        .map(|c| c.split('[').next().unwrap())
+        .collect();
+    assert_eq!(
+        &names[..9],
+        [
+            "h",
+            "k",
+            "l",
+            "fast",
+            "slow",
+            "d",
+            "twotheta",
+            "excitation_error",
+            "F"
+        ]
+    );
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| {
+            let v: Vec<f64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            assert_eq!(v.len(), names.len(), "{l}");
+            v
+        })
+        .collect();
+    assert!(rows.len() > 100, "{} rows", rows.len());
+    for v in &rows {
+        assert!(
+            (0.0..128.0).contains(&v[3]) && (0.0..128.0).contains(&v[4]),
+            "{v:?}"
+        );
+    }
+    for (h, k, l) in [
+        (0, 0, 1),
+        (1, 0, 0),
+        (-1, 0, 0),
+        (0, 2, -3),
+        (-1, 1, 1),
+        (2, -3, 4),
+    ] {
+        let v = rows
+            .iter()
+            .find(|v| (v[0], v[1], v[2]) == (h as f64, k as f64, l as f64))
+            .unwrap_or_else(|| panic!("{h} {k} {l} missing"));
+        let (h, k, l) = (h as f64, k as f64, l as f64);
+        let x = 1.0 + h / 100.0;
+        let eps = (x * x + (k * k + l * l) / 1e4).sqrt() - 1.0;
+        let want = [
+            65.0 + 10.0 * l / x,
+            65.0 - 10.0 * k / x,
+            100.0 / (h * h + k * k + l * l).sqrt(),
+            (k * k + l * l).sqrt().atan2(100.0 + h).to_degrees(),
+        ];
+        for (i, w) in want.iter().enumerate() {
+            assert!(
+                (v[3 + i] - w).abs() < 1e-3,
+                "{h} {k} {l}: column {} is {} not {w}",
+                3 + i,
+                v[3 + i]
+            );
+        }
+        assert!(
+            (v[7] - eps).abs() <= 1e-6 * eps.abs(),
+            "{h} {k} {l}: ε {} not {eps}",
+            v[7]
+        );
+        assert_eq!(v[8], 100.0);
+    }
+}
+
+#[test]
+fn predict_too_many_points_names_the_flags() {
+    let dir = scratch("predict-too-many");
+    let words: Vec<String> = "-cell 400 400 400 90 90 90 -default_F 1 -distance 50 \
+        -detpixels 1024 -predict spots.txt"
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let run = run_cli(&dir, &words);
+    assert_eq!(run.status, 1, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("-predict:") && run.stderr.contains("-dmin"),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.join("spots.txt").exists());
+    assert!(!dir.join("floatimage.bin").exists(), "rendered anyway");
+}
+
 /// Timing (not run by default): `cargo test --release --test predict bench_predict --
 /// --ignored --nocapture`, optionally with `ARGS='<flags>'` (default: a 70 Å cell, 1024² detector,
 /// ~3.4·10⁵ points).
