@@ -448,7 +448,8 @@ impl<'a> Geometry<'a> {
         let mut best = (0.0f64, eps(0.0));
         for t in bases {
             let m0 = ((lo - t) / (2.0 * PI)).floor() as i64;
-            for m in m0..=m0 + 2 {
+            let m1 = ((hi - t) / (2.0 * PI)).ceil() as i64;
+            for m in m0..=m1 {
                 let d = t + 2.0 * PI * m as f64;
                 if d < lo || d > hi {
                     continue;

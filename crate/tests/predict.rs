@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use nanobragg::api::{self, Prepared};
 use nanobragg::files::MemFiles;
-use nanobragg::predict::{self, Geometry, PredictOptions, Prediction};
+use nanobragg::predict::{self, PredictOptions, Prediction};
 
 /// The case's words and its input files, held in memory.
 fn prepare_case(case: &str) -> Prepared {
@@ -197,7 +197,6 @@ fn check_maxima(case: &str, pred: &Prediction, img: &[f32]) -> Stats {
 /// gives that reflection's hkl; its fractional indices differ from the integers by the
 /// excitation error along the diffracted direction.
 fn check_readout(case: &str, prep: &Prepared, pred: &Prediction) -> usize {
-    let g = Geometry::new(&prep.setup).unwrap();
     let mut n = 0;
     for r in pred
         .reflections
@@ -205,7 +204,7 @@ fn check_readout(case: &str, prep: &Prepared, pred: &Prediction) -> usize {
         .filter(|r| r.on_detector && r.in_condition)
     {
         let (f, s) = (r.fast.unwrap(), r.slow.unwrap());
-        let px = g.hkl_at(f, s);
+        let px = predict::hkl_at_pixel(&prep.setup, f, s).unwrap();
         assert_eq!(
             px.nearest,
             [r.h, r.k, r.l],
