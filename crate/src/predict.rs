@@ -463,17 +463,16 @@ impl<'a> Geometry<'a> {
         best.0
     }
 
-    /// The record for (h, k, l), or `None` outside the resolution limit or the window.
-    pub fn reflection(&self, h: i64, k: i64, l: i64, window: Option<f64>) -> Option<Reflection> {
-        let p = self.plan;
+    /// Where (h, k, l) is and how far from the sphere, or `None` outside the resolution limit
+    /// or the window: (r, rotation from phi0 to the spot, s0 + r at the spot, ε).
+    fn locate(&self, h: i64, k: i64, l: i64, window: Option<f64>) -> Option<(V3, f64, V3, f64)> {
         let [a_s, b_s, c_s] = self.recip;
         let (hf, kf, lf) = (h as f64, k as f64, l as f64);
         let mut r = [0.0; 3];
         for c in 0..3 {
             r[c] = hf * a_s[c] + kf * b_s[c] + lf * c_s[c];
         }
-        let rl = mag(r);
-        if rl > self.rmax {
+        if mag(r) > self.rmax {
             return None;
         }
         let delta = self.sweep_offset(r);
@@ -483,11 +482,20 @@ impl<'a> Geometry<'a> {
             rotaxis(r, self.spindle, delta)
         };
         let v = add(r_spot, self.s0);
-        let vl = mag(v);
-        let eps = vl - self.k;
+        let eps = mag(v) - self.k;
         if window.is_some_and(|w| !(eps.abs() <= w)) {
             return None;
         }
+        Some((r, delta, v, eps))
+    }
+
+    /// The record for (h, k, l), or `None` outside the resolution limit or the window.
+    pub fn reflection(&self, h: i64, k: i64, l: i64, window: Option<f64>) -> Option<Reflection> {
+        let p = self.plan;
+        let (r, delta, v, eps) = self.locate(h, k, l, window)?;
+        let (hf, kf, lf) = (h as f64, k as f64, l as f64);
+        let rl = mag(r);
+        let vl = mag(v);
         let n = if vl > 0.0 {
             scale(v, 1.0 / vl)
         } else {
@@ -684,39 +692,54 @@ pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
         return Err(too_many(estimate));
     }
     let hm = g.h_max();
-    // candidates per row (an upper bound: the bounds have margins), so that no row reallocates
+    // exact count per row first (position and excitation error only), so that the records are
+    // written once, in parallel, into one buffer: at ~10⁵ points their memory, not the
+    // arithmetic, is the cost
     let counts: Vec<usize> = (-hm..=hm)
+        .into_par_iter()
         .map(|h| {
             let mut n = 0;
-            g.row(h, window, |_, lo, hi| n += (hi - lo + 1).max(0) as usize);
+            g.row(h, window, |k, lo, hi| {
+                n += (lo..=hi)
+                    .filter(|&l| g.locate(h, k, l, window).is_some())
+                    .count()
+            });
             n
         })
         .collect();
-    let count: usize = counts.iter().sum();
-    let rows: Vec<Vec<Reflection>> = counts
-        .par_iter()
-        .enumerate()
-        .map(|(i, &n)| {
-            let h = i as i64 - hm;
-            let mut out = Vec::with_capacity(n);
-            g.row(h, window, |k, lo, hi| {
-                for l in lo..=hi {
-                    if let Some(r) = g.reflection(h, k, l, window) {
-                        out.push(r);
-                    }
-                }
-            });
-            out
-        })
-        .collect();
-    let n: usize = rows.iter().map(Vec::len).sum();
+    let n: usize = counts.iter().sum();
     if n > opts.max_points {
-        return Err(too_many(n.max(count) as f64));
+        return Err(too_many(n as f64));
     }
-    let mut reflections = Vec::with_capacity(n);
-    for r in rows {
-        reflections.extend(r);
+    let mut reflections: Vec<Reflection> = Vec::with_capacity(n);
+    let mut chunks = Vec::with_capacity(counts.len());
+    let mut rest = &mut reflections.spare_capacity_mut()[..n];
+    for &c in &counts {
+        let (chunk, tail) = rest.split_at_mut(c);
+        chunks.push(chunk);
+        rest = tail;
     }
+    chunks.into_par_iter().enumerate().for_each(|(i, chunk)| {
+        let h = i as i64 - hm;
+        let mut j = 0;
+        g.row(h, window, |k, lo, hi| {
+            for l in lo..=hi {
+                if let Some(r) = g.reflection(h, k, l, window) {
+                    // panics (bounds check) rather than overrun if the passes disagreed
+                    chunk[j].write(r);
+                    j += 1;
+                }
+            }
+        });
+        assert_eq!(
+            j,
+            chunk.len(),
+            "prediction: the two passes over row {h} disagree"
+        );
+    });
+    // SAFETY: the chunks tile the first `n` slots and every slot of every chunk was written
+    // (each row wrote exactly its count, asserted above; a panic never reaches this line)
+    unsafe { reflections.set_len(n) };
     let p = &setup.plan;
     let (fp, sp) = (p.fpixels as f64, p.spixels as f64);
     let mut detector_outline = Vec::with_capacity(64);
