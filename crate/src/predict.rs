@@ -122,6 +122,97 @@ pub struct Prediction {
     pub reflections: Vec<Reflection>,
 }
 
+/// A numeric column as little-endian bytes: `serialize_bytes`, which serde-wasm-bindgen turns
+/// into a `Uint8Array` (one copy) that JavaScript views as an `Int32Array` or `Float32Array`,
+/// instead of 10⁵ objects.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Column(pub Vec<u8>);
+
+impl Serialize for Column {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.0)
+    }
+}
+
+impl Column {
+    fn f32s(values: impl Iterator<Item = f64>) -> Self {
+        Column(values.flat_map(|x| (x as f32).to_le_bytes()).collect())
+    }
+    fn i32s(values: impl Iterator<Item = i32>) -> Self {
+        Column(values.flat_map(|x| x.to_le_bytes()).collect())
+    }
+}
+
+/// The reflections as columns, in the records' order: `hkl`, `r`, `direction` hold 3 values per
+/// point (i32, f32, f32); the others one f32 (`fast`, `slow`: NaN where the ray misses);
+/// `flags` one byte: 1 = in condition, 2 = on the detector.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Columns {
+    pub count: usize,
+    pub hkl: Column,
+    pub r: Column,
+    pub d: Column,
+    pub f: Column,
+    pub phi: Column,
+    pub excitation_error: Column,
+    pub tolerance: Column,
+    pub direction: Column,
+    pub two_theta: Column,
+    pub fast: Column,
+    pub slow: Column,
+    pub intensity: Column,
+    pub partiality: Column,
+    pub flags: Column,
+}
+
+/// A prediction whose reflections travel as `columns` (its `reflections` list is empty).
+#[derive(Clone, Debug, Serialize)]
+pub struct ColumnarPrediction {
+    #[serde(flatten)]
+    pub prediction: Prediction,
+    pub columns: Columns,
+}
+
+impl Prediction {
+    /// The records as columns (f32 values).
+    pub fn columns(&self) -> Columns {
+        let rs = &self.reflections;
+        let one = |f: fn(&Reflection) -> f64| Column::f32s(rs.iter().map(f));
+        let three = |f: fn(&Reflection) -> V3| Column::f32s(rs.iter().flat_map(f));
+        Columns {
+            count: rs.len(),
+            hkl: Column::i32s(rs.iter().flat_map(|r| [r.h, r.k, r.l])),
+            r: three(|r| r.r),
+            d: one(|r| r.d),
+            f: one(|r| r.f),
+            phi: one(|r| r.phi),
+            excitation_error: one(|r| r.excitation_error),
+            tolerance: one(|r| r.tolerance),
+            direction: three(|r| r.direction),
+            two_theta: one(|r| r.two_theta),
+            fast: one(|r| r.fast.unwrap_or(f64::NAN)),
+            slow: one(|r| r.slow.unwrap_or(f64::NAN)),
+            intensity: one(|r| r.intensity),
+            partiality: one(|r| r.partiality),
+            flags: Column(
+                rs.iter()
+                    .map(|r| r.in_condition as u8 | (r.on_detector as u8) << 1)
+                    .collect(),
+            ),
+        }
+    }
+
+    /// This prediction with its reflections as columns.
+    pub fn into_columnar(mut self) -> ColumnarPrediction {
+        let columns = self.columns();
+        self.reflections = Vec::new();
+        ColumnarPrediction {
+            prediction: self,
+            columns,
+        }
+    }
+}
+
 /// The Miller indices and scattering vector at a detector position (the cursor readout).
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct PixelHkl {
@@ -993,6 +1084,43 @@ mod tests {
             .collect();
         assert!(!want.is_empty());
         assert_eq!(near.reflections, want);
+    }
+
+    /// The columns decode to the records' values (rounded to f32).
+    #[test]
+    fn columns_hold_the_records() {
+        let st = setup("-cell 50 60 70 80 90 100 -misset 1 2 3 -default_F 3 -detpixels 64");
+        let pred = predict(&st, &PredictOptions::default()).unwrap();
+        let c = pred.columns();
+        assert_eq!(c.count, pred.reflections.len());
+        let f32s = |col: &Column| -> Vec<f32> {
+            col.0
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect()
+        };
+        let (hkl, r, fast, eps) = (
+            c.hkl
+                .0
+                .chunks_exact(4)
+                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            f32s(&c.r),
+            f32s(&c.fast),
+            f32s(&c.excitation_error),
+        );
+        let hkl: Vec<i32> = hkl.collect();
+        for (i, x) in pred.reflections.iter().enumerate() {
+            assert_eq!(&hkl[3 * i..3 * i + 3], &[x.h, x.k, x.l]);
+            assert_eq!(r[3 * i + 2], x.r[2] as f32);
+            assert_eq!(eps[i], x.excitation_error as f32);
+            match x.fast {
+                Some(f) => assert_eq!(fast[i], f as f32),
+                None => assert!(fast[i].is_nan()),
+            }
+            assert_eq!(c.flags.0[i], x.in_condition as u8 + 2 * x.on_detector as u8);
+        }
+        let col = pred.clone().into_columnar();
+        assert!(col.prediction.reflections.is_empty() && col.columns == c);
     }
 
     #[test]

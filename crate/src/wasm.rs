@@ -296,9 +296,11 @@ pub fn export_float() -> Result<Vec<u8>, JsError> {
 /// `{ wavelength, s0, a_star, …, reflections: [{ h, k, l, r, excitation_error, in_condition,
 /// fast, slow, d, two_theta, f, intensity, … }] }`: fast/slow in pixels with pixel centres at
 /// index + 0.5, `null` where the ray misses the detector. `max_excitation_error` (1/Å) lists
-/// only the points near the Ewald sphere.
+/// only the points near the Ewald sphere. With `columns` the reflections come as typed-array
+/// bytes instead (`columns: { count, hkl, r, …, flags }`, `Prediction::columns`): 10⁵ points
+/// without 10⁵ objects.
 #[wasm_bindgen]
-pub fn predict(max_excitation_error: Option<f64>) -> Result<JsValue, JsError> {
+pub fn predict(max_excitation_error: Option<f64>, columns: bool) -> Result<JsValue, JsError> {
     use serde::Serialize;
     STATE.with(|st| {
         let st = st.borrow();
@@ -311,7 +313,13 @@ pub fn predict(max_excitation_error: Option<f64>) -> Result<JsValue, JsError> {
             ..Default::default()
         };
         let pred = crate::predict::predict(&prep.setup, &opts).map_err(js_err)?;
-        pred.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-            .map_err(js_err)
+        // None as null, maps as objects, and the columns' bytes as Uint8Arrays
+        let ser =
+            serde_wasm_bindgen::Serializer::json_compatible().serialize_bytes_as_arrays(false);
+        if columns {
+            pred.into_columnar().serialize(&ser).map_err(js_err)
+        } else {
+            pred.serialize(&ser).map_err(js_err)
+        }
     })
 }
