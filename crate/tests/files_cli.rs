@@ -80,7 +80,11 @@ fn two_outputs_may_not_share_a_file() {
         "-floatfile and -intfile write the same file ('X'): give each output its own file",
     );
     let r = run_cli(&dir, &words(&format!("{BASE} -predict P -intfile ./P")));
-    assert_fails(&r, 2, "-intfile and -predict write the same file ('./P' and 'P')");
+    assert_fails(
+        &r,
+        2,
+        "-intfile and -predict write the same file ('./P' and 'P')",
+    );
     // Spelt differently, and the structure-factor cache too.
     std::fs::create_dir(dir.join("d")).unwrap();
     std::fs::write(dir.join("x.hkl"), "0 0 0 10\n1 1 1 20\n").unwrap();
