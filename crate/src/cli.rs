@@ -218,6 +218,17 @@ fn run_inner(words: &[String]) -> Result<()> {
     let t0 = Instant::now();
     let prep = api::prepare(words, &DiskFiles)?;
     let o = prep.options().clone();
+    io::atomic::check_outputs(&[
+        ("-floatfile", Some(&o.floatfile)),
+        ("-intfile", Some(&o.intfile)),
+        ("-pgmfile", o.write_pgm.then_some(&o.pgmfile)),
+        ("-noisefile", o.write_noise.then_some(&o.noisefile)),
+        ("-predict", o.predict.as_deref()),
+        (
+            "-dump (structure-factor cache)",
+            o.hkl.as_ref().map(|_| o.dump.as_str()),
+        ),
+    ])?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for w in &prep.setup.warnings {
