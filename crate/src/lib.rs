@@ -14,9 +14,11 @@ pub mod crystal;
 pub mod detector;
 pub mod error;
 pub mod files;
+pub mod flagwords;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod io;
+pub mod noisify;
 pub mod output;
 pub mod plan;
 pub mod resolve;

@@ -120,7 +120,7 @@ pub fn noise_pixels(setup: &Setup, image: &[f32]) -> (Vec<u16>, f64, usize) {
     (out, sum, overloads)
 }
 
-/// Little-endian bytes of an f32 or u16 image, without a copy on little-endian machines.
+/// Little-endian bytes of an f32, u16 or u32 image, without a copy on little-endian machines.
 pub fn le_bytes<T: bytemuck::Pod + LeBytes>(image: &[T]) -> std::borrow::Cow<'_, [u8]> {
     if cfg!(target_endian = "little") {
         std::borrow::Cow::Borrowed(bytemuck::cast_slice(image))
@@ -138,6 +138,11 @@ impl LeBytes for f32 {
     }
 }
 impl LeBytes for u16 {
+    fn le(&self) -> Vec<u8> {
+        self.to_le_bytes().to_vec()
+    }
+}
+impl LeBytes for u32 {
     fn le(&self) -> Vec<u8> {
         self.to_le_bytes().to_vec()
     }
