@@ -12,6 +12,7 @@ pub mod cli;
 pub mod cpu;
 pub mod crystal;
 pub mod detector;
+pub mod detectors;
 pub mod error;
 pub mod files;
 pub mod flagwords;

@@ -1,7 +1,8 @@
 //! File formats: reading inputs (HKL text, structure-factor dumps, MOSFLM matrices, multi-column
-//! text, SMV headers) and writing outputs (SMV, PGM) atomically.
+//! text, SMV headers) and writing outputs (SMV, PGM, miniCBF) atomically.
 
 pub mod atomic;
+pub mod cbf;
 pub mod hkl;
 pub mod matfile;
 pub mod pgm;

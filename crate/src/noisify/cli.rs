@@ -4,11 +4,12 @@
 
 use super::options::{self, Prepared, USAGE};
 use super::psf::{PsfKind, PsfReport};
-use super::{detect, to_u16, Detected};
+use super::{detect, to_u16, Detected, MAX_U16, MAX_U32};
 use crate::cfmt::fmt_g;
 use crate::error::{ErrorKind, Result};
 use crate::files::DiskFiles;
 use crate::io::atomic::write_atomic_parts;
+use crate::io::cbf::{write_minicbf, CbfInfo};
 use crate::output::le_bytes;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -164,7 +165,12 @@ fn run_inner(words: &[String]) -> Result<()> {
         let file = crate::io::pgm::write_pgm(prep.width, prep.height, 1.0, &pgm);
         write_atomic_parts(Path::new(&opts.pgmfile), &[&file])?;
     }
-    let mut cbf_pixels = int16;
+    // the miniCBF holds the detector image: the noise image when there is one
+    let mut cbf_pixels: Vec<i32> = if opts.bits32 {
+        d.adu.iter().map(|&v| v as i32).collect()
+    } else {
+        int16.iter().map(|&v| v as i32).collect()
+    };
     if let Some(n) = &d.noise {
         if let Some(r) = &n.psf {
             let _ = writeln!(
@@ -187,9 +193,30 @@ fn run_inner(words: &[String]) -> Result<()> {
         let _ = writeln!(out, "writing {} as {bytes}-byte integers", opts.noisefile);
         let noise16 = to_u16(&n.adu);
         write_image(&opts.noisefile, &header, &n.adu, &noise16, opts.bits32)?;
-        cbf_pixels = noise16;
+        cbf_pixels = if opts.bits32 {
+            n.adu.iter().map(|&v| v as i32).collect()
+        } else {
+            noise16.iter().map(|&v| v as i32).collect()
+        };
     }
-    let _ = cbf_pixels;
+    if let Some(name) = &opts.cbffile {
+        let info = CbfInfo {
+            detector: "noisify simulation".into(),
+            pixel: prep.pixel,
+            sensor: None,
+            exposure: 1.0,
+            count_cutoff: if opts.bits32 { MAX_U32 } else { MAX_U16 } as u64,
+            wavelength: prep.wavelength,
+            distance: prep.distance,
+            beam_xy: (prep.xbeam / prep.pixel, prep.ybeam / prep.pixel),
+            start_angle: opts.phi,
+            angle_increment: opts.osc,
+            excluded: 0,
+        };
+        let _ = writeln!(out, "writing {name} as miniCBF");
+        let file = write_minicbf(&info, prep.width, prep.height, &cbf_pixels);
+        write_atomic_parts(Path::new(name), &[&file])?;
+    }
     Ok(())
 }
 

@@ -203,6 +203,8 @@ pub struct Prepared {
     pub ybeam: f64,
     pub detsize_x: f64,
     pub detsize_y: f64,
+    /// Å: the header's WAVELENGTH, else `-lambda`.
+    pub wavelength: f64,
     /// The imported header's first HEADER_BYTES bytes, written verbatim.
     pub header: Option<Vec<u8>>,
     pub input: Vec<f32>,
@@ -239,6 +241,7 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
     let mut pixel = o.pixel;
     let mut distance = o.distance;
     let (mut hdr_xbeam, mut hdr_ybeam) = (None, None);
+    let mut wavelength = o.lambda;
     let mut header = None;
     if let Some(hname) = &o.header {
         log.push(format!("taking header from {hname}"));
@@ -264,6 +267,9 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         // read for the log only, as upstream does (the last key containing "DISTANCE" wins)
         if let Some(d) = v("DISTANCE") {
             distance = d / 1000.0;
+        }
+        if let Some(l) = v("WAVELENGTH").filter(|l| *l > 0.0) {
+            wavelength = l;
         }
         hdr_xbeam = v("BEAM_CENTER_X").map(|x| x / 1000.0);
         hdr_ybeam = v("BEAM_CENTER_Y");
@@ -350,6 +356,7 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         ybeam,
         detsize_x,
         detsize_y,
+        wavelength,
         header,
         input,
         effects,
