@@ -3,6 +3,7 @@
 
 use crate::args::RTD;
 use crate::io::smv::SmvHeader;
+use crate::plan::Roi;
 use crate::resolve::Setup;
 use crate::rng::{Noise, RanState};
 use crate::stats::Stats;
@@ -47,20 +48,23 @@ pub fn int_scale(setup: &Setup, stats: &Stats) -> f64 {
 
 pub fn int_pixels(setup: &Setup, image: &[f32], scale: f64) -> Vec<u16> {
     let p = &setup.plan;
-    let adc = setup.opts.adc;
+    int_pixels_roi(p.fpixels, &p.roi, image, scale, setup.opts.adc)
+}
+
+/// The SMV integer image of any program (nanoBragg, nonBragg): pixels inside `roi` are
+/// `floorf((float)(clamp(v·scale + adc, 0, 65535) + 0.5))`, the others 0. `fpixels` is the
+/// row length of `image`.
+pub fn int_pixels_roi(fpixels: usize, roi: &Roi, image: &[f32], scale: f64, adc: f64) -> Vec<u16> {
     let mut out = vec![0u16; image.len()];
-    for s in 0..p.spixels {
-        for f in 0..p.fpixels {
-            if !p.roi.contains(f, s) {
-                continue;
-            }
-            let idx = s * p.fpixels + f;
-            let mut v = image[idx] as f64 * scale + adc;
-            v = v.min(65535.0);
-            v = v.max(0.0);
-            // upstream: floorf((float)(v + 0.5)); v >= 0, so truncation is the floor
-            out[idx] = ((v + 0.5) as f32) as u16;
+    for (idx, o) in out.iter_mut().enumerate() {
+        if !roi.contains(idx % fpixels, idx / fpixels) {
+            continue;
         }
+        let mut v = image[idx] as f64 * scale + adc;
+        v = v.min(65535.0);
+        v = v.max(0.0);
+        // upstream: floorf((float)(v + 0.5)); v >= 0, so truncation is the floor
+        *o = ((v + 0.5) as f32) as u16;
     }
     out
 }
@@ -77,15 +81,18 @@ pub fn pgm_scale(setup: &Setup, stats: &Stats, int_scale: f64) -> f64 {
 
 pub fn pgm_bytes(setup: &Setup, image: &[f32], scale: f64) -> Vec<u8> {
     let p = &setup.plan;
+    pgm_bytes_roi(p.fpixels, &p.roi, image, scale)
+}
+
+/// PGM bytes: `(unsigned char) min(255, v·scale)` inside `roi`, 0 elsewhere. A negative value
+/// converts as C does on x86-64 (through a 32-bit integer: -1.5 -> 255), which nonBragg's
+/// ice tables produce.
+pub fn pgm_bytes_roi(fpixels: usize, roi: &Roi, image: &[f32], scale: f64) -> Vec<u8> {
     let mut out = vec![0u8; image.len()];
-    for s in 0..p.spixels {
-        for f in 0..p.fpixels {
-            if !p.roi.contains(f, s) {
-                continue;
-            }
-            let idx = s * p.fpixels + f;
+    for (idx, o) in out.iter_mut().enumerate() {
+        if roi.contains(idx % fpixels, idx / fpixels) {
             let v = (image[idx] as f64 * scale).min(255.0);
-            out[idx] = v as u8;
+            *o = v as i32 as u8;
         }
     }
     out
@@ -95,27 +102,36 @@ pub fn pgm_bytes(setup: &Setup, image: &[f32], scale: f64) -> Vec<u8> {
 /// overload count.
 pub fn noise_pixels(setup: &Setup, image: &[f32]) -> (Vec<u16>, f64, usize) {
     let p = &setup.plan;
-    let adc = setup.opts.adc;
+    noise_pixels_roi(p.fpixels, &p.roi, image, setup.opts.adc, setup.noise_seed)
+}
+
+/// The Poisson noise image of any program: for every pixel inside `roi` in raster order,
+/// `poidev(v) + adc` clipped at 65535 (counted as an overload); 0 outside. `seed` is upstream's
+/// stored (negated) seed.
+pub fn noise_pixels_roi(
+    fpixels: usize,
+    roi: &Roi,
+    image: &[f32],
+    adc: f64,
+    seed: i64,
+) -> (Vec<u16>, f64, usize) {
     let mut rng = RanState::new();
     let mut noise = Noise::new();
-    let mut seed = setup.noise_seed;
+    let mut seed = seed;
     let mut out = vec![0u16; image.len()];
     let (mut sum, mut overloads) = (0.0f64, 0usize);
-    for s in 0..p.spixels {
-        for f in 0..p.fpixels {
-            if !p.roi.contains(f, s) {
-                continue;
-            }
-            let idx = s * p.fpixels + f;
-            let mut v = noise.poidev(&mut rng, image[idx], &mut seed) as f64;
-            sum += v;
-            v += adc;
-            if v > 65535.0 {
-                v = 65535.0;
-                overloads += 1;
-            }
-            out[idx] = v.max(0.0) as u16;
+    for (idx, o) in out.iter_mut().enumerate() {
+        if !roi.contains(idx % fpixels, idx / fpixels) {
+            continue;
         }
+        let mut v = noise.poidev(&mut rng, image[idx], &mut seed) as f64;
+        sum += v;
+        v += adc;
+        if v > 65535.0 {
+            v = 65535.0;
+            overloads += 1;
+        }
+        *o = v.max(0.0) as u16;
     }
     (out, sum, overloads)
 }

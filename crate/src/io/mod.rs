@@ -7,6 +7,7 @@ pub mod hkl;
 pub mod matfile;
 pub mod pgm;
 pub mod smv;
+pub mod stol;
 pub mod textcols;
 
 /// A line of input shown in an error message: trimmed, control characters replaced, and cut
