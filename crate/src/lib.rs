@@ -20,6 +20,7 @@ pub mod flagwords;
 pub mod gpu;
 pub mod io;
 pub mod noisify;
+pub mod nonbragg;
 pub mod output;
 pub mod plan;
 pub mod resolve;

@@ -103,7 +103,6 @@ usage: noisify -floatfile floatimage.bin [options]
 pub fn parse(words: &[String]) -> Result<NoisifyOptions> {
     let mut o = NoisifyOptions::default();
     let mut w = FlagWords::new(words);
-    let mm = 1e-3;
     while let Some(arg) = w.next_flag() {
         if !arg.starts_with('-') {
             // upstream takes any word containing "floatimage.bin" as the input
@@ -125,9 +124,9 @@ pub fn parse(words: &[String]) -> Result<NoisifyOptions> {
             "-nonoise" => o.noise = false,
             "-nopgm" => o.write_pgm = false,
             "-lambda" => o.lambda = w.positive()?,
-            "-Xbeam" => o.xbeam = Some(w.f64()? * mm),
-            "-Ybeam" => o.ybeam = Some(w.f64()? * mm),
-            "-distance" => o.distance = w.positive()? * mm,
+            "-Xbeam" => o.xbeam = Some(w.f64()? / 1000.0),
+            "-Ybeam" => o.ybeam = Some(w.f64()? / 1000.0),
+            "-distance" => o.distance = w.positive()? / 1000.0,
             "-detsize" | "-detsize_x" | "-detsize_y" => {
                 w.positive()?;
                 o.warnings.push(format!(
@@ -141,7 +140,7 @@ pub fn parse(words: &[String]) -> Result<NoisifyOptions> {
             }
             "-detpixels_x" | "-detpixels_f" => o.xpixels = Some(w.count()?),
             "-detpixels_y" | "-detpixels_s" => o.ypixels = Some(w.count()?),
-            "-pixel" => o.pixel = w.positive()? * mm,
+            "-pixel" => o.pixel = w.positive()? / 1000.0,
             "-psf" => {
                 let t = w.text()?;
                 o.psf = Some(if t.contains("gauss") {
