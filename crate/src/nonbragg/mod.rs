@@ -523,7 +523,7 @@ mod tests {
         assert_eq!((d.fpixels, d.spixels), (128, 128));
         assert_eq!(st.detsize_y, 0.0255);
         // beam centre (detsize - pixel)/2 fast, (detsize + pixel)/2 slow
-        assert!((d.fbeam - 0.0126).abs() < 1e-12 && (d.sbeam - 0.0128).abs() < 1e-12);
+        assert!((d.fbeam - 0.01265).abs() < 1e-12 && (d.sbeam - 0.01285).abs() < 1e-12);
         let e = setup("-distance 100", &water()).unwrap_err();
         assert_eq!(e.kind, crate::error::ErrorKind::MissingInput);
     }
