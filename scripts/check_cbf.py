@@ -113,6 +113,7 @@ def compare(cbf_path, smv_path):
 
 
 def run(bindir):
+    bindir = os.path.abspath(bindir)
     nb = os.path.join(bindir, "nanobragg")
     nz = os.path.join(bindir, "noisify")
     pairs = []
@@ -127,6 +128,7 @@ def run(bindir):
            "-intfile", "a.img", "-noisefile", "a_noise.img", "-cbffile", "a.cbf")
         pairs.append(("a.cbf", "a.img"))
         sh(nb, *base, "-detector", "pilatus6m", "-distance", "300", "-oversample", "1",
+           "-roi", "0", "600", "0", "500",
            "-floatfile", "p.bin", "-intfile", "p.img", "-nonoise", "-cbffile", "p.cbf")
         pairs.append(("p.cbf", "p.img"))
         sh(nz, "-floatfile", "a.bin", "-detpixels", "128", "-seed", "3", "-bits", "32",

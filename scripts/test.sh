@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # `npm test`: every test. Installs what is missing first.
-#   (a) Rust: fmt, clippy, cargo test (scripts/test-rust.sh)
+#   (a) Rust: fmt, clippy, cargo test (scripts/test-rust.sh); miniCBF read back by fabio
 #   (b) the wasm build of the web app (both modules) and its TypeScript
 #   (c) browser tests: node's test runner + playwright-core on Debian chromium (tests/browser/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
 bash scripts/test-rust.sh
+echo "== miniCBF files read back by fabio (scripts/check_cbf.py)"
+/usr/bin/python3 scripts/check_cbf.py --run target/release
 echo "== web build (npm run build)"
 [ -d node_modules/playwright-core ] && [ -d node_modules/esbuild ] || npm install --no-audit --no-fund
 node scripts/build.mjs

@@ -29,6 +29,8 @@ common options:
   -polar K (default 0) | -nopolar   -fluence ph/m^2 | -flux ph/s -exposure s
   -floatfile F -intfile F -noisefile F -pgmfile F -nonoise -nopgm -scale -adc -seed
 added by this port:
+  -detector NAME       a real detector: pilatus6m, eiger2-16m, eiger2-4m, mx300
+  -cbffile F           also write the int image as a miniCBF (PILATUS-style header)
   -precision f64|f32   f64 (default) matches upstream; f32 is the fast mode
   -threads N           CPU threads (default: all cores)
   -backend cpu|gpu|auto  where to render (gpu needs a build with the gpu feature)
@@ -271,6 +273,22 @@ fn run_inner(words: &[String]) -> Result<()> {
         "2-byte integers",
         &mut out,
     )?;
+    if let Some(name) = &o.cbffile {
+        let s = &prep.setup;
+        let mut info = output::cbf_info(
+            &s.det,
+            o.preset,
+            "nanoBragg simulation",
+            s.lambda0 * 1e10,
+            o.exposure,
+            s.phi0 * RTD,
+            s.osc * RTD,
+            plan.thick,
+        );
+        let px = output::cbf_pixels(&pixels, plan.mask.as_deref(), &mut info);
+        let file = io::cbf::write_minicbf(&info, plan.fpixels, plan.spixels, &px);
+        write_file(name, &[&file], "miniCBF (the int image)", &mut out)?;
+    }
     drop(pixels);
     if o.write_pgm {
         let ps = output::pgm_scale(&prep.setup, &st, scale);

@@ -167,3 +167,58 @@ impl LeBytes for u32 {
 pub fn float_bytes(image: &[f32]) -> Vec<u8> {
     le_bytes(image).into_owned()
 }
+
+/// The miniCBF header values of a placed detector (`-cbffile`): the beam position in pixels
+/// from the corner of the first pixel, the preset's name, sensor and largest count when the run
+/// used one (else 65535, the SMV image's limit, and a silicon sensor of `sensor_thickness` m if
+/// positive).
+pub fn cbf_info(
+    det: &crate::detector::Detector,
+    preset: Option<&crate::detectors::DetectorPreset>,
+    default_name: &str,
+    wavelength_a: f64,
+    exposure: f64,
+    phi_deg: f64,
+    osc_deg: f64,
+    sensor_thickness: f64,
+) -> crate::io::cbf::CbfInfo {
+    crate::io::cbf::CbfInfo {
+        detector: preset.map_or(default_name.to_string(), |p| p.label.to_string()),
+        pixel: det.pixel,
+        sensor: match preset {
+            Some(p) => Some((p.sensor.to_string(), p.sensor_thickness_um * 1e-6)),
+            None if sensor_thickness > 0.0 => Some(("Silicon".to_string(), sensor_thickness)),
+            None => None,
+        },
+        exposure,
+        count_cutoff: preset.map_or(65535, |p| p.saturation),
+        wavelength: wavelength_a,
+        distance: det.distance,
+        beam_xy: (det.fbeam / det.pixel, det.sbeam / det.pixel),
+        start_angle: phi_deg,
+        angle_increment: osc_deg,
+        excluded: 0,
+    }
+}
+
+/// The pixels of an SMV integer image as a miniCBF holds them: masked pixels (module gaps, a
+/// `-mask`) are -1, as PILATUS and EIGER files mark their gaps. Sets `info.excluded`.
+pub fn cbf_pixels(
+    ints: &[u16],
+    mask: Option<&[u8]>,
+    info: &mut crate::io::cbf::CbfInfo,
+) -> Vec<i32> {
+    let px: Vec<i32> = ints
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if mask.is_some_and(|m| m[i] == 0) {
+                -1
+            } else {
+                v as i32
+            }
+        })
+        .collect();
+    info.excluded = px.iter().filter(|&&v| v == -1).count();
+    px
+}

@@ -181,3 +181,57 @@ fn noisify_cbf_holds_the_noise_image() {
     assert_eq!(c.pixels, px);
     assert_eq!(header(&c, "Count_cutoff"), "2147483647 counts");
 }
+
+fn stdout_value(stdout: &str, key: &str) -> f64 {
+    let at = stdout
+        .find(key)
+        .unwrap_or_else(|| panic!("no {key} in stdout"));
+    stdout[at + key.len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn nanobragg_cbf_holds_the_int_image() {
+    let dir = scratch("cbf-nanobragg");
+    let out = Command::new(env!("CARGO_BIN_EXE_nanobragg"))
+        .args(
+            "-cell 70 80 90 90 90 90 -default_F 100 -N 5 -misset 10 20 30 -lambda 0.98 \
+             -distance 150 -detpixels 96 -pixel 0.172 -Xbeam 7.1 -Ybeam 9.3 -phi 12 -osc 0.25 \
+             -exposure 0.04 -nonoise -nopgm -floatfile f.bin -intfile i.img -cbffile i.cbf"
+                .split_whitespace(),
+        )
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let c = read_cbf(&dir.join("i.cbf"));
+    let (_, px) = smv(&dir.join("i.img"));
+    assert_eq!((c.width, c.height), (96, 96));
+    assert_eq!(c.pixels, px, "CBF pixels differ from the int image");
+    assert!(px.iter().any(|&v| v > 1000), "an image with spots");
+    assert_eq!(header(&c, "Pixel_size"), "172e-6 m x 172e-6 m");
+    assert_eq!(header(&c, "Wavelength"), "0.980000 A");
+    assert_eq!(header(&c, "Detector_distance"), "0.150000 m");
+    assert_eq!(header(&c, "Start_angle"), "12.0000 deg.");
+    assert_eq!(header(&c, "Angle_increment"), "0.2500 deg.");
+    assert_eq!(header(&c, "Exposure_period"), "0.0400000 s");
+    assert_eq!(header(&c, "Count_cutoff"), "65535 counts");
+    // Beam_xy: the direct beam in pixels along fast and slow from the first pixel's corner
+    let (fbeam, sbeam) = (
+        stdout_value(&stdout, "Fbeam="),
+        stdout_value(&stdout, "Sbeam="),
+    );
+    let want = format!("({:.2}, {:.2}) pixels", fbeam / 172e-6, sbeam / 172e-6);
+    assert_eq!(header(&c, "Beam_xy"), want);
+    // MOSFLM -Xbeam/-Ybeam are slow/fast plus half a pixel
+    assert_eq!(want, "(54.57, 41.78) pixels");
+}

@@ -7,8 +7,10 @@ use crate::cfmt::fmt_g;
 use crate::error::{ErrorKind, Result};
 use crate::files::DiskFiles;
 use crate::io::atomic::write_atomic_parts;
-use crate::io::cbf::{write_minicbf, CbfInfo};
-use crate::output::{int_pixels_roi, le_bytes, noise_pixels_roi, pgm_bytes_roi};
+use crate::io::cbf::write_minicbf;
+use crate::output::{
+    cbf_info, cbf_pixels, int_pixels_roi, le_bytes, noise_pixels_roi, pgm_bytes_roi,
+};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -258,36 +260,17 @@ fn run_inner(words: &[String]) -> Result<()> {
         )?;
     }
     if let Some(name) = &o.cbffile {
-        let d = &st.frame.det;
-        let mask = p.mask.as_deref();
-        let pixels: Vec<i32> = ints
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| {
-                if mask.is_some_and(|m| m[i] == 0) {
-                    -1
-                } else {
-                    v as i32
-                }
-            })
-            .collect();
-        let info = CbfInfo {
-            detector: o
-                .preset
-                .map_or("nonBragg simulation".into(), |q| q.label.to_string()),
-            pixel: d.pixel,
-            sensor: o
-                .preset
-                .map(|q| (q.sensor.to_string(), q.sensor_thickness_um * 1e-6)),
-            exposure: o.exposure,
-            count_cutoff: o.preset.map_or(65535, |q| q.saturation),
-            wavelength: st.lambda0 * 1e10,
-            distance: d.distance,
-            beam_xy: (d.fbeam / d.pixel, d.sbeam / d.pixel),
-            start_angle: st.phi0 * crate::args::RTD,
-            angle_increment: st.osc * crate::args::RTD,
-            excluded: pixels.iter().filter(|&&v| v == -1).count(),
-        };
+        let mut info = cbf_info(
+            &st.frame.det,
+            o.preset,
+            "nonBragg simulation",
+            st.lambda0 * 1e10,
+            o.exposure,
+            st.phi0 * crate::args::RTD,
+            st.osc * crate::args::RTD,
+            0.0,
+        );
+        let pixels = cbf_pixels(&ints, p.mask.as_deref(), &mut info);
         let file = write_minicbf(&info, p.fpixels, p.spixels, &pixels);
         write(name, &[&file], "miniCBF (the int image)", &mut out)?;
     }
