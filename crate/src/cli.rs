@@ -196,23 +196,30 @@ fn render(
     })
 }
 
-fn write_file(name: &str, parts: &[&[u8]], what: &str, out: &mut impl Write) -> Result<()> {
+/// Prints `writing NAME as WHAT` and writes the file atomically.
+pub fn write_file(name: &str, parts: &[&[u8]], what: &str, out: &mut impl Write) -> Result<()> {
     let _ = writeln!(out, "writing {name} as {what}");
     write_atomic_parts(Path::new(name), parts)
 }
 
-/// Run the program; returns the process exit status.
-pub fn run(words: &[String]) -> i32 {
-    match run_inner(words) {
+/// The end of a program run (nanobragg, nonbragg, noisify): the exit status, with the error
+/// on stderr (and the usage text when an input is missing).
+pub fn finish(program: &str, usage: &str, result: Result<()>) -> i32 {
+    match result {
         Ok(()) => 0,
         Err(e) => {
             if e.kind == ErrorKind::MissingInput {
-                eprint!("{USAGE}");
+                eprint!("{usage}");
             }
-            eprintln!("nanobragg: error: {}", e.message);
+            eprintln!("{program}: error: {}", e.message);
             exit_code(&e)
         }
     }
+}
+
+/// Run the program; returns the process exit status.
+pub fn run(words: &[String]) -> i32 {
+    finish("nanobragg", USAGE, run_inner(words))
 }
 
 fn run_inner(words: &[String]) -> Result<()> {

@@ -5,7 +5,6 @@
 mod common;
 use common::{repo_root, scratch};
 use std::path::Path;
-use std::process::Command;
 
 /// A decoded miniCBF: the `# key value` lines, the MIME fields and the pixels.
 struct Cbf {
@@ -127,17 +126,11 @@ fn smv(path: &Path) -> (String, Vec<i64>) {
     (head, px)
 }
 
-fn run(bin: &str, dir: &Path, args: &str) {
-    let out = Command::new(bin)
-        .args(args.split_whitespace())
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{bin} {args}:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+fn run(bin: &str, dir: &Path, args: &str) -> String {
+    let words: Vec<String> = args.split_whitespace().map(String::from).collect();
+    let r = common::run_program(bin, dir, &words);
+    assert_eq!(r.status, 0, "{bin} {args}:\n{}", r.stderr);
+    r.stdout
 }
 
 #[test]
@@ -197,22 +190,13 @@ fn stdout_value(stdout: &str, key: &str) -> f64 {
 #[test]
 fn nanobragg_cbf_holds_the_int_image() {
     let dir = scratch("cbf-nanobragg");
-    let out = Command::new(env!("CARGO_BIN_EXE_nanobragg"))
-        .args(
-            "-cell 70 80 90 90 90 90 -default_F 100 -N 5 -misset 10 20 30 -lambda 0.98 \
-             -distance 150 -detpixels 96 -pixel 0.172 -Xbeam 7.1 -Ybeam 9.3 -phi 12 -osc 0.25 \
-             -exposure 0.04 -nonoise -nopgm -floatfile f.bin -intfile i.img -cbffile i.cbf"
-                .split_whitespace(),
-        )
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = run(
+        env!("CARGO_BIN_EXE_nanobragg"),
+        &dir,
+        "-cell 70 80 90 90 90 90 -default_F 100 -N 5 -misset 10 20 30 -lambda 0.98 \
+         -distance 150 -detpixels 96 -pixel 0.172 -Xbeam 7.1 -Ybeam 9.3 -phi 12 -osc 0.25 \
+         -exposure 0.04 -nonoise -nopgm -floatfile f.bin -intfile i.img -cbffile i.cbf",
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
     let c = read_cbf(&dir.join("i.cbf"));
     let (_, px) = smv(&dir.join("i.img"));
     assert_eq!((c.width, c.height), (96, 96));

@@ -4,19 +4,11 @@
 
 mod common;
 use common::{read_f32, scratch};
-use std::process::Command;
 
 fn run(bin: &str, dir: &std::path::Path, args: &str) -> (i32, String, String) {
-    let out = Command::new(bin)
-        .args(args.split_whitespace())
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let words: Vec<String> = args.split_whitespace().map(String::from).collect();
+    let r = common::run_program(bin, dir, &words);
+    (r.status, r.stdout, r.stderr)
 }
 
 /// Gap pixels of a module array, computed here from the published module layout.

@@ -6,27 +6,11 @@
 #![allow(non_snake_case)]
 
 mod common;
-use common::{copy_dir, repo_root, scratch};
+use common::{copy_dir, repo_root, run_program, scratch, Run};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-pub struct Out {
-    pub stdout: String,
-    pub stderr: String,
-    pub status: i32,
-}
-
-fn noisify(dir: &Path, words: &[String]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_noisify"))
-        .args(words)
-        .current_dir(dir)
-        .output()
-        .expect("run noisify");
-    Out {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        status: out.status.code().unwrap_or(-1),
-    }
+fn noisify(dir: &Path, words: &[String]) -> Run {
+    run_program(env!("CARGO_BIN_EXE_noisify"), dir, words)
 }
 
 fn fixture(path: &str) -> PathBuf {
@@ -155,7 +139,7 @@ fn words(s: &str) -> Vec<String> {
     s.split_whitespace().map(String::from).collect()
 }
 
-fn assert_error(r: &Out, status: i32, text: &str) {
+fn assert_error(r: &Run, status: i32, text: &str) {
     assert_eq!(r.status, status, "stderr: {}", r.stderr);
     assert!(
         r.stderr.contains(text),

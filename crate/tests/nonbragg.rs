@@ -8,28 +8,11 @@
 #![allow(non_snake_case)]
 
 mod common;
-use common::{compare, copy_dir, read_f32, repo_root, scratch, smv_header, smv_pixels};
+use common::{
+    compare, copy_dir, read_f32, repo_root, run_program as run, scratch, smv_header, smv_pixels,
+    Run,
+};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-struct Out {
-    stdout: String,
-    stderr: String,
-    status: i32,
-}
-
-fn run(bin: &str, dir: &Path, words: &[String]) -> Out {
-    let out = Command::new(bin)
-        .args(words)
-        .current_dir(dir)
-        .output()
-        .expect("run");
-    Out {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        status: out.status.code().unwrap_or(-1),
-    }
-}
 
 fn fixture(path: &str) -> PathBuf {
     repo_root().join("tests/fixtures").join(path)
@@ -289,7 +272,7 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
     let outs = "-detpixels 16 -floatfile f.bin -intfile i.img -pgmfile p.pgm -noisefile n.img";
     let nb = env!("CARGO_BIN_EXE_nonbragg");
     let r = |s: &str| run(nb, &dir, &words(&format!("{s} {outs}")));
-    let expect = |o: Out, status: i32, text: &str| {
+    let expect = |o: Run, status: i32, text: &str| {
         assert_eq!(o.status, status, "{text}: {}", o.stderr);
         assert!(
             o.stderr.contains(text),

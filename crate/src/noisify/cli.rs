@@ -6,7 +6,7 @@ use super::options::{self, Prepared, USAGE};
 use super::psf::{PsfKind, PsfReport};
 use super::{detect, to_u16, Detected, MAX_U16, MAX_U32};
 use crate::cfmt::fmt_g;
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::files::DiskFiles;
 use crate::io::atomic::write_atomic_parts;
 use crate::io::cbf::{write_minicbf, CbfInfo};
@@ -17,16 +17,7 @@ use std::sync::atomic::AtomicBool;
 
 /// Runs the program; returns the exit status (2: command line, 9: no input image, 1: other).
 pub fn run(words: &[String]) -> i32 {
-    match run_inner(words) {
-        Ok(()) => 0,
-        Err(e) => {
-            if e.kind == ErrorKind::MissingInput {
-                eprint!("{USAGE}");
-            }
-            eprintln!("noisify: error: {}", e.message);
-            crate::cli::exit_code(&e)
-        }
-    }
+    crate::cli::finish("noisify", USAGE, run_inner(words))
 }
 
 fn psf_lines(r: &PsfReport, out: &mut impl Write) {

@@ -4,29 +4,19 @@
 use super::options::{self, USAGE};
 use super::{prepare, render, smv_header, statistics, Setup};
 use crate::cfmt::fmt_g;
-use crate::error::{ErrorKind, Result};
+use crate::cli::write_file;
+use crate::error::Result;
 use crate::files::DiskFiles;
-use crate::io::atomic::write_atomic_parts;
 use crate::io::cbf::write_minicbf;
 use crate::output::{
     cbf_info, cbf_pixels, int_pixels_roi, le_bytes, noise_pixels_roi, pgm_bytes_roi,
 };
 use std::io::{IsTerminal, Write};
-use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 /// Runs the program; returns the exit status (2: command line, 9: no table, 1: other).
 pub fn run(words: &[String]) -> i32 {
-    match run_inner(words) {
-        Ok(()) => 0,
-        Err(e) => {
-            if e.kind == ErrorKind::MissingInput {
-                eprint!("{USAGE}");
-            }
-            eprintln!("nonbragg: error: {}", e.message);
-            crate::cli::exit_code(&e)
-        }
-    }
+    crate::cli::finish("nonbragg", USAGE, run_inner(words))
 }
 
 fn v3(v: [f64; 3]) -> String {
@@ -156,11 +146,6 @@ fn print_setup(st: &Setup, out: &mut impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
-fn write(name: &str, parts: &[&[u8]], what: &str, out: &mut impl Write) -> Result<()> {
-    let _ = writeln!(out, "writing {name} as {what}");
-    write_atomic_parts(Path::new(name), parts)
-}
-
 fn run_inner(words: &[String]) -> Result<()> {
     let o = options::parse(words)?;
     let stdout = std::io::stdout();
@@ -196,7 +181,7 @@ fn run_inner(words: &[String]) -> Result<()> {
     );
     let p = st.plan();
     let stats = statistics(&st, &image);
-    write(
+    write_file(
         &o.floatfile,
         &[&le_bytes(&image)],
         &format!("{} 4-byte floats", image.len()),
@@ -226,7 +211,7 @@ fn run_inner(words: &[String]) -> Result<()> {
     let _ = writeln!(out, "intfile_scale = {}", fmt_g(scale));
     let header = smv_header(&st)?;
     let ints = int_pixels_roi(p.fpixels, &p.roi, &image, scale, o.adc);
-    write(
+    write_file(
         &o.intfile,
         &[&header, &le_bytes(&ints)],
         "2-byte integers",
@@ -243,7 +228,7 @@ fn run_inner(words: &[String]) -> Result<()> {
         let _ = writeln!(out, "pgm_scale = {}", fmt_g(pgm_scale));
         let bytes = pgm_bytes_roi(p.fpixels, &p.roi, &image, pgm_scale);
         let pgm = crate::io::pgm::write_pgm(p.fpixels, p.spixels, pgm_scale, &bytes);
-        write(&o.pgmfile, &[&pgm], "1-byte integers", &mut out)?;
+        write_file(&o.pgmfile, &[&pgm], "1-byte integers", &mut out)?;
     }
     if o.write_noise {
         let (px, sum, overloads) =
@@ -252,7 +237,7 @@ fn run_inner(words: &[String]) -> Result<()> {
             out,
             "{sum:.0} photons on noise image ({overloads} overloads)"
         );
-        write(
+        write_file(
             &o.noisefile,
             &[&header, &le_bytes(&px)],
             "2-byte integers",
@@ -272,7 +257,7 @@ fn run_inner(words: &[String]) -> Result<()> {
         );
         let pixels = cbf_pixels(&ints, p.mask.as_deref(), &mut info);
         let file = write_minicbf(&info, p.fpixels, p.spixels, &pixels);
-        write(name, &[&file], "miniCBF (the int image)", &mut out)?;
+        write_file(name, &[&file], "miniCBF (the int image)", &mut out)?;
     }
     Ok(())
 }
