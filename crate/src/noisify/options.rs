@@ -216,7 +216,7 @@ pub struct Prepared {
 /// width <= sqrt(n) that divides n).
 pub fn guess_dimensions(n: usize) -> (usize, usize) {
     let mut x = (n as f64).sqrt() as usize;
-    while x > 0 && n % x != 0 {
+    while x > 0 && !n.is_multiple_of(x) {
         x -= 1;
     }
     if x == 0 {

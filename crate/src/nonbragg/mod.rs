@@ -133,7 +133,7 @@ impl Setup {
 fn pixel_count(given: Option<usize>, detsize: f64, pixel: f64) -> Result<(usize, f64)> {
     let detsize = given.map_or(detsize, |n| pixel * n as f64);
     let n = (detsize / pixel).ceil();
-    if !(n >= 1.0 && n < 1e6) {
+    if !(1.0..1e6).contains(&n) {
         return Err(Error::geometry(format!(
             "detector of {n} pixels across (check -detpixels / -detsize / -pixel)"
         )));
@@ -359,7 +359,7 @@ pub fn render(
                 };
             }
             let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if d % 16 == 0 {
+            if d.is_multiple_of(16) {
                 progress(d as f32 / sp as f32);
             }
             Ok(omega_sum)
