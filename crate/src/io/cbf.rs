@@ -41,7 +41,10 @@ pub struct CbfInfo {
 
 /// True when `width` x `height` is a whole PILATUS module array.
 pub fn pilatus_tiling(width: usize, height: usize) -> bool {
-    width >= 487 && height >= 195 && (width + 7).is_multiple_of(494) && (height + 17).is_multiple_of(212)
+    width >= 487
+        && height >= 195
+        && (width + 7).is_multiple_of(494)
+        && (height + 17).is_multiple_of(212)
 }
 
 /// CBF byte-offset compression: each pixel as the difference from the previous one (the first
