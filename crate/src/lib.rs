@@ -23,6 +23,7 @@ pub mod noisify;
 pub mod nonbragg;
 pub mod output;
 pub mod plan;
+pub mod predict;
 pub mod resolve;
 pub mod rng;
 pub mod sampling;
