@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `npm test`: every test. Installs what is missing first.
-#   (a) Rust: fmt, clippy (native, no-GPU and wasm32), cargo test (scripts/test-rust.sh)
+#   (a) Rust: fmt, clippy (native, no-GPU and wasm32), cargo test (scripts/test-rust.sh); miniCBF read back by fabio
 #   (b) the wasm build of the web app (both modules) and its TypeScript
 #   (c) unit tests of the front end's pure modules (tests/unit/), and browser tests: node's test
 #       runner + playwright-core on Debian chromium (tests/browser/)
@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 source scripts/timing.sh
 step "setup (install what is missing)" bash scripts/setup.sh test
 bash scripts/test-rust.sh
+step "miniCBF files read back by fabio (scripts/check_cbf.py)" /usr/bin/python3 scripts/check_cbf.py --run target/release
 # npm packages: install when any listed in package.json is missing (npm ls fails then)
 if ! npm ls --depth=0 >/dev/null 2>&1; then
   step "npm install" npm install --no-audit --no-fund

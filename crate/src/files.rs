@@ -31,6 +31,8 @@ pub enum FileKind {
     Model,
     /// `-stol` / `-4stol` / `-Q`: a structure factor vs. sin(θ)/λ table.
     Stol,
+    /// A raw float image (noisify's `-floatfile`): little-endian f32 pixels, no header.
+    FloatImage,
 }
 
 impl FileKind {
@@ -46,6 +48,7 @@ impl FileKind {
     /// | SMV image | 1 GiB | a 16384 x 16384 detector of 16-bit pixels (512 MiB), and any header |
     /// | model | 512 MiB | the largest mmCIF entries are a few hundred MB |
     /// | stol table | 16 MiB | tables have a few hundred lines |
+    /// | float image | 1 GiB | a 16384 x 16384 detector of f32 pixels |
     pub const fn max_bytes(self) -> u64 {
         match self {
             FileKind::Hkl => 1024 * MIB,
@@ -55,6 +58,7 @@ impl FileKind {
             FileKind::Image => 1024 * MIB,
             FileKind::Model => 512 * MIB,
             FileKind::Stol => 16 * MIB,
+            FileKind::FloatImage => 1024 * MIB,
         }
     }
 
@@ -68,6 +72,7 @@ impl FileKind {
             FileKind::Image => "SMV images",
             FileKind::Model => "atomic model files",
             FileKind::Stol => "structure factor vs. sin(theta)/lambda tables",
+            FileKind::FloatImage => "float images",
         }
     }
 

@@ -577,7 +577,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
 
 /// Seconds since the epoch: upstream's default noise and misset seed. The browser has no std
 /// clock (the wasm bindings pass `-seed` from JavaScript's clock instead); there this is 1.
-fn clock_seconds() -> i64 {
+pub(crate) fn clock_seconds() -> i64 {
     #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
     {
         1

@@ -196,11 +196,16 @@ pub struct Run {
 }
 
 pub fn run_cli(dir: &Path, words: &[String]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_nanobragg"))
+    run_program(env!("CARGO_BIN_EXE_nanobragg"), dir, words)
+}
+
+/// Runs one of the crate's programs (`env!("CARGO_BIN_EXE_<name>")`) in `dir`.
+pub fn run_program(bin: &str, dir: &Path, words: &[String]) -> Run {
+    let out = Command::new(bin)
         .args(words)
         .current_dir(dir)
         .output()
-        .expect("run nanobragg");
+        .unwrap_or_else(|e| panic!("run {bin}: {e}"));
     Run {
         dir: dir.to_path_buf(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
