@@ -127,7 +127,11 @@ struct Term {
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<uniform> C: Chunk;
+// A storage buffer, not a uniform: with a uniform Chunk, Mesa's lavapipe kept ~2 MB more after
+// every render, even of an unchanged plan (measured; it specialises shaders on small uniform
+// values); as storage, repeated renders do not grow. Each submission still costs lavapipe
+// 30-50 ms and some memory, which is why tiles stay large there (crate/src/gpu/renderer.rs).
+@group(0) @binding(1) var<storage, read> C: Chunk;
 @group(0) @binding(2) var<storage, read> sources: array<Source>;
 @group(0) @binding(3) var<storage, read> terms: array<Term>;
 @group(0) @binding(4) var<storage, read> hkl: array<f32>;

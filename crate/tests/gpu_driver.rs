@@ -434,5 +434,8 @@ fn cancel_acts_within_a_long_render_and_progress_moves() {
     );
     assert_eq!(res.unwrap_err().kind, ErrorKind::Cancelled);
     assert!(at > 0.0 && at < 1.0);
-    assert!(latency.as_secs_f64() < 1.0, "cancel took {latency:?}");
+    // A GPU finishes its tile in about 40 ms; lavapipe (CI) spends 30-50 ms per submission
+    // whatever its size, so its tiles aim at 8× that, and tests running beside this one slow
+    // it further: a generous bound, the figure is printed.
+    assert!(latency.as_secs_f64() < 2.0, "cancel took {latency:?}");
 }

@@ -90,7 +90,7 @@ gpu_struct! {
 }
 
 gpu_struct! {
-    /// Per-dispatch pixel tile (WGSL `Chunk`, uniform): rows `row0..row0+rows`, columns
+    /// Per-dispatch pixel tile (WGSL `Chunk`, a read-only storage buffer): rows `row0..row0+rows`, columns
     /// `col0..col0+cols`; `switch_pixel` is the tricubic switch-off pixel (or `NO_PIXEL`).
     Chunk as "Chunk" {
         row0: u32,

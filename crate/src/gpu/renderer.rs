@@ -1,11 +1,13 @@
 //! [`GpuRenderer`]: owns the device, the cached compute pipeline and the plan-shaped buffers;
 //! renders a [`Plan`] in tiles of pixels and reads back the float image.
 //!
-//! Tiles are sized by time: each submission aims at [`GpuRenderer::CHUNK_TARGET_S`] (the work
-//! per submission is scaled by target / measured time after each one, at most 4× either way,
-//! kept across renders, between [`GpuRenderer::MIN_CHUNK`] and the chunk budget; the first tile
-//! of a render takes a quarter, in case the new plan costs more per term), so progress moves
-//! and cancel acts within about 0.1 s on any device, CPU emulations included. A pixel is never split across submissions: one pixel whose terms alone
+//! Tiles are sized by time: each submission aims at [`GpuRenderer::CHUNK_TARGET_S`], or at 8×
+//! the fixed cost of a submission where that is longer (the work per submission is rescaled
+//! after each one, at most 4× either way, kept across renders, between
+//! [`GpuRenderer::MIN_CHUNK`] and the chunk budget; the first tile of a render takes a quarter,
+//! in case the new plan costs more per term). So progress moves and cancel acts within about
+//! 0.1 s on a GPU; on emulations whose every submission costs 30-50 ms (lavapipe) within about
+//! 0.5 s. A pixel is never split across submissions: one pixel whose terms alone
 //! take longer than that (hundreds of millions of terms on a real GPU) makes its submission
 //! longer, and cancel waits for it. Splitting a pixel would need per-pixel df64 accumulators and
 //! a separate pass for the first-value factors (MODEL §9.6), and is impossible with the
@@ -102,6 +104,8 @@ pub struct GpuRenderer {
     adaptive: bool,
     /// Work per submission aimed at the time target (terms; adaptive mode).
     aimed: u64,
+    /// Shortest submission seen (s): an upper bound of the fixed cost of one submission.
+    overhead_s: f64,
     pipeline_s: f64,
     timings: GpuTimings,
     stats: GpuStats,
@@ -189,7 +193,7 @@ impl GpuRenderer {
             label: Some("nanobragg kernel"),
             entries: &[
                 layout_entry(0, B::Uniform),
-                layout_entry(1, B::Uniform),
+                layout_entry(1, B::Storage { read_only: true }),
                 layout_entry(2, B::Storage { read_only: true }),
                 layout_entry(3, B::Storage { read_only: true }),
                 layout_entry(4, B::Storage { read_only: true }),
@@ -228,7 +232,7 @@ impl GpuRenderer {
             size_of::<Params>() as u64,
             U::UNIFORM | U::COPY_DST,
         );
-        let chunk_buf = buf("chunk", size_of::<Chunk>() as u64, U::UNIFORM | U::COPY_DST);
+        let chunk_buf = buf("chunk", size_of::<Chunk>() as u64, U::STORAGE | U::COPY_DST);
         scope_error(scope.pop().await, "pipeline creation")?;
         // Make sure the pipeline is really compiled before the clock stops.
         let idx = queue.submit([]);
@@ -248,6 +252,7 @@ impl GpuRenderer {
             chunk_budget: Self::DEFAULT_CHUNK_BUDGET,
             adaptive: true,
             aimed: Self::FIRST_CHUNK,
+            overhead_s: f64::INFINITY,
             pipeline_s,
             timings: GpuTimings {
                 pipeline_s,
@@ -291,7 +296,8 @@ impl GpuRenderer {
     }
 
     /// Fixed work per submission in term evaluations (see [`Self::DEFAULT_CHUNK_BUDGET`]); turns
-    /// off sizing tiles by time (tests that count tiles).
+    /// off sizing tiles by time (tests that count tiles; callers that cannot cancel and want
+    /// throughput, like the CLI).
     pub fn set_chunk_budget(&mut self, terms: u64) {
         self.chunk_budget = terms.max(1);
         self.adaptive = false;
@@ -311,14 +317,24 @@ impl GpuRenderer {
         aimed.clamp(Self::MIN_CHUNK.min(self.chunk_budget), self.chunk_budget)
     }
 
-    /// Scale the aimed work by target / measured time after a submission of `terms` terms that
-    /// took `seconds` (at most 4× either way). A fast submission never lowers it (a short tile
-    /// at the end of the image says nothing about the device).
+    /// Learn from a submission of `terms` terms that took `seconds` (submit to completion),
+    /// modelled as a fixed cost (bounded by the shortest submission seen) plus work: scale the
+    /// aimed work so that a submission takes the target, or 8× the fixed cost where that is
+    /// longer (emulated devices: lavapipe spends 30-50 ms per submission whatever its size, and
+    /// smaller tiles would only multiply that), at most 4× either way. A fast submission never
+    /// lowers the aim (a short tile at the end of the image says nothing about the device).
     fn learn_time(&mut self, terms: u64, seconds: f64) {
         if !self.adaptive || seconds <= 0.0 {
             return; // no clock (wasm32 without js-sys)
         }
-        let factor = (Self::CHUNK_TARGET_S / seconds).clamp(0.25, 4.0);
+        self.overhead_s = self.overhead_s.min(seconds);
+        let target = Self::CHUNK_TARGET_S.max(8.0 * self.overhead_s);
+        let work = seconds - self.overhead_s;
+        let factor = if work <= 0.1 * seconds {
+            4.0
+        } else {
+            ((target - self.overhead_s) / work).clamp(0.25, 4.0)
+        };
         let scaled = (terms as f64 * factor) as u64;
         self.aimed = if factor >= 1.0 {
             self.aimed.max(scaled)
@@ -657,9 +673,14 @@ impl GpuRenderer {
     }
 
     /// Blocking [`GpuRenderer::render`] without progress or cancellation (native only).
+    /// With nothing to cancel, tiles are not sized by time: each submission takes the chunk
+    /// budget (on emulated devices many small submissions cost throughput).
     pub fn render_blocking(&mut self, plan: &Plan) -> Result<Vec<f32>> {
         let cancel = AtomicBool::new(false);
-        pollster::block_on(self.render(plan, &mut |_| {}, &cancel))
+        let adaptive = std::mem::replace(&mut self.adaptive, false);
+        let out = pollster::block_on(self.render(plan, &mut |_| {}, &cancel));
+        self.adaptive = adaptive;
+        out
     }
 
     /// Blocking render with progress and cancel (native only).
