@@ -9,6 +9,7 @@ pub mod api;
 pub mod args;
 pub mod cfmt;
 pub mod cli;
+#[macro_use]
 pub mod cpu;
 pub mod crystal;
 pub mod detector;
@@ -22,6 +23,7 @@ pub mod plan;
 pub mod resolve;
 pub mod rng;
 pub mod sampling;
+pub mod sf;
 pub mod stats;
 pub mod vec3;
 pub mod wasm;

@@ -1,0 +1,546 @@
+//! Direct summation of F(hkl) = |Σⱼ fⱼ(s) occⱼ exp(−hᵀβⱼh) exp(2πi h·xⱼ)| over the atoms of the
+//! P1 unit cell, for every reflection within a resolution sphere.
+//!
+//! The term of atom j is the exponential of a quadratic in h (the Debye-Waller factor, isotropic
+//! or anisotropic, is exp(−hᵀβh) with β = 2π² F U Fᵀ in index space, F the fractionalisation
+//! matrix; an isotropic B gives β = B/4 · F Fᵀ). Stepping one index multiplies the term by a
+//! ratio that itself changes by a constant factor, so along a row of l the terms need one complex
+//! and one real multiplication each, no sin, cos or exp:
+//!
+//!   E(v+eₗ) = E(v)·Rₗ(v),  Rₗ(v) = exp(2πi z − 2(βv)ₗ − βₗₗ),  Rₗ(v+eₗ) = Rₗ(v)·exp(−2βₗₗ)
+//!
+//! and the same along k between rows (rows start at l = 0 and walk up and down). The sums are
+//! kept per element, so each form factor is evaluated once per reflection and element. Planes of
+//! constant h ≥ 0 run in parallel (rayon); F(−h) = F(h) (Friedel, no anomalous scattering).
+//! The innermost loops run over atoms in lanes of 8 (vectorised; AVX2 when the CPU has it).
+
+use super::formfactor;
+use super::model::Model;
+use crate::error::{Error, ErrorKind, Result};
+use crate::plan::HklGrid;
+use rayon::prelude::*;
+use std::f64::consts::PI;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Atoms per lane group; element groups are padded to a multiple (zero-weight atoms).
+const LANES: usize = 8;
+/// Atoms per cache block of the row walk.
+const BLOCK: usize = 256;
+
+type M3 = [[f64; 3]; 3];
+
+fn mul(a: &M3, b: &M3) -> M3 {
+    let mut r = [[0.0; 3]; 3];
+    for i in 0..3 {
+        for j in 0..3 {
+            r[i][j] = (0..3).map(|k| a[i][k] * b[k][j]).sum();
+        }
+    }
+    r
+}
+
+fn transpose(a: &M3) -> M3 {
+    let mut r = [[0.0; 3]; 3];
+    for i in 0..3 {
+        for j in 0..3 {
+            r[i][j] = a[j][i];
+        }
+    }
+    r
+}
+
+/// The P1 unit cell's atoms in structure-of-arrays form, grouped by element.
+pub struct P1Atoms {
+    /// (element index, first atom, atom count padded to LANES)
+    pub groups: Vec<(usize, usize, usize)>,
+    pub x: Vec<[f64; 3]>,
+    pub beta: Vec<M3>,
+    pub w: Vec<f64>,
+    /// atoms before padding
+    pub count: usize,
+}
+
+/// Applies every operation of the space group to every atom (no merging of atoms on special
+/// positions: their occupancies already account for that, as in gemmi).
+pub fn expand(model: &Model) -> P1Atoms {
+    let f = model.cell.frac();
+    let ft = transpose(&f);
+    let gstar = mul(&f, &ft);
+    let ntab = formfactor::table().symbols.len();
+    let mut per_el: Vec<Vec<([f64; 3], M3, f64)>> = vec![Vec::new(); ntab];
+    for atom in &model.atoms {
+        let xf = [
+            f[0][0] * atom.pos[0] + f[0][1] * atom.pos[1] + f[0][2] * atom.pos[2],
+            f[1][0] * atom.pos[0] + f[1][1] * atom.pos[1] + f[1][2] * atom.pos[2],
+            f[2][0] * atom.pos[0] + f[2][1] * atom.pos[1] + f[2][2] * atom.pos[2],
+        ];
+        let beta: M3 = match atom.aniso {
+            Some(u) => {
+                let uc = [[u[0], u[3], u[4]], [u[3], u[1], u[5]], [u[4], u[5], u[2]]];
+                let m = mul(&mul(&f, &uc), &ft);
+                m.map(|r| r.map(|v| 2.0 * PI * PI * v))
+            }
+            None => gstar.map(|r| r.map(|v| atom.b_iso / 4.0 * v)),
+        };
+        for op in &model.space_group.ops {
+            let x = op.apply(xf).map(|v| v - v.floor());
+            let b = mul(&mul(&op.rot, &beta), &transpose(&op.rot));
+            per_el[atom.element].push((x, b, atom.occ));
+        }
+    }
+    let mut out = P1Atoms {
+        groups: Vec::new(),
+        x: Vec::new(),
+        beta: Vec::new(),
+        w: Vec::new(),
+        count: 0,
+    };
+    for (el, list) in per_el.into_iter().enumerate() {
+        if list.is_empty() {
+            continue;
+        }
+        let start = out.x.len();
+        out.count += list.len();
+        let padded = list.len().div_ceil(LANES) * LANES;
+        for (x, b, w) in list {
+            out.x.push(x);
+            out.beta.push(b);
+            out.w.push(w);
+        }
+        for _ in out.x.len() - start..padded {
+            out.x.push([0.0; 3]);
+            out.beta.push([[0.0; 3]; 3]);
+            out.w.push(0.0);
+        }
+        out.groups.push((el, start, padded));
+    }
+    out
+}
+
+/// Which reflections: those with hᵀ G h ≤ smax² for the selection metric G (Å⁻²).
+#[derive(Clone, Copy, Debug)]
+pub struct Sphere {
+    pub metric: M3,
+    pub smax2: f64,
+}
+
+impl Sphere {
+    /// Largest |h|, |k|, |l| on the sphere: smax·|a|, … with |a|² = (G⁻¹)₁₁.
+    fn box_max(&self) -> [i32; 3] {
+        let g = &self.metric;
+        let det = g[0][0] * (g[1][1] * g[2][2] - g[1][2] * g[2][1])
+            - g[0][1] * (g[1][0] * g[2][2] - g[1][2] * g[2][0])
+            + g[0][2] * (g[1][0] * g[2][1] - g[1][1] * g[2][0]);
+        let inv_diag = [
+            (g[1][1] * g[2][2] - g[1][2] * g[2][1]) / det,
+            (g[0][0] * g[2][2] - g[0][2] * g[2][0]) / det,
+            (g[0][0] * g[1][1] - g[0][1] * g[1][0]) / det,
+        ];
+        inv_diag.map(|d| ((d * self.smax2).sqrt() + 1e-9).floor() as i32)
+    }
+
+    /// l interval of row (h, k), or None when the row misses the sphere.
+    fn l_range(&self, h: i32, k: i32) -> Option<(i32, i32)> {
+        let g = &self.metric;
+        let (h, k) = (h as f64, k as f64);
+        let a = g[2][2];
+        let b = 2.0 * (g[0][2] * h + g[1][2] * k);
+        let c = g[0][0] * h * h + 2.0 * g[0][1] * h * k + g[1][1] * k * k - self.smax2;
+        let disc = b * b - 4.0 * a * c;
+        if disc < 0.0 {
+            return None;
+        }
+        let r = disc.sqrt();
+        let (lo, hi) = ((-b - r) / (2.0 * a), (-b + r) / (2.0 * a));
+        let (mut lo, mut hi) = (lo.ceil() as i32, hi.floor() as i32);
+        // exact test at the ends (rounding of the roots)
+        let inside = |l: i32| {
+            let v = [h, k, l as f64];
+            let mut q = 0.0;
+            for i in 0..3 {
+                for j in 0..3 {
+                    q += v[i] * g[i][j] * v[j];
+                }
+            }
+            q <= self.smax2 * (1.0 + 1e-12)
+        };
+        while lo <= hi && !inside(lo) {
+            lo += 1;
+        }
+        while hi >= lo && !inside(hi) {
+            hi -= 1;
+        }
+        if lo > hi {
+            None
+        } else {
+            Some((lo, hi))
+        }
+    }
+}
+
+/// Computed amplitudes of one plane h ≥ 0: rows k_lo..=k_hi, each with its l interval.
+struct PlaneOut {
+    h: i32,
+    rows: Vec<(i32, i32, Vec<f64>)>, // (k, l_lo, F values)
+}
+
+/// Per-atom walking state of one plane (structure of arrays).
+struct State {
+    er: Vec<f64>,
+    ei: Vec<f64>,
+    rkr: Vec<f64>,
+    rki: Vec<f64>,
+    rlr: Vec<f64>,
+    rli: Vec<f64>,
+    dlr: Vec<f64>,
+    dli: Vec<f64>,
+    ckk: Vec<f64>,
+    cll: Vec<f64>,
+    ckl: Vec<f64>,
+    clk: Vec<f64>,
+}
+
+fn cis(turns: f64) -> (f64, f64) {
+    let t = 2.0 * PI * (turns - turns.round());
+    let (s, c) = t.sin_cos();
+    (c, s)
+}
+
+impl State {
+    /// State at (h, k0, 0).
+    fn new(at: &P1Atoms, h: i32, k0: i32) -> State {
+        let n = at.x.len();
+        let mut s = State {
+            er: vec![0.0; n],
+            ei: vec![0.0; n],
+            rkr: vec![0.0; n],
+            rki: vec![0.0; n],
+            rlr: vec![0.0; n],
+            rli: vec![0.0; n],
+            dlr: vec![0.0; n],
+            dli: vec![0.0; n],
+            ckk: vec![0.0; n],
+            cll: vec![0.0; n],
+            ckl: vec![0.0; n],
+            clk: vec![0.0; n],
+        };
+        let (hf, kf) = (h as f64, k0 as f64);
+        for j in 0..n {
+            let x = at.x[j];
+            let b = &at.beta[j];
+            let q = b[0][0] * hf * hf + 2.0 * b[0][1] * hf * kf + b[1][1] * kf * kf;
+            let bv_k = b[1][0] * hf + b[1][1] * kf;
+            let bv_l = b[2][0] * hf + b[2][1] * kf;
+            let mag = at.w[j] * (-q).exp();
+            let (c, sn) = cis(hf * x[0] + kf * x[1]);
+            s.er[j] = mag * c;
+            s.ei[j] = mag * sn;
+            let (c, sn) = cis(x[1]);
+            let m = (-2.0 * bv_k - b[1][1]).exp();
+            s.rkr[j] = m * c;
+            s.rki[j] = m * sn;
+            let (c, sn) = cis(x[2]);
+            let m = (-2.0 * bv_l - b[2][2]).exp();
+            s.rlr[j] = m * c;
+            s.rli[j] = m * sn;
+            let m = (2.0 * bv_l - b[2][2]).exp();
+            s.dlr[j] = m * c;
+            s.dli[j] = -m * sn;
+            s.ckk[j] = (-2.0 * b[1][1]).exp();
+            s.cll[j] = (-2.0 * b[2][2]).exp();
+            s.ckl[j] = (-2.0 * b[1][2]).exp();
+            s.clk[j] = (2.0 * b[1][2]).exp();
+        }
+        s
+    }
+}
+
+/// Walks `steps` steps from the term `e` with ratio `r` (ratio factor `c`), adding the terms of
+/// steps `skip..` to `out_re/out_im[step - skip]`. Slices have a length that is a multiple of
+/// LANES.
+type WalkFn = fn(
+    &mut [f64],
+    &mut [f64],
+    &mut [f64],
+    &mut [f64],
+    &[f64],
+    usize,
+    usize,
+    &mut [f64],
+    &mut [f64],
+);
+
+avx2_versions!(
+    fn walk_fn => walk_body(er: &mut [f64], ei: &mut [f64], rr: &mut [f64], ri: &mut [f64], c: &[f64], steps: usize, skip: usize, out_re: &mut [f64], out_im: &mut [f64])
+);
+
+#[inline(always)]
+fn walk_body(
+    er: &mut [f64],
+    ei: &mut [f64],
+    rr: &mut [f64],
+    ri: &mut [f64],
+    c: &[f64],
+    steps: usize,
+    skip: usize,
+    out_re: &mut [f64],
+    out_im: &mut [f64],
+) {
+    let n = er.len();
+    for step in 0..steps {
+        let mut sr = [0.0f64; LANES];
+        let mut si = [0.0f64; LANES];
+        for base in (0..n).step_by(LANES) {
+            let er = &mut er[base..base + LANES];
+            let ei = &mut ei[base..base + LANES];
+            let rr = &mut rr[base..base + LANES];
+            let ri = &mut ri[base..base + LANES];
+            let c = &c[base..base + LANES];
+            for i in 0..LANES {
+                sr[i] += er[i];
+                si[i] += ei[i];
+                let (a, b) = (er[i] * rr[i] - ei[i] * ri[i], er[i] * ri[i] + ei[i] * rr[i]);
+                er[i] = a;
+                ei[i] = b;
+                rr[i] *= c[i];
+                ri[i] *= c[i];
+            }
+        }
+        if step >= skip {
+            out_re[step - skip] += sr.iter().sum::<f64>();
+            out_im[step - skip] += si.iter().sum::<f64>();
+        }
+    }
+}
+
+/// One plane h ≥ 0 (for h = 0 only k ≥ 0: the rest are Friedel mates).
+fn plane(
+    at: &P1Atoms,
+    sphere: &Sphere,
+    gstar: &M3,
+    h: i32,
+    kmax: i32,
+    walk: WalkFn,
+    tick: &(dyn Fn() -> Result<()> + Sync),
+) -> Result<PlaneOut> {
+    let table = formfactor::table();
+    let k0 = if h == 0 { 0 } else { -kmax };
+    let mut st = State::new(at, h, k0);
+    let mut rows = Vec::new();
+    let ng = at.groups.len();
+    let mut acc_re: Vec<Vec<f64>> = vec![Vec::new(); ng];
+    let mut acc_im: Vec<Vec<f64>> = vec![Vec::new(); ng];
+    let mut tmp = vec![0.0f64; 4 * BLOCK];
+    for k in k0..=kmax {
+        tick()?;
+        if let Some((lo, hi)) = sphere.l_range(h, k) {
+            let len = (hi - lo + 1) as usize;
+            for (g, &(_, first, count)) in at.groups.iter().enumerate() {
+                let (are, aim) = (&mut acc_re[g], &mut acc_im[g]);
+                are.clear();
+                are.resize(len, 0.0);
+                aim.clear();
+                aim.resize(len, 0.0);
+                for b0 in (first..first + count).step_by(BLOCK) {
+                    let b1 = (b0 + BLOCK).min(first + count);
+                    let m = b1 - b0;
+                    let (er, rest) = tmp.split_at_mut(BLOCK);
+                    let (ei, rest) = rest.split_at_mut(BLOCK);
+                    let (rr, ri) = rest.split_at_mut(BLOCK);
+                    let (er, ei, rr, ri) = (&mut er[..m], &mut ei[..m], &mut rr[..m], &mut ri[..m]);
+                    // up: l = 0, 1, …, hi
+                    if hi >= 0 {
+                        er.copy_from_slice(&st.er[b0..b1]);
+                        ei.copy_from_slice(&st.ei[b0..b1]);
+                        rr.copy_from_slice(&st.rlr[b0..b1]);
+                        ri.copy_from_slice(&st.rli[b0..b1]);
+                        let skip = lo.max(0) as usize;
+                        let steps = hi as usize + 1;
+                        let off = (lo.max(0) - lo) as usize;
+                        walk(
+                            er,
+                            ei,
+                            rr,
+                            ri,
+                            &st.cll[b0..b1],
+                            steps,
+                            skip,
+                            &mut are[off..],
+                            &mut aim[off..],
+                        );
+                    }
+                    // down: l = −1, −2, …, lo; E(−1) = E(0)·D, ratio D·c
+                    if lo <= -1 {
+                        for j in 0..m {
+                            let (e_r, e_i) = (st.er[b0 + j], st.ei[b0 + j]);
+                            let (d_r, d_i) = (st.dlr[b0 + j], st.dli[b0 + j]);
+                            er[j] = e_r * d_r - e_i * d_i;
+                            ei[j] = e_r * d_i + e_i * d_r;
+                            rr[j] = d_r * st.cll[b0 + j];
+                            ri[j] = d_i * st.cll[b0 + j];
+                        }
+                        let top = hi.min(-1);
+                        let skip = (-1 - top) as usize;
+                        let steps = (-lo) as usize;
+                        // step s is l = −1 − s, stored at index l − lo, i.e. reversed
+                        let n = steps - skip;
+                        let mut rev_re = vec![0.0; n];
+                        let mut rev_im = vec![0.0; n];
+                        walk(
+                            er,
+                            ei,
+                            rr,
+                            ri,
+                            &st.cll[b0..b1],
+                            steps,
+                            skip,
+                            &mut rev_re,
+                            &mut rev_im,
+                        );
+                        for (i, (vr, vi)) in rev_re.iter().zip(&rev_im).enumerate() {
+                            let l = top - i as i32;
+                            are[(l - lo) as usize] += vr;
+                            aim[(l - lo) as usize] += vi;
+                        }
+                    }
+                }
+            }
+            // F = |Σ_e f_e(s) S_e|
+            let mut f = Vec::with_capacity(len);
+            for i in 0..len {
+                let l = lo + i as i32;
+                let v = [h as f64, k as f64, l as f64];
+                let mut s2 = 0.0;
+                for a in 0..3 {
+                    for b in 0..3 {
+                        s2 += v[a] * gstar[a][b] * v[b];
+                    }
+                }
+                let stol2 = s2 / 4.0;
+                let (mut fr, mut fi) = (0.0, 0.0);
+                for (g, &(el, _, _)) in at.groups.iter().enumerate() {
+                    let ff = table.coefs[el].at(stol2);
+                    fr += ff * acc_re[g][i];
+                    fi += ff * acc_im[g][i];
+                }
+                f.push((fr * fr + fi * fi).sqrt());
+            }
+            rows.push((k, lo, f));
+        }
+        // next row: k + 1
+        for j in 0..at.x.len() {
+            let (e_r, e_i) = (st.er[j], st.ei[j]);
+            let (r_r, r_i) = (st.rkr[j], st.rki[j]);
+            st.er[j] = e_r * r_r - e_i * r_i;
+            st.ei[j] = e_r * r_i + e_i * r_r;
+            st.rkr[j] *= st.ckk[j];
+            st.rki[j] *= st.ckk[j];
+            st.rlr[j] *= st.ckl[j];
+            st.rli[j] *= st.ckl[j];
+            st.dlr[j] *= st.clk[j];
+            st.dli[j] *= st.clk[j];
+        }
+    }
+    Ok(PlaneOut { h, rows })
+}
+
+/// F for every reflection of `sphere`, as the padded table the kernels read: the bounds are
+/// those of the reflections computed, the inner block is prefilled with `default_f` (as for an
+/// `-hkl` file), `hkls` is the number of reflections.
+pub fn compute(
+    model: &Model,
+    sphere: &Sphere,
+    default_f: f64,
+    progress: &(dyn Fn(f32) + Sync),
+    cancel: &AtomicBool,
+) -> Result<(HklGrid, usize)> {
+    let at = expand(model);
+    let f = model.cell.frac();
+    let gstar = mul(&f, &transpose(&f));
+    let [hmax, kmax, lmax] = sphere.box_max();
+    let total = ((hmax + 1) * (2 * kmax + 1)) as usize;
+    let done = AtomicUsize::new(0);
+    let last = AtomicUsize::new(0);
+    let tick = || -> Result<()> {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Error::new(
+                ErrorKind::Cancelled,
+                "structure-factor calculation cancelled",
+            ));
+        }
+        let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+        let pct = d * 100 / total.max(1);
+        if pct > last.fetch_max(pct, Ordering::Relaxed) {
+            progress(pct.min(100) as f32 / 100.0);
+        }
+        Ok(())
+    };
+    let walk = walk_fn();
+    let planes: Vec<PlaneOut> = (0..=hmax)
+        .into_par_iter()
+        .map(|h| plane(&at, sphere, &gstar, h, kmax, walk, &tick))
+        .collect::<Result<Vec<_>>>()?;
+
+    // bounds of what was computed (symmetric by Friedel)
+    let (mut hb, mut kb, mut lb) = (0i32, 0i32, 0i32);
+    let mut count = 0usize;
+    for p in &planes {
+        for (k, lo, v) in &p.rows {
+            if v.is_empty() {
+                continue;
+            }
+            hb = hb.max(p.h);
+            kb = kb.max(k.abs());
+            lb = lb.max(lo.abs()).max((lo + v.len() as i32 - 1).abs());
+            count += if p.h == 0 && *k == 0 {
+                v.len()
+            } else {
+                2 * v.len()
+            };
+        }
+    }
+    let _ = lmax;
+    let (hr, kr, lr) = (2 * hb + 1, 2 * kb + 1, 2 * lb + 1);
+    let (kd, ld) = ((kr + 1) as usize, (lr + 1) as usize);
+    let len = (hr as usize + 1) * kd * ld;
+    let mut data = Vec::new();
+    data.try_reserve_exact(len).map_err(|_| {
+        Error::input(format!(
+            "not enough memory for a structure-factor table of {len} values"
+        ))
+    })?;
+    data.resize(len, 0.0);
+    if default_f != 0.0 {
+        for ih in 0..hr as usize {
+            for ik in 0..kr as usize {
+                let row = (ih * kd + ik) * ld;
+                data[row..row + lr as usize].fill(default_f);
+            }
+        }
+    }
+    let idx = |h: i32, k: i32, l: i32| {
+        (((h + hb) as usize) * kd + (k + kb) as usize) * ld + (l + lb) as usize
+    };
+    for p in &planes {
+        for (k, lo, v) in &p.rows {
+            for (i, &fv) in v.iter().enumerate() {
+                let l = lo + i as i32;
+                data[idx(p.h, *k, l)] = fv;
+                data[idx(-p.h, -k, -l)] = fv;
+            }
+        }
+    }
+    Ok((
+        HklGrid {
+            h_min: -hb,
+            h_max: hb,
+            k_min: -kb,
+            k_max: kb,
+            l_min: -lb,
+            l_max: lb,
+            hkls: count,
+            data,
+        },
+        at.count,
+    ))
+}
