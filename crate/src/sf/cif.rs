@@ -99,7 +99,9 @@ impl<'a> Lexer<'a> {
         }
         self.pos = p;
         let word = &self.s[start..p];
-        let lower = |w: &str, k: &str| w.len() >= k.len() && w[..k.len()].eq_ignore_ascii_case(k);
+        let lower = |w: &str, k: &str| {
+            w.len() >= k.len() && w.as_bytes()[..k.len()].eq_ignore_ascii_case(k.as_bytes())
+        };
         let tok = if c == b'_' {
             Tok::Tag(word)
         } else if word.eq_ignore_ascii_case("loop_") {
@@ -281,13 +283,14 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
         )));
     }
 
-    // space group: H-M name, Hall symbol, explicit operations, number
+    // space group: H-M name, Hall symbol, explicit operations, number (the reference setting,
+    // only when no name is given)
     let angles = Some((cell.alpha, cell.gamma));
     let names = [
-        "_symmetry.space_group_name_h-m",
-        "_space_group.name_h-m_alt",
-        "_symmetry.space_group_name_hall",
-        "_space_group.name_hall",
+        "_symmetry.space_group_name_H-M",
+        "_space_group.name_H-M_alt",
+        "_symmetry.space_group_name_Hall",
+        "_space_group.name_Hall",
     ];
     let mut space_group = None;
     let mut tried: Vec<(String, usize)> = Vec::new();
@@ -320,8 +323,9 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
             }
         }
     }
-    if space_group.is_none() {
-        for tag in ["_symmetry.int_tables_number", "_space_group.it_number"] {
+    // a number names the reference setting: not a fallback for a setting that is not known
+    if space_group.is_none() && tried.is_empty() {
+        for tag in ["_symmetry.Int_Tables_number", "_space_group.IT_number"] {
             if let Some((text, line)) = item(tag) {
                 match symmetry::find(text, angles) {
                     Some(g) => {
@@ -340,9 +344,11 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
                 "{name} line {line}: unsupported space group or setting: {what}"
             )))
         }
-        (None, None) => return Err(Error::input(format!(
+        (None, None) => {
+            return Err(Error::input(format!(
             "{name}: no space group (_symmetry.space_group_name_H-M or _space_group.name_H-M_alt)"
-        ))),
+        )))
+        }
     };
 
     // atoms
@@ -351,6 +357,11 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
             "{name}: no _atom_site loop (no atoms)"
         )));
     };
+    if sites.rows() == 0 {
+        return Err(Error::input(format!(
+            "{name}: the _atom_site loop has no rows (no atoms)"
+        )));
+    }
     let col = |tag: &str| sites.col(&format!("_atom_site.{tag}"));
     let need = |tag: &str| {
         col(tag)
@@ -503,7 +514,7 @@ mod tests {
         let m = e(GOOD.replace("'I 2 2 2'", "'I 2 2 5'"));
         assert_eq!(
             m,
-            "m.cif line 9: unsupported space group or setting: _symmetry.space_group_name_h-m \"I 2 2 5\""
+            "m.cif line 9: unsupported space group or setting: _symmetry.space_group_name_H-M \"I 2 2 5\""
         );
         let m = e(GOOD.replace("_symmetry.space_group_name_H-M 'I 2 2 2'\n", ""));
         assert!(m.starts_with("m.cif: no space group"), "{m}");

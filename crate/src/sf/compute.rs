@@ -313,27 +313,37 @@ fn walk_body(
     }
 }
 
-/// One plane h ≥ 0 (for h = 0 only k ≥ 0: the rest are Friedel mates).
+/// The rows `ks` (ascending) of plane h: walks k from the first to the last of them.
 fn plane(
     at: &P1Atoms,
     sphere: &Sphere,
     gstar: &M3,
     h: i32,
-    kmax: i32,
+    ks: &[i32],
     walk: WalkFn,
     tick: &(dyn Fn() -> Result<()> + Sync),
 ) -> Result<PlaneOut> {
     let table = formfactor::table();
-    let k0 = if h == 0 { 0 } else { -kmax };
+    let (Some(&k0), Some(&k1)) = (ks.first(), ks.last()) else {
+        return Ok(PlaneOut {
+            h,
+            rows: Vec::new(),
+        });
+    };
     let mut st = State::new(at, h, k0);
+    let mut wanted = ks.iter().peekable();
     let mut rows = Vec::new();
     let ng = at.groups.len();
     let mut acc_re: Vec<Vec<f64>> = vec![Vec::new(); ng];
     let mut acc_im: Vec<Vec<f64>> = vec![Vec::new(); ng];
     let mut tmp = vec![0.0f64; 4 * BLOCK];
-    for k in k0..=kmax {
-        tick()?;
-        if let Some((lo, hi)) = sphere.l_range(h, k) {
+    for k in k0..=k1 {
+        let want = wanted.peek() == Some(&&k);
+        if want {
+            wanted.next();
+            tick()?;
+        }
+        if let (true, Some((lo, hi))) = (want, sphere.l_range(h, k)) {
             let len = (hi - lo + 1) as usize;
             for (g, &(_, first, count)) in at.groups.iter().enumerate() {
                 let (are, aim) = (&mut acc_re[g], &mut acc_im[g]);
@@ -427,6 +437,9 @@ fn plane(
             }
             rows.push((k, lo, f));
         }
+        if k == k1 {
+            break;
+        }
         // next row: k + 1
         for j in 0..at.x.len() {
             let (e_r, e_i) = (st.er[j], st.ei[j]);
@@ -444,9 +457,73 @@ fn plane(
     Ok(PlaneOut { h, rows })
 }
 
+/// Maps of rows (h, k) -> (h', k') with l -> s·l: the rotations of the space group (and −1,
+/// Friedel) that keep the l axis, acting on Miller indices as h' = h·R. Rows related by them have
+/// the same amplitudes (exactly so when the cell obeys the lattice's constraints).
+fn row_maps(model: &Model) -> Vec<[i32; 5]> {
+    let mut maps: Vec<[i32; 5]> = Vec::new();
+    for op in &model.space_group.ops {
+        let r = op.rot.map(|row| row.map(|v| v.round() as i32));
+        if r[2][0] != 0 || r[2][1] != 0 || r[0][2] != 0 || r[1][2] != 0 {
+            continue;
+        }
+        for sign in [1, -1] {
+            let m = [
+                sign * r[0][0],
+                sign * r[1][0],
+                sign * r[0][1],
+                sign * r[1][1],
+                sign * r[2][2],
+            ];
+            if !maps.contains(&m) {
+                maps.push(m);
+            }
+        }
+    }
+    maps
+}
+
+fn apply_map(m: &[i32; 5], h: i32, k: i32) -> (i32, i32, i32) {
+    (h * m[0] + k * m[1], h * m[2] + k * m[3], m[4])
+}
+
+/// Radius (Å⁻¹, squared) of the sphere in the model's metric that holds the reflections of
+/// `sphere` (whose metric may be another cell's): smax² · λmax(G_sel⁻¹ G_model).
+fn model_radius2(sphere: &Sphere, gmodel: &M3) -> f64 {
+    let g = &sphere.metric;
+    let det = g[0][0] * (g[1][1] * g[2][2] - g[1][2] * g[2][1])
+        - g[0][1] * (g[1][0] * g[2][2] - g[1][2] * g[2][0])
+        + g[0][2] * (g[1][0] * g[2][1] - g[1][1] * g[2][0]);
+    let mut inv = [[0.0; 3]; 3];
+    for i in 0..3 {
+        for j in 0..3 {
+            let (i1, i2, j1, j2) = ((j + 1) % 3, (j + 2) % 3, (i + 1) % 3, (i + 2) % 3);
+            inv[i][j] = (g[i1][j1] * g[i2][j2] - g[i1][j2] * g[i2][j1]) / det;
+        }
+    }
+    let m = mul(&inv, gmodel);
+    // power iteration: the eigenvalues are real and positive
+    let mut v = [1.0, 0.7, 0.3];
+    let mut lambda = 0.0;
+    for _ in 0..200 {
+        let w = [0, 1, 2].map(|i| (0..3).map(|j| m[i][j] * v[j]).sum::<f64>());
+        let n = w.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if !(n > 0.0) {
+            break;
+        }
+        lambda = n / v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        v = w.map(|x| x / n);
+    }
+    sphere.smax2 * lambda * (1.0 + 1e-9)
+}
+
 /// F for every reflection of `sphere`, as the padded table the kernels read: the bounds are
 /// those of the reflections computed, the inner block is prefilled with `default_f` (as for an
-/// `-hkl` file), `hkls` is the number of reflections.
+/// `-hkl` file), `hkls` is the number of reflections. When `sphere`'s metric is not the model's,
+/// the table covers the sphere in the model's metric that contains it.
+///
+/// Only one row (h, k) per orbit of the row maps ([`row_maps`]) is summed; the others are
+/// copies (8× less work in P 43 21 2, 12× in P 63 2 2, 2× in P1 from Friedel's law).
 pub fn compute(
     model: &Model,
     sphere: &Sphere,
@@ -457,8 +534,50 @@ pub fn compute(
     let at = expand(model);
     let f = model.cell.frac();
     let gstar = mul(&f, &transpose(&f));
+    let sphere = Sphere {
+        metric: gstar,
+        smax2: if sphere.metric == gstar {
+            sphere.smax2
+        } else {
+            model_radius2(sphere, &gstar)
+        },
+    };
     let [hmax, kmax, lmax] = sphere.box_max();
-    let total = ((hmax + 1) * (2 * kmax + 1)) as usize;
+    let boxed = [hmax, kmax, lmax]
+        .iter()
+        .try_fold(1u64, |acc, &m| acc.checked_mul(2 * m.max(0) as u64 + 2));
+    if boxed.is_none_or(|n| n > 1 << 28) {
+        return Err(Error::input(format!(
+            "structure factors to {:.3} Å in a {:.1} x {:.1} x {:.1} Å cell need h, k, l up to {hmax}, {kmax}, {lmax}: too large a table; give a larger -dmin",
+            1.0 / sphere.smax2.sqrt(),
+            model.cell.a,
+            model.cell.b,
+            model.cell.c
+        )));
+    }
+    let maps = row_maps(model);
+    // canonical rows: the largest (h, k) of each orbit
+    let mut planes_k: Vec<Vec<i32>> = vec![Vec::new(); hmax as usize + 1];
+    let mut total = 0usize;
+    for h in -hmax..=hmax {
+        for k in -kmax..=kmax {
+            if sphere.l_range(h, k).is_none() {
+                continue;
+            }
+            let canon = maps
+                .iter()
+                .map(|m| {
+                    let (a, b, _) = apply_map(m, h, k);
+                    (a, b)
+                })
+                .max()
+                .unwrap_or((h, k));
+            if canon == (h, k) && h >= 0 {
+                planes_k[h as usize].push(k);
+                total += 1;
+            }
+        }
+    }
     let done = AtomicUsize::new(0);
     let last = AtomicUsize::new(0);
     let tick = || -> Result<()> {
@@ -476,33 +595,36 @@ pub fn compute(
         Ok(())
     };
     let walk = walk_fn();
-    let planes: Vec<PlaneOut> = (0..=hmax)
+    // largest planes first, for a balanced parallel finish
+    let mut order: Vec<usize> = (0..planes_k.len()).collect();
+    order.sort_by_key(|&h| std::cmp::Reverse(planes_k[h].len()));
+    let planes: Vec<PlaneOut> = order
         .into_par_iter()
-        .map(|h| plane(&at, sphere, &gstar, h, kmax, walk, &tick))
+        .map(|h| plane(&at, &sphere, &gstar, h as i32, &planes_k[h], walk, &tick))
         .collect::<Result<Vec<_>>>()?;
 
-    // bounds of what was computed (symmetric by Friedel)
+    // bounds of all the rows written
     let (mut hb, mut kb, mut lb) = (0i32, 0i32, 0i32);
-    let mut count = 0usize;
     for p in &planes {
         for (k, lo, v) in &p.rows {
-            if v.is_empty() {
-                continue;
+            let hi = lo + v.len() as i32 - 1;
+            for m in &maps {
+                let (a, b, _) = apply_map(m, p.h, *k);
+                hb = hb.max(a.abs());
+                kb = kb.max(b.abs());
             }
-            hb = hb.max(p.h);
-            kb = kb.max(k.abs());
-            lb = lb.max(lo.abs()).max((lo + v.len() as i32 - 1).abs());
-            count += if p.h == 0 && *k == 0 {
-                v.len()
-            } else {
-                2 * v.len()
-            };
+            lb = lb.max(lo.abs()).max(hi.abs());
         }
     }
-    let _ = lmax;
     let (hr, kr, lr) = (2 * hb + 1, 2 * kb + 1, 2 * lb + 1);
     let (kd, ld) = ((kr + 1) as usize, (lr + 1) as usize);
     let len = (hr as usize + 1) * kd * ld;
+    if len > 1 << 28 {
+        return Err(Error::input(format!(
+            "structure factors to {:.3} Å need a table of {len} values (h ±{hb}, k ±{kb}, l ±{lb}): too large; give a larger -dmin",
+            1.0 / sphere.smax2.sqrt()
+        )));
+    }
     let mut data = Vec::new();
     data.try_reserve_exact(len).map_err(|_| {
         Error::input(format!(
@@ -518,15 +640,33 @@ pub fn compute(
             }
         }
     }
+    if let Some(bad) = planes
+        .iter()
+        .flat_map(|p| p.rows.iter().map(move |r| (p.h, r)))
+        .find(|(_, (_, _, v))| v.iter().any(|x| !x.is_finite()))
+    {
+        return Err(Error::input(format!(
+            "structure factors are not finite (at h = {}, k = {}): the model's B factors, ANISOU tensors or occupancies are out of range",
+            bad.0, bad.1 .0
+        )));
+    }
+    let mut written = vec![false; len];
     let idx = |h: i32, k: i32, l: i32| {
         (((h + hb) as usize) * kd + (k + kb) as usize) * ld + (l + lb) as usize
     };
+    let mut count = 0usize;
     for p in &planes {
         for (k, lo, v) in &p.rows {
-            for (i, &fv) in v.iter().enumerate() {
-                let l = lo + i as i32;
-                data[idx(p.h, *k, l)] = fv;
-                data[idx(-p.h, -k, -l)] = fv;
+            for m in &maps {
+                let (a, b, s) = apply_map(m, p.h, *k);
+                for (i, &fv) in v.iter().enumerate() {
+                    let j = idx(a, b, s * (lo + i as i32));
+                    data[j] = fv;
+                    if !written[j] {
+                        written[j] = true;
+                        count += 1;
+                    }
+                }
             }
         }
     }

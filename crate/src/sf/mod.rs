@@ -25,7 +25,7 @@ pub mod symmetry;
 pub use compute::Sphere;
 pub use model::{Atom, Cell, Format, Model};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::plan::HklGrid;
 use std::sync::atomic::AtomicBool;
 
@@ -154,5 +154,8 @@ pub fn structure_factors(
     cancel: &AtomicBool,
 ) -> Result<(HklGrid, Summary)> {
     let model = read_model(name, model_bytes)?;
-    compute_model(&model, opts, progress, cancel)
+    compute_model(&model, opts, progress, cancel).map_err(|e| match e.kind {
+        ErrorKind::Cancelled => e,
+        _ => Error::new(e.kind, format!("{name}: {}", e.message)),
+    })
 }
