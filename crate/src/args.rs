@@ -46,6 +46,10 @@ pub enum Backend {
 pub struct Options {
     // files
     pub hkl: Option<String>,
+    /// Atomic model (PDB or mmCIF) to compute structure factors from (`-pdb`).
+    pub pdb: Option<String>,
+    /// Where to write the structure-factor table the run used (`-hklout`).
+    pub hklout: Option<String>,
     pub dump: String,
     pub mat: Option<String>,
     pub img: Option<String>,
@@ -158,6 +162,8 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             hkl: None,
+            pdb: None,
+            hklout: None,
             dump: "Fdump.bin".into(),
             mat: None,
             img: None,
@@ -334,6 +340,8 @@ pub fn parse(words: &[String]) -> Result<Options> {
         match arg.as_str() {
             // ---- files and structure factors
             "-hkl" => o.hkl = Some(w.text()?),
+            "-pdb" => o.pdb = Some(w.text()?),
+            "-hklout" => o.hklout = Some(w.text()?),
             "-dump" => o.dump = w.text()?,
             "-default_F" => o.default_f = w.f64()?,
             "-mat" | "-matrix" => o.mat = Some(w.text()?),

@@ -17,7 +17,7 @@ use std::time::Instant;
 pub const USAGE: &str = "\
 usage: nanobragg [options]
   a crystal:   -cell a b c alpha beta gamma (Å, deg)  or  -mat MOSFLM.mat
-  structure factors:  -hkl FILE (h k l F per line)  and/or  -default_F F
+  structure factors:  -hkl FILE (h k l F per line) or -pdb MODEL (PDB/mmCIF)  and/or  -default_F F
 common options:
   -N n | -Na -Nb -Nc     unit cells per axis        -xtalsize mm   crystal size
   -misset rx ry rz | -misset_seed n -misset random  -mosaic deg -mosaic_dom n
@@ -223,12 +223,26 @@ fn run_inner(words: &[String]) -> Result<()> {
         eprintln!("{w}");
     }
     let _ = print_setup(&prep, &mut out);
-    // upstream caches structure factors read from -hkl
-    if o.hkl.is_some() {
+    // upstream caches structure factors read from -hkl; a table computed from -pdb likewise
+    if o.hkl.is_some() || o.pdb.is_some() {
         let bytes = io::hkl::write_fdump(&prep.plan().hkl);
         if let Err(e) = write_atomic(Path::new(&o.dump), &bytes) {
             eprintln!("WARNING: could not write {}: {}", o.dump, e.message);
         }
+    }
+    if let Some(name) = &o.hklout {
+        let hkl = &prep.plan().hkl;
+        if hkl.hkls == 0 {
+            return Err(Error::usage(
+                "-hklout: this run has no structure-factor table (only -default_F)",
+            ));
+        }
+        write_file(
+            name,
+            &[&io::hkl::write_hkl(hkl)],
+            "the structure-factor table (h k l F)",
+            &mut out,
+        )?;
     }
     let t_setup = t0.elapsed();
     let t1 = Instant::now();

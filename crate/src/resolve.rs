@@ -181,14 +181,26 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
 
     let has_mat = o.mat.is_some();
     let cell_a = o.cell.map_or(0.0, |c| c[0]);
-    let hkl_dump_exists = o.hkl.is_none() && files.exists(&o.dump);
-    if (o.hkl.is_none() && !hkl_dump_exists && o.default_f == 0.0) || (!has_mat && cell_a == 0.0) {
+    // -pdb: an atomic model gives the structure factors and, without -cell/-mat, the cell
+    if o.pdb.is_some() && o.hkl.is_some() {
+        return Err(Error::usage(
+            "-pdb and -hkl both give structure factors: use one of them",
+        ));
+    }
+    let model = match &o.pdb {
+        Some(name) => Some(crate::sf::read_model(name, &files.read(name)?)?),
+        None => None,
+    };
+    let hkl_dump_exists = o.hkl.is_none() && model.is_none() && files.exists(&o.dump);
+    let no_sf = o.hkl.is_none() && model.is_none() && !hkl_dump_exists && o.default_f == 0.0;
+    let no_cell = !has_mat && cell_a == 0.0 && model.is_none();
+    if no_sf || no_cell {
         let mut why = Vec::new();
-        if o.hkl.is_none() && !hkl_dump_exists && o.default_f == 0.0 {
-            why.push("no structure factors: give -hkl FILE or -default_F F");
+        if no_sf {
+            why.push("no structure factors: give -hkl FILE, -pdb MODEL or -default_F F");
         }
-        if !has_mat && cell_a == 0.0 {
-            why.push("no crystal: give -cell a b c alpha beta gamma or -mat FILE");
+        if no_cell {
+            why.push("no crystal: give -cell a b c alpha beta gamma, -mat FILE or -pdb MODEL");
         }
         return Err(Error::new(ErrorKind::MissingInput, why.join("; ")));
     }
@@ -245,8 +257,22 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         Some(name) => Some(io::matfile::parse_mat(name, &read_text(files, name)?)?),
         None => None,
     };
+    let model_cell = model.as_ref().map(|m| {
+        [
+            m.cell.a,
+            m.cell.b,
+            m.cell.c,
+            m.cell.alpha,
+            m.cell.beta,
+            m.cell.gamma,
+        ]
+    });
     let crystal = resolve_crystal(CrystalInput {
-        cell: o.cell,
+        cell: if has_mat || cell_a != 0.0 {
+            o.cell
+        } else {
+            model_cell
+        },
         mat,
         lambda0,
         misset: o.misset,
@@ -318,7 +344,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
     } else {
         hkl_source = format!("default_F = {}", o.default_f);
     }
-    if hkl.hkls == 0 {
+    if hkl.hkls == 0 && model.is_none() {
         interpolate = false;
     }
 
@@ -543,6 +569,24 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         water: o.water != 0.0,
     };
 
+    let mut plan = plan;
+    let mut hkl_source = hkl_source;
+    if let (Some(model), Some(name)) = (&model, &o.pdb) {
+        let (grid, source) = model_structure_factors(
+            name,
+            model,
+            &plan,
+            &crystal,
+            o.cell.is_some() || has_mat,
+            o.dmin,
+            o.default_f,
+            &mut log,
+            &mut warnings,
+        )?;
+        plan.hkl = grid;
+        hkl_source = source;
+    }
+
     log.push(format!("{} sources", plan.sources.len()));
     log.push(format!(
         "{} mosaic domains over mosaic spread of {} degrees",
@@ -574,6 +618,115 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         log,
         warnings,
     })
+}
+
+/// `-pdb`: the structure-factor table of the model for every reflection the detector reaches
+/// (the largest |q| = |d − i|/λ over the detector's edges and a coarse grid of its pixels, every
+/// source and both faces of the sensor, plus 3 % for interpolation stencils), or to `-dmin`.
+/// The reflections are selected in the simulated lattice (`-cell`/`-mat` when given, which win
+/// over the model's cell for the geometry; F is computed in the model's own cell).
+fn model_structure_factors(
+    name: &str,
+    model: &crate::sf::Model,
+    plan: &Plan,
+    crystal: &crate::crystal::Crystal,
+    cell_given: bool,
+    dmin: f64,
+    default_f: f64,
+    log: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Result<(HklGrid, String)> {
+    let mc = &model.cell;
+    let model_cell = [mc.a, mc.b, mc.c, mc.alpha, mc.beta, mc.gamma];
+    if cell_given {
+        log.push(format!(
+            "-pdb {name}: structure factors computed in the model's cell {}; the crystal lattice is the one given by -cell/-mat",
+            fmt_cell(model_cell)
+        ));
+        let differs = model_cell
+            .iter()
+            .zip(crystal.cell.iter())
+            .any(|(m, c)| (m - c).abs() > 0.01 * m.abs().max(1.0));
+        if differs {
+            warnings.push(format!(
+                "WARNING: the -cell/-mat cell {} differs from the model's cell {} by more than 1%",
+                fmt_cell(crystal.cell),
+                fmt_cell(model_cell)
+            ));
+        }
+    }
+    let d_min = if dmin > 0.0 {
+        dmin * 1e10
+    } else {
+        let (nf, ns) = (
+            plan.fpixels * plan.oversample as usize,
+            plan.spixels * plan.oversample as usize,
+        );
+        let mut subs: Vec<(usize, usize)> = Vec::new();
+        for f in 0..nf {
+            subs.push((f, 0));
+            subs.push((f, ns - 1));
+        }
+        for sidx in 0..ns {
+            subs.push((0, sidx));
+            subs.push((nf - 1, sidx));
+        }
+        let stride = (plan.oversample as usize * 16).max(1);
+        for f in (0..nf).step_by(stride) {
+            for sidx in (0..ns).step_by(stride) {
+                subs.push((f, sidx));
+            }
+        }
+        let depth = plan.thickstep * plan.thicksteps as f64;
+        let mut q2max = 0.0f64;
+        for &(f, sidx) in &subs {
+            for odet in [0.0, depth] {
+                let d = unit(plan.subpixel_position(f, sidx, odet));
+                for src in &plan.sources {
+                    let q = [
+                        (d[0] - src.incident[0]) / src.lambda,
+                        (d[1] - src.incident[1]) / src.lambda,
+                        (d[2] - src.incident[2]) / src.lambda,
+                    ];
+                    q2max = q2max.max(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);
+                }
+            }
+        }
+        if !(q2max > 0.0) {
+            return Err(Error::geometry(
+                "-pdb: the detector sees no scattering angle (give -dmin to choose a resolution)",
+            ));
+        }
+        1.0 / (q2max.sqrt() * 1e-10) / 1.03
+    };
+    let r = [crystal.a_star, crystal.b_star, crystal.c_star];
+    let mut metric = [[0.0; 3]; 3];
+    for i in 0..3 {
+        for j in 0..3 {
+            metric[i][j] = r[i][0] * r[j][0] + r[i][1] * r[j][1] + r[i][2] * r[j][2];
+        }
+    }
+    let opts = crate::sf::SfOptions {
+        d_min,
+        select_metric: Some(metric),
+        default_f,
+    };
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let (grid, summary) = crate::sf::compute_model(model, &opts, &|_| {}, &never)
+        .map_err(|e| Error::new(e.kind, format!("-pdb {name}: {}", e.message)))?;
+    log.push(format!("-pdb {name}: {}", summary.describe()));
+    let source = format!(
+        "{name} ({} model, space group {}, {} reflections to {:.3} Å)",
+        summary.format.name(),
+        summary.space_group,
+        grid.hkls,
+        d_min
+    );
+    Ok((grid, source))
+}
+
+fn fmt_cell(c: [f64; 6]) -> String {
+    c.map(crate::cfmt::fmt_g).join(" ")
 }
 
 /// Seconds since the epoch: upstream's default noise and misset seed. The browser has no std

@@ -138,6 +138,29 @@ pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
     })
 }
 
+/// The whole table as `h k l F` text (`-hklout`): every entry of the `h_range x k_range x
+/// l_range` box, h outer, l fastest, F as the shortest decimal that reads back to the same f64,
+/// so [`parse_hkl`] returns the identical table.
+pub fn write_hkl(grid: &HklGrid) -> Vec<u8> {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for ih in 0..grid.h_range() {
+        for ik in 0..grid.k_range() {
+            for il in 0..grid.l_range() {
+                let _ = writeln!(
+                    out,
+                    "{} {} {} {}",
+                    grid.h_min + ih,
+                    grid.k_min + ik,
+                    grid.l_min + il,
+                    grid.at(ih, ik, il)
+                );
+            }
+        }
+    }
+    out.into_bytes()
+}
+
 /// Serialises the table as upstream's `Fdump.bin`: `"%d %d %d %d %d %d\n\f"` (h_min h_max k_min
 /// k_max l_min l_max), then the padded table as little-endian f64, h outer, l fastest.
 pub fn write_fdump(grid: &HklGrid) -> Vec<u8> {

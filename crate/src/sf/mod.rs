@@ -74,7 +74,7 @@ impl Summary {
     pub fn describe(&self) -> String {
         let c = &self.cell;
         format!(
-            "{} model: {} atoms, space group {} ({} operations, {} atoms in the unit cell), cell {} {} {} {} {} {}; {} reflections to {} Å",
+            "{} model: {} atoms, space group {} ({} operations, {} atoms in the unit cell), cell {} {} {} {} {} {}; {} reflections to {:.3} Å",
             self.format.name(),
             self.atoms,
             self.space_group,
