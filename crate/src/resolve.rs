@@ -621,8 +621,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
 }
 
 /// `-pdb`: the structure-factor table of the model for every reflection the detector reaches
-/// (the largest |q| = |d − i|/λ over the detector's edges and a coarse grid of its pixels, every
-/// source and both faces of the sensor, plus 3 % for interpolation stencils), or to `-dmin`.
+/// (`sf::detector_reach`, plus 3 % for interpolation stencils), or to `-dmin`.
 /// The reflections are selected in the simulated lattice (`-cell`/`-mat` when given, which win
 /// over the model's cell for the geometry; F is computed in the model's own cell).
 fn model_structure_factors(
@@ -658,54 +657,13 @@ fn model_structure_factors(
     let d_min = if dmin > 0.0 {
         dmin * 1e10
     } else {
-        let (nf, ns) = (
-            plan.fpixels * plan.oversample as usize,
-            plan.spixels * plan.oversample as usize,
-        );
-        let mut subs: Vec<(usize, usize)> = Vec::new();
-        for f in 0..nf {
-            subs.push((f, 0));
-            subs.push((f, ns - 1));
-        }
-        for sidx in 0..ns {
-            subs.push((0, sidx));
-            subs.push((nf - 1, sidx));
-        }
-        let stride = (plan.oversample as usize * 16).max(1);
-        for f in (0..nf).step_by(stride) {
-            for sidx in (0..ns).step_by(stride) {
-                subs.push((f, sidx));
-            }
-        }
-        let depth = plan.thickstep * plan.thicksteps as f64;
-        let mut q2max = 0.0f64;
-        for &(f, sidx) in &subs {
-            for odet in [0.0, depth] {
-                let d = unit(plan.subpixel_position(f, sidx, odet));
-                for src in &plan.sources {
-                    let q = [
-                        (d[0] - src.incident[0]) / src.lambda,
-                        (d[1] - src.incident[1]) / src.lambda,
-                        (d[2] - src.incident[2]) / src.lambda,
-                    ];
-                    q2max = q2max.max(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);
-                }
-            }
-        }
-        if !(q2max > 0.0) {
-            return Err(Error::geometry(
+        crate::sf::detector_reach(plan).ok_or_else(|| {
+            Error::geometry(
                 "-pdb: the detector sees no scattering angle (give -dmin to choose a resolution)",
-            ));
-        }
-        1.0 / (q2max.sqrt() * 1e-10) / 1.03
+            )
+        })? / crate::sf::REACH_MARGIN
     };
-    let r = [crystal.a_star, crystal.b_star, crystal.c_star];
-    let mut metric = [[0.0; 3]; 3];
-    for i in 0..3 {
-        for j in 0..3 {
-            metric[i][j] = r[i][0] * r[j][0] + r[i][1] * r[j][1] + r[i][2] * r[j][2];
-        }
-    }
+    let metric = crate::sf::lattice_metric([crystal.a_star, crystal.b_star, crystal.c_star]);
     let opts = crate::sf::SfOptions {
         d_min,
         select_metric: Some(metric),

@@ -109,6 +109,19 @@ pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
             b[2 * i + 1] = b[2 * i + 1].max(hkl[i] as i64);
         }
     }
+    let mut grid = new_table(name, b, default_f)?;
+    for (hkl, f) in &records {
+        let i = grid.index(hkl[0], hkl[1], hkl[2]);
+        grid.data[i] = *f;
+    }
+    grid.hkls = records.len();
+    Ok(grid)
+}
+
+/// An empty padded table for the bounds `h_min h_max k_min k_max l_min l_max`: zero-filled, the
+/// inner `h_range x k_range x l_range` block prefilled with `default_f` when it is non-zero;
+/// `hkls` = 0. Errors (naming `name`) when the ranges are invalid or too large.
+pub fn new_table(name: &str, b: [i64; 6], default_f: f64) -> Result<HklGrid> {
     let (len, [hr, kr, lr]) = table_len(name, b)?;
     let mut data = alloc_table(name, len)?;
     let (kd, ld) = (kr + 1, lr + 1);
@@ -120,12 +133,6 @@ pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
             }
         }
     }
-    for (hkl, f) in &records {
-        let ih = (hkl[0] as i64 - b[0]) as usize;
-        let ik = (hkl[1] as i64 - b[2]) as usize;
-        let il = (hkl[2] as i64 - b[4]) as usize;
-        data[(ih * kd + ik) * ld + il] = *f;
-    }
     Ok(HklGrid {
         h_min: b[0] as i32,
         h_max: b[1] as i32,
@@ -133,7 +140,7 @@ pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
         k_max: b[3] as i32,
         l_min: b[4] as i32,
         l_max: b[5] as i32,
-        hkls: records.len(),
+        hkls: 0,
         data,
     })
 }

@@ -268,20 +268,7 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
         })?;
         cell_line = line;
     }
-    let cell = Cell {
-        a: v[0],
-        b: v[1],
-        c: v[2],
-        alpha: v[3],
-        beta: v[4],
-        gamma: v[5],
-    };
-    cell.validate(&format!("{name} line {cell_line}: _cell"))?;
-    if [cell.a, cell.b, cell.c] == [1.0, 1.0, 1.0] {
-        return Err(Error::input(format!(
-            "{name} line {cell_line}: _cell holds the placeholder 1 Å cell of a non-crystal entry (NMR or EM): there is no unit cell"
-        )));
-    }
+    let cell = Cell::checked(v, &format!("{name} line {cell_line}: _cell"))?;
 
     // space group: H-M name, Hall symbol, explicit operations, number (the reference setting,
     // only when no name is given)
@@ -292,19 +279,19 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
         "_symmetry.space_group_name_Hall",
         "_space_group.name_Hall",
     ];
-    let mut space_group = None;
     let mut tried: Vec<(String, usize)> = Vec::new();
-    for tag in names {
-        if let Some((text, line)) = item(tag) {
-            match symmetry::find(text, angles) {
-                Some(g) => {
-                    space_group = Some(g);
-                    break;
+    let by_name = |tags: &[&str], tried: &mut Vec<(String, usize)>| {
+        for tag in tags {
+            if let Some((text, line)) = item(tag) {
+                match symmetry::find(text, angles) {
+                    Some(g) => return Some(g),
+                    None => tried.push((format!("{tag} \"{text}\""), line)),
                 }
-                None => tried.push((format!("{tag} \"{text}\""), line)),
             }
         }
-    }
+        None
+    };
+    let mut space_group = by_name(&names, &mut tried);
     if space_group.is_none() {
         for tag in [
             "_space_group_symop.operation_xyz",
@@ -325,17 +312,10 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
     }
     // a number names the reference setting: not a fallback for a setting that is not known
     if space_group.is_none() && tried.is_empty() {
-        for tag in ["_symmetry.Int_Tables_number", "_space_group.IT_number"] {
-            if let Some((text, line)) = item(tag) {
-                match symmetry::find(text, angles) {
-                    Some(g) => {
-                        space_group = Some(g);
-                        break;
-                    }
-                    None => tried.push((format!("{tag} \"{text}\""), line)),
-                }
-            }
-        }
+        space_group = by_name(
+            &["_symmetry.Int_Tables_number", "_space_group.IT_number"],
+            &mut tried,
+        );
     }
     let space_group = match (space_group, tried.first()) {
         (Some(g), _) => g,

@@ -39,6 +39,24 @@ fn mul(a: &M3, b: &M3) -> M3 {
     r
 }
 
+pub(crate) fn det3(g: &M3) -> f64 {
+    g[0][0] * (g[1][1] * g[2][2] - g[1][2] * g[2][1])
+        - g[0][1] * (g[1][0] * g[2][2] - g[1][2] * g[2][0])
+        + g[0][2] * (g[1][0] * g[2][1] - g[1][1] * g[2][0])
+}
+
+fn inverse(g: &M3) -> M3 {
+    let det = det3(g);
+    let mut inv = [[0.0; 3]; 3];
+    for i in 0..3 {
+        for j in 0..3 {
+            let (i1, i2, j1, j2) = ((j + 1) % 3, (j + 2) % 3, (i + 1) % 3, (i + 2) % 3);
+            inv[i][j] = (g[i1][j1] * g[i2][j2] - g[i1][j2] * g[i2][j1]) / det;
+        }
+    }
+    inv
+}
+
 fn transpose(a: &M3) -> M3 {
     let mut r = [[0.0; 3]; 3];
     for i in 0..3 {
@@ -65,7 +83,7 @@ pub struct P1Atoms {
 pub fn expand(model: &Model) -> P1Atoms {
     let f = model.cell.frac();
     let ft = transpose(&f);
-    let gstar = mul(&f, &ft);
+    let gstar = super::reciprocal_metric(&model.cell);
     let ntab = formfactor::table().symbols.len();
     let mut per_el: Vec<Vec<([f64; 3], M3, f64)>> = vec![Vec::new(); ntab];
     for atom in &model.atoms {
@@ -127,16 +145,8 @@ pub struct Sphere {
 impl Sphere {
     /// Largest |h|, |k|, |l| on the sphere: smax·|a|, … with |a|² = (G⁻¹)₁₁.
     fn box_max(&self) -> [i32; 3] {
-        let g = &self.metric;
-        let det = g[0][0] * (g[1][1] * g[2][2] - g[1][2] * g[2][1])
-            - g[0][1] * (g[1][0] * g[2][2] - g[1][2] * g[2][0])
-            + g[0][2] * (g[1][0] * g[2][1] - g[1][1] * g[2][0]);
-        let inv_diag = [
-            (g[1][1] * g[2][2] - g[1][2] * g[2][1]) / det,
-            (g[0][0] * g[2][2] - g[0][2] * g[2][0]) / det,
-            (g[0][0] * g[1][1] - g[0][1] * g[1][0]) / det,
-        ];
-        inv_diag.map(|d| ((d * self.smax2).sqrt() + 1e-9).floor() as i32)
+        let inv = inverse(&self.metric);
+        [0, 1, 2].map(|i| ((inv[i][i] * self.smax2).sqrt() + 1e-9).floor() as i32)
     }
 
     /// l interval of row (h, k), or None when the row misses the sphere.
@@ -337,6 +347,7 @@ fn plane(
     let mut acc_re: Vec<Vec<f64>> = vec![Vec::new(); ng];
     let mut acc_im: Vec<Vec<f64>> = vec![Vec::new(); ng];
     let mut tmp = vec![0.0f64; 4 * BLOCK];
+    let (mut rev_re, mut rev_im) = (Vec::new(), Vec::new());
     for k in k0..=k1 {
         let want = wanted.peek() == Some(&&k);
         if want {
@@ -394,8 +405,10 @@ fn plane(
                         let steps = (-lo) as usize;
                         // step s is l = −1 − s, stored at index l − lo, i.e. reversed
                         let n = steps - skip;
-                        let mut rev_re = vec![0.0; n];
-                        let mut rev_im = vec![0.0; n];
+                        rev_re.clear();
+                        rev_re.resize(n, 0.0);
+                        rev_im.clear();
+                        rev_im.resize(n, 0.0);
                         walk(
                             er,
                             ei,
@@ -490,17 +503,7 @@ fn apply_map(m: &[i32; 5], h: i32, k: i32) -> (i32, i32, i32) {
 /// Radius (Å⁻¹, squared) of the sphere in the model's metric that holds the reflections of
 /// `sphere` (whose metric may be another cell's): smax² · λmax(G_sel⁻¹ G_model).
 fn model_radius2(sphere: &Sphere, gmodel: &M3) -> f64 {
-    let g = &sphere.metric;
-    let det = g[0][0] * (g[1][1] * g[2][2] - g[1][2] * g[2][1])
-        - g[0][1] * (g[1][0] * g[2][2] - g[1][2] * g[2][0])
-        + g[0][2] * (g[1][0] * g[2][1] - g[1][1] * g[2][0]);
-    let mut inv = [[0.0; 3]; 3];
-    for i in 0..3 {
-        for j in 0..3 {
-            let (i1, i2, j1, j2) = ((j + 1) % 3, (j + 2) % 3, (i + 1) % 3, (i + 2) % 3);
-            inv[i][j] = (g[i1][j1] * g[i2][j2] - g[i1][j2] * g[i2][j1]) / det;
-        }
-    }
+    let inv = inverse(&sphere.metric);
     let m = mul(&inv, gmodel);
     // power iteration: the eigenvalues are real and positive
     let mut v = [1.0, 0.7, 0.3];
@@ -532,8 +535,7 @@ pub fn compute(
     cancel: &AtomicBool,
 ) -> Result<(HklGrid, usize)> {
     let at = expand(model);
-    let f = model.cell.frac();
-    let gstar = mul(&f, &transpose(&f));
+    let gstar = super::reciprocal_metric(&model.cell);
     let sphere = Sphere {
         metric: gstar,
         smax2: if sphere.metric == gstar {
@@ -616,30 +618,9 @@ pub fn compute(
             lb = lb.max(lo.abs()).max(hi.abs());
         }
     }
-    let (hr, kr, lr) = (2 * hb + 1, 2 * kb + 1, 2 * lb + 1);
-    let (kd, ld) = ((kr + 1) as usize, (lr + 1) as usize);
-    let len = (hr as usize + 1) * kd * ld;
-    if len > 1 << 28 {
-        return Err(Error::input(format!(
-            "structure factors to {:.3} Å need a table of {len} values (h ±{hb}, k ±{kb}, l ±{lb}): too large; give a larger -dmin",
-            1.0 / sphere.smax2.sqrt()
-        )));
-    }
-    let mut data = Vec::new();
-    data.try_reserve_exact(len).map_err(|_| {
-        Error::input(format!(
-            "not enough memory for a structure-factor table of {len} values"
-        ))
-    })?;
-    data.resize(len, 0.0);
-    if default_f != 0.0 {
-        for ih in 0..hr as usize {
-            for ik in 0..kr as usize {
-                let row = (ih * kd + ik) * ld;
-                data[row..row + lr as usize].fill(default_f);
-            }
-        }
-    }
+    let (hb, kb, lb) = (hb as i64, kb as i64, lb as i64);
+    let what = format!("structure factors to {:.3} Å", 1.0 / sphere.smax2.sqrt());
+    let mut grid = crate::io::hkl::new_table(&what, [-hb, hb, -kb, kb, -lb, lb], default_f)?;
     if let Some(bad) = planes
         .iter()
         .flat_map(|p| p.rows.iter().map(move |r| (p.h, r)))
@@ -650,18 +631,15 @@ pub fn compute(
             bad.0, bad.1 .0
         )));
     }
-    let mut written = vec![false; len];
-    let idx = |h: i32, k: i32, l: i32| {
-        (((h + hb) as usize) * kd + (k + kb) as usize) * ld + (l + lb) as usize
-    };
+    let mut written = vec![false; grid.data.len()];
     let mut count = 0usize;
     for p in &planes {
         for (k, lo, v) in &p.rows {
             for m in &maps {
                 let (a, b, s) = apply_map(m, p.h, *k);
                 for (i, &fv) in v.iter().enumerate() {
-                    let j = idx(a, b, s * (lo + i as i32));
-                    data[j] = fv;
+                    let j = grid.index(a, b, s * (lo + i as i32));
+                    grid.data[j] = fv;
                     if !written[j] {
                         written[j] = true;
                         count += 1;
@@ -670,17 +648,6 @@ pub fn compute(
             }
         }
     }
-    Ok((
-        HklGrid {
-            h_min: -hb,
-            h_max: hb,
-            k_min: -kb,
-            k_max: kb,
-            l_min: -lb,
-            l_max: lb,
-            hkls: count,
-            data,
-        },
-        at.count,
-    ))
+    grid.hkls = count;
+    Ok((grid, at.count))
 }

@@ -26,7 +26,7 @@ pub use compute::Sphere;
 pub use model::{Atom, Cell, Format, Model};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::plan::HklGrid;
+use crate::plan::{HklGrid, Plan};
 use std::sync::atomic::AtomicBool;
 
 /// What to compute.
@@ -99,11 +99,60 @@ pub fn read_model(name: &str, bytes: &[u8]) -> Result<Model> {
 
 /// Reciprocal metric tensor of a cell (Å⁻²): s² = 1/d² = hᵀ G h.
 pub fn reciprocal_metric(cell: &Cell) -> [[f64; 3]; 3] {
-    let f = cell.frac();
+    // the rows of the fractionalisation matrix are a*, b*, c* in Cartesian coordinates
+    lattice_metric(cell.frac())
+}
+
+/// Margin on the detector's reach for `-pdb` tables: interpolation stencils at the edge of the
+/// detector reach a little beyond it.
+pub const REACH_MARGIN: f64 = 1.03;
+
+/// The smallest d-spacing (Å) that the detector of `plan` records: 1/max |q| with
+/// q = (d − i)/λ over the detector's edges and a coarse grid of its (sub-)pixels, both faces of
+/// the sensor and every source. `None` when no pixel sees a scattering angle.
+pub fn detector_reach(plan: &Plan) -> Option<f64> {
+    let os = plan.oversample.max(1) as usize;
+    let (nf, ns) = (plan.fpixels * os, plan.spixels * os);
+    if nf == 0 || ns == 0 {
+        return None;
+    }
+    let mut subs: Vec<(usize, usize)> = Vec::new();
+    for f in 0..nf {
+        subs.push((f, 0));
+        subs.push((f, ns - 1));
+    }
+    for s in 0..ns {
+        subs.push((0, s));
+        subs.push((nf - 1, s));
+    }
+    let stride = 16 * os;
+    for f in (0..nf).step_by(stride) {
+        for s in (0..ns).step_by(stride) {
+            subs.push((f, s));
+        }
+    }
+    let depth = plan.thickstep * plan.thicksteps as f64;
+    let mut q2max = 0.0f64;
+    for &(f, s) in &subs {
+        for odet in [0.0, depth] {
+            let d = crate::vec3::unit(plan.subpixel_position(f, s, odet));
+            for src in &plan.sources {
+                let q = [0, 1, 2].map(|i| (d[i] - src.incident[i]) / src.lambda);
+                q2max = q2max.max(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);
+            }
+        }
+    }
+    // metres -> Å
+    (q2max > 0.0 && q2max.is_finite()).then(|| 1e10 / q2max.sqrt())
+}
+
+/// Reciprocal metric tensor (Å⁻²) of a lattice given by its reciprocal vectors a*, b*, c*
+/// (Å⁻¹), for [`SfOptions::select_metric`].
+pub fn lattice_metric(r: [[f64; 3]; 3]) -> [[f64; 3]; 3] {
     let mut g = [[0.0; 3]; 3];
     for i in 0..3 {
         for j in 0..3 {
-            g[i][j] = (0..3).map(|k| f[i][k] * f[j][k]).sum();
+            g[i][j] = r[i][0] * r[j][0] + r[i][1] * r[j][1] + r[i][2] * r[j][2];
         }
     }
     g

@@ -26,6 +26,26 @@ fn cosd(deg: f64) -> f64 {
 }
 
 impl Cell {
+    /// A cell from a b c alpha beta gamma, checked ([`Cell::validate`]); the 1 Å placeholder
+    /// cell that NMR and EM entries carry is an error too. `what` names the record.
+    pub fn checked(v: [f64; 6], what: &str) -> Result<Cell> {
+        let cell = Cell {
+            a: v[0],
+            b: v[1],
+            c: v[2],
+            alpha: v[3],
+            beta: v[4],
+            gamma: v[5],
+        };
+        cell.validate(what)?;
+        if [cell.a, cell.b, cell.c] == [1.0, 1.0, 1.0] {
+            return Err(Error::input(format!(
+                "{what} holds the placeholder 1 Å cell of a non-crystal entry (NMR or EM): there is no unit cell"
+            )));
+        }
+        Ok(cell)
+    }
+
     /// Checks that the six numbers make a cell; `what` names the record for the message.
     pub fn validate(&self, what: &str) -> Result<()> {
         let lengths_ok = [self.a, self.b, self.c]
@@ -76,12 +96,6 @@ impl Cell {
             [0.0, 1.0 / d, -e / (d * f)],
             [0.0, 0.0, 1.0 / f],
         ]
-    }
-
-    /// Lengths of the reciprocal axes |a*|, |b*|, |c*| and of the real axes... the largest
-    /// |h|, |k|, |l| on a sphere of radius `smax` (Å⁻¹) are `smax·a`, `smax·b`, `smax·c`.
-    pub fn lengths(&self) -> [f64; 3] {
-        [self.a, self.b, self.c]
     }
 }
 

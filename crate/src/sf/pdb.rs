@@ -77,16 +77,7 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
                         ))
                     })?;
                 }
-                let c = Cell {
-                    a: v[0],
-                    b: v[1],
-                    c: v[2],
-                    alpha: v[3],
-                    beta: v[4],
-                    gamma: v[5],
-                };
-                c.validate(&format!("{name} line {n}: CRYST1"))?;
-                cell = Some((c, n));
+                cell = Some((Cell::checked(v, &format!("{name} line {n}: CRYST1"))?, n));
                 sg_name = Some((cols(line, 56, 66).trim().to_string(), n));
             }
             "MODEL" => {
@@ -178,16 +169,11 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
             _ => {}
         }
     }
-    let Some((cell, cell_line)) = cell else {
+    let Some((cell, _)) = cell else {
         return Err(Error::input(format!(
             "{name}: no CRYST1 record: the unit cell and space group are needed to compute structure factors"
         )));
     };
-    if [cell.a, cell.b, cell.c] == [1.0, 1.0, 1.0] {
-        return Err(Error::input(format!(
-            "{name} line {cell_line}: CRYST1 holds the placeholder 1 Å cell of a non-crystal entry (NMR or EM): there is no unit cell"
-        )));
-    }
     let (sg_text, sg_line) = sg_name.unwrap_or_default();
     if sg_text.is_empty() {
         return Err(Error::input(format!(

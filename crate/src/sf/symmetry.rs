@@ -113,11 +113,7 @@ pub fn parse_triplet(text: &str) -> Option<SymOp> {
         }
     }
     // a rotation of a lattice is an integer matrix with determinant ±1
-    let r = &op.rot;
-    let det = r[0][0] * (r[1][1] * r[2][2] - r[1][2] * r[2][1])
-        - r[0][1] * (r[1][0] * r[2][2] - r[1][2] * r[2][0])
-        + r[0][2] * (r[1][0] * r[2][1] - r[1][1] * r[2][0]);
-    if det.abs() != 1.0 {
+    if super::compute::det3(&op.rot).abs() != 1.0 {
         return None;
     }
     Some(op)
