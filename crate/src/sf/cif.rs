@@ -4,7 +4,7 @@
 //! `_symmetry_equiv` / `_space_group_symop` operations), `_atom_site` and
 //! `_atom_site_anisotrop`. As for PDB files, all atoms of the first model count.
 
-use super::formfactor::element_index;
+use super::formfactor::atom_element;
 use super::model::{number, Atom, Cell, Format, Model};
 use super::symmetry;
 use crate::error::{Error, Result};
@@ -384,11 +384,8 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
         let occ = opt(cocc, 1.0, "occupancy")?;
         let b_iso = opt(cb, 0.0, "B_iso_or_equiv")?;
         let sym = sites.get(r, ctype).0;
-        let element = element_index(sym).ok_or_else(|| {
-            Error::input(format!(
-                "{name} line {line}: atom \"{atom_name}\": unknown element \"{sym}\" (no X-ray form factor for it)"
-            ))
-        })?;
+        let element = atom_element(sym, atom_name)
+            .map_err(|m| Error::input(format!("{name} line {line}: {m}")))?;
         if let Some(c) = cid {
             ids.insert(sites.get(r, c).0, atoms.len());
         }

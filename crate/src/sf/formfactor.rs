@@ -67,6 +67,14 @@ pub fn element_index(symbol: &str) -> Option<usize> {
         .position(|t| t.eq_ignore_ascii_case(s))
 }
 
+/// [`element_index`] for atom `atom` of a model file, or the message "atom "CA": unknown
+/// element "Xx" …" for the reader to place at its file and line.
+pub fn atom_element(symbol: &str, atom: &str) -> Result<usize, String> {
+    element_index(symbol).ok_or_else(|| {
+        format!("atom \"{atom}\": unknown element \"{symbol}\" (no X-ray form factor for it)")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

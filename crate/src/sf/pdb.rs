@@ -4,7 +4,7 @@
 //! alternate conformation at its own occupancy, hydrogens and waters included (as gemmi does).
 //! The element comes from columns 77-78, or from the atom name when those are blank.
 
-use super::formfactor::element_index;
+use super::formfactor::atom_element;
 use super::model::{number, Atom, Cell, Format, Model};
 use super::symmetry;
 use crate::error::{Error, Result};
@@ -126,11 +126,7 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
                     })?
                 };
                 let sym = element_symbol(line, rec == "HETATM");
-                let element = element_index(&sym).ok_or_else(|| {
-                    err(format!(
-                        "atom \"{atom_name}\": unknown element \"{sym}\" (no X-ray form factor for it)"
-                    ))
-                })?;
+                let element = atom_element(&sym, &atom_name).map_err(err)?;
                 atoms.push(Atom {
                     element,
                     pos,
