@@ -208,3 +208,64 @@ pub fn structure_factors(
         _ => Error::new(e.kind, format!("{name}: {}", e.message)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+    use std::sync::Mutex;
+
+    const MODEL: &str = "CRYST1   20.000   25.000   30.000  90.00  90.00  90.00 P 21 21 21    4\n\
+        ATOM      1  N   GLY A   1       1.000   2.000   3.000  1.00 10.00           N\n\
+        ATOM      2  CA  GLY A   1       2.000   2.500   3.500  1.00 12.00           C\n\
+        HETATM    3  O   HOH A   2       5.000   6.000   7.000  0.50 30.00           O\n";
+
+    #[test]
+    fn progress_reaches_one_and_cancel_stops() {
+        let seen = Mutex::new(Vec::new());
+        let progress = |p: f32| seen.lock().unwrap().push(p);
+        let opts = SfOptions::to_resolution(2.0);
+        let (grid, s) = structure_factors(
+            MODEL.as_bytes(),
+            "m.pdb",
+            &opts,
+            &progress,
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert_eq!((s.atoms, s.cell_atoms, s.symops), (3, 12, 4));
+        assert!(grid.hkls > 1000);
+        let seen = seen.into_inner().unwrap();
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+        assert_eq!(seen.last(), Some(&1.0));
+
+        let cancel = AtomicBool::new(false);
+        cancel.store(true, Ordering::Relaxed);
+        let e = structure_factors(MODEL.as_bytes(), "m.pdb", &opts, &|_| {}, &cancel).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Cancelled);
+    }
+
+    #[test]
+    fn f000_is_the_electron_count_and_friedel_mates_agree() {
+        let opts = SfOptions::to_resolution(3.0);
+        let (g, _) = structure_factors(
+            MODEL.as_bytes(),
+            "m.pdb",
+            &opts,
+            &|_| {},
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let at = |h: i32, k: i32, l: i32| g.data[g.index(h, k, l)];
+        // 4 × (N + C + 0.5 O) electrons, to the IT92 fit's precision
+        assert!(
+            (at(0, 0, 0) - 4.0 * (7.0 + 6.0 + 4.0)).abs() < 0.1,
+            "{}",
+            at(0, 0, 0)
+        );
+        assert_eq!(at(1, 2, 3), at(-1, -2, -3));
+        assert!(at(1, 2, 3) > 0.0);
+        // systematic absence of P 21 21 21: h00 with h odd
+        assert!(at(3, 0, 0) < 1e-9 * at(0, 0, 0));
+    }
+}
