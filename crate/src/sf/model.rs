@@ -171,6 +171,7 @@ pub fn detect(name: &str, bytes: &[u8]) -> Result<Format> {
 
 /// Reads a PDB or mmCIF model. Errors name the file and, where there is one, the line.
 pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes); // UTF-8 byte-order mark
     let format = detect(name, bytes)?;
     let model = match format {
         Format::Pdb => pdb::read(name, bytes)?,
@@ -245,6 +246,8 @@ mod tests {
         assert_eq!(number("nan"), None);
         assert_eq!(detect("a", b"\n# c\ndata_x\n").unwrap(), Format::Mmcif);
         assert_eq!(detect("a", b"HEADER x\nATOM  1\n").unwrap(), Format::Pdb);
+        let e = read("b.cif", b"\xef\xbb\xbfdata_x\n").unwrap_err().message;
+        assert!(e.starts_with("b.cif: no _cell.length_a"), "{e}");
         assert!(detect("a.pdb", b"hello\n")
             .unwrap_err()
             .message
