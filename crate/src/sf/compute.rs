@@ -10,9 +10,11 @@
 //!   E(v+eₗ) = E(v)·Rₗ(v),  Rₗ(v) = exp(2πi z − 2(βv)ₗ − βₗₗ),  Rₗ(v+eₗ) = Rₗ(v)·exp(−2βₗₗ)
 //!
 //! and the same along k between rows (rows start at l = 0 and walk up and down). The sums are
-//! kept per element, so each form factor is evaluated once per reflection and element. Planes of
-//! constant h ≥ 0 run in parallel (rayon); F(−h) = F(h) (Friedel, no anomalous scattering).
-//! The innermost loops run over atoms in lanes of 8 (vectorised; AVX2 when the CPU has it).
+//! kept per element, so each form factor is evaluated once per reflection and element. Only one
+//! row (h, k) per orbit of the space group's rotations that keep the l axis, with Friedel's law
+//! F(−h) = F(h) (no anomalous scattering), is summed; the others are copies. Planes of constant
+//! h run in parallel (rayon). The innermost loops run over atoms in lanes of 8 (vectorised; AVX2
+//! when the CPU has it, simd128 in the wasm build).
 
 use super::formfactor;
 use super::model::Model;
