@@ -147,9 +147,15 @@ pub struct Options {
     pub adc: f64,
     pub seed: Option<i64>,
     pub printout: bool,
+    /// `-predict FILE`: the reflection prediction table (`predict.rs`).
+    pub predict: Option<String>,
     pub printout_pixel: Option<(i64, i64)>,
     pub progress: bool,
     // ours
+    /// `-cbffile`: a miniCBF copy of the int image (`io::cbf`).
+    pub cbffile: Option<String>,
+    /// `-detector NAME`: a real detector's pixels, pixel size and module gaps (`detectors`).
+    pub preset: Option<&'static crate::detectors::DetectorPreset>,
     pub precision: Precision,
     pub threads: Option<usize>,
     pub backend: Backend,
@@ -256,8 +262,11 @@ impl Default for Options {
             adc: 40.0,
             seed: None,
             printout: false,
+            predict: None,
             printout_pixel: None,
             progress: true,
+            cbffile: None,
+            preset: None,
             precision: Precision::F64,
             threads: None,
             backend: Backend::Cpu,
@@ -653,6 +662,7 @@ pub fn parse(words: &[String]) -> Result<Options> {
             "-adc" | "-adcoffset" => o.adc = w.f64()?,
             "-seed" => o.seed = Some(-w.int()?),
             "-printout" => o.printout = true,
+            "-predict" => o.predict = Some(w.text()?),
             "-printout_pixel" => {
                 o.printout_pixel = Some((w.int()?, w.int()?));
                 o.printout = true;
@@ -693,6 +703,20 @@ pub fn parse(words: &[String]) -> Result<Options> {
                 }
             }
             "-timings" => o.timings = true,
+            "-cbffile" => o.cbffile = Some(w.text()?),
+            "-detector" => {
+                let name = w.text()?;
+                let p = crate::detectors::find(&name).ok_or_else(|| {
+                    Error::usage(format!(
+                        "-detector: unknown detector '{name}' (known: {})",
+                        crate::detectors::names()
+                    ))
+                })?;
+                o.preset = Some(p);
+                o.fpixels = Some(p.fast_pixels as i64);
+                o.spixels = Some(p.slow_pixels as i64);
+                o.pixel = Some(p.pixel_mm * mm);
+            }
             _ => return Err(Error::usage(format!("unknown flag '{arg}'"))),
         }
     }

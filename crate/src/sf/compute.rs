@@ -550,7 +550,7 @@ pub fn compute(
     let boxed = [hmax, kmax, lmax]
         .iter()
         .try_fold(1u64, |acc, &m| acc.checked_mul(2 * m.max(0) as u64 + 2));
-    if boxed.is_none_or(|n| n > 1 << 28) {
+    if boxed.is_none_or(|n| n > crate::io::hkl::MAX_TABLE as u64) {
         return Err(Error::input(format!(
             "structure factors to {:.3} Å in a {:.1} x {:.1} x {:.1} Å cell need h, k, l up to {hmax}, {kmax}, {lmax}: too large a table; give a larger -dmin",
             1.0 / sphere.smax2.sqrt(),
@@ -622,7 +622,8 @@ pub fn compute(
     }
     let (hb, kb, lb) = (hb as i64, kb as i64, lb as i64);
     let what = format!("structure factors to {:.3} Å", 1.0 / sphere.smax2.sqrt());
-    let mut grid = crate::io::hkl::new_table(&what, [-hb, hb, -kb, kb, -lb, lb], default_f)?;
+    let mut grid =
+        crate::io::hkl::new_table(&what, [-hb, hb, -kb, kb, -lb, lb], default_f, usize::MAX)?;
     if let Some(bad) = planes
         .iter()
         .flat_map(|p| p.rows.iter().map(move |r| (p.h, r)))
