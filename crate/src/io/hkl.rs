@@ -75,7 +75,9 @@ pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
         if tokens.len() < 4 {
             return Err(expected());
         }
-        let f = parse_f64_strict(tokens[3]).ok_or_else(expected)?;
+        let f = parse_f64_strict(tokens[3])
+            .filter(|f| f.is_finite())
+            .ok_or_else(expected)?;
         let mut hkl = [0i32; 3];
         for (slot, tok) in hkl.iter_mut().zip(&tokens[..3]) {
             *slot = match parse_i64_strict(tok) {
