@@ -264,6 +264,20 @@ impl Renderer {
                 Err(e) => return Err(e),
             }
         }
+        let mut r = self.render_on_cpu(plan, precision, progress, cancel)?;
+        notices.append(&mut r.notices);
+        r.notices = notices;
+        Ok(r)
+    }
+
+    /// The CPU engine alone, synchronously (the browser's CPU export blocks its worker thread).
+    pub fn render_on_cpu(
+        &mut self,
+        plan: &Plan,
+        precision: Precision,
+        progress: &(dyn Fn(f32) + Sync),
+        cancel: &AtomicBool,
+    ) -> Result<Rendered> {
         let image = cpu::with_threads(self.threads, || {
             cpu::render(plan, precision, progress, cancel)
         })?;
@@ -271,7 +285,7 @@ impl Renderer {
         Ok(Rendered {
             image,
             engine: Engine::Cpu,
-            notices,
+            notices: std::mem::take(&mut self.notices),
             gpu_timings: None,
         })
     }
