@@ -493,27 +493,37 @@ pub fn estimate_cost(prep: &Prepared, threads: usize) -> Cost {
 }
 
 impl Cost {
-    /// The CLI's budget: an error (`ErrorKind::Limit`) that says what the render needs, unless
-    /// it fits [`CLI_MAX_TERMS`] and [`CLI_MAX_BYTES`].
-    pub fn check_budget(&self, precision: Precision) -> Result<()> {
-        let g = crate::cfmt::fmt_g;
-        let secs = match precision {
+    /// Rough CPU seconds at `precision`.
+    pub fn seconds(&self, precision: Precision) -> f64 {
+        match precision {
             Precision::F64 => self.seconds_f64,
             Precision::F32 => self.seconds_f32,
-        };
-        let work = format!(
+        }
+    }
+
+    /// "N terms (pixels × terms per pixel; roughly T on n CPU threads at f64)".
+    pub fn describe(&self, precision: Precision) -> String {
+        let g = crate::cfmt::fmt_g;
+        format!(
             "{} terms ({} pixels × {} terms per pixel; roughly {} on {} CPU threads at {})",
             g(self.terms),
             g(self.pixels),
             g(self.terms_per_pixel),
-            human_seconds(secs),
+            human_seconds(self.seconds(precision)),
             self.threads,
             if precision == Precision::F64 {
                 "f64"
             } else {
                 "f32"
             }
-        );
+        )
+    }
+
+    /// The CLI's budget: an error (`ErrorKind::Limit`) that says what the render needs, unless
+    /// it fits [`CLI_MAX_TERMS`] and [`CLI_MAX_BYTES`].
+    pub fn check_budget(&self, precision: Precision) -> Result<()> {
+        let g = crate::cfmt::fmt_g;
+        let work = self.describe(precision);
         let gib = |b: f64| g((b / 1073741824.0 * 10.0).round() / 10.0);
         let message = if self.terms > CLI_MAX_TERMS {
             format!(

@@ -185,6 +185,11 @@ fn run_inner(words: &[String]) -> Result<()> {
     if !o.force {
         cost.check_budget(o.precision)?;
     }
+    if cost.seconds(o.precision) > 60.0
+        && api::choose_backend(o.backend, o.precision).engine == api::Engine::Cpu
+    {
+        eprintln!("note: this render needs {}", cost.describe(o.precision));
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for w in &prep.setup.warnings {

@@ -45,7 +45,8 @@ pub fn reciprocal_from_cell(cell: [f64; 6]) -> Result<(V3, V3, V3, f64, [f64; 3]
     let g = crate::cfmt::fmt_g;
     if !(signed > 1e-15) {
         return Err(Error::geometry(format!(
-            "-cell: the angles {} {} {} do not make a cell (each must be less than the sum of the              other two, and all three less than 360 degrees)",
+            "-cell: the angles {} {} {} do not make a cell (each must be less than the sum of \
+             the other two, and all three less than 360 degrees)",
             g(alpha * RTD),
             g(beta * RTD),
             g(gamma * RTD)
@@ -55,7 +56,7 @@ pub fn reciprocal_from_cell(cell: [f64; 6]) -> Result<(V3, V3, V3, f64, [f64; 3]
     let v = 2.0 * a * b * c * skew.sqrt();
     if !(v > 0.0) || !v.is_finite() || !(1.0 / v).is_finite() {
         return Err(Error::geometry(format!(
-            "-cell: a {} × {} × {} Å cell has a volume of {} Å³, which cannot be computed with",
+            "-cell: a {} × {} × {} Å cell is too small to compute with (volume {} Å³)",
             g(a),
             g(b),
             g(c),

@@ -290,7 +290,8 @@ fn check_counts(s: &Sampling) -> Result<()> {
         .filter(|&n| n <= limits::MAX_DIVERGENCE_POINTS as u64);
     if div.is_none() {
         return Err(over(format!(
-            "divergence: {} × {} grid points (-hdivsteps/-vdivsteps/-divsteps, or the ranges over              the steps) are more than the limit of {}",
+            "divergence: {} × {} grid points (-hdivsteps/-vdivsteps/-divsteps, or the ranges over \
+             the steps) are more than the limit of {}",
             s.hdivsteps,
             s.vdivsteps,
             limits::MAX_DIVERGENCE_POINTS
@@ -298,7 +299,8 @@ fn check_counts(s: &Sampling) -> Result<()> {
     }
     if s.source_points().is_none_or(|n| n > limits::MAX_SOURCES) {
         return Err(over(format!(
-            "sources: {} × {} divergence points × {} wavelengths (-divsteps, -dispsteps) are more              than the limit of {} sources",
+            "sources: {} × {} divergence points × {} wavelengths (-divsteps, -dispsteps) are more \
+             than the limit of {} sources",
             s.hdivsteps,
             s.vdivsteps,
             s.dispsteps,
@@ -309,7 +311,8 @@ fn check_counts(s: &Sampling) -> Result<()> {
         .is_none_or(|n| n > limits::MAX_ORIENTATIONS)
     {
         return Err(over(format!(
-            "orientations: {} phi steps × {} mosaic domains (-phisteps, -mosaic_dom) are more than              the limit of {} crystal orientations",
+            "orientations: {} phi steps × {} mosaic domains (-phisteps, -mosaic_dom) are more \
+             than the limit of {} crystal orientations",
             s.phisteps,
             s.mosaic_domains,
             limits::MAX_ORIENTATIONS

@@ -92,7 +92,7 @@ impl Check {
             return Some("a finite number".into());
         }
         let g = crate::cfmt::fmt_g;
-        let bounded = |m: f64| m < 1e300;
+        let bounded = |m: f64| m < f64::MAX;
         let (ok, want) = match self {
             Check::Finite => (true, String::new()),
             Check::Within(m) => (v.abs() <= m, format!("a number from -{} to {}", g(m), g(m))),
@@ -1041,6 +1041,13 @@ mod tests {
             Within(3.0).violation(-4.0).unwrap(),
             "a number from -3 to 3"
         );
-        assert_eq!(NonNegative(BIG).violation(-1.0).unwrap(), "a number ≥ 0");
+        assert_eq!(
+            NonNegative(f64::MAX).violation(-1.0).unwrap(),
+            "a number ≥ 0"
+        );
+        assert_eq!(
+            NonNegative(BIG).violation(1e308).unwrap(),
+            "a number ≥ 0 and ≤ 1e+300"
+        );
     }
 }
