@@ -12,5 +12,7 @@ echo "== web build (npm run build)"
 node scripts/build.mjs
 echo "== typecheck (tsc)"
 npx tsc -p www --noEmit
+echo "== unit tests (node --test tests/unit/)"
+node --test tests/unit/
 echo "== browser tests (node --test tests/browser/)"
 node --test --test-concurrency=1 tests/browser/
