@@ -415,6 +415,12 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// A command line given as one string, parsed (for the unit tests of the resolution steps).
+#[cfg(test)]
+pub(crate) fn test_opts(s: &str) -> Options {
+    parse(&crate::api::split_args(s)).unwrap()
+}
+
 fn is_number(s: &str) -> bool {
     parse_f64_strict(s).is_some()
 }

@@ -479,6 +479,7 @@ pub fn convention_name(c: Convention) -> &'static str {
 mod tests {
     use super::*;
     use crate::args::parse;
+    use crate::args::test_opts as opts;
 
     fn det(s: &str) -> Detector {
         let o = parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>()).unwrap();
@@ -530,10 +531,6 @@ mod tests {
         let o = parse(&["-detector_roty".to_string(), "90".to_string()]).unwrap();
         let e = resolve_detector(&o, &HeaderDefaults::default()).unwrap_err();
         assert!(e.message.contains("parallel"), "{}", e.message);
-    }
-
-    fn opts(s: &str) -> Options {
-        parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>()).unwrap()
     }
 
     #[test]

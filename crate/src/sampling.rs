@@ -324,6 +324,7 @@ fn check_counts(s: &Sampling) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::test_opts as opts;
 
     #[test]
     fn divergence_rules() {
@@ -359,10 +360,6 @@ mod tests {
         assert!((s - 150e-6).abs() < 1e-18);
         // no thickness: one layer
         assert_eq!(thickness(-1, 0.0, -1.0).0, 1);
-    }
-
-    fn opts(s: &str) -> Options {
-        crate::args::parse(&crate::api::split_args(s)).unwrap()
     }
 
     #[test]

@@ -65,10 +65,7 @@ pub fn resolve_beam(o: &Options, header_lambda: Option<f64>) -> Result<Beam> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn opts(s: &str) -> Options {
-        crate::args::parse(&crate::api::split_args(s)).unwrap()
-    }
+    use crate::args::test_opts as opts;
 
     #[test]
     fn wavelength_from_flag_then_header_then_default() {

@@ -146,7 +146,7 @@ mod tests {
     use crate::detector::{resolve_detector, HeaderDefaults};
 
     fn setup(s: &str) -> (Options, Crystal, Detector) {
-        let o = crate::args::parse(&crate::api::split_args(s)).unwrap();
+        let o = crate::args::test_opts(s);
         let c = crystal(
             &o,
             &crate::files::MemFiles::default(),

@@ -120,7 +120,7 @@ mod tests {
     use crate::sampling::resolve_sampling;
 
     fn grid(s: &str) -> Vec<(V3, f64)> {
-        let o = crate::args::parse(&crate::api::split_args(s)).unwrap();
+        let o = crate::args::test_opts(s);
         let d = resolve_detector(&o, &HeaderDefaults::default()).unwrap();
         let smp = resolve_sampling(&o, None).unwrap();
         divergence_grid(&smp, o.round_div, &d, 1e-10)

@@ -104,11 +104,8 @@ pub fn structure_factors(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::test_opts as opts;
     use crate::files::MemFiles;
-
-    fn opts(s: &str) -> Options {
-        crate::args::parse(&crate::api::split_args(s)).unwrap()
-    }
 
     #[test]
     fn origin_and_required_inputs() {
