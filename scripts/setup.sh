@@ -21,3 +21,5 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+# The wasm32 target (clippy of the browser build in scripts/test-rust.sh, and the web build).
+rustup target list --installed 2>/dev/null | grep -q '^wasm32-unknown-unknown$' || rustup target add wasm32-unknown-unknown

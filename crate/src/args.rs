@@ -149,6 +149,8 @@ pub struct Options {
     pub adc: f64,
     pub seed: Option<i64>,
     pub printout: bool,
+    /// `-predict FILE`: the reflection prediction table (`predict.rs`).
+    pub predict: Option<String>,
     pub printout_pixel: Option<(i64, i64)>,
     pub progress: bool,
     // ours
@@ -260,6 +262,7 @@ impl Default for Options {
             adc: 40.0,
             seed: None,
             printout: false,
+            predict: None,
             printout_pixel: None,
             progress: true,
             precision: Precision::F64,

@@ -178,6 +178,17 @@ fn run_inner(words: &[String]) -> Result<()> {
         return Ok(());
     }
     let prep = api::prepare_options(&o, &DiskFiles)?;
+    io::atomic::check_outputs(&[
+        ("-floatfile", Some(&o.floatfile)),
+        ("-intfile", Some(&o.intfile)),
+        ("-pgmfile", o.write_pgm.then_some(&o.pgmfile)),
+        ("-noisefile", o.write_noise.then_some(&o.noisefile)),
+        ("-predict", o.predict.as_deref()),
+        (
+            "-dump (structure-factor cache)",
+            o.hkl.as_ref().map(|_| o.dump.as_str()),
+        ),
+    ])?;
     let threads = o
         .threads
         .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()));
@@ -202,6 +213,17 @@ fn run_inner(words: &[String]) -> Result<()> {
         if let Err(e) = write_atomic(Path::new(&o.dump), &bytes) {
             eprintln!("WARNING: could not write {}: {}", o.dump, e.message);
         }
+    }
+    if let Some(name) = &o.predict {
+        let pred = crate::predict::predict(&prep.setup, &Default::default())?;
+        let table = crate::predict::table(&pred);
+        let n = table.lines().count() - 1;
+        write_file(
+            name,
+            &[table.as_bytes()],
+            &format!("{n} predicted reflections"),
+            &mut out,
+        )?;
     }
     let t_setup = t0.elapsed();
     let t1 = Instant::now();

@@ -328,3 +328,35 @@ pub fn export_noise_smv() -> Result<Vec<u8>, JsError> {
 pub fn export_float() -> Result<Vec<u8>, JsError> {
     with_result(|_, img| api::float_image_bytes(img))
 }
+
+/// Reflection prediction for the prepared plan (`crate::predict`), as a plain object
+/// `{ wavelength, s0, a_star, …, reflections: [{ h, k, l, r, excitation_error, in_condition,
+/// fast, slow, d, two_theta, f, intensity, … }] }`: fast/slow in pixels with pixel centres at
+/// index + 0.5, `null` where the ray misses the detector. `max_excitation_error` (1/Å) lists
+/// only the points near the Ewald sphere. With `columns` the reflections come as typed-array
+/// bytes instead (`columns: { count, hkl, r, …, flags }`, `Prediction::columns`): 10⁵ points
+/// without 10⁵ objects.
+#[wasm_bindgen]
+pub fn predict(max_excitation_error: Option<f64>, columns: bool) -> Result<JsValue, JsError> {
+    use serde::Serialize;
+    STATE.with(|st| {
+        let st = st.borrow();
+        let prep = st
+            .prepared
+            .as_ref()
+            .ok_or_else(|| js_err("no plan prepared"))?;
+        let opts = crate::predict::PredictOptions {
+            max_excitation_error,
+            ..Default::default()
+        };
+        let pred = crate::predict::predict(&prep.setup, &opts).map_err(js_err)?;
+        // None as null, maps as objects, and the columns' bytes as Uint8Arrays
+        let ser =
+            serde_wasm_bindgen::Serializer::json_compatible().serialize_bytes_as_arrays(false);
+        if columns {
+            pred.into_columnar().serialize(&ser).map_err(js_err)
+        } else {
+            pred.serialize(&ser).map_err(js_err)
+        }
+    })
+}

@@ -839,6 +839,11 @@ pub static FLAGS: &[Flag] = &[
     })
     .aka(&["-pgmimage"])
     .kind(OutputFile),
+    flag("-predict", Output, "FILE", "reflection prediction table: h k l fast slow d twotheta excitation_error F ...", |p| {
+        p.o.predict = Some(p.text()?);
+        Ok(())
+    })
+    .kind(OutputFile),
     flag("-stolout", Output, "FILE", "accepted, never written (as upstream)", |p| {
         p.text()?;
         Ok(())

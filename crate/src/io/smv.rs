@@ -184,15 +184,17 @@ pub fn read_smv(name: &str, bytes: &[u8]) -> Result<SmvFile> {
     let body = &bytes[header_bytes..];
     let count = match (width, height) {
         (Some(w), Some(h)) => {
-            let n = w * h;
-            if body.len() < 2 * n {
-                return Err(Error::input(format!(
-                    "{name}: truncated SMV image: {w}x{h} pixels need {} bytes after the header, found {}",
-                    2 * n,
-                    body.len()
-                )));
+            let n = w.checked_mul(h).filter(|n| n.checked_mul(2).is_some());
+            match n {
+                Some(n) if 2 * n <= body.len() => n,
+                _ => {
+                    return Err(Error::input(format!(
+                        "{name}: truncated SMV image: {w}x{h} pixels need {} bytes after the header, found {}",
+                        2.0 * w as f64 * h as f64,
+                        body.len()
+                    )))
+                }
             }
-            n
         }
         _ => body.len() / 2,
     };

@@ -8,7 +8,7 @@ use crate::args::{self, Check, Options, RTD};
 use crate::cfmt::scan_f64;
 use crate::detector::HeaderDefaults;
 use crate::error::{Error, Result};
-use crate::files::FileSource;
+use crate::files::{FileKind, FileSource};
 use crate::io::smv::{self, SmvFile};
 
 /// What one header (or the merged headers) supplies.
@@ -139,12 +139,12 @@ pub fn read_headers(o: &Options, files: &dyn FileSource) -> Result<Headers> {
     let mut values = HeaderValues::default();
     let mut mask = None;
     if let Some(name) = &o.mask {
-        let smv = smv::read_smv(name, &files.read(name)?)?;
+        let smv = smv::read_smv(name, &files.read(name, FileKind::Image)?)?;
         values = header_values(name, &smv.header_text, true)?;
         mask = Some((name.clone(), smv));
     }
     if let Some(name) = &o.img {
-        let smv = smv::read_smv(name, &files.read(name)?)?;
+        let smv = smv::read_smv(name, &files.read(name, FileKind::Image)?)?;
         values = merge(values, header_values(name, &smv.header_text, false)?);
     }
     Ok(Headers { values, mask })

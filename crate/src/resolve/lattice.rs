@@ -6,7 +6,7 @@ use crate::args::Options;
 use crate::crystal::{resolve_crystal, Crystal, CrystalInput};
 use crate::detector::Detector;
 use crate::error::{Error, Result};
-use crate::files::FileSource;
+use crate::files::{FileKind, FileSource};
 use crate::io;
 use crate::resolve::limits::{self, over};
 use crate::rng::RanState;
@@ -31,7 +31,10 @@ pub fn crystal(
     rng: &mut RanState,
 ) -> Result<Crystal> {
     let mat = match &o.mat {
-        Some(name) => Some(io::matfile::parse_mat(name, &files.read(name)?)?),
+        Some(name) => Some(io::matfile::parse_mat(
+            name,
+            &files.read(name, FileKind::Matrix)?,
+        )?),
         None => None,
     };
     resolve_crystal(CrystalInput {

@@ -32,7 +32,7 @@ use crate::args::{Options, RTD};
 use crate::crystal::Crystal;
 use crate::detector::{resolve_detector, Detector};
 use crate::error::{Error, Result};
-use crate::files::FileSource;
+use crate::files::{FileKind, FileSource};
 use crate::io;
 use crate::plan::{Interpolation, Plan};
 use crate::rng::RanState;
@@ -118,7 +118,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
 
     let source_list = match &o.sourcefile {
         Some(name) => {
-            let rows = io::textcols::read_columns(name, &files.read(name)?, 5)?;
+            let rows = io::textcols::read_columns(name, &files.read(name, FileKind::Sources)?, 5)?;
             sources::from_file(name, &rows, det.beam, lambda0)?
         }
         None => sources::divergence_grid(&smp, o.round_div, &det, lambda0),

@@ -4,7 +4,7 @@
 
 use crate::args::Options;
 use crate::error::{Error, ErrorKind, Result};
-use crate::files::FileSource;
+use crate::files::{FileKind, FileSource};
 use crate::io;
 use crate::plan::HklGrid;
 
@@ -69,12 +69,12 @@ pub fn structure_factors(
     let mut warnings = Vec::new();
     let (hkl, description) = match origin {
         Origin::File(name) => {
-            let hkl = io::hkl::parse_hkl(name, &files.read(name)?, o.default_f)?;
+            let hkl = io::hkl::parse_hkl(name, &files.read(name, FileKind::Hkl)?, o.default_f)?;
             let d = format!("{} ({} reflections)", name, hkl.hkls);
             (hkl, d)
         }
         Origin::Cache(name) => {
-            let hkl = io::hkl::read_fdump(name, &files.read(name)?)?;
+            let hkl = io::hkl::read_fdump(name, &files.read(name, FileKind::Fdump)?)?;
             warnings.push(format!(
                 "reading structure factors from {name} because no -hkl was given"
             ));
