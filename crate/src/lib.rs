@@ -8,6 +8,7 @@
 pub mod api;
 pub mod args;
 pub mod cfmt;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
 #[macro_use]
 pub mod cpu;
