@@ -3,30 +3,11 @@
 //
 // Two builds of the same crate sit beside this file (squoosh pattern): pkg-parallel/ (threads
 // over shared memory, needs crossOriginIsolated) and pkg/ (single-threaded CPU + WebGPU).
-import type { Backend, FromWorker, Geometry, ModuleInfo, ToWorker } from './protocol';
+import type { Backend, FromWorker, HklSummary, ModuleInfo, PrepareInfo, ToWorker } from './protocol';
 
-// The wasm-bindgen output (no-bundler): loaded at run time from beside this bundle.
-interface Wasm {
-  default: (opts?: unknown) => Promise<unknown>;
-  initThreadPool?: (n: number) => Promise<void>;
-  build_info(): string;
-  threads(): number;
-  wasm_memory(): WebAssembly.Memory;
-  cancel_flag_ptr(): number;
-  progress_ptr(): number;
-  set_cancel(on: boolean): void;
-  progress(): number;
-  split_args(s: string): string[];
-  set_file(name: string, bytes: Uint8Array): void;
-  clear_files(): void;
-  prepare(args: string[]): string;
-  render_cpu(f64: boolean): Float32Array;
-  gpu_init(): Promise<string>;
-  render_gpu(): Promise<Float32Array>;
-  export_int_smv(): Uint8Array;
-  export_noise_smv(): Uint8Array;
-  export_float(): Uint8Array;
-}
+// The wasm-bindgen output (no-bundler), loaded at run time from beside this bundle; its types
+// are the generated declarations. The threaded module adds `initThreadPool`.
+type Wasm = typeof import('../dist/pkg/nanobragg') & { initThreadPool?: (n: number) => Promise<void> };
 
 const post = (msg: FromWorker, transfer: Transferable[] = []) =>
   (self as unknown as Worker).postMessage(msg, transfer);
@@ -76,7 +57,7 @@ function ensureGpu(): Promise<void> {
   if (!gpuInit) {
     gpuInit = (async () => {
       if (!('gpu' in navigator) || !(navigator as unknown as { gpu?: unknown }).gpu) {
-        gpu = { state: 'failed', adapter: '', error: 'WebGPU is not available in this browser' };
+        gpu = { state: 'failed', adapter: '', error: 'no-webgpu' };
         return;
       }
       try {
@@ -98,6 +79,15 @@ function ensureGpu(): Promise<void> {
 }
 
 let filesLoaded = false;
+/** Measured speed per backend (kernel terms per ms, last render), for the cost estimate. */
+const speed: Record<'gpu' | 'cpu', number> = { gpu: 0, cpu: 0 };
+
+/** The notice for a CPU fallback: one plain line (the details go to the console). */
+function fallbackNotice(error: string, threads: number): string {
+  const cpu = `running on the CPU, ${threads} thread${threads === 1 ? '' : 's'}`;
+  if (error === 'no-webgpu' || /adapter|not available|not supported/i.test(error)) return `No WebGPU in this browser: ${cpu}`;
+  return `WebGPU failed: ${cpu}`;
+}
 
 async function render(msg: Extract<ToWorker, { type: 'render' }>) {
   const w = wasm!;
@@ -109,13 +99,16 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
   } else if (!filesLoaded) {
     w.clear_files();
   }
-  let geometry: Geometry;
+  let prep: PrepareInfo;
+  let hkl: HklSummary | null | undefined;
   try {
-    geometry = JSON.parse(w.prepare(msg.args)) as Geometry;
+    prep = w.prepare(msg.args);
+    if (msg.files) hkl = w.hkl_summary();
   } catch (e) {
     post({ type: 'error', id: msg.id, message: errText(e), cancelled: false });
     return;
   }
+  const geometry = prep.geometry;
   const t1 = performance.now();
   let backend: 'gpu' | 'cpu' = 'cpu';
   let notice = '';
@@ -123,9 +116,16 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
   // The WGSL kernel is single precision (with double-float where it matters): an explicit f64
   // request goes to the CPU unless the GPU is forced.
   const want: Backend = msg.precision === 'f64' && msg.backend === 'auto' ? 'cpu' : msg.backend;
+  const estimate = (b: 'gpu' | 'cpu') => {
+    if (speed[b] > 0) {
+      const ms = prep.work / speed[b];
+      if (ms > 3000) post({ type: 'estimate', id: msg.id, ms, backend: b });
+    }
+  };
   if (want !== 'cpu') {
     await ensureGpu();
     if (gpu.state === 'ready') {
+      estimate('gpu');
       const timer = setInterval(() => post({ type: 'progress', id: msg.id, value: w.progress() }), 100);
       try {
         data = await w.render_gpu();
@@ -138,16 +138,19 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
           return;
         }
         // Device loss or kernel failure: do not try the GPU again in this worker.
+        console.warn(`nanobragg: WebGPU render failed: ${m}`);
         gpu = { state: 'failed', adapter: gpu.adapter, error: m };
-        notice = `WebGPU failed (${m}); rendered on the CPU instead`;
+        notice = fallbackNotice(m, info!.threads);
       } finally {
         clearInterval(timer);
       }
     } else {
-      notice = `WebGPU unavailable (${gpu.error}); rendered on the CPU`;
+      if (gpu.error !== 'no-webgpu') console.warn(`nanobragg: WebGPU unavailable: ${gpu.error}`);
+      notice = fallbackNotice(gpu.error, info!.threads);
     }
   }
   if (!data) {
+    estimate('cpu');
     try {
       data = w.render_cpu(msg.precision === 'f64');
     } catch (e) {
@@ -157,11 +160,12 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
     }
   }
   const t2 = performance.now();
+  if (t2 - t1 > 20) speed[backend] = prep.work / (t2 - t1);
   post(
     {
       type: 'result', id: msg.id, width: geometry.width, height: geometry.height, data, backend,
       threads: backend === 'cpu' ? info!.threads : 0, adapter: gpu.adapter, notice, geometry,
-      timings: { prepare: t1 - t0, render: t2 - t1, total: 0 },
+      timings: { prepare: t1 - t0, render: t2 - t1, total: 0 }, hkl, warnings: prep.warnings,
     },
     [data.buffer],
   );
