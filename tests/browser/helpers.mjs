@@ -23,7 +23,7 @@ export function goldenDir() {
   return null;
 }
 
-export async function launch({ webgpu = true } = {}) {
+export async function launch({ webgpu = true, viewport = { width: 1280, height: 720 }, colorScheme = 'light' } = {}) {
   const args = [
     '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
     '--disable-dev-shm-usage',
@@ -32,7 +32,7 @@ export async function launch({ webgpu = true } = {}) {
   else args.push('--disable-webgpu', '--disable-features=WebGPU,Vulkan');
   const userDataDir = mkdtempSync(join(tmpdir(), 'nb-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM, headless: true, args, viewport: { width: 1280, height: 720 }, acceptDownloads: true,
+    executablePath: CHROMIUM, headless: true, args, viewport, acceptDownloads: true, colorScheme,
   });
   return context;
 }
@@ -41,14 +41,30 @@ export async function serve({ isolation = true, root = DIST } = {}) {
   return startServer({ port: 0, root, isolation });
 }
 
-/** Open a page and collect console errors and page errors. */
+/** Open a page and collect console errors and page errors (and warnings, separately). */
 export async function open(context, url) {
   const page = await context.newPage();
   const errors = [];
+  const warnings = [];
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`console: ${m.text()}`);
+    if (m.type() === 'warning') warnings.push(m.text());
+  });
   await page.goto(url);
-  return { page, errors };
+  return { page, errors, warnings };
+}
+
+/** Standard deviation of a canvas's pixels (0 = blank); `sel` in the page or a shadow root. */
+export async function canvasSpread(page, sel = '.nb-canvas') {
+  return page.evaluate((sel) => {
+    const c = typeof sel === 'string' ? document.querySelector(sel) : null;
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let s = 0, s2 = 0, n = 0;
+    for (let i = 0; i < d.length; i += 16) { const v = d[i]; s += v; s2 += v * v; n++; }
+    const m = s / n;
+    return Math.sqrt(s2 / n - m * m);
+  }, sel);
 }
 
 /** Wait until the app has shown `n` renders. */
@@ -72,4 +88,46 @@ export function pearson(a, b) {
 export function readFloats(path) {
   const b = readFileSync(path);
   return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+}
+
+/**
+ * Drag a slider of the app for `ms` milliseconds (one input event per animation frame, as a
+ * mouse drag gives), then release it; counts the `nanobragg-frame` events shown during the drag
+ * and waits for the final full image. Returns {frames, fps, previews, sizes, finalWidth}.
+ */
+export async function dragSlider(page, { slider = 'f-distance-slider', from = 100, to = 160, ms = 3000 } = {}) {
+  return page.evaluate(async ({ slider, from, to, ms }) => {
+    const el = document.getElementById(slider);
+    const frames = [];
+    const onFrame = (e) => frames.push({ t: performance.now(), ...e.detail });
+    window.addEventListener('nanobragg-frame', onFrame);
+    const t0 = performance.now();
+    await new Promise((done) => {
+      const step = () => {
+        const t = performance.now() - t0;
+        if (t >= ms) return done();
+        el.value = String(from + ((to - from) * t) / ms);
+        el.dispatchEvent(new Event('input', { bubbles: true }));
+        requestAnimationFrame(step);
+      };
+      requestAnimationFrame(step);
+    });
+    const during = frames.filter((f) => f.t - t0 <= ms);
+    el.value = String(to);
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+    const t1 = performance.now();
+    while (performance.now() - t1 < 120_000) {
+      const last = frames[frames.length - 1];
+      if (last && !last.preview && last.t > t1) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    window.removeEventListener('nanobragg-frame', onFrame);
+    const last = frames[frames.length - 1];
+    return {
+      frames: during.length, fps: (during.length * 1000) / ms, previews: during.filter((f) => f.preview).length,
+      sizes: [...new Set(during.map((f) => `${f.width}x${f.height}`))], backends: [...new Set(during.map((f) => f.backend))],
+      renderMs: during.length ? during.reduce((a, f) => a + f.renderMs, 0) / during.length : 0,
+      finalWidth: last?.width, finalPreview: last?.preview,
+    };
+  }, { slider, from, to, ms });
 }

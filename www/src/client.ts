@@ -54,6 +54,11 @@ interface Job {
   start: number;
 }
 
+/** How long a cancelled render may take to stop before its worker is restarted (ms). */
+const CANCEL_GRACE_MS = 80;
+/** The same for a render superseded by a newer request (a restart costs a module load). */
+const SUPERSEDE_GRACE_MS = 400;
+
 export function abortError(msg = 'superseded by a newer render'): Error {
   const e = new Error(msg);
   e.name = 'AbortError';
@@ -158,26 +163,44 @@ export class NanoBraggClient {
       return false;
     });
     if (!this.running || (channel !== undefined && this.running.channel !== channel)) return;
-    const interruptible = this.info?.kind === 'parallel' || this.running.msg.backend !== 'cpu';
-    this.stopRunning();
-    if (!interruptible) {
-      // A single-threaded CPU render cannot be interrupted: restart the worker.
-      const job = this.running;
-      this.running = null;
-      this.worker.terminate();
-      job.reject(abortError('cancelled'));
-      this.spawn();
-    }
+    const job = this.running;
+    const interruptible = this.info?.kind === 'parallel' || job.msg.backend !== 'cpu';
+    if (!interruptible) return this.restart(job, 'cancelled');
+    this.stopRunning(CANCEL_GRACE_MS);
+    // the caller sees the cancel at once; the worker acknowledges within the grace period or
+    // is restarted
+    job.reject(abortError('cancelled'));
   }
 
-  private stopRunning() {
+  /** Stop the running render: raise the cancel flag (shared memory and message), and restart the
+   * worker if it has not stopped within `graceMs` (a kernel can be between two checks of the
+   * flag for longer than that). */
+  private stopRunning(graceMs = SUPERSEDE_GRACE_MS) {
     const job = this.running;
     if (!job || job.stale) return;
     job.stale = true;
     const info = this.info;
     if (info?.memory) Atomics.store(new Uint8Array(info.memory.buffer), info.cancelPtr, 1);
     this.worker.postMessage({ type: 'cancel' } satisfies ToWorker);
+    setTimeout(() => {
+      if (this.running === job) this.restart(job, 'cancelled');
+    }, graceMs);
   }
+
+  /** Terminate the worker (stopping whatever it runs at once) and start a fresh one; the
+   * waiting requests run on the new worker. */
+  private restart(job: Job, why: string) {
+    this.running = null;
+    cancelAnimationFrame(this.progressTimer);
+    this.worker.terminate();
+    this.restarts++;
+    this.info = null;
+    job.reject(abortError(why));
+    this.spawn();
+  }
+
+  /** Workers restarted because a render did not stop in time (for tests and benchmarks). */
+  restarts = 0;
 
   private pump() {
     if (this.running || !this.info) return;

@@ -132,17 +132,40 @@ export class DetectorMap {
     return dot(p, b) > 0 ? [f, s] : null;
   }
 
-  /** 2θ sampled on an (n+1)×(m+1) lattice of points spanning the detector (cached). */
+  /** 2θ sampled on an (n+1)×(m+1) lattice of points spanning the detector (cached). The
+   * bilinear interpolation is unrolled here: this runs for every frame shown. */
   private ttField() {
-    if (!this.field) {
-      const n = Math.min(256, Math.max(8, this.g.width)), m = Math.min(256, Math.max(8, this.g.height));
-      const tt = new Float64Array((n + 1) * (m + 1));
-      for (let j = 0; j <= m; j++) {
-        for (let i = 0; i <= n; i++) tt[j * (n + 1) + i] = this.twoTheta((i * this.g.width) / n, (j * this.g.height) / m);
-      }
-      this.field = { n, m, tt };
+    if (this.field) return this.field;
+    const W = this.g.width, H = this.g.height;
+    const n = Math.min(96, Math.max(8, W)), m = Math.min(96, Math.max(8, H));
+    const tt = new Float64Array((n + 1) * (m + 1));
+    const { f: fn, s: sn, pos } = this.g.grid;
+    const [bx, by, bz] = this.beam;
+    if (fn.length < 2 || sn.length < 2) {
+      for (let j = 0; j <= m; j++) for (let i = 0; i <= n; i++) tt[j * (n + 1) + i] = this.twoTheta((i * W) / n, (j * H) / m);
+      return (this.field = { n, m, tt });
     }
-    return this.field;
+    const nf = fn.length;
+    const ci = new Int32Array(n + 1), cu = new Float64Array(n + 1);
+    for (let i = 0; i <= n; i++) {
+      const f = (i * W) / n, c = cell(fn, f);
+      ci[i] = c;
+      cu[i] = (f - fn[c]) / (fn[c + 1] - fn[c]);
+    }
+    for (let j = 0; j <= m; j++) {
+      const s = (j * H) / m, cj = cell(sn, s), v = (s - sn[cj]) / (sn[cj + 1] - sn[cj]);
+      for (let i = 0; i <= n; i++) {
+        const u = cu[i];
+        const o00 = 3 * (cj * nf + ci[i]), o10 = o00 + 3, o01 = o00 + 3 * nf, o11 = o01 + 3;
+        const w00 = (1 - u) * (1 - v), w10 = u * (1 - v), w01 = (1 - u) * v, w11 = u * v;
+        const x = w00 * pos[o00] + w10 * pos[o10] + w01 * pos[o01] + w11 * pos[o11];
+        const y = w00 * pos[o00 + 1] + w10 * pos[o10 + 1] + w01 * pos[o01 + 1] + w11 * pos[o11 + 1];
+        const z = w00 * pos[o00 + 2] + w10 * pos[o10 + 2] + w01 * pos[o01 + 2] + w11 * pos[o11 + 2];
+        const c = (x * bx + y * by + z * bz) / Math.sqrt(x * x + y * y + z * z);
+        tt[j * (n + 1) + i] = Math.acos(c > 1 ? 1 : c < -1 ? -1 : c);
+      }
+    }
+    return (this.field = { n, m, tt });
   }
 
   /** Largest 2θ (radians) on the detector. */

@@ -198,13 +198,16 @@ const presetSel = $<HTMLSelectElement>('preset');
 for (const p of PRESETS) presetSel.add(new Option(p.label, p.id));
 buildForm();
 
-// The form follows the model.
+// The form follows the model (only the fields whose value changed are touched).
+let shownModel: ModelState | null = null;
+let shownFiles: ReadonlyMap<string, Uint8Array> | null = null;
 effect(() => {
   const model = store.model.value;
   const files = store.files.value;
   for (const p of PARAMS) {
-    const el = inputs.get(p.key)!;
     const v = model[p.key] ?? '';
+    if (shownModel && shownFiles === files && (shownModel[p.key] ?? '') === v) continue;
+    const el = inputs.get(p.key)!;
     if (p.kind === 'bool') (el as HTMLInputElement).checked = v !== '' && v !== '0';
     else if (el.value !== v) el.value = v;
     if (p.kind === 'file') $(`${fieldId(p.key)}-name`).textContent = v ? v + (files.has(v) ? '' : ' (missing)') : 'none';
@@ -214,6 +217,8 @@ effect(() => {
       slider.value = v && !isNaN(+v) ? v : String(SLIDER_REST[p.key] ?? (lo < 0 && hi > 0 ? 0 : lo));
     }
   }
+  shownModel = model;
+  shownFiles = files;
   ($('preset') as HTMLSelectElement).value = presetOf(model)?.id ?? '';
 });
 effect(() => {
@@ -289,12 +294,20 @@ function showLevels() {
 
 $('fit').addEventListener('click', () => view.fit());
 
-// The URL follows the state.
-effect(() => {
-  const q = encodeUrl(store.model.value, store.view.value, rest);
+// The URL follows the state (at most a few times a second: browsers throttle history updates).
+let urlTimer = 0;
+function writeUrl() {
+  urlTimer = 0;
+  const q = encodeUrl(store.model.peek(), store.view.peek(), rest);
   history.replaceState(null, '', `${location.pathname}?${q}`);
-  ($('open-full') as HTMLAnchorElement).href = `${location.pathname}?${encodeUrl(store.model.value, store.view.value, {})}`;
+  ($('open-full') as HTMLAnchorElement).href = `${location.pathname}?${encodeUrl(store.model.peek(), store.view.peek(), {})}`;
+}
+effect(() => {
+  void store.model.value;
+  void store.view.value;
+  if (!urlTimer) urlTimer = window.setTimeout(writeUrl, 200);
 });
+writeUrl();
 
 // ---- theme, presentation, full screen, copy link -------------------------------------------------
 const THEMES: Theme[] = ['auto', 'dark', 'light'];
@@ -386,8 +399,9 @@ const fullMs: Record<string, number> = {};
 let fullSize = { w: 0, h: 0, pixel: 0 };
 let scheduled: RenderMode | null = null;
 let rafHandle = 0;
-/** Frame rate target for previews: each preview should take at most this long. */
-const PREVIEW_MS = 25;
+/** Frame time target while dragging: a preview's round trip (prepare, render, transfer) should
+ * take at most this long, so that with the page's drawing in parallel a drag shows 30+ frames/s. */
+const PREVIEW_MS = 16;
 
 function schedule(mode: RenderMode) {
   scheduled = mode;
@@ -428,7 +442,8 @@ async function render(mode: RenderMode) {
   const { backend, precision } = store.view.peek();
   if (mode === 'preview' && fullSize.w) {
     const ms = fullMs[backend] ?? fullMs.any ?? 100;
-    const factor = previewFactor(ms, PREVIEW_MS);
+    // at least 128 pixels across: smaller previews say too little
+    const factor = previewFactor(ms, PREVIEW_MS, Math.max(1, Math.floor(Math.min(fullSize.w, fullSize.h) / 128)));
     const pa = previewArgs(args, fullSize.w, fullSize.h, fullSize.pixel * 1000, factor);
     if (pa) { args = pa; scale = factor; }
   }
@@ -449,10 +464,10 @@ async function render(mode: RenderMode) {
     lastWasPreview = scale > 1;
     if (!lastWasPreview) {
       fullSize = { w: r.width, h: r.height, pixel: r.geometry.pixel };
-      fullMs[backend] = fullMs.any = r.timings.render;
+      fullMs[backend] = fullMs.any = r.timings.total;
     } else {
-      // keep the estimate current while dragging: a preview is 1/scale² of the work
-      fullMs[backend] = fullMs.any = 0.5 * (fullMs[backend] ?? r.timings.render * scale * scale) + 0.5 * r.timings.render * scale * scale;
+      // keep the estimate current while dragging: a preview is about 1/scale² of the work
+      fullMs[backend] = fullMs.any = 0.5 * (fullMs[backend] ?? r.timings.total * scale * scale) + 0.5 * r.timings.total * scale * scale;
     }
     renderCount++;
     view.setImage(r.data, r.width, r.height, r.geometry, scale);

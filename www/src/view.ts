@@ -68,19 +68,25 @@ export function levels(settings: ImageSettings, max: number): [number, number] {
   return [lo, hi];
 }
 
-/** Map an image to RGBA with the settings (also used for PNG export). */
+/** Map an image to RGBA with the settings (also used for PNG export). The scaling curve and
+ * the colour map are folded into one table over the normalised value, so the per-pixel work
+ * is a multiply, a clamp and a lookup. */
 export function colourise(data: Float32Array, settings: ImageSettings, max: number, out: Uint32Array) {
   const lut = colourLut(settings.cmap);
   const [lo, hi] = levels(settings, max);
-  const inv = 1 / (hi - lo);
-  const mode = settings.scaling;
+  const N = 4096;
+  const table = new Uint32Array(N + 1);
   const logK = 999, logN = 1 / Math.log(1 + logK);
+  for (let i = 0; i <= N; i++) {
+    let x = i / N;
+    if (settings.scaling === 'sqrt') x = Math.sqrt(x);
+    else if (settings.scaling === 'log') x = Math.log(1 + logK * x) * logN;
+    table[i] = lut[(x * 255 + 0.5) | 0];
+  }
+  const k = N / (hi - lo);
   for (let i = 0; i < data.length; i++) {
-    let x = (data[i] - lo) * inv;
-    x = x > 1 ? 1 : x > 0 ? x : 0;
-    if (mode === 'sqrt') x = Math.sqrt(x);
-    else if (mode === 'log') x = Math.log(1 + logK * x) * logN;
-    out[i] = lut[(x * 255 + 0.5) | 0];
+    const x = (data[i] - lo) * k;
+    out[i] = table[x >= N ? N : x > 0 ? x | 0 : 0];
   }
 }
 
@@ -108,6 +114,9 @@ export class ImageView {
   private autoFit = true;
   private drag: { x: number; y: number; cx: number; cy: number; moved: boolean } | null = null;
   private pointer: { x: number; y: number } | null = null;
+  /** The canvas's CSS size (kept from the last resize: no layout query per overlay point). */
+  private cssW = 0;
+  private cssH = 0;
   onReadout: (r: Readout | null) => void = () => {};
 
   constructor(private host: HTMLElement) {
@@ -178,7 +187,7 @@ export class ImageView {
   /** Fit the whole detector in the view and follow the container's size from now on. */
   fit() {
     this.autoFit = true;
-    const r = this.canvas.getBoundingClientRect();
+    const r = { width: this.cssW, height: this.cssH };
     const W = this.w * this.scale, H = this.h * this.scale;
     if (!W || !r.width || !r.height) return this.draw();
     this.zoom = Math.min(r.width / W, r.height / H);
@@ -188,7 +197,7 @@ export class ImageView {
   }
 
   zoomBy(k: number, at?: { x: number; y: number }) {
-    const r = this.canvas.getBoundingClientRect();
+    const r = { width: this.cssW, height: this.cssH };
     const ax = at?.x ?? r.width / 2, ay = at?.y ?? r.height / 2;
     const [fx, fy] = this.toDetector(ax, ay);
     this.zoom = Math.min(64, Math.max(0.05, this.zoom * k));
@@ -208,26 +217,25 @@ export class ImageView {
 
   /** Canvas CSS pixel -> detector pixel coordinates (full resolution). */
   toDetector(x: number, y: number): [number, number] {
-    const r = this.canvas.getBoundingClientRect();
-    return [this.cx + (x - r.width / 2) / this.zoom, this.cy + (y - r.height / 2) / this.zoom];
+    return [this.cx + (x - this.cssW / 2) / this.zoom, this.cy + (y - this.cssH / 2) / this.zoom];
   }
 
   /** Detector pixel coordinates (full resolution) -> canvas CSS pixels. */
   fromDetector(f: number, s: number): [number, number] {
-    const r = this.canvas.getBoundingClientRect();
-    return [(f - this.cx) * this.zoom + r.width / 2, (s - this.cy) * this.zoom + r.height / 2];
+    return [(f - this.cx) * this.zoom + this.cssW / 2, (s - this.cy) * this.zoom + this.cssH / 2];
   }
 
   /** The displayed image's rectangle in CSS pixels of the canvas (for tests: is it cropped?). */
   imageRect() {
     const [x0, y0] = this.fromDetector(0, 0);
     const [x1, y1] = this.fromDetector(this.w * this.scale, this.h * this.scale);
-    const r = this.canvas.getBoundingClientRect();
-    return { x0, y0, x1, y1, width: r.width, height: r.height };
+    return { x0, y0, x1, y1, width: this.cssW, height: this.cssH };
   }
 
   private resize() {
     const r = this.host.getBoundingClientRect();
+    this.cssW = r.width;
+    this.cssH = r.height;
     const dpr = window.devicePixelRatio || 1;
     this.canvas.width = Math.max(1, Math.round(r.width * dpr));
     this.canvas.height = Math.max(1, Math.round(r.height * dpr));
@@ -238,7 +246,7 @@ export class ImageView {
   draw() {
     const ctx = this.ctx;
     const dpr = window.devicePixelRatio || 1;
-    const r = this.canvas.getBoundingClientRect();
+    const r = { width: this.cssW, height: this.cssH };
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.fillStyle = this.settings.cmap === 'inverted-grey' ? '#d8d8d8' : '#202020';
     ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
