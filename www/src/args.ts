@@ -168,6 +168,12 @@ export function blameField(message: string, state: ModelState, built: { args: st
     if (p.kind === 'file' && v && message.includes(v)) return p.key;
   }
   const named = flagsIn(message);
+  // the occurrence a message is about: the one whose value it quotes, else the last (upstream
+  // lets a later flag override an earlier one)
+  const occurrence = (f: string): number => {
+    const at = built.args.flatMap((w, i) => (w === f ? [i] : []));
+    return at.find((i) => i + 1 < built.args.length && message.includes(`"${built.args[i + 1]}"`)) ?? at[at.length - 1] ?? -1;
+  };
   const owners = new Set<string>();
   for (const f of named) built.args.forEach((w, i) => { if (w === f) owners.add(built.origin[i]); });
   if (changed && owners.has(changed)) return changed;
@@ -175,7 +181,7 @@ export function blameField(message: string, state: ModelState, built: { args: st
     // the owner of the longest flag named (e.g. -detpixels_f over -detpixels)
     let best: string | null = null, len = 0;
     for (const f of named) {
-      const i = built.args.indexOf(f);
+      const i = occurrence(f);
       if (i >= 0 && f.length > len) { best = built.origin[i]; len = f.length; }
     }
     return best;

@@ -55,7 +55,7 @@ interface Job {
 }
 
 /** How long a cancelled render may take to stop before its worker is restarted (ms). */
-const CANCEL_GRACE_MS = 80;
+const CANCEL_GRACE_MS = 50;
 /** The same for a render superseded by a newer request (a restart costs a module load). */
 const SUPERSEDE_GRACE_MS = 400;
 

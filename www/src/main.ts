@@ -314,7 +314,10 @@ const THEMES: Theme[] = ['auto', 'dark', 'light'];
 function applyTheme(t: Theme) {
   if (t === 'auto') delete document.documentElement.dataset.theme;
   else document.documentElement.dataset.theme = t;
-  $('theme').textContent = `Theme: ${t}`;
+  const label = `Colour theme: ${t}${t === 'auto' ? ' (follows the system)' : ''}`;
+  $('theme').title = label;
+  $('theme').setAttribute('aria-label', label);
+  $('theme').dataset.theme = t;
 }
 $('theme').addEventListener('click', () => {
   const t = THEMES[(THEMES.indexOf(store.view.value.theme) + 1) % THEMES.length];
@@ -323,6 +326,10 @@ $('theme').addEventListener('click', () => {
 
 function setPresent(on: boolean) {
   document.body.classList.toggle('present', on);
+  // the readout moves into the header line: all the height goes to the image
+  const ro = $('readout');
+  if (on) document.querySelector('header.top')!.insertBefore(ro, $('status'));
+  else $('viewer').appendChild(ro);
   $('present').setAttribute('aria-pressed', String(on));
   view.large = on;
   if (on) rest.present = '1';
@@ -346,6 +353,8 @@ window.addEventListener('keydown', (e) => {
 if (rest.present === '1') setPresent(true);
 
 $('copylink').addEventListener('click', async () => {
+  clearTimeout(urlTimer);
+  writeUrl();
   const url = location.href;
   const named = localFiles(store.model.value);
   let copied = true;
@@ -527,10 +536,10 @@ function showBackend(r?: SimulateResult) {
   const info = client.info;
   const label = $('backend-label');
   if (!info) return;
-  const cpu = `CPU · wasm ${info.buildInfo.includes('simd') ? 'SIMD ' : ''}· ${info.threads} thread${info.threads === 1 ? '' : 's'}`;
+  const cpu = `CPU · ${info.threads} thread${info.threads === 1 ? '' : 's'}`;
   if (r?.backend === 'gpu') label.textContent = `WebGPU · ${r.adapter}`;
   else label.textContent = cpu + (info.kind === 'plain' ? ' (single-threaded module)' : '');
-  label.title = `${info.buildInfo}; module ${info.kind}${info.parallelNote ? ` — ${info.parallelNote}` : ''}`;
+  label.title = `wasm ${info.buildInfo}; module ${info.kind}${info.parallelNote ? ` — ${info.parallelNote}` : ''}`;
   label.dataset.backend = r?.backend ?? '';
   label.dataset.threads = String(info.threads);
 }
@@ -553,6 +562,13 @@ view.onReadout = (r) => {
   }
   readout.classList.remove('idle');
   const i = r.info;
+  if (document.body.classList.contains('present')) {
+    // on a projector: what the class asks about, large
+    readout.textContent = i
+      ? `d = ${isFinite(i.d) ? i.d.toFixed(2) : '∞'} Å   2θ = ${i.twoTheta.toFixed(2)}°   hkl (${i.nearest.join(' ')})`
+      : `I = ${fmtNum(r.value)}`;
+    return;
+  }
   readout.textContent = `pixel (${r.f}, ${r.s})  I = ${fmtNum(r.value)} photons` + (i
     ? `  d = ${isFinite(i.d) ? i.d.toFixed(3) : '∞'} Å  2θ = ${i.twoTheta.toFixed(3)}°  hkl ≈ (${i.nearest.join(' ')})  [${i.hkl.map((x) => x.toFixed(2)).join(', ')}]`
     : '');

@@ -65,6 +65,9 @@ test('blameField: errors attach to the field the user changed', () => {
   // the longest flag wins
   const m5 = { ...DEFAULT_MODEL, detpixels_f: 'x' };
   assert.equal(blameField('-detpixels_f: "x" is not a number', m5, buildArgs(m5), null), 'detpixels_f');
+  // a flag given twice: the occurrence whose value the message quotes
+  const m6 = { ...DEFAULT_MODEL, extra: '-distance x' };
+  assert.equal(blameField('-distance: "x" is not a number', m6, buildArgs(m6), null), 'extra');
   // nothing to go on: no field
   assert.equal(blameField('out of memory', DEFAULT_MODEL, buildArgs(DEFAULT_MODEL), null), null);
 });

@@ -1,0 +1,99 @@
+// Live frames and cancel, as a user meets them: a slider drag shows frames on both backends
+// (counted through the page's `nanobragg-frame` events), ends on the full image, overlays keep
+// their place during previews; Cancel stops a long render within the bound; progress moves.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { launch, serve, open, waitRendered, dragSlider, ARTIFACTS } from './helpers.mjs';
+
+let server, base;
+before(async () => {
+  const s = await serve();
+  server = s.server;
+  base = s.url;
+});
+after(() => server?.close());
+
+for (const backend of ['cpu', 'gpu']) {
+  test(`a 2 s slider drag shows frames (${backend === 'gpu' ? 'WebGPU on SwiftShader' : 'CPU threads'}) and ends on the full image`, { timeout: 180_000 }, async () => {
+    const ctx = await launch({ webgpu: backend === 'gpu' });
+    try {
+      const { page, errors } = await open(ctx, `${base}/?backend=${backend}`);
+      await waitRendered(page, 1, 150_000);
+      const r = await dragSlider(page, { ms: 2000, from: 100, to: 150 });
+      console.log(`# ${backend} drag:`, JSON.stringify(r));
+      // no starvation: frames keep arriving while the slider moves (the benchmark measures rates)
+      assert.ok(r.frames >= (backend === 'gpu' ? 2 : 10), `${r.frames} frames in 2 s`);
+      assert.deepEqual(r.backends, [backend]);
+      assert.equal(r.finalWidth, 512);
+      assert.equal(r.finalPreview, false);
+      assert.equal(await page.evaluate(() => window.nanobragg.state().distance), '150');
+      assert.deepEqual(errors, []);
+    } finally {
+      await ctx.close();
+    }
+  });
+}
+
+test('during a preview the beam centre and rings stay where the full image puts them', { timeout: 120_000 }, async () => {
+  const ctx = await launch({ webgpu: false });
+  try {
+    const { page } = await open(ctx, `${base}/?backend=cpu&Xbeam=40&Ybeam=60`);
+    await waitRendered(page, 1);
+    const full = await page.evaluate(() => window.nanobragg.view.beamCentre);
+    // one preview frame: a slider input of the same value
+    const preview = await page.evaluate(() => new Promise((ok) => {
+      window.addEventListener('nanobragg-frame', (e) => ok({ preview: e.detail.preview, w: e.detail.width, bc: window.nanobragg.view.beamCentre }), { once: true });
+      const s = document.getElementById('f-N-slider');
+      s.value = '5';
+      s.dispatchEvent(new Event('input', { bubbles: true }));
+    }));
+    assert.equal(preview.preview, true, JSON.stringify(preview));
+    assert.ok(preview.w < 512);
+    // Xbeam/Ybeam are in mm: the preview's coarser pixels land the beam at the same place
+    // (within one preview pixel)
+    const scale = 512 / preview.w;
+    assert.ok(Math.abs(preview.bc[0] - full[0]) <= scale && Math.abs(preview.bc[1] - full[1]) <= scale, `${preview.bc} vs ${full}`);
+    assert.ok(Math.abs(full[0] - 300) < 1 && Math.abs(full[1] - 200) < 1, `full-image beam centre ${full} (MOSFLM: Xbeam along slow)`);
+    await page.screenshot({ path: join(ARTIFACTS, 'live-preview-overlays.png') });
+  } finally {
+    await ctx.close();
+  }
+});
+
+test('Cancel stops a long render within 100 ms; progress moves; the next render runs', { timeout: 180_000 }, async () => {
+  const ctx = await launch({ webgpu: false });
+  try {
+    const { page } = await open(ctx, `${base}/?backend=cpu&detpixels=64`);
+    await waitRendered(page, 1);
+    // a render of many seconds: 20000 mosaic domains on 512²
+    await page.fill('#f-detpixels', '512');
+    await page.fill('#f-mosaic', '1');
+    await page.fill('#f-mosaic_domains', '20000');
+    await page.press('#f-mosaic_domains', 'Enter');
+    await page.waitForFunction(() => !document.getElementById('cancel').disabled);
+    await page.waitForTimeout(1200);
+    const p = await page.evaluate(() => ({ v: document.getElementById('progress').value, busy: window.nanobragg.client.busy }));
+    assert.ok(p.busy, 'still rendering after 1.2 s');
+    const cancel = await page.evaluate(async () => {
+      const c = window.nanobragg.client;
+      const t0 = performance.now();
+      document.getElementById('cancel').click();
+      while (c.busy && performance.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 5));
+      return { ms: performance.now() - t0, busy: c.busy, restarts: c.restarts, text: document.getElementById('timing').textContent };
+    });
+    console.log('# cancel:', JSON.stringify(cancel), 'progress before cancel', p.v);
+    assert.equal(cancel.busy, false);
+    assert.ok(cancel.ms <= 100, `cancel took ${cancel.ms.toFixed(0)} ms`);
+    assert.equal(cancel.text, 'cancelled');
+    // progress: the threaded kernel reports while it runs
+    assert.ok(p.v > 0, `progress after 1.2 s: ${p.v}`);
+    // and the page renders again
+    await page.fill('#f-mosaic_domains', '2');
+    const before = await page.evaluate(() => window.nanobragg.lastRender().count);
+    await page.press('#f-mosaic_domains', 'Enter');
+    await waitRendered(page, before + 1, 60_000);
+  } finally {
+    await ctx.close();
+  }
+});
