@@ -102,7 +102,7 @@ export class ImageView {
   private max = 0;
   /** Geometry of the image shown (in its own pixels: multiply by `scale` for the detector's). */
   private map: DetectorMap | null = null;
-  private rings: { d: number; segments: number[] }[] = [];
+  private ringList: { d: number; segments: number[] }[] = [];
   private beamXY: [number, number] | null = null;
   settings: ImageSettings = { cmap: 'inverted-grey', scaling: 'log', contrast: 30, min: null, max: null, rings: true, beamc: true };
   /** Presentation mode: larger labels and lines. */
@@ -150,7 +150,7 @@ export class ImageView {
     this.h = h;
     this.scale = scale;
     this.map = new DetectorMap(geometry);
-    this.rings = this.map.ringResolutions().map((d) => this.map!.ring(d));
+    this.ringList = this.map.ringResolutions().map((d) => this.map!.ring(d));
     this.beamXY = this.map.beamCentre();
     let max = 0;
     for (let i = 0; i < data.length; i++) if (data[i] > max) max = data[i];
@@ -265,7 +265,7 @@ export class ImageView {
       ctx.lineWidth = 1 * big;
       const fontPx = 12 * (this.large ? 2.2 : 1);
       ctx.font = `${this.large ? 600 : 400} ${fontPx}px system-ui, sans-serif`;
-      for (const ring of this.rings) {
+      for (const ring of this.ringList) {
         const seg = ring.segments;
         ctx.beginPath();
         let best: [number, number] | null = null, bestScore = -Infinity;
@@ -304,6 +304,16 @@ export class ImageView {
       ctx.moveTo(x, y - arm); ctx.lineTo(x, y + arm);
       ctx.stroke();
     }
+  }
+
+  /** The rings drawn (segments in the shown image's pixels) — for tests. */
+  get rings() {
+    return this.ringList;
+  }
+
+  /** d, 2θ and hkl at continuous full-resolution detector coordinates. */
+  geometryAt(f: number, s: number): PixelInfo | null {
+    return this.map ? this.map.pixelInfo(f / this.scale, s / this.scale) : null;
   }
 
   /** Beam centre in full-resolution detector pixel coordinates (null if the beam misses). */
