@@ -68,6 +68,14 @@ test('with WebGPU disabled it renders on CPU threads (> 1 when isolated)', { tim
     assert.ok(st.threads > 1, `threads ${st.threads}`);
     assert.match(st.label, /CPU.*threads/);
     assert.ok((await canvasSpread(page)) > 5, 'canvas is not blank');
+    // no WebGPU: one plain, closable line that stays closed
+    assert.equal(await page.textContent('#notice-text'), `No WebGPU in this browser: running on the CPU, ${st.threads} threads`);
+    await page.click('#notice-close');
+    assert.equal(await page.isHidden('#notice'), true);
+    await page.fill('#f-N', '6');
+    await page.press('#f-N', 'Enter');
+    await waitRendered(page, 2);
+    assert.equal(await page.isHidden('#notice'), true, 'a closed notice stays closed');
     await page.screenshot({ path: join(ARTIFACTS, 'app-cpu-protein.png') });
     // the simulate API on the CPU reports its threads too
     const r = await page.evaluate(async () => {

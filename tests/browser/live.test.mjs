@@ -64,14 +64,15 @@ test('during a preview the beam centre and rings stay where the full image puts 
 test('Cancel stops a long render within 100 ms; progress moves; the next render runs', { timeout: 180_000 }, async () => {
   const ctx = await launch({ webgpu: false });
   try {
-    const { page } = await open(ctx, `${base}/?backend=cpu&detpixels=64`);
+    const { page } = await open(ctx, `${base}/?backend=cpu`);
     await waitRendered(page, 1);
     // a render of many seconds: 20000 mosaic domains on 512²
-    await page.fill('#f-detpixels', '512');
     await page.fill('#f-mosaic', '1');
     await page.fill('#f-mosaic_domains', '20000');
     await page.press('#f-mosaic_domains', 'Enter');
     await page.waitForFunction(() => !document.getElementById('cancel').disabled);
+    // announced before it runs: the cost from the plan and the speed measured on the first image
+    await page.waitForFunction(() => /This render will take about [\d.]+ (s|ms) on the CPU/.test(document.getElementById('notice-text').textContent));
     await page.waitForTimeout(1200);
     const p = await page.evaluate(() => ({ v: document.getElementById('progress').value, busy: window.nanobragg.client.busy }));
     assert.ok(p.busy, 'still rendering after 1.2 s');

@@ -160,7 +160,7 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
     }
   }
   const t2 = performance.now();
-  if (t2 - t1 > 20) speed[backend] = prep.work / (t2 - t1);
+  if (t2 - t1 > 5) speed[backend] = prep.work / (t2 - t1);
   post(
     {
       type: 'result', id: msg.id, width: geometry.width, height: geometry.height, data, backend,
