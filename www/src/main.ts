@@ -326,10 +326,6 @@ $('theme').addEventListener('click', () => {
 
 function setPresent(on: boolean) {
   document.body.classList.toggle('present', on);
-  // the readout moves into the header line: all the height goes to the image
-  const ro = $('readout');
-  if (on) document.querySelector('header.top')!.insertBefore(ro, $('status'));
-  else $('viewer').appendChild(ro);
   $('present').setAttribute('aria-pressed', String(on));
   view.large = on;
   if (on) rest.present = '1';
@@ -338,6 +334,7 @@ function setPresent(on: boolean) {
   view.draw();
 }
 $('present').addEventListener('click', () => setPresent(!document.body.classList.contains('present')));
+$('present-exit').addEventListener('click', () => setPresent(false));
 function toggleFullscreen() {
   if (document.fullscreenElement) void document.exitFullscreen();
   else void document.documentElement.requestFullscreen?.().catch(() => {});
@@ -487,7 +484,7 @@ async function render(mode: RenderMode) {
     if (renderCount === 1) performance.mark('nb-first-image');
     showError('');
     progress.value = 1;
-    timing.textContent = `${r.width}×${r.height}${lastWasPreview ? ' preview' : ''} in ${fmtMs(r.timings.render)}`;
+    timing.textContent = `${r.width}×${r.height}${lastWasPreview ? ' preview' : ''} · ${fmtMs(r.timings.render)}`;
     timing.title = `total ${fmtMs(performance.now() - t0)} (prepare ${fmtMs(r.timings.prepare)})`;
     showBackend(r);
     if (r.hkl !== undefined) showHklSummary(r.hkl);
@@ -565,7 +562,7 @@ view.onReadout = (r) => {
   if (document.body.classList.contains('present')) {
     // on a projector: what the class asks about, large
     readout.textContent = i
-      ? `d = ${isFinite(i.d) ? i.d.toFixed(2) : '∞'} Å   2θ = ${i.twoTheta.toFixed(2)}°   hkl (${i.nearest.join(' ')})`
+      ? `d = ${isFinite(i.d) ? i.d.toFixed(2) : '∞'} Å  ·  2θ = ${i.twoTheta.toFixed(2)}°  ·  hkl (${i.nearest.join(' ')})`
       : `I = ${fmtNum(r.value)}`;
     return;
   }
