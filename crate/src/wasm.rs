@@ -532,7 +532,11 @@ impl HklSummary {
             h: [g.h_min, g.h_max],
             k: [g.k_min, g.k_max],
             l: [g.l_min, g.l_max],
-            d_min: if q_max > 0.0 { 1.0 / q_max } else { f64::INFINITY },
+            d_min: if q_max > 0.0 {
+                1.0 / q_max
+            } else {
+                f64::INFINITY
+            },
             d_max: if q_min.is_finite() {
                 1.0 / q_min
             } else {

@@ -2,22 +2,12 @@
 // positions lie on the detector plane and the rings are conics of constant 2θ (not circles about
 // the beam centre); on the curved detector every position lies on the sphere of radius
 // `distance` about the sample; the readout agrees with the ring drawn through the pointer.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { launch, serve, open, waitRendered, ARTIFACTS } from './helpers.mjs';
+import { launch, open, waitRendered, ARTIFACTS, setup } from './helpers.mjs';
 
-let server, base, ctx;
-before(async () => {
-  const s = await serve();
-  server = s.server;
-  base = s.url;
-  ctx = await launch({ webgpu: false });
-});
-after(async () => {
-  await ctx?.close();
-  server?.close();
-});
+const env = setup({ webgpu: false });
 
 /** Geometry facts computed in the page from the last render's crate geometry. */
 function facts(page) {
@@ -39,7 +29,7 @@ function facts(page) {
 }
 
 test('two-theta detector: positions on the plane, rings of constant 2θ that are not centred on the beam', { timeout: 120_000 }, async () => {
-  const { page, errors } = await open(ctx, `${base}/?backend=cpu&twotheta=25&detpixels=512&lambda=1.5&cell=30+30+30+90+90+90&distance=80`);
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&twotheta=25&detpixels=512&lambda=1.5&cell=30+30+30+90+90+90&distance=80`);
   await waitRendered(page, 1);
   const f = await facts(page);
   assert.ok(f.nodes > 100);
@@ -73,7 +63,7 @@ test('two-theta detector: positions on the plane, rings of constant 2θ that are
 });
 
 test('curved detector: positions on the sphere of radius distance; readout follows the crate', { timeout: 120_000 }, async () => {
-  const { page } = await open(ctx, `${base}/?backend=cpu&curved_det=1&detpixels=512&pixel=0.4&distance=60&lambda=1.5&cell=30+30+30+90+90+90`);
+  const { page } = await open(env.ctx, `${env.base}/?backend=cpu&curved_det=1&detpixels=512&pixel=0.4&distance=60&lambda=1.5&cell=30+30+30+90+90+90`);
   await waitRendered(page, 1);
   const f = await facts(page);
   assert.equal(f.curved, true);

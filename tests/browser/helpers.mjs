@@ -1,6 +1,7 @@
 // Shared set-up for the browser tests: the static server (with or without COOP/COEP) and
 // headless Debian chromium through playwright-core (WebGPU via SwiftShader). Never downloads a
 // browser: the executable is /usr/bin/chromium (or $CHROMIUM).
+import { before, after } from 'node:test';
 import { chromium } from 'playwright-core';
 import { mkdtempSync, mkdirSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -130,4 +131,24 @@ export async function dragSlider(page, { slider = 'f-distance-slider', from = 10
       finalWidth: last?.width, finalPreview: last?.preview,
     };
   }, { slider, from, to, ms });
+}
+
+/**
+ * The usual set-up of a test file: a static server (with or without COOP/COEP, of `root` or
+ * the build, or of a folder `prepare()` returns) and, when `webgpu` is given, one browser for
+ * the file. Returns an object whose `base`, `ctx` and `server` are filled in before the tests.
+ */
+export function setup({ isolation = true, webgpu, prepare } = {}) {
+  const env = { base: '', ctx: null, server: null };
+  before(async () => {
+    const s = await serve({ isolation, root: prepare ? await prepare() : DIST });
+    env.server = s.server;
+    env.base = s.url;
+    if (webgpu !== undefined) env.ctx = await launch({ webgpu });
+  });
+  after(async () => {
+    await env.ctx?.close();
+    env.server?.close();
+  });
+  return env;
 }

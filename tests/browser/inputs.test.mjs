@@ -2,23 +2,13 @@
 // the user changed, "the image shows the last good settings" only when there is an image, a bad
 // <nanobragg-view> attribute is named, dropped files go to their field by content, the HKL
 // summary, the readout clears, contrast and explicit levels, no wasm-bindgen deprecation warning.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { launch, serve, open, waitRendered, goldenDir, ARTIFACTS } from './helpers.mjs';
+import { launch, open, waitRendered, goldenDir, ARTIFACTS, setup } from './helpers.mjs';
 
-let server, base, ctx;
-before(async () => {
-  const s = await serve();
-  server = s.server;
-  base = s.url;
-  ctx = await launch({ webgpu: false });
-});
-after(async () => {
-  await ctx?.close();
-  server?.close();
-});
+const env = setup({ webgpu: false });
 
 const msgOf = (page, key) => page.textContent(`#f-${key}-msg`);
 async function setField(page, key, value) {
@@ -30,7 +20,7 @@ async function setField(page, key, value) {
 const waitError = (page, since) => page.waitForFunction((t) => Number(document.body.dataset.error ?? 0) > t, since, { timeout: 60_000 });
 
 test('simulator errors attach to the field the user changed', { timeout: 120_000 }, async () => {
-  const { page, warnings } = await open(ctx, `${base}/?backend=cpu&detpixels=64`);
+  const { page, warnings } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
   await waitRendered(page, 1);
   // N = 100000: the crate complains about the automatic oversampling; the user changed N
   await waitError(page, await setField(page, 'N', '100000'));
@@ -47,6 +37,11 @@ test('simulator errors attach to the field the user changed', { timeout: 120_000
   assert.match(await msgOf(page, 'mosaic_domains'), /sampling counts/);
   await setField(page, 'mosaic_domains', '');
   await waitRendered(page, 4);
+  // a zero distance is an error at the distance field
+  await waitError(page, await setField(page, 'distance', '0'));
+  assert.notEqual(await msgOf(page, 'distance'), '');
+  await setField(page, 'distance', '100');
+  await waitRendered(page, 5);
   // -N abc typed in Extra flags is blamed on Extra flags, not on N
   await page.click('summary:has-text("Advanced")');
   await waitError(page, await setField(page, 'extra', '-N abc'));
@@ -57,20 +52,20 @@ test('simulator errors attach to the field the user changed', { timeout: 120_000
 });
 
 test('"the image shows the last good settings" is said only when there is an image', { timeout: 120_000 }, async () => {
-  const { page } = await open(ctx, `${base}/?backend=cpu&detpixels=64&lambda=abc`);
+  const { page } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64&lambda=abc`);
   await page.waitForFunction(() => !document.getElementById('error').hidden);
   const text = await page.textContent('#error');
   assert.doesNotMatch(text, /last good/);
   assert.match(await msgOf(page, 'lambda'), /-lambda: "abc" is not a number/);
   // a simulator error with no image yet
-  const { page: p2 } = await open(ctx, `${base}/?backend=cpu&detpixels=64&extra=-distance+x`);
+  const { page: p2 } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64&extra=-distance+x`);
   await p2.waitForFunction(() => !document.getElementById('error').hidden);
   assert.doesNotMatch(await p2.textContent('#error'), /last good/);
   assert.match(await msgOf(p2, 'extra'), /-distance/);
 });
 
 test('a bad <nanobragg-view> attribute is named', { timeout: 120_000 }, async () => {
-  const { page } = await open(ctx, `${base}/examples/embed.html`);
+  const { page } = await open(env.ctx, `${env.base}/examples/embed.html`);
   const msgs = await page.evaluate(async () => {
     const out = [];
     for (const [k, v] of [['lambda', 'abc'], ['cmap', 'rainbow'], ['misset', '1 2'], ['extra', '']]) {
@@ -104,7 +99,7 @@ function drop(page, files) {
 test('dropped files go to their field by content; the HKL summary; downloads named after the settings', { timeout: 150_000 }, async () => {
   const g = goldenDir();
   const hklText = readFileSync(join(g, 'hkl_interpolate_explicit', 'input.hkl'), 'utf8');
-  const { page } = await open(ctx, `${base}/?backend=cpu&cell=50+50+50+90+90+90&lambda=1.5&distance=100&pixel=0.1&detpixels=128&N=5`);
+  const { page } = await open(env.ctx, `${env.base}/?backend=cpu&cell=50+50+50+90+90+90&lambda=1.5&distance=100&pixel=0.1&detpixels=128&N=5`);
   await waitRendered(page, 1);
   // an SMV image of the page's own rendering, named like an HKL file: it is an image header
   const smv = await page.evaluate(async () => [...await window.nanobragg.client.exportImage('int')]);
@@ -141,7 +136,7 @@ test('dropped files go to their field by content; the HKL summary; downloads nam
 });
 
 test('readout clears when the pointer leaves or the parameters change; contrast value and explicit levels', { timeout: 120_000 }, async () => {
-  const { page } = await open(ctx, `${base}/?backend=cpu&detpixels=256`);
+  const { page } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=256`);
   await waitRendered(page, 1);
   const box = await page.locator('.nb-canvas').boundingBox();
   const hint = await page.textContent('#readout');

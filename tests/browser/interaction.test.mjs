@@ -1,24 +1,14 @@
 // Interaction: presets, cursor readout, keyboard zoom, latest-wins and cancel through the API,
 // field errors (slider drags and the Cancel button: live.test.mjs).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { launch, serve, open, waitRendered, ARTIFACTS } from './helpers.mjs';
+import { launch, open, waitRendered, ARTIFACTS, setup } from './helpers.mjs';
 
-let server, base, ctx;
-before(async () => {
-  const s = await serve();
-  server = s.server;
-  base = s.url;
-  ctx = await launch({ webgpu: false });
-});
-after(async () => {
-  await ctx?.close();
-  server?.close();
-});
+const env = setup({ webgpu: false });
 
 test('preset, cursor readout (pixel, I, d, 2θ, hkl) and keyboard zoom', { timeout: 120_000 }, async () => {
-  const { page, errors } = await open(ctx, `${base}/?backend=cpu`);
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu`);
   await waitRendered(page, 1);
   await page.selectOption('#preset', 'triclinic');
   await waitRendered(page, 2);
@@ -40,7 +30,7 @@ test('preset, cursor readout (pixel, I, d, 2θ, hkl) and keyboard zoom', { timeo
 });
 
 test('latest wins: superseded requests reject with AbortError; cancel stops a long render', { timeout: 180_000 }, async () => {
-  const { page } = await open(ctx, `${base}/?detpixels=16&cell=100+100+100+90+90+90&default_F=1&backend=cpu`);
+  const { page } = await open(env.ctx, `${env.base}/?detpixels=16&cell=100+100+100+90+90+90&default_F=1&backend=cpu`);
   await waitRendered(page, 1);
   const r = await page.evaluate(async () => {
     const big = '-cell 100 100 100 90 90 90 -lambda 1 -N 20 -default_F 100 -mosaic 1 -mosaic_domains 50 -detpixels 1024 -oversample 2';
@@ -68,7 +58,7 @@ test('latest wins: superseded requests reject with AbortError; cancel stops a lo
 });
 
 test('bad numeric input is shown next to the field and the image stays', { timeout: 120_000 }, async () => {
-  const { page } = await open(ctx, `${base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=256&backend=cpu`);
+  const { page } = await open(env.ctx, `${env.base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=256&backend=cpu`);
   await waitRendered(page, 1);
   await page.fill('#f-lambda', 'abc');
   await page.press('#f-lambda', 'Enter');
@@ -90,7 +80,7 @@ test('bad numeric input is shown next to the field and the image stays', { timeo
 });
 
 test('a detector too large for the browser is an error at its field and the image stays', { timeout: 120_000 }, async () => {
-  const { page } = await open(ctx, `${base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=128&backend=cpu`);
+  const { page } = await open(env.ctx, `${env.base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=128&backend=cpu`);
   await waitRendered(page, 1);
   await page.fill('#f-detpixels', '20000');
   await page.press('#f-detpixels', 'Enter');

@@ -1,24 +1,18 @@
 // Live frames and cancel, as a user meets them: a slider drag shows frames on both backends
 // (counted through the page's `nanobragg-frame` events), ends on the full image, overlays keep
 // their place during previews; Cancel stops a long render within the bound; progress moves.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { launch, serve, open, waitRendered, dragSlider, ARTIFACTS } from './helpers.mjs';
+import { launch, open, waitRendered, dragSlider, ARTIFACTS, setup } from './helpers.mjs';
 
-let server, base;
-before(async () => {
-  const s = await serve();
-  server = s.server;
-  base = s.url;
-});
-after(() => server?.close());
+const env = setup();
 
 for (const backend of ['cpu', 'gpu']) {
   test(`a 2 s slider drag shows frames (${backend === 'gpu' ? 'WebGPU on SwiftShader' : 'CPU threads'}) and ends on the full image`, { timeout: 180_000 }, async () => {
     const ctx = await launch({ webgpu: backend === 'gpu' });
     try {
-      const { page, errors } = await open(ctx, `${base}/?backend=${backend}`);
+      const { page, errors } = await open(env.ctx, `${env.base}/?backend=${backend}`);
       await waitRendered(page, 1, 150_000);
       const r = await dragSlider(page, { ms: 2000, from: 100, to: 150 });
       console.log(`# ${backend} drag:`, JSON.stringify(r));
@@ -38,7 +32,7 @@ for (const backend of ['cpu', 'gpu']) {
 test('during a preview the beam centre and rings stay where the full image puts them', { timeout: 120_000 }, async () => {
   const ctx = await launch({ webgpu: false });
   try {
-    const { page } = await open(ctx, `${base}/?backend=cpu&Xbeam=40&Ybeam=60`);
+    const { page } = await open(env.ctx, `${env.base}/?backend=cpu&Xbeam=40&Ybeam=60`);
     await waitRendered(page, 1);
     const full = await page.evaluate(() => window.nanobragg.view.beamCentre);
     // one preview frame: a slider input of the same value
@@ -64,7 +58,7 @@ test('during a preview the beam centre and rings stay where the full image puts 
 test('Cancel stops a long render within 100 ms; progress moves; the next render runs', { timeout: 180_000 }, async () => {
   const ctx = await launch({ webgpu: false });
   try {
-    const { page } = await open(ctx, `${base}/?backend=cpu`);
+    const { page } = await open(env.ctx, `${env.base}/?backend=cpu`);
     await waitRendered(page, 1);
     // a render of many seconds: 20000 mosaic domains on 512²
     await page.fill('#f-mosaic', '1');

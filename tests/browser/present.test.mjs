@@ -2,18 +2,12 @@
 // or 1920×1080, the view re-fits when its container changes (a notice, presentation mode, a
 // resize) unless the user zoomed, presentation mode hides the panel and enlarges labels and
 // readout, the dark theme (system or toggle), and Copy link with its local-file warning.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { launch, serve, open, waitRendered, ARTIFACTS } from './helpers.mjs';
+import { launch, open, waitRendered, ARTIFACTS, setup } from './helpers.mjs';
 
-let server, base;
-before(async () => {
-  const s = await serve();
-  server = s.server;
-  base = s.url;
-});
-after(() => server?.close());
+const env = setup();
 
 /** The image's rectangle inside the canvas: whole (not cropped) and filling one dimension. */
 async function imageFits(page) {
@@ -28,7 +22,7 @@ for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 108
   test(`${tag}: first image fits, presentation mode enlarges it and re-fits, a notice re-fits`, { timeout: 150_000 }, async () => {
     const ctx = await launch({ webgpu: false, viewport });
     try {
-      const { page, errors } = await open(ctx, `${base}/?backend=cpu`);
+      const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu`);
       await waitRendered(page, 1);
       let f = await imageFits(page);
       assert.ok(f.inside && f.fills, `first load: ${JSON.stringify(f.r)}`);
@@ -77,7 +71,7 @@ for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 108
 test('dark theme: from the system, and the toggle; the element takes a theme attribute', { timeout: 120_000 }, async () => {
   const ctx = await launch({ webgpu: false, colorScheme: 'dark' });
   try {
-    const { page } = await open(ctx, `${base}/?backend=cpu&cmap=inferno`);
+    const { page } = await open(env.ctx, `${env.base}/?backend=cpu&cmap=inferno`);
     await waitRendered(page, 1);
     const bg = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     const lum = (c) => { const [r, g, b] = c.match(/\d+/g).map(Number); return 0.3 * r + 0.59 * g + 0.11 * b; };
@@ -91,7 +85,7 @@ test('dark theme: from the system, and the toggle; the element takes a theme att
     assert.ok(lum(await bg()) < 60);
     // the element
     await page.setContent(`<nanobragg-view theme="dark" detpixels="64"></nanobragg-view><nanobragg-view theme="light" detpixels="64"></nanobragg-view>`);
-    await page.addScriptTag({ type: 'module', url: `${base}/nanobragg-view.js` });
+    await page.addScriptTag({ type: 'module', url: `${env.base}/nanobragg-view.js` });
     const cols = await page.evaluate(() => [...document.querySelectorAll('nanobragg-view')].map((el) => getComputedStyle(el.shadowRoot.querySelector('.bar')).backgroundColor));
     assert.ok(lum(cols[0]) < 60 && lum(cols[1]) > 200, JSON.stringify(cols));
   } finally {
@@ -101,9 +95,9 @@ test('dark theme: from the system, and the toggle; the element takes a theme att
 
 test('Copy link copies the URL and warns when it names local files', { timeout: 120_000 }, async () => {
   const ctx = await launch({ webgpu: false });
-  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.base });
   try {
-    const { page } = await open(ctx, `${base}/?backend=cpu&detpixels=128`);
+    const { page } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=128`);
     await waitRendered(page, 1);
     await page.click('#copylink');
     await page.waitForFunction(() => !document.getElementById('notice').hidden);

@@ -1,12 +1,12 @@
 // Every README snippet of the browser sections, verbatim, on a page served WITHOUT COOP/COEP with
 // the built site at /nanobragg/ (as the README's paths assume): the <nanobragg-view> element, the
 // iframe embed (renders with its minimal controls), and the scripting API on the app page.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, serve, open, waitRendered, ROOT, DIST, ARTIFACTS } from './helpers.mjs';
+import { open, waitRendered, setup, ROOT, DIST, ARTIFACTS } from './helpers.mjs';
 
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const browserPart = readme.slice(readme.indexOf('## In the browser'), readme.indexOf('## Command line'));
@@ -14,20 +14,16 @@ const blocks = (lang) => [...browserPart.matchAll(new RegExp('```' + lang + '\\n
 const html = blocks('html');
 const js = blocks('js');
 
-let server, base, ctx;
-before(async () => {
-  const site = mkdtempSync(join(tmpdir(), 'nb-readme-'));
-  symlinkSync(DIST, join(site, 'nanobragg'));
-  writeFileSync(join(site, 'element.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>element</title><body style="width:420px">\n${html[0]}\n</body>`);
-  writeFileSync(join(site, 'iframe.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>iframe</title><body>\n${html[1]}\n</body>`);
-  const s = await serve({ isolation: false, root: site });
-  server = s.server;
-  base = s.url;
-  ctx = await launch({ webgpu: false });
-});
-after(async () => {
-  await ctx?.close();
-  server?.close();
+const env = setup({
+  isolation: false,
+  webgpu: false,
+  prepare: () => {
+    const site = mkdtempSync(join(tmpdir(), 'nb-readme-'));
+    symlinkSync(DIST, join(site, 'nanobragg'));
+    writeFileSync(join(site, 'element.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>element</title><body style="width:420px">\n${html[0]}\n</body>`);
+    writeFileSync(join(site, 'iframe.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>iframe</title><body>\n${html[1]}\n</body>`);
+    return site;
+  },
 });
 
 test('the README has the element, iframe and API snippets', () => {
@@ -38,7 +34,7 @@ test('the README has the element, iframe and API snippets', () => {
 });
 
 test('README <nanobragg-view> snippet renders without cross-origin isolation', { timeout: 120_000 }, async () => {
-  const { page, errors } = await open(ctx, `${base}/element.html`);
+  const { page, errors } = await open(env.ctx, `${env.base}/element.html`);
   const r = await page.evaluate(() => new Promise((ok, fail) => {
     const el = document.querySelector('nanobragg-view');
     if (el.result) return ok({ w: el.result.width, backend: el.result.backend });
@@ -59,7 +55,7 @@ test('README <nanobragg-view> snippet renders without cross-origin isolation', {
 });
 
 test('README iframe snippet renders with the minimal controls', { timeout: 120_000 }, async () => {
-  const { page, errors } = await open(ctx, `${base}/iframe.html`);
+  const { page, errors } = await open(env.ctx, `${env.base}/iframe.html`);
   const frame = page.frames().find((f) => f.url().includes('embed=1')) ?? (await (await page.waitForSelector('iframe')).contentFrame());
   await frame.waitForFunction(() => Number(document.body.dataset.rendered ?? 0) >= 1 || document.body.dataset.error, null, { timeout: 90_000 });
   const st = await frame.evaluate(() => ({
@@ -83,7 +79,7 @@ test('README iframe snippet renders with the minimal controls', { timeout: 120_0
 });
 
 test('README scripting snippet runs verbatim on the app page (no isolation)', { timeout: 120_000 }, async () => {
-  const { page, errors } = await open(ctx, `${base}/nanobragg/index.html?detpixels=64`);
+  const { page, errors } = await open(env.ctx, `${env.base}/nanobragg/index.html?detpixels=64`);
   await waitRendered(page, 1);
   const r = await page.evaluate(`(async () => { ${js[0]}; return { w: r.width, h: r.height, n: r.data.length, backend: r.backend, sum: r.data.reduce((a, b) => a + b, 0) }; })()`);
   assert.equal(r.n, r.w * r.h);
@@ -92,7 +88,7 @@ test('README scripting snippet runs verbatim on the app page (no isolation)', { 
 });
 
 test('?detpixels=1024 alone renders the default crystal on a 1024² detector', { timeout: 120_000 }, async () => {
-  const { page } = await open(ctx, `${base}/nanobragg/index.html?detpixels=1024`);
+  const { page } = await open(env.ctx, `${env.base}/nanobragg/index.html?detpixels=1024`);
   await waitRendered(page, 1);
   const st = await page.evaluate(() => ({ w: window.nanobragg.lastRender().result.width, err: document.getElementById('error').hidden }));
   assert.deepEqual(st, { w: 1024, err: true });
