@@ -11,7 +11,7 @@ const env = setup();
 test('app loads, renders the default preset and shows the backend (WebGPU enabled)', { timeout: 180_000 }, async () => {
   const ctx = await launch({ webgpu: true });
   try {
-    const { page, errors } = await open(env.ctx, `${env.base}/`);
+    const { page, errors } = await open(ctx, `${env.base}/`);
     await waitRendered(page, 1);
     const st = await page.evaluate(() => ({
       label: document.getElementById('backend-label').textContent,
@@ -36,7 +36,7 @@ test('app loads, renders the default preset and shows the backend (WebGPU enable
 test('with WebGPU disabled it renders on CPU threads (> 1 when isolated)', { timeout: 180_000 }, async () => {
   const ctx = await launch({ webgpu: false });
   try {
-    const { page } = await open(env.ctx, `${env.base}/?preset=protein&cell=79+79+38+90+90+90&lambda=1.0&N=12&default_F=100&distance=120&detpixels=512&pixel=0.3&misset=10+25+5&mosaic=0.3&mosaic_domains=12&oversample=1&cmap=viridis`);
+    const { page } = await open(ctx, `${env.base}/?preset=protein&cell=79+79+38+90+90+90&lambda=1.0&N=12&default_F=100&distance=120&detpixels=512&pixel=0.3&misset=10+25+5&mosaic=0.3&mosaic_domains=12&oversample=1&cmap=viridis`);
     await waitRendered(page, 1);
     const st = await page.evaluate(() => ({
       iso: crossOriginIsolated, gpu: !!navigator.gpu,
@@ -75,7 +75,7 @@ test('URL round trip: parameters in the URL fill the form, edits update the URL'
   const ctx = await launch({ webgpu: false });
   try {
     const q = 'cell=60+70+80+90+90+90&lambda=1.5&N=7&default_F=50&distance=150&detpixels=256&misset=5+10+15&cmap=viridis&scaling=sqrt&backend=cpu';
-    const { page } = await open(env.ctx, `${env.base}/?${q}`);
+    const { page } = await open(ctx, `${env.base}/?${q}`);
     await waitRendered(page, 1);
     const f = await page.evaluate(() => ({
       cell: document.getElementById('f-cell').value, lambda: document.getElementById('f-lambda').value,
@@ -92,7 +92,7 @@ test('URL round trip: parameters in the URL fill the form, edits update the URL'
     assert.equal(u.searchParams.get('distance'), '175');
     assert.equal(u.searchParams.get('cell'), '60 70 80 90 90 90');
     // reload from the new URL: same state
-    const { page: p2 } = await open(env.ctx, page.url());
+    const { page: p2 } = await open(ctx, page.url());
     await waitRendered(p2, 1);
     assert.equal(await p2.evaluate(() => document.getElementById('f-distance').value), '175');
     assert.equal(await p2.evaluate(() => window.nanobragg.state().N), '7');
@@ -108,7 +108,7 @@ test('HKL upload through the UI renders; a malformed HKL shows the error and kee
   assert.ok(hklPath && existsSync(hklPath), 'HKL fixture missing');
   const ctx = await launch({ webgpu: false });
   try {
-    const { page } = await open(env.ctx, `${env.base}/?cell=50+50+50+90+90+90&N=5&default_F=10&lambda=1.5&distance=100&detpixels=256&pixel=0.1&backend=cpu`);
+    const { page } = await open(ctx, `${env.base}/?cell=50+50+50+90+90+90&N=5&default_F=10&lambda=1.5&distance=100&detpixels=256&pixel=0.1&backend=cpu`);
     await waitRendered(page, 1);
     await page.setInputFiles('#f-hkl-file', { name: 'input.hkl', mimeType: 'text/plain', buffer: readFileSync(hklPath) });
     await waitRendered(page, 2);
@@ -147,7 +147,7 @@ test('HKL upload through the UI renders; a malformed HKL shows the error and kee
 test('downloaded SMV image parses with the right header', { timeout: 180_000 }, async () => {
   const ctx = await launch({ webgpu: false });
   try {
-    const { page } = await open(env.ctx, `${env.base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&distance=100&detpixels_f=200&detpixels_s=160&pixel=0.2&backend=cpu`);
+    const { page } = await open(ctx, `${env.base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&distance=100&detpixels_f=200&detpixels_s=160&pixel=0.2&backend=cpu`);
     await waitRendered(page, 1);
     const stem = 'nanobragg_cell100-100-100-90-90-90_lambda6.2_N5_dist100_200x160';
     for (const [id, name] of [['#dl-int', `${stem}.img`], ['#dl-noise', `${stem}_noise.img`]]) {
@@ -183,7 +183,7 @@ test('downloaded SMV image parses with the right header', { timeout: 180_000 }, 
 test('?embed=1 iframe mode shows the image with minimal controls', { timeout: 120_000 }, async () => {
   const ctx = await launch({ webgpu: false });
   try {
-    const { page } = await open(env.ctx, `${env.base}/?embed=1&cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=256&pixel=0.4&cmap=inferno`);
+    const { page } = await open(ctx, `${env.base}/?embed=1&cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=256&pixel=0.4&cmap=inferno`);
     await waitRendered(page, 1);
     assert.equal(await page.evaluate(() => getComputedStyle(document.getElementById('controls')).display), 'none');
     assert.ok((await canvasSpread(page)) > 5);

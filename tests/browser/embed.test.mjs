@@ -10,7 +10,7 @@ for (const webgpu of [false, true]) {
   test(`<nanobragg-view> renders without cross-origin isolation (WebGPU ${webgpu ? 'on' : 'off'})`, { timeout: 180_000 }, async () => {
     const ctx = await launch({ webgpu });
     try {
-      const { page, errors } = await open(env.ctx, `${env.base}/examples/embed.html`);
+      const { page, errors } = await open(ctx, `${env.base}/examples/embed.html`);
       const res = await page.evaluate(() => Promise.all(['v1', 'v2'].map((id) => new Promise((ok, fail) => {
         const el = document.getElementById(id);
         if (el.result) return ok({ backend: el.result.backend, w: el.result.width });

@@ -43,8 +43,10 @@ export async function serve({ isolation = true, root = DIST } = {}) {
 }
 
 /** Open a page and collect console errors and page errors (and warnings, separately). */
-export async function open(context, url) {
+export async function open(context, url, { viewport, colorScheme } = {}) {
   const page = await context.newPage();
+  if (viewport) await page.setViewportSize(viewport);
+  if (colorScheme) await page.emulateMedia({ colorScheme });
   const errors = [];
   const warnings = [];
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));

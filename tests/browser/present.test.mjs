@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { launch, open, waitRendered, ARTIFACTS, setup } from './helpers.mjs';
 
-const env = setup();
+const env = setup({ webgpu: false });
 
 /** The image's rectangle inside the canvas: whole (not cropped) and filling one dimension. */
 async function imageFits(page) {
@@ -20,9 +20,10 @@ async function imageFits(page) {
 for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 1080 }]) {
   const tag = `${viewport.width}x${viewport.height}`;
   test(`${tag}: first image fits, presentation mode enlarges it and re-fits, a notice re-fits`, { timeout: 150_000 }, async () => {
-    const ctx = await launch({ webgpu: false, viewport });
+    const page0 = await env.ctx.newPage();
+    await page0.setViewportSize(viewport);
     try {
-      const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu`);
+      const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu`, { viewport });
       await waitRendered(page, 1);
       let f = await imageFits(page);
       assert.ok(f.inside && f.fills, `first load: ${JSON.stringify(f.r)}`);
@@ -62,16 +63,16 @@ for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 108
       await page.keyboard.press('Escape');
       await page.waitForFunction(() => !document.body.classList.contains('present'));
       assert.deepEqual(errors, []);
+      await page.close();
     } finally {
-      await ctx.close();
+      await page0.close();
     }
   });
 }
 
 test('dark theme: from the system, and the toggle; the element takes a theme attribute', { timeout: 120_000 }, async () => {
-  const ctx = await launch({ webgpu: false, colorScheme: 'dark' });
+  const { page } = await open(env.ctx, `${env.base}/?backend=cpu&cmap=inferno`, { colorScheme: 'dark' });
   try {
-    const { page } = await open(env.ctx, `${env.base}/?backend=cpu&cmap=inferno`);
     await waitRendered(page, 1);
     const bg = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     const lum = (c) => { const [r, g, b] = c.match(/\d+/g).map(Number); return 0.3 * r + 0.59 * g + 0.11 * b; };
@@ -89,15 +90,14 @@ test('dark theme: from the system, and the toggle; the element takes a theme att
     const cols = await page.evaluate(() => [...document.querySelectorAll('nanobragg-view')].map((el) => getComputedStyle(el.shadowRoot.querySelector('.bar')).backgroundColor));
     assert.ok(lum(cols[0]) < 60 && lum(cols[1]) > 200, JSON.stringify(cols));
   } finally {
-    await ctx.close();
+    await page.close();
   }
 });
 
 test('Copy link copies the URL and warns when it names local files', { timeout: 120_000 }, async () => {
-  const ctx = await launch({ webgpu: false });
-  await ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.base });
+  await env.ctx.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.base });
+  const { page } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=128`);
   try {
-    const { page } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=128`);
     await waitRendered(page, 1);
     await page.click('#copylink');
     await page.waitForFunction(() => !document.getElementById('notice').hidden);
@@ -112,6 +112,6 @@ test('Copy link copies the URL and warns when it names local files', { timeout: 
     assert.match(await page.evaluate(() => navigator.clipboard.readText()), /hkl=mine\.hkl/);
     await page.screenshot({ path: join(ARTIFACTS, 'copy-link-warning.png') });
   } finally {
-    await ctx.close();
+    await page.close();
   }
 });
