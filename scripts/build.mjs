@@ -35,7 +35,7 @@ function out(cmd, args) {
 
 // ---- tools -------------------------------------------------------------------------------
 function ensureNodeModules() {
-  const need = ['esbuild', 'binaryen', 'playwright-core', 'typescript', '@preact/signals-core'];
+  const need = ['esbuild', 'binaryen', 'playwright-core', 'typescript', '@preact/signals-core', 'three'];
   if (need.every((p) => existsSync(join(root, 'node_modules', p)))) return;
   run('npm', ['install', '--no-audit', '--no-fund']);
 }

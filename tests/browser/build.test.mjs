@@ -33,7 +33,7 @@ test('the crate\'s word splitter (through the wasm module) follows the shared sp
   // the plain module instantiates in node: the same split_args the worker exports
   const glue = await import(pathToFileURL(join(DIST, 'pkg', 'nanobragg.js')).href);
   await glue.default({ module_or_path: readFileSync(join(DIST, 'pkg', 'nanobragg_bg.wasm')) });
-  const spec = JSON.parse(readFileSync(join(ROOT, 'www', 'test', 'split-args.json'), 'utf8'));
+  const spec = JSON.parse(readFileSync(join(ROOT, 'tests', 'unit', 'split-args.json'), 'utf8'));
   for (const [input, words] of spec.cases) assert.deepEqual(glue.split_args(input), words, JSON.stringify(input));
 });
 

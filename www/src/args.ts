@@ -11,7 +11,7 @@ const WS = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\
 
 /** Split a command line into words exactly as the crate's `api::split_args` does: whitespace
  * separates words; '…' and "…" group and may start inside a word (`a"b c"` is `ab c`); an
- * empty quoted string is a word. Spec shared with the Rust side: www/test/split-args.json. */
+ * empty quoted string is a word. Spec shared with the Rust side: tests/unit/split-args.json. */
 export function splitArgs(s: string): string[] {
   const out: string[] = [];
   let cur = '';

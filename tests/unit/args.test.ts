@@ -2,10 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { blameField, buildArgs, normaliseArgs, previewArgs, previewFactor, splitArgs, validate } from '../src/args';
-import { DEFAULT_MODEL } from '../src/state';
+import { blameField, buildArgs, normaliseArgs, previewArgs, previewFactor, splitArgs, validate } from '../../www/src/args';
+import { DEFAULT_MODEL } from '../../www/src/state';
 
-const spec = JSON.parse(readFileSync(join(process.cwd(), 'www', 'test', 'split-args.json'), 'utf8')) as { cases: [string, string[]][] };
+const spec = JSON.parse(readFileSync(join(process.cwd(), 'tests', 'unit', 'split-args.json'), 'utf8')) as { cases: [string, string[]][] };
 
 test('splitArgs follows the shared spec (the crate passes the same spec in build.test.mjs)', () => {
   for (const [input, words] of spec.cases) assert.deepEqual(splitArgs(input), words, JSON.stringify(input));

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { effect } from '@preact/signals-core';
-import { DEFAULT_MODEL, PRESETS, VIEW_DEFAULTS, createStore, decodeAttributes, decodeUrl, encodeUrl, localFiles, presetOf } from '../src/state';
+import { DEFAULT_MODEL, PRESETS, VIEW_DEFAULTS, createStore, decodeAttributes, decodeUrl, encodeUrl, localFiles, presetOf } from '../../www/src/state';
 
 test('URL parameters apply on top of the default model (the README iframe link renders)', () => {
   const d = decodeUrl(new URLSearchParams('embed=1&cell=100+100+100+90+90+90&lambda=6.2'));

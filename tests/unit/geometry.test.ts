@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DetectorMap } from '../src/geometry';
-import type { Geometry, V3 } from '../src/protocol';
+import { DetectorMap } from '../../www/src/geometry';
+import type { Geometry, V3 } from '../../www/src/protocol';
 
 const deg = Math.PI / 180;
 type M = [V3, V3, V3];

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { downloadName, routeFile } from '../src/files';
-import { DEFAULT_MODEL } from '../src/state';
+import { downloadName, routeFile } from '../../www/src/files';
+import { DEFAULT_MODEL } from '../../www/src/state';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 function smv(pixels: number[]): Uint8Array {

@@ -1,0 +1,1324 @@
+// The reciprocal-space view: the reciprocal lattice of the current orientation, the Ewald sphere
+// (a shell with dispersion or divergence), the incident beam, the detector and the crystal axes
+// a*, b*, c*, in three.js (WebGL2; no WebGPU needed). Loaded lazily (index.ts) so three.js stays
+// out of the app's main bundle.
+//
+// The picture is the classic Ewald construction drawn to scale in reciprocal space (1/Å): the
+// lattice origin 000 at O, the sphere of radius 1/λ centred on C = −beam/λ, k₀ = CO. The crystal
+// sits at C, and the detector is drawn there in real space, scaled uniformly about the crystal
+// (so every direction and angle is exact; only its distance is changed, to `detectorScale` sphere
+// radii). A spot is then explained by one straight line: the ray from the crystal C through the
+// lattice point P (k = CP = k₀ + r) continues to the spot on the detector. Hovering a point draws
+// that triangle (k₀, r, k) and the ray; the detector's footprint on the sphere (its outline seen
+// from C) shows which part of the sphere the detector can record.
+//
+// 10^5 points: one THREE.Points draw with per-point size and flag attributes (sphere impostors in
+// the fragment shader); picking is a screen-space search over the projected points (one pass,
+// ~1 ms for 10^5) that mirrors the shader's point sizes and prefers the front-most point.
+import {
+  BufferAttribute,
+  BufferGeometry,
+  Color,
+  ConeGeometry,
+  CylinderGeometry,
+  DoubleSide,
+  Float32BufferAttribute,
+  Group,
+  Line,
+  LineBasicMaterial,
+  LineDashedMaterial,
+  LineLoop,
+  LineSegments,
+  Matrix4,
+  Mesh,
+  MeshBasicMaterial,
+  Object3D,
+  PerspectiveCamera,
+  Points,
+  Quaternion,
+  Scene,
+  ShaderMaterial,
+  SphereGeometry,
+  Vector2,
+  Vector3,
+  WebGLRenderer,
+} from 'three';
+import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+import { CSS2DObject, CSS2DRenderer } from 'three/addons/renderers/CSS2DRenderer.js';
+import { dragRotation } from './rotate';
+import type { PointInfo, RecipData, RecipDebug, RecipViewOptions, ReciprocalView, Theme, V3 } from './types';
+
+// ---- small vector helpers ------------------------------------------------------------------
+const dot = (a: V3, b: V3) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+const add = (a: V3, b: V3): V3 => [a[0] + b[0], a[1] + b[1], a[2] + b[2]];
+const sub = (a: V3, b: V3): V3 => [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+const mul = (a: V3, s: number): V3 => [a[0] * s, a[1] * s, a[2] * s];
+const len = (a: V3) => Math.hypot(a[0], a[1], a[2]);
+const unit = (a: V3): V3 => mul(a, 1 / (len(a) || 1));
+const cross = (a: V3, b: V3): V3 => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
+const vec = (a: V3) => new Vector3(a[0], a[1], a[2]);
+
+// ---- themes --------------------------------------------------------------------------------
+interface Palette {
+  background: number;
+  haze: number;
+  far: [number, number];
+  near: number;
+  hot: [number, number];
+  sphere: number;
+  sphereAlpha: number;
+  shell: number;
+  line: number;
+  beam: number;
+  k: number;
+  r: number;
+  axes: [number, number, number];
+  detector: number;
+  footprint: number;
+  marker: number;
+  spindle: number;
+}
+const PALETTES: Record<Theme, Palette> = {
+  light: {
+    background: 0xf7f8fa, haze: 0.25, far: [0xc3cad4, 0x6c7a8c], near: 0x1c7ed6, hot: [0xfd7e14, 0xe03131],
+    sphere: 0x2b6cb0, sphereAlpha: 0.1, shell: 0x4c9be8, line: 0x2b6cb0, beam: 0x1f2933, k: 0x7048e8, r: 0x0ca678,
+    axes: [0xe03131, 0x2f9e44, 0x1971c2], detector: 0x495057, footprint: 0xf08c00, marker: 0x000000, spindle: 0x868e96,
+  },
+  dark: {
+    background: 0x111418, haze: 0.4, far: [0x3c4654, 0x8a97aa], near: 0x4dabf7, hot: [0xffd43b, 0xff6b6b],
+    sphere: 0x74c0fc, sphereAlpha: 0.13, shell: 0x4dabf7, line: 0x74c0fc, beam: 0xe9ecef, k: 0xb197fc, r: 0x63e6be,
+    axes: [0xff8787, 0x8ce99a, 0x74c0fc], detector: 0xced4da, footprint: 0xffd43b, marker: 0xffffff, spindle: 0xadb5bd,
+  },
+};
+const hex = (c: number) => `#${c.toString(16).padStart(6, '0')}`;
+
+// ---- shaders ---------------------------------------------------------------------------------
+// Per point: world diameter (aSize) and aInfo = (strength 0..1, intensity 0..1, flag) with flag
+// 0 = far from the sphere, 1 = near it (within 3 tolerances), 2 = in the diffraction condition.
+const POINT_VS = /* glsl */ `
+attribute float aSize;
+attribute vec3 aInfo;
+uniform float uScale;
+uniform float uMinPx;
+uniform float uMaxPx;
+uniform vec3 uFarLo;
+uniform vec3 uFarHi;
+uniform vec3 uNear;
+uniform vec3 uHotLo;
+uniform vec3 uHotHi;
+varying vec3 vColor;
+void main() {
+  vec4 mv = modelViewMatrix * vec4(position, 1.0);
+  float flag = aInfo.z;
+  gl_Position = projectionMatrix * mv;
+  float minPx = flag > 1.5 ? uMinPx * 2.0 : (flag > 0.5 ? uMinPx * 1.4 : uMinPx * 0.75);
+  gl_PointSize = clamp(aSize * uScale / max(-mv.z, 1e-9), minPx, uMaxPx);
+  if (flag > 1.5) vColor = mix(uHotLo, uHotHi, aInfo.y);
+  else if (flag > 0.5) vColor = uNear;
+  else vColor = mix(uFarLo, uFarHi, aInfo.x);
+}`;
+const POINT_FS = /* glsl */ `
+uniform float uAlpha;
+varying vec3 vColor;
+void main() {
+  vec2 p = gl_PointCoord * 2.0 - 1.0;
+  float r2 = dot(p, p);
+  if (r2 > 1.0) discard;
+  float z = sqrt(1.0 - r2);
+  float light = 0.55 + 0.45 * z + 0.25 * pow(max(0.0, dot(normalize(vec3(-p.x, p.y, z)), normalize(vec3(-0.4, 0.5, 0.77)))), 12.0);
+  gl_FragColor = vec4(vColor * light, uAlpha);
+  #include <colorspace_fragment>
+}`;
+// Rings (hover/highlight marker, spot on the detector): constant screen size.
+const RING_VS = /* glsl */ `
+uniform float uPx;
+void main() {
+  gl_Position = projectionMatrix * modelViewMatrix * vec4(position, 1.0);
+  gl_PointSize = uPx;
+}`;
+const RING_FS = /* glsl */ `
+uniform vec3 uColor;
+uniform float uFill;
+void main() {
+  vec2 p = gl_PointCoord * 2.0 - 1.0;
+  float r = length(p);
+  if (r > 1.0) discard;
+  float ring = smoothstep(0.62, 0.7, r) * (1.0 - smoothstep(0.9, 1.0, r));
+  float a = max(ring, uFill * (1.0 - smoothstep(0.25, 0.35, r)));
+  if (a < 0.05) discard;
+  gl_FragColor = vec4(uColor, a);
+  #include <colorspace_fragment>
+}`;
+// Translucent sphere that is clear in the middle and visible at its rim (a readable ball).
+const SPHERE_VS = /* glsl */ `
+varying vec3 vN;
+varying vec3 vV;
+void main() {
+  vec4 mv = modelViewMatrix * vec4(position, 1.0);
+  vN = normalize(normalMatrix * normal);
+  vV = normalize(-mv.xyz);
+  gl_Position = projectionMatrix * mv;
+}`;
+const SPHERE_FS = /* glsl */ `
+uniform vec3 uColor;
+uniform float uAlpha;
+varying vec3 vN;
+varying vec3 vV;
+void main() {
+  float f = 1.0 - abs(dot(normalize(vN), normalize(vV)));
+  gl_FragColor = vec4(uColor, uAlpha * (0.35 + 2.2 * f * f * f));
+  #include <colorspace_fragment>
+}`;
+
+const STYLE_ID = 'nbr-recip-style';
+const CSS = `
+.nbr-recip { position: relative; overflow: hidden; }
+.nbr-recip canvas { display: block; width: 100%; height: 100%; touch-action: none; outline: none; }
+.nbr-recip .nbr-labels { position: absolute; inset: 0; pointer-events: none; }
+.nbr-recip .nbr-label { font: 12px/1.2 system-ui, sans-serif; padding: 1px 4px; border-radius: 3px; white-space: nowrap; }
+.nbr-recip .nbr-label.axis { font-weight: 700; font-size: 13px; }
+.nbr-recip .nbr-label.info { font: 12px/1.35 ui-monospace, monospace; padding: 3px 6px; }
+.nbr-recip.light .nbr-label { color: #1f2933; background: rgba(255,255,255,0.72); }
+.nbr-recip.dark .nbr-label { color: #e9ecef; background: rgba(17,20,24,0.7); }
+.nbr-recip .nbr-legend { position: absolute; left: 8px; bottom: 8px; font: 12px/1.45 system-ui, sans-serif; padding: 6px 8px; border-radius: 4px; pointer-events: none; max-width: 60%; }
+.nbr-recip.light .nbr-legend { color: #1f2933; background: rgba(255,255,255,0.8); }
+.nbr-recip.dark .nbr-legend { color: #e9ecef; background: rgba(17,20,24,0.75); }
+.nbr-recip .nbr-legend i { display: inline-block; width: 9px; height: 9px; border-radius: 50%; margin-right: 5px; vertical-align: -1px; }
+.nbr-recip .nbr-legend .hint { opacity: 0.7; }
+.nbr-recip .nbr-error { position: absolute; inset: 0; display: flex; align-items: center; justify-content: center; padding: 1em; text-align: center; font: 14px system-ui, sans-serif; }
+`;
+
+function injectStyle() {
+  if (document.getElementById(STYLE_ID)) return;
+  const s = document.createElement('style');
+  s.id = STYLE_ID;
+  s.textContent = CSS;
+  document.head.appendChild(s);
+}
+
+function label(text: string, cls = ''): CSS2DObject {
+  const el = document.createElement('div');
+  el.className = `nbr-label ${cls}`;
+  el.textContent = text;
+  return new CSS2DObject(el);
+}
+
+/** An arrow made of a cylinder and a cone (WebGL lines are one pixel wide). Its thickness is
+ * set in screen pixels at its tip (`layout`, every frame), so it reads the same at any zoom. */
+class Arrow extends Group {
+  private shaft: Mesh;
+  private head: Mesh;
+  readonly material: MeshBasicMaterial;
+  private a: V3 = [0, 0, 0];
+  private b: V3 = [0, 0, 0];
+  /** Shaft radius and head length in pixels; neither exceeds `maxFrac` of the arrow's length. */
+  constructor(material: MeshBasicMaterial, shaftGeo: CylinderGeometry, headGeo: ConeGeometry, public px = 1.3, public headPx = 12, public maxFrac = 0.04) {
+    super();
+    this.material = material;
+    this.shaft = new Mesh(shaftGeo, this.material);
+    this.head = new Mesh(headGeo, this.material);
+    this.add(this.shaft, this.head);
+  }
+  set(a: V3, b: V3) {
+    this.a = a;
+    this.b = b;
+    this.visible = len(sub(b, a)) > 0;
+    const q = new Quaternion().setFromUnitVectors(new Vector3(0, 1, 0), vec(unit(sub(b, a))));
+    this.position.set(a[0], a[1], a[2]);
+    this.quaternion.copy(q);
+  }
+  /** `wpp`: world units per pixel at the tip. */
+  layout(wpp: number) {
+    const L = len(sub(this.b, this.a));
+    if (!(L > 0)) return;
+    const w = Math.min(this.px * wpp, L * this.maxFrac);
+    const hl = Math.min(this.headPx * wpp, L * 0.45);
+    this.shaft.scale.set(w, L - hl, w);
+    this.shaft.position.set(0, (L - hl) / 2, 0);
+    const hw = Math.min(w * 3.2, hl * 0.45);
+    this.head.scale.set(hw, hl, hw);
+    this.head.position.set(0, L - hl / 2, 0);
+  }
+  get tip(): V3 {
+    return this.b;
+  }
+}
+
+function nice(x: number): number {
+  const p = Math.pow(10, Math.floor(Math.log10(x)));
+  for (const m of [1, 2, 5, 10]) if (m * p >= x) return m * p;
+  return 10 * p;
+}
+
+function quantile(a: Float32Array, q: number): number {
+  const n = a.length;
+  if (!n) return 1;
+  const step = Math.max(1, Math.floor(n / 4096));
+  const s: number[] = [];
+  for (let i = 0; i < n; i += step) if (Number.isFinite(a[i]) && a[i] > 0) s.push(a[i]);
+  if (!s.length) return 1;
+  s.sort((x, y) => x - y);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+}
+
+const fmt = (x: number, digits = 3) => (Number.isFinite(x) ? x.toFixed(digits) : '–');
+function fmtExc(e: number) {
+  if (!Number.isFinite(e)) return '–';
+  const s = Math.abs(e) < 1e-3 ? e.toExponential(1) : e.toFixed(4);
+  return e > 0 ? `+${s}` : s;
+}
+
+/** The WebGL renderer's name, and whether it is a software rasteriser (SwiftShader, llvmpipe),
+ * where multisampling multiplies the cost of every fragment. */
+function probeGl(): { name: string; software: boolean } {
+  try {
+    const c = document.createElement('canvas');
+    const gl = c.getContext('webgl2');
+    if (!gl) return { name: 'none', software: false };
+    const ext = gl.getExtension('WEBGL_debug_renderer_info');
+    const name = String(gl.getParameter(ext ? ext.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+    gl.getExtension('WEBGL_lose_context')?.loseContext();
+    return { name, software: /swiftshader|llvmpipe|lavapipe|software/i.test(name) };
+  } catch {
+    return { name: 'unknown', software: false };
+  }
+}
+
+export function createReciprocalView(container: HTMLElement, opts: RecipViewOptions = {}): ReciprocalView {
+  injectStyle();
+  let theme: Theme = opts.theme ?? 'light';
+  let showAll = (opts.show ?? 'all') === 'all';
+  // (the haze object's visibility follows showAll; set after it is created)
+  let nearWidthOpt = opts.nearWidth;
+  const detScale = opts.detectorScale ?? 2;
+  container.classList.add('nbr-recip', theme);
+
+  const glInfo = probeGl();
+  let renderer: WebGLRenderer;
+  try {
+    renderer = new WebGLRenderer({ antialias: opts.antialias ?? !glInfo.software, powerPreference: 'high-performance' });
+  } catch (e) {
+    const msg = document.createElement('div');
+    msg.className = 'nbr-error';
+    msg.textContent = 'The reciprocal-space view needs WebGL2, which this browser does not provide.';
+    container.appendChild(msg);
+    throw new Error(`reciprocal view: WebGL2 is not available (${(e as Error).message})`);
+  }
+  const dpr = () => Math.min(window.devicePixelRatio || 1, opts.maxPixelRatio ?? 2);
+  renderer.setPixelRatio(dpr());
+  const canvas = renderer.domElement;
+  canvas.tabIndex = 0;
+  canvas.setAttribute('aria-label', 'Reciprocal-space view: drag to orbit, wheel to zoom, right-drag to pan');
+  container.appendChild(canvas);
+  const labels = new CSS2DRenderer();
+  labels.domElement.className = 'nbr-labels';
+  container.appendChild(labels.domElement);
+  const legend = document.createElement('div');
+  legend.className = 'nbr-legend';
+  container.appendChild(legend);
+
+  const scene = new Scene();
+  const camera = new PerspectiveCamera(40, 1, 1e-4, 100);
+  // crystal rotation by modified drags: registered before the orbit controls so that it decides
+  // first whether this drag orbits the camera or turns the crystal
+  const rotateCbs = new Set<(m: [V3, V3, V3]) => void>();
+  let turning: { x: number; y: number; mode: 'tilt' | 'spin'; id: number } | null = null;
+  const onTurnDown = (e: PointerEvent) => {
+    if (e.button !== 0 || !rotateCbs.size || !(e.shiftKey || e.altKey)) return;
+    const b = canvas.getBoundingClientRect();
+    turning = { x: e.clientX - b.left, y: e.clientY - b.top, mode: e.altKey || e.ctrlKey ? 'spin' : 'tilt', id: e.pointerId };
+    controls.enabled = false;
+    canvas.setPointerCapture(e.pointerId);
+  };
+  const onTurnMove = (e: PointerEvent) => {
+    if (!turning || e.pointerId !== turning.id) return;
+    const b = canvas.getBoundingClientRect();
+    const x = e.clientX - b.left, y = e.clientY - b.top;
+    const dx = x - turning.x, dy = y - turning.y;
+    if (!dx && !dy) return;
+    // the camera's frame: right, down, and towards the camera (the trackball's "beam")
+    camera.updateMatrixWorld();
+    const m = camera.matrixWorld.elements;
+    const right: V3 = [m[0], m[1], m[2]], down: V3 = [-m[4], -m[5], -m[6]], back: V3 = [m[8], m[9], m[10]];
+    const o = new Vector3(0, 0, 0).project(camera);
+    const ox = ((o.x + 1) / 2) * canvas.clientWidth, oy = ((1 - o.y) / 2) * canvas.clientHeight;
+    const rot = dragRotation(
+      { mode: turning.mode, dx, dy, sensitivity: 0.3, around: [turning.x - ox, turning.y - oy] },
+      { beam: back, fast: right, slow: down },
+    );
+    turning.x = x;
+    turning.y = y;
+    for (const cb of rotateCbs) cb(rot);
+  };
+  const onTurnUp = (e: PointerEvent) => {
+    if (!turning || e.pointerId !== turning.id) return;
+    turning = null;
+    controls.enabled = true;
+  };
+  canvas.addEventListener('pointerdown', onTurnDown);
+  canvas.addEventListener('pointermove', onTurnMove);
+  canvas.addEventListener('pointerup', onTurnUp);
+  canvas.addEventListener('pointercancel', onTurnUp);
+  const controls = new OrbitControls(camera, canvas);
+  controls.enableDamping = true;
+  controls.dampingFactor = 0.12;
+  controls.zoomToCursor = true;
+  controls.screenSpacePanning = true;
+  controls.listenToKeyEvents(canvas); // arrow keys pan when the canvas has focus
+
+  // shared geometries
+  const shaftGeo = new CylinderGeometry(1, 1, 1, 12, 1);
+  const headGeo = new ConeGeometry(1, 1, 16, 1);
+  const sphereGeo = new SphereGeometry(1, 96, 64);
+  const disposables: { dispose(): void }[] = [shaftGeo, headGeo, sphereGeo];
+  const own = <T extends { dispose(): void }>(x: T): T => {
+    disposables.push(x);
+    return x;
+  };
+
+  // ---- lattice points ----
+  // one geometry, two draws sharing the uniforms: the points in or near the diffraction
+  // condition opaque, the rest of the lattice as a translucent haze that does not hide them
+  const pointUniforms = {
+    uScale: { value: 1 }, uMinPx: { value: 1.5 }, uMaxPx: { value: 40 },
+    uAlpha: { value: 1 }, uFarLo: { value: new Color() }, uFarHi: { value: new Color() }, uNear: { value: new Color() },
+    uHotLo: { value: new Color() }, uHotHi: { value: new Color() },
+  };
+  // (`transparent` only to be drawn after the translucent sphere, on top of its tint)
+  const pointMat = own(new ShaderMaterial({ vertexShader: POINT_VS, fragmentShader: POINT_FS, uniforms: pointUniforms, transparent: true }));
+  const hazeMat = own(
+    new ShaderMaterial({
+      vertexShader: POINT_VS, fragmentShader: POINT_FS, transparent: true, depthWrite: false,
+      uniforms: { ...pointUniforms, uAlpha: { value: 0.35 } },
+    }),
+  );
+  // the GPU copy is ordered with the points near the sphere first: `points` draws that range,
+  // `haze` the rest (two geometries sharing the same attributes; each vertex is processed once)
+  let pointGeo = new BufferGeometry();
+  let hazeGeo = new BufferGeometry();
+  const points = new Points(pointGeo, pointMat);
+  const haze = new Points(hazeGeo, hazeMat);
+  points.frustumCulled = false;
+  haze.frustumCulled = false;
+  points.renderOrder = 5;
+  haze.renderOrder = 6;
+  haze.visible = showAll;
+  scene.add(points, haze);
+
+  // ---- Ewald sphere(s) ----
+  const sphereGroup = new Group();
+  scene.add(sphereGroup);
+  const sphereMat = own(
+    new ShaderMaterial({
+      vertexShader: SPHERE_VS, fragmentShader: SPHERE_FS, transparent: true, depthWrite: false, side: DoubleSide,
+      uniforms: { uColor: { value: new Color() }, uAlpha: { value: 0.1 } },
+    }),
+  );
+  const shellMat = own(
+    new ShaderMaterial({
+      vertexShader: SPHERE_VS, fragmentShader: SPHERE_FS, transparent: true, depthWrite: false, side: DoubleSide,
+      uniforms: { uColor: { value: new Color() }, uAlpha: { value: 0.03 } },
+    }),
+  );
+  const sphere = new Mesh(sphereGeo, sphereMat);
+  sphere.renderOrder = 2;
+  sphereGroup.add(sphere);
+  const shellGroup = new Group();
+  sphereGroup.add(shellGroup);
+  const circleMat = own(new LineBasicMaterial({ color: 0, transparent: true, opacity: 0.55 }));
+  const meridians = new Group();
+  sphereGroup.add(meridians);
+
+  // ---- beam, crystal, axes, detector ----
+  const arrows: Arrow[] = [];
+  const mkArrow = (px = 1.3, headPx = 12, maxFrac = 0.04) => {
+    const a = new Arrow(new MeshBasicMaterial({ color: 0 }), shaftGeo, headGeo, px, headPx, maxFrac);
+    arrows.push(a);
+    own(a.material);
+    return a;
+  };
+  const beamArrow = mkArrow(1.6, 16, 0.01);
+  const beamLineMat = own(new LineDashedMaterial({ color: 0, dashSize: 1, gapSize: 1, transparent: true, opacity: 0.7 }));
+  const beamLine = new Line(own(new BufferGeometry()), beamLineMat);
+  scene.add(beamArrow, beamLine);
+  const crystal = new Mesh(own(new SphereGeometry(1, 20, 14)), own(new MeshBasicMaterial({ color: 0 })));
+  scene.add(crystal);
+  const axesGroup = new Group();
+  const axisArrows = [mkArrow(1.5, 11, 0.05), mkArrow(1.5, 11, 0.05), mkArrow(1.5, 11, 0.05)];
+  axesGroup.add(...axisArrows);
+  scene.add(axesGroup);
+  const spindleLine = new Line(own(new BufferGeometry()), own(new LineDashedMaterial({ color: 0, dashSize: 1, gapSize: 1 })));
+  scene.add(spindleLine);
+
+  const detectorGroup = new Group();
+  scene.add(detectorGroup);
+  const detFillMat = own(new MeshBasicMaterial({ color: 0, transparent: true, opacity: 0.1, side: DoubleSide, depthWrite: false }));
+  const detLineMat = own(new LineBasicMaterial({ color: 0 }));
+  const coneMat = own(new LineBasicMaterial({ color: 0, transparent: true, opacity: 0.35 }));
+  const footMat = own(new LineBasicMaterial({ color: 0 }));
+  const detArrowMat = own(new MeshBasicMaterial({ color: 0 }));
+
+  // ---- hover / highlight overlay ----
+  const overlay = new Group();
+  scene.add(overlay);
+  const ringMat = own(
+    new ShaderMaterial({
+      vertexShader: RING_VS, fragmentShader: RING_FS, transparent: true, depthTest: false,
+      uniforms: { uPx: { value: 26 }, uColor: { value: new Color() }, uFill: { value: 0 } },
+    }),
+  );
+  const spotMat = own(
+    new ShaderMaterial({
+      vertexShader: RING_VS, fragmentShader: RING_FS, transparent: true, depthTest: false,
+      uniforms: { uPx: { value: 18 }, uColor: { value: new Color() }, uFill: { value: 1 } },
+    }),
+  );
+  const markerGeo = own(new BufferGeometry());
+  markerGeo.setAttribute('position', new Float32BufferAttribute([0, 0, 0], 3));
+  const marker = new Points(markerGeo, ringMat);
+  marker.renderOrder = 10;
+  marker.frustumCulled = false;
+  const spotGeo = own(new BufferGeometry());
+  spotGeo.setAttribute('position', new Float32BufferAttribute([0, 0, 0], 3));
+  const spot = new Points(spotGeo, spotMat);
+  spot.renderOrder = 10;
+  spot.frustumCulled = false;
+  const kArrow = mkArrow(1.3, 13, 0.03), rArrow = mkArrow(1.3, 13, 0.08);
+  const rayMat = own(new LineDashedMaterial({ color: 0, dashSize: 1, gapSize: 1 }));
+  const ray = new Line(own(new BufferGeometry()), rayMat);
+  const infoLabel = label('', 'info');
+  infoLabel.center.set(-0.06, 0.5); // to the right of the point, not over it
+  overlay.add(marker, spot, kArrow, rArrow, ray, infoLabel);
+  overlay.visible = false;
+
+  // ---- labels ----
+  const lblSphere = label('Ewald sphere', ''), lblCrystal = label('crystal'), lblOrigin = label('000');
+  const lblBeam = label('beam'), lblK0 = label('k₀'), lblDet = label('detector'), lblSpindle = label('φ axis');
+  const lblAxes = [label('a*', 'axis'), label('b*', 'axis'), label('c*', 'axis')];
+  const lblK = label('k'), lblR = label('r = k − k₀');
+  scene.add(lblSphere, lblCrystal, lblOrigin, lblBeam, lblK0, lblDet, lblSpindle, ...lblAxes);
+  overlay.add(lblK, lblR);
+  lblCrystal.center.set(0.5, -0.4);
+  lblOrigin.center.set(-0.15, 1.2);
+
+  // ---- state ----
+  let data: RecipData | null = null;
+  let R = 1; // sphere radius 1/λ
+  let C: V3 = [-1, 0, 0];
+  let beamDir: V3 = [1, 0, 0];
+  let upDir: V3 = [0, 1, 0];
+  let latticeRadius = 0.3;
+  // per point, in the table's order: world diameter, and (strength, intensity, flag)
+  let sizes = new Float32Array(0);
+  let info = new Float32Array(0);
+  let gpuPos = new Float32Array(0), gpuSize = new Float32Array(0), gpuInfo = new Float32Array(0);
+  let hklIndex: Map<number, number> | null = null;
+  let detKappa = 0; // scene units per metre
+  let detPlane: { n: V3; d: number } | null = null; // real space (m)
+  let axisScale = 1;
+  let hoverIndex = -1, highlightIndex = -1;
+  let highlightHkl: V3 | null = null;
+  const hoverCbs = new Set<(i: PointInfo | null) => void>();
+  const pickCbs = new Set<(i: PointInfo) => void>();
+  let renders = 0, disposed = false, frame = 0;
+  let pointer: { x: number; y: number } | null = null;
+  let pointerDirty = false;
+  let down: { x: number; y: number; buttons: number } | null = null;
+
+  const key = (h: number, k: number, l: number) => ((h + 1024) * 2048 + (k + 1024)) * 2048 + (l + 1024);
+
+  function applyTheme() {
+    const p = PALETTES[theme];
+    container.classList.remove('light', 'dark');
+    container.classList.add(theme);
+    renderer.setClearColor(p.background, 1);
+    const u = pointMat.uniforms;
+    (u.uFarLo.value as Color).setHex(p.far[0]);
+    (u.uFarHi.value as Color).setHex(p.far[1]);
+    (u.uNear.value as Color).setHex(p.near);
+    (u.uHotLo.value as Color).setHex(p.hot[0]);
+    (u.uHotHi.value as Color).setHex(p.hot[1]);
+    hazeMat.uniforms.uAlpha.value = p.haze;
+    (sphereMat.uniforms.uColor.value as Color).setHex(p.sphere);
+    sphereMat.uniforms.uAlpha.value = p.sphereAlpha;
+    (shellMat.uniforms.uColor.value as Color).setHex(p.shell);
+    circleMat.color.setHex(p.line);
+    beamArrow.material.color.setHex(p.beam);
+    beamLineMat.color.setHex(p.beam);
+    (crystal.material as MeshBasicMaterial).color.setHex(p.beam);
+    axisArrows.forEach((a, i) => a.material.color.setHex(p.axes[i]));
+    lblAxes.forEach((l, i) => (l.element.style.color = hex(p.axes[i])));
+    (spindleLine.material as LineDashedMaterial).color.setHex(p.spindle);
+    detFillMat.color.setHex(p.detector);
+    detLineMat.color.setHex(p.detector);
+    detArrowMat.color.setHex(p.detector);
+    coneMat.color.setHex(p.detector);
+    footMat.color.setHex(p.footprint);
+    (ringMat.uniforms.uColor.value as Color).setHex(p.marker);
+    (spotMat.uniforms.uColor.value as Color).setHex(p.hot[1]);
+    kArrow.material.color.setHex(p.k);
+    rArrow.material.color.setHex(p.r);
+    rayMat.color.setHex(p.k);
+    lblK.element.style.color = hex(p.k);
+    lblR.element.style.color = hex(p.r);
+    updateLegend();
+    requestRender();
+  }
+
+  function updateLegend() {
+    const p = PALETTES[theme];
+    const t = data?.reflections;
+    let nIn = 0;
+    if (t) for (let i = 0; i < t.count; i++) if (info[3 * i + 2] > 1.5) nIn++;
+    const shell = data?.ewaldRadiusRange || data?.divergence ? ' (shell: dispersion/divergence)' : '';
+    legend.innerHTML =
+      `<div><i style="background:${hex(p.hot[0])}"></i>in the diffraction condition${t ? ` (${nIn})` : ''}</div>` +
+      `<div><i style="background:${hex(p.near)}"></i>near the sphere</div>` +
+      `<div><i style="background:${hex(p.far[1])}"></i>lattice point, size ∝ |F|²${t ? ` (${t.count.toLocaleString('en')})` : ''}</div>` +
+      `<div>Ewald sphere radius 1/λ = ${fmt(R, 4)} Å⁻¹${shell}</div>` +
+      (axisScale > 1 ? `<div>a*, b*, c* drawn ×${axisScale}</div>` : '') +
+      `<div class="hint">drag: orbit · wheel: zoom · right-drag: pan · hover a point</div>`;
+  }
+
+  // ---- building the scene from data ----
+  function setLine(line: Line, pts: V3[], dashed = false) {
+    const g = line.geometry as BufferGeometry;
+    g.setAttribute('position', new Float32BufferAttribute(pts.flat(), 3));
+    g.computeBoundingSphere();
+    if (dashed) line.computeLineDistances();
+  }
+
+  function clearGroup(g: Group) {
+    for (const c of [...g.children]) {
+      g.remove(c);
+      if ((c as Mesh).geometry && (c as Mesh).geometry !== sphereGeo) (c as Mesh).geometry.dispose();
+    }
+  }
+
+  let staticKey = '';
+  /** Everything but the points: rebuilt only when its inputs change (not on every rotation). */
+  function buildStatic(d: RecipData) {
+    const keyNow = JSON.stringify([d.lambda, d.beam, d.ewaldRadiusRange, d.divergence, d.spindle, d.detector?.outline, d.detector?.fast, d.detector?.slow, latticeRadius]);
+    if (keyNow === staticKey) return;
+    staticKey = keyNow;
+    R = 1 / d.lambda;
+    beamDir = unit(d.beam);
+    C = mul(beamDir, -R);
+    // "up": opposite the detector's slow axis when there is one (image up), else lab y or z
+    let up: V3 | null = null;
+    if (d.detector?.slow) up = mul(d.detector.slow, -1);
+    if (!up) up = Math.abs(beamDir[1]) < 0.9 ? [0, 1, 0] : [0, 0, 1];
+    up = unit(sub(up, mul(beamDir, dot(up, beamDir))));
+    upDir = up;
+    const side = cross(beamDir, upDir);
+
+    sphere.scale.setScalar(R);
+    sphere.position.set(C[0], C[1], C[2]);
+    // meridians through the beam axis (vertical and horizontal) and the circle through O
+    // perpendicular to nothing: two great circles show the sphere's shape in any view
+    clearGroup(meridians);
+    for (const axis of [upDir, side]) {
+      const pts: V3[] = [];
+      const e1 = beamDir, e2 = cross(axis, beamDir);
+      for (let i = 0; i <= 192; i++) {
+        const t = (2 * Math.PI * i) / 192;
+        pts.push(add(C, add(mul(e1, R * Math.cos(t)), mul(e2, R * Math.sin(t)))));
+      }
+      const l = new Line(new BufferGeometry(), circleMat);
+      setLine(l, pts);
+      meridians.add(l);
+    }
+    // shell: the extreme spheres of dispersion (all through O) and divergence (tilted about O)
+    clearGroup(shellGroup);
+    const shellSpheres: { c: V3; r: number }[] = [];
+    if (d.ewaldRadiusRange) for (const r of d.ewaldRadiusRange) if (Math.abs(r - R) > 1e-9 * R) shellSpheres.push({ c: mul(beamDir, -r), r });
+    if (d.divergence && d.divergence > 0) {
+      for (const ax of [upDir, side]) {
+        for (const sgn of [-1, 1]) {
+          const a = sgn * d.divergence;
+          const dir = add(mul(beamDir, Math.cos(a)), mul(cross(ax, beamDir), Math.sin(a)));
+          shellSpheres.push({ c: mul(dir, -R), r: R });
+        }
+      }
+    }
+    for (const s of shellSpheres) {
+      const m = new Mesh(sphereGeo, shellMat);
+      m.scale.setScalar(s.r);
+      m.position.set(s.c[0], s.c[1], s.c[2]);
+      m.renderOrder = 1;
+      shellGroup.add(m);
+    }
+    const lp = add(C, mul(add(mul(upDir, 0.8), mul(beamDir, -0.6)), R));
+    lblSphere.position.set(lp[0], lp[1], lp[2]);
+    (lblSphere.element as HTMLElement).textContent = `Ewald sphere, radius 1/λ = ${fmt(R, 3)} Å⁻¹`;
+
+    // beam: from upstream through the crystal C to O (k₀), then on to the detector
+    beamArrow.set(C, [0, 0, 0]);
+    const upstream = mul(beamDir, -R * 1.7);
+    lblBeam.position.set(upstream[0], upstream[1], upstream[2]);
+    lblBeam.center.set(0.5, 1.4);
+    const mid = mul(C, 0.5);
+    lblK0.position.set(mid[0] + upDir[0] * R * 0.04, mid[1] + upDir[1] * R * 0.04, mid[2] + upDir[2] * R * 0.04);
+    crystal.scale.setScalar(R * 0.025);
+    crystal.position.set(C[0], C[1], C[2]);
+    lblCrystal.position.set(C[0], C[1], C[2]);
+
+    // spindle through O
+    if (d.spindle && len(d.spindle) > 0) {
+      const u = unit(d.spindle);
+      const L = Math.max(latticeRadius * 1.3, R * 0.25);
+      setLine(spindleLine, [mul(u, -L), mul(u, L)], true);
+      (spindleLine.material as LineDashedMaterial).dashSize = L * 0.04;
+      (spindleLine.material as LineDashedMaterial).gapSize = L * 0.03;
+      spindleLine.visible = true;
+      lblSpindle.visible = true;
+      lblSpindle.position.set(u[0] * L, u[1] * L, u[2] * L);
+    } else {
+      spindleLine.visible = false;
+      lblSpindle.visible = false;
+    }
+
+    // detector, in real space about the crystal at C, scaled by detKappa
+    for (const c of detectorGroup.children) if (c instanceof Arrow) arrows.splice(arrows.indexOf(c), 1);
+    clearGroup(detectorGroup);
+    detPlane = null;
+    detKappa = 0;
+    let beamEnd = mul(beamDir, R * (detScale - 1));
+    const det = d.detector;
+    if (det && det.outline.length >= 3) {
+      const o = det.outline;
+      // best-fit plane (Newell) and the beam's path length to it
+      const n: V3 = [0, 0, 0];
+      let cen: V3 = [0, 0, 0];
+      for (let i = 0; i < o.length; i++) {
+        const a = o[i], b = o[(i + 1) % o.length];
+        n[0] += (a[1] - b[1]) * (a[2] + b[2]);
+        n[1] += (a[2] - b[2]) * (a[0] + b[0]);
+        n[2] += (a[0] - b[0]) * (a[1] + b[1]);
+        cen = add(cen, a);
+      }
+      cen = mul(cen, 1 / o.length);
+      let nn = unit(n);
+      if (dot(nn, cen) < 0) nn = mul(nn, -1);
+      detPlane = { n: nn, d: dot(nn, cen) };
+      const bd = dot(beamDir, nn);
+      const dist = bd > 1e-6 ? detPlane.d / bd : len(cen);
+      detKappa = (detScale * R) / dist;
+      const toScene = (p: V3): V3 => add(C, mul(p, detKappa));
+      const loop = o.map(toScene);
+      const outline = new LineLoop(new BufferGeometry(), detLineMat);
+      setLine(outline, loop);
+      const fillGeo = new BufferGeometry();
+      const sc = toScene(cen);
+      const tri: number[] = [];
+      for (let i = 0; i < loop.length; i++) tri.push(...sc, ...loop[i], ...loop[(i + 1) % loop.length]);
+      fillGeo.setAttribute('position', new Float32BufferAttribute(tri, 3));
+      const fill = new Mesh(fillGeo, detFillMat);
+      fill.renderOrder = 3;
+      // the cone of directions: crystal to the corners (or outline samples), and the footprint
+      const step = Math.max(1, Math.floor(loop.length / 4));
+      const cone: number[] = [];
+      for (let i = 0; i < loop.length; i += step) cone.push(...C, ...loop[i]);
+      const coneGeo = new BufferGeometry();
+      coneGeo.setAttribute('position', new Float32BufferAttribute(cone, 3));
+      const coneLines = new LineSegments(coneGeo, coneMat);
+      const foot: V3[] = [];
+      for (let i = 0; i < o.length; i++) {
+        const a = o[i], b = o[(i + 1) % o.length];
+        for (let j = 0; j < 24; j++) {
+          const p = add(a, mul(sub(b, a), j / 24));
+          foot.push(add(C, mul(unit(p), R)));
+        }
+      }
+      const footprint = new LineLoop(new BufferGeometry(), footMat);
+      setLine(footprint, foot);
+      detectorGroup.add(fill, outline, coneLines, footprint);
+      // fast/slow arrows at pixel (0,0)
+      if (det.fast && det.slow) {
+        const o0 = loop[0];
+        const size = len(sub(loop[1], loop[0]));
+        for (const [ax, name] of [[det.fast, 'fast'], [det.slow, 'slow']] as [V3, string][]) {
+          const a = new Arrow(detArrowMat, shaftGeo, headGeo, 1, 9, 0.05);
+          arrows.push(a);
+          a.set(o0, add(o0, mul(ax, size * 0.18)));
+          const l = label(name);
+          const lp2 = add(o0, mul(ax, size * 0.22));
+          l.position.set(lp2[0], lp2[1], lp2[2]);
+          detectorGroup.add(a, l);
+        }
+      }
+      const corner = loop[Math.floor(loop.length / 2)];
+      lblDet.position.set(corner[0], corner[1], corner[2]);
+      lblDet.visible = true;
+      // the undeflected beam ends where it meets the detector
+      beamEnd = sub(add(C, mul(beamDir, dist * detKappa)), [0, 0, 0]);
+    } else {
+      lblDet.visible = false;
+    }
+    setLine(beamLine, [upstream, C, beamEnd], true);
+    beamLineMat.dashSize = R * 0.03;
+    beamLineMat.gapSize = R * 0.02;
+  }
+
+  function buildPoints(d: RecipData) {
+    const t = d.reflections;
+    const n = t.count;
+    const a = d.axes;
+    const minSpacing = Math.min(len(a.a), len(a.b), len(a.c)) || 1;
+    const nearW = nearWidthOpt ?? minSpacing * 0.01;
+    const strength = t.strength ?? t.intensity;
+    const sRef = quantile(strength, 0.99);
+    // intensities of the points in condition
+    const inI: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const tol = t.tolerance ? t.tolerance[i] : nearW;
+      if (t.inCondition ? t.inCondition[i] : Math.abs(t.excitation[i]) <= tol) inI.push(t.intensity[i]);
+    }
+    inI.sort((x, y) => x - y);
+    const iRef = inI.length ? inI[Math.min(inI.length - 1, Math.floor(0.98 * inI.length))] || 1 : 1;
+    if (sizes.length !== n) {
+      sizes = new Float32Array(n);
+      info = new Float32Array(3 * n);
+    }
+    const base = minSpacing * 0.32;
+    let rmax = 0;
+    for (let i = 0; i < n; i++) {
+      const ts = Math.min(1, Math.sqrt(Math.max(0, strength[i]) / (sRef || 1)));
+      const tol = t.tolerance ? t.tolerance[i] : nearW;
+      const inC = t.inCondition ? t.inCondition[i] === 1 : Math.abs(t.excitation[i]) <= tol;
+      const near = !inC && Math.abs(t.excitation[i]) <= 3 * tol;
+      const flag = inC ? 2 : near ? 1 : 0;
+      info[3 * i] = ts;
+      info[3 * i + 1] = Math.min(1, Math.sqrt(Math.max(0, t.intensity[i]) / iRef));
+      info[3 * i + 2] = flag;
+      sizes[i] = base * (0.35 + 0.65 * ts) * (flag === 2 ? 1.6 : 1);
+      const rr = t.r[3 * i] ** 2 + t.r[3 * i + 1] ** 2 + t.r[3 * i + 2] ** 2;
+      if (rr > rmax) rmax = rr;
+    }
+    latticeRadius = Math.sqrt(rmax) || R * 0.3;
+    let nNear = 0;
+    for (let i = 0; i < n; i++) if (info[3 * i + 2] > 0.5) nNear++;
+    const same = pointGeo.getAttribute('position')?.count === n;
+    if (!same) {
+      pointGeo.dispose();
+      hazeGeo.dispose();
+      pointGeo = new BufferGeometry();
+      hazeGeo = new BufferGeometry();
+      points.geometry = pointGeo;
+      haze.geometry = hazeGeo;
+      gpuPos = new Float32Array(3 * n);
+      gpuSize = new Float32Array(n);
+      gpuInfo = new Float32Array(3 * n);
+      for (const g of [pointGeo, hazeGeo]) {
+        g.setAttribute('position', new BufferAttribute(gpuPos, 3));
+        g.setAttribute('aSize', new BufferAttribute(gpuSize, 1));
+        g.setAttribute('aInfo', new BufferAttribute(gpuInfo, 3));
+      }
+    }
+    let a0 = 0, b0 = nNear;
+    for (let i = 0; i < n; i++) {
+      const j = info[3 * i + 2] > 0.5 ? a0++ : b0++;
+      gpuPos[3 * j] = t.r[3 * i];
+      gpuPos[3 * j + 1] = t.r[3 * i + 1];
+      gpuPos[3 * j + 2] = t.r[3 * i + 2];
+      gpuSize[j] = sizes[i];
+      gpuInfo[3 * j] = info[3 * i];
+      gpuInfo[3 * j + 1] = info[3 * i + 1];
+      gpuInfo[3 * j + 2] = info[3 * i + 2];
+    }
+    for (const name of ['position', 'aSize', 'aInfo']) (pointGeo.getAttribute(name) as BufferAttribute).needsUpdate = true;
+    pointGeo.setDrawRange(0, nNear);
+    hazeGeo.setDrawRange(nNear, n - nNear);
+    hklIndex = null;
+  }
+
+  function updateAxes() {
+    if (!data) return;
+    const a = data.axes;
+    const L = Math.max(len(a.a), len(a.b), len(a.c)) || 1;
+    // true length unless that is under ~40 px on screen (then ×1, 2, 5, 10 … with the factor shown)
+    const dist = camera.position.distanceTo(controls.target);
+    const px = L / ((dist * 2 * Math.tan((camera.fov * Math.PI) / 360)) / Math.max(1, canvas.clientHeight));
+    const k = px < 40 ? nice(40 / px) : 1;
+    if (k !== axisScale) {
+      axisScale = k;
+      updateLegend();
+    }
+    [a.a, a.b, a.c].forEach((v, i) => {
+      const tip = mul(v, k);
+      axisArrows[i].set([0, 0, 0], tip);
+      const lp = mul(v, k * 1.12);
+      lblAxes[i].position.set(lp[0], lp[1], lp[2]);
+      lblAxes[i].element.textContent = ['a*', 'b*', 'c*'][i] + (k > 1 ? ` ×${k}` : '');
+    });
+  }
+
+  function resolveIndex(hkl: V3): number {
+    if (!data) return -1;
+    if (!hklIndex) {
+      const t = data.reflections;
+      hklIndex = new Map();
+      for (let i = 0; i < t.count; i++) hklIndex.set(key(t.hkl[3 * i], t.hkl[3 * i + 1], t.hkl[3 * i + 2]), i);
+    }
+    return hklIndex.get(key(hkl[0], hkl[1], hkl[2])) ?? -1;
+  }
+
+  function pointInfo(i: number): PointInfo {
+    const t = data!.reflections;
+    const f = t.fast?.[i], s = t.slow?.[i];
+    return {
+      index: i,
+      hkl: [t.hkl[3 * i], t.hkl[3 * i + 1], t.hkl[3 * i + 2]],
+      d: t.d[i],
+      twoTheta: t.twoTheta[i],
+      excitation: t.excitation[i],
+      intensity: t.intensity[i],
+      inCondition: info[3 * i + 2] > 1.5,
+      fast: f !== undefined && Number.isFinite(f) ? f : null,
+      slow: s !== undefined && Number.isFinite(s) ? s : null,
+    };
+  }
+
+  /** Where the ray from the crystal through point i meets the detector (scene units). */
+  function spotOf(i: number): V3 | null {
+    if (!data?.detector || !detPlane) return null;
+    const t = data.reflections;
+    const f = t.fast?.[i], s = t.slow?.[i];
+    if (data.detector.position && f !== undefined && s !== undefined && Number.isFinite(f) && Number.isFinite(s)) {
+      return add(C, mul(data.detector.position(f, s), detKappa));
+    }
+    const P: V3 = [t.r[3 * i], t.r[3 * i + 1], t.r[3 * i + 2]];
+    const dir = unit(sub(P, C));
+    const den = dot(dir, detPlane.n);
+    if (!(den > 1e-9)) return null;
+    const tt = detPlane.d / den;
+    return add(C, mul(dir, tt * detKappa));
+  }
+
+  function showOverlay() {
+    const i = hoverIndex >= 0 ? hoverIndex : highlightIndex;
+    if (!data || i < 0 || i >= data.reflections.count) {
+      overlay.visible = false;
+      return;
+    }
+    const t = data.reflections;
+    const P: V3 = [t.r[3 * i], t.r[3 * i + 1], t.r[3 * i + 2]];
+    overlay.visible = true;
+    (markerGeo.getAttribute('position') as BufferAttribute).setXYZ(0, P[0], P[1], P[2]);
+    markerGeo.getAttribute('position').needsUpdate = true;
+    kArrow.set(C, P);
+    rArrow.set([0, 0, 0], P);
+    const sp = spotOf(i);
+    const end = sp ?? add(C, mul(unit(sub(P, C)), R * (detScale + 0.3)));
+    setLine(ray, [P, end], true);
+    rayMat.dashSize = R * 0.02;
+    rayMat.gapSize = R * 0.012;
+    spot.visible = !!sp;
+    if (sp) {
+      (spotGeo.getAttribute('position') as BufferAttribute).setXYZ(0, sp[0], sp[1], sp[2]);
+      spotGeo.getAttribute('position').needsUpdate = true;
+    }
+    const km = mul(add(C, P), 0.5);
+    lblK.position.set(km[0], km[1], km[2]);
+    const rm = mul(P, 0.5);
+    lblR.position.set(rm[0], rm[1], rm[2]);
+    const pi = pointInfo(i);
+    infoLabel.position.set(P[0], P[1], P[2]);
+    infoLabel.element.innerHTML =
+      `<b>(${pi.hkl.join(' ')})</b>${pi.inCondition ? ' diffracts' : ''}<br>` +
+      `d = ${fmt(pi.d, 2)} Å · 2θ = ${fmt(pi.twoTheta, 2)}°<br>` +
+      `ε = ${fmtExc(pi.excitation)} Å⁻¹` +
+      (pi.fast !== null && pi.slow !== null ? `<br>spot (${pi.fast.toFixed(1)}, ${pi.slow.toFixed(1)}) px` : '');
+  }
+
+  // ---- camera ----
+  function cameraFor(view: 'overview' | 'lattice') {
+    const side = cross(beamDir, upDir);
+    const dir = unit(add(add(side, mul(upDir, 0.35)), mul(beamDir, -0.25)));
+    camera.up.set(upDir[0], upDir[1], upDir[2]);
+    resize();
+    const aspect = Math.max(0.4, camera.aspect || 1);
+    const fit = aspect < 1.2 ? 1.2 / aspect : 1;
+    if (view === 'overview') {
+      // from upstream of the sphere (−2R) to the detector (detectorScale − 1 radii past O)
+      const hasDet = !!data?.detector;
+      const lo = -2 * R, hi = hasDet ? (detScale - 1) * R : 0;
+      const target = mul(beamDir, (lo + hi) / 2);
+      const dist = (hi - lo) * 1.75 * fit;
+      controls.target.set(target[0], target[1], target[2]);
+      const p = add(target, mul(dir, dist));
+      camera.position.set(p[0], p[1], p[2]);
+    } else {
+      const dist = latticeRadius * 3.4 * fit;
+      controls.target.set(0, 0, 0);
+      const p = mul(dir, dist);
+      camera.position.set(p[0], p[1], p[2]);
+    }
+    controls.minDistance = Math.min(R, latticeRadius) * 1e-3;
+    controls.maxDistance = R * 30;
+    controls.update();
+    requestRender();
+  }
+
+  function updateClip() {
+    const dist = camera.position.distanceTo(controls.target);
+    const far = dist + R * (detScale + 4);
+    camera.near = Math.max(dist * 0.002, far * 2e-6);
+    camera.far = far;
+    camera.updateProjectionMatrix();
+  }
+
+  // ---- rendering ----
+  function resize() {
+    const w = container.clientWidth, h = container.clientHeight;
+    if (!w || !h) return false;
+    if (renderer.getPixelRatio() !== dpr()) renderer.setPixelRatio(dpr());
+    const size = renderer.getSize(new Vector2());
+    if (size.x !== w || size.y !== h) {
+      renderer.setSize(w, h, false);
+      labels.setSize(w, h);
+      camera.aspect = w / h;
+      camera.updateProjectionMatrix();
+    }
+    return true;
+  }
+
+  function render() {
+    if (disposed || !resize()) return;
+    updateClip();
+    updateAxes();
+    const hPx = renderer.getDrawingBufferSize(new Vector2()).y;
+    pointMat.uniforms.uScale.value = hPx / (2 * Math.tan((camera.fov * Math.PI) / 360));
+    const r = renderer.getPixelRatio();
+    pointMat.uniforms.uMinPx.value = 1.6 * r;
+    pointMat.uniforms.uMaxPx.value = 44 * r;
+    ringMat.uniforms.uPx.value = 26 * r;
+    spotMat.uniforms.uPx.value = 16 * r;
+    const perPx = (2 * Math.tan((camera.fov * Math.PI) / 360)) / Math.max(1, canvas.clientHeight);
+    const tmp = new Vector3();
+    for (const a of arrows) {
+      if (!a.visible) continue;
+      const t = a.tip;
+      a.layout(camera.position.distanceTo(tmp.set(t[0], t[1], t[2])) * perPx);
+    }
+    renderer.render(scene, camera);
+    labels.render(scene, camera);
+    renders++;
+  }
+
+  function tick() {
+    frame = 0;
+    if (disposed) return;
+    const moving = controls.enabled ? controls.update() : false; // no damping drift while turning the crystal
+    if (pointerDirty) {
+      pointerDirty = false;
+      doHover();
+    }
+    render();
+    if (moving) requestRender();
+  }
+
+  function requestRender() {
+    if (!frame && !disposed) frame = requestAnimationFrame(tick);
+  }
+
+  // ---- picking (screen space) ----
+  const projView = new Matrix4();
+  function pickAt(x: number, y: number): number {
+    if (!data) return -1;
+    const t = data.reflections;
+    const n = t.count;
+    const W = canvas.clientWidth, H = canvas.clientHeight;
+    camera.updateMatrixWorld();
+    projView.multiplyMatrices(camera.projectionMatrix, camera.matrixWorldInverse);
+    const m = projView.elements;
+    const r = renderer.getPixelRatio();
+    const scale = pointMat.uniforms.uScale.value / r; // CSS px per world unit at distance 1
+    const minPx = pointMat.uniforms.uMinPx.value / r, maxPx = pointMat.uniforms.uMaxPx.value / r;
+    const reach = maxPx / 2 + 3;
+    const pos = t.r;
+    // under the cursor: the point in the condition before one near it before the haze, then the
+    // front-most; otherwise the nearest within 6 px
+    let best = -1, bestKey = Infinity, near = -1, nearD = 36;
+    for (let i = 0; i < n; i++) {
+      const flag = info[3 * i + 2];
+      if (!showAll && flag < 0.5) continue;
+      const px = pos[3 * i], py = pos[3 * i + 1], pz = pos[3 * i + 2];
+      const w = m[3] * px + m[7] * py + m[11] * pz + m[15];
+      if (w <= camera.near) continue;
+      const sx = ((m[0] * px + m[4] * py + m[8] * pz + m[12]) / w + 1) * 0.5 * W;
+      const dx = sx - x;
+      if (dx > reach || dx < -reach) continue;
+      const sy = (1 - (m[1] * px + m[5] * py + m[9] * pz + m[13]) / w) * 0.5 * H;
+      const dy = sy - y;
+      if (dy > reach || dy < -reach) continue;
+      const mp = flag > 1.5 ? minPx * 2 : flag > 0.5 ? minPx * 1.4 : minPx * 0.75;
+      const rad = Math.min(maxPx, Math.max(mp, (sizes[i] * scale) / w)) / 2;
+      const d2 = dx * dx + dy * dy;
+      if (d2 <= (rad + 1) * (rad + 1)) {
+        const k = w - flag * 1e6 * camera.far;
+        if (k < bestKey) {
+          bestKey = k;
+          best = i;
+        }
+      } else if (d2 < nearD) {
+        nearD = d2;
+        near = i;
+      }
+    }
+    return best >= 0 ? best : near;
+  }
+
+  function doHover() {
+    const prev = hoverIndex;
+    hoverIndex = pointer ? pickAt(pointer.x, pointer.y) : -1;
+    if (hoverIndex !== prev) {
+      showOverlay();
+      const pi = hoverIndex >= 0 ? pointInfo(hoverIndex) : null;
+      for (const cb of hoverCbs) cb(pi);
+    }
+  }
+
+  function local(e: PointerEvent) {
+    const b = canvas.getBoundingClientRect();
+    return { x: e.clientX - b.left, y: e.clientY - b.top };
+  }
+  const onMove = (e: PointerEvent) => {
+    if (e.buttons || turning) {
+      // orbiting: no hover
+      return;
+    }
+    pointer = local(e);
+    pointerDirty = true;
+    requestRender();
+  };
+  const onLeave = () => {
+    pointer = null;
+    pointerDirty = true;
+    requestRender();
+  };
+  const onDown = (e: PointerEvent) => {
+    if (turning) return;
+    const p = local(e);
+    down = { ...p, buttons: e.button };
+  };
+  const onUp = (e: PointerEvent) => {
+    if (!down) return;
+    const p = local(e);
+    const moved = Math.hypot(p.x - down.x, p.y - down.y);
+    const btn = down.buttons;
+    down = null;
+    if (moved > 4 || btn !== 0) return;
+    const i = pickAt(p.x, p.y);
+    if (i >= 0) {
+      const pi = pointInfo(i);
+      for (const cb of pickCbs) cb(pi);
+    }
+  };
+  canvas.addEventListener('pointermove', onMove);
+  canvas.addEventListener('pointerleave', onLeave);
+  canvas.addEventListener('pointerdown', onDown);
+  canvas.addEventListener('pointerup', onUp);
+  controls.addEventListener('change', requestRender);
+  const ro = new ResizeObserver(() => requestRender());
+  ro.observe(container);
+
+  applyTheme();
+
+  let firstData = true;
+  const view: ReciprocalView = {
+    update(d: RecipData) {
+      if (disposed) throw new Error('reciprocal view: update() after dispose()');
+      const t = d.reflections;
+      if (t.r.length < 3 * t.count || t.excitation.length < t.count) throw new Error('reciprocal view: reflection columns shorter than count');
+      if (!(d.lambda > 0)) throw new Error('reciprocal view: lambda must be positive');
+      data = d;
+      buildPoints(d);
+      buildStatic(d);
+      if (highlightHkl) highlightIndex = resolveIndex(highlightHkl);
+      if (hoverIndex >= t.count) hoverIndex = -1;
+      if (firstData) {
+        firstData = false;
+        cameraFor('overview');
+      }
+      showOverlay();
+      updateLegend();
+      if (pointer) pointerDirty = true;
+      requestRender();
+    },
+    highlight(hkl: V3 | null) {
+      highlightHkl = hkl ? [hkl[0], hkl[1], hkl[2]] : null;
+      highlightIndex = hkl ? resolveIndex(hkl) : -1;
+      showOverlay();
+      requestRender();
+    },
+    onHover(cb) {
+      hoverCbs.add(cb);
+      return () => hoverCbs.delete(cb);
+    },
+    onPick(cb) {
+      pickCbs.add(cb);
+      return () => pickCbs.delete(cb);
+    },
+    onRotate(cb) {
+      rotateCbs.add(cb);
+      return () => rotateCbs.delete(cb);
+    },
+    setTheme(t: Theme) {
+      theme = t;
+      applyTheme();
+    },
+    setOptions(o) {
+      if (o.show) {
+        showAll = o.show === 'all';
+        haze.visible = showAll;
+      }
+      if (o.nearWidth !== undefined) {
+        nearWidthOpt = o.nearWidth;
+        if (data) buildPoints(data);
+        updateLegend();
+      }
+      requestRender();
+    },
+    resetCamera(v = 'overview') {
+      cameraFor(v);
+    },
+    dispose() {
+      if (disposed) return;
+      disposed = true;
+      if (frame) cancelAnimationFrame(frame);
+      ro.disconnect();
+      canvas.removeEventListener('pointermove', onMove);
+      canvas.removeEventListener('pointerleave', onLeave);
+      canvas.removeEventListener('pointerdown', onDown);
+      canvas.removeEventListener('pointerup', onUp);
+      canvas.removeEventListener('pointerdown', onTurnDown);
+      canvas.removeEventListener('pointermove', onTurnMove);
+      canvas.removeEventListener('pointerup', onTurnUp);
+      canvas.removeEventListener('pointercancel', onTurnUp);
+      rotateCbs.clear();
+      controls.removeEventListener('change', requestRender);
+      controls.dispose();
+      hoverCbs.clear();
+      pickCbs.clear();
+      scene.traverse((o: Object3D) => {
+        const g = (o as Mesh).geometry;
+        if (g) g.dispose();
+      });
+      pointGeo.dispose();
+      hazeGeo.dispose();
+      for (const d of disposables) d.dispose();
+      lastMemory = { geometries: renderer.info.memory.geometries, textures: renderer.info.memory.textures };
+      renderer.dispose();
+      renderer.forceContextLoss();
+      canvas.remove();
+      labels.domElement.remove();
+      legend.remove();
+      container.classList.remove('nbr-recip', 'light', 'dark');
+      data = null;
+    },
+    debug: null as unknown as RecipDebug,
+  };
+
+  let lastMemory: { geometries: number; textures: number } | null = null;
+  const isShown = (o: Object3D) => {
+    for (let p: Object3D | null = o; p; p = p.parent) if (!p.visible) return false;
+    return true;
+  };
+  const debug: RecipDebug = {
+    counts() {
+      const t = data?.reflections;
+      let inC = 0, visible = 0;
+      if (t) {
+        for (let i = 0; i < t.count; i++) {
+          const f = info[3 * i + 2];
+          if (f > 1.5) inC++;
+          if (showAll || f > 0.5) visible++;
+        }
+      }
+      const lbls: string[] = [];
+      scene.traverse((o: Object3D) => {
+        if (o instanceof CSS2DObject && isShown(o) && o.element.textContent) lbls.push(o.element.textContent);
+      });
+      return {
+        points: (pointGeo.getAttribute('position')?.count as number) ?? 0,
+        inCondition: inC,
+        visible,
+        spheres: 1 + shellGroup.children.length,
+        detector: detectorGroup.children.length > 0,
+        labels: lbls,
+      };
+    },
+    project(i: number) {
+      if (!data || i < 0 || i >= data.reflections.count) return null;
+      const t = data.reflections;
+      camera.updateMatrixWorld();
+      const v = new Vector3(t.r[3 * i], t.r[3 * i + 1], t.r[3 * i + 2]).project(camera);
+      if (v.z > 1) return null;
+      return { x: ((v.x + 1) / 2) * canvas.clientWidth, y: ((1 - v.y) / 2) * canvas.clientHeight };
+    },
+    projectPoint(p: V3) {
+      camera.updateMatrixWorld();
+      const v = vec(p).project(camera);
+      if (v.z > 1) return null;
+      return { x: ((v.x + 1) / 2) * canvas.clientWidth, y: ((1 - v.y) / 2) * canvas.clientHeight };
+    },
+    scene: () => ({ center: C, radius: R, up: upDir, beam: beamDir }),
+    pixels(x: number, y: number, w: number, h: number) {
+      render();
+      const gl = renderer.getContext();
+      const r = renderer.getPixelRatio();
+      const H = gl.drawingBufferHeight;
+      const x0 = Math.max(0, Math.floor(x * r)), w0 = Math.max(1, Math.round(w * r));
+      const h0 = Math.max(1, Math.round(h * r)), y0 = Math.max(0, H - Math.floor(y * r) - h0);
+      const out = new Uint8Array(4 * w0 * h0);
+      gl.readPixels(x0, y0, w0, h0, gl.RGBA, gl.UNSIGNED_BYTE, out);
+      return { width: w0, height: h0, data: out };
+    },
+    background: () => {
+      const h = PALETTES[theme].background;
+      return [(h >> 16) & 255, (h >> 8) & 255, h & 255];
+    },
+    indexOf: (hkl: V3) => resolveIndex(hkl),
+    camera: () => ({ position: camera.position.toArray() as V3, target: controls.target.toArray() as V3 }),
+    measureFps(ms: number) {
+      return new Promise((resolve) => {
+        let frames = 0, busy = 0;
+        const t0 = performance.now();
+        const step = () => {
+          if (disposed) return resolve({ fps: 0, frames, msPerFrame: 0 });
+          const now = performance.now();
+          if (now - t0 >= ms) return resolve({ fps: (frames * 1000) / (now - t0), frames, msPerFrame: busy / Math.max(1, frames) });
+          // orbit about the target by a small angle per frame
+          const off = camera.position.clone().sub(controls.target);
+          off.applyAxisAngle(camera.up, 0.01);
+          camera.position.copy(controls.target).add(off);
+          camera.lookAt(controls.target);
+          const a = performance.now();
+          render();
+          busy += performance.now() - a;
+          frames++;
+          requestAnimationFrame(step);
+        };
+        requestAnimationFrame(step);
+      });
+    },
+    toggle(name: string, on: boolean) {
+      const m: Record<string, Object3D> = { points, haze, sphere, shell: shellGroup, meridians, detector: detectorGroup, overlay, axes: axesGroup, beam: beamArrow };
+      if (!m[name]) throw new Error(`reciprocal view: no part named ${name}`);
+      m[name].visible = on;
+      requestRender();
+    },
+    timePick() {
+      const a = performance.now();
+      pickAt(canvas.clientWidth / 2, canvas.clientHeight / 2);
+      return performance.now() - a;
+    },
+    renders: () => renders,
+    gl: () => ({ ...glInfo, antialias: renderer.getContextAttributes()?.antialias ?? false }),
+    memory: () => lastMemory ?? { geometries: renderer.info.memory.geometries, textures: renderer.info.memory.textures },
+    canvas,
+  };
+  (view as { debug: RecipDebug }).debug = debug;
+  return view;
+}
