@@ -143,6 +143,8 @@ pub struct Options {
     pub adc: f64,
     pub seed: Option<i64>,
     pub printout: bool,
+    /// `-predict FILE`: the reflection prediction table (`predict.rs`).
+    pub predict: Option<String>,
     pub printout_pixel: Option<(i64, i64)>,
     pub progress: bool,
     // ours
@@ -250,6 +252,7 @@ impl Default for Options {
             adc: 40.0,
             seed: None,
             printout: false,
+            predict: None,
             printout_pixel: None,
             progress: true,
             precision: Precision::F64,
@@ -645,6 +648,7 @@ pub fn parse(words: &[String]) -> Result<Options> {
             "-adc" | "-adcoffset" => o.adc = w.f64()?,
             "-seed" => o.seed = Some(-w.int()?),
             "-printout" => o.printout = true,
+            "-predict" => o.predict = Some(w.text()?),
             "-printout_pixel" => {
                 o.printout_pixel = Some((w.int()?, w.int()?));
                 o.printout = true;

@@ -33,6 +33,7 @@ added by this port:
   -threads N           CPU threads (default: all cores)
   -backend cpu|gpu|auto  where to render (gpu needs a build with the gpu feature)
   -timings             print setup, render and output times
+  -predict FILE        reflection prediction: h k l fast slow d twotheta excitation_error F ...
 ";
 
 /// Exit status for an error (upstream uses 9 for missing inputs).
@@ -229,6 +230,17 @@ fn run_inner(words: &[String]) -> Result<()> {
         if let Err(e) = write_atomic(Path::new(&o.dump), &bytes) {
             eprintln!("WARNING: could not write {}: {}", o.dump, e.message);
         }
+    }
+    if let Some(name) = &o.predict {
+        let pred = crate::predict::predict(&prep.setup, &Default::default())?;
+        let table = crate::predict::table(&pred);
+        let n = table.lines().count() - 1;
+        write_file(
+            name,
+            &[table.as_bytes()],
+            &format!("{n} predicted reflections"),
+            &mut out,
+        )?;
     }
     let t_setup = t0.elapsed();
     let t1 = Instant::now();

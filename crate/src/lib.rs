@@ -19,6 +19,7 @@ pub mod gpu;
 pub mod io;
 pub mod output;
 pub mod plan;
+pub mod predict;
 pub mod resolve;
 pub mod rng;
 pub mod sampling;

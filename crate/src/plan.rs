@@ -181,6 +181,15 @@ impl Plan {
         let sub = self.pixel / self.oversample as f64;
         let fdet = sub * (sub_f as f64) + sub / 2.0;
         let sdet = sub * (sub_s as f64) + sub / 2.0;
+        self.detector_point(fdet, sdet, odet)
+    }
+
+    /// Lab-frame position (m) of the point `fdet` m along the fast axis and `sdet` m along the
+    /// slow axis from `pix0` (pixel `(f, s)` spans `[f, f+1) × [s, s+1)` pixel pitches, its
+    /// centre is at `f + 0.5`), at depth `odet`, flat or curved: the mapping every kernel and
+    /// the prediction (`predict.rs`) use.
+    #[inline(always)]
+    pub fn detector_point(&self, fdet: f64, sdet: f64, odet: f64) -> V3 {
         let mut pos = [0.0; 3];
         for c in 0..3 {
             pos[c] =

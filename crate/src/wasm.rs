@@ -14,7 +14,8 @@
 //! so that the generated `nanobragg.d.ts` types the whole surface.
 //!
 //! Sections: module info · progress and cancel · files and prepare · render · export ·
-//! structured values (serde). New exports go in the section they belong to.
+//! structured values (serde) · reflection prediction. New exports go in the section they
+//! belong to.
 #![cfg(all(target_arch = "wasm32", feature = "wasm"))]
 
 use crate::api::{self, Precision, Prepared};
@@ -544,4 +545,37 @@ impl HklSummary {
             },
         }))
     }
+}
+
+// ---- reflection prediction ------------------------------------------------------------------------
+
+/// Reflection prediction for the prepared plan (`crate::predict`), as a plain object
+/// `{ wavelength, s0, a_star, …, reflections: [{ h, k, l, r, excitation_error, in_condition,
+/// fast, slow, d, two_theta, f, intensity, … }] }`: fast/slow in pixels with pixel centres at
+/// index + 0.5, `null` where the ray misses the detector. `max_excitation_error` (1/Å) lists
+/// only the points near the Ewald sphere. With `columns` the reflections come as typed-array
+/// bytes instead (`columns: { count, hkl, r, …, flags }`, `Prediction::columns`): 10⁵ points
+/// without 10⁵ objects.
+#[wasm_bindgen]
+pub fn predict(max_excitation_error: Option<f64>, columns: bool) -> Result<JsValue, JsError> {
+    STATE.with(|st| {
+        let st = st.borrow();
+        let prep = st
+            .prepared
+            .as_ref()
+            .ok_or_else(|| js_err("no plan prepared"))?;
+        let opts = crate::predict::PredictOptions {
+            max_excitation_error,
+            ..Default::default()
+        };
+        let pred = crate::predict::predict(&prep.setup, &opts).map_err(js_err)?;
+        // None as null, maps as objects, and the columns' bytes as Uint8Arrays
+        let ser =
+            serde_wasm_bindgen::Serializer::json_compatible().serialize_bytes_as_arrays(false);
+        if columns {
+            pred.into_columnar().serialize(&ser).map_err(js_err)
+        } else {
+            pred.serialize(&ser).map_err(js_err)
+        }
+    })
 }
