@@ -4,6 +4,7 @@
 // `distance` about the sample; the readout agrees with the ring drawn through the pointer.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { launch, open, waitRendered, ARTIFACTS, setup } from './helpers.mjs';
 
@@ -76,4 +77,34 @@ test('curved detector: positions on the sphere of radius distance; readout follo
   console.log(`# curved: 2θ at the fast edge ${far.toFixed(3)}°, arc/distance ${(arc * 180 / Math.PI).toFixed(3)}°, beam centre ${bc}`);
   assert.ok(Math.abs(far - (arc * 180) / Math.PI) < 0.05, `${far} vs ${(arc * 180) / Math.PI}`);
   await page.screenshot({ path: join(ARTIFACTS, 'geometry-curved.png') });
+});
+
+test('nanobragg.predict: the readout\'s hkl at each predicted spot is the spot\'s hkl; exports still work after it', { timeout: 120_000 }, async () => {
+  const { page } = await open(env.ctx, `${env.base}/?backend=cpu&preset=triclinic`);
+  await waitRendered(page, 1);
+  const r = await page.evaluate(async () => {
+    const p = await window.nanobragg.predict(window.nanobragg.lastRender().result.args, { maxExcitationError: 0.002 });
+    const v = window.nanobragg.view;
+    const on = p.reflections.filter((x) => x.on_detector && x.fast !== null);
+    const bad = on.filter((x) => {
+      const i = v.geometryAt(x.fast, x.slow);
+      return i.nearest[0] !== x.h || i.nearest[1] !== x.k || i.nearest[2] !== x.l || Math.abs(i.d - x.d) > 1e-3 * x.d;
+    });
+    return { n: on.length, bad: bad.slice(0, 5).map((x) => [x.h, x.k, x.l, x.fast, x.slow]), first: on[0] };
+  });
+  console.log(`# ${r.n} predicted spots on the detector, ${r.bad.length} disagree`);
+  assert.ok(r.n >= 5, `${r.n} spots`);
+  assert.deepEqual(r.bad, []);
+  // the pointer over one spot: the readout names its hkl
+  const box = await page.locator('.nb-canvas').boundingBox();
+  const [x, y] = await page.evaluate(([f, s]) => window.nanobragg.view.fromDetector(f, s), [r.first.fast, r.first.slow]);
+  await page.mouse.move(box.x + x, box.y + y);
+  assert.match(await page.textContent('#readout'), new RegExp(`hkl ≈ \\(${r.first.h} ${r.first.k} ${r.first.l}\\)`));
+  // the prediction replaced the worker's plan: a download renders the current image again
+  await page.click('.downloads > summary');
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#dl-float')]);
+  assert.equal(readFileSync(await dl.path()).length, 4 * 512 * 512);
+  // errors name the flag
+  const err = await page.evaluate(() => window.nanobragg.predict('-cell 100 100 100 90 90 90 -default_F 1 -lambda abc', {}).then(() => '', (e) => e.message));
+  assert.match(err, /-lambda/);
 });

@@ -67,12 +67,47 @@ export function abortError(msg = 'superseded by a newer render'): Error {
 
 const enc = new TextEncoder();
 
+function encodeFiles(files: SimulateOptions['files']): Record<string, Uint8Array> {
+  const out: Record<string, Uint8Array> = {};
+  for (const [k, v] of Object.entries(files ?? {})) out[k] = typeof v === 'string' ? enc.encode(v) : v instanceof Uint8Array ? v : new Uint8Array(v);
+  return out;
+}
+
+/** One predicted reflection (crate/src/predict.rs `Reflection`; the fields the page uses). */
+export interface PredictedReflection {
+  h: number;
+  k: number;
+  l: number;
+  /** Detector position in pixels (centre of pixel i at i + 0.5); null where the ray misses. */
+  fast: number | null;
+  slow: number | null;
+  d: number;
+  two_theta: number;
+  excitation_error: number;
+  in_condition: boolean;
+  on_detector: boolean;
+  f: number;
+  intensity: number;
+}
+
+/** The crate's prediction (crate/src/predict.rs `Prediction`; more fields than listed here). */
+export interface Prediction {
+  wavelength: number;
+  fpixels: number;
+  spixels: number;
+  reflections: PredictedReflection[];
+}
+
 export class NanoBraggClient {
   private worker!: Worker;
   private nextId = 1;
   private running: Job | null = null;
   private queue: Job[] = [];
   private exports = new Map<number, { resolve: (b: Uint8Array) => void; reject: (e: Error) => void }>();
+  /** The words of the render whose plan and image the worker holds (exports use them); null
+   * after a prediction replaced the plan. */
+  lastRendered: string[] | null = null;
+  private predictions = new Map<number, { resolve: (p: Prediction) => void; reject: (e: Error) => void }>();
   private lastFilesKey = '';
   private progressTimer = 0;
   info: ModuleInfo | null = null;
@@ -131,10 +166,7 @@ export class NanoBraggClient {
     const backend = asBackend(opts.backend ?? norm.backend ?? 'auto');
     const precision = opts.precision ?? norm.precision ?? 'f32';
     const channel = opts.channel ?? 'main';
-    let files: Record<string, Uint8Array> = {};
-    for (const [k, v] of Object.entries(opts.files ?? {})) {
-      files[k] = typeof v === 'string' ? enc.encode(v) : v instanceof Uint8Array ? v : new Uint8Array(v);
-    }
+    const files = encodeFiles(opts.files);
     return new Promise<SimulateResult>((resolve, reject) => {
       const id = this.nextId++;
       const live = opts.live === true;
@@ -230,6 +262,12 @@ export class NanoBraggClient {
   }
 
   private onMessage(m: FromWorker) {
+    if (m.type === 'predicted') {
+      const p = this.predictions.get(m.id);
+      this.predictions.delete(m.id);
+      if (p) (m.message ? p.reject(new Error(m.message)) : p.resolve(m.prediction as Prediction));
+      return;
+    }
     if (m.type === 'exported') {
       const e = this.exports.get(m.id);
       this.exports.delete(m.id);
@@ -254,6 +292,7 @@ export class NanoBraggClient {
       if (job.stale) job.reject(abortError());
       else {
         const { type: _t, id: _i, ...rest } = m;
+        this.lastRendered = job.msg.args;
         job.resolve({ ...rest, args: job.msg.args, timings: { ...m.timings, total: performance.now() - job.start } } as SimulateResult);
       }
     } else if (m.type === 'error') {
@@ -261,6 +300,23 @@ export class NanoBraggClient {
       else job.reject(new Error(m.message));
     }
     this.pump();
+  }
+
+  /** Reflection prediction for a command line (the crate's `predict`: every lattice point within
+   * the detector's reach, or those within `maxExcitationError` (1/Å) of the Ewald sphere). Runs
+   * between renders; it prepares its own plan, so the next render prepares again. */
+  async predict(args: string | string[], opts: { files?: SimulateOptions['files']; maxExcitationError?: number } = {}): Promise<Prediction> {
+    await this.ready;
+    const id = this.nextId++;
+    const files = encodeFiles(opts.files);
+    return new Promise((resolve, reject) => {
+      this.predictions.set(id, { resolve, reject });
+      this.lastFilesKey = '';
+      this.lastRendered = null;
+      this.worker.postMessage({
+        type: 'predict', id, args: normaliseArgs(args).args, files, maxExcitationError: opts.maxExcitationError ?? null,
+      } satisfies ToWorker);
+    });
   }
 
   /** Bytes of the last render: SMV noiseless ('int'), SMV with Poisson noise, or raw floats. */

@@ -2,7 +2,7 @@
 // presentation mode and themes. State lives in a Store (state.ts); the page's parts subscribe to
 // its signals. `window.nanobragg.simulate(args, {backend, files})` is the scripting / test API.
 import { computed, effect } from '@preact/signals-core';
-import { NanoBraggClient, type SimulateOptions, type SimulateResult } from './client';
+import { NanoBraggClient, type Prediction, type SimulateOptions, type SimulateResult } from './client';
 import { GROUPS, PARAMS, PARAM_BY_KEY, type ParamDef } from './params';
 import { blameField, previewArgs, previewFactor } from './args';
 import {
@@ -35,6 +35,7 @@ declare global {
   interface Window {
     nanobragg: {
       simulate: (args: string | string[], opts?: SimulateOptions) => Promise<SimulateResult>;
+      predict: (args: string | string[], opts?: { files?: SimulateOptions['files']; maxExcitationError?: number }) => Promise<Prediction>;
       ready: Promise<unknown>;
       client: NanoBraggClient;
       lastRender: () => { result: SimulateResult | null; preview: boolean; count: number };
@@ -45,6 +46,7 @@ declare global {
 }
 window.nanobragg = {
   simulate: (args, opts = {}) => client.simulate(args, { channel: 'api', ...opts }),
+  predict: (args, opts = {}) => client.predict(args, opts),
   ready: client.ready,
   client,
   lastRender: () => ({ result: last, preview: lastWasPreview, count: renderCount }),
@@ -585,7 +587,10 @@ function save(bytes: BlobPart, name: string, type = 'application/octet-stream') 
 }
 
 async function ensureFull() {
-  if (lastWasPreview || !last) await render('full');
+  // the worker must hold the full image of the current settings (an API render or prediction
+  // may have replaced it)
+  const held = client.lastRendered;
+  if (lastWasPreview || !last || !held || held.join('\u0000') !== last.args.join('\u0000')) await render('full');
 }
 
 for (const [id, what] of [['dl-int', 'int'], ['dl-noise', 'noise'], ['dl-float', 'float']] as const) {

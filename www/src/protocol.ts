@@ -42,6 +42,13 @@ export type ToWorker =
       backend: Backend;
       precision: Precision;
     }
+  | {
+      type: 'predict';
+      id: number;
+      args: string[];
+      files: Record<string, Uint8Array> | null;
+      maxExcitationError: number | null;
+    }
   | { type: 'cancel' }
   | { type: 'export'; id: number; what: 'int' | 'noise' | 'float' };
 
@@ -68,4 +75,5 @@ export type FromWorker =
       timings: Timings;
     }
   | { type: 'error'; id: number; message: string; cancelled: boolean }
-  | { type: 'exported'; id: number; bytes: Uint8Array | null; message: string };
+  | { type: 'exported'; id: number; bytes: Uint8Array | null; message: string }
+  | { type: 'predicted'; id: number; prediction: unknown; message: string };

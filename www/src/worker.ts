@@ -89,16 +89,33 @@ function fallbackNotice(error: string, threads: number): string {
   return `WebGPU failed: ${cpu}`;
 }
 
-async function render(msg: Extract<ToWorker, { type: 'render' }>) {
+/** Install the request's input files (null: unchanged since the previous request). */
+function useFiles(files: Record<string, Uint8Array> | null) {
   const w = wasm!;
-  const t0 = performance.now();
-  if (msg.files) {
+  if (files) {
     w.clear_files();
-    for (const [name, bytes] of Object.entries(msg.files)) w.set_file(name, bytes);
+    for (const [name, bytes] of Object.entries(files)) w.set_file(name, bytes);
     filesLoaded = true;
   } else if (!filesLoaded) {
     w.clear_files();
   }
+}
+
+/** Reflection prediction (crate::predict) for a command line; the records as the crate gives them. */
+function predict(msg: Extract<ToWorker, { type: 'predict' }>) {
+  try {
+    useFiles(msg.files);
+    wasm!.prepare(msg.args);
+    post({ type: 'predicted', id: msg.id, prediction: wasm!.predict(msg.maxExcitationError ?? undefined, false), message: '' });
+  } catch (e) {
+    post({ type: 'predicted', id: msg.id, prediction: null, message: errText(e) });
+  }
+}
+
+async function render(msg: Extract<ToWorker, { type: 'render' }>) {
+  const w = wasm!;
+  const t0 = performance.now();
+  useFiles(msg.files);
   let prep: PrepareInfo;
   let hkl: HklSummary | null | undefined;
   try {
@@ -207,6 +224,10 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
         post({ type: 'init-error', message: errText(e) });
       }
     });
+    return;
+  }
+  if (msg.type === 'predict') {
+    chain = chain.then(() => predict(msg));
     return;
   }
   if (msg.type === 'render') {
