@@ -47,15 +47,21 @@ function wasmBindgenVersion() {
   return m[1];
 }
 
+// The nightly of the threaded build (-Z build-std), pinned so that every machine builds what CI
+// built (as wasm-bindgen-rayon pins its nightly); NANOBRAGG_NIGHTLY overrides it.
+const NIGHTLY = process.env.NANOBRAGG_NIGHTLY || 'nightly-2026-05-20';
+
 function ensureRust() {
   const targets = out('rustup', ['target', 'list', '--installed']);
   if (!targets.split('\n').includes('wasm32-unknown-unknown')) run('rustup', ['target', 'add', 'wasm32-unknown-unknown']);
   if (!skipParallel) {
-    if (!out('rustup', ['toolchain', 'list']).includes('nightly')) run('rustup', ['toolchain', 'install', 'nightly', '--profile', 'minimal']);
-    const nt = out('rustup', ['+nightly', 'target', 'list', '--installed']);
-    if (!nt.split('\n').includes('wasm32-unknown-unknown')) run('rustup', ['+nightly', 'target', 'add', 'wasm32-unknown-unknown']);
-    const comps = out('rustup', ['+nightly', 'component', 'list', '--installed']);
-    if (!comps.split('\n').some((c) => c.startsWith('rust-src'))) run('rustup', ['component', 'add', 'rust-src', '--toolchain', 'nightly']);
+    if (!out('rustup', ['toolchain', 'list']).split('\n').some((t) => t.startsWith(NIGHTLY))) {
+      run('rustup', ['toolchain', 'install', NIGHTLY, '--profile', 'minimal', '--component', 'rust-src', '--target', 'wasm32-unknown-unknown']);
+    }
+    const nt = out('rustup', [`+${NIGHTLY}`, 'target', 'list', '--installed']);
+    if (!nt.split('\n').includes('wasm32-unknown-unknown')) run('rustup', [`+${NIGHTLY}`, 'target', 'add', 'wasm32-unknown-unknown']);
+    const comps = out('rustup', [`+${NIGHTLY}`, 'component', 'list', '--installed']);
+    if (!comps.split('\n').some((c) => c.startsWith('rust-src'))) run('rustup', ['component', 'add', 'rust-src', '--toolchain', NIGHTLY]);
   }
   const want = wasmBindgenVersion();
   const have = out('wasm-bindgen', ['--version']).split(' ')[1];
@@ -85,7 +91,7 @@ function buildWasm(kind) {
       '-C link-arg=--export=__tls_align',
       '-C link-arg=--export=__tls_base',
     ].join(' ');
-    args = ['+nightly', 'build', '-Z', 'build-std=panic_abort,std', '-p', 'nanobragg', '--lib',
+    args = [`+${NIGHTLY}`, 'build', '-Z', 'build-std=panic_abort,std', '-p', 'nanobragg', '--lib',
       '--target', WASM_TARGET, '--release', '--features', 'wasm,parallel,gpu', '--target-dir', targetDir];
   } else {
     env.RUSTFLAGS = '-C target-feature=+simd128,+bulk-memory,+mutable-globals';

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need and is missing, on a Debian machine that has
 # rustup/cargo, node/npm and root: Rust components and targets, wasm-bindgen-cli at the exact
-# version in Cargo.lock, Debian's chromium (browser tests) and Mesa's lavapipe (GPU tests on the
-# CPU). Nothing is downloaded from outside the package registries.
+# version in Cargo.lock, Debian's chromium (browser tests), Mesa's lavapipe (GPU tests on the
+# CPU) and python3-fabio (miniCBF read-back). Nothing is downloaded from outside the package
+# registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -12,6 +13,8 @@ need_apt=()
 if [ "$what" = all ] || [ "$what" = test ]; then
   [ -x /usr/bin/chromium ] || need_apt+=(chromium)
   ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers)
+  # fabio reads back the miniCBF files (scripts/check_cbf.py)
+  /usr/bin/python3 -c 'import fabio' 2>/dev/null || need_apt+=(python3-fabio)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== apt-get install ${need_apt[*]}"
@@ -21,3 +24,5 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
+# The wasm32 target (clippy of the browser build in scripts/test-rust.sh, and the web build).
+rustup target list --installed 2>/dev/null | grep -q '^wasm32-unknown-unknown$' || rustup target add wasm32-unknown-unknown

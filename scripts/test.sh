@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # `npm test`: every test. Installs what is missing first.
-#   (a) Rust: fmt, clippy, cargo test (scripts/test-rust.sh)
-#   (b) unit tests of the front end's pure modules (tests/unit/, node's test runner)
+#   (a) Rust: fmt, clippy (native, no-GPU and wasm32), cargo test (scripts/test-rust.sh); miniCBF read back by fabio
+#   (b) unit tests of the front end's pure modules (tests/unit/: npm run test:unit, seconds)
 #   (c) the wasm build of the web app (both modules) and its TypeScript
 #   (d) browser tests: node's test runner + playwright-core on Debian chromium (tests/browser/)
+# Each step prints its duration, and a summary of all steps ends the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh test
+source scripts/timing.sh
+step "setup (install what is missing)" bash scripts/setup.sh test
 bash scripts/test-rust.sh
-echo "== front-end unit tests (npm run test:unit)"
-[ -d node_modules/esbuild ] && [ -d node_modules/@preact/signals-core ] && [ -d node_modules/three ] || npm install --no-audit --no-fund
-node scripts/test-unit.mjs
-echo "== web build (npm run build)"
-[ -d node_modules/playwright-core ] && [ -d node_modules/esbuild ] || npm install --no-audit --no-fund
-node scripts/build.mjs
-echo "== typecheck (tsc)"
-npx tsc -p www --noEmit
-echo "== browser tests (node --test tests/browser/)"
-node --test --test-concurrency=1 tests/browser/
+step "miniCBF files read back by fabio (scripts/check_cbf.py)" /usr/bin/python3 scripts/check_cbf.py --run target/release
+# npm packages: install when any listed in package.json is missing (npm ls fails then)
+if ! npm ls --depth=0 >/dev/null 2>&1; then
+  step "npm install" npm install --no-audit --no-fund
+fi
+step "unit tests (npm run test:unit: tests/unit/)" node scripts/test-unit.mjs
+step "web build (npm run build: wasm modules, TypeScript bundles)" node scripts/build.mjs
+step "typecheck (tsc)" npx tsc -p www --noEmit
+step "browser tests (node --test tests/browser/)" node --test --test-concurrency=1 tests/browser/
+summary

@@ -62,9 +62,32 @@ pub fn prepare(words: &[String], files: &dyn FileSource) -> Result<Prepared> {
 }
 
 pub fn prepare_options(opts: &Options, files: &dyn FileSource) -> Result<Prepared> {
-    Ok(Prepared {
-        setup: resolve(opts, files)?,
-    })
+    let mut setup = resolve(opts, files)?;
+    apply_preset_mask(&mut setup);
+    Ok(Prepared { setup })
+}
+
+/// A `-detector` preset's module gaps join the plan's mask, when the detector still has the
+/// preset's pixel counts (later flags may have changed them; then a warning says so).
+fn apply_preset_mask(setup: &mut Setup) {
+    let Some(p) = setup.opts.preset else { return };
+    let plan = &mut setup.plan;
+    if plan.fpixels != p.fast_pixels || plan.spixels != p.slow_pixels {
+        setup.warnings.push(format!(
+            "WARNING: -detector {}: the detector is {}x{} pixels, not the preset's {}x{}; module gaps not masked",
+            p.name, plan.fpixels, plan.spixels, p.fast_pixels, p.slow_pixels
+        ));
+        return;
+    }
+    let gaps = p.mask();
+    plan.mask = Some(match plan.mask.take() {
+        Some(m) => m
+            .iter()
+            .zip(&gaps)
+            .map(|(a, b)| (*a != 0 && *b != 0) as u8)
+            .collect(),
+        None => gaps,
+    });
 }
 
 /// Most pixels the browser build renders: its memory is at most 1 GiB, and an image is held as

@@ -148,6 +148,10 @@ pub struct Options {
     pub printout_pixel: Option<(i64, i64)>,
     pub progress: bool,
     // ours
+    /// `-cbffile`: a miniCBF copy of the int image (`io::cbf`).
+    pub cbffile: Option<String>,
+    /// `-detector NAME`: a real detector's pixels, pixel size and module gaps (`detectors`).
+    pub preset: Option<&'static crate::detectors::DetectorPreset>,
     pub precision: Precision,
     pub threads: Option<usize>,
     pub backend: Backend,
@@ -255,6 +259,8 @@ impl Default for Options {
             predict: None,
             printout_pixel: None,
             progress: true,
+            cbffile: None,
+            preset: None,
             precision: Precision::F64,
             threads: None,
             backend: Backend::Cpu,
@@ -689,6 +695,20 @@ pub fn parse(words: &[String]) -> Result<Options> {
                 }
             }
             "-timings" => o.timings = true,
+            "-cbffile" => o.cbffile = Some(w.text()?),
+            "-detector" => {
+                let name = w.text()?;
+                let p = crate::detectors::find(&name).ok_or_else(|| {
+                    Error::usage(format!(
+                        "-detector: unknown detector '{name}' (known: {})",
+                        crate::detectors::names()
+                    ))
+                })?;
+                o.preset = Some(p);
+                o.fpixels = Some(p.fast_pixels as i64);
+                o.spixels = Some(p.slow_pixels as i64);
+                o.pixel = Some(p.pixel_mm * mm);
+            }
             _ => return Err(Error::usage(format!("unknown flag '{arg}'"))),
         }
     }

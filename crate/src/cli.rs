@@ -29,6 +29,8 @@ common options:
   -polar K (default 0) | -nopolar   -fluence ph/m^2 | -flux ph/s -exposure s
   -floatfile F -intfile F -noisefile F -pgmfile F -nonoise -nopgm -scale -adc -seed
 added by this port:
+  -detector NAME       a real detector: pilatus6m, eiger2-16m, eiger2-4m, mx300
+  -cbffile F           also write the int image as a miniCBF (PILATUS-style header)
   -precision f64|f32   f64 (default) matches upstream; f32 is the fast mode
   -threads N           CPU threads (default: all cores)
   -backend cpu|gpu|auto  where to render (gpu needs a build with the gpu feature)
@@ -195,29 +197,47 @@ fn render(
     })
 }
 
-fn write_file(name: &str, parts: &[&[u8]], what: &str, out: &mut impl Write) -> Result<()> {
+/// Prints `writing NAME as WHAT` and writes the file atomically.
+pub fn write_file(name: &str, parts: &[&[u8]], what: &str, out: &mut impl Write) -> Result<()> {
     let _ = writeln!(out, "writing {name} as {what}");
     write_atomic_parts(Path::new(name), parts)
 }
 
-/// Run the program; returns the process exit status.
-pub fn run(words: &[String]) -> i32 {
-    match run_inner(words) {
+/// The end of a program run (nanobragg, nonbragg, noisify): the exit status, with the error
+/// on stderr (and the usage text when an input is missing).
+pub fn finish(program: &str, usage: &str, result: Result<()>) -> i32 {
+    match result {
         Ok(()) => 0,
         Err(e) => {
             if e.kind == ErrorKind::MissingInput {
-                eprint!("{USAGE}");
+                eprint!("{usage}");
             }
-            eprintln!("nanobragg: error: {}", e.message);
+            eprintln!("{program}: error: {}", e.message);
             exit_code(&e)
         }
     }
+}
+
+/// Run the program; returns the process exit status.
+pub fn run(words: &[String]) -> i32 {
+    finish("nanobragg", USAGE, run_inner(words))
 }
 
 fn run_inner(words: &[String]) -> Result<()> {
     let t0 = Instant::now();
     let prep = api::prepare(words, &DiskFiles)?;
     let o = prep.options().clone();
+    io::atomic::check_outputs(&[
+        ("-floatfile", Some(&o.floatfile)),
+        ("-intfile", Some(&o.intfile)),
+        ("-pgmfile", o.write_pgm.then_some(&o.pgmfile)),
+        ("-noisefile", o.write_noise.then_some(&o.noisefile)),
+        ("-predict", o.predict.as_deref()),
+        (
+            "-dump (structure-factor cache)",
+            o.hkl.as_ref().map(|_| o.dump.as_str()),
+        ),
+    ])?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for w in &prep.setup.warnings {
@@ -283,6 +303,22 @@ fn run_inner(words: &[String]) -> Result<()> {
         "2-byte integers",
         &mut out,
     )?;
+    if let Some(name) = &o.cbffile {
+        let s = &prep.setup;
+        let mut info = output::cbf_info(
+            &s.det,
+            o.preset,
+            "nanoBragg simulation",
+            s.lambda0 * 1e10,
+            o.exposure,
+            s.phi0 * RTD,
+            s.osc * RTD,
+            plan.thick,
+        );
+        let px = output::cbf_pixels(&pixels, plan.mask.as_deref(), &mut info);
+        let file = io::cbf::write_minicbf(&info, plan.fpixels, plan.spixels, &px);
+        write_file(name, &[&file], "miniCBF (the int image)", &mut out)?;
+    }
     drop(pixels);
     if o.write_pgm {
         let ps = output::pgm_scale(&prep.setup, &st, scale);

@@ -12,11 +12,15 @@ pub mod cli;
 pub mod cpu;
 pub mod crystal;
 pub mod detector;
+pub mod detectors;
 pub mod error;
 pub mod files;
+pub mod flagwords;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod io;
+pub mod noisify;
+pub mod nonbragg;
 pub mod output;
 pub mod plan;
 pub mod predict;

@@ -3,6 +3,7 @@
 
 use crate::args::RTD;
 use crate::io::smv::SmvHeader;
+use crate::plan::Roi;
 use crate::resolve::Setup;
 use crate::rng::{Noise, RanState};
 use crate::stats::Stats;
@@ -47,20 +48,23 @@ pub fn int_scale(setup: &Setup, stats: &Stats) -> f64 {
 
 pub fn int_pixels(setup: &Setup, image: &[f32], scale: f64) -> Vec<u16> {
     let p = &setup.plan;
-    let adc = setup.opts.adc;
+    int_pixels_roi(p.fpixels, &p.roi, image, scale, setup.opts.adc)
+}
+
+/// The SMV integer image of any program (nanoBragg, nonBragg): pixels inside `roi` are
+/// `floorf((float)(clamp(v·scale + adc, 0, 65535) + 0.5))`, the others 0. `fpixels` is the
+/// row length of `image`.
+pub fn int_pixels_roi(fpixels: usize, roi: &Roi, image: &[f32], scale: f64, adc: f64) -> Vec<u16> {
     let mut out = vec![0u16; image.len()];
-    for s in 0..p.spixels {
-        for f in 0..p.fpixels {
-            if !p.roi.contains(f, s) {
-                continue;
-            }
-            let idx = s * p.fpixels + f;
-            let mut v = image[idx] as f64 * scale + adc;
-            v = v.min(65535.0);
-            v = v.max(0.0);
-            // upstream: floorf((float)(v + 0.5)); v >= 0, so truncation is the floor
-            out[idx] = ((v + 0.5) as f32) as u16;
+    for (idx, o) in out.iter_mut().enumerate() {
+        if !roi.contains(idx % fpixels, idx / fpixels) {
+            continue;
         }
+        let mut v = image[idx] as f64 * scale + adc;
+        v = v.min(65535.0);
+        v = v.max(0.0);
+        // upstream: floorf((float)(v + 0.5)); v >= 0, so truncation is the floor
+        *o = ((v + 0.5) as f32) as u16;
     }
     out
 }
@@ -77,15 +81,18 @@ pub fn pgm_scale(setup: &Setup, stats: &Stats, int_scale: f64) -> f64 {
 
 pub fn pgm_bytes(setup: &Setup, image: &[f32], scale: f64) -> Vec<u8> {
     let p = &setup.plan;
+    pgm_bytes_roi(p.fpixels, &p.roi, image, scale)
+}
+
+/// PGM bytes: `(unsigned char) min(255, v·scale)` inside `roi`, 0 elsewhere. A negative value
+/// converts as C does on x86-64 (through a 32-bit integer: -1.5 -> 255), which nonBragg's
+/// ice tables produce.
+pub fn pgm_bytes_roi(fpixels: usize, roi: &Roi, image: &[f32], scale: f64) -> Vec<u8> {
     let mut out = vec![0u8; image.len()];
-    for s in 0..p.spixels {
-        for f in 0..p.fpixels {
-            if !p.roi.contains(f, s) {
-                continue;
-            }
-            let idx = s * p.fpixels + f;
+    for (idx, o) in out.iter_mut().enumerate() {
+        if roi.contains(idx % fpixels, idx / fpixels) {
             let v = (image[idx] as f64 * scale).min(255.0);
-            out[idx] = v as u8;
+            *o = v as i32 as u8;
         }
     }
     out
@@ -95,32 +102,41 @@ pub fn pgm_bytes(setup: &Setup, image: &[f32], scale: f64) -> Vec<u8> {
 /// overload count.
 pub fn noise_pixels(setup: &Setup, image: &[f32]) -> (Vec<u16>, f64, usize) {
     let p = &setup.plan;
-    let adc = setup.opts.adc;
+    noise_pixels_roi(p.fpixels, &p.roi, image, setup.opts.adc, setup.noise_seed)
+}
+
+/// The Poisson noise image of any program: for every pixel inside `roi` in raster order,
+/// `poidev(v) + adc` clipped at 65535 (counted as an overload); 0 outside. `seed` is upstream's
+/// stored (negated) seed.
+pub fn noise_pixels_roi(
+    fpixels: usize,
+    roi: &Roi,
+    image: &[f32],
+    adc: f64,
+    seed: i64,
+) -> (Vec<u16>, f64, usize) {
     let mut rng = RanState::new();
     let mut noise = Noise::new();
-    let mut seed = setup.noise_seed;
+    let mut seed = seed;
     let mut out = vec![0u16; image.len()];
     let (mut sum, mut overloads) = (0.0f64, 0usize);
-    for s in 0..p.spixels {
-        for f in 0..p.fpixels {
-            if !p.roi.contains(f, s) {
-                continue;
-            }
-            let idx = s * p.fpixels + f;
-            let mut v = noise.poidev(&mut rng, image[idx], &mut seed) as f64;
-            sum += v;
-            v += adc;
-            if v > 65535.0 {
-                v = 65535.0;
-                overloads += 1;
-            }
-            out[idx] = v.max(0.0) as u16;
+    for (idx, o) in out.iter_mut().enumerate() {
+        if !roi.contains(idx % fpixels, idx / fpixels) {
+            continue;
         }
+        let mut v = noise.poidev(&mut rng, image[idx], &mut seed) as f64;
+        sum += v;
+        v += adc;
+        if v > 65535.0 {
+            v = 65535.0;
+            overloads += 1;
+        }
+        *o = v.max(0.0) as u16;
     }
     (out, sum, overloads)
 }
 
-/// Little-endian bytes of an f32 or u16 image, without a copy on little-endian machines.
+/// Little-endian bytes of an f32, u16 or u32 image, without a copy on little-endian machines.
 pub fn le_bytes<T: bytemuck::Pod + LeBytes>(image: &[T]) -> std::borrow::Cow<'_, [u8]> {
     if cfg!(target_endian = "little") {
         std::borrow::Cow::Borrowed(bytemuck::cast_slice(image))
@@ -142,7 +158,67 @@ impl LeBytes for u16 {
         self.to_le_bytes().to_vec()
     }
 }
+impl LeBytes for u32 {
+    fn le(&self) -> Vec<u8> {
+        self.to_le_bytes().to_vec()
+    }
+}
 
 pub fn float_bytes(image: &[f32]) -> Vec<u8> {
     le_bytes(image).into_owned()
+}
+
+/// The miniCBF header values of a placed detector (`-cbffile`): the beam position in pixels
+/// from the corner of the first pixel, the preset's name, sensor and largest count when the run
+/// used one (else 65535, the SMV image's limit, and a silicon sensor of `sensor_thickness` m if
+/// positive).
+pub fn cbf_info(
+    det: &crate::detector::Detector,
+    preset: Option<&crate::detectors::DetectorPreset>,
+    default_name: &str,
+    wavelength_a: f64,
+    exposure: f64,
+    phi_deg: f64,
+    osc_deg: f64,
+    sensor_thickness: f64,
+) -> crate::io::cbf::CbfInfo {
+    crate::io::cbf::CbfInfo {
+        detector: preset.map_or(default_name.to_string(), |p| p.label.to_string()),
+        pixel: det.pixel,
+        sensor: match preset {
+            Some(p) => Some((p.sensor.to_string(), p.sensor_thickness_um * 1e-6)),
+            None if sensor_thickness > 0.0 => Some(("Silicon".to_string(), sensor_thickness)),
+            None => None,
+        },
+        exposure,
+        count_cutoff: preset.map_or(65535, |p| p.saturation),
+        wavelength: wavelength_a,
+        distance: det.distance,
+        beam_xy: (det.fbeam / det.pixel, det.sbeam / det.pixel),
+        start_angle: phi_deg,
+        angle_increment: osc_deg,
+        excluded: 0,
+    }
+}
+
+/// The pixels of an SMV integer image as a miniCBF holds them: masked pixels (module gaps, a
+/// `-mask`) are -1, as PILATUS and EIGER files mark their gaps. Sets `info.excluded`.
+pub fn cbf_pixels(
+    ints: &[u16],
+    mask: Option<&[u8]>,
+    info: &mut crate::io::cbf::CbfInfo,
+) -> Vec<i32> {
+    let px: Vec<i32> = ints
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if mask.is_some_and(|m| m[i] == 0) {
+                -1
+            } else {
+                v as i32
+            }
+        })
+        .collect();
+    info.excluded = px.iter().filter(|&&v| v == -1).count();
+    px
 }

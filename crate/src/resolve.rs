@@ -5,7 +5,7 @@ use crate::args::{Options, RTD};
 use crate::crystal::{resolve_crystal, Crystal, CrystalInput};
 use crate::detector::{resolve_detector, Detector, HeaderDefaults};
 use crate::error::{Error, ErrorKind, Result};
-use crate::files::FileSource;
+use crate::files::{FileKind, FileSource};
 use crate::io;
 use crate::plan::{HklGrid, Interpolation, Orientation, Plan, Roi, Source};
 use crate::rng::{mosaic_rotation_umat, RanState};
@@ -38,10 +38,6 @@ pub struct Setup {
     pub warnings: Vec<String>,
 }
 
-fn read_text(files: &dyn FileSource, name: &str) -> Result<Vec<u8>> {
-    files.read(name)
-}
-
 /// Apply an SMV header's values as starting values (MODEL §7.11).
 fn ingest_header(
     files: &dyn FileSource,
@@ -52,7 +48,7 @@ fn ingest_header(
     phi0: &mut Option<f64>,
     osc: &mut Option<f64>,
 ) -> Result<io::smv::SmvFile> {
-    let bytes = files.read(name)?;
+    let bytes = files.read(name, FileKind::Image)?;
     let smv = io::smv::read_smv(name, &bytes)?;
     let h = &smv.header_text;
     let v = |k: &str| io::smv::value_of(h, k).filter(|x| !x.is_nan());
@@ -242,7 +238,10 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         o.misset_seed
     };
     let mat = match &o.mat {
-        Some(name) => Some(io::matfile::parse_mat(name, &read_text(files, name)?)?),
+        Some(name) => Some(io::matfile::parse_mat(
+            name,
+            &files.read(name, FileKind::Matrix)?,
+        )?),
         None => None,
     };
     let crystal = resolve_crystal(CrystalInput {
@@ -306,10 +305,10 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
     let mut hkl = HklGrid::default();
     let hkl_source;
     if let Some(name) = &o.hkl {
-        hkl = io::hkl::parse_hkl(name, &read_text(files, name)?, o.default_f)?;
+        hkl = io::hkl::parse_hkl(name, &files.read(name, FileKind::Hkl)?, o.default_f)?;
         hkl_source = format!("{} ({} reflections)", name, hkl.hkls);
     } else if hkl_dump_exists {
-        hkl = io::hkl::read_fdump(&o.dump, &files.read(&o.dump)?)?;
+        hkl = io::hkl::read_fdump(&o.dump, &files.read(&o.dump, FileKind::Fdump)?)?;
         hkl_source = format!("{} (cached structure factors, no -hkl given)", o.dump);
         warnings.push(format!(
             "reading structure factors from {} because no -hkl was given",
@@ -325,7 +324,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
     // 12. sources
     let mut sources = Vec::new();
     if let Some(name) = &o.sourcefile {
-        let rows = io::textcols::read_columns(name, &read_text(files, name)?, 5)?;
+        let rows = io::textcols::read_columns(name, &files.read(name, FileKind::Sources)?, 5)?;
         if rows.is_empty() {
             return Err(Error::input(format!("{name}: no sources found")));
         }
@@ -578,7 +577,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
 
 /// Seconds since the epoch: upstream's default noise and misset seed. The browser has no std
 /// clock (the wasm bindings pass `-seed` from JavaScript's clock instead); there this is 1.
-fn clock_seconds() -> i64 {
+pub(crate) fn clock_seconds() -> i64 {
     #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
     {
         1

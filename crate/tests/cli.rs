@@ -140,8 +140,8 @@ fn malformed_files_name_file_and_line() {
 fn failed_write_leaves_no_partial_file() {
     let dir = scratch("err-write");
     std::fs::create_dir_all(dir.join("sub")).unwrap();
-    // the int file goes into a folder that does not exist: the float file is written, the int
-    // file is not, and no temporary file is left behind
+    // the int file goes into a folder that does not exist: the outputs are checked before the
+    // render, so nothing is written, and no temporary file is left behind
     let r = run_cli(
         &dir,
         &words(&format!(
@@ -150,7 +150,7 @@ fn failed_write_leaves_no_partial_file() {
     );
     assert_eq!(r.status, 1, "{}", r.stderr);
     assert!(r.stderr.contains("missing/int.img"), "{}", r.stderr);
-    assert!(dir.join("sub/f.bin").exists());
+    assert!(!dir.join("sub/f.bin").exists());
     let leftovers: Vec<_> = std::fs::read_dir(dir.join("sub"))
         .unwrap()
         .filter_map(|e| e.ok())

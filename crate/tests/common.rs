@@ -1,6 +1,7 @@
-//! Helpers shared by the integration tests: golden-case discovery, running the CLI on a case
-//! in a scratch folder, and image comparison.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests (the GPU tests reach them through `gpu_support`):
+//! where the golden cases are and their list, a case's words, running the CLI on a case in a
+//! scratch folder, reading float images, and the one image comparison.
+#![allow(dead_code, unused_macros)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,8 +13,112 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The golden cases in the repository (`tests/fixtures/golden/<case>`).
 pub fn golden_dir(case: &str) -> PathBuf {
     repo_root().join("tests/fixtures/golden").join(case)
+}
+
+/// The full shared golden suite, which also holds the two large scaling cases that are not
+/// copied into the repository: `$NANOBRAGG_SHARED_GOLDEN` when set, else `../shared/golden`
+/// beside the checkout; `None` when neither exists (a fresh clone).
+pub fn shared_golden() -> Option<PathBuf> {
+    let dir = match std::env::var_os("NANOBRAGG_SHARED_GOLDEN") {
+        Some(d) => PathBuf::from(d),
+        None => repo_root().join("../shared/golden"),
+    };
+    dir.is_dir().then_some(dir)
+}
+
+/// Prints a line that the test harness's output capture cannot swallow (for SKIPPED lines).
+pub fn loud(msg: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{msg}");
+}
+
+/// The two cases only the shared suite holds (4 and 16 MiB float images).
+pub const SHARED_ONLY_CASES: [&str; 2] = ["scaling_1024", "scaling_2048"];
+
+/// The folder of a shared-only case, or `None` after printing a loud SKIPPED line (the case
+/// cannot be checked on a fresh clone).
+pub fn shared_case(case: &str) -> Option<PathBuf> {
+    let dir = shared_golden().map(|d| d.join(case));
+    match dir {
+        Some(d) if d.join("float.bin").exists() => Some(d),
+        _ => {
+            let msg = format!(
+                "SKIPPED {case}: only in the shared golden suite (set NANOBRAGG_SHARED_GOLDEN or put shared/golden beside the checkout)"
+            );
+            loud(&msg);
+            None
+        }
+    }
+}
+
+/// The golden cases of `tests/fixtures/golden`, in one list: `golden_cases!(m)` expands to
+/// `m!(case, case, ...)` (use `#[macro_use] mod common;`). A test checks that every folder is
+/// listed.
+macro_rules! golden_cases {
+    ($m:ident) => {
+        $m!(
+            adxv_xybeam,
+            cubic_basic_mosflm,
+            curved_det_nopolar,
+            custom_twotheta_axis,
+            custom_vectors_pix0_pivot_beam,
+            custom_xclose_pivot_sample_rot,
+            denzo_xybeam_pixel008,
+            detector_thickness_layers,
+            dials_orgxy_roty,
+            dispersion_divergence,
+            divergence_round_divsteps,
+            divergence_square_stepsize,
+            dmin_roi,
+            energy_scale_adc_pgmscale_noise,
+            flux_exposure_beamsize_xtalsize_noise,
+            gauss_xtal_fudge,
+            hkl_interpolate_auto_Na2,
+            hkl_interpolate_explicit,
+            hkl_sparse_default_F,
+            mat_3line_misset_Nabc_square,
+            mat_mosflm9_hkl_nearest,
+            misset_random_seed,
+            mosaic_domains_seed_noise,
+            mosflm_detrot_xyz_close_distance,
+            mosflm_twotheta_pivot_sample_ignored,
+            nonsquare_detpixels_fs,
+            nonsquare_detsize_xds,
+            oversample_explicit,
+            oversample_thick_polar_omega,
+            phi_osc_phisteps_triclinic,
+            point_pixel_pixel0172,
+            polar_kahn_wide_angle,
+            precision_cubic300_N50,
+            precision_triclinic_big,
+            round_xtal_fudge,
+            sourcefile_3sources,
+            spindle_axis_phistep,
+            tophat_spots_fudge,
+            triclinic_misset_xybeam,
+            water_background,
+            xds_orgxy_rotx,
+            xds_twotheta_close_distance,
+        );
+    };
+}
+
+/// Fails when a folder of `tests/fixtures/golden` is missing from `listed`.
+pub fn check_every_fixture_is_listed(listed: &[&str]) {
+    let dir = repo_root().join("tests/fixtures/golden");
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            let name = e.file_name().into_string().unwrap();
+            assert!(
+                listed.contains(&name.as_str()),
+                "golden case {name} has no test"
+            );
+        }
+    }
 }
 
 /// A fresh scratch folder under the target directory.
@@ -33,24 +138,54 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// The case's words with every output file renamed to `ours_<name>`.
-pub fn case_words(dir: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(dir.join("args.txt")).unwrap();
-    let words: Vec<String> = text.split_whitespace().map(String::from).collect();
+/// Flags of the golden cases that name an output file, and an input file.
+const OUTPUT_FLAGS: [&str; 4] = ["-floatfile", "-intfile", "-pgmfile", "-noisefile"];
+const INPUT_FLAGS: [&str; 5] = ["-hkl", "-mat", "-sourcefile", "-img", "-mask"];
+
+/// How a case's words are adapted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Words {
+    /// For the CLI run in a scratch copy of the case folder: every output renamed `ours_<name>`.
+    Cli,
+    /// For an in-process render (`api::prepare` with `DiskFiles`): input files made absolute
+    /// (the case folder), outputs dropped.
+    InProcess,
+}
+
+/// The words of a case's `args.txt`, adapted for `how`.
+pub fn case_words_for(dir: &Path, how: Words) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join("args.txt"))
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.join("args.txt").display()));
+    let words = nanobragg::api::split_args(&text);
     let mut out = Vec::new();
     let mut i = 0;
     while i < words.len() {
-        let w = &words[i];
-        if ["-floatfile", "-intfile", "-pgmfile", "-noisefile"].contains(&w.as_str()) {
-            out.push(w.clone());
-            out.push(format!("ours_{}", words[i + 1]));
-            i += 2;
-        } else {
-            out.push(w.clone());
-            i += 1;
+        let w = words[i].as_str();
+        let value = words.get(i + 1);
+        match (how, value) {
+            (Words::Cli, Some(v)) if OUTPUT_FLAGS.contains(&w) => {
+                out.push(w.to_string());
+                out.push(format!("ours_{v}"));
+            }
+            (Words::InProcess, Some(_)) if OUTPUT_FLAGS.contains(&w) => {}
+            (Words::InProcess, Some(v)) if INPUT_FLAGS.contains(&w) => {
+                out.push(w.to_string());
+                out.push(dir.join(v).to_string_lossy().into_owned());
+            }
+            _ => {
+                out.push(w.to_string());
+                i += 1;
+                continue;
+            }
         }
+        i += 2;
     }
     out
+}
+
+/// The case's words for the CLI, every output file renamed to `ours_<name>`.
+pub fn case_words(dir: &Path) -> Vec<String> {
+    case_words_for(dir, Words::Cli)
 }
 
 pub struct Run {
@@ -61,11 +196,16 @@ pub struct Run {
 }
 
 pub fn run_cli(dir: &Path, words: &[String]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_nanobragg"))
+    run_program(env!("CARGO_BIN_EXE_nanobragg"), dir, words)
+}
+
+/// Runs one of the crate's programs (`env!("CARGO_BIN_EXE_<name>")`) in `dir`.
+pub fn run_program(bin: &str, dir: &Path, words: &[String]) -> Run {
+    let out = Command::new(bin)
         .args(words)
         .current_dir(dir)
         .output()
-        .expect("run nanobragg");
+        .unwrap_or_else(|e| panic!("run {bin}: {e}"));
     Run {
         dir: dir.to_path_buf(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -74,20 +214,45 @@ pub fn run_cli(dir: &Path, words: &[String]) -> Run {
     }
 }
 
+/// A float image file (little-endian f32).
 pub fn read_f32(path: &Path) -> Vec<f32> {
     let b = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    assert!(
+        b.len().is_multiple_of(4),
+        "{}: {} bytes is not a whole number of f32 values",
+        path.display(),
+        b.len()
+    );
     b.chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
 }
 
+/// How an image compares with a reference.
+#[derive(Clone, Copy, Debug)]
 pub struct Compare {
+    /// Pearson correlation (1 when both images are constant).
     pub correlation: f64,
+    /// sum(test) / sum(reference) (1 when both sums are 0).
     pub sum_ratio: f64,
     pub max_abs_diff: f64,
+    /// max |reference|.
     pub max_ref: f64,
 }
 
+impl Compare {
+    /// Largest |test − reference| relative to the reference's peak (the difference itself when
+    /// the reference is all zero).
+    pub fn max_rel_to_peak(&self) -> f64 {
+        if self.max_ref == 0.0 {
+            self.max_abs_diff
+        } else {
+            self.max_abs_diff / self.max_ref
+        }
+    }
+}
+
+/// The one image comparison of the tests: sizes must agree and the test image must be finite.
 pub fn compare(reference: &[f32], test: &[f32]) -> Compare {
     assert_eq!(reference.len(), test.len(), "image sizes differ");
     assert!(
@@ -95,11 +260,7 @@ pub fn compare(reference: &[f32], test: &[f32]) -> Compare {
         "image has NaN or infinite pixels"
     );
     let n = reference.len() as f64;
-    let (mut sr, mut st) = (0.0, 0.0);
-    for (r, t) in reference.iter().zip(test) {
-        sr += *r as f64;
-        st += *t as f64;
-    }
+    let (sr, st) = (sum(reference), sum(test));
     let (mr, mt) = (sr / n, st / n);
     let (mut sxy, mut sxx, mut syy, mut maxd, mut maxr) = (0.0, 0.0, 0.0, 0.0f64, 0.0f64);
     for (r, t) in reference.iter().zip(test) {
@@ -121,6 +282,31 @@ pub fn compare(reference: &[f32], test: &[f32]) -> Compare {
         sum_ratio,
         max_abs_diff: maxd,
         max_ref: maxr,
+    }
+}
+
+/// Sum of an image in f64.
+pub fn sum(a: &[f32]) -> f64 {
+    a.iter().map(|&x| x as f64).sum()
+}
+
+/// Deterministic xorshift64* generator for test inputs.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Uniform in [lo, hi).
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
+    }
+    /// Uniform in 0..n (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
     }
 }
 

@@ -5,6 +5,7 @@
 
 #![allow(non_snake_case)] // test names are the golden case folders
 
+#[macro_use]
 mod common;
 use common::*;
 
@@ -146,96 +147,45 @@ macro_rules! golden {
         mod f32_mode { use super::check_case; $( #[test] fn $case() { check_case(stringify!($case), "f32"); } )* }
         #[test]
         fn every_fixture_is_listed() {
-            let listed = [$(stringify!($case)),*];
-            let dir = repo_root().join("tests/fixtures/golden");
-            for e in std::fs::read_dir(dir).unwrap() {
-                let e = e.unwrap();
-                if e.file_type().unwrap().is_dir() {
-                    let name = e.file_name().into_string().unwrap();
-                    assert!(listed.contains(&name.as_str()), "golden case {name} has no test");
-                }
-            }
+            check_every_fixture_is_listed(&[$(stringify!($case)),*]);
         }
     };
 }
 
-golden!(
-    adxv_xybeam,
-    cubic_basic_mosflm,
-    curved_det_nopolar,
-    custom_twotheta_axis,
-    custom_vectors_pix0_pivot_beam,
-    custom_xclose_pivot_sample_rot,
-    denzo_xybeam_pixel008,
-    detector_thickness_layers,
-    dials_orgxy_roty,
-    dispersion_divergence,
-    divergence_round_divsteps,
-    divergence_square_stepsize,
-    dmin_roi,
-    energy_scale_adc_pgmscale_noise,
-    flux_exposure_beamsize_xtalsize_noise,
-    gauss_xtal_fudge,
-    hkl_interpolate_auto_Na2,
-    hkl_interpolate_explicit,
-    hkl_sparse_default_F,
-    mat_3line_misset_Nabc_square,
-    mat_mosflm9_hkl_nearest,
-    misset_random_seed,
-    mosaic_domains_seed_noise,
-    mosflm_detrot_xyz_close_distance,
-    mosflm_twotheta_pivot_sample_ignored,
-    nonsquare_detpixels_fs,
-    nonsquare_detsize_xds,
-    oversample_explicit,
-    oversample_thick_polar_omega,
-    phi_osc_phisteps_triclinic,
-    point_pixel_pixel0172,
-    polar_kahn_wide_angle,
-    precision_cubic300_N50,
-    precision_triclinic_big,
-    round_xtal_fudge,
-    sourcefile_3sources,
-    spindle_axis_phistep,
-    tophat_spots_fudge,
-    triclinic_misset_xybeam,
-    water_background,
-    xds_orgxy_rotx,
-    xds_twotheta_close_distance,
-);
+golden_cases!(golden);
 
 /// The two scaling cases are large (4 and 16 MiB) and are not copied into the repository; they
-/// are checked when ../shared/golden is present beside the checkout.
+/// are checked (f32) when the shared golden suite is present (`common::shared_golden`).
+fn check_shared_case(case: &str) {
+    let Some(src) = shared_case(case) else {
+        return;
+    };
+    let dir = scratch(&format!("golden-{case}"));
+    copy_dir(&src, &dir);
+    let mut words = case_words(&src);
+    words.extend(["-precision".into(), "f32".into()]);
+    let run = run_cli(&dir, &words);
+    assert_eq!(run.status, 0, "{case}: {}", run.stderr);
+    let c = compare(
+        &read_f32(&src.join("float.bin")),
+        &read_f32(&dir.join("ours_float.bin")),
+    );
+    println!(
+        "{case}: correlation {:.9} sum ratio {:.9}",
+        c.correlation, c.sum_ratio
+    );
+    assert!(
+        c.correlation >= 0.9999 && (c.sum_ratio - 1.0).abs() <= 1e-3,
+        "{case}"
+    );
+}
+
 #[test]
-fn scaling_cases_when_shared_exists() {
-    let shared = repo_root().join("../shared/golden");
-    for case in ["scaling_1024", "scaling_2048"] {
-        let src = shared.join(case);
-        if !src.join("float.bin").exists() {
-            println!(
-                "SKIPPED {case}: {} not present (only in the steering checkout)",
-                src.display()
-            );
-            eprintln!("SKIPPED {case}: {} not present", src.display());
-            continue;
-        }
-        let dir = scratch(&format!("golden-{case}"));
-        copy_dir(&src, &dir);
-        let mut words = case_words(&src);
-        words.extend(["-precision".into(), "f32".into()]);
-        let run = run_cli(&dir, &words);
-        assert_eq!(run.status, 0, "{case}: {}", run.stderr);
-        let c = compare(
-            &read_f32(&src.join("float.bin")),
-            &read_f32(&dir.join("ours_float.bin")),
-        );
-        println!(
-            "{case}: correlation {:.9} sum ratio {:.9}",
-            c.correlation, c.sum_ratio
-        );
-        assert!(
-            c.correlation >= 0.9999 && (c.sum_ratio - 1.0).abs() <= 1e-3,
-            "{case}"
-        );
-    }
+fn scaling_1024() {
+    check_shared_case(SHARED_ONLY_CASES[0]);
+}
+
+#[test]
+fn scaling_2048() {
+    check_shared_case(SHARED_ONLY_CASES[1]);
 }

@@ -50,6 +50,7 @@ fn child(case: &str, backend: &str, reps: usize) {
     let plan = prep.plan();
     let cancel = AtomicBool::new(false);
     let mut times = Vec::new();
+    #[cfg_attr(not(feature = "gpu"), allow(unused_mut))]
     let mut cold = 0.0;
     match backend {
         "f64" | "f32" => {

@@ -137,7 +137,7 @@ pub fn f_nearest(p: &Plan, h0: i64, k0: i64, l0: i64) -> f64 {
 
 /// 4-point Lagrange interpolation with the node coordinates as numbers, upstream's order.
 #[inline]
-fn polint(xa: [f64; 4], ya: [f64; 4], x: f64) -> f64 {
+pub(crate) fn polint(xa: [f64; 4], ya: [f64; 4], x: f64) -> f64 {
     let [x0, x1, x2, x3] = xa;
     (((x - x1) * (x - x2)) * (x - x3)) * ya[0] / (((x0 - x1) * (x0 - x2)) * (x0 - x3))
         + (((x - x0) * (x - x2)) * (x - x3)) * ya[1] / (((x1 - x0) * (x1 - x2)) * (x1 - x3))

@@ -9,12 +9,17 @@ use crate::cfmt::{parse_f64_strict, parse_i64_strict};
 use crate::error::{Error, Result};
 use crate::plan::HklGrid;
 
-/// Largest padded table accepted (2 GiB of f64); larger index ranges are an input error, not an
-/// allocation failure.
-const MAX_TABLE: usize = 1 << 28;
+/// Largest structure-factor table accepted, in values: 2^26 = 67,108,864 (512 MiB as f64, 256
+/// MiB as the GPU's f32 copy), e.g. a box of ±200 in h, k and l, or ±60 x ±120 x ±600. The table
+/// spans the whole box between the smallest and largest indices of the file, padded by one in
+/// each direction (upstream's layout), however few records the file holds: a two-line file with
+/// `-300 -300 -300` and `300 300 300` would need 218 million values (1.7 GB, and as much again
+/// in `Fdump.bin`), and is an input error naming the file and the box instead.
+pub const MAX_TABLE: usize = 1 << 26;
 
-/// Padded table size `(h_range+1)(k_range+1)(l_range+1)` for the given bounds, checked.
-fn table_len(name: &str, b: [i64; 6]) -> Result<(usize, [usize; 3])> {
+/// Padded table size `(h_range+1)(k_range+1)(l_range+1)` for the given bounds, checked against
+/// `max` values.
+fn table_len(name: &str, b: [i64; 6], max: usize) -> Result<(usize, [usize; 3])> {
     let mut ranges = [0usize; 3];
     for (i, r) in ranges.iter_mut().enumerate() {
         let (lo, hi) = (b[2 * i], b[2 * i + 1]);
@@ -30,15 +35,18 @@ fn table_len(name: &str, b: [i64; 6]) -> Result<(usize, [usize; 3])> {
     }
     let len = ranges
         .iter()
-        .try_fold(1usize, |acc, &r| acc.checked_mul(r.checked_add(1)?))
-        .filter(|&n| n <= MAX_TABLE)
-        .ok_or_else(|| {
-            Error::input(format!(
-                "{name}: Miller index ranges h {}..{}, k {}..{}, l {}..{} are too large for a structure-factor table",
-                b[0], b[1], b[2], b[3], b[4], b[5]
-            ))
-        })?;
-    Ok((len, ranges))
+        .try_fold(1usize, |acc, &r| acc.checked_mul(r.checked_add(1)?));
+    match len {
+        Some(n) if n <= max => Ok((n, ranges)),
+        _ => {
+            let values = ranges.iter().map(|&r| r as f64 + 1.0).product::<f64>();
+            Err(Error::input(format!(
+                "{name}: Miller indices span h {}..{}, k {}..{}, l {}..{}: a structure-factor table of {values:.3e} values, more than the limit of {max}{}",
+                b[0], b[1], b[2], b[3], b[4], b[5],
+                if max == MAX_TABLE { " (a box of about ±200 in h, k and l)" } else { "" }
+            )))
+        }
+    }
 }
 
 fn alloc_table(name: &str, len: usize) -> Result<Vec<f64>> {
@@ -52,13 +60,9 @@ fn alloc_table(name: &str, len: usize) -> Result<Vec<f64>> {
     Ok(data)
 }
 
-/// Parses an `h k l F` text file into the padded structure-factor table.
-///
-/// Bounds come from the records; the table is zero-filled, the inner `h_range x k_range x
-/// l_range` block is prefilled with `default_f` when it is non-zero, then the records are stored
-/// (the last duplicate wins). `hkls` is the number of records.
-pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
-    let mut records: Vec<([i32; 3], f64)> = Vec::new();
+/// Calls `record` with each `h k l F` record of the text, in file order; errors name the file
+/// and line.
+fn for_each_record(name: &str, text: &[u8], mut record: impl FnMut([i32; 3], f64)) -> Result<()> {
     for (n, line) in numbered_lines(text) {
         let trimmed = String::from_utf8_lossy(line);
         let trimmed = trimmed.trim();
@@ -71,8 +75,13 @@ pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
                 show_line(line)
             ))
         };
-        let tokens: Vec<&str> = trimmed.split_ascii_whitespace().take(4).collect();
-        if tokens.len() < 4 {
+        let mut tokens = [""; 4];
+        let mut count = 0;
+        for (slot, tok) in tokens.iter_mut().zip(trimmed.split_ascii_whitespace()) {
+            *slot = tok;
+            count += 1;
+        }
+        if count < 4 {
             return Err(expected());
         }
         let f = parse_f64_strict(tokens[3]).ok_or_else(expected)?;
@@ -94,22 +103,45 @@ pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
                 None => return Err(expected()),
             };
         }
-        records.push((hkl, f));
+        record(hkl, f);
     }
-    if records.is_empty() {
-        return Err(Error::input(format!(
-            "{name}: no \"h k l F\" records found"
-        )));
-    }
+    Ok(())
+}
 
+/// Parses an `h k l F` text file into the padded structure-factor table.
+///
+/// Bounds come from the records; the table is zero-filled, the inner `h_range x k_range x
+/// l_range` block is prefilled with `default_f` when it is non-zero, then the records are stored
+/// (the last duplicate wins). `hkls` is the number of records.
+///
+/// Two passes over the text (bounds, then values): memory is the text and the table, nothing
+/// per record, and the table size is checked against [`MAX_TABLE`] before it is allocated.
+pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
+    parse_hkl_limited(name, text, default_f, MAX_TABLE)
+}
+
+/// [`parse_hkl`] with a smaller table limit (the fuzz targets use one, to stay fast).
+pub fn parse_hkl_limited(
+    name: &str,
+    text: &[u8],
+    default_f: f64,
+    max_values: usize,
+) -> Result<HklGrid> {
     let mut b = [i64::MAX, i64::MIN, i64::MAX, i64::MIN, i64::MAX, i64::MIN];
-    for (hkl, _) in &records {
+    let mut records = 0usize;
+    for_each_record(name, text, |hkl, _| {
+        records += 1;
         for i in 0..3 {
             b[2 * i] = b[2 * i].min(hkl[i] as i64);
             b[2 * i + 1] = b[2 * i + 1].max(hkl[i] as i64);
         }
+    })?;
+    if records == 0 {
+        return Err(Error::input(format!(
+            "{name}: no \"h k l F\" records found"
+        )));
     }
-    let (len, [hr, kr, lr]) = table_len(name, b)?;
+    let (len, [hr, kr, lr]) = table_len(name, b, max_values.min(MAX_TABLE))?;
     let mut data = alloc_table(name, len)?;
     let (kd, ld) = (kr + 1, lr + 1);
     if default_f != 0.0 {
@@ -120,12 +152,12 @@ pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
             }
         }
     }
-    for (hkl, f) in &records {
+    for_each_record(name, text, |hkl, f| {
         let ih = (hkl[0] as i64 - b[0]) as usize;
         let ik = (hkl[1] as i64 - b[2]) as usize;
         let il = (hkl[2] as i64 - b[4]) as usize;
-        data[(ih * kd + ik) * ld + il] = *f;
-    }
+        data[(ih * kd + ik) * ld + il] = f;
+    })?;
     Ok(HklGrid {
         h_min: b[0] as i32,
         h_max: b[1] as i32,
@@ -133,7 +165,7 @@ pub fn parse_hkl(name: &str, text: &[u8], default_f: f64) -> Result<HklGrid> {
         k_max: b[3] as i32,
         l_min: b[4] as i32,
         l_max: b[5] as i32,
-        hkls: records.len(),
+        hkls: records,
         data,
     })
 }
@@ -157,6 +189,11 @@ pub fn write_fdump(grid: &HklGrid) -> Vec<u8> {
 /// six integers (upstream's scanf would also swallow data bytes that look like whitespace).
 /// `hkls` is set to `h_range*k_range*l_range`.
 pub fn read_fdump(name: &str, bytes: &[u8]) -> Result<HklGrid> {
+    read_fdump_limited(name, bytes, MAX_TABLE)
+}
+
+/// [`read_fdump`] with a smaller table limit (the fuzz targets use one, to stay fast).
+pub fn read_fdump_limited(name: &str, bytes: &[u8], max_values: usize) -> Result<HklGrid> {
     let not_dump = || {
         Error::input(format!(
             "{name}: not a structure-factor dump (expected six integers \"h_min h_max k_min k_max l_min l_max\" followed by a newline and a form feed)"
@@ -189,7 +226,7 @@ pub fn read_fdump(name: &str, bytes: &[u8]) -> Result<HklGrid> {
         return Err(not_dump());
     }
     pos += 2;
-    let (len, [hr, kr, lr]) = table_len(name, b)?;
+    let (len, [hr, kr, lr]) = table_len(name, b, max_values.min(MAX_TABLE))?;
     let body = &bytes[pos..];
     let need = len * 8;
     if body.len() < need {
@@ -309,7 +346,23 @@ mod tests {
             e.message
         );
         let e = parse_hkl("a.hkl", b"-2000000000 0 0 1\n2000000000 0 0 1\n", 0.0).unwrap_err();
-        assert!(e.message.contains("too large"), "{}", e.message);
+        assert!(
+            e.message.contains("more than the limit of 67108864"),
+            "{}",
+            e.message
+        );
+        // 31 bytes spanning ±300: 218 million values, refused before any allocation.
+        let far = b"-300 -300 -300 1\n300 300 300 1\n";
+        assert_eq!(far.len(), 31);
+        let e = parse_hkl("far.hkl", far, 0.0).unwrap_err();
+        assert_eq!(
+            e.message,
+            "far.hkl: Miller indices span h -300..300, k -300..300, l -300..300: a structure-factor table of 2.182e8 values, more than the limit of 67108864 (a box of about ±200 in h, k and l)"
+        );
+        // The largest cube within the limit is ±202 (padded 406^3 = 66.9 million values).
+        let (len, _) = table_len("near.hkl", [-202, 202, -202, 202, -202, 202], MAX_TABLE).unwrap();
+        assert_eq!(len, 406 * 406 * 406);
+        assert!(table_len("x.hkl", [-203, 203, -203, 203, -203, 203], MAX_TABLE).is_err());
         let e = parse_hkl("empty.hkl", b"\n# only comments\n  \n", 0.0).unwrap_err();
         assert_eq!(e.message, "empty.hkl: no \"h k l F\" records found");
         let e = parse_hkl("bin.hkl", b"\x00\x01\xff\xfe", 0.0).unwrap_err();
@@ -385,6 +438,10 @@ mod tests {
         );
         let e =
             read_fdump("Fdump.bin", b"-1000000 1000000 -1000000 1000000 0 0\n\x0c").unwrap_err();
-        assert!(e.message.contains("too large"), "{}", e.message);
+        assert!(
+            e.message.contains("more than the limit of 67108864"),
+            "{}",
+            e.message
+        );
     }
 }

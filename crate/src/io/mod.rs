@@ -1,11 +1,13 @@
 //! File formats: reading inputs (HKL text, structure-factor dumps, MOSFLM matrices, multi-column
-//! text, SMV headers) and writing outputs (SMV, PGM) atomically.
+//! text, SMV headers) and writing outputs (SMV, PGM, miniCBF) atomically.
 
 pub mod atomic;
+pub mod cbf;
 pub mod hkl;
 pub mod matfile;
 pub mod pgm;
 pub mod smv;
+pub mod stol;
 pub mod textcols;
 
 /// A line of input shown in an error message: trimmed, control characters replaced, and cut

@@ -34,63 +34,67 @@ pub struct SmvHeader {
     pub twotheta_deg: f64,
 }
 
+/// Pixel type named in an SMV header's `TYPE` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmvType {
+    /// `TYPE=unsigned_short`: 2-byte pixels.
+    U16,
+    /// `TYPE=long_integer`: 4-byte unsigned pixels (noisify `-bits 32`).
+    U32,
+}
+
+/// The opening lines every upstream program writes, through `TYPE`.
+pub fn header_open(ty: SmvType) -> String {
+    let t = match ty {
+        SmvType::U16 => "unsigned_short",
+        SmvType::U32 => "long_integer",
+    };
+    format!("{{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE={t};\n")
+}
+
+/// The closing lines every upstream program writes (`BEAMLINE=fake` marks a simulated image).
+pub const HEADER_CLOSE: &str = "DETECTOR_SN=000;\nBEAMLINE=fake;\n}\x0c";
+
+/// Appends `KEY=<%g of v>;\n`.
+pub fn push_g(s: &mut String, key: &str, v: f64) {
+    s.push_str(key);
+    s.push('=');
+    s.push_str(&fmt_g(v));
+    s.push_str(";\n");
+}
+
 /// The header text exactly as upstream prints it, up to and including `}` and the form feed
 /// (without the space padding).
 pub fn header_text(h: &SmvHeader) -> String {
     let g = fmt_g;
-    let mut s = String::with_capacity(SMV_HEADER_BYTES);
-    s.push_str("{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE=unsigned_short;\n");
+    let mut s = header_open(SmvType::U16);
     s.push_str(&format!("SIZE1={};\nSIZE2={};\n", h.fpixels, h.spixels));
-    s.push_str(&format!(
-        "PIXEL_SIZE={};\nDISTANCE={};\n",
-        g(h.pixel_mm),
-        g(h.distance_mm)
-    ));
-    s.push_str(&format!("WAVELENGTH={};\n", g(h.wavelength_a)));
-    s.push_str(&format!(
-        "BEAM_CENTER_X={};\nBEAM_CENTER_Y={};\n",
-        g(h.beam_center_x_mm),
-        g(h.beam_center_y_mm)
-    ));
-    s.push_str(&format!(
-        "ADXV_CENTER_X={};\nADXV_CENTER_Y={};\n",
-        g(h.adxv_center_x),
-        g(h.adxv_center_y)
-    ));
-    s.push_str(&format!(
-        "MOSFLM_CENTER_X={};\nMOSFLM_CENTER_Y={};\n",
-        g(h.mosflm_center_x),
-        g(h.mosflm_center_y)
-    ));
-    s.push_str(&format!(
-        "DENZO_X_BEAM={};\nDENZO_Y_BEAM={};\n",
-        g(h.denzo_x_beam),
-        g(h.denzo_y_beam)
-    ));
+    push_g(&mut s, "PIXEL_SIZE", h.pixel_mm);
+    push_g(&mut s, "DISTANCE", h.distance_mm);
+    push_g(&mut s, "WAVELENGTH", h.wavelength_a);
+    push_g(&mut s, "BEAM_CENTER_X", h.beam_center_x_mm);
+    push_g(&mut s, "BEAM_CENTER_Y", h.beam_center_y_mm);
+    push_g(&mut s, "ADXV_CENTER_X", h.adxv_center_x);
+    push_g(&mut s, "ADXV_CENTER_Y", h.adxv_center_y);
+    push_g(&mut s, "MOSFLM_CENTER_X", h.mosflm_center_x);
+    push_g(&mut s, "MOSFLM_CENTER_Y", h.mosflm_center_y);
+    push_g(&mut s, "DENZO_X_BEAM", h.denzo_x_beam);
+    push_g(&mut s, "DENZO_Y_BEAM", h.denzo_y_beam);
     let [o1, o2, o3] = h.dials_origin;
     s.push_str(&format!("DIALS_ORIGIN={},{},{}\n", g(o1), g(o2), g(o3)));
-    s.push_str(&format!(
-        "XDS_ORGX={};\nXDS_ORGY={};\n",
-        g(h.xds_orgx),
-        g(h.xds_orgy)
-    ));
-    s.push_str(&format!("CLOSE_DISTANCE={};\n", g(h.close_distance_mm)));
-    s.push_str(&format!(
-        "PHI={};\nOSC_START={};\nOSC_RANGE={};\n",
-        g(h.phi_deg),
-        g(h.osc_start_deg),
-        g(h.osc_range_deg)
-    ));
-    s.push_str(&format!("TWOTHETA={};\n", g(h.twotheta_deg)));
-    s.push_str("DETECTOR_SN=000;\nBEAMLINE=fake;\n}\x0c");
+    push_g(&mut s, "XDS_ORGX", h.xds_orgx);
+    push_g(&mut s, "XDS_ORGY", h.xds_orgy);
+    push_g(&mut s, "CLOSE_DISTANCE", h.close_distance_mm);
+    push_g(&mut s, "PHI", h.phi_deg);
+    push_g(&mut s, "OSC_START", h.osc_start_deg);
+    push_g(&mut s, "OSC_RANGE", h.osc_range_deg);
+    push_g(&mut s, "TWOTHETA", h.twotheta_deg);
+    s.push_str(HEADER_CLOSE);
     s
 }
 
-/// A complete SMV file: the 512-byte header (text, `}`, form feed, space padding) followed by
-/// the pixels as little-endian u16, row-major.
-/// The 512-byte header block (text, form feed, space padding).
-pub fn header_block(h: &SmvHeader) -> Result<Vec<u8>> {
-    let text = header_text(h);
+/// Pads header text (through the form feed) with spaces to the 512 bytes it declares.
+pub fn pad_header(text: String) -> Result<Vec<u8>> {
     if text.len() > SMV_HEADER_BYTES {
         return Err(Error::output(format!(
             "SMV header is {} bytes long, more than the {SMV_HEADER_BYTES} bytes it declares",
@@ -102,6 +106,13 @@ pub fn header_block(h: &SmvHeader) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The 512-byte header block (text, form feed, space padding).
+pub fn header_block(h: &SmvHeader) -> Result<Vec<u8>> {
+    pad_header(header_text(h))
+}
+
+/// A complete SMV file: the 512-byte header (text, `}`, form feed, space padding) followed by
+/// the pixels as little-endian u16, row-major.
 pub fn write_smv(h: &SmvHeader, pixels: &[u16]) -> Result<Vec<u8>> {
     let n = h.fpixels.checked_mul(h.spixels);
     if n != Some(pixels.len()) {
@@ -112,16 +123,8 @@ pub fn write_smv(h: &SmvHeader, pixels: &[u16]) -> Result<Vec<u8>> {
             h.spixels
         )));
     }
-    let text = header_text(h);
-    if text.len() > SMV_HEADER_BYTES {
-        return Err(Error::output(format!(
-            "SMV header is {} bytes long, more than the {SMV_HEADER_BYTES} bytes it declares",
-            text.len()
-        )));
-    }
-    let mut out = Vec::with_capacity(SMV_HEADER_BYTES + 2 * pixels.len());
-    out.extend_from_slice(text.as_bytes());
-    out.resize(SMV_HEADER_BYTES, b' ');
+    let mut out = header_block(h)?;
+    out.reserve(2 * pixels.len());
     for p in pixels {
         out.extend_from_slice(&p.to_le_bytes());
     }
@@ -151,8 +154,28 @@ fn header_size(v: Option<f64>) -> Option<usize> {
         .map(|x| x.trunc() as usize)
 }
 
-/// Reads an SMV file. It must start with `{\nHEADER_BYT`; `HEADER_BYTES` gives the header length.
-pub fn read_smv(name: &str, bytes: &[u8]) -> Result<SmvFile> {
+/// The header of an SMV file: its text (up to the first NUL, as upstream's string functions
+/// see it) and its length in bytes (`HEADER_BYTES`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SmvHead {
+    pub text: String,
+    pub header_bytes: usize,
+}
+
+impl SmvHead {
+    /// `SIZE1` x `SIZE2` (or `DETECTOR_DIMENSIONS` squared when `SIZE1` is missing).
+    pub fn dimensions(&self) -> Option<(usize, usize)> {
+        let w = header_size(value_of(&self.text, "SIZE1"));
+        match w {
+            Some(w) => Some((w, header_size(value_of(&self.text, "SIZE2"))?)),
+            None => header_size(value_of(&self.text, "DETECTOR_DIMENSIONS")).map(|d| (d, d)),
+        }
+    }
+}
+
+/// Reads an SMV header. The file must start with `{\nHEADER_BYT`; `HEADER_BYTES` gives the
+/// header length, and the file must hold at least that many bytes.
+pub fn read_head(name: &str, bytes: &[u8]) -> Result<SmvHead> {
     if !bytes.starts_with(b"{\nHEADER_BYT") {
         return Err(Error::input(format!(
             "{name}: not an SMV image (the file must start with \"{{\" and a line \"HEADER_BYTES=...\")"
@@ -168,11 +191,20 @@ pub fn read_smv(name: &str, bytes: &[u8]) -> Result<SmvFile> {
             bytes.len()
         )));
     }
-    let header_text = if header_bytes == SMV_HEADER_BYTES {
+    let text = if header_bytes == SMV_HEADER_BYTES {
         first
     } else {
         header_str(bytes, header_bytes)
     };
+    Ok(SmvHead { text, header_bytes })
+}
+
+/// Reads an SMV file. It must start with `{\nHEADER_BYT`; `HEADER_BYTES` gives the header length.
+pub fn read_smv(name: &str, bytes: &[u8]) -> Result<SmvFile> {
+    let SmvHead {
+        text: header_text,
+        header_bytes,
+    } = read_head(name, bytes)?;
 
     let mut width = header_size(value_of(&header_text, "SIZE1"));
     let mut height = header_size(value_of(&header_text, "SIZE2"));
@@ -184,15 +216,17 @@ pub fn read_smv(name: &str, bytes: &[u8]) -> Result<SmvFile> {
     let body = &bytes[header_bytes..];
     let count = match (width, height) {
         (Some(w), Some(h)) => {
-            let n = w * h;
-            if body.len() < 2 * n {
-                return Err(Error::input(format!(
-                    "{name}: truncated SMV image: {w}x{h} pixels need {} bytes after the header, found {}",
-                    2 * n,
-                    body.len()
-                )));
+            let n = w.checked_mul(h).filter(|n| n.checked_mul(2).is_some());
+            match n {
+                Some(n) if 2 * n <= body.len() => n,
+                _ => {
+                    return Err(Error::input(format!(
+                        "{name}: truncated SMV image: {w}x{h} pixels need {} bytes after the header, found {}",
+                        2.0 * w as f64 * h as f64,
+                        body.len()
+                    )))
+                }
             }
-            n
         }
         _ => body.len() / 2,
     };

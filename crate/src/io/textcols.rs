@@ -19,6 +19,14 @@ fn is_delim(b: &u8) -> bool {
 
 /// Reads every non-blank, non-comment line as `ncols` numbers (NaN where missing).
 pub fn read_columns(name: &str, text: &[u8], ncols: usize) -> Result<Vec<Vec<f64>>> {
+    Ok(read_rows(name, text, ncols)?
+        .into_iter()
+        .map(|(_, row)| row)
+        .collect())
+}
+
+/// Like [`read_columns`], with each row's 1-based line number.
+pub fn read_rows(name: &str, text: &[u8], ncols: usize) -> Result<Vec<(usize, Vec<f64>)>> {
     let mut rows = Vec::new();
     for (n, line) in numbered_lines(text) {
         let start = line.iter().position(|b| !is_delim(b)).unwrap_or(line.len());
@@ -40,7 +48,7 @@ pub fn read_columns(name: &str, text: &[u8], ncols: usize) -> Result<Vec<Vec<f64
             }
             *slot = v;
         }
-        rows.push(row);
+        rows.push((n, row));
     }
     Ok(rows)
 }

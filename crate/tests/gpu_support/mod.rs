@@ -1,79 +1,86 @@
-//! Shared helpers of the GPU tests. GPU tests FAIL (never skip) when no adapter is found.
+//! Shared helpers of the GPU tests: the device, and the test harness of `common.rs` (image
+//! comparison, golden cases, the test-input generator) re-exported.
+//!
+//! A GPU test FAILS when no wgpu adapter is found, with a message saying so (CI installs Mesa's
+//! lavapipe, so CI runs every GPU test). On a machine without any adapter, set
+//! `NANOBRAGG_NO_GPU=1` to skip them instead: each skipped test prints a loud `SKIPPED` line.
 #![allow(dead_code)]
 
+#[macro_use]
+#[path = "../common.rs"]
+pub mod common;
+
+#[allow(unused_imports)]
+pub use common::{loud, sum, Rng};
 use nanobragg::gpu::{self, GpuRenderer};
 
-/// A device for the tests: lavapipe (Mesa's CPU Vulkan) on machines without a GPU.
-pub fn device() -> (wgpu::Device, wgpu::Queue) {
+/// The environment variable that turns "no adapter" from a failure into a skip.
+pub const NO_GPU_VAR: &str = "NANOBRAGG_NO_GPU";
+
+fn no_gpu_allowed() -> bool {
+    std::env::var(NO_GPU_VAR).is_ok_and(|v| v == "1")
+}
+
+/// A device for the tests (lavapipe, Mesa's CPU Vulkan, on machines without a GPU), or `None`
+/// after a SKIPPED line when there is no adapter and `NANOBRAGG_NO_GPU=1` is set. Panics with
+/// a clear message when there is no adapter otherwise.
+pub fn device_or_skip(test: &str) -> Option<(wgpu::Device, wgpu::Queue)> {
     match pollster::block_on(gpu::request_device()) {
         Ok((d, q, info)) => {
             eprintln!(
                 "GPU tests on: {} ({:?}, {})",
                 info.name, info.backend, info.driver
             );
-            (d, q)
+            Some((d, q))
+        }
+        Err(e) if no_gpu_allowed() => {
+            loud(&format!("SKIPPED {test}: {NO_GPU_VAR}=1 is set and {e}"));
+            None
         }
         Err(e) => panic!(
-            "GPU tests need a wgpu adapter and none was found: {e}. \
-             Install mesa-vulkan-drivers (lavapipe) or run on a machine with a GPU."
+            "{e}. The GPU tests need a wgpu adapter: install mesa-vulkan-drivers (lavapipe, \
+             as CI does) or run on a machine with a GPU; set {NO_GPU_VAR}=1 to skip the GPU \
+             tests instead."
         ),
     }
 }
 
+/// A renderer on [`device_or_skip`]'s device.
+pub fn renderer_or_skip(test: &str) -> Option<GpuRenderer> {
+    let (d, q) = device_or_skip(test)?;
+    Some(
+        pollster::block_on(GpuRenderer::new_with_device(d, q))
+            .unwrap_or_else(|e| panic!("GPU renderer set-up failed: {e}")),
+    )
+}
+
+/// Ends this test binary with success after a SKIPPED line (for the tests that take a device
+/// without a way to return early: all tests of such a binary need the GPU).
+fn skip_binary() -> ! {
+    let exe = std::env::args().next().unwrap_or_default();
+    loud(&format!(
+        "SKIPPED every remaining test of {exe}: no GPU adapter and {NO_GPU_VAR}=1 is set"
+    ));
+    std::process::exit(0)
+}
+
+/// A device for the tests; see [`device_or_skip`]. Where the skip applies, the whole test
+/// binary ends (successfully) after a SKIPPED line.
+pub fn device() -> (wgpu::Device, wgpu::Queue) {
+    device_or_skip("GPU test").unwrap_or_else(|| skip_binary())
+}
+
+/// A renderer for the tests; see [`device`].
 pub fn renderer() -> GpuRenderer {
-    let (d, q) = device();
-    pollster::block_on(GpuRenderer::new_with_device(d, q))
-        .unwrap_or_else(|e| panic!("GPU renderer set-up failed: {e}"))
+    renderer_or_skip("GPU test").unwrap_or_else(|| skip_binary())
 }
 
-/// Deterministic xorshift64* generator for test inputs.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// Uniform in [lo, hi).
-    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
-    }
-}
-
-/// Pearson correlation of two images.
+/// Pearson correlation of two images (the one in `common::compare`).
 pub fn pearson(a: &[f32], b: &[f32]) -> f64 {
-    let n = a.len() as f64;
-    let ma = a.iter().map(|&x| x as f64).sum::<f64>() / n;
-    let mb = b.iter().map(|&x| x as f64).sum::<f64>() / n;
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for (&x, &y) in a.iter().zip(b) {
-        let (dx, dy) = (x as f64 - ma, y as f64 - mb);
-        sab += dx * dy;
-        saa += dx * dx;
-        sbb += dy * dy;
-    }
-    if saa == 0.0 && sbb == 0.0 {
-        return 1.0;
-    }
-    sab / (saa * sbb).sqrt()
+    common::compare(b, a).correlation
 }
 
-pub fn sum(a: &[f32]) -> f64 {
-    a.iter().map(|&x| x as f64).sum()
-}
-
-/// Largest |a - b| relative to max |b|.
+/// Largest |a − b| relative to max |b| (the one in `common::Compare`).
 pub fn max_rel_to_peak(a: &[f32], b: &[f32]) -> f64 {
-    let peak = b.iter().fold(0f64, |m, &x| m.max((x as f64).abs()));
-    let diff = a
-        .iter()
-        .zip(b)
-        .fold(0f64, |m, (&x, &y)| m.max((x as f64 - y as f64).abs()));
-    if peak == 0.0 {
-        diff
-    } else {
-        diff / peak
-    }
+    common::compare(b, a).max_rel_to_peak()
 }

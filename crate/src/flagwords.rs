@@ -1,0 +1,151 @@
+//! A cursor over command-line words for the companion programs (`noisify`, `nonbragg`), whose
+//! flag tables differ from nanoBragg's: values are read with the crate's strict number parsers
+//! (`cfmt`) and every error names the flag it belongs to.
+
+use crate::cfmt::{parse_f64_strict, parse_i64_strict};
+use crate::error::{Error, Result};
+
+pub struct FlagWords<'a> {
+    words: &'a [String],
+    pos: usize,
+    flag: String,
+}
+
+impl<'a> FlagWords<'a> {
+    pub fn new(words: &'a [String]) -> Self {
+        FlagWords {
+            words,
+            pos: 0,
+            flag: String::new(),
+        }
+    }
+
+    /// The next word, which becomes the current flag for error messages.
+    pub fn next_flag(&mut self) -> Option<String> {
+        let w = self.words.get(self.pos)?.clone();
+        self.pos += 1;
+        self.flag = w.clone();
+        Some(w)
+    }
+
+    pub fn flag(&self) -> &str {
+        &self.flag
+    }
+
+    /// Words left after the cursor.
+    pub fn remaining(&self) -> usize {
+        self.words.len() - self.pos
+    }
+
+    /// A usage error about the current flag: `<flag>: <what>`.
+    pub fn error(&self, what: impl std::fmt::Display) -> Error {
+        Error::usage(format!("{}: {what}", self.flag))
+    }
+
+    pub fn text(&mut self) -> Result<String> {
+        match self.words.get(self.pos) {
+            Some(s) => {
+                self.pos += 1;
+                Ok(s.clone())
+            }
+            None => Err(self.error("missing value")),
+        }
+    }
+
+    /// A finite number.
+    pub fn f64(&mut self) -> Result<f64> {
+        let t = self.text()?;
+        match parse_f64_strict(&t) {
+            Some(v) if v.is_finite() => Ok(v),
+            _ => Err(self.error(format_args!("expected a number, found '{t}'"))),
+        }
+    }
+
+    /// A number that must be > 0.
+    pub fn positive(&mut self) -> Result<f64> {
+        let v = self.f64()?;
+        if v > 0.0 {
+            Ok(v)
+        } else {
+            Err(self.error(format_args!("must be positive, found {v}")))
+        }
+    }
+
+    /// A number that must be >= 0.
+    pub fn non_negative(&mut self) -> Result<f64> {
+        let v = self.f64()?;
+        if v >= 0.0 {
+            Ok(v)
+        } else {
+            Err(self.error(format_args!("must not be negative, found {v}")))
+        }
+    }
+
+    /// An integer (a number with a fraction is truncated, as C `atoi` of "2.0" would).
+    pub fn int(&mut self) -> Result<i64> {
+        let t = self.text()?;
+        if let Some(v) = parse_i64_strict(&t) {
+            return Ok(v);
+        }
+        match parse_f64_strict(&t) {
+            Some(v) if v.is_finite() && v.abs() < 9.2e18 => Ok(v.trunc() as i64),
+            _ => Err(self.error(format_args!("expected an integer, found '{t}'"))),
+        }
+    }
+
+    /// A count that must be >= 1 (at most 2^31 - 1, like upstream's `int`).
+    pub fn count(&mut self) -> Result<usize> {
+        let v = self.int()?;
+        if (1..=i32::MAX as i64).contains(&v) {
+            Ok(v as usize)
+        } else {
+            Err(self.error(format_args!("expected a positive count, found {v}")))
+        }
+    }
+
+    pub fn vec3(&mut self) -> Result<[f64; 3]> {
+        Ok([self.f64()?, self.f64()?, self.f64()?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn values_and_errors_name_the_flag() {
+        let w = words("-a 1.5 -b x -c -d 2.0 -e 0 -f inf");
+        let mut c = FlagWords::new(&w);
+        assert_eq!(c.next_flag().as_deref(), Some("-a"));
+        assert_eq!(c.f64().unwrap(), 1.5);
+        c.next_flag();
+        assert_eq!(
+            c.f64().unwrap_err().message,
+            "-b: expected a number, found 'x'"
+        );
+        c.next_flag();
+        assert_eq!(
+            c.int().unwrap_err().message,
+            "-c: expected an integer, found '-d'"
+        );
+        assert_eq!(c.int().unwrap(), 2);
+        c.next_flag();
+        assert!(c
+            .count()
+            .unwrap_err()
+            .message
+            .starts_with("-e: expected a positive count"));
+        c.next_flag();
+        assert!(c
+            .f64()
+            .unwrap_err()
+            .message
+            .starts_with("-f: expected a number"));
+        assert_eq!(c.text().unwrap_err().message, "-f: missing value");
+        assert_eq!(c.remaining(), 0);
+    }
+}

@@ -1,0 +1,373 @@
+//! Detector effects, as upstream's `noisify` applies them to a float image of photons per pixel:
+//! photon scale, beam flicker, per-pixel calibration error, Poisson shot noise, a point-spread
+//! function, gain, ADC offset and read-out noise, written as 16- or 32-bit integer images
+//! (golden-extras README, "noisify noise model").
+//!
+//! [`Effects`] + [`detect`] are the model (used by the `noisify` program and usable by any other
+//! front end); [`options`] holds the program's flags and [`cli`] the program.
+//!
+//! Random numbers are upstream's generators with upstream's shared state (`rng.rs`): one shuffle
+//! table for both seeds, one Gaussian spare and one Poisson cache, so noise images are
+//! bit-identical to upstream's for the same seeds.
+
+pub mod cli;
+pub mod options;
+pub mod psf;
+
+use crate::error::{Error, Result};
+use crate::rng::{Noise, RanState};
+use psf::{apply_psf, PsfKind, PsfReport};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Upstream noisify's default fluence: with r_e² it puts the input on a photons/pixel scale
+/// (their product is exactly 1.0 in f64).
+pub const DEFAULT_FLUENCE: f64 = 125932015286227086360700780544.0;
+
+/// Largest value of a 16-bit pixel.
+pub const MAX_U16: f64 = 65535.0;
+/// Largest value of a 32-bit pixel (upstream clips at the signed limit).
+pub const MAX_U32: f64 = 2147483647.0;
+
+/// A point-spread function: shape, width in pixels, and radius (0: automatic).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Psf {
+    pub kind: PsfKind,
+    pub fwhm_px: f64,
+    pub radius: i32,
+}
+
+/// Everything that turns photons into detector counts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Effects {
+    /// Incident photons/m²; times r_e² and `scale` converts the input to photons.
+    pub fluence: f64,
+    pub scale: f64,
+    /// ADU per photon.
+    pub gain: f64,
+    /// ADU added to every pixel.
+    pub adc: f64,
+    /// Read-out noise, ADU rms.
+    pub readout: f64,
+    /// Beam flicker, fractional rms (one deviate per pixel).
+    pub flicker: f64,
+    /// Per-pixel calibration error, fractional rms.
+    pub calibration: f64,
+    pub psf: Option<Psf>,
+    /// Noise seed and calibration seed, in upstream's stored form (`-seed N` stores -N).
+    pub seed: i64,
+    pub calib_seed: i64,
+    /// false: only the noiseless image (and the PSF, if any, is applied to it).
+    pub noise: bool,
+}
+
+impl Default for Effects {
+    fn default() -> Self {
+        Effects {
+            fluence: DEFAULT_FLUENCE,
+            scale: 1.0,
+            gain: 1.0,
+            adc: 40.0,
+            readout: 0.0,
+            flicker: 0.0,
+            calibration: 0.03,
+            psf: None,
+            seed: -1,
+            calib_seed: 123456789,
+            noise: true,
+        }
+    }
+}
+
+/// The noisy image and its totals.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoiseImage {
+    /// Photons after shot noise, before the PSF (printed when there is a PSF).
+    pub photons_before_psf: f64,
+    pub psf: Option<PsfReport>,
+    /// Photons after the PSF.
+    pub photons: f64,
+    /// Pixels clipped at the 16-bit (or, with `bits32`, the 32-bit) limit.
+    pub overloads: usize,
+    /// Counts (ADU), clipped at 2^31 - 1; [`to_u16`] gives the 16-bit image.
+    pub adu: Vec<u32>,
+}
+
+/// The result of [`detect`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Detected {
+    /// Largest input value (0 if none is positive) and that on the photon scale.
+    pub max_input: f64,
+    pub max_photons: f64,
+    /// Negative input pixels (upstream warns about each).
+    pub negative: usize,
+    /// The PSF applied to the noiseless image (only without noise).
+    pub noiseless_psf: Option<PsfReport>,
+    /// Noiseless counts (ADU), clipped at 2^31 - 1.
+    pub adu: Vec<u32>,
+    pub noise: Option<NoiseImage>,
+}
+
+/// Upstream's generators with their shared state: each seed owns only its LCG value.
+pub struct Streams {
+    table: RanState,
+    dev: Noise,
+    pub seed: i64,
+    pub calib_seed: i64,
+}
+
+impl Streams {
+    pub fn new(seed: i64, calib_seed: i64) -> Self {
+        Streams {
+            table: RanState::new(),
+            dev: Noise::new(),
+            seed,
+            calib_seed,
+        }
+    }
+    fn gauss(&mut self) -> f32 {
+        self.dev.gaussdev(&mut self.table, &mut self.seed)
+    }
+    fn gauss_calib(&mut self) -> f32 {
+        self.dev.gaussdev(&mut self.table, &mut self.calib_seed)
+    }
+    fn poisson(&mut self, mean: f32) -> f32 {
+        self.dev.poidev(&mut self.table, mean, &mut self.seed)
+    }
+}
+
+/// Photons per pixel: `(float)((fluence · r_e²) · scale · value)`.
+pub fn photon_image(input: &[f32], fluence: f64, scale: f64) -> Vec<f32> {
+    let k = fluence * crate::resolve::R_E_SQR;
+    input
+        .iter()
+        .map(|&v| (k * scale * v as f64) as f32)
+        .collect()
+}
+
+/// One pixel's count from a signal in ADU: truncated, clipped at 2^31 - 1 and at 0 (upstream
+/// leaves negative values undefined).
+fn count(adu: f64) -> u32 {
+    adu.clamp(0.0, MAX_U32) as u32
+}
+
+/// Noiseless counts: `photons · gain + adc`, truncated.
+pub fn adu_image(photons: &[f32], gain: f64, adc: f64) -> Vec<u32> {
+    photons
+        .iter()
+        .map(|&p| count(p as f64 * gain + adc))
+        .collect()
+}
+
+/// The 16-bit image of 32-bit counts (clipped at 65535).
+pub fn to_u16(adu: &[u32]) -> Vec<u16> {
+    adu.iter().map(|&v| v.min(65535) as u16).collect()
+}
+
+fn check_cancel(cancel: &AtomicBool) -> Result<()> {
+    if cancel.load(Ordering::Relaxed) {
+        Err(Error::cancelled())
+    } else {
+        Ok(())
+    }
+}
+
+/// Shot noise in raster order: flicker (from the noise seed), calibration error (from the
+/// calibration seed), then a Poisson deviate of the f32 mean. Returns the photons and their sum.
+pub fn shot_noise(
+    photons: &[f32],
+    e: &Effects,
+    rng: &mut Streams,
+    progress: &dyn Fn(f32),
+    cancel: &AtomicBool,
+) -> Result<(Vec<f32>, f64)> {
+    let mut out = Vec::with_capacity(photons.len());
+    let mut sum = 0.0f64;
+    for (i, &p) in photons.iter().enumerate() {
+        if i % 65536 == 0 {
+            check_cancel(cancel)?;
+            progress(i as f32 / photons.len() as f32);
+        }
+        let mut p = p as f64;
+        if e.flicker > 0.0 {
+            p *= 1.0 + e.flicker * rng.gauss() as f64;
+        }
+        if e.calibration > 0.0 {
+            p *= 1.0 + e.calibration * rng.gauss_calib() as f64;
+        }
+        let n = rng.poisson(p as f32);
+        sum += n as f64;
+        out.push(n);
+    }
+    Ok((out, sum))
+}
+
+/// Counts from photons in raster order: `photons · gain + adc` plus a read-out deviate (from
+/// the noise seed). Returns the counts, the photon sum and the overloads at the 16-bit limit
+/// (`bits32`: the 32-bit limit).
+pub fn read_out(
+    photons: &[f32],
+    e: &Effects,
+    bits32: bool,
+    rng: &mut Streams,
+) -> (Vec<u32>, f64, usize) {
+    let (mut sum, mut overloads) = (0.0f64, 0usize);
+    let limit = if bits32 { MAX_U32 } else { MAX_U16 };
+    let adu = photons
+        .iter()
+        .map(|&p| {
+            sum += p as f64;
+            let mut adu = p as f64 * e.gain + e.adc;
+            if e.readout > 0.0 {
+                adu += e.readout * rng.gauss() as f64;
+            }
+            if adu > limit {
+                overloads += 1;
+            }
+            count(adu)
+        })
+        .collect();
+    (adu, sum, overloads)
+}
+
+/// Applies every effect to a `w` x `h` float image (fast index first).
+pub fn detect(
+    input: &[f32],
+    w: usize,
+    h: usize,
+    e: &Effects,
+    bits32: bool,
+    progress: &dyn Fn(f32),
+    cancel: &AtomicBool,
+) -> Result<Detected> {
+    assert_eq!(input.len(), w * h, "detect: image size");
+    let max_input = input.iter().fold(0.0f64, |m, &v| m.max(v as f64));
+    let negative = input.iter().filter(|&&v| v < 0.0).count();
+    let max_photons = max_input * e.scale * e.fluence * crate::resolve::R_E_SQR;
+    let mut photons = photon_image(input, e.fluence, e.scale);
+    let psf = e.psf.filter(|p| p.fwhm_px > 0.0);
+
+    // without noise the PSF goes on the noiseless image
+    let mut noiseless_psf = None;
+    if !e.noise {
+        if let Some(p) = psf {
+            let (img, rep) = apply_psf(
+                &photons, w, h, p.kind, p.fwhm_px, p.radius, progress, cancel,
+            )?;
+            photons = img;
+            noiseless_psf = Some(rep);
+        }
+    }
+    let adu = adu_image(&photons, e.gain, e.adc);
+    let noise = if e.noise {
+        let mut rng = Streams::new(e.seed, e.calib_seed);
+        let (mut counted, before) = shot_noise(&photons, e, &mut rng, progress, cancel)?;
+        let mut report = None;
+        if let Some(p) = psf {
+            let (img, rep) = apply_psf(
+                &counted, w, h, p.kind, p.fwhm_px, p.radius, progress, cancel,
+            )?;
+            counted = img;
+            report = Some(rep);
+        }
+        let (adu, sum, overloads) = read_out(&counted, e, bits32, &mut rng);
+        Some(NoiseImage {
+            photons_before_psf: before,
+            psf: report,
+            photons: sum,
+            overloads,
+            adu,
+        })
+    } else {
+        None
+    };
+    progress(1.0);
+    Ok(Detected {
+        max_input,
+        max_photons,
+        negative,
+        noiseless_psf,
+        adu,
+        noise,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(input: &[f32], w: usize, h: usize, e: &Effects) -> Detected {
+        detect(input, w, h, e, false, &|_| {}, &AtomicBool::new(false)).unwrap()
+    }
+
+    #[test]
+    fn default_fluence_is_the_photon_scale() {
+        assert_eq!(DEFAULT_FLUENCE * crate::resolve::R_E_SQR, 1.0);
+        assert_eq!(
+            photon_image(&[3.5, -1.0], DEFAULT_FLUENCE, 1.0),
+            vec![3.5, -1.0]
+        );
+    }
+
+    #[test]
+    fn noiseless_counts_truncate_and_clip() {
+        let e = Effects {
+            gain: 2.0,
+            adc: 10.0,
+            noise: false,
+            ..Effects::default()
+        };
+        let d = run(&[0.0, 1.7, 40000.0, 1.5e9, -20.0], 5, 1, &e);
+        assert_eq!(d.adu, vec![10, 13, 80010, 2147483647, 0]);
+        assert_eq!(to_u16(&d.adu), vec![10, 13, 65535, 65535, 0]);
+        assert_eq!(d.negative, 1);
+        assert!(d.noise.is_none());
+    }
+
+    #[test]
+    fn noise_statistics() {
+        // mean and variance of (noise - adc)/gain follow the photons (calibration off)
+        let n = 40000;
+        let input = vec![50.0f32; n];
+        let e = Effects {
+            gain: 2.0,
+            adc: 100.0,
+            calibration: 0.0,
+            seed: -7,
+            ..Effects::default()
+        };
+        let d = run(&input, 200, 200, &e);
+        let noise = d.noise.unwrap();
+        let v: Vec<f64> = noise
+            .adu
+            .iter()
+            .map(|&a| (a as f64 - 100.0) / 2.0)
+            .collect();
+        let mean = v.iter().sum::<f64>() / n as f64;
+        let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+        assert!((mean - 50.0).abs() < 0.2, "{mean}");
+        assert!((var - 50.0).abs() < 2.0, "{var}");
+        assert_eq!(noise.photons, v.iter().sum::<f64>());
+        // a different seed gives a different image; the same seed the same
+        let again = run(&input, 200, 200, &e).noise.unwrap();
+        assert_eq!(again.adu, noise.adu);
+        let other = run(&input, 200, 200, &Effects { seed: -8, ..e })
+            .noise
+            .unwrap();
+        assert_ne!(other.adu, noise.adu);
+    }
+
+    #[test]
+    fn overloads_are_counted_at_the_chosen_depth() {
+        let e = Effects {
+            calibration: 0.0,
+            ..Effects::default()
+        };
+        let input = [70000.0f32, 5.0];
+        let d16 = detect(&input, 2, 1, &e, false, &|_| {}, &AtomicBool::new(false)).unwrap();
+        assert_eq!(d16.noise.unwrap().overloads, 1);
+        let d32 = detect(&input, 2, 1, &e, true, &|_| {}, &AtomicBool::new(false)).unwrap();
+        let n = d32.noise.unwrap();
+        assert_eq!(n.overloads, 0);
+        assert!(n.adu[0] > 65535);
+    }
+}
