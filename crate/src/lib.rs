@@ -8,6 +8,7 @@
 pub mod api;
 pub mod args;
 pub mod cfmt;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
 pub mod cpu;
 pub mod crystal;

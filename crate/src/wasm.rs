@@ -192,89 +192,126 @@ pub fn hkl_summary() -> Result<JsValue, JsError> {
 
 // ---- render ------------------------------------------------------------------------------------
 
-/// Render the prepared plan on the CPU (rayon over rows; threaded in the parallel build).
-#[wasm_bindgen]
-pub fn render_cpu(f64_precision: bool) -> Result<Vec<f32>, JsError> {
+thread_local! {
+    /// The library's renderer (`api::Renderer`: the backend policy, and the WGSL renderer with
+    /// its device once opened). It lives in the worker's thread (wgpu's browser types are !Send
+    /// under atomics) and is taken out of this cell across an await.
+    static RENDERER: RefCell<Option<api::Renderer>> = const { RefCell::new(None) };
+    /// Where the last render ran ("cpu" or "gpu") and its notices (GPU fallback), one per line.
+    static LAST: RefCell<(String, String)> = const { RefCell::new((String::new(), String::new())) };
+}
+
+fn take_renderer() -> api::Renderer {
+    RENDERER
+        .with(|r| r.borrow_mut().take())
+        .unwrap_or_else(|| api::Renderer::new(None))
+}
+
+fn put_renderer(r: api::Renderer) {
+    RENDERER.with(|c| *c.borrow_mut() = Some(r));
+}
+
+/// Take the prepared plan out of the state for a render (reset cancel and progress first).
+fn start_render() -> Result<Prepared, JsError> {
     CANCEL.store(false, Ordering::SeqCst);
     report_progress(0.0);
+    STATE
+        .with(|st| st.borrow_mut().prepared.take())
+        .ok_or_else(|| js_err("no plan prepared"))
+}
+
+/// Put the plan and the renderer back; keep the image and say where it ran.
+fn finish_render(
+    prep: Prepared,
+    r: api::Renderer,
+    out: crate::error::Result<api::Rendered>,
+) -> Result<Vec<f32>, JsError> {
+    put_renderer(r);
+    STATE.with(|st| st.borrow_mut().prepared = Some(prep));
+    let out = out.map_err(js_err)?;
+    LAST.with(|l| *l.borrow_mut() = (out.engine.name().to_string(), out.notices.join("\n")));
+    STATE.with(|st| st.borrow_mut().image = Some(out.image.clone()));
+    Ok(out.image)
+}
+
+/// Render the prepared plan through `api::Renderer`.
+async fn render_with(backend: api::Backend, precision: Precision) -> Result<Vec<f32>, JsError> {
+    let prep = start_render()?;
+    let mut r = take_renderer();
+    let progress = |p: f32| report_progress(p);
+    let out = r
+        .render_async(prep.plan(), backend, precision, &progress, &CANCEL)
+        .await;
+    finish_render(prep, r, out)
+}
+
+/// Render the prepared plan where the library's backend policy puts it (`api::choose_backend`):
+/// `backend` is "cpu", "gpu" or "auto" (auto: f64 on the CPU, the only bit-exact engine; f32 on
+/// the GPU when it opens, else the CPU). `last_engine()` and `last_notice()` say what happened.
+#[wasm_bindgen]
+pub async fn render(backend: String, f64_precision: bool) -> Result<Vec<f32>, JsError> {
+    let backend = match backend.as_str() {
+        "cpu" => api::Backend::Cpu,
+        "gpu" | "webgpu" => api::Backend::Gpu,
+        _ => api::Backend::Auto,
+    };
     let precision = if f64_precision {
         Precision::F64
     } else {
         Precision::F32
     };
-    let img = STATE.with(|st| {
-        let st = st.borrow();
-        let prep = st
-            .prepared
-            .as_ref()
-            .ok_or_else(|| js_err("no plan prepared"))?;
-        api::render_cpu(prep.plan(), precision, &report_progress, &CANCEL).map_err(js_err)
-    })?;
-    STATE.with(|st| st.borrow_mut().image = Some(img.clone()));
-    Ok(img)
+    render_with(backend, precision).await
 }
 
-#[cfg(feature = "gpu")]
-thread_local! {
-    /// The WGSL renderer and its device: created once in the worker's thread (wgpu's browser
-    /// types are !Send under atomics), never touched by the rayon threads.
-    static GPU: RefCell<Option<crate::gpu::GpuRenderer>> = const { RefCell::new(None) };
+/// "cpu" or "gpu": where the last render ran.
+#[wasm_bindgen]
+pub fn last_engine() -> String {
+    LAST.with(|l| l.borrow().0.clone())
+}
+
+/// Why the last render did not run where asked (empty when it did).
+#[wasm_bindgen]
+pub fn last_notice() -> String {
+    LAST.with(|l| l.borrow().1.clone())
+}
+
+/// The prepared plan's cost (`api::estimate_cost`) on `threads` CPU threads: pixels, terms,
+/// memory and rough CPU seconds, for a warning before a long render.
+#[wasm_bindgen]
+pub fn estimate_cost(threads: usize) -> Result<api::Cost, JsError> {
+    STATE.with(|st| match &st.borrow().prepared {
+        Some(p) => Ok(api::estimate_cost(p, threads)),
+        None => Err(js_err("no plan prepared")),
+    })
+}
+
+/// Render the prepared plan on the CPU (rayon over rows; threaded in the parallel build).
+#[wasm_bindgen]
+pub fn render_cpu(f64_precision: bool) -> Result<Vec<f32>, JsError> {
+    let precision = if f64_precision {
+        Precision::F64
+    } else {
+        Precision::F32
+    };
+    let prep = start_render()?;
+    let mut r = take_renderer();
+    let out = r.render_on_cpu(prep.plan(), precision, &report_progress, &CANCEL);
+    finish_render(prep, r, out)
 }
 
 /// Open the WebGPU device (in this worker) and return the adapter's description.
 #[wasm_bindgen]
 pub async fn gpu_init() -> Result<String, JsError> {
-    #[cfg(feature = "gpu")]
-    {
-        let r = crate::gpu::GpuRenderer::new().await.map_err(js_err)?;
-        let name = r
-            .adapter_info()
-            .map(|i| {
-                let n = [i.name.as_str(), i.driver.as_str(), i.driver_info.as_str()]
-                    .iter()
-                    .filter(|s| !s.is_empty())
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                if n.is_empty() {
-                    format!("{:?}", i.backend)
-                } else {
-                    n
-                }
-            })
-            .unwrap_or_else(|| "WebGPU".to_string());
-        GPU.with(|g| *g.borrow_mut() = Some(r));
-        Ok(name)
-    }
-    #[cfg(not(feature = "gpu"))]
-    Err(js_err("GPU kernel not available in this build"))
+    let mut r = take_renderer();
+    let out = r.init_gpu().await;
+    put_renderer(r);
+    out.map_err(js_err)
 }
 
-/// Render the prepared plan with the WGSL kernel.
+/// Render the prepared plan with the WGSL kernel (no fallback).
 #[wasm_bindgen]
 pub async fn render_gpu() -> Result<Vec<f32>, JsError> {
-    #[cfg(feature = "gpu")]
-    {
-        CANCEL.store(false, Ordering::SeqCst);
-        report_progress(0.0);
-        let mut r = GPU
-            .with(|g| g.borrow_mut().take())
-            .ok_or_else(|| js_err("WebGPU not initialised"))?;
-        let prep = STATE.with(|st| st.borrow_mut().prepared.take());
-        let Some(prep) = prep else {
-            GPU.with(|g| *g.borrow_mut() = Some(r));
-            return Err(js_err("no plan prepared"));
-        };
-        let mut progress = |p: f32| report_progress(p);
-        let out = r.render(prep.plan(), &mut progress, &CANCEL).await;
-        GPU.with(|g| *g.borrow_mut() = Some(r));
-        STATE.with(|st| st.borrow_mut().prepared = Some(prep));
-        let img = out.map_err(js_err)?;
-        STATE.with(|st| st.borrow_mut().image = Some(img.clone()));
-        Ok(img)
-    }
-    #[cfg(not(feature = "gpu"))]
-    Err(js_err("GPU kernel not available in this build"))
+    render_with(api::Backend::Gpu, Precision::F32).await
 }
 
 // ---- export --------------------------------------------------------------------------------------

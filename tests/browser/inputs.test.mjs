@@ -24,7 +24,7 @@ test('simulator errors attach to the field the user changed', { timeout: 120_000
   await waitRendered(page, 1);
   // N = 100000: the crate complains about the automatic oversampling; the user changed N
   await waitError(page, await setField(page, 'N', '100000'));
-  assert.match(await msgOf(page, 'N'), /unreasonably large/);
+  assert.match(await msgOf(page, 'N'), /oversampl|unreasonably large/);
   assert.equal(await msgOf(page, 'oversample'), '');
   assert.match(await page.textContent('#error'), /the image shows the last good settings/);
   await setField(page, 'N', '5');
@@ -34,7 +34,7 @@ test('simulator errors attach to the field the user changed', { timeout: 120_000
   await setField(page, 'mosaic', '1');
   await waitRendered(page, 3);
   await waitError(page, await setField(page, 'mosaic_domains', '100000000'));
-  assert.match(await msgOf(page, 'mosaic_domains'), /sampling counts/);
+  assert.match(await msgOf(page, 'mosaic_domains'), /sampling|mosaic/i);
   await setField(page, 'mosaic_domains', '');
   await waitRendered(page, 4);
   // a zero distance is an error at the distance field

@@ -127,54 +127,35 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
   }
   const geometry = prep.geometry;
   const t1 = performance.now();
-  let backend: 'gpu' | 'cpu' = 'cpu';
   let notice = '';
-  let data: Float32Array | null = null;
-  // The WGSL kernel is single precision (with double-float where it matters): an explicit f64
-  // request goes to the CPU unless the GPU is forced.
-  const want: Backend = msg.precision === 'f64' && msg.backend === 'auto' ? 'cpu' : msg.backend;
-  const estimate = (b: 'gpu' | 'cpu') => {
-    if (speed[b] > 0) {
-      const ms = prep.work / speed[b];
-      if (ms > 3000) post({ type: 'estimate', id: msg.id, ms, backend: b });
-    }
-  };
-  if (want !== 'cpu') {
-    await ensureGpu();
-    if (gpu.state === 'ready') {
-      estimate('gpu');
-      const timer = setInterval(() => post({ type: 'progress', id: msg.id, value: w.progress() }), 100);
-      try {
-        data = await w.render_gpu();
-        backend = 'gpu';
-      } catch (e) {
-        const m = errText(e);
-        if (/cancel/i.test(m)) {
-          clearInterval(timer);
-          post({ type: 'error', id: msg.id, message: m, cancelled: true });
-          return;
-        }
-        // Device loss or kernel failure: do not try the GPU again in this worker.
-        console.warn(`nanobragg: WebGPU render failed: ${m}`);
-        gpu = { state: 'failed', adapter: gpu.adapter, error: m };
-        notice = fallbackNotice(m, info!.threads);
-      } finally {
-        clearInterval(timer);
-      }
-    } else {
-      if (gpu.error !== 'no-webgpu') console.warn(`nanobragg: WebGPU unavailable: ${gpu.error}`);
-      notice = fallbackNotice(gpu.error, info!.threads);
-    }
+  let data: Float32Array;
+  // Where to render is the crate's one backend policy (api::choose_backend, through `render`):
+  // auto = f64 on the CPU, f32 on the GPU when it opens, else the CPU with a notice.
+  const f64 = msg.precision === 'f64';
+  if (msg.backend !== 'cpu') await ensureGpu(); // opens the device once, and names the adapter
+  const likely: 'gpu' | 'cpu' = msg.backend === 'gpu' || (msg.backend === 'auto' && !f64 && gpu.state === 'ready') ? 'gpu' : 'cpu';
+  if (speed[likely] > 0) {
+    const ms = prep.work / speed[likely];
+    if (ms > 3000) post({ type: 'estimate', id: msg.id, ms, backend: likely });
   }
-  if (!data) {
-    estimate('cpu');
-    try {
-      data = w.render_cpu(msg.precision === 'f64');
-    } catch (e) {
-      const m = errText(e);
-      post({ type: 'error', id: msg.id, message: m, cancelled: /cancel/i.test(m) });
-      return;
-    }
+  // progress while the GPU is awaited (a CPU render blocks this thread; the page then reads
+  // the shared counter itself)
+  const timer = setInterval(() => post({ type: 'progress', id: msg.id, value: w.progress() }), 100);
+  try {
+    data = await w.render(msg.backend, f64);
+  } catch (e) {
+    const m = errText(e);
+    post({ type: 'error', id: msg.id, message: m, cancelled: /cancel/i.test(m) });
+    return;
+  } finally {
+    clearInterval(timer);
+  }
+  const backend: 'gpu' | 'cpu' = w.last_engine() === 'gpu' ? 'gpu' : 'cpu';
+  const why = w.last_notice();
+  if (why) {
+    // the details go to the console, the page gets one plain line
+    if (gpu.error !== 'no-webgpu') console.warn(`nanobragg: ${why}`);
+    notice = fallbackNotice(gpu.error === 'no-webgpu' ? 'no-webgpu' : why, info!.threads);
   }
   const t2 = performance.now();
   if (t2 - t1 > 5) speed[backend] = prep.work / (t2 - t1);

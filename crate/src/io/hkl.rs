@@ -84,7 +84,9 @@ fn for_each_record(name: &str, text: &[u8], mut record: impl FnMut([i32; 3], f64
         if count < 4 {
             return Err(expected());
         }
-        let f = parse_f64_strict(tokens[3]).ok_or_else(expected)?;
+        let f = parse_f64_strict(tokens[3])
+            .filter(|f| f.is_finite())
+            .ok_or_else(expected)?;
         let mut hkl = [0i32; 3];
         for (slot, tok) in hkl.iter_mut().zip(&tokens[..3]) {
             *slot = match parse_i64_strict(tok) {
