@@ -1,5 +1,5 @@
 // Per-pixel geometry for the cursor readout and the overlays (pure). Everything comes from the
-// resolved geometry the crate passes (`Geometry` in crate/src/wasm.rs): sensor positions on a
+// resolved geometry the crate passes (`Geometry` in crate/src/wasm/mod.rs): sensor positions on a
 // grid computed by the kernel's own pixel-position function, so tilted, two-theta and curved
 // detectors are handled alike. Inside a grid cell positions are interpolated bilinearly (exact
 // for a flat detector). Pixel coordinates are continuous: pixel i spans [i, i+1).

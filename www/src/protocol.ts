@@ -2,7 +2,7 @@
 // the rayon pool and the WebGPU device. Keep both sides in sync with this file.
 
 // The structured values the crate returns are typed by wasm-bindgen's generated declarations
-// (crate/src/wasm.rs declares them; the build writes them to dist/pkg/nanobragg.d.ts).
+// (crate/src/wasm/mod.rs declares them; the build writes them to dist/pkg/nanobragg.d.ts).
 export type { Geometry, HklSummary, PrepareInfo, V3 } from '../dist/pkg/nanobragg';
 import type { Geometry, HklSummary } from '../dist/pkg/nanobragg';
 import type { Backend, Precision } from './args';
