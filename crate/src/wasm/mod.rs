@@ -8,9 +8,18 @@
 //! is a SharedArrayBuffer, so the page reads progress and raises the cancel flag directly
 //! (`cancel_flag_ptr`, `progress_ptr`) while the worker's thread is blocked in a render. In the
 //! plain build the worker polls them between GPU awaits.
+//!
+//! Structured values (geometry, summaries) are `serde` structs turned into plain JS objects by
+//! `serde-wasm-bindgen`; their TypeScript shapes are declared next to them (`typescript_custom_section`)
+//! so that the generated `nanobragg.d.ts` types the whole surface.
+//!
+//! Sections: module info · progress and cancel · files and prepare · render · export ·
+//! structured values (serde) · reflection prediction. New exports go in the section they
+//! belong to.
 #![cfg(all(target_arch = "wasm32", feature = "wasm"))]
 
 use crate::api::{self, Precision, Prepared};
+use serde::Serialize;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use wasm_bindgen::prelude::*;
@@ -45,6 +54,13 @@ thread_local! {
 fn js_err(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
 }
+
+fn to_js<T: Serialize>(v: &T) -> Result<JsValue, JsError> {
+    v.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(js_err)
+}
+
+// ---- module info ---------------------------------------------------------------------------
 
 /// Install a panic hook that prints the panic message to the console (the worker turns the
 /// following `unreachable` trap into an error for the page).
@@ -82,10 +98,19 @@ pub fn threads() -> usize {
 }
 
 /// The module's linear memory (a shared memory in the threaded build).
-#[wasm_bindgen]
+#[wasm_bindgen(unchecked_return_type = "WebAssembly.Memory")]
 pub fn wasm_memory() -> JsValue {
     wasm_bindgen::memory()
 }
+
+/// Shell-like word split of a command line: whitespace separates words, '…' and "…" group
+/// (quotes may start inside a word: `a"b c"` is one word `ab c`). The page uses this one.
+#[wasm_bindgen]
+pub fn split_args(s: &str) -> Vec<String> {
+    api::split_args(s)
+}
+
+// ---- progress and cancel ---------------------------------------------------------------------
 
 #[wasm_bindgen]
 pub fn cancel_flag_ptr() -> u32 {
@@ -112,11 +137,7 @@ fn report_progress(p: f32) {
     PROGRESS.store((p.clamp(0.0, 1.0) * 65536.0) as u32, Ordering::Relaxed);
 }
 
-/// Shell-like word split of a command line (quotes group words).
-#[wasm_bindgen]
-pub fn split_args(s: &str) -> Vec<String> {
-    api::split_args(s)
-}
+// ---- files and prepare -------------------------------------------------------------------------
 
 /// Provide an input file (HKL, matrix, source list, mask) under the name the flags use.
 #[wasm_bindgen]
@@ -131,10 +152,10 @@ pub fn clear_files() {
     STATE.with(|st| st.borrow_mut().files.0.clear());
 }
 
-/// Parse and resolve the flags into a plan; returns the detector geometry as JSON (see
-/// `geometry_json`). The previous plan and image are kept when this fails.
-#[wasm_bindgen]
-pub fn prepare(mut args: Vec<String>) -> Result<String, JsError> {
+/// Parse and resolve the flags into a plan; returns the resolved geometry and the plan's size
+/// (`PrepareInfo`). The previous plan and image are kept when this fails.
+#[wasm_bindgen(unchecked_return_type = "PrepareInfo")]
+pub fn prepare(mut args: Vec<String>) -> Result<JsValue, JsError> {
     // Upstream seeds the noise from the clock when -seed is absent; std's clock panics on
     // wasm32-unknown-unknown, so pass the same default (seconds since the epoch) explicitly.
     // Put first, so that a message about a missing value at the end still names the user's flag.
@@ -146,38 +167,30 @@ pub fn prepare(mut args: Vec<String>) -> Result<String, JsError> {
         let mut st = st.borrow_mut();
         let prep = api::prepare(&args, &st.files).map_err(js_err)?;
         api::check_pixel_budget(&prep, api::BROWSER_MAX_PIXELS).map_err(js_err)?;
-        let geo = geometry_json(&prep);
+        let info = PrepareInfo::of(&prep);
         st.prepared = Some(prep);
         st.image = None;
-        Ok(geo)
+        to_js(&info)
     })
 }
 
-/// Detector and crystal geometry for the page's overlays and cursor readout (keep in sync with
-/// `Geometry` in www/src/protocol.ts). SI units.
-fn geometry_json(prep: &Prepared) -> String {
-    let p = prep.plan();
-    let v = |x: [f64; 3]| format!("[{:e},{:e},{:e}]", x[0], x[1], x[2]);
-    let (incident, lambda) = p
-        .sources
-        .first()
-        .map(|s| (s.incident, s.lambda))
-        .unwrap_or((p.beam, 1e-10));
-    let o = p
-        .orientations
-        .first()
-        .copied()
-        .unwrap_or(crate::plan::Orientation {
-            a: [0.0; 3],
-            b: [0.0; 3],
-            c: [0.0; 3],
-        });
-    format!(
-        "{{\"width\":{},\"height\":{},\"pixel\":{:e},\"pix0\":{},\"fdet\":{},\"sdet\":{},\"odet\":{},\"beam\":{},\"lambda\":{:e},\"a\":{},\"b\":{},\"c\":{},\"curved\":{},\"distance\":{:e}}}",
-        p.fpixels, p.spixels, p.pixel, v(p.pix0), v(p.fdet), v(p.sdet), v(p.odet), v(incident), lambda,
-        v(o.a), v(o.b), v(o.c), p.curved, p.distance
-    )
+/// Reflections read from the `-hkl` file of the prepared plan, their index ranges and their
+/// resolution range (null when the structure factors do not come from an `h k l F` file).
+#[wasm_bindgen(unchecked_return_type = "HklSummary | null")]
+pub fn hkl_summary() -> Result<JsValue, JsError> {
+    STATE.with(|st| {
+        let st = st.borrow();
+        let Some(prep) = st.prepared.as_ref() else {
+            return Err(js_err("no plan prepared"));
+        };
+        match HklSummary::of(prep, &st.files)? {
+            Some(s) => to_js(&s),
+            None => Ok(JsValue::NULL),
+        }
+    })
 }
+
+// ---- render ------------------------------------------------------------------------------------
 
 thread_local! {
     /// The library's renderer (`api::Renderer`: the backend policy, and the WGSL renderer with
@@ -301,6 +314,8 @@ pub async fn render_gpu() -> Result<Vec<f32>, JsError> {
     render_with(api::Backend::Gpu, Precision::F32).await
 }
 
+// ---- export --------------------------------------------------------------------------------------
+
 fn with_result<T>(f: impl FnOnce(&Prepared, &[f32]) -> T) -> Result<T, JsError> {
     STATE.with(|st| {
         let st = st.borrow();
@@ -329,6 +344,248 @@ pub fn export_float() -> Result<Vec<u8>, JsError> {
     with_result(|_, img| api::float_image_bytes(img))
 }
 
+// ---- structured values (serde) ---------------------------------------------------------------------
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_STRUCTS: &str = r#"
+/** Lab-frame vector (metres unless stated). */
+export type V3 = [number, number, number];
+
+/** Resolved detector and crystal geometry of a prepared plan (SI units), for the page's
+ * overlays and cursor readout. Pixel coordinates are continuous: pixel index i spans [i, i+1),
+ * its centre is at i + 0.5. */
+export interface Geometry {
+  width: number;
+  height: number;
+  /** Pixel pitch (m). */
+  pixel: number;
+  /** Crystal to the outer corner of pixel (0,0) (m), and the detector's unit axes. */
+  pix0: V3;
+  fdet: V3;
+  sdet: V3;
+  odet: V3;
+  /** Beam propagation direction of the first source (unit). */
+  beam: V3;
+  /** Wavelength of the first source (m). */
+  lambda: number;
+  /** Real-space cell vectors of the first orientation (m). */
+  a: V3;
+  b: V3;
+  c: V3;
+  curved: boolean;
+  /** Sample to beam spot along the beam (m). */
+  distance: number;
+  /** Lab positions (m) of sensor-surface points computed by the kernel's own pixel-position
+   * function (tilts, two-theta and the curved detector included), on a grid of continuous
+   * pixel coordinates `f[i]`, `s[j]`; `pos` holds x,y,z of node (i, j) at 3*(j*f.length + i). */
+  grid: { f: number[]; s: number[]; pos: number[] };
+}
+
+/** What `prepare` returns. */
+export interface PrepareInfo {
+  geometry: Geometry;
+  /** Pixels to render times inner-loop terms per pixel: the render's cost in kernel terms. */
+  work: number;
+  /** Informational warnings of the resolution step. */
+  warnings: string[];
+}
+
+/** Reflections read from the `-hkl` file. `dMin`/`dMax` in Å. */
+export interface HklSummary {
+  file: string;
+  reflections: number;
+  h: [number, number];
+  k: [number, number];
+  l: [number, number];
+  dMin: number;
+  dMax: number;
+}
+"#;
+
+#[derive(Serialize)]
+struct Grid {
+    f: Vec<f64>,
+    s: Vec<f64>,
+    pos: Vec<f64>,
+}
+
+#[derive(Serialize)]
+struct Geometry {
+    width: usize,
+    height: usize,
+    pixel: f64,
+    pix0: [f64; 3],
+    fdet: [f64; 3],
+    sdet: [f64; 3],
+    odet: [f64; 3],
+    beam: [f64; 3],
+    lambda: f64,
+    a: [f64; 3],
+    b: [f64; 3],
+    c: [f64; 3],
+    curved: bool,
+    distance: f64,
+    grid: Grid,
+}
+
+/// Cells per detector axis of the position grid (the page interpolates bilinearly inside a
+/// cell: exact for a flat detector, far below a pixel for the curved one).
+const GRID_CELLS: usize = 48;
+
+/// Node coordinates (continuous pixel units, sub-pixel centres) along an axis of `n` pixels.
+fn grid_nodes(n: usize, oversample: usize) -> Vec<(usize, f64)> {
+    let subs = n * oversample;
+    let cells = GRID_CELLS.min(subs.saturating_sub(1)).max(1);
+    let mut out: Vec<(usize, f64)> = (0..=cells)
+        .map(|i| (i * (subs - 1)) / cells)
+        .map(|k| (k, (k as f64 + 0.5) / oversample as f64))
+        .collect();
+    out.dedup_by_key(|n| n.0);
+    out
+}
+
+impl Geometry {
+    fn of(prep: &Prepared) -> Self {
+        let p = prep.plan();
+        let (beam, lambda) = p
+            .sources
+            .first()
+            .map(|s| (s.incident, s.lambda))
+            .unwrap_or((p.beam, 1e-10));
+        let o = p
+            .orientations
+            .first()
+            .copied()
+            .unwrap_or(crate::plan::Orientation {
+                a: [0.0; 3],
+                b: [0.0; 3],
+                c: [0.0; 3],
+            });
+        let os = p.oversample.max(1) as usize;
+        let fnodes = grid_nodes(p.fpixels.max(1), os);
+        let snodes = grid_nodes(p.spixels.max(1), os);
+        let mut pos = Vec::with_capacity(fnodes.len() * snodes.len() * 3);
+        for &(ks, _) in &snodes {
+            for &(kf, _) in &fnodes {
+                pos.extend_from_slice(&p.subpixel_position(kf, ks, 0.0));
+            }
+        }
+        Geometry {
+            width: p.fpixels,
+            height: p.spixels,
+            pixel: p.pixel,
+            pix0: p.pix0,
+            fdet: p.fdet,
+            sdet: p.sdet,
+            odet: p.odet,
+            beam,
+            lambda,
+            a: o.a,
+            b: o.b,
+            c: o.c,
+            curved: p.curved,
+            distance: p.distance,
+            grid: Grid {
+                f: fnodes.iter().map(|n| n.1).collect(),
+                s: snodes.iter().map(|n| n.1).collect(),
+                pos,
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct PrepareInfo {
+    geometry: Geometry,
+    work: f64,
+    warnings: Vec<String>,
+}
+
+impl PrepareInfo {
+    fn of(prep: &Prepared) -> Self {
+        let p = prep.plan();
+        let pixels = (p.roi.xmax.saturating_sub(p.roi.xmin) + 1)
+            .min(p.fpixels)
+            .saturating_mul((p.roi.ymax.saturating_sub(p.roi.ymin) + 1).min(p.spixels));
+        PrepareInfo {
+            geometry: Geometry::of(prep),
+            work: pixels as f64 * p.terms_per_pixel() as f64,
+            warnings: prep.setup.warnings.clone(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HklSummary {
+    file: String,
+    reflections: usize,
+    h: [i32; 2],
+    k: [i32; 2],
+    l: [i32; 2],
+    d_min: f64,
+    d_max: f64,
+}
+
+impl HklSummary {
+    /// Re-reads the plan's `-hkl` file with NaN as the default F, so that the table's read
+    /// entries are the non-NaN ones, and takes their resolution from the static reciprocal cell.
+    fn of(prep: &Prepared, files: &crate::files::MemFiles) -> Result<Option<Self>, JsError> {
+        let Some(name) = prep.options().hkl.clone() else {
+            return Ok(None);
+        };
+        let Some(bytes) = files.0.get(&name) else {
+            return Ok(None);
+        };
+        let g = crate::io::hkl::parse_hkl(&name, bytes, f64::NAN).map_err(js_err)?;
+        let p = prep.plan();
+        let (kd, ld) = ((g.k_range() + 1) as usize, (g.l_range() + 1) as usize);
+        let (mut q_min, mut q_max) = (f64::INFINITY, 0.0f64);
+        for ih in 0..g.h_range() as usize {
+            for ik in 0..g.k_range() as usize {
+                for il in 0..g.l_range() as usize {
+                    if g.data[(ih * kd + ik) * ld + il].is_nan() {
+                        continue;
+                    }
+                    let (h, k, l) = (
+                        (ih as i32 + g.h_min) as f64,
+                        (ik as i32 + g.k_min) as f64,
+                        (il as i32 + g.l_min) as f64,
+                    );
+                    let mut q = [0.0; 3];
+                    for c in 0..3 {
+                        q[c] = h * p.a_star[c] + k * p.b_star[c] + l * p.c_star[c];
+                    }
+                    let q = crate::vec3::mag(q);
+                    if q > 0.0 {
+                        q_min = q_min.min(q);
+                        q_max = q_max.max(q);
+                    }
+                }
+            }
+        }
+        Ok(Some(HklSummary {
+            file: name,
+            reflections: g.hkls,
+            h: [g.h_min, g.h_max],
+            k: [g.k_min, g.k_max],
+            l: [g.l_min, g.l_max],
+            d_min: if q_max > 0.0 {
+                1.0 / q_max
+            } else {
+                f64::INFINITY
+            },
+            d_max: if q_min.is_finite() {
+                1.0 / q_min
+            } else {
+                f64::INFINITY
+            },
+        }))
+    }
+}
+
+// ---- reflection prediction ------------------------------------------------------------------------
+
 /// Reflection prediction for the prepared plan (`crate::predict`), as a plain object
 /// `{ wavelength, s0, a_star, …, reflections: [{ h, k, l, r, excitation_error, in_condition,
 /// fast, slow, d, two_theta, f, intensity, … }] }`: fast/slow in pixels with pixel centres at
@@ -338,7 +595,6 @@ pub fn export_float() -> Result<Vec<u8>, JsError> {
 /// without 10⁵ objects.
 #[wasm_bindgen]
 pub fn predict(max_excitation_error: Option<f64>, columns: bool) -> Result<JsValue, JsError> {
-    use serde::Serialize;
     STATE.with(|st| {
         let st = st.borrow();
         let prep = st
