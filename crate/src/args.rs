@@ -52,6 +52,10 @@ pub enum Backend {
 pub struct Options {
     // files
     pub hkl: Option<String>,
+    /// `-pdb`: an atomic model (PDB or mmCIF) to compute structure factors from (`sf`).
+    pub pdb: Option<String>,
+    /// `-hklout`: where to write the structure-factor table the run used.
+    pub hklout: Option<String>,
     pub dump: String,
     pub mat: Option<String>,
     pub img: Option<String>,
@@ -174,6 +178,8 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             hkl: None,
+            pdb: None,
+            hklout: None,
             dump: "Fdump.bin".into(),
             mat: None,
             img: None,

@@ -192,9 +192,10 @@ fn run_inner(words: &[String]) -> Result<()> {
         ("-noisefile", o.write_noise.then_some(&o.noisefile)),
         ("-predict", o.predict.as_deref()),
         ("-cbffile", o.cbffile.as_deref()),
+        ("-hklout", o.hklout.as_deref()),
         (
             "-dump (structure-factor cache)",
-            o.hkl.as_ref().map(|_| o.dump.as_str()),
+            (o.hkl.is_some() || o.pdb.is_some()).then_some(o.dump.as_str()),
         ),
     ])?;
     let threads = o
@@ -215,12 +216,26 @@ fn run_inner(words: &[String]) -> Result<()> {
         eprintln!("{w}");
     }
     let _ = print_setup(&prep, &mut out);
-    // upstream caches structure factors read from -hkl
-    if o.hkl.is_some() {
+    // upstream caches structure factors read from -hkl; a table computed from -pdb likewise
+    if o.hkl.is_some() || o.pdb.is_some() {
         let bytes = io::hkl::write_fdump(&prep.plan().hkl);
         if let Err(e) = write_atomic(Path::new(&o.dump), &bytes) {
             eprintln!("WARNING: could not write {}: {}", o.dump, e.message);
         }
+    }
+    if let Some(name) = &o.hklout {
+        let hkl = &prep.plan().hkl;
+        if hkl.hkls == 0 {
+            return Err(Error::usage(
+                "-hklout: this run has no structure-factor table (only -default_F)",
+            ));
+        }
+        write_file(
+            name,
+            &[&io::hkl::write_hkl(hkl)],
+            "the structure-factor table (h k l F)",
+            &mut out,
+        )?;
     }
     if let Some(name) = &o.predict {
         let pred = crate::predict::predict(&prep.setup, &Default::default())?;

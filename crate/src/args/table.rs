@@ -367,6 +367,16 @@ pub static FLAGS: &[Flag] = &[
         Ok(())
     })
     .kind(InputFile),
+    flag("-pdb", Port, "FILE", "atomic model (PDB or mmCIF): structure factors for every reflection the detector reaches (or to -dmin); the cell unless -cell/-mat", |p| {
+        p.o.pdb = Some(p.text()?);
+        Ok(())
+    })
+    .kind(InputFile),
+    flag("-hklout", Port, "FILE", "the structure-factor table the run used, `h k l F` per line (readable with -hkl)", |p| {
+        p.o.hklout = Some(p.text()?);
+        Ok(())
+    })
+    .kind(OutputFile),
     flag("-default_F", StructureFactors, "F", "structure factor of reflections not in the -hkl file", |p| {
         p.o.default_f = p.f64()?;
         Ok(())

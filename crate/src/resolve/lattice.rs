@@ -21,10 +21,11 @@ pub fn raw_counts(o: &Options) -> [f64; 3] {
     ]
 }
 
-/// The crystal: `-mat` read from `files`, `-cell`, the misset (random ones draw from `rng` with
+/// The crystal: `-mat` read from `files`, else `cell` (`-cell`, or a `-pdb` model's), the misset (random ones draw from `rng` with
 /// `misset_seed`, which the caller has already defaulted from the clock).
 pub fn crystal(
     o: &Options,
+    cell: Option<[f64; 6]>,
     files: &dyn FileSource,
     lambda0: f64,
     misset_seed: &mut i64,
@@ -38,7 +39,7 @@ pub fn crystal(
         None => None,
     };
     resolve_crystal(CrystalInput {
-        cell: o.cell,
+        cell,
         mat,
         lambda0,
         misset: o.misset,
@@ -152,6 +153,7 @@ mod tests {
         let o = crate::args::test_opts(s);
         let c = crystal(
             &o,
+            o.cell,
             &crate::files::MemFiles::default(),
             1e-10,
             &mut 0,

@@ -10,7 +10,8 @@
 //! 4. `structure::check_required`: a crystal and structure factors (upstream's usage exit);
 //! 5. `sampling::resolve_sampling`: phi, divergence, dispersion, layers, mosaic counts;
 //! 6. `lattice`: the crystal (cell, matrix, misset), cell counts, oversampling;
-//! 7. `structure`: structure factors and interpolation;
+//! 7. `structure`: structure factors and interpolation (a `-pdb` model's table is computed once
+//!    the plan exists, for the detector's reach: `structure::model_table`);
 //! 8. `sources`: from the file or the divergence × dispersion grid;
 //! 9. `orientations`: mosaic domains × phi, stale-phi tables;
 //! 10. `pixels`: ROI and mask;
@@ -98,7 +99,15 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         o.misset_seed
     };
     let mut rng = RanState::new();
-    let crystal = lattice::crystal(o, files, lambda0, &mut misset_seed, &mut rng)?;
+    let model = structure::read_model(&sf_origin, files)?;
+    let crystal = lattice::crystal(
+        o,
+        structure::model_cell(o, model.as_ref()),
+        files,
+        lambda0,
+        &mut misset_seed,
+        &mut rng,
+    )?;
     warnings.extend(crystal.warnings.iter().cloned());
     if let Some(m) = crystal.random_misset {
         log.push(format!(
@@ -157,7 +166,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
 
     let noise_seed = o.seed.unwrap_or_else(|| -clock_seconds());
 
-    let plan = Plan {
+    let mut plan = Plan {
         fpixels: det.fpixels,
         spixels: det.spixels,
         pixel: det.pixel,
@@ -209,6 +218,18 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         i_bg: scaling::water_background(beam.fluence, o.water),
         water: o.water != 0.0,
     };
+    let mut hkl_source = sf.description;
+    if let (Some(model), structure::Origin::Model(name)) = (&model, &sf_origin) {
+        let (table, description) =
+            structure::model_table(name, model, &plan, &crystal, o, &mut log, &mut warnings)?;
+        plan.hkl = table;
+        plan.interpolation = if structure::interpolate(o.interpolate, raw_n, &plan.hkl) {
+            Interpolation::Tricubic
+        } else {
+            Interpolation::Nearest
+        };
+        hkl_source = description;
+    }
     check_finite(&plan)?;
 
     log.push(format!("{} sources", plan.sources.len()));
@@ -238,7 +259,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         fluence: beam.fluence,
         recommended_oversample: over.recommended,
         noise_seed,
-        hkl_source: sf.description,
+        hkl_source,
         log,
         warnings,
     })

@@ -1,17 +1,21 @@
-//! Structure factors (MODEL §6.4, §7.7, §7.8): from `-hkl`, else from the cache file upstream
-//! reads silently when it exists (`Fdump.bin`), else `-default_F` everywhere; and whether they are
-//! interpolated.
+//! Structure factors (MODEL §6.4, §7.7, §7.8): from `-hkl`, or computed from an atomic model
+//! (`-pdb`, this port's), else from the cache file upstream reads silently when it exists
+//! (`Fdump.bin`), else `-default_F` everywhere; and whether they are interpolated.
 
 use crate::args::Options;
+use crate::crystal::Crystal;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io;
-use crate::plan::HklGrid;
+use crate::plan::{HklGrid, Plan};
+use crate::sf::{self, Model};
 
 /// Where the structure factors come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
     File(String),
+    /// `-pdb`: computed from an atomic model once the plan is known ([`model_table`]).
+    Model(String),
     /// The cache file (`-dump`, default `Fdump.bin`), read because no `-hkl` was given.
     Cache(String),
     Default,
@@ -19,21 +23,29 @@ pub enum Origin {
 
 /// `-hkl`, else the cache when it exists, else `-default_F`.
 pub fn origin(o: &Options, files: &dyn FileSource) -> Origin {
-    match &o.hkl {
-        Some(name) => Origin::File(name.clone()),
-        None if files.exists(&o.dump) => Origin::Cache(o.dump.clone()),
-        None => Origin::Default,
+    match (&o.hkl, &o.pdb) {
+        (Some(name), _) => Origin::File(name.clone()),
+        (None, Some(name)) => Origin::Model(name.clone()),
+        (None, None) if files.exists(&o.dump) => Origin::Cache(o.dump.clone()),
+        (None, None) => Origin::Default,
     }
 }
 
-/// Upstream's usage exit (MODEL §2.5): structure factors and a crystal are required.
+/// Upstream's usage exit (MODEL §2.5): structure factors and a crystal are required (a `-pdb`
+/// model gives both). `-hkl` with `-pdb` is a usage error.
 pub fn check_required(o: &Options, origin: &Origin) -> Result<()> {
+    if o.hkl.is_some() && o.pdb.is_some() {
+        return Err(Error::usage(
+            "-pdb and -hkl both give structure factors: use one of them",
+        ));
+    }
+    let model = matches!(origin, Origin::Model(_));
     let mut why = Vec::new();
     if *origin == Origin::Default && o.default_f == 0.0 {
-        why.push("no structure factors: give -hkl FILE or -default_F F");
+        why.push("no structure factors: give -hkl FILE, -pdb MODEL or -default_F F");
     }
-    if o.mat.is_none() && o.cell.map_or(0.0, |c| c[0]) == 0.0 {
-        why.push("no crystal: give -cell a b c alpha beta gamma or -mat FILE");
+    if o.mat.is_none() && o.cell.map_or(0.0, |c| c[0]) == 0.0 && !model {
+        why.push("no crystal: give -cell a b c alpha beta gamma, -mat FILE or -pdb MODEL");
     }
     if why.is_empty() {
         Ok(())
@@ -84,10 +96,12 @@ pub fn structure_factors(
             )
         }
         Origin::Default => (HklGrid::default(), format!("default_F = {}", o.default_f)),
+        // filled in by `model_table` once the detector's reach is known
+        Origin::Model(name) => (HklGrid::default(), name.clone()),
     };
     if let Some(v) = hkl.data.iter().find(|v| !v.is_finite()) {
         let name = match origin {
-            Origin::File(n) | Origin::Cache(n) => n.as_str(),
+            Origin::File(n) | Origin::Cache(n) | Origin::Model(n) => n.as_str(),
             Origin::Default => "",
         };
         return Err(Error::input(format!(
@@ -99,6 +113,95 @@ pub fn structure_factors(
         description,
         warnings,
     })
+}
+
+/// The `-pdb` model, read before the crystal (its cell is the crystal's unless -cell/-mat).
+pub fn read_model(origin: &Origin, files: &dyn FileSource) -> Result<Option<Model>> {
+    match origin {
+        Origin::Model(name) => Ok(Some(sf::read_model(
+            name,
+            &files.read(name, FileKind::Model)?,
+        )?)),
+        _ => Ok(None),
+    }
+}
+
+/// The model's cell as `-cell` values, used for the crystal when neither -cell nor -mat is given.
+pub fn model_cell(o: &Options, model: Option<&Model>) -> Option<[f64; 6]> {
+    let given = o.mat.is_some() || o.cell.map_or(0.0, |c| c[0]) != 0.0;
+    match model {
+        Some(m) if !given => {
+            let c = &m.cell;
+            Some([c.a, c.b, c.c, c.alpha, c.beta, c.gamma])
+        }
+        _ => o.cell,
+    }
+}
+
+/// `-pdb`: the model's structure-factor table for every reflection the detector reaches
+/// (`sf::detector_reach` over the plan's pixels and sources, plus `sf::REACH_MARGIN` for
+/// interpolation stencils), or to `-dmin`. Reflections are selected in the simulated lattice
+/// (`-cell`/`-mat` when given: they win for the geometry, and the log says so); F is computed in
+/// the model's own cell. Returns the table and its description for the log.
+pub fn model_table(
+    name: &str,
+    model: &Model,
+    plan: &Plan,
+    crystal: &Crystal,
+    o: &Options,
+    log: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Result<(HklGrid, String)> {
+    let mc = &model.cell;
+    let model_cell = [mc.a, mc.b, mc.c, mc.alpha, mc.beta, mc.gamma];
+    let fmt_cell = |c: [f64; 6]| c.map(crate::cfmt::fmt_g).join(" ");
+    if o.mat.is_some() || o.cell.is_some() {
+        log.push(format!(
+            "-pdb {name}: structure factors computed in the model's cell {}; the crystal lattice is the one given by -cell/-mat",
+            fmt_cell(model_cell)
+        ));
+        let differs = model_cell
+            .iter()
+            .zip(crystal.cell.iter())
+            .any(|(m, c)| (m - c).abs() > 0.01 * m.abs().max(1.0));
+        if differs {
+            warnings.push(format!(
+                "WARNING: the -cell/-mat cell {} differs from the model's cell {} by more than 1%",
+                fmt_cell(crystal.cell),
+                fmt_cell(model_cell)
+            ));
+        }
+    }
+    let d_min = if o.dmin > 0.0 {
+        o.dmin * 1e10
+    } else {
+        sf::detector_reach(plan).ok_or_else(|| {
+            Error::geometry(
+                "-pdb: the detector sees no scattering angle (give -dmin to choose a resolution)",
+            )
+        })? / sf::REACH_MARGIN
+    };
+    let opts = sf::SfOptions {
+        d_min,
+        select_metric: Some(sf::lattice_metric([
+            crystal.a_star,
+            crystal.b_star,
+            crystal.c_star,
+        ])),
+        default_f: o.default_f,
+    };
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let (grid, summary) = sf::compute_model(model, &opts, &|_| {}, &never)
+        .map_err(|e| Error::new(e.kind, format!("-pdb {name}: {}", e.message)))?;
+    log.push(format!("-pdb {name}: {}", summary.describe()));
+    let description = format!(
+        "{name} ({} model, space group {}, {} reflections to {:.3} Å)",
+        summary.format.name(),
+        summary.space_group,
+        grid.hkls,
+        d_min
+    );
+    Ok((grid, description))
 }
 
 #[cfg(test)]
