@@ -4,18 +4,22 @@
 //   - cold start: fresh browser profile, page load to the first 1024² image
 //   - warm render times at 512², 1024², 2048² per backend (median of 3 after a warm-up)
 //   - slider rate: 512² renders per second on the CPU (and the 256² preview used while dragging)
-// Usage: npm run bench:web [-- --sizes 512,1024 --backends cpu,gpu --runs 3]
+//   - live frame rate: frames shown per second during a 3 s slider drag at 512² (nanobragg-frame
+//     events), CPU (threads) on the simple-cubic and protein presets, WebGPU on simple cubic
+// Usage: npm run bench:web [-- --sizes 512,1024 --backends cpu,gpu --runs 3 --drags 3 --only drag]
 // Needs a build (npm run build).
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { launch, serve, DIST } from '../tests/browser/helpers.mjs';
+import { launch, serve, dragSlider, waitRendered, DIST } from '../tests/browser/helpers.mjs';
 
 const argv = process.argv.slice(2);
 const opt = (n, d) => { const i = argv.indexOf(n); return i >= 0 ? argv[i + 1] : d; };
 const SIZES = opt('--sizes', '512,1024,2048').split(',').map(Number);
 const BACKENDS = opt('--backends', 'cpu,gpu').split(',');
 const RUNS = Number(opt('--runs', 3));
+const ONLY = opt('--only', '');
+const DRAGS = Number(opt('--drags', 3));
 const CASE = '-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100';
 
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
@@ -38,6 +42,24 @@ console.log('bundles      ', js.map((f) => `${f} ${(gzipSync(readFileSync(join(D
 
 const { server, url } = await serve({ isolation: true });
 try {
+  console.log('\n== live frame rate: 3 s drag of the distance slider at 512² (frames shown per second)');
+  for (const [backend, preset] of [['cpu', 'cubic'], ['cpu', 'protein'], ['gpu', 'cubic']]) {
+    if (!BACKENDS.includes(backend)) continue;
+    const ctx = await launch({ webgpu: backend === 'gpu' });
+    const page = await ctx.newPage();
+    await page.goto(`${url}/?preset=${preset}&detpixels=512&backend=${backend}`);
+    await waitRendered(page, 1, 300_000);
+    // a warm-up drag (JIT, GPU pipeline, preview sizing), then the measured one
+    await dragSlider(page, { ms: 1000, from: 100, to: 110 });
+    const runs = [];
+    for (let i = 0; i < DRAGS; i++) runs.push(await dragSlider(page, { ms: 3000, from: i % 2 ? 170 : 110, to: i % 2 ? 110 : 170 }));
+    const r = [...runs].sort((a, b) => a.fps - b.fps)[Math.floor(runs.length / 2)];
+    const threads = await page.evaluate(() => window.nanobragg.client.info?.threads);
+    console.log(`${backend.padEnd(4)} ${preset.padEnd(8)} ${r.fps.toFixed(1).padStart(5)} frames/s median of ${runs.length} drags (all: ${runs.map((x) => x.fps.toFixed(1)).join(', ')}; ${r.frames} frames, sizes ${r.sizes.join(' ')}, mean render ${r.renderMs.toFixed(0)} ms, ${r.backends.join('/')}${r.backends.includes('cpu') ? ` ${threads} threads` : ''}); final ${r.finalWidth}² ${r.finalPreview ? 'preview' : 'full'}`);
+    await ctx.close();
+  }
+  if (ONLY === 'drag') process.exit(0);
+
   console.log('\n== cold start to the first 1024² image (fresh profile, page load -> image on screen)');
   for (const backend of BACKENDS) {
     const ctx = await launch({ webgpu: backend === 'gpu' });

@@ -35,7 +35,7 @@ function out(cmd, args) {
 
 // ---- tools -------------------------------------------------------------------------------
 function ensureNodeModules() {
-  const need = ['esbuild', 'binaryen', 'playwright-core', 'typescript'];
+  const need = ['esbuild', 'binaryen', 'playwright-core', 'typescript', '@preact/signals-core', 'three'];
   if (need.every((p) => existsSync(join(root, 'node_modules', p)))) return;
   run('npm', ['install', '--no-audit', '--no-fund']);
 }
@@ -102,7 +102,9 @@ function buildWasm(kind) {
   const wasm = join(targetDir, WASM_TARGET, 'release', 'nanobragg.wasm');
   const outDir = join(dist, parallel ? 'pkg-parallel' : 'pkg');
   rmSync(outDir, { recursive: true, force: true });
-  run('wasm-bindgen', ['--target', 'web', '--out-dir', outDir, '--out-name', 'nanobragg', '--no-typescript', wasm]);
+  // The generated nanobragg.d.ts types the wasm surface for the worker (www/src/worker.ts).
+  run('wasm-bindgen', ['--target', 'web', '--out-dir', outDir, '--out-name', 'nanobragg', wasm]);
+  if (parallel) patchRayonHelper(outDir);
   const bg = join(outDir, 'nanobragg_bg.wasm');
   if (!dev) {
     const before = statSync(bg).size;
@@ -117,6 +119,20 @@ function buildWasm(kind) {
   const gz = gzipSync(readFileSync(bg), { level: 9 }).length;
   log(`${kind}: ${(size / 1024).toFixed(0)} KiB, ${(gz / 1024).toFixed(0)} KiB gzipped`);
   return { kind, bytes: size, gzip: gz };
+}
+
+/** wasm-bindgen-rayon's pool workers call the module's init with positional arguments, which
+ * the wasm-bindgen glue deprecates (it warns on the console once per thread): pass one object. */
+function patchRayonHelper(outDir) {
+  const snippets = join(outDir, 'snippets');
+  const files = existsSync(snippets)
+    ? readdirSync(snippets, { recursive: true }).map((f) => join(snippets, String(f))).filter((f) => f.endsWith('workerHelpers.no-bundler.js'))
+    : [];
+  if (files.length !== 1) throw new Error(`expected one wasm-bindgen-rayon workerHelpers.no-bundler.js, found ${files.length}`);
+  const old = 'await pkg.default(data.module, data.memory);';
+  const src = readFileSync(files[0], 'utf8');
+  if (!src.includes(old)) throw new Error(`wasm-bindgen-rayon helper changed: "${old}" not found in ${files[0]}`);
+  writeFileSync(files[0], src.replace(old, 'await pkg.default({ module_or_path: data.module, memory: data.memory });'));
 }
 
 // ---- TypeScript / static files ----------------------------------------------------------

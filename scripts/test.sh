@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `npm test`: every test. Installs what is missing first.
 #   (a) Rust: fmt, clippy (native, no-GPU and wasm32), cargo test (scripts/test-rust.sh); miniCBF read back by fabio
-#   (b) the wasm build of the web app (both modules) and its TypeScript
-#   (c) unit tests of the front end's pure modules (tests/unit/), and browser tests: node's test
-#       runner + playwright-core on Debian chromium (tests/browser/)
+#   (b) unit tests of the front end's pure modules (tests/unit/: npm run test:unit, seconds)
+#   (c) the wasm build of the web app (both modules) and its TypeScript
+#   (d) browser tests: node's test runner + playwright-core on Debian chromium (tests/browser/)
 # Each step prints its duration, and a summary of all steps ends the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +15,8 @@ step "miniCBF files read back by fabio (scripts/check_cbf.py)" /usr/bin/python3 
 if ! npm ls --depth=0 >/dev/null 2>&1; then
   step "npm install" npm install --no-audit --no-fund
 fi
+step "unit tests (npm run test:unit: tests/unit/)" node scripts/test-unit.mjs
 step "web build (npm run build: wasm modules, TypeScript bundles)" node scripts/build.mjs
 step "typecheck (tsc)" npx tsc -p www --noEmit
-step "unit tests (node --test tests/unit/)" node --test tests/unit/
 step "browser tests (node --test tests/browser/)" node --test --test-concurrency=1 tests/browser/
 summary

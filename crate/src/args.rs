@@ -3,11 +3,17 @@
 //! effects that upstream's substring matching produces and that real command lines rely on are
 //! reproduced (`-twotheta_axis` also sets two-theta, `-misset_seed` also acts as `-misset`,
 //! conventions set the pivot, last flag wins). Unlike upstream, an unknown flag, a missing value
-//! or a non-numeric value is an error naming the flag.
+//! or a non-numeric value is an error naming the flag, and so is a number out of the flag's range
+//! (NaN and ±inf included).
+//!
+//! The flags themselves, with their handlers, are one table: `table.rs` (`FLAGS`).
 
 use crate::cfmt::{atof, parse_f64_strict, parse_i64_strict};
 use crate::error::{Error, Result};
 use crate::vec3::V3;
+
+mod table;
+pub use table::{find, usage, Check, Flag, Group, Handler, Kind, FLAGS, SHORT_USAGE};
 
 pub const RTD: f64 = 180.0 * std::f64::consts::FRAC_1_PI;
 
@@ -43,6 +49,10 @@ pub enum Backend {
 pub struct Options {
     // files
     pub hkl: Option<String>,
+    /// `-pdb`: an atomic model (PDB or mmCIF) to compute structure factors from (`sf`).
+    pub pdb: Option<String>,
+    /// `-hklout`: where to write the structure-factor table the run used.
+    pub hklout: Option<String>,
     pub dump: String,
     pub mat: Option<String>,
     pub img: Option<String>,
@@ -153,6 +163,10 @@ pub struct Options {
     pub threads: Option<usize>,
     pub backend: Backend,
     pub timings: bool,
+    /// Render even when the cost estimate is over the CLI's budget.
+    pub force: bool,
+    /// `-help`: print the usage text.
+    pub help: bool,
     /// Warnings produced while parsing (printed by the CLI).
     pub warnings: Vec<String>,
 }
@@ -161,6 +175,8 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             hkl: None,
+            pdb: None,
+            hklout: None,
             dump: "Fdump.bin".into(),
             mat: None,
             img: None,
@@ -262,57 +278,159 @@ impl Default for Options {
             threads: None,
             backend: Backend::Cpu,
             timings: false,
+            force: false,
+            help: false,
             warnings: Vec::new(),
         }
     }
 }
 
-/// Cursor over the words, with value readers that name the flag in their errors.
-struct Words<'a> {
-    w: &'a [String],
+/// The parser: a cursor over the words and the options being built. Flag handlers (`table.rs`)
+/// read their values through it, so every value error names the flag as typed.
+pub struct Parser<'a> {
+    words: &'a [String],
     i: usize,
-    flag: String,
+    /// The flag being handled, as typed (a name or an alias).
+    pub flag: &'a str,
+    row: &'static Flag,
+    pub o: Options,
 }
 
-impl<'a> Words<'a> {
-    fn remaining(&self) -> usize {
-        self.w.len() - self.i
+impl<'a> Parser<'a> {
+    /// Words left after the cursor.
+    pub fn remaining(&self) -> usize {
+        self.words.len() - self.i
     }
-    fn peek(&self, k: usize) -> Option<&'a str> {
-        self.w.get(self.i + k).map(|s| s.as_str())
+    /// The word `k` places after the cursor.
+    pub fn peek(&self, k: usize) -> Option<&'a str> {
+        self.words.get(self.i + k).map(|s| s.as_str())
     }
-    fn text(&mut self) -> Result<String> {
-        match self.w.get(self.i) {
+    pub fn skip(&mut self, n: usize) {
+        self.i = (self.i + n).min(self.words.len());
+    }
+    fn err(&self, what: impl std::fmt::Display) -> Error {
+        Error::usage(format!("{}: {what}", self.flag))
+    }
+    /// The next word, as is.
+    pub fn text(&mut self) -> Result<String> {
+        match self.words.get(self.i) {
             Some(s) => {
                 self.i += 1;
                 Ok(s.clone())
             }
-            None => Err(Error::usage(format!("{}: missing value", self.flag))),
+            None => Err(self.err("missing value")),
         }
     }
-    fn f64(&mut self) -> Result<f64> {
-        let flag = self.flag.clone();
-        let t = self.text()?;
-        parse_f64_strict(&t)
-            .ok_or_else(|| Error::usage(format!("{flag}: expected a number, found '{t}'")))
-    }
-    fn int(&mut self) -> Result<i64> {
-        let flag = self.flag.clone();
-        let t = self.text()?;
-        if let Some(v) = parse_i64_strict(&t) {
-            return Ok(v);
+    fn checked(&self, v: f64, t: &str) -> Result<f64> {
+        match self.row.check.violation(v) {
+            None => Ok(v),
+            Some(want) => Err(self.err(format_args!("expected {want}, found '{t}'"))),
         }
-        // upstream reads counts with atoi: accept "2.0"-like numbers by truncation
+    }
+    /// The next word as a finite number that passes the row's check.
+    pub fn f64(&mut self) -> Result<f64> {
+        let t = self.text()?;
         match parse_f64_strict(&t) {
-            Some(v) if v.is_finite() => Ok(v.trunc() as i64),
-            _ => Err(Error::usage(format!(
-                "{flag}: expected an integer, found '{t}'"
-            ))),
+            Some(v) => self.checked(v, &t),
+            None => Err(self.err(format_args!("expected a number, found '{t}'"))),
         }
     }
-    fn vec3(&mut self) -> Result<V3> {
+    /// `f64`, but `inf` is allowed (`-detector_abs inf`).
+    pub fn f64_allowing_inf(&mut self) -> Result<f64> {
+        let t = self.text()?;
+        match parse_f64_strict(&t) {
+            Some(v) if v == f64::INFINITY => Ok(v),
+            Some(v) => self.checked(v, &t),
+            None => Err(self.err(format_args!("expected a number, found '{t}'"))),
+        }
+    }
+    /// The next word as an integer that passes the row's check. Upstream reads counts with
+    /// `atoi`; numbers such as "2.0" are accepted by truncation.
+    pub fn int(&mut self) -> Result<i64> {
+        let t = self.text()?;
+        let v = match parse_i64_strict(&t) {
+            Some(v) => v as f64,
+            None => match parse_f64_strict(&t) {
+                Some(v) => v.trunc(),
+                None => return Err(self.err(format_args!("expected an integer, found '{t}'"))),
+            },
+        };
+        let v = self.checked(v, &t)?;
+        if v.abs() >= 9.0e18 {
+            return Err(self.err(format_args!("{t} is out of range")));
+        }
+        Ok(v as i64)
+    }
+    pub fn vec3(&mut self) -> Result<V3> {
         Ok([self.f64()?, self.f64()?, self.f64()?])
     }
+
+    /// `-cell a [b c α β γ]`: up to six numbers, stopping at the next flag (MODEL §2.2). Lengths
+    /// b, c ≤ 0 mean a and angles ≤ 0 mean 90° (upstream's rules); a must be positive and every
+    /// angle below 180°. Whether the angles make a cell is checked with the crystal.
+    fn cell(&mut self) -> Result<()> {
+        let mut c = [0.0; 6];
+        let mut n = 0;
+        while n < 6
+            && self
+                .peek(0)
+                .is_some_and(|t| !t.starts_with('-') || is_number(t))
+        {
+            let t = self.peek(0).unwrap_or_default();
+            let v = parse_f64_strict(t)
+                .ok_or_else(|| self.err(format_args!("expected a number, found '{t}'")))?;
+            let want = match n {
+                0 => Check::Positive(1e7).violation(v),
+                1 | 2 => Check::Within(1e7).violation(v),
+                _ => Check::Within(180.0)
+                    .violation(v)
+                    .or_else(|| (v >= 180.0).then(|| "an angle below 180 degrees".to_string())),
+            };
+            if let Some(want) = want {
+                let what = ["a", "b", "c", "alpha", "beta", "gamma"][n];
+                return Err(self.err(format_args!("expected {want} for {what}, found '{t}'")));
+            }
+            c[n] = v;
+            n += 1;
+            self.i += 1;
+        }
+        if n == 0 {
+            return Err(self.err("expected a b c alpha beta gamma (Å, degrees)"));
+        }
+        self.o.cell = Some(c);
+        Ok(())
+    }
+
+    /// `-misset_seed n`: upstream's substring match also runs the `-misset` handler on the next
+    /// three words (C-QUIRK 2), and the two numbers after the seed are that misset's other
+    /// angles.
+    fn misset_seed(&mut self) -> Result<()> {
+        if self.remaining() >= 3 {
+            let words = [self.peek(0), self.peek(1), self.peek(2)].map(Option::unwrap_or_default);
+            let m = words.map(atof);
+            if let Some(k) = m.iter().position(|v| !v.is_finite()) {
+                return Err(self.err(format_args!(
+                    "upstream also reads the next three words as -misset angles, and '{}' is not a finite angle",
+                    words[k]
+                )));
+            }
+            self.o.misset = Some(m);
+            self.o.misset_random = false;
+        }
+        self.o.misset_seed = -self.int()?;
+        for _ in 0..2 {
+            if self.peek(0).is_some_and(is_number) {
+                self.i += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A command line given as one string, parsed (for the unit tests of the resolution steps).
+#[cfg(test)]
+pub(crate) fn test_opts(s: &str) -> Options {
+    parse(&crate::api::split_args(s)).unwrap()
 }
 
 fn is_number(s: &str) -> bool {
@@ -321,395 +439,43 @@ fn is_number(s: &str) -> bool {
 
 /// Parse the words after the program name.
 pub fn parse(words: &[String]) -> Result<Options> {
-    let mut o = Options::default();
-    let mut w = Words {
-        w: words,
+    let mut p = Parser {
+        words,
         i: 0,
-        flag: String::new(),
+        flag: "",
+        row: &FLAGS[0],
+        o: Options::default(),
     };
-    while w.i < words.len() {
-        let arg = words[w.i].clone();
-        w.i += 1;
+    let mut prev: Option<&Flag> = None;
+    while p.i < words.len() {
+        let arg = words[p.i].as_str();
+        p.i += 1;
         if !arg.starts_with('-') || arg.len() < 2 {
+            let after = match prev {
+                Some(f) if f.arity.1 == 0 => format!(" after {}, which takes no value", p.flag),
+                Some(f) => {
+                    let (lo, hi) = f.arity;
+                    let n = if lo == hi {
+                        format!("{lo}")
+                    } else {
+                        format!("{lo} to {hi}")
+                    };
+                    let s = if hi == 1 { "" } else { "s" };
+                    format!(" after {} {}, which takes {n} value{s}", p.flag, f.values)
+                }
+                None => String::new(),
+            };
             return Err(Error::usage(format!(
-                "unexpected argument '{arg}' (values must follow a flag)"
+                "unexpected argument '{arg}'{after} (values must follow a flag)"
             )));
         }
-        w.flag = arg.clone();
-        let mm = 1e-3;
-        match arg.as_str() {
-            // ---- files and structure factors
-            "-hkl" => o.hkl = Some(w.text()?),
-            "-dump" => o.dump = w.text()?,
-            "-default_F" => o.default_f = w.f64()?,
-            "-mat" | "-matrix" => o.mat = Some(w.text()?),
-            "-cell" => {
-                let mut c = [0.0; 6];
-                let mut n = 0;
-                while n < 6
-                    && w.peek(0)
-                        .is_some_and(|t| !t.starts_with('-') && is_number(t))
-                {
-                    c[n] = w.f64()?;
-                    n += 1;
-                }
-                if n == 0 {
-                    return Err(Error::usage(
-                        "-cell: expected a b c alpha beta gamma (Å, degrees)",
-                    ));
-                }
-                o.cell = Some(c);
-            }
-            "-img" => o.img = Some(w.text()?),
-            "-mask" => o.mask = Some(w.text()?),
-            "-sourcefile" => o.sourcefile = Some(w.text()?),
-            "-stol" | "-4stol" | "-Q" => {
-                o.stol = Some(w.text()?);
-                o.warnings.push(format!(
-                    "{arg} is read by upstream but has no effect; ignored"
-                ));
-            }
-            "-stolout" => {
-                w.text()?;
-            }
-            // ---- crystal
-            "-N" => {
-                let n = w.int()? as f64;
-                o.na = Some(n);
-                o.nb = Some(n);
-                o.nc = Some(n);
-            }
-            "-Na" => o.na = Some(w.int()? as f64),
-            "-Nb" => o.nb = Some(w.int()? as f64),
-            "-Nc" => o.nc = Some(w.int()? as f64),
-            "-samplesize" | "-sample_size" | "-xtalsize" | "-xtal_size" => {
-                let v = w.f64()? * mm;
-                o.sample_x = v;
-                o.sample_y = v;
-                o.sample_z = v;
-            }
-            "-sample_thick" | "-sample_x" | "-xtal_thick" | "-xtal_x" => o.sample_x = w.f64()? * mm,
-            "-sample_width" | "-sample_y" | "-xtal_width" | "-xtal_y" | "-width" => {
-                o.sample_y = w.f64()? * mm
-            }
-            "-sample_height" | "-sample_z" | "-xtal_height" | "-xtal_z" | "-height" => {
-                o.sample_z = w.f64()? * mm
-            }
-            "-density" | "-sample_density" | "-MW" | "-molecules" => {
-                w.f64()?;
-                o.warnings
-                    .push(format!("{arg} has no effect in nanoBragg; ignored"));
-            }
-            "-misset" => {
-                if w.peek(0).is_some_and(|t| t.contains("rand")) {
-                    w.i += 1;
-                    o.misset_random = true;
-                    o.misset = None;
-                } else {
-                    o.misset = Some(w.vec3()?);
-                    o.misset_random = false;
-                }
-            }
-            "-misset_seed" => {
-                // upstream's substring match also runs the -misset handler on the next three words
-                if w.remaining() >= 3 {
-                    let m = [
-                        atof(w.peek(0).unwrap()),
-                        atof(w.peek(1).unwrap()),
-                        atof(w.peek(2).unwrap()),
-                    ];
-                    o.misset = Some(m);
-                    o.misset_random = false;
-                }
-                o.misset_seed = -w.int()?;
-                // ... and the two numbers after the seed are that misset's other angles
-                for _ in 0..2 {
-                    if w.peek(0).is_some_and(is_number) {
-                        w.i += 1;
-                    }
-                }
-            }
-            "-mosaic" | "-mosaicity" | "-mosaic_spread" => o.mosaic_spread = w.f64()? / RTD,
-            "-mosaic_dom" | "-mosaic_domains" => o.mosaic_domains = w.int()?,
-            "-mosaic_seed" => o.mosaic_seed = -w.int()?,
-            "-square_xtal" => o.shape = crate::plan::Shape::Square,
-            "-round_xtal" => o.shape = crate::plan::Shape::Round,
-            "-gauss_xtal" => o.shape = crate::plan::Shape::Gauss,
-            "-binary_spots" | "-tophat_spots" => o.shape = crate::plan::Shape::Tophat,
-            "-fudge" => o.fudge = w.f64()?,
-            "-interpolate" => o.interpolate = 1,
-            "-nointerpolate" => o.interpolate = 0,
-            "-phi" => o.phi0 = Some(w.f64()? / RTD),
-            "-osc" => o.osc = Some(w.f64()? / RTD),
-            "-phistep" => o.phistep = w.f64()? / RTD,
-            "-phisteps" => o.phisteps = w.int()?,
-            "-spindle_axis" => {
-                o.spindle_axis = Some(w.vec3()?);
-                o.convention = Convention::Custom;
-            }
-            // ---- beam
-            "-lambda" | "-wave" | "-wavelength" => o.lambda = Some(w.f64()? / 1e10),
-            "-energy" => o.lambda = Some((12398.42 / w.f64()?) / 1e10),
-            "-dispersion" => o.dispersion = w.f64()? / 100.0,
-            "-dispsteps" => o.dispsteps = w.int()?,
-            "-divergence" => {
-                let v = w.f64()? / 1000.0;
-                o.hdivrange = v;
-                o.vdivrange = v;
-            }
-            "-hdivrange" => o.hdivrange = w.f64()? / 1000.0,
-            "-vdivrange" => o.vdivrange = w.f64()? / 1000.0,
-            "-hdivstep" => o.hdivstep = w.f64()? / 1000.0,
-            "-vdivstep" => o.vdivstep = w.f64()? / 1000.0,
-            "-hdivsteps" => o.hdivsteps = w.int()?,
-            "-vdivsteps" => o.vdivsteps = w.int()?,
-            "-divsteps" => {
-                let n = w.int()?;
-                o.hdivsteps = n;
-                o.vdivsteps = n;
-            }
-            "-round_div" => o.round_div = true,
-            "-square_div" => o.round_div = false,
-            "-beam_vector" => {
-                o.beam_vector = Some(w.vec3()?);
-                o.convention = Convention::Custom;
-            }
-            "-polar_vector" => {
-                o.polar_vector = Some(w.vec3()?);
-                o.convention = Convention::Custom;
-            }
-            "-polar" => {
-                o.polar = w.f64()?;
-                o.nopolar = false;
-            }
-            "-nopolar" => o.nopolar = true,
-            "-fluence" => o.fluence = w.f64()?,
-            "-flux" => o.flux = w.f64()?,
-            "-exposure" => o.exposure = w.f64()?,
-            "-beamsize" => o.beamsize = w.f64()? * mm,
-            "-coherent" => o
-                .warnings
-                .push("-coherent has no effect in nanoBragg; ignored".into()),
-            "-water" => o.water = w.f64()? / 1e6,
-            // ---- detector
-            "-pixel" => o.pixel = Some(w.f64()? * mm),
-            "-detsize" => {
-                let v = w.f64()? * mm;
-                o.detsize_f = Some(v);
-                o.detsize_s = Some(v);
-            }
-            "-detsize_f" => o.detsize_f = Some(w.f64()? * mm),
-            "-detsize_s" => o.detsize_s = Some(w.f64()? * mm),
-            "-detpixels" => {
-                let n = w.int()?;
-                o.fpixels = Some(n);
-                o.spixels = Some(n);
-            }
-            "-detpixels_f" | "-detpixels_x" => o.fpixels = Some(w.int()?),
-            "-detpixels_s" | "-detpixels_y" => o.spixels = Some(w.int()?),
-            "-distance" => {
-                o.distance = Some(w.f64()? * mm);
-                o.pivot = Pivot::Beam;
-            }
-            "-close_distance" => {
-                o.close_distance = Some(w.f64()? * mm);
-                o.pivot = Pivot::Sample;
-            }
-            "-Xbeam" => {
-                o.xbeam = Some(w.f64()? * mm);
-                o.pivot = Pivot::Beam;
-            }
-            "-Ybeam" => {
-                o.ybeam = Some(w.f64()? * mm);
-                o.pivot = Pivot::Beam;
-            }
-            "-Xclose" => {
-                o.xclose = Some(w.f64()? * mm);
-                o.pivot = Pivot::Sample;
-            }
-            "-Yclose" => {
-                o.yclose = Some(w.f64()? * mm);
-                o.pivot = Pivot::Sample;
-            }
-            "-ORGX" => {
-                o.orgx = Some(w.f64()?);
-                o.pivot = Pivot::Sample;
-            }
-            "-ORGY" => {
-                o.orgy = Some(w.f64()?);
-                o.pivot = Pivot::Sample;
-            }
-            "-pivot" => {
-                let v = w.text()?;
-                if v.contains("sample") {
-                    o.pivot = Pivot::Sample;
-                } else if v.contains("beam") {
-                    o.pivot = Pivot::Beam;
-                } else {
-                    return Err(Error::usage(format!(
-                        "-pivot: expected 'sample' or 'beam', found '{v}'"
-                    )));
-                }
-            }
-            "-mosflm" => {
-                o.convention = Convention::Mosflm;
-                o.pivot = Pivot::Beam;
-            }
-            "-denzo" => {
-                o.convention = Convention::Denzo;
-                o.pivot = Pivot::Beam;
-            }
-            "-adxv" => {
-                o.convention = Convention::Adxv;
-                o.pivot = Pivot::Beam;
-            }
-            "-xds" => {
-                o.convention = Convention::Xds;
-                o.pivot = Pivot::Sample;
-            }
-            "-dials" => {
-                o.convention = Convention::Dials;
-                o.pivot = Pivot::Beam;
-            }
-            "-fdet_vector" => {
-                o.fdet_vector = Some(w.vec3()?);
-                o.convention = Convention::Custom;
-            }
-            "-sdet_vector" => {
-                o.sdet_vector = Some(w.vec3()?);
-                o.convention = Convention::Custom;
-            }
-            "-odet_vector" => {
-                o.odet_vector = Some(w.vec3()?);
-                o.convention = Convention::Custom;
-            }
-            "-twotheta_axis" => {
-                let v = w.vec3()?;
-                o.twotheta_axis = Some(v);
-                o.convention = Convention::Custom;
-                // upstream's substring match also runs -twotheta with the first component
-                o.twotheta = v[0] / RTD;
-                o.pivot = Pivot::Sample;
-            }
-            "-pix0_vector" | "-pix0_vector_mm" => {
-                w.vec3()?;
-                o.convention = Convention::Custom;
-                o.warnings.push(format!("{arg}: upstream recomputes pix0 from the beam centre; the value only selects the CUSTOM convention"));
-            }
-            "-twotheta" => {
-                o.twotheta = w.f64()? / RTD;
-                o.pivot = Pivot::Sample;
-            }
-            "-detector_rotx" => o.rotx = w.f64()? / RTD,
-            "-detector_roty" => o.roty = w.f64()? / RTD,
-            "-detector_rotz" => o.rotz = w.f64()? / RTD,
-            "-curved_det" => {
-                if w.remaining() >= 1 {
-                    o.curved_det = true;
-                } else {
-                    o.warnings.push(
-                        "-curved_det as the last argument is ignored (as upstream does)".into(),
-                    );
-                }
-            }
-            "-point_pixel" => o.point_pixel = true,
-            "-detector_abs" | "-detector_absorb" | "-detector_absorption" => {
-                let v = w.f64()?;
-                if v.is_infinite() || v == 0.0 {
-                    o.detector_thick = 0.0;
-                    o.detector_mu = 0.0;
-                } else {
-                    o.detector_mu = 1.0 / (v * 1e-6);
-                }
-            }
-            "-detector_thick" => o.detector_thick = w.f64()? * 1e-6,
-            "-detector_thicksteps" | "-thicksteps" => o.detector_thicksteps = w.int()?,
-            "-oversample" => o.oversample = w.int()?,
-            "-oversample_thick" => o.oversample_thick = true,
-            "-oversample_polar" => o.oversample_polar = true,
-            "-oversample_omega" => o.oversample_omega = true,
-            "-roi" => o.roi = Some([w.int()?, w.int()?, w.int()?, w.int()?]),
-            "-dmin" => o.dmin = w.f64()? * 1e-10,
-            // ---- output
-            "-floatfile" | "-floatimage" => o.floatfile = w.text()?,
-            "-intfile" | "-intimage" => o.intfile = w.text()?,
-            "-noisefile" | "-noiseimage" => {
-                o.noisefile = w.text()?;
-                o.write_noise = true;
-            }
-            "-nonoise" => o.write_noise = false,
-            "-pgmfile" | "-pgmimage" => {
-                o.pgmfile = w.text()?;
-                o.write_pgm = true;
-            }
-            "-nopgm" => o.write_pgm = false,
-            "-scale" => o.scale = w.f64()?,
-            "-pgmscale" => {
-                o.pgmscale = w.f64()?;
-                o.write_pgm = true;
-            }
-            "-adc" | "-adcoffset" => o.adc = w.f64()?,
-            "-seed" => o.seed = Some(-w.int()?),
-            "-printout" => o.printout = true,
-            "-predict" => o.predict = Some(w.text()?),
-            "-printout_pixel" => {
-                o.printout_pixel = Some((w.int()?, w.int()?));
-                o.printout = true;
-            }
-            "-progress" => o.progress = true,
-            "-noprogress" => o.progress = false,
-            // ---- ours
-            "-precision" => {
-                o.precision = match w.text()?.as_str() {
-                    "f32" | "single" => Precision::F32,
-                    "f64" | "double" => Precision::F64,
-                    v => {
-                        return Err(Error::usage(format!(
-                            "-precision: expected f32 or f64, found '{v}'"
-                        )))
-                    }
-                }
-            }
-            "-threads" => {
-                let n = w.int()?;
-                if n < 1 {
-                    return Err(Error::usage(format!(
-                        "-threads: expected a positive count, found {n}"
-                    )));
-                }
-                o.threads = Some(n as usize);
-            }
-            "-backend" => {
-                o.backend = match w.text()?.as_str() {
-                    "cpu" => Backend::Cpu,
-                    "gpu" => Backend::Gpu,
-                    "auto" => Backend::Auto,
-                    v => {
-                        return Err(Error::usage(format!(
-                            "-backend: expected cpu, gpu or auto, found '{v}'"
-                        )))
-                    }
-                }
-            }
-            "-timings" => o.timings = true,
-            "-cbffile" => o.cbffile = Some(w.text()?),
-            "-detector" => {
-                let name = w.text()?;
-                let p = crate::detectors::find(&name).ok_or_else(|| {
-                    Error::usage(format!(
-                        "-detector: unknown detector '{name}' (known: {})",
-                        crate::detectors::names()
-                    ))
-                })?;
-                o.preset = Some(p);
-                o.fpixels = Some(p.fast_pixels as i64);
-                o.spixels = Some(p.slow_pixels as i64);
-                o.pixel = Some(p.pixel_mm * mm);
-            }
-            _ => return Err(Error::usage(format!("unknown flag '{arg}'"))),
-        }
+        let row = find(arg).ok_or_else(|| Error::usage(format!("unknown flag '{arg}'")))?;
+        p.flag = arg;
+        p.row = row;
+        (row.handler)(&mut p)?;
+        prev = Some(row);
     }
-    Ok(o)
+    Ok(p.o)
 }
 
 #[cfg(test)]
@@ -749,19 +515,115 @@ mod tests {
 
     #[test]
     fn bad_input_names_the_flag() {
-        assert!(p("-bogus 1").unwrap_err().message.contains("-bogus"));
-        assert!(p("-lambda")
-            .unwrap_err()
-            .message
-            .contains("-lambda: missing value"));
-        assert!(p("-lambda abc")
-            .unwrap_err()
-            .message
-            .contains("-lambda: expected a number"));
-        assert!(p("-N x").unwrap_err().message.contains("-N"));
-        assert!(p("-precision f16")
-            .unwrap_err()
-            .message
-            .contains("-precision"));
+        let e = |s: &str| p(s).unwrap_err().message;
+        assert!(e("-bogus 1").contains("-bogus"));
+        assert!(e("-lambda").contains("-lambda: missing value"));
+        assert!(e("-lambda abc").contains("-lambda: expected a number"));
+        assert!(e("-N x").contains("-N"));
+        assert!(e("-precision f16").contains("-precision"));
+        // an alias is named as typed
+        assert_eq!(
+            e("-wave 0"),
+            "-wave: expected a number > 0 and ≤ 1e+10, found '0'"
+        );
+    }
+
+    #[test]
+    fn non_finite_numbers_are_rejected_everywhere() {
+        for (args, msg) in [
+            ("-misset nan 0 0", "-misset: expected a finite number, found 'nan'"),
+            ("-fluence inf", "-fluence: expected a finite number, found 'inf'"),
+            ("-default_F nan", "-default_F: expected a finite number, found 'nan'"),
+            ("-dispersion nan", "-dispersion: expected a finite number, found 'nan'"),
+            ("-mosaic inf", "-mosaic: expected a finite number, found 'inf'"),
+            ("-phi inf", "-phi: expected a finite number, found 'inf'"),
+            ("-N nan", "-N: expected a finite number, found 'nan'"),
+            ("-detector_abs nan", "-detector_abs: expected a finite number, found 'nan'"),
+            ("-misset_seed 5 nan 1", "-misset_seed: upstream also reads the next three words as -misset angles, and 'nan' is not a finite angle"),
+        ] {
+            assert_eq!(p(args).unwrap_err().message, msg, "{args}");
+        }
+        // upstream's documented meaning of an infinite attenuation depth: no absorption
+        let o = p("-detector_thick 100 -detector_abs inf").unwrap();
+        assert_eq!((o.detector_thick, o.detector_mu), (0.0, 0.0));
+    }
+
+    #[test]
+    fn ranges_are_checked_in_the_users_units() {
+        let e = |s: &str| p(s).unwrap_err().message;
+        assert_eq!(
+            e("-distance 0"),
+            "-distance: expected a non-zero number from -1e+06 to 1e+06, found '0'"
+        );
+        assert_eq!(
+            e("-pixel 1e308"),
+            "-pixel: expected a number > 0 and ≤ 1000, found '1e308'"
+        );
+        assert_eq!(
+            e("-divsteps 1e308"),
+            "-divsteps: expected a number from -1e+06 to 1e+06, found '1e308'"
+        );
+        assert_eq!(
+            e("-seed -1e19"),
+            "-seed: expected a number from -2.14748e+09 to 2.14748e+09, found '-1e19'"
+        );
+        assert!(e("-mosaic_seed -1e19").starts_with("-mosaic_seed: expected"));
+        assert!(e("-misset_seed -1e19").starts_with("-misset_seed: expected"));
+        assert!(e("-threads 0").starts_with("-threads: expected a number > 0"));
+        assert!(e("-detector_thick 1e308").starts_with("-detector_thick: expected"));
+        assert!(e("-lambda -1").starts_with("-lambda: expected a number > 0"));
+        // a negative distance is upstream's |distance|: a warning, not an error
+        let o = p("-distance -50").unwrap();
+        assert_eq!(o.distance, Some(-0.05));
+        assert!(o.warnings[0].contains("-distance -50: a negative distance is used as 50 mm"));
+    }
+
+    #[test]
+    fn cell_values_name_the_cell() {
+        let e = |s: &str| p(s).unwrap_err().message;
+        assert_eq!(e("-cell 100 abc"), "-cell: expected a number, found 'abc'");
+        assert_eq!(
+            e("-cell 0 1 1 90 90 90"),
+            "-cell: expected a number > 0 and ≤ 1e+07 for a, found '0'"
+        );
+        assert_eq!(
+            e("-cell 100 100 100 90 90 180"),
+            "-cell: expected an angle below 180 degrees for gamma, found '180'"
+        );
+        assert_eq!(
+            e("-cell 1e300 1 1"),
+            "-cell: expected a number > 0 and ≤ 1e+07 for a, found '1e300'"
+        );
+        // fewer than six values, then a flag: upstream's rule
+        let o = p("-cell 100 -N 2").unwrap();
+        assert_eq!(o.cell, Some([100.0, 0.0, 0.0, 0.0, 0.0, 0.0]));
+        // a stray word after a flag names that flag
+        assert_eq!(
+            e("-N 5 7"),
+            "unexpected argument '7' after -N n, which takes 1 value (values must follow a flag)"
+        );
+    }
+
+    /// Every row of the table parses with values of its arity and consumes exactly them.
+    #[test]
+    fn every_flag_parses_with_its_values() {
+        for f in FLAGS {
+            let values: Vec<&str> = f
+                .values
+                .split_whitespace()
+                .map(|v| match v {
+                    "FILE" => "x.txt",
+                    v if v.contains('|') => v.split('|').next().unwrap(),
+                    _ => "1",
+                })
+                .collect();
+            for name in f.names() {
+                let mut words = vec![name.to_string()];
+                words.extend(values.iter().map(|v| v.to_string()));
+                words.push("-nopgm".into());
+                let o = parse(&words).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+                assert!(!o.write_pgm, "{name} consumed the next flag");
+            }
+        }
     }
 }

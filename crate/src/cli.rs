@@ -1,8 +1,10 @@
-//! The native command-line program: upstream nanoBragg's flags and files, plus `-precision`,
-//! `-threads`, `-backend` and `-timings`. Output files are written atomically.
+//! The native command-line program: upstream nanoBragg's flags and files, plus the flags this
+//! port adds (`-precision`, `-threads`, `-backend`, `-timings`, `-force`, `-help`). The backend
+//! policy and the cost estimate are the library's (`api::Renderer`, `api::estimate_cost`).
+//! Output files are written atomically.
 
 use crate::api::{self, Prepared};
-use crate::args::{Backend, Precision, RTD};
+use crate::args::{self, RTD};
 use crate::cfmt::fmt_g;
 use crate::detector::convention_name;
 use crate::error::{Error, ErrorKind, Result};
@@ -13,30 +15,6 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
-
-pub const USAGE: &str = "\
-usage: nanobragg [options]
-  a crystal:   -cell a b c alpha beta gamma (Å, deg)  or  -mat MOSFLM.mat
-  structure factors:  -hkl FILE (h k l F per line)  and/or  -default_F F
-common options:
-  -N n | -Na -Nb -Nc     unit cells per axis        -xtalsize mm   crystal size
-  -misset rx ry rz | -misset_seed n -misset random  -mosaic deg -mosaic_dom n
-  -lambda Å | -energy eV -dispersion % -dispsteps n -divergence mrad -divsteps n
-  -distance mm | -close_distance mm  -detpixels n  -pixel mm  -Xbeam -Ybeam mm
-  -mosflm (default) | -xds | -adxv | -denzo | -dials | -fdet_vector ... (CUSTOM)
-  -detector_rotx/y/z deg  -twotheta deg  -curved_det  -point_pixel
-  -phi deg -osc deg -phisteps n  -oversample n  -roi x0 x1 y0 y1  -dmin Å
-  -polar K (default 0) | -nopolar   -fluence ph/m^2 | -flux ph/s -exposure s
-  -floatfile F -intfile F -noisefile F -pgmfile F -nonoise -nopgm -scale -adc -seed
-added by this port:
-  -detector NAME       a real detector: pilatus6m, eiger2-16m, eiger2-4m, mx300
-  -cbffile F           also write the int image as a miniCBF (PILATUS-style header)
-  -precision f64|f32   f64 (default) matches upstream; f32 is the fast mode
-  -threads N           CPU threads (default: all cores)
-  -backend cpu|gpu|auto  where to render (gpu needs a build with the gpu feature)
-  -timings             print setup, render and output times
-  -predict FILE        reflection prediction: h k l fast slow d twotheta excitation_error F ...
-";
 
 /// Exit status for an error (upstream uses 9 for missing inputs).
 pub fn exit_code(e: &Error) -> i32 {
@@ -148,15 +126,10 @@ fn print_setup(p: &Prepared, out: &mut impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
-fn render(
-    p: &Prepared,
-    backend: Backend,
-    precision: Precision,
-    threads: Option<usize>,
-    timings: bool,
-) -> Result<Vec<f32>> {
+fn render(p: &Prepared, threads: Option<usize>) -> Result<api::Rendered> {
+    let o = p.options();
     let cancel = AtomicBool::new(false);
-    let show = p.options().progress && std::io::stderr().is_terminal();
+    let show = o.progress && std::io::stderr().is_terminal();
     let progress = move |f: f32| {
         if show {
             eprint!("\r{:3.0}% done", f * 100.0);
@@ -165,36 +138,17 @@ fn render(
             }
         }
     };
-    match backend {
-        Backend::Cpu => {}
-        Backend::Gpu | Backend::Auto => {
-            #[cfg(feature = "gpu")]
-            {
-                match crate::gpu::render_blocking(p.plan(), timings) {
-                    Ok(img) => return Ok(img),
-                    Err(e) if backend == Backend::Auto => {
-                        eprintln!(
-                            "GPU backend unavailable ({}); rendering on the CPU",
-                            e.message
-                        )
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            #[cfg(not(feature = "gpu"))]
-            {
-                if backend == Backend::Gpu {
-                    return Err(Error::gpu(
-                        "-backend gpu: this nanobragg was built without the gpu feature",
-                    ));
-                }
-            }
+    let mut renderer = api::Renderer::new(threads);
+    let r = renderer.render(p.plan(), o.backend, o.precision, &progress, &cancel)?;
+    for n in &r.notices {
+        eprintln!("{n}");
+    }
+    if o.timings {
+        if let Some(t) = &r.gpu_timings {
+            eprintln!("{t}");
         }
     }
-    let _ = timings;
-    crate::cpu::with_threads(threads, || {
-        api::render_cpu(p.plan(), precision, &progress, &cancel)
-    })
+    Ok(r)
 }
 
 /// Prints `writing NAME as WHAT` and writes the file atomically.
@@ -220,36 +174,68 @@ pub fn finish(program: &str, usage: &str, result: Result<()>) -> i32 {
 
 /// Run the program; returns the process exit status.
 pub fn run(words: &[String]) -> i32 {
-    finish("nanobragg", USAGE, run_inner(words))
+    finish("nanobragg", args::SHORT_USAGE, run_inner(words))
 }
 
 fn run_inner(words: &[String]) -> Result<()> {
     let t0 = Instant::now();
-    let prep = api::prepare(words, &DiskFiles)?;
-    let o = prep.options().clone();
+    let o = args::parse(words)?;
+    if o.help {
+        print!("{}", args::usage());
+        return Ok(());
+    }
+    let prep = api::prepare_options(&o, &DiskFiles)?;
     io::atomic::check_outputs(&[
         ("-floatfile", Some(&o.floatfile)),
         ("-intfile", Some(&o.intfile)),
         ("-pgmfile", o.write_pgm.then_some(&o.pgmfile)),
         ("-noisefile", o.write_noise.then_some(&o.noisefile)),
         ("-predict", o.predict.as_deref()),
+        ("-cbffile", o.cbffile.as_deref()),
+        ("-hklout", o.hklout.as_deref()),
         (
             "-dump (structure-factor cache)",
-            o.hkl.as_ref().map(|_| o.dump.as_str()),
+            (o.hkl.is_some() || o.pdb.is_some()).then_some(o.dump.as_str()),
         ),
     ])?;
+    let threads = o
+        .threads
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()));
+    let cost = api::estimate_cost(&prep, api::thread_count(threads).0.unwrap_or(1));
+    if !o.force {
+        cost.check_budget(o.precision)?;
+    }
+    if cost.seconds(o.precision) > 60.0
+        && api::choose_backend(o.backend, o.precision).engine == api::Engine::Cpu
+    {
+        eprintln!("note: this render needs {}", cost.describe(o.precision));
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for w in &prep.setup.warnings {
         eprintln!("{w}");
     }
     let _ = print_setup(&prep, &mut out);
-    // upstream caches structure factors read from -hkl
-    if o.hkl.is_some() {
+    // upstream caches structure factors read from -hkl; a table computed from -pdb likewise
+    if o.hkl.is_some() || o.pdb.is_some() {
         let bytes = io::hkl::write_fdump(&prep.plan().hkl);
         if let Err(e) = write_atomic(Path::new(&o.dump), &bytes) {
             eprintln!("WARNING: could not write {}: {}", o.dump, e.message);
         }
+    }
+    if let Some(name) = &o.hklout {
+        let hkl = &prep.plan().hkl;
+        if hkl.hkls == 0 {
+            return Err(Error::usage(
+                "-hklout: this run has no structure-factor table (only -default_F)",
+            ));
+        }
+        write_file(
+            name,
+            &[&io::hkl::write_hkl(hkl)],
+            "the structure-factor table (h k l F)",
+            &mut out,
+        )?;
     }
     if let Some(name) = &o.predict {
         let pred = crate::predict::predict(&prep.setup, &Default::default())?;
@@ -264,7 +250,7 @@ fn run_inner(words: &[String]) -> Result<()> {
     }
     let t_setup = t0.elapsed();
     let t1 = Instant::now();
-    let image = render(&prep, o.backend, o.precision, o.threads, o.timings)?;
+    let image = render(&prep, o.threads)?.image;
     let t_render = t1.elapsed();
     let t2 = Instant::now();
     if o.printout {

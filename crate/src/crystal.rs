@@ -25,9 +25,10 @@ pub struct Crystal {
 }
 
 /// Reciprocal basis from a cell (MODEL §4.1, with upstream's c* quirk). Returns
-/// (a*, b*, c*, V, [a,b,c] lengths).
-pub fn reciprocal_from_cell(cell: [f64; 6]) -> (V3, V3, V3, f64, [f64; 3], Vec<String>) {
-    let mut warnings = Vec::new();
+/// (a*, b*, c*, V, [a,b,c] lengths). Angles that make no real cell (each must be below the sum
+/// of the other two, and the three below 360°), and a volume that is zero or not finite, are
+/// errors: upstream takes the absolute value of the volume factor and renders garbage.
+pub fn reciprocal_from_cell(cell: [f64; 6]) -> Result<(V3, V3, V3, f64, [f64; 3])> {
     let a = cell[0];
     let b = if cell[1] <= 0.0 { a } else { cell[1] };
     let c = if cell[2] <= 0.0 { a } else { cell[2] };
@@ -40,12 +41,27 @@ pub fn reciprocal_from_cell(cell: [f64; 6]) -> (V3, V3, V3, f64, [f64; 3], Vec<S
     };
     let (alpha, beta, gamma) = (ang(cell[3]), ang(cell[4]), ang(cell[5]));
     let aavg = (alpha + beta + gamma) / 2.0;
-    let mut skew = aavg.sin() * (aavg - alpha).sin() * (aavg - beta).sin() * (aavg - gamma).sin();
-    skew = skew.abs();
-    let mut v = 2.0 * a * b * c * skew.sqrt();
-    if v <= 0.0 {
-        warnings.push("WARNING: impossible unit cell volume".into());
-        v = f64::MIN_POSITIVE;
+    let signed = aavg.sin() * (aavg - alpha).sin() * (aavg - beta).sin() * (aavg - gamma).sin();
+    let g = crate::cfmt::fmt_g;
+    if !(signed > 1e-15) {
+        return Err(Error::geometry(format!(
+            "-cell: the angles {} {} {} do not make a cell (each must be less than the sum of \
+             the other two, and all three less than 360 degrees)",
+            g(alpha * RTD),
+            g(beta * RTD),
+            g(gamma * RTD)
+        )));
+    }
+    let skew = signed.abs();
+    let v = 2.0 * a * b * c * skew.sqrt();
+    if !(v > 0.0) || !v.is_finite() || !(1.0 / v).is_finite() {
+        return Err(Error::geometry(format!(
+            "-cell: a {} × {} × {} Å cell is too small to compute with (volume {} Å³)",
+            g(a),
+            g(b),
+            g(c),
+            g(v)
+        )));
     }
     let vs = 1.0 / v;
     let fix = |x: f64| {
@@ -78,7 +94,7 @@ pub fn reciprocal_from_cell(cell: [f64; 6]) -> (V3, V3, V3, f64, [f64; 3], Vec<S
         rc * (cos_as - cos_bs * cos_gs) / sin_gs,
         rc * v / (a * b * c * sin_gs),
     ];
-    (a_star, b_star, c_star, v, [a, b, c], warnings)
+    Ok((a_star, b_star, c_star, v, [a, b, c]))
 }
 
 pub struct CrystalInput<'a> {
@@ -93,15 +109,14 @@ pub struct CrystalInput<'a> {
 }
 
 pub fn resolve_crystal(inp: CrystalInput) -> Result<Crystal> {
-    let mut warnings = Vec::new();
+    let warnings = Vec::new();
     let (mut a_star, mut b_star, mut c_star) = ([0.0; 3], [0.0; 3], [0.0; 3]);
     let mut user_cell = None;
     if let Some(cell) = inp.cell {
         if !(cell[0] > 0.0) {
             return Err(Error::geometry("-cell: the a axis must be positive"));
         }
-        let (ast, bst, cst, v, abc, w) = reciprocal_from_cell(cell);
-        warnings.extend(w);
+        let (ast, bst, cst, v, abc) = reciprocal_from_cell(cell)?;
         a_star = ast;
         b_star = bst;
         c_star = cst;
@@ -223,5 +238,24 @@ mod tests {
         for i in 0..3 {
             assert!((m[i] - want[i]).abs() < 1e-8, "{m:?}");
         }
+    }
+
+    #[test]
+    fn angles_and_lengths_must_make_a_cell() {
+        let e = reciprocal_from_cell([100.0, 100.0, 100.0, 10.0, 10.0, 170.0]).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("-cell: the angles 10 10 170 do not make a cell"),
+            "{}",
+            e.message
+        );
+        let e = reciprocal_from_cell([100.0, 100.0, 100.0, 90.0, 90.0, 180.0]).unwrap_err();
+        assert!(e.message.contains("do not make a cell"));
+        let e = reciprocal_from_cell([1e-300, 1e-300, 1e-300, 90.0, 90.0, 90.0]).unwrap_err();
+        assert!(e.message.contains("volume"), "{}", e.message);
+        // ≤ 0 means "same as a" and "90 degrees" (upstream's rules)
+        let (_, _, _, v, abc) = reciprocal_from_cell([10.0, 0.0, -1.0, 0.0, 0.0, 0.0]).unwrap();
+        assert_eq!(abc, [10.0; 3]);
+        assert!((v - 1000.0).abs() < 1e-9);
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::args::{Convention, Options, Pivot};
 use crate::error::{Error, Result};
+use crate::resolve::limits;
 use crate::vec3::{cross, dot, mag, rotaxis, rotxyz, unit, unitize, V3};
 
 /// The detector as placed, plus the values upstream reports in headers.
@@ -43,7 +44,7 @@ pub struct Detector {
 }
 
 /// Starting values that an `-img`/`-mask` header may supply (CLI flags override them).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct HeaderDefaults {
     pub fpixels: Option<i64>,
     pub spixels: Option<i64>,
@@ -54,10 +55,23 @@ pub struct HeaderDefaults {
     pub ybeam: Option<f64>,
     pub orgx: Option<f64>,
     pub orgy: Option<f64>,
+    /// The file whose header gave the pixel counts (for error messages).
+    pub size_file: Option<String>,
 }
 
-/// Pixel counts and sizes (MODEL §3.2).
-pub fn detector_size(o: &Options, hd: &HeaderDefaults) -> Result<(usize, usize, f64, f64, f64)> {
+/// Pixel counts and sizes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DetectorSize {
+    pub fpixels: usize,
+    pub spixels: usize,
+    pub pixel: f64,
+    pub detsize_f: f64,
+    pub detsize_s: f64,
+}
+
+/// Pixel counts and sizes (MODEL §3.2): pixel counts beat sizes; at most
+/// [`limits::MAX_PIXELS`] pixels.
+pub fn detector_size(o: &Options, hd: &HeaderDefaults) -> Result<DetectorSize> {
     let pixel = o.pixel.or(hd.pixel).unwrap_or(1e-4);
     if !(pixel > 0.0) || !pixel.is_finite() {
         return Err(Error::geometry(format!(
@@ -87,24 +101,45 @@ pub fn detector_size(o: &Options, hd: &HeaderDefaults) -> Result<(usize, usize, 
             "detector has no pixels (check -detpixels / -detsize / -pixel)",
         ));
     }
-    if fpixels * spixels > 1.0e9 {
-        return Err(Error::geometry(format!(
-            "detector of {fpixels}x{spixels} pixels is too large (at most 1e9 pixels)"
-        )));
-    }
-    Ok((
-        fpixels as usize,
-        spixels as usize,
+    let from_header = o.fpixels.is_none() && o.spixels.is_none() && hd.fpixels.is_some();
+    let what = match (&hd.size_file, from_header) {
+        (Some(file), true) => format!("{file}: the header's SIZE1/SIZE2"),
+        _ if o.fpixels.is_some() || o.spixels.is_some() => "-detpixels".to_string(),
+        _ => "-detsize / -pixel".to_string(),
+    };
+    limits::check_pixels(&what, fpixels, spixels, limits::MAX_PIXELS)?;
+    Ok(DetectorSize {
+        fpixels: fpixels as usize,
+        spixels: spixels as usize,
         pixel,
         detsize_f,
         detsize_s,
-    ))
+    })
 }
 
-pub fn resolve_detector(o: &Options, hd: &HeaderDefaults) -> Result<Detector> {
-    let (fpixels, spixels, px, df, ds) = detector_size(o, hd)?;
-    let mut warnings = Vec::new();
+/// The convention's frame before normalisation and placement (MODEL §3.3): basis vectors, beam
+/// centre in the convention's axes and on the detector, the near point, and the pivot.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Frame {
+    pub beam: V3,
+    pub fdet: V3,
+    pub sdet: V3,
+    pub odet: V3,
+    pub twotheta_axis: V3,
+    pub polar_axis: V3,
+    pub spindle: V3,
+    pub xbeam: f64,
+    pub ybeam: f64,
+    pub fbeam: f64,
+    pub sbeam: f64,
+    pub fclose: f64,
+    pub sclose: f64,
+    pub pivot: Pivot,
+}
 
+/// Steps A and B of MODEL §3.3: near-point defaults, then the convention block.
+pub fn convention_frame(o: &Options, hd: &HeaderDefaults, size: &DetectorSize) -> Frame {
+    let (px, df, ds) = (size.pixel, size.detsize_f, size.detsize_s);
     // Step A: near-point defaults
     let orgx = o.orgx.or(hd.orgx);
     let orgy = o.orgy.or(hd.orgy);
@@ -190,18 +225,39 @@ pub fn resolve_detector(o: &Options, hd: &HeaderDefaults) -> Result<Detector> {
             sclose = ybeam;
         }
     }
+    Frame {
+        beam: b,
+        fdet: f,
+        sdet: s,
+        odet: od,
+        twotheta_axis: t2,
+        polar_axis: p,
+        spindle: u,
+        xbeam,
+        ybeam,
+        fbeam,
+        sbeam,
+        fclose,
+        sclose,
+        pivot,
+    }
+}
 
-    // Step C: normalisation
-    let b = unit(b);
-    let f = unit(f);
-    let s = unit(s);
-    let (mut od, m) = unitize(od);
+/// Step C: unit vectors (the two-theta axis stays as given, C-QUIRK 1); an odet that is not
+/// already a unit vector is replaced by fast × slow, with a warning. Returns the frame and the
+/// "vertical" axis unit(beam × polar) of the divergence grid.
+pub fn normalise(fr: Frame) -> Result<(Frame, V3, Option<String>)> {
+    let b = unit(fr.beam);
+    let f = unit(fr.fdet);
+    let s = unit(fr.sdet);
+    let (mut od, m) = unitize(fr.odet);
+    let mut warning = None;
     if m != 1.0 {
         od = unit(cross(f, s));
-        warnings.push("WARNING: auto-generating odet_vector".to_string());
+        warning = Some("WARNING: auto-generating odet_vector".to_string());
     }
-    let p = unit(p);
-    let u = unit(u);
+    let p = unit(fr.polar_axis);
+    let u = unit(fr.spindle);
     let vert = unit(cross(b, p));
     for (name, v) in [
         ("beam", b),
@@ -216,8 +272,35 @@ pub fn resolve_detector(o: &Options, hd: &HeaderDefaults) -> Result<Detector> {
             )));
         }
     }
+    Ok((
+        Frame {
+            beam: b,
+            fdet: f,
+            sdet: s,
+            odet: od,
+            polar_axis: p,
+            spindle: u,
+            ..fr
+        },
+        vert,
+        warning,
+    ))
+}
 
-    // Placement (MODEL §3.5)
+/// The detector in the lab frame (MODEL §3.5 steps 1–2).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Placement {
+    pub pix0: V3,
+    pub fdet: V3,
+    pub sdet: V3,
+    pub odet: V3,
+    /// beam · normal after the x/y/z rotations only (C-QUIRK 5).
+    pub ratio: f64,
+}
+
+/// Rotate the detector and place its origin `pix0` about the pivot (MODEL §3.5).
+pub fn place(fr: &Frame, o: &Options, hd: &HeaderDefaults) -> Result<Placement> {
+    let (b, f, s, od, t2) = (fr.beam, fr.fdet, fr.sdet, fr.odet, fr.twotheta_axis);
     let (rx, ry, rz, tt) = (o.rotx, o.roty, o.rotz, o.twotheta);
     let o_r = rotxyz(od, rx, ry, rz);
     let mut ratio = dot(b, o_r);
@@ -225,11 +308,11 @@ pub fn resolve_detector(o: &Options, hd: &HeaderDefaults) -> Result<Detector> {
         ratio = f64::MIN_POSITIVE;
     }
     let distance_in = o.distance.or(hd.distance).unwrap_or(0.1);
-    let mut close_distance = match o.close_distance.or(hd.close_distance) {
+    let close_distance = match o.close_distance.or(hd.close_distance) {
         Some(c) => c,
         None => (ratio * distance_in).abs(),
     };
-    let mut distance = close_distance / ratio;
+    let distance = close_distance / ratio;
     if ratio.abs() < 1e-12 {
         return Err(Error::geometry(
             "detector is parallel to the beam (beam . detector normal = 0)",
@@ -237,10 +320,10 @@ pub fn resolve_detector(o: &Options, hd: &HeaderDefaults) -> Result<Detector> {
     }
 
     let mut pix0 = [0.0; 3];
-    if pivot == Pivot::Sample {
+    if fr.pivot == Pivot::Sample {
         let mut pp = [0.0; 3];
         for i in 0..3 {
-            pp[i] = ((-fclose * f[i]) - (sclose * s[i])) + (close_distance * od[i]);
+            pp[i] = ((-fr.fclose * f[i]) - (fr.sclose * s[i])) + (close_distance * od[i]);
         }
         pp = rotxyz(pp, rx, ry, rz);
         pix0 = rotaxis(pp, t2, tt);
@@ -248,67 +331,136 @@ pub fn resolve_detector(o: &Options, hd: &HeaderDefaults) -> Result<Detector> {
     let f = rotaxis(rotxyz(f, rx, ry, rz), t2, tt);
     let s = rotaxis(rotxyz(s, rx, ry, rz), t2, tt);
     let od = rotaxis(rotxyz(od, rx, ry, rz), t2, tt);
-    if pivot == Pivot::Beam {
+    if fr.pivot == Pivot::Beam {
         for i in 0..3 {
-            pix0[i] = ((-fbeam * f[i]) - (sbeam * s[i])) + (distance * b[i]);
+            pix0[i] = ((-fr.fbeam * f[i]) - (fr.sbeam * s[i])) + (distance * b[i]);
         }
     }
+    Ok(Placement {
+        pix0,
+        fdet: f,
+        sdet: s,
+        odet: od,
+        ratio,
+    })
+}
 
-    // derived quantities
-    fclose = -dot(pix0, f);
-    sclose = -dot(pix0, s);
-    close_distance = dot(pix0, od);
+/// Values derived from the placement, as upstream reports them (MODEL §3.5 step 3).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Derived {
+    pub fclose: f64,
+    pub sclose: f64,
+    pub close_distance: f64,
+    pub fbeam: f64,
+    pub sbeam: f64,
+    pub distance: f64,
+    pub orgx: f64,
+    pub orgy: f64,
+    pub dials_origin: V3,
+}
+
+pub fn derive(pl: &Placement, beam: V3, pixel: f64) -> Derived {
+    let (pix0, f, s, od, ratio) = (pl.pix0, pl.fdet, pl.sdet, pl.odet, pl.ratio);
+    let fclose = -dot(pix0, f);
+    let sclose = -dot(pix0, s);
+    let close_distance = dot(pix0, od);
     let mut r = [0.0; 3];
     for i in 0..3 {
-        r[i] = (close_distance / ratio) * b[i] - pix0[i];
+        r[i] = (close_distance / ratio) * beam[i] - pix0[i];
     }
-    let fbeam = dot(f, r);
-    let sbeam = dot(s, r);
-    distance = close_distance / ratio;
-    let orgx = fclose / px + 0.5;
-    let orgy = sclose / px + 0.5;
-    let dials_origin = [
-        1000.0 * dot(pix0, [0.0, 0.0, 1.0]),
-        1000.0 * dot(pix0, [0.0, 1.0, 0.0]),
-        1000.0 * dot(pix0, [-1.0, 0.0, 0.0]),
-    ];
-    if !pix0.iter().all(|x| x.is_finite()) || !distance.is_finite() {
+    Derived {
+        fclose,
+        sclose,
+        close_distance,
+        fbeam: dot(f, r),
+        sbeam: dot(s, r),
+        distance: close_distance / ratio,
+        orgx: fclose / pixel + 0.5,
+        orgy: sclose / pixel + 0.5,
+        dials_origin: [
+            1000.0 * dot(pix0, [0.0, 0.0, 1.0]),
+            1000.0 * dot(pix0, [0.0, 1.0, 0.0]),
+            1000.0 * dot(pix0, [-1.0, 0.0, 0.0]),
+        ],
+    }
+}
+
+/// The placed detector must be finite and must not pass through the sample (a detector plane
+/// that contains the sample sees the beam edge-on: every pixel is at 90° and the auto-selected
+/// oversampling is unbounded).
+pub fn check_placement(pl: &Placement, d: &Derived, o: &Options) -> Result<()> {
+    if !pl.pix0.iter().all(|x| x.is_finite()) || !d.distance.is_finite() {
         return Err(Error::geometry(
             "detector placement is not finite (check distance, beam centre and vectors)",
         ));
     }
+    if d.close_distance.abs() < 1e-9 {
+        let turns: Vec<String> = [
+            ("-twotheta", o.twotheta),
+            ("-detector_rotx", o.rotx),
+            ("-detector_roty", o.roty),
+            ("-detector_rotz", o.rotz),
+        ]
+        .iter()
+        .filter(|(_, v)| *v != 0.0)
+        .map(|(n, v)| format!("{n} {}", crate::cfmt::fmt_g(v * crate::args::RTD)))
+        .collect();
+        let why = if turns.is_empty() {
+            "check -close_distance and the detector vectors".to_string()
+        } else {
+            format!(
+                "after {} the detector is edge-on to the sample",
+                turns.join(" ")
+            )
+        };
+        return Err(Error::geometry(format!(
+            "the detector plane passes through the sample (distance along its normal {} mm): {why}",
+            crate::cfmt::fmt_g(d.close_distance * 1e3)
+        )));
+    }
+    Ok(())
+}
 
+/// Options (+ header starting values) -> the placed detector: [`detector_size`],
+/// [`convention_frame`], [`normalise`], [`place`], [`derive`], [`check_placement`].
+pub fn resolve_detector(o: &Options, hd: &HeaderDefaults) -> Result<Detector> {
+    let size = detector_size(o, hd)?;
+    let frame = convention_frame(o, hd, &size);
+    let (frame, vert, warning) = normalise(frame)?;
+    let pl = place(&frame, o, hd)?;
+    let d = derive(&pl, frame.beam, size.pixel);
+    check_placement(&pl, &d, o)?;
     Ok(Detector {
-        convention: conv,
-        pivot,
-        fpixels,
-        spixels,
-        pixel: px,
-        detsize_f: df,
-        detsize_s: ds,
-        fdet: f,
-        sdet: s,
-        odet: od,
-        beam: b,
-        polar_axis: p,
-        spindle: u,
-        twotheta_axis: t2,
+        convention: o.convention,
+        pivot: frame.pivot,
+        fpixels: size.fpixels,
+        spixels: size.spixels,
+        pixel: size.pixel,
+        detsize_f: size.detsize_f,
+        detsize_s: size.detsize_s,
+        fdet: pl.fdet,
+        sdet: pl.sdet,
+        odet: pl.odet,
+        beam: frame.beam,
+        polar_axis: frame.polar_axis,
+        spindle: frame.spindle,
+        twotheta_axis: frame.twotheta_axis,
         vert,
-        pix0,
-        xbeam,
-        ybeam,
-        fbeam,
-        sbeam,
-        fclose,
-        sclose,
-        close_distance,
-        distance,
-        ratio,
-        orgx,
-        orgy,
-        dials_origin,
-        twotheta: tt,
-        warnings,
+        pix0: pl.pix0,
+        xbeam: frame.xbeam,
+        ybeam: frame.ybeam,
+        fbeam: d.fbeam,
+        sbeam: d.sbeam,
+        fclose: d.fclose,
+        sclose: d.sclose,
+        close_distance: d.close_distance,
+        distance: d.distance,
+        ratio: pl.ratio,
+        orgx: d.orgx,
+        orgy: d.orgy,
+        dials_origin: d.dials_origin,
+        twotheta: o.twotheta,
+        warnings: warning.into_iter().collect(),
     })
 }
 
@@ -327,6 +479,7 @@ pub fn convention_name(c: Convention) -> &'static str {
 mod tests {
     use super::*;
     use crate::args::parse;
+    use crate::args::test_opts as opts;
 
     fn det(s: &str) -> Detector {
         let o = parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>()).unwrap();
@@ -378,5 +531,90 @@ mod tests {
         let o = parse(&["-detector_roty".to_string(), "90".to_string()]).unwrap();
         let e = resolve_detector(&o, &HeaderDefaults::default()).unwrap_err();
         assert!(e.message.contains("parallel"), "{}", e.message);
+    }
+
+    #[test]
+    fn pixel_counts_beat_sizes_and_the_limit_names_the_source() {
+        let hd = HeaderDefaults::default();
+        let s = detector_size(&opts("-detpixels 100 -detsize 50 -pixel 0.1"), &hd).unwrap();
+        assert_eq!((s.fpixels, s.spixels), (100, 100));
+        assert!((s.detsize_f - 0.01).abs() < 1e-15);
+        let s = detector_size(&opts("-detsize_f 10 -detsize_s 5 -pixel 0.1"), &hd).unwrap();
+        assert_eq!((s.fpixels, s.spixels), (100, 50));
+        let big = HeaderDefaults {
+            fpixels: Some(100_000),
+            spixels: Some(100_000),
+            size_file: Some("big.img".into()),
+            ..Default::default()
+        };
+        let e = detector_size(&opts(""), &big).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("big.img: the header's SIZE1/SIZE2: a 100000x100000 detector"),
+            "{}",
+            e.message
+        );
+        let e = detector_size(&opts("-detpixels 100000"), &hd).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("-detpixels: a 100000x100000 detector"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn convention_frames_map_the_beam_centre() {
+        let hd = HeaderDefaults::default();
+        let frame = |s: &str| {
+            let o = opts(s);
+            convention_frame(&o, &hd, &detector_size(&o, &hd).unwrap())
+        };
+        // ADXV: beam along +z, the slow coordinate counts from the far edge
+        let f = frame("-adxv -detpixels 100 -pixel 0.1 -Xbeam 3 -Ybeam 4");
+        assert_eq!(f.beam, [0.0, 0.0, 1.0]);
+        assert_eq!(f.fbeam, 0.003);
+        assert!((f.sbeam - (0.01 - 0.004)).abs() < 1e-15);
+        // DENZO swaps x and y like MOSFLM but adds no half pixel
+        let f = frame("-denzo -Xbeam 3 -Ybeam 4");
+        assert_eq!((f.fbeam, f.sbeam), (0.004, 0.003));
+        // DIALS pivots about the sample whatever the flags say
+        assert_eq!(frame("-dials -pivot beam").pivot, Pivot::Sample);
+    }
+
+    #[test]
+    fn normalise_regenerates_a_non_unit_normal_and_rejects_zero_axes() {
+        let hd = HeaderDefaults::default();
+        let o = opts("-odet_vector 2 0 0");
+        let fr = convention_frame(&o, &hd, &detector_size(&o, &hd).unwrap());
+        let (fr, vert, w) = normalise(fr).unwrap();
+        assert!(w.unwrap().contains("auto-generating odet_vector"));
+        assert_eq!(fr.odet, unit(cross(fr.fdet, fr.sdet)));
+        assert_eq!(vert, unit(cross(fr.beam, fr.polar_axis)));
+        let o = opts("-beam_vector 0 0 0");
+        let fr = convention_frame(&o, &hd, &detector_size(&o, &hd).unwrap());
+        assert!(normalise(fr)
+            .unwrap_err()
+            .message
+            .contains("beam axis vector is zero"));
+    }
+
+    #[test]
+    fn sample_pivot_keeps_the_near_point_under_two_theta() {
+        let d = det("-xds -ORGX 100 -ORGY 200 -twotheta 20");
+        assert!((d.orgx - 100.0).abs() < 1e-9 && (d.orgy - 200.0).abs() < 1e-9);
+        assert!((dot(d.odet, [0.0, 0.0, 1.0]) - (20f64).to_radians().cos()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn edge_on_detector_names_the_rotation() {
+        // MOSFLM pivots about the beam spot: a 90° two-theta puts the plane through the sample
+        let e = resolve_detector(&opts("-twotheta 90"), &HeaderDefaults::default()).unwrap_err();
+        assert!(
+            e.message
+                .contains("after -twotheta 90 the detector is edge-on"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -8,7 +8,9 @@
 pub mod api;
 pub mod args;
 pub mod cfmt;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
+#[macro_use]
 pub mod cpu;
 pub mod crystal;
 pub mod detector;
@@ -27,6 +29,7 @@ pub mod predict;
 pub mod resolve;
 pub mod rng;
 pub mod sampling;
+pub mod sf;
 pub mod stats;
 pub mod vec3;
 pub mod wasm;

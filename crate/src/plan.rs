@@ -96,6 +96,14 @@ impl HklGrid {
         }
     }
 
+    /// Index into `data` of Miller indices (h, k, l) inside the bounds.
+    #[inline]
+    pub fn index(&self, h: i32, k: i32, l: i32) -> usize {
+        let kd = (self.k_range() + 1) as usize;
+        let ld = (self.l_range() + 1) as usize;
+        ((h - self.h_min) as usize * kd + (k - self.k_min) as usize) * ld
+            + (l - self.l_min) as usize
+    }
     /// Value at a padded-table offset (0-based, may reach `range`, the padding slab).
     #[inline]
     pub fn at(&self, ih: i32, ik: i32, il: i32) -> f64 {

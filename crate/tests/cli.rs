@@ -87,13 +87,13 @@ fn missing_inputs_print_usage_and_exit_9() {
 fn impossible_geometry_is_rejected() {
     assert_error(
         &run_in("err-lambda0", &format!("{BASE} -lambda 0")),
-        1,
-        "wavelength must be positive",
+        2,
+        "-lambda: expected a number > 0",
     );
     assert_error(
         &run_in("err-pixel0", &format!("{BASE} -pixel 0")),
-        1,
-        "pixel size must be positive",
+        2,
+        "-pixel: expected a number > 0",
     );
     assert_error(
         &run_in("err-parallel", &format!("{BASE} -detector_roty 90")),

@@ -1,35 +1,17 @@
 // The app page in headless chromium: default render (WebGPU via SwiftShader when the kernel is
 // available), CPU threads, URL round trip, HKL upload, malformed HKL, SMV download, embed mode.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { launch, serve, open, waitRendered, goldenDir, ARTIFACTS } from './helpers.mjs';
+import { launch, open, waitRendered, goldenDir, canvasSpread, setup, ARTIFACTS } from './helpers.mjs';
 
-let server, base;
-before(async () => {
-  const s = await serve();
-  server = s.server;
-  base = s.url;
-});
-after(() => server?.close());
-
-/** Standard deviation of the canvas pixels (0 = blank). */
-async function canvasSpread(page) {
-  return page.evaluate(() => {
-    const c = document.querySelector('.nb-canvas');
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    let s = 0, s2 = 0, n = 0;
-    for (let i = 0; i < d.length; i += 16) { const v = d[i]; s += v; s2 += v * v; n++; }
-    const m = s / n;
-    return Math.sqrt(s2 / n - m * m);
-  });
-}
+const env = setup();
 
 test('app loads, renders the default preset and shows the backend (WebGPU enabled)', { timeout: 180_000 }, async () => {
   const ctx = await launch({ webgpu: true });
   try {
-    const { page, errors } = await open(ctx, `${base}/`);
+    const { page, errors } = await open(ctx, `${env.base}/`);
     await waitRendered(page, 1);
     const st = await page.evaluate(() => ({
       label: document.getElementById('backend-label').textContent,
@@ -42,7 +24,7 @@ test('app loads, renders the default preset and shows the backend (WebGPU enable
     assert.ok(st.gpu, 'navigator.gpu exists (SwiftShader)');
     assert.ok(st.label.length > 3, 'backend shown');
     if (st.backend === 'gpu') assert.match(st.label, /WebGPU/);
-    else assert.match(st.notice, /WebGPU|GPU/, 'a CPU fallback says why');
+    else assert.match(st.notice, /^(No WebGPU in this browser|WebGPU failed): running on the CPU, \d+ threads?$/, 'a CPU fallback says so in one plain line');
     assert.ok((await canvasSpread(page)) > 5, 'canvas is not blank');
     await page.screenshot({ path: join(ARTIFACTS, 'app-default.png') });
     assert.deepEqual(errors.filter((e) => !/favicon/.test(e)), []);
@@ -54,7 +36,7 @@ test('app loads, renders the default preset and shows the backend (WebGPU enable
 test('with WebGPU disabled it renders on CPU threads (> 1 when isolated)', { timeout: 180_000 }, async () => {
   const ctx = await launch({ webgpu: false });
   try {
-    const { page } = await open(ctx, `${base}/?preset=protein&cell=79+79+38+90+90+90&lambda=1.0&N=12&default_F=100&distance=120&detpixels=512&pixel=0.3&misset=10+25+5&mosaic=0.3&mosaic_domains=12&oversample=1&cmap=viridis`);
+    const { page } = await open(ctx, `${env.base}/?preset=protein&cell=79+79+38+90+90+90&lambda=1.0&N=12&default_F=100&distance=120&detpixels=512&pixel=0.3&misset=10+25+5&mosaic=0.3&mosaic_domains=12&oversample=1&cmap=viridis`);
     await waitRendered(page, 1);
     const st = await page.evaluate(() => ({
       iso: crossOriginIsolated, gpu: !!navigator.gpu,
@@ -68,6 +50,14 @@ test('with WebGPU disabled it renders on CPU threads (> 1 when isolated)', { tim
     assert.ok(st.threads > 1, `threads ${st.threads}`);
     assert.match(st.label, /CPU.*threads/);
     assert.ok((await canvasSpread(page)) > 5, 'canvas is not blank');
+    // no WebGPU: one plain, closable line that stays closed
+    assert.equal(await page.textContent('#notice-text'), `No WebGPU in this browser: running on the CPU, ${st.threads} threads`);
+    await page.click('#notice-close');
+    assert.equal(await page.isHidden('#notice'), true);
+    await page.fill('#f-N', '6');
+    await page.press('#f-N', 'Enter');
+    await waitRendered(page, 2);
+    assert.equal(await page.isHidden('#notice'), true, 'a closed notice stays closed');
     await page.screenshot({ path: join(ARTIFACTS, 'app-cpu-protein.png') });
     // the simulate API on the CPU reports its threads too
     const r = await page.evaluate(async () => {
@@ -85,7 +75,7 @@ test('URL round trip: parameters in the URL fill the form, edits update the URL'
   const ctx = await launch({ webgpu: false });
   try {
     const q = 'cell=60+70+80+90+90+90&lambda=1.5&N=7&default_F=50&distance=150&detpixels=256&misset=5+10+15&cmap=viridis&scaling=sqrt&backend=cpu';
-    const { page } = await open(ctx, `${base}/?${q}`);
+    const { page } = await open(ctx, `${env.base}/?${q}`);
     await waitRendered(page, 1);
     const f = await page.evaluate(() => ({
       cell: document.getElementById('f-cell').value, lambda: document.getElementById('f-lambda').value,
@@ -97,6 +87,7 @@ test('URL round trip: parameters in the URL fill the form, edits update the URL'
     await page.fill('#f-distance', '175');
     await page.press('#f-distance', 'Enter');
     await waitRendered(page, 2);
+    await page.waitForFunction(() => new URL(location.href).searchParams.get('distance') === '175');
     const u = new URL(page.url());
     assert.equal(u.searchParams.get('distance'), '175');
     assert.equal(u.searchParams.get('cell'), '60 70 80 90 90 90');
@@ -117,10 +108,11 @@ test('HKL upload through the UI renders; a malformed HKL shows the error and kee
   assert.ok(hklPath && existsSync(hklPath), 'HKL fixture missing');
   const ctx = await launch({ webgpu: false });
   try {
-    const { page } = await open(ctx, `${base}/?cell=50+50+50+90+90+90&N=5&default_F=10&lambda=1.5&distance=100&detpixels=256&pixel=0.1&backend=cpu`);
+    const { page } = await open(ctx, `${env.base}/?cell=50+50+50+90+90+90&N=5&default_F=10&lambda=1.5&distance=100&detpixels=256&pixel=0.1&backend=cpu`);
     await waitRendered(page, 1);
     await page.setInputFiles('#f-hkl-file', { name: 'input.hkl', mimeType: 'text/plain', buffer: readFileSync(hklPath) });
     await waitRendered(page, 2);
+    await page.waitForFunction(() => new URL(location.href).searchParams.get('hkl') === 'input.hkl');
     const s1 = await page.evaluate(() => ({
       name: document.getElementById('f-hkl-name').textContent, url: new URL(location.href).searchParams.get('hkl'),
       args: window.nanobragg.lastRender().result.args.join(' '), err: document.getElementById('error').hidden,
@@ -155,9 +147,11 @@ test('HKL upload through the UI renders; a malformed HKL shows the error and kee
 test('downloaded SMV image parses with the right header', { timeout: 180_000 }, async () => {
   const ctx = await launch({ webgpu: false });
   try {
-    const { page } = await open(ctx, `${base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&distance=100&detpixels_f=200&detpixels_s=160&pixel=0.2&backend=cpu`);
+    const { page } = await open(ctx, `${env.base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&distance=100&detpixels_f=200&detpixels_s=160&pixel=0.2&backend=cpu`);
     await waitRendered(page, 1);
-    for (const [id, name] of [['#dl-int', 'intimage.img'], ['#dl-noise', 'noiseimage.img']]) {
+    const stem = 'nanobragg_cell100-100-100-90-90-90_lambda6.2_N5_dist100_200x160';
+    for (const [id, name] of [['#dl-int', `${stem}.img`], ['#dl-noise', `${stem}_noise.img`]]) {
+      await page.click('.downloads > summary');
       const [dl] = await Promise.all([page.waitForEvent('download'), page.click(id)]);
       assert.equal(dl.suggestedFilename(), name);
       const buf = readFileSync(await dl.path());
@@ -174,8 +168,11 @@ test('downloaded SMV image parses with the right header', { timeout: 180_000 }, 
       assert.equal(Number(kv.WAVELENGTH), 6.2);
       assert.equal(buf.length, 512 + 2 * 200 * 160);
     }
+    await page.click('.downloads > summary');
     const [fl] = await Promise.all([page.waitForEvent('download'), page.click('#dl-float')]);
+    assert.equal(fl.suggestedFilename(), `${stem}_float.bin`);
     assert.equal(readFileSync(await fl.path()).length, 4 * 200 * 160);
+    await page.click('.downloads > summary');
     const [png] = await Promise.all([page.waitForEvent('download'), page.click('#dl-png')]);
     assert.equal(readFileSync(await png.path()).subarray(1, 4).toString(), 'PNG');
   } finally {
@@ -183,10 +180,10 @@ test('downloaded SMV image parses with the right header', { timeout: 180_000 }, 
   }
 });
 
-test('?embed=1 iframe mode shows only the image', { timeout: 120_000 }, async () => {
+test('?embed=1 iframe mode shows the image with minimal controls', { timeout: 120_000 }, async () => {
   const ctx = await launch({ webgpu: false });
   try {
-    const { page } = await open(ctx, `${base}/?embed=1&cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=256&pixel=0.4&cmap=inferno`);
+    const { page } = await open(ctx, `${env.base}/?embed=1&cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=256&pixel=0.4&cmap=inferno`);
     await waitRendered(page, 1);
     assert.equal(await page.evaluate(() => getComputedStyle(document.getElementById('controls')).display), 'none');
     assert.ok((await canvasSpread(page)) > 5);

@@ -1,22 +1,16 @@
 // <nanobragg-view> loaded from another directory on a page served WITHOUT COOP/COEP.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { launch, serve, open, ARTIFACTS } from './helpers.mjs';
+import { launch, open, ARTIFACTS, setup } from './helpers.mjs';
 
-let server, base;
-before(async () => {
-  const s = await serve({ isolation: false });
-  server = s.server;
-  base = s.url;
-});
-after(() => server?.close());
+const env = setup({ isolation: false });
 
 for (const webgpu of [false, true]) {
   test(`<nanobragg-view> renders without cross-origin isolation (WebGPU ${webgpu ? 'on' : 'off'})`, { timeout: 180_000 }, async () => {
     const ctx = await launch({ webgpu });
     try {
-      const { page, errors } = await open(ctx, `${base}/examples/embed.html`);
+      const { page, errors } = await open(ctx, `${env.base}/examples/embed.html`);
       const res = await page.evaluate(() => Promise.all(['v1', 'v2'].map((id) => new Promise((ok, fail) => {
         const el = document.getElementById(id);
         if (el.result) return ok({ backend: el.result.backend, w: el.result.width });

@@ -1,6 +1,7 @@
 // Shared set-up for the browser tests: the static server (with or without COOP/COEP) and
 // headless Debian chromium through playwright-core (WebGPU via SwiftShader). Never downloads a
 // browser: the executable is /usr/bin/chromium (or $CHROMIUM).
+import { before, after } from 'node:test';
 import { chromium } from 'playwright-core';
 import { mkdtempSync, mkdirSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,7 +24,7 @@ export function goldenDir() {
   return null;
 }
 
-export async function launch({ webgpu = true } = {}) {
+export async function launch({ webgpu = true, viewport = { width: 1280, height: 720 }, colorScheme = 'light' } = {}) {
   const args = [
     '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
     '--disable-dev-shm-usage',
@@ -32,7 +33,7 @@ export async function launch({ webgpu = true } = {}) {
   else args.push('--disable-webgpu', '--disable-features=WebGPU,Vulkan');
   const userDataDir = mkdtempSync(join(tmpdir(), 'nb-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM, headless: true, args, viewport: { width: 1280, height: 720 }, acceptDownloads: true,
+    executablePath: CHROMIUM, headless: true, args, viewport, acceptDownloads: true, colorScheme,
   });
   return context;
 }
@@ -41,14 +42,32 @@ export async function serve({ isolation = true, root = DIST } = {}) {
   return startServer({ port: 0, root, isolation });
 }
 
-/** Open a page and collect console errors and page errors. */
-export async function open(context, url) {
+/** Open a page and collect console errors and page errors (and warnings, separately). */
+export async function open(context, url, { viewport, colorScheme } = {}) {
   const page = await context.newPage();
+  if (viewport) await page.setViewportSize(viewport);
+  if (colorScheme) await page.emulateMedia({ colorScheme });
   const errors = [];
+  const warnings = [];
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(`console: ${m.text()}`); });
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`console: ${m.text()}`);
+    if (m.type() === 'warning') warnings.push(m.text());
+  });
   await page.goto(url);
-  return { page, errors };
+  return { page, errors, warnings };
+}
+
+/** Standard deviation of a canvas's pixels (0 = blank); `sel` in the page or a shadow root. */
+export async function canvasSpread(page, sel = '.nb-canvas') {
+  return page.evaluate((sel) => {
+    const c = typeof sel === 'string' ? document.querySelector(sel) : null;
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let s = 0, s2 = 0, n = 0;
+    for (let i = 0; i < d.length; i += 16) { const v = d[i]; s += v; s2 += v * v; n++; }
+    const m = s / n;
+    return Math.sqrt(s2 / n - m * m);
+  }, sel);
 }
 
 /** Wait until the app has shown `n` renders. */
@@ -72,4 +91,66 @@ export function pearson(a, b) {
 export function readFloats(path) {
   const b = readFileSync(path);
   return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+}
+
+/**
+ * Drag a slider of the app for `ms` milliseconds (one input event per animation frame, as a
+ * mouse drag gives), then release it; counts the `nanobragg-frame` events shown during the drag
+ * and waits for the final full image. Returns {frames, fps, previews, sizes, finalWidth}.
+ */
+export async function dragSlider(page, { slider = 'f-distance-slider', from = 100, to = 160, ms = 3000 } = {}) {
+  return page.evaluate(async ({ slider, from, to, ms }) => {
+    const el = document.getElementById(slider);
+    const frames = [];
+    const onFrame = (e) => frames.push({ t: performance.now(), ...e.detail });
+    window.addEventListener('nanobragg-frame', onFrame);
+    const t0 = performance.now();
+    await new Promise((done) => {
+      const step = () => {
+        const t = performance.now() - t0;
+        if (t >= ms) return done();
+        el.value = String(from + ((to - from) * t) / ms);
+        el.dispatchEvent(new Event('input', { bubbles: true }));
+        requestAnimationFrame(step);
+      };
+      requestAnimationFrame(step);
+    });
+    const during = frames.filter((f) => f.t - t0 <= ms);
+    el.value = String(to);
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+    const t1 = performance.now();
+    while (performance.now() - t1 < 120_000) {
+      const last = frames[frames.length - 1];
+      if (last && !last.preview && last.t > t1) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    window.removeEventListener('nanobragg-frame', onFrame);
+    const last = frames[frames.length - 1];
+    return {
+      frames: during.length, fps: (during.length * 1000) / ms, previews: during.filter((f) => f.preview).length,
+      sizes: [...new Set(during.map((f) => `${f.width}x${f.height}`))], backends: [...new Set(during.map((f) => f.backend))],
+      renderMs: during.length ? during.reduce((a, f) => a + f.renderMs, 0) / during.length : 0,
+      finalWidth: last?.width, finalPreview: last?.preview,
+    };
+  }, { slider, from, to, ms });
+}
+
+/**
+ * The usual set-up of a test file: a static server (with or without COOP/COEP, of `root` or
+ * the build, or of a folder `prepare()` returns) and, when `webgpu` is given, one browser for
+ * the file. Returns an object whose `base`, `ctx` and `server` are filled in before the tests.
+ */
+export function setup({ isolation = true, webgpu, prepare } = {}) {
+  const env = { base: '', ctx: null, server: null };
+  before(async () => {
+    const s = await serve({ isolation, root: prepare ? await prepare() : DIST });
+    env.server = s.server;
+    env.base = s.url;
+    if (webgpu !== undefined) env.ctx = await launch({ webgpu });
+  });
+  after(async () => {
+    await env.ctx?.close();
+    env.server?.close();
+  });
+  return env;
 }

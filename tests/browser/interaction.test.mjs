@@ -1,27 +1,18 @@
-// Live interaction: presets, cursor readout, keyboard zoom, slider previews, latest-wins, cancel.
-import { test, before, after } from 'node:test';
+// Interaction: presets, cursor readout, keyboard zoom, latest-wins and cancel through the API,
+// field errors (slider drags and the Cancel button: live.test.mjs).
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { launch, serve, open, waitRendered, ARTIFACTS } from './helpers.mjs';
+import { launch, open, waitRendered, ARTIFACTS, setup } from './helpers.mjs';
 
-let server, base, ctx;
-before(async () => {
-  const s = await serve();
-  server = s.server;
-  base = s.url;
-  ctx = await launch({ webgpu: false });
-});
-after(async () => {
-  await ctx?.close();
-  server?.close();
-});
+const env = setup({ webgpu: false });
 
 test('preset, cursor readout (pixel, I, d, 2θ, hkl) and keyboard zoom', { timeout: 120_000 }, async () => {
-  const { page, errors } = await open(ctx, `${base}/?backend=cpu`);
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu`);
   await waitRendered(page, 1);
   await page.selectOption('#preset', 'triclinic');
   await waitRendered(page, 2);
-  assert.equal(new URL(page.url()).searchParams.get('cell'), '5.8 7.1 9.3 81 77 68');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('cell') === '5.8 7.1 9.3 81 77 68');
   const box = await page.locator('.nb-canvas').boundingBox();
   await page.mouse.move(box.x + box.width / 2 + 120, box.y + box.height / 2 - 60);
   const text = await page.textContent('#readout');
@@ -38,30 +29,8 @@ test('preset, cursor readout (pixel, I, d, 2θ, hkl) and keyboard zoom', { timeo
   assert.deepEqual(errors, []);
 });
 
-test('slider drag renders fast previews, then the full image', { timeout: 120_000 }, async () => {
-  const { page } = await open(ctx, `${base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&distance=100&detpixels=512&pixel=0.2&backend=cpu`);
-  await waitRendered(page, 1);
-  const sizes = await page.evaluate(async () => {
-    const seen = [];
-    const slider = document.getElementById('f-distance-slider');
-    for (let d = 100; d <= 160; d += 10) {
-      slider.value = String(d);
-      slider.dispatchEvent(new Event('input', { bubbles: true }));
-      await new Promise((r) => setTimeout(r, 60));
-      const lr = window.nanobragg.lastRender();
-      seen.push({ w: lr.result.width, preview: lr.preview });
-    }
-    slider.dispatchEvent(new Event('change', { bubbles: true }));
-    return seen;
-  });
-  assert.ok(sizes.some((s) => s.preview && s.w === 256), `previews seen: ${JSON.stringify(sizes)}`);
-  await page.waitForFunction(() => { const l = window.nanobragg.lastRender(); return !l.preview && l.result.width === 512 && window.nanobragg.state().distance === '160'; });
-  assert.equal(new URL(page.url()).searchParams.get('distance'), '160');
-  assert.equal(await page.inputValue('#f-distance'), '160');
-});
-
 test('latest wins: superseded requests reject with AbortError; cancel stops a long render', { timeout: 180_000 }, async () => {
-  const { page } = await open(ctx, `${base}/?detpixels=16&cell=100+100+100+90+90+90&default_F=1&backend=cpu`);
+  const { page } = await open(env.ctx, `${env.base}/?detpixels=16&cell=100+100+100+90+90+90&default_F=1&backend=cpu`);
   await waitRendered(page, 1);
   const r = await page.evaluate(async () => {
     const big = '-cell 100 100 100 90 90 90 -lambda 1 -N 20 -default_F 100 -mosaic 1 -mosaic_domains 50 -detpixels 1024 -oversample 2';
@@ -89,7 +58,7 @@ test('latest wins: superseded requests reject with AbortError; cancel stops a lo
 });
 
 test('bad numeric input is shown next to the field and the image stays', { timeout: 120_000 }, async () => {
-  const { page } = await open(ctx, `${base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=256&backend=cpu`);
+  const { page } = await open(env.ctx, `${env.base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=256&backend=cpu`);
   await waitRendered(page, 1);
   await page.fill('#f-lambda', 'abc');
   await page.press('#f-lambda', 'Enter');
@@ -111,7 +80,7 @@ test('bad numeric input is shown next to the field and the image stays', { timeo
 });
 
 test('a detector too large for the browser is an error at its field and the image stays', { timeout: 120_000 }, async () => {
-  const { page } = await open(ctx, `${base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=128&backend=cpu`);
+  const { page } = await open(env.ctx, `${env.base}/?cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&detpixels=128&backend=cpu`);
   await waitRendered(page, 1);
   await page.fill('#f-detpixels', '20000');
   await page.press('#f-detpixels', 'Enter');

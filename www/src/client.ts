@@ -1,9 +1,13 @@
-// The page side of the worker bridge. One Worker, one render at a time; a new request
-// supersedes the stale one on the same channel (latest wins): a queued one is dropped at once,
-// a running one is cancelled through the shared cancel flag (threaded module) or a cancel
-// message (GPU path), or its result is discarded (plain module on the CPU, which cannot be
-// interrupted; `cancel()` then restarts the worker, as squoosh does).
-import type { Backend, FromWorker, Geometry, ModuleInfo, Precision, Timings, ToWorker } from './protocol';
+// The page side of the worker bridge. One Worker, one render at a time, at most one render in
+// flight per channel and at most one waiting: a newer request replaces the waiting one (latest
+// wins; the replaced promise rejects with an AbortError). A running render is cancelled when a
+// request supersedes it, through the shared cancel flag (threaded module) and a cancel message
+// (GPU path), or by restarting the worker (plain module on the CPU, as squoosh does) — except
+// that a live request (a frame of a drag) lets a running live render finish and show, so that
+// a drag always shows frames however slow each one is (no starvation).
+import { asBackend, normaliseArgs } from './args';
+import type { Backend, FromWorker, Geometry, HklSummary, ModuleInfo, Precision, Timings, ToWorker } from './protocol';
+export { splitArgs, normaliseArgs, asBackend } from './args';
 
 export interface SimulateOptions {
   /** 'auto' (default), 'webgpu' (alias 'gpu') or 'cpu'. */
@@ -13,7 +17,12 @@ export interface SimulateOptions {
   precision?: Precision;
   /** Requests on one channel supersede each other; other channels queue. Default 'main'. */
   channel?: string;
+  /** A frame of a live interaction: does not cancel a running live render on its channel. */
+  live?: boolean;
+  /** Progress 0..1; NaN while a render's progress cannot be read (plain module on the CPU). */
   onProgress?: (p: number) => void;
+  /** Called before a render the worker expects to take `ms` milliseconds (over 3 s). */
+  onEstimate?: (ms: number, backend: 'gpu' | 'cpu') => void;
 }
 
 export interface SimulateResult {
@@ -27,6 +36,9 @@ export interface SimulateResult {
   geometry: Geometry;
   timings: Timings;
   args: string[];
+  /** Structure-factor file summary, when this request sent new input files. */
+  hkl?: HklSummary | null;
+  warnings: string[];
 }
 
 interface Job {
@@ -36,9 +48,16 @@ interface Job {
   resolve: (r: SimulateResult) => void;
   reject: (e: Error) => void;
   onProgress?: (p: number) => void;
+  onEstimate?: (ms: number, backend: 'gpu' | 'cpu') => void;
+  live: boolean;
   stale: boolean;
   start: number;
 }
+
+/** How long a cancelled render may take to stop before its worker is restarted (ms). */
+const CANCEL_GRACE_MS = 50;
+/** The same for a render superseded by a newer request (a restart costs a module load). */
+const SUPERSEDE_GRACE_MS = 400;
 
 export function abortError(msg = 'superseded by a newer render'): Error {
   const e = new Error(msg);
@@ -46,49 +65,38 @@ export function abortError(msg = 'superseded by a newer render'): Error {
   return e;
 }
 
-/** Tokenise a command line like a shell (quotes group words); flags stay as typed. */
-export function splitArgs(s: string): string[] {
-  const out: string[] = [];
-  const re = /"([^"]*)"|'([^']*)'|(\S+)/g;
-  let m: RegExpExecArray | null;
-  while ((m = re.exec(s))) out.push(m[1] ?? m[2] ?? m[3]);
+const enc = new TextEncoder();
+
+function encodeFiles(files: SimulateOptions['files']): Record<string, Uint8Array> {
+  const out: Record<string, Uint8Array> = {};
+  for (const [k, v] of Object.entries(files ?? {})) out[k] = typeof v === 'string' ? enc.encode(v) : v instanceof Uint8Array ? v : new Uint8Array(v);
   return out;
 }
 
-/** Upstream output flags that take a file name; they make no sense in the browser. */
-const OUTPUT_FLAGS = new Set(['-floatfile', '-floatimage', '-intfile', '-intimage', '-noisefile', '-noiseimage',
-  '-pgmfile', '-pgmimage', '-stolout']);
-
-/** 'webgpu' (the name the API documents) and 'gpu' both select the GPU; anything else is auto. */
-export function asBackend(v: string): Backend {
-  return v === 'gpu' || v === 'webgpu' ? 'gpu' : v === 'cpu' ? 'cpu' : 'auto';
+/** One predicted reflection (crate/src/predict.rs `Reflection`; the fields the page uses). */
+export interface PredictedReflection {
+  h: number;
+  k: number;
+  l: number;
+  /** Detector position in pixels (centre of pixel i at i + 0.5); null where the ray misses. */
+  fast: number | null;
+  slow: number | null;
+  d: number;
+  two_theta: number;
+  excitation_error: number;
+  in_condition: boolean;
+  on_detector: boolean;
+  f: number;
+  intensity: number;
 }
 
-/** Split our own control flags (-backend, -precision, -threads) off the upstream ones. */
-export function normaliseArgs(args: string | string[]): { args: string[]; backend?: Backend; precision?: Precision } {
-  const words = typeof args === 'string' ? splitArgs(args) : [...args];
-  const out: string[] = [];
-  let backend: Backend | undefined;
-  let precision: Precision | undefined;
-  for (let i = 0; i < words.length; i++) {
-    const w = words[i];
-    if (w === '-backend' && i + 1 < words.length) {
-      const v = words[++i];
-      backend = asBackend(v);
-    } else if (w === '-precision' && i + 1 < words.length) {
-      precision = words[++i] === 'f64' ? 'f64' : 'f32';
-    } else if (w === '-threads' && i + 1 < words.length) {
-      i++; // the pool size is fixed when the worker starts
-    } else if (OUTPUT_FLAGS.has(w) && i + 1 < words.length) {
-      i++;
-    } else {
-      out.push(w);
-    }
-  }
-  return { args: out, backend, precision };
+/** The crate's prediction (crate/src/predict.rs `Prediction`; more fields than listed here). */
+export interface Prediction {
+  wavelength: number;
+  fpixels: number;
+  spixels: number;
+  reflections: PredictedReflection[];
 }
-
-const enc = new TextEncoder();
 
 export class NanoBraggClient {
   private worker!: Worker;
@@ -96,6 +104,10 @@ export class NanoBraggClient {
   private running: Job | null = null;
   private queue: Job[] = [];
   private exports = new Map<number, { resolve: (b: Uint8Array) => void; reject: (e: Error) => void }>();
+  /** The words of the render whose plan and image the worker holds (exports use them); null
+   * after a prediction replaced the plan. */
+  lastRendered: string[] | null = null;
+  private predictions = new Map<number, { resolve: (p: Prediction) => void; reject: (e: Error) => void }>();
   private lastFilesKey = '';
   private progressTimer = 0;
   info: ModuleInfo | null = null;
@@ -154,53 +166,73 @@ export class NanoBraggClient {
     const backend = asBackend(opts.backend ?? norm.backend ?? 'auto');
     const precision = opts.precision ?? norm.precision ?? 'f32';
     const channel = opts.channel ?? 'main';
-    let files: Record<string, Uint8Array> = {};
-    for (const [k, v] of Object.entries(opts.files ?? {})) {
-      files[k] = typeof v === 'string' ? enc.encode(v) : v instanceof Uint8Array ? v : new Uint8Array(v);
-    }
+    const files = encodeFiles(opts.files);
     return new Promise<SimulateResult>((resolve, reject) => {
       const id = this.nextId++;
+      const live = opts.live === true;
       const job: Job = {
-        id, channel, resolve, reject, onProgress: opts.onProgress, stale: false, start: performance.now(),
-        msg: { type: 'render', id, args: norm.args, files, backend, precision },
+        id, channel, resolve, reject, onProgress: opts.onProgress, onEstimate: opts.onEstimate, live, stale: false,
+        start: performance.now(), msg: { type: 'render', id, args: norm.args, files, backend, precision },
       };
-      // Latest wins on this channel.
+      // Latest wins on this channel: the waiting request is replaced ...
       this.queue = this.queue.filter((j) => {
         if (j.channel !== channel) return true;
         j.reject(abortError());
         return false;
       });
-      if (this.running && this.running.channel === channel) this.stopRunning();
+      // ... and the running one stops, unless both are frames of a live interaction.
+      if (this.running && this.running.channel === channel && !(live && this.running.live)) this.stopRunning();
       this.queue.push(job);
       this.pump();
     });
   }
 
-  /** Cancel the running render and drop the queued ones. */
-  cancel() {
-    for (const j of this.queue) j.reject(abortError('cancelled'));
-    this.queue = [];
-    if (!this.running) return;
-    const interruptible = this.info?.kind === 'parallel' || this.running.msg.backend !== 'cpu';
-    this.stopRunning();
-    if (!interruptible) {
-      // A single-threaded CPU render cannot be interrupted: restart the worker.
-      const job = this.running;
-      this.running = null;
-      this.worker.terminate();
-      job.reject(abortError('cancelled'));
-      this.spawn();
-    }
+  /** Cancel the running render and drop the waiting ones (of one channel, or all). */
+  cancel(channel?: string) {
+    this.queue = this.queue.filter((j) => {
+      if (channel !== undefined && j.channel !== channel) return true;
+      j.reject(abortError('cancelled'));
+      return false;
+    });
+    if (!this.running || (channel !== undefined && this.running.channel !== channel)) return;
+    const job = this.running;
+    const interruptible = this.info?.kind === 'parallel' || job.msg.backend !== 'cpu';
+    if (!interruptible) return this.restart(job, 'cancelled');
+    this.stopRunning(CANCEL_GRACE_MS);
+    // the caller sees the cancel at once; the worker acknowledges within the grace period or
+    // is restarted
+    job.reject(abortError('cancelled'));
   }
 
-  private stopRunning() {
+  /** Stop the running render: raise the cancel flag (shared memory and message), and restart the
+   * worker if it has not stopped within `graceMs` (a kernel can be between two checks of the
+   * flag for longer than that). */
+  private stopRunning(graceMs = SUPERSEDE_GRACE_MS) {
     const job = this.running;
     if (!job || job.stale) return;
     job.stale = true;
     const info = this.info;
     if (info?.memory) Atomics.store(new Uint8Array(info.memory.buffer), info.cancelPtr, 1);
     this.worker.postMessage({ type: 'cancel' } satisfies ToWorker);
+    setTimeout(() => {
+      if (this.running === job) this.restart(job, 'cancelled');
+    }, graceMs);
   }
+
+  /** Terminate the worker (stopping whatever it runs at once) and start a fresh one; the
+   * waiting requests run on the new worker. */
+  private restart(job: Job, why: string) {
+    this.running = null;
+    cancelAnimationFrame(this.progressTimer);
+    this.worker.terminate();
+    this.restarts++;
+    this.info = null;
+    job.reject(abortError(why));
+    this.spawn();
+  }
+
+  /** Workers restarted because a render did not stop in time (for tests and benchmarks). */
+  restarts = 0;
 
   private pump() {
     if (this.running || !this.info) return;
@@ -213,6 +245,7 @@ export class NanoBraggClient {
     this.running = job;
     job.start = performance.now();
     if (this.info.memory && job.onProgress) {
+      // Threaded module: read the progress counter straight from shared memory.
       const mem = this.info.memory;
       const ptr = this.info.progressPtr >> 2;
       const tick = () => {
@@ -221,11 +254,20 @@ export class NanoBraggClient {
         this.progressTimer = requestAnimationFrame(tick);
       };
       this.progressTimer = requestAnimationFrame(tick);
+    } else if (job.onProgress && job.msg.backend === 'cpu') {
+      // Plain module on the CPU: the worker is busy in the kernel and cannot report.
+      job.onProgress(NaN);
     }
     this.worker.postMessage(job.msg);
   }
 
   private onMessage(m: FromWorker) {
+    if (m.type === 'predicted') {
+      const p = this.predictions.get(m.id);
+      this.predictions.delete(m.id);
+      if (p) (m.message ? p.reject(new Error(m.message)) : p.resolve(m.prediction as Prediction));
+      return;
+    }
     if (m.type === 'exported') {
       const e = this.exports.get(m.id);
       this.exports.delete(m.id);
@@ -240,19 +282,41 @@ export class NanoBraggClient {
       job.onProgress?.(m.value);
       return;
     }
+    if (m.type === 'estimate') {
+      job.onEstimate?.(m.ms, m.backend);
+      return;
+    }
     this.running = null;
     cancelAnimationFrame(this.progressTimer);
     if (m.type === 'result') {
       if (job.stale) job.reject(abortError());
       else {
         const { type: _t, id: _i, ...rest } = m;
-        job.resolve({ ...rest, args: job.msg.args, timings: { ...m.timings, total: performance.now() - job.start } });
+        this.lastRendered = job.msg.args;
+        job.resolve({ ...rest, args: job.msg.args, timings: { ...m.timings, total: performance.now() - job.start } } as SimulateResult);
       }
     } else if (m.type === 'error') {
       if (m.cancelled || job.stale) job.reject(abortError(m.cancelled ? 'cancelled' : undefined));
       else job.reject(new Error(m.message));
     }
     this.pump();
+  }
+
+  /** Reflection prediction for a command line (the crate's `predict`: every lattice point within
+   * the detector's reach, or those within `maxExcitationError` (1/Å) of the Ewald sphere). Runs
+   * between renders; it prepares its own plan, so the next render prepares again. */
+  async predict(args: string | string[], opts: { files?: SimulateOptions['files']; maxExcitationError?: number } = {}): Promise<Prediction> {
+    await this.ready;
+    const id = this.nextId++;
+    const files = encodeFiles(opts.files);
+    return new Promise((resolve, reject) => {
+      this.predictions.set(id, { resolve, reject });
+      this.lastFilesKey = '';
+      this.lastRendered = null;
+      this.worker.postMessage({
+        type: 'predict', id, args: normaliseArgs(args).args, files, maxExcitationError: opts.maxExcitationError ?? null,
+      } satisfies ToWorker);
+    });
   }
 
   /** Bytes of the last render: SMV noiseless ('int'), SMV with Poisson noise, or raw floats. */

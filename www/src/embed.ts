@@ -4,39 +4,51 @@
 //   <nanobragg-view cell="100 100 100 90 90 90" lambda="6.2" n="5" default_f="100"
 //                   distance="100" detpixels="256" cmap="viridis"></nanobragg-view>
 //
-// Attributes are the app's URL parameter names (case-insensitive), plus `args` (extra flags),
-// `hkl-src` / `mat-src` / `sourcefile-src` / `mask-src` / `img-src` (input files, fetched relative to the page),
-// `backend`, `precision`, `cmap`, `scaling`, `contrast`, `rings`, `beamc`. Works without
-// COOP/COEP (single-threaded CPU or WebGPU); uses threads when the page is isolated.
-// One worker is shared by all elements on a page; each element supersedes only its own renders.
-import { NanoBraggClient, splitArgs, type SimulateResult } from './client';
-import { PARAMS, argsFromState, type State } from './params';
-import { ImageView, type ColourMap, type Scaling } from './view';
-import type { Backend, Precision } from './protocol';
+// Attributes are the app's URL parameter names (case-insensitive) and apply on top of the same
+// defaults as the app (state.ts), plus `args` (extra flags), `hkl-src` / `mat-src` /
+// `sourcefile-src` / `mask-src` / `img-src` (input files, fetched relative to the page), and the
+// view settings `backend`, `precision`, `cmap`, `scaling`, `contrast`, `min`, `max`, `rings`,
+// `beamc`, `theme` (auto | light | dark). A bad attribute is reported naming the attribute.
+// Works without COOP/COEP (single-threaded CPU or WebGPU); uses threads when the page is
+// isolated. One worker is shared by all elements on a page; each element supersedes only its
+// own renders.
+import { effect } from '@preact/signals-core';
+import { NanoBraggClient, type SimulateResult } from './client';
+import { buildArgs, splitArgs } from './args';
+import { ELEMENT_ATTRIBUTES, FILE_KEYS, createStore, decodeAttributes, type Store } from './state';
+import { ImageView } from './view';
 
 let shared: NanoBraggClient | null = null;
 const client = () => (shared ??= new NanoBraggClient({ workerUrl: new URL('./worker.js', import.meta.url) }));
 
-const FILE_KEYS = ['hkl', 'mat', 'sourcefile', 'mask', 'img'];
 let seq = 0;
 
 const CSS = `
-:host { display: block; position: relative; width: 100%; aspect-ratio: 1; min-height: 120px; background: #d8d8d8; font: 12px system-ui, sans-serif; }
-.host { position: absolute; inset: 0; }
+:host { display: flex; flex-direction: column; position: relative; width: 100%; aspect-ratio: 1 / 1.06; min-height: 140px;
+  --nb-bg: #d8d8d8; --nb-bar-bg: #f4f5f7; --nb-bar-ink: #222; --nb-err: #b3261e;
+  background: var(--nb-bg); font: 12px system-ui, sans-serif; color-scheme: light; }
+:host([theme=dark]) { --nb-bg: #15181c; --nb-bar-bg: #1f2329; --nb-bar-ink: #e4e7eb; --nb-err: #ff8a80; color-scheme: dark; }
+@media (prefers-color-scheme: dark) {
+  :host(:not([theme=light])) { --nb-bg: #15181c; --nb-bar-bg: #1f2329; --nb-bar-ink: #e4e7eb; --nb-err: #ff8a80; color-scheme: dark; }
+}
+.host { position: relative; flex: 1; min-height: 0; overflow: hidden; }
 .nb-canvas { position: absolute; inset: 0; width: 100%; height: 100%; display: block; cursor: crosshair; touch-action: none; }
-.bar { position: absolute; left: 0; right: 0; bottom: 0; padding: 2px 6px; background: rgba(255,255,255,.8); color: #222; pointer-events: none; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-.bar.err { color: #b3261e; }
+.bar { flex: none; padding: 3px 6px; background: var(--nb-bar-bg); color: var(--nb-bar-ink); white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; border-top: 1px solid rgba(128,128,128,.3); font-variant-numeric: tabular-nums; }
+.bar.err { color: var(--nb-err); white-space: normal; }
 `;
 
 export class NanoBraggView extends HTMLElement {
   static get observedAttributes() {
-    return [...PARAMS.map((p) => p.key.toLowerCase()), 'args', 'backend', 'precision', 'cmap', 'scaling', 'contrast', 'rings', 'beamc',
-      ...FILE_KEYS.map((k) => `${k}-src`)];
+    return ELEMENT_ATTRIBUTES;
   }
   private view!: ImageView;
   private bar!: HTMLElement;
   private channel = `view-${++seq}`;
   private pending = 0;
+  private store: Store = createStore();
+  private extraArgs = '';
+  private attrErrors: Record<string, string> = {};
   result: SimulateResult | null = null;
 
   connectedCallback() {
@@ -48,13 +60,29 @@ export class NanoBraggView extends HTMLElement {
     this.view.onReadout = (r) => {
       if (!r) return this.status();
       const i = r.info;
+      this.bar.classList.remove('err');
       this.bar.textContent = `(${r.f}, ${r.s}) I=${r.value.toPrecision(4)}` + (i ? ` d=${i.d.toFixed(2)} Å 2θ=${i.twoTheta.toFixed(2)}° hkl≈(${i.nearest.join(' ')})` : '');
     };
+    effect(() => {
+      const v = this.store.view.value;
+      this.view.update({ cmap: v.cmap, scaling: v.scaling, contrast: v.contrast, min: v.min, max: v.max, rings: v.rings, beamc: v.beamc });
+    });
+    this.readAttributes();
     this.schedule();
   }
 
   attributeChangedCallback() {
-    if (this.view) this.schedule();
+    if (!this.view) return;
+    this.readAttributes();
+    this.schedule();
+  }
+
+  private readAttributes() {
+    const d = decodeAttributes((n) => this.getAttribute(n));
+    this.attrErrors = d.errors;
+    this.extraArgs = d.extraArgs;
+    this.store.setModel(d.model);
+    this.store.view.value = d.view;
   }
 
   private schedule() {
@@ -62,53 +90,42 @@ export class NanoBraggView extends HTMLElement {
     this.pending = requestAnimationFrame(() => void this.render());
   }
 
-  /** The element's parameters as a state (attribute names are case-insensitive). */
-  private state(): State {
-    const s: State = {};
-    for (const p of PARAMS) {
-      const v = this.getAttribute(p.key.toLowerCase());
-      if (v !== null) s[p.key] = p.kind === 'bool' && v === '' ? '1' : v;
-    }
-    return s;
+  private fail(message: string) {
+    this.bar.textContent = message;
+    this.bar.classList.add('err');
+    this.dispatchEvent(new CustomEvent('error', { detail: { message } }));
   }
 
   private async render() {
-    const s = this.state();
+    const errs = Object.values(this.attrErrors);
+    if (errs.length) return this.fail(`<nanobragg-view> ${errs.join('; ')}`);
+    const model = { ...this.store.model.value };
     const files: Record<string, Uint8Array> = {};
     try {
       for (const k of FILE_KEYS) {
         const src = this.getAttribute(`${k}-src`);
         if (!src) continue;
-        const name = s[k] || src.split('/').pop()!;
-        s[k] = name;
+        const name = model[k] || src.split('/').pop()!;
+        model[k] = name;
         const res = await fetch(new URL(src, document.baseURI));
-        if (!res.ok) throw new Error(`${k}-src ${src}: HTTP ${res.status}`);
+        if (!res.ok) throw new Error(`attribute ${k}-src="${src}": HTTP ${res.status}`);
         files[name] = new Uint8Array(await res.arrayBuffer());
       }
-      const args = [...argsFromState(s), ...splitArgs(this.getAttribute('args') ?? '')];
-      this.bar.textContent = 'rendering…';
-      const r = await client().simulate(args, {
-        backend: (this.getAttribute('backend') ?? 'auto') as Backend,
-        precision: (this.getAttribute('precision') ?? 'f32') as Precision,
-        files, channel: this.channel,
-      });
+      const args = [...buildArgs(model).args, ...splitArgs(this.extraArgs)];
+      if (!this.result) this.bar.textContent = 'rendering…';
+      const v = this.store.view.value;
+      const r = await client().simulate(args, { backend: v.backend, precision: v.precision, files, channel: this.channel });
       this.result = r;
-      this.view.update({
-        colourMap: (this.getAttribute('cmap') ?? 'inverted-grey') as ColourMap,
-        scaling: (this.getAttribute('scaling') ?? 'log') as Scaling,
-        contrast: +(this.getAttribute('contrast') ?? 30),
-        rings: this.getAttribute('rings') !== '0',
-        beam: this.getAttribute('beamc') !== '0',
-      });
       this.view.setImage(r.data, r.width, r.height, r.geometry);
       this.status();
-      this.dispatchEvent(new CustomEvent('render', { detail: { backend: r.backend, width: r.width, height: r.height, timings: r.timings } }));
+      const detail = { width: r.width, height: r.height, backend: r.backend, preview: false, renderMs: r.timings.render };
+      window.dispatchEvent(new CustomEvent('nanobragg-frame', { detail: { ...detail, element: this } }));
+      this.dispatchEvent(new CustomEvent('render', { detail: { ...detail, timings: r.timings } }));
     } catch (e) {
       const err = e as Error;
       if (err.name === 'AbortError') return;
-      this.bar.textContent = err.message;
-      this.bar.classList.add('err');
-      this.dispatchEvent(new CustomEvent('error', { detail: { message: err.message } }));
+      // a simulator message names a flag: say which attribute that is when it is one
+      this.fail(err.message.replace(/^-([A-Za-z_]\w*)/, (m, f: string) => (this.hasAttribute(f.toLowerCase()) ? `attribute ${f.toLowerCase()} (${m})` : m)));
     }
   }
 

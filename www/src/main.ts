@@ -1,58 +1,63 @@
-// The app page: parameter form, presets, URL state, live updates, status, downloads.
-// `window.nanobragg.simulate(args, {backend, files})` is the scripting / test API.
-import { NanoBraggClient, type SimulateOptions, type SimulateResult } from './client';
+// The app page: parameter form, presets, live rendering with frame pacing, status, downloads,
+// presentation mode and themes. State lives in a Store (state.ts); the page's parts subscribe to
+// its signals. `window.nanobragg.simulate(args, {backend, files})` is the scripting / test API.
+import { computed, effect } from '@preact/signals-core';
+import { NanoBraggClient, type Prediction, type SimulateOptions, type SimulateResult } from './client';
+import { GROUPS, PARAMS, PARAM_BY_KEY, type ParamDef } from './params';
+import { blameField, previewArgs, previewFactor } from './args';
 import {
-  GROUPS, PARAMS, PARAM_BY_KEY, PRESETS, DEFAULT_PRESET, argsFromState, fieldForError, previewArgs, stateFromUrl,
-  stateToUrl, validate, type ParamDef, type State,
-} from './params';
-import { COLOUR_MAPS, ImageView, type ColourMap, type Scaling } from './view';
-import type { Backend, Precision } from './protocol';
-
-/** Upstream defaults, where a slider should rest when its field is empty. */
-const SLIDER_REST: Record<string, number> = { lambda: 1, distance: 100, N: 1, mosaic_domains: 1, oversample: 1 };
+  COLOUR_MAPS, PRESETS, SLIDER_REST, createStore, decodeUrl, encodeUrl, localFiles, parseViewValue, presetOf,
+  type ModelState, type RenderMode, type Theme, type ViewSettings,
+} from './state';
+import { ImageView } from './view';
+import { downloadName, routeFile } from './files';
+import type { HklSummary } from './protocol';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
-const url = new URL(location.href);
-const embed = url.searchParams.get('embed') === '1';
-if (embed) document.body.classList.add('embed');
+const initial = decodeUrl(new URL(location.href).searchParams);
+const rest = initial.rest;
+const embed = rest.embed === '1';
+document.body.classList.toggle('embed', embed);
 
+const store = createStore(initial.model, initial.view);
 const client = new NanoBraggClient();
 const view = new ImageView($('canvas-host'));
 
-let state: State = stateFromUrl(url.searchParams) ?? { ...DEFAULT_PRESET.state };
-const files = new Map<string, Uint8Array>();
+/** Frames shown so far, the last one and whether it was a preview. */
 let last: SimulateResult | null = null;
 let lastWasPreview = false;
-let fieldErrors: Record<string, string> = {};
+let renderCount = 0;
+/** Field errors from the simulator (input errors come from the store). */
+let simErrors: Record<string, string> = {};
 
 // ---- API for scripts and tests ----------------------------------------------------------
 declare global {
   interface Window {
     nanobragg: {
       simulate: (args: string | string[], opts?: SimulateOptions) => Promise<SimulateResult>;
+      predict: (args: string | string[], opts?: { files?: SimulateOptions['files']; maxExcitationError?: number }) => Promise<Prediction>;
       ready: Promise<unknown>;
       client: NanoBraggClient;
       lastRender: () => { result: SimulateResult | null; preview: boolean; count: number };
-      state: () => State;
+      state: () => ModelState;
+      view: ImageView;
     };
   }
 }
-let renderCount = 0;
 window.nanobragg = {
   simulate: (args, opts = {}) => client.simulate(args, { channel: 'api', ...opts }),
+  predict: (args, opts = {}) => client.predict(args, opts),
   ready: client.ready,
   client,
   lastRender: () => ({ result: last, preview: lastWasPreview, count: renderCount }),
-  state: () => ({ ...state }),
+  state: () => ({ ...store.model.value }),
+  view,
 };
 
 // ---- form -------------------------------------------------------------------------------
 const form = $('params');
 const inputs = new Map<string, HTMLInputElement | HTMLSelectElement>();
-
-function fieldId(key: string) {
-  return `f-${key}`;
-}
+const fieldId = (key: string) => `f-${key}`;
 
 function buildForm() {
   for (const g of GROUPS) {
@@ -79,12 +84,12 @@ function buildField(p: ParamDef): HTMLElement {
     const sel = document.createElement('select');
     for (const c of p.choices!) sel.add(new Option(c.label, c.value));
     input = sel;
-    sel.addEventListener('change', () => setValue(p.key, sel.value, 'full'));
+    sel.addEventListener('change', () => store.setField(p.key, sel.value));
   } else if (p.kind === 'bool') {
     const cb = document.createElement('input');
     cb.type = 'checkbox';
     input = cb;
-    cb.addEventListener('change', () => setValue(p.key, cb.checked ? '1' : '', 'full'));
+    cb.addEventListener('change', () => store.setField(p.key, cb.checked ? '1' : ''));
   } else if (p.kind === 'file') {
     input = buildFileInput(p, row);
   } else {
@@ -94,7 +99,7 @@ function buildField(p: ParamDef): HTMLElement {
     t.spellcheck = false;
     if (p.placeholder) t.placeholder = p.placeholder;
     input = t;
-    t.addEventListener('change', () => setValue(p.key, t.value, 'full'));
+    t.addEventListener('change', () => store.setField(p.key, t.value));
   }
   input.id = fieldId(p.key);
   input.name = p.key;
@@ -107,11 +112,8 @@ function buildField(p: ParamDef): HTMLElement {
     r.min = String(min); r.max = String(max); r.step = String(step);
     r.id = `${fieldId(p.key)}-slider`;
     r.setAttribute('aria-label', `${p.label} slider`);
-    r.addEventListener('input', () => {
-      (input as HTMLInputElement).value = r.value;
-      setValue(p.key, r.value, 'preview');
-    });
-    r.addEventListener('change', () => setValue(p.key, r.value, 'full'));
+    r.addEventListener('input', () => store.setField(p.key, r.value, 'preview'));
+    r.addEventListener('change', () => store.setField(p.key, r.value, 'full'));
     row.appendChild(r);
   }
   if (p.help) {
@@ -119,6 +121,12 @@ function buildField(p: ParamDef): HTMLElement {
     h.className = 'help';
     h.textContent = p.help;
     row.appendChild(h);
+  }
+  if (p.key === 'hkl') {
+    const s = document.createElement('div');
+    s.className = 'help';
+    s.id = 'hkl-summary';
+    row.appendChild(s);
   }
   const msg = document.createElement('div');
   msg.className = 'msg';
@@ -148,13 +156,13 @@ function buildFileInput(p: ParamDef, row: HTMLElement): HTMLInputElement {
   clear.textContent = '×';
   clear.title = 'Remove';
   clear.setAttribute('aria-label', `Remove ${p.label}`);
-  clear.addEventListener('click', () => setValue(p.key, '', 'full'));
+  clear.addEventListener('click', () => store.setField(p.key, ''));
   inp.addEventListener('change', async () => {
     const f = inp.files?.[0];
     if (f) await loadFile(p.key, f);
     inp.value = '';
   });
-  // A hidden text input holds the file name (the URL value).
+  // A hidden input holds the file name (the URL value).
   const holder = document.createElement('input');
   holder.type = 'hidden';
   box.append(pick, name, clear, inp, holder);
@@ -172,8 +180,8 @@ function buildFileInput(p: ParamDef, row: HTMLElement): HTMLInputElement {
 }
 
 async function loadFile(key: string, f: File) {
-  files.set(f.name, new Uint8Array(await f.arrayBuffer()));
-  setValue(key, f.name, 'full', true);
+  store.addFile(f.name, new Uint8Array(await f.arrayBuffer()));
+  store.setField(key, f.name);
 }
 
 function buildCommandLine(): HTMLElement {
@@ -184,41 +192,45 @@ function buildCommandLine(): HTMLElement {
   ta.id = 'cmdline';
   ta.readOnly = true;
   ta.rows = 4;
-  ta.style.gridColumn = '1 / -1';
-  ta.style.width = '100%';
-  ta.style.fontFamily = 'ui-monospace, monospace';
-  ta.style.fontSize = '12px';
   row.appendChild(ta);
   return row;
 }
 
-function syncForm() {
+const presetSel = $<HTMLSelectElement>('preset');
+for (const p of PRESETS) presetSel.add(new Option(p.label, p.id));
+buildForm();
+
+// The form follows the model (only the fields whose value changed are touched).
+let shownModel: ModelState | null = null;
+let shownFiles: ReadonlyMap<string, Uint8Array> | null = null;
+effect(() => {
+  const model = store.model.value;
+  const files = store.files.value;
   for (const p of PARAMS) {
+    const v = model[p.key] ?? '';
+    if (shownModel && shownFiles === files && (shownModel[p.key] ?? '') === v) continue;
     const el = inputs.get(p.key)!;
-    const v = state[p.key] ?? '';
     if (p.kind === 'bool') (el as HTMLInputElement).checked = v !== '' && v !== '0';
-    else el.value = v;
+    else if (el.value !== v) el.value = v;
     if (p.kind === 'file') $(`${fieldId(p.key)}-name`).textContent = v ? v + (files.has(v) ? '' : ' (missing)') : 'none';
     const slider = document.getElementById(`${fieldId(p.key)}-slider`) as HTMLInputElement | null;
-    if (slider) {
+    if (slider && document.activeElement !== slider) {
       const lo = +slider.min, hi = +slider.max;
       slider.value = v && !isNaN(+v) ? v : String(SLIDER_REST[p.key] ?? (lo < 0 && hi > 0 ? 0 : lo));
     }
   }
+  shownModel = model;
+  shownFiles = files;
+  ($('preset') as HTMLSelectElement).value = presetOf(model)?.id ?? '';
+});
+effect(() => {
   const cmd = document.getElementById('cmdline') as HTMLTextAreaElement | null;
-  if (cmd) cmd.value = 'nanoBragg ' + argsFromState(state).join(' ');
-  const match = PRESETS.find((pr) => sameState(pr.state, state));
-  ($('preset') as HTMLSelectElement).value = match?.id ?? '';
-}
+  if (cmd) cmd.value = 'nanoBragg ' + store.args.value.args.map((w) => (/[\s"']/.test(w) || !w ? `"${w}"` : w)).join(' ');
+});
 
-function sameState(a: State, b: State) {
-  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-  for (const k of keys) if ((a[k] ?? '').trim() !== (b[k] ?? '').trim()) return false;
-  return true;
-}
-
-function showFieldErrors(errs: Record<string, string>) {
-  fieldErrors = errs;
+// Field errors: the store's input errors, then the simulator's.
+function showFieldErrors() {
+  const errs = { ...simErrors, ...store.inputErrors.value };
   for (const p of PARAMS) {
     const row = form.querySelector<HTMLElement>(`.field[data-key="${p.key}"]`)!;
     const msg = errs[p.key] ?? '';
@@ -228,96 +240,179 @@ function showFieldErrors(errs: Record<string, string>) {
   }
 }
 
-function setValue(key: string, value: string, mode: 'preview' | 'full', sync = false) {
-  state[key] = value.trim();
-  if (sync || mode === 'preview' || PARAM_BY_KEY.get(key)?.kind === 'file') syncForm();
-  else {
-    const cmd = document.getElementById('cmdline') as HTMLTextAreaElement | null;
-    if (cmd) cmd.value = 'nanoBragg ' + argsFromState(state).join(' ');
-    const match = PRESETS.find((pr) => sameState(pr.state, state));
-    ($('preset') as HTMLSelectElement).value = match?.id ?? '';
-  }
-  writeUrl();
-  schedule(mode);
-}
-
 // ---- view settings ------------------------------------------------------------------------
-const cmap = $<HTMLSelectElement>('cmap');
-for (const c of COLOUR_MAPS) cmap.add(new Option(c.label, c.value));
-const viewControls = {
-  backend: $<HTMLSelectElement>('backend'),
-  precision: $<HTMLSelectElement>('precision'),
-  cmap,
-  scaling: $<HTMLSelectElement>('scaling'),
-  contrast: $<HTMLInputElement>('contrast'),
-  rings: $<HTMLInputElement>('rings'),
-  beamc: $<HTMLInputElement>('beamc'),
-};
+const cmapSel = $<HTMLSelectElement>('cmap');
+for (const c of COLOUR_MAPS) cmapSel.add(new Option(c.label, c.value));
+const backendSel = $<HTMLSelectElement>('backend');
+const precisionSel = $<HTMLSelectElement>('precision');
+const scalingSel = $<HTMLSelectElement>('scaling');
+const contrast = $<HTMLInputElement>('contrast');
+const levelMin = $<HTMLInputElement>('level-min');
+const levelMax = $<HTMLInputElement>('level-max');
+const ringsCb = $<HTMLInputElement>('rings');
+const beamCb = $<HTMLInputElement>('beamc');
 
-function readViewFromUrl() {
-  const q = url.searchParams;
-  for (const [k, el] of Object.entries(viewControls)) {
-    const v = q.get(k);
-    if (v === null) continue;
-    if (el instanceof HTMLInputElement && el.type === 'checkbox') el.checked = v !== '0';
-    else el.value = v;
-  }
-  applyView();
-}
-
-function viewState(): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, el] of Object.entries(viewControls)) {
-    out[k] = el instanceof HTMLInputElement && el.type === 'checkbox' ? (el.checked ? '1' : '0') : el.value;
-  }
-  // keep the URL short: drop defaults
-  const defaults: Record<string, string> = { backend: 'auto', precision: 'f32', cmap: 'inverted-grey', scaling: 'log', contrast: '30', rings: '1', beamc: '1' };
-  for (const k of Object.keys(out)) if (out[k] === defaults[k]) delete out[k];
-  return out;
-}
-
-function applyView() {
-  view.update({
-    colourMap: cmap.value as ColourMap,
-    scaling: viewControls.scaling.value as Scaling,
-    contrast: +viewControls.contrast.value,
-    rings: viewControls.rings.checked,
-    beam: viewControls.beamc.checked,
+backendSel.addEventListener('change', () => store.setView({ backend: backendSel.value as ViewSettings['backend'] }));
+precisionSel.addEventListener('change', () => store.setView({ precision: precisionSel.value as ViewSettings['precision'] }));
+cmapSel.addEventListener('change', () => store.setView({ cmap: cmapSel.value as ViewSettings['cmap'] }));
+scalingSel.addEventListener('change', () => store.setView({ scaling: scalingSel.value as ViewSettings['scaling'] }));
+contrast.addEventListener('input', () => store.setView({ contrast: +contrast.value }));
+ringsCb.addEventListener('change', () => store.setView({ rings: ringsCb.checked }));
+beamCb.addEventListener('change', () => store.setView({ beamc: beamCb.checked }));
+for (const [el, key] of [[levelMin, 'min'], [levelMax, 'max']] as const) {
+  el.addEventListener('change', () => {
+    const r = parseViewValue(key, el.value, key === 'min' ? 'black level' : 'white level');
+    el.setCustomValidity(r.error ?? '');
+    el.title = r.error ?? '';
+    el.classList.toggle('bad', !!r.error);
+    if (!r.error) store.setView({ [key]: r.value as number | null });
   });
 }
 
-for (const [k, el] of Object.entries(viewControls)) {
-  el.addEventListener(el instanceof HTMLInputElement && el.type === 'range' ? 'input' : 'change', () => {
-    if (k === 'backend' || k === 'precision') schedule('full');
-    else applyView();
-    writeUrl();
-  });
+effect(() => {
+  const v = store.view.value;
+  backendSel.value = v.backend;
+  precisionSel.value = v.precision;
+  cmapSel.value = v.cmap;
+  scalingSel.value = v.scaling;
+  contrast.value = String(v.contrast);
+  $('contrast-value').textContent = String(v.contrast);
+  contrast.disabled = v.max !== null;
+  if (document.activeElement !== levelMin) levelMin.value = v.min === null ? '' : String(v.min);
+  if (document.activeElement !== levelMax) levelMax.value = v.max === null ? '' : String(v.max);
+  ringsCb.checked = v.rings;
+  beamCb.checked = v.beamc;
+  view.update({ cmap: v.cmap, scaling: v.scaling, contrast: v.contrast, min: v.min, max: v.max, rings: v.rings, beamc: v.beamc });
+  showLevels();
+  applyTheme(v.theme);
+});
+
+function showLevels() {
+  if (!view.hasImage) return;
+  const [lo, hi] = view.imageSize.levels;
+  levelMax.placeholder = `auto (${fmtNum(hi)})`;
+  levelMin.placeholder = String(fmtNum(lo));
 }
+
 $('fit').addEventListener('click', () => view.fit());
 
+// The URL follows the state (at most a few times a second: browsers throttle history updates).
+let urlTimer = 0;
 function writeUrl() {
-  const q = stateToUrl(state, viewState(), new URL(location.href).searchParams);
-  history.replaceState(null, '', `${location.pathname}?${q.toString().replace(/%2C/g, ',').replace(/%20|\+/g, '+')}`);
+  urlTimer = 0;
+  const q = encodeUrl(store.model.peek(), store.view.peek(), rest);
+  history.replaceState(null, '', `${location.pathname}?${q}`);
+  ($('open-full') as HTMLAnchorElement).href = `${location.pathname}?${encodeUrl(store.model.peek(), store.view.peek(), {})}`;
+}
+effect(() => {
+  void store.model.value;
+  void store.view.value;
+  if (!urlTimer) urlTimer = window.setTimeout(writeUrl, 200);
+});
+writeUrl();
+
+// ---- theme, presentation, full screen, copy link -------------------------------------------------
+const THEMES: Theme[] = ['auto', 'dark', 'light'];
+function applyTheme(t: Theme) {
+  if (t === 'auto') delete document.documentElement.dataset.theme;
+  else document.documentElement.dataset.theme = t;
+  const label = `Colour theme: ${t}${t === 'auto' ? ' (follows the system)' : ''}`;
+  $('theme').title = label;
+  $('theme').setAttribute('aria-label', label);
+  $('theme').dataset.theme = t;
+}
+$('theme').addEventListener('click', () => {
+  const t = THEMES[(THEMES.indexOf(store.view.value.theme) + 1) % THEMES.length];
+  store.setView({ theme: t });
+});
+
+function setPresent(on: boolean) {
+  document.body.classList.toggle('present', on);
+  $('present').setAttribute('aria-pressed', String(on));
+  view.large = on;
+  if (on) rest.present = '1';
+  else delete rest.present;
+  store.setView({}); // rewrite the URL
+  view.draw();
+}
+$('present').addEventListener('click', () => setPresent(!document.body.classList.contains('present')));
+$('present-exit').addEventListener('click', () => setPresent(false));
+function toggleFullscreen() {
+  if (document.fullscreenElement) void document.exitFullscreen();
+  else void document.documentElement.requestFullscreen?.().catch(() => {});
+}
+$('fullscreen').addEventListener('click', toggleFullscreen);
+window.addEventListener('keydown', (e) => {
+  const t = e.target as HTMLElement;
+  if (t.closest('input, select, textarea') || e.ctrlKey || e.metaKey || e.altKey) return;
+  if (e.key === 'p' || e.key === 'P') setPresent(!document.body.classList.contains('present'));
+  else if (e.key === 'f' || e.key === 'F') toggleFullscreen();
+  else if (e.key === 'Escape' && document.body.classList.contains('present') && !document.fullscreenElement) setPresent(false);
+});
+if (rest.present === '1') setPresent(true);
+
+$('copylink').addEventListener('click', async () => {
+  clearTimeout(urlTimer);
+  writeUrl();
+  const url = location.href;
+  const named = localFiles(store.model.value);
+  let copied = true;
+  try {
+    await navigator.clipboard.writeText(url);
+  } catch {
+    copied = false;
+  }
+  const warn = named.length
+    ? ` — note: it names local file${named.length > 1 ? 's' : ''} (${named.join(', ')}) that the link does not carry; whoever opens it must drop ${named.length > 1 ? 'them' : 'it'} in.`
+    : '';
+  showNotice(copied ? `Link copied${warn}` : `Copy this link: ${url}${warn}`, named.length ? 'warn' : 'info');
+});
+
+// ---- notices and errors ------------------------------------------------------------------------------
+const errorBox = $('error');
+const noticeBox = $('notice');
+const noticeText = $('notice-text');
+const closedNotices = new Set<string>();
+function showNotice(text: string, kind: 'info' | 'warn' = 'info') {
+  const show = !!text && !closedNotices.has(text) && !embed;
+  noticeBox.hidden = !show;
+  noticeBox.dataset.kind = kind;
+  noticeText.textContent = text;
+}
+$('notice-close').addEventListener('click', () => {
+  closedNotices.add(noticeText.textContent ?? '');
+  noticeBox.hidden = true;
+});
+function showError(msg: string) {
+  errorBox.hidden = !msg;
+  errorBox.textContent = msg;
 }
 
 // ---- presets --------------------------------------------------------------------------------
-const presetSel = $<HTMLSelectElement>('preset');
-for (const p of PRESETS) presetSel.add(new Option(p.label, p.id));
 presetSel.addEventListener('change', () => {
   const p = PRESETS.find((p) => p.id === presetSel.value);
-  if (!p) return;
-  state = { ...p.state };
-  syncForm();
-  writeUrl();
-  schedule('full');
+  if (p) store.setModel(p.state);
 });
 
-// ---- rendering ------------------------------------------------------------------------------
-let scheduled: 'preview' | 'full' | null = null;
+// ---- rendering: frame pacing ------------------------------------------------------------------------
+// Each change schedules one render per animation frame. While a slider is dragged, renders are
+// reduced-resolution previews sized from the measured speed, sent as live requests: the client
+// keeps one in flight and coalesces the rest to the latest, so every finished frame is shown.
+// The full image follows when the drag ends.
+const progress = $<HTMLProgressElement>('progress');
+const cancelBtn = $<HTMLButtonElement>('cancel');
+const timing = $('timing');
+/** Milliseconds of the last full-resolution render per backend (to size previews). */
+const fullMs: Record<string, number> = {};
+let fullSize = { w: 0, h: 0, pixel: 0 };
+let scheduled: RenderMode | null = null;
 let rafHandle = 0;
+/** Frame time target while dragging: a preview's round trip (prepare, render, transfer) should
+ * take at most this long, so that with the page's drawing in parallel a drag shows 30+ frames/s. */
+const PREVIEW_MS = 16;
 
-function schedule(mode: 'preview' | 'full') {
-  if (scheduled !== 'full') scheduled = mode;
+function schedule(mode: RenderMode) {
+  scheduled = mode;
   if (!rafHandle) rafHandle = requestAnimationFrame(() => {
     rafHandle = 0;
     const m = scheduled!;
@@ -326,126 +421,162 @@ function schedule(mode: 'preview' | 'full') {
   });
 }
 
-const errorBox = $('error');
-const noticeBox = $('notice');
-const progress = $<HTMLProgressElement>('progress');
-const cancelBtn = $<HTMLButtonElement>('cancel');
-const timing = $('timing');
+// Anything the image depends on schedules a render (mode from the change that caused it); the
+// view settings only through backend and precision (a colour change does not re-render).
+const engine = computed(() => `${store.view.value.backend}|${store.view.value.precision}`);
+let firstRun = true;
+effect(() => {
+  void store.model.value;
+  void store.files.value;
+  void engine.value;
+  const mode = store.changed.peek().mode;
+  if (!firstRun) view.clearReadout();
+  firstRun = false;
+  schedule(mode);
+});
 
-function showError(msg: string) {
-  errorBox.hidden = !msg;
-  errorBox.textContent = msg;
-}
-
-async function render(mode: 'preview' | 'full') {
-  const errs = validate(state);
-  // Files named by the flags must have been provided.
-  for (const p of PARAMS) {
-    const v = state[p.key];
-    if (p.kind === 'file' && v && !files.has(v)) errs[p.key] = `${p.flag} ${v}: please choose or drop this file`;
-  }
-  showFieldErrors(errs);
-  if (Object.keys(errs).length) {
-    showError('Fix the highlighted input; the image shows the last good settings.');
+async function render(mode: RenderMode) {
+  simErrors = {};
+  const inputErrs = store.inputErrors.value;
+  showFieldErrors();
+  if (Object.keys(inputErrs).length) {
+    showError(`Fix the highlighted input${view.hasImage ? '; the image shows the last good settings' : ''}.`);
     return;
   }
-  let args = argsFromState(state);
+  const built = store.args.value;
+  const changed = store.changed.peek().key;
+  let args = built.args;
   let scale = 1;
+  const { backend, precision } = store.view.peek();
   if (mode === 'preview' && fullSize.w) {
-    // Reduced-resolution preview of the same detector (about 256² pixels) while dragging.
-    const factor = Math.max(1, Math.round(Math.sqrt((fullSize.w * fullSize.h) / (256 * 256))));
+    const ms = fullMs[backend] ?? fullMs.any ?? 100;
+    // at least 128 pixels across: smaller previews say too little
+    const factor = previewFactor(ms, PREVIEW_MS, Math.max(1, Math.floor(Math.min(fullSize.w, fullSize.h) / 128)));
     const pa = previewArgs(args, fullSize.w, fullSize.h, fullSize.pixel * 1000, factor);
     if (pa) { args = pa; scale = factor; }
   }
   cancelBtn.disabled = false;
-  progress.value = 0;
   const t0 = performance.now();
+  let shownProgress = false;
+  const progressTimer = setTimeout(() => { shownProgress = true; progress.classList.add('busy'); }, 150);
   try {
     const r = await client.simulate(args, {
-      backend: viewControls.backend.value as Backend,
-      precision: viewControls.precision.value as Precision,
-      files: Object.fromEntries(files),
-      channel: 'ui',
-      onProgress: (p) => (progress.value = p),
+      backend, precision, files: Object.fromEntries(store.files.value), channel: 'ui', live: mode === 'preview',
+      onProgress: (p) => {
+        if (Number.isNaN(p)) progress.removeAttribute('value');
+        else progress.value = p;
+      },
+      onEstimate: (ms, b) => showNotice(`This render will take about ${fmtMs(ms)} on the ${b === 'gpu' ? 'GPU' : 'CPU'}: Cancel stops it.`, 'warn'),
     });
     last = r;
     lastWasPreview = scale > 1;
-    if (!lastWasPreview) fullSize = { w: r.width, h: r.height, pixel: r.geometry.pixel };
+    if (!lastWasPreview) {
+      fullSize = { w: r.width, h: r.height, pixel: r.geometry.pixel };
+      fullMs[backend] = fullMs.any = r.timings.total;
+    } else {
+      // keep the estimate current while dragging: a preview is about 1/scale² of the work
+      fullMs[backend] = fullMs.any = 0.5 * (fullMs[backend] ?? r.timings.total * scale * scale) + 0.5 * r.timings.total * scale * scale;
+    }
     renderCount++;
     view.setImage(r.data, r.width, r.height, r.geometry, scale);
+    showLevels();
+    window.dispatchEvent(new CustomEvent('nanobragg-frame', {
+      detail: { width: r.width, height: r.height, backend: r.backend, preview: lastWasPreview, renderMs: r.timings.render },
+    }));
     if (renderCount === 1) performance.mark('nb-first-image');
     showError('');
     progress.value = 1;
-    timing.textContent = `${r.width}×${r.height}${lastWasPreview ? ' preview' : ''} in ${fmtMs(r.timings.render)} (total ${fmtMs(performance.now() - t0)})`;
+    timing.textContent = `${r.width}×${r.height}${lastWasPreview ? ' preview' : ''} · ${fmtMs(r.timings.render)}`;
+    timing.title = `total ${fmtMs(performance.now() - t0)} (prepare ${fmtMs(r.timings.prepare)})`;
     showBackend(r);
-    noticeBox.hidden = !r.notice;
-    // The reason can be long (wgpu lists every backend): keep one line, full text on hover.
-    noticeBox.textContent = r.notice.length > 140 ? `${r.notice.slice(0, 137)}…` : r.notice;
-    noticeBox.title = r.notice;
+    if (r.hkl !== undefined) showHklSummary(r.hkl);
+    if (r.notice) showNotice(r.notice, 'info');
+    else if (noticeBox.dataset.kind === 'warn' && /will take/.test(noticeText.textContent ?? '')) showNotice('');
     document.body.dataset.rendered = String(renderCount);
   } catch (e) {
     const err = e as Error;
     if (err.name === 'AbortError') return;
-    const key = errorField(err.message);
+    const key = blameField(err.message, store.model.peek(), built, changed);
     if (key) {
-      showFieldErrors({ ...fieldErrors, [key]: err.message });
+      simErrors = { [key]: err.message };
+      showFieldErrors();
       const row = form.querySelector<HTMLElement>(`.field[data-key="${key}"]`);
       const group = row?.closest('details');
       if (group) group.open = true;
       row?.scrollIntoView({ block: 'nearest' });
     }
-    showError(`${err.message}${view.hasImage ? ' (showing the previous image)' : ''}`);
+    showError(`${err.message}${view.hasImage ? ' (the image shows the last good settings)' : ''}`);
     document.body.dataset.error = String(Date.now());
   } finally {
+    clearTimeout(progressTimer);
+    if (shownProgress) progress.classList.remove('busy');
     if (!client.busy) cancelBtn.disabled = true;
   }
 }
-let fullSize = { w: 0, h: 0, pixel: 0 };
 
-function errorField(message: string): string | null {
-  for (const p of PARAMS) {
-    const v = state[p.key];
-    if (p.kind === 'file' && v && message.includes(v)) return p.key;
-  }
-  return fieldForError(message);
+function showHklSummary(s: HklSummary | null) {
+  const el = document.getElementById('hkl-summary');
+  if (!el) return;
+  el.textContent = s
+    ? `${s.file}: ${s.reflections.toLocaleString('en')} reflections, h ${s.h[0]}…${s.h[1]}, k ${s.k[0]}…${s.k[1]}, l ${s.l[0]}…${s.l[1]}, ` +
+      `resolution ${fmtNum(s.dMax)}–${fmtNum(s.dMin)} Å`
+    : '';
 }
 
 function fmtMs(ms: number) {
-  return ms < 1000 ? `${ms.toFixed(0)} ms` : `${(ms / 1000).toFixed(2)} s`;
+  return ms < 1000 ? `${ms.toFixed(0)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 0)} s`;
+}
+function fmtNum(v: number) {
+  if (!Number.isFinite(v)) return '∞';
+  return Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-2) ? v.toExponential(2) : +v.toPrecision(4);
 }
 
 function showBackend(r?: SimulateResult) {
   const info = client.info;
   const label = $('backend-label');
   if (!info) return;
-  const cpu = `CPU · wasm ${info.buildInfo.includes('simd') ? 'SIMD ' : ''}· ${info.threads} thread${info.threads === 1 ? '' : 's'}`;
+  const cpu = `CPU · ${info.threads} thread${info.threads === 1 ? '' : 's'}`;
   if (r?.backend === 'gpu') label.textContent = `WebGPU · ${r.adapter}`;
   else label.textContent = cpu + (info.kind === 'plain' ? ' (single-threaded module)' : '');
-  label.title = `${info.buildInfo}; module ${info.kind}${info.parallelNote ? ` — ${info.parallelNote}` : ''}`;
+  label.title = `wasm ${info.buildInfo}; module ${info.kind}${info.parallelNote ? ` — ${info.parallelNote}` : ''}`;
   label.dataset.backend = r?.backend ?? '';
   label.dataset.threads = String(info.threads);
 }
 
 cancelBtn.addEventListener('click', () => {
-  client.cancel();
+  client.cancel('ui');
   cancelBtn.disabled = true;
   timing.textContent = 'cancelled';
+  progress.value = 0;
 });
 
 // ---- readout ---------------------------------------------------------------------------------
 const readout = $('readout');
+const READOUT_HINT = readout.textContent ?? '';
 view.onReadout = (r) => {
-  if (!r) return;
+  if (!r) {
+    readout.textContent = READOUT_HINT;
+    readout.classList.add('idle');
+    return;
+  }
+  readout.classList.remove('idle');
   const i = r.info;
-  const v = r.value;
-  const vs = Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-2) ? v.toExponential(3) : v.toFixed(3);
-  readout.textContent = `pixel (${r.f}, ${r.s})  I = ${vs} photons` + (i
+  if (document.body.classList.contains('present')) {
+    // on a projector: what the class asks about, large
+    readout.textContent = i
+      ? `d = ${isFinite(i.d) ? i.d.toFixed(2) : '∞'} Å  ·  2θ = ${i.twoTheta.toFixed(2)}°  ·  hkl (${i.nearest.join(' ')})`
+      : `I = ${fmtNum(r.value)}`;
+    return;
+  }
+  readout.textContent = `pixel (${r.f}, ${r.s})  I = ${fmtNum(r.value)} photons` + (i
     ? `  d = ${isFinite(i.d) ? i.d.toFixed(3) : '∞'} Å  2θ = ${i.twoTheta.toFixed(3)}°  hkl ≈ (${i.nearest.join(' ')})  [${i.hkl.map((x) => x.toFixed(2)).join(', ')}]`
     : '');
 };
+readout.classList.add('idle');
 
 // ---- downloads --------------------------------------------------------------------------------
 function save(bytes: BlobPart, name: string, type = 'application/octet-stream') {
+  (document.querySelector('.downloads') as HTMLDetailsElement).open = false;
   const a = document.createElement('a');
   a.href = URL.createObjectURL(new Blob([bytes], { type }));
   a.download = name;
@@ -456,13 +587,17 @@ function save(bytes: BlobPart, name: string, type = 'application/octet-stream') 
 }
 
 async function ensureFull() {
-  if (lastWasPreview || !last) await render('full');
+  // the worker must hold the full image of the current settings (an API render or prediction
+  // may have replaced it)
+  const held = client.lastRendered;
+  if (lastWasPreview || !last || !held || held.join('\u0000') !== last.args.join('\u0000')) await render('full');
 }
 
-for (const [id, what, name] of [['dl-int', 'int', 'intimage.img'], ['dl-noise', 'noise', 'noiseimage.img'], ['dl-float', 'float', 'floatimage.bin']] as const) {
+for (const [id, what] of [['dl-int', 'int'], ['dl-noise', 'noise'], ['dl-float', 'float']] as const) {
   $(id).addEventListener('click', async () => {
     await ensureFull();
     try {
+      const name = downloadName(store.model.peek(), { width: last?.width ?? 0, height: last?.height ?? 0 }, what);
       save((await client.exportImage(what)) as BlobPart, name);
     } catch (e) {
       showError(`download failed: ${(e as Error).message}`);
@@ -471,24 +606,29 @@ for (const [id, what, name] of [['dl-int', 'int', 'intimage.img'], ['dl-noise', 
 }
 $('dl-png').addEventListener('click', async () => {
   await ensureFull();
-  save(await view.toPng(), 'nanobragg.png', 'image/png');
+  save(await view.toPng(), downloadName(store.model.peek(), { width: last?.width ?? 0, height: last?.height ?? 0 }, 'png'), 'image/png');
 });
 
-// ---- drag and drop anywhere ---------------------------------------------------------------------
+// ---- drag and drop anywhere: routed by content ---------------------------------------------------
 window.addEventListener('dragover', (e) => e.preventDefault());
 window.addEventListener('drop', async (e) => {
   e.preventDefault();
+  const notes: string[] = [];
   for (const f of Array.from(e.dataTransfer?.files ?? [])) {
-    const n = f.name.toLowerCase();
-    const key = /\.(mat|amat|a)$/.test(n) ? 'mat' : /source/.test(n) ? 'sourcefile' : 'hkl';
-    await loadFile(key, f);
+    const bytes = new Uint8Array(await f.arrayBuffer());
+    const r = routeFile(bytes);
+    if (!r.key) {
+      notes.push(`${f.name}: ${r.reason}; choose its field by hand`);
+      continue;
+    }
+    store.addFile(f.name, bytes);
+    store.setField(r.key, f.name);
+    notes.push(`${f.name} → ${PARAM_BY_KEY.get(r.key)!.label} (${r.reason})`);
   }
+  if (notes.length) showNotice(notes.join('; '), notes.some((n) => n.includes('by hand')) ? 'warn' : 'info');
 });
 
 // ---- start --------------------------------------------------------------------------------------
-buildForm();
-syncForm();
-readViewFromUrl();
-writeUrl();
+const urlErrors = Object.values(initial.errors);
+if (urlErrors.length) showNotice(`Ignored URL parameter${urlErrors.length > 1 ? 's' : ''}: ${urlErrors.join('; ')}`, 'warn');
 client.ready.then(() => showBackend(), (e) => showError((e as Error).message));
-schedule('full');

@@ -1,7 +1,6 @@
-// The model's parameters (MODEL.md §2) as UI fields. Each field's key is its URL parameter
-// name and the <nanobragg-view> attribute name; `argsFromState` turns a state into upstream
-// nanoBragg command-line words.
-import { splitArgs } from './client';
+// The model's parameters (MODEL.md §2) as UI fields: the flag schema the form, the URL codec
+// (state.ts) and the argument builder (args.ts) share. Each field's key is its URL parameter name
+// and (lower-cased) the <nanobragg-view> attribute name. No defaults here: see state.ts.
 
 export type Kind = 'num' | 'int' | 'vec' | 'choice' | 'bool' | 'file' | 'text';
 export type GroupId = 'crystal' | 'sf' | 'beam' | 'detector' | 'gonio' | 'noise' | 'advanced';
@@ -140,140 +139,10 @@ export const PARAMS: ParamDef[] = [
 
 export const PARAM_BY_KEY = new Map(PARAMS.map((p) => [p.key, p]));
 
-export type State = Record<string, string>;
+/** Model parameters by field key (values as typed; empty = flag absent). */
+export type ModelState = Record<string, string>;
 
-/** View, backend and precision settings that also travel in the URL. */
-export const VIEW_KEYS = ['backend', 'precision', 'cmap', 'scaling', 'contrast', 'rings', 'beamc'] as const;
-
-export interface Preset {
-  id: string;
-  label: string;
-  state: State;
-}
-
-export const PRESETS: Preset[] = [
-  {
-    id: 'cubic', label: 'Simple cubic (teaching)',
-    state: { cell: '100 100 100 90 90 90', lambda: '6.2', N: '5', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2' },
-  },
-  {
-    id: 'protein', label: 'Protein-sized cell with mosaicity',
-    state: {
-      cell: '79 79 38 90 90 90', lambda: '1.0', N: '12', default_F: '100', distance: '120', detpixels: '512', pixel: '0.3',
-      misset: '10 25 5', mosaic: '0.3', mosaic_domains: '12', oversample: '1',
-    },
-  },
-  {
-    id: 'triclinic', label: 'Small-molecule triclinic',
-    state: {
-      cell: '5.8 7.1 9.3 81 77 68', lambda: '0.71', N: '25', default_F: '100', distance: '50', detpixels: '512', pixel: '0.3',
-      misset: '12 -35 50', oversample: '1',
-    },
-  },
-];
-
-export const DEFAULT_PRESET = PRESETS[0];
-
-/** Per-field input errors (empty when the state is well-formed). */
-export function validate(state: State): Record<string, string> {
-  const errs: Record<string, string> = {};
-  for (const p of PARAMS) {
-    const v = (state[p.key] ?? '').trim();
-    if (!v) continue;
-    if (p.kind === 'num' && !isNum(v)) errs[p.key] = `${p.flag}: "${v}" is not a number`;
-    if (p.kind === 'int' && !/^[+-]?\d+$/.test(v)) errs[p.key] = `${p.flag}: "${v}" is not a whole number`;
-    if (p.kind === 'vec') {
-      const words = v.split(/[\s,]+/).filter(Boolean);
-      if (p.word && words.length === 1 && words[0] === p.word) continue;
-      const [lo, hi] = p.n!;
-      if (words.length < lo || words.length > hi || !words.every(isNum)) {
-        errs[p.key] = `${p.flag}: needs ${lo === hi ? lo : `${lo} to ${hi}`} numbers${p.word ? ` or "${p.word}"` : ''}`;
-      }
-    }
-  }
-  return errs;
-}
-
-function isNum(s: string) {
-  return /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s);
-}
-
-/** Command-line words for a state. Bare switches come first (upstream ignores -curved_det when
- * it is the last word), and -misset_seed precedes -misset (see golden/README.md). */
-export function argsFromState(state: State): string[] {
-  const switches: string[] = [];
-  const words: string[] = [];
-  for (const p of PARAMS) {
-    const v = (state[p.key] ?? '').trim();
-    if (!v) continue;
-    switch (p.kind) {
-      case 'bool':
-        if (v !== '0' && v !== 'false') switches.push(p.flag);
-        break;
-      case 'choice': {
-        const c = p.choices!.find((c) => c.value === v);
-        if (c) switches.push(...c.flags);
-        break;
-      }
-      case 'vec':
-        words.push(p.flag, ...v.split(/[\s,]+/).filter(Boolean));
-        break;
-      case 'text':
-        words.push(...splitArgs(v));
-        break;
-      default:
-        words.push(p.flag, v);
-    }
-  }
-  return [...switches, ...words];
-}
-
-/** The field a simulator error message is about: the longest flag it names. */
-export function fieldForError(message: string): string | null {
-  let best: ParamDef | null = null;
-  for (const p of PARAMS) {
-    const flags = p.kind === 'choice' ? p.choices!.flatMap((c) => c.flags) : p.flag ? [p.flag] : [];
-    for (const f of flags) {
-      const re = new RegExp(`(^|[^\\w-])${f.replace(/[-]/g, '\\-')}(?![\\w])`);
-      if (re.test(message) && (!best || f.length > (best.flag?.length ?? 0))) best = p;
-    }
-  }
-  if (best) return best.key;
-  // File errors name the file: find a file field whose value is mentioned.
-  return null;
-}
-
-export function stateFromUrl(params: URLSearchParams): State | null {
-  const s: State = {};
-  let any = false;
-  for (const p of PARAMS) {
-    const v = params.get(p.key);
-    if (v !== null) { s[p.key] = v; any = true; }
-  }
-  return any ? s : null;
-}
-
-export function stateToUrl(state: State, view: Record<string, string>, base: URLSearchParams): URLSearchParams {
-  const out = new URLSearchParams();
-  for (const [k, v] of base) if (!PARAM_BY_KEY.has(k) && !(VIEW_KEYS as readonly string[]).includes(k)) out.set(k, v);
-  for (const p of PARAMS) {
-    const v = (state[p.key] ?? '').trim();
-    if (v) out.set(p.key, v);
-  }
-  for (const [k, v] of Object.entries(view)) if (v !== '') out.set(k, v);
-  return out;
-}
-
-/** Words for a fast reduced-resolution preview of the same detector: 1/factor the pixels,
- * factor× the pixel size, one sub-pixel. Null when the flags use pixel units (ROI, ORGX, mask). */
-export function previewArgs(args: string[], width: number, height: number, pixelMm: number, factor: number): string[] | null {
-  if (factor <= 1) return null;
-  if (args.some((a) => /^-(roi|ORGX|ORGY|mask|img|Xclose|Yclose|pix0_vector)/.test(a))) return null;
-  return [
-    ...args,
-    '-detpixels_f', String(Math.max(1, Math.round(width / factor))),
-    '-detpixels_s', String(Math.max(1, Math.round(height / factor))),
-    '-pixel', String(pixelMm * factor),
-    '-oversample', '1',
-  ];
+/** Flags a field can produce (the choice fields produce switches). */
+export function fieldFlags(p: ParamDef): string[] {
+  return p.kind === 'choice' ? p.choices!.flatMap((c) => c.flags) : p.flag ? [p.flag] : [];
 }

@@ -1,33 +1,12 @@
 // Messages between the page (client.ts) and the module Worker (worker.ts) that owns the wasm,
 // the rayon pool and the WebGPU device. Keep both sides in sync with this file.
 
-export type V3 = [number, number, number];
-export type Backend = 'auto' | 'gpu' | 'cpu';
-export type Precision = 'f32' | 'f64';
-
-/** Detector and crystal geometry of a prepared plan (SI units: metres), from `wasm.rs`. */
-export interface Geometry {
-  width: number;
-  height: number;
-  /** Pixel pitch (m). */
-  pixel: number;
-  /** Crystal to the outer corner of pixel (0,0) (m). */
-  pix0: V3;
-  fdet: V3;
-  sdet: V3;
-  odet: V3;
-  /** Beam propagation direction (unit). */
-  beam: V3;
-  /** Wavelength of the first source (m). */
-  lambda: number;
-  /** Real-space cell vectors of the first orientation (m). */
-  a: V3;
-  b: V3;
-  c: V3;
-  curved: boolean;
-  /** Sample to beam spot along the beam (m). */
-  distance: number;
-}
+// The structured values the crate returns are typed by wasm-bindgen's generated declarations
+// (crate/src/wasm/mod.rs declares them; the build writes them to dist/pkg/nanobragg.d.ts).
+export type { Geometry, HklSummary, PrepareInfo, V3 } from '../dist/pkg/nanobragg';
+import type { Geometry, HklSummary } from '../dist/pkg/nanobragg';
+import type { Backend, Precision } from './args';
+export type { Backend, Precision } from './args';
 
 export interface Timings {
   /** Parse + resolve (ms). */
@@ -63,6 +42,13 @@ export type ToWorker =
       backend: Backend;
       precision: Precision;
     }
+  | {
+      type: 'predict';
+      id: number;
+      args: string[];
+      files: Record<string, Uint8Array> | null;
+      maxExcitationError: number | null;
+    }
   | { type: 'cancel' }
   | { type: 'export'; id: number; what: 'int' | 'noise' | 'float' };
 
@@ -70,9 +56,14 @@ export type FromWorker =
   | { type: 'ready'; info: ModuleInfo }
   | { type: 'init-error'; message: string }
   | { type: 'progress'; id: number; value: number }
+  /** Sent before a render expected to take long (from the plan's work and measured speed). */
+  | { type: 'estimate'; id: number; ms: number; backend: 'gpu' | 'cpu' }
   | {
       type: 'result';
       id: number;
+      /** Structure-factor file summary when the input files changed (else undefined). */
+      hkl?: HklSummary | null;
+      warnings: string[];
       width: number;
       height: number;
       data: Float32Array;
@@ -84,4 +75,5 @@ export type FromWorker =
       timings: Timings;
     }
   | { type: 'error'; id: number; message: string; cancelled: boolean }
-  | { type: 'exported'; id: number; bytes: Uint8Array | null; message: string };
+  | { type: 'exported'; id: number; bytes: Uint8Array | null; message: string }
+  | { type: 'predicted'; id: number; prediction: unknown; message: string };

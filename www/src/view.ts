@@ -2,19 +2,12 @@
 // wheel, keyboard), resolution rings, beam centre and a cursor readout. Shared by the app and
 // the <nanobragg-view> element.
 import type { Geometry } from './protocol';
-import { beamCentre, pixelInfo, resolutionRing, ringResolutions, type PixelInfo } from './geometry';
+import { DetectorMap, type PixelInfo } from './geometry';
+import type { ColourMap, Scaling, ViewSettings } from './state';
+export { COLOUR_MAPS } from './state';
 
-export type ColourMap = 'inverted-grey' | 'grey' | 'viridis' | 'inferno';
-export type Scaling = 'linear' | 'sqrt' | 'log';
-
-export interface ViewSettings {
-  colourMap: ColourMap;
-  scaling: Scaling;
-  /** 0..100: white point = max / 10^(contrast/20). */
-  contrast: number;
-  rings: boolean;
-  beam: boolean;
-}
+/** The view settings the image view uses. */
+export type ImageSettings = Pick<ViewSettings, 'cmap' | 'scaling' | 'contrast' | 'min' | 'max' | 'rings' | 'beamc'>;
 
 export interface Readout {
   f: number;
@@ -22,13 +15,6 @@ export interface Readout {
   value: number;
   info: PixelInfo | null;
 }
-
-export const COLOUR_MAPS: { value: ColourMap; label: string }[] = [
-  { value: 'inverted-grey', label: 'Inverted grey' },
-  { value: 'grey', label: 'Grey' },
-  { value: 'viridis', label: 'Viridis (perceptual)' },
-  { value: 'inferno', label: 'Inferno (perceptual)' },
-];
 
 // Polynomial fits of matplotlib's viridis and inferno (Matt Zucker, CC0).
 const POLY: Record<'viridis' | 'inferno', number[][]> = {
@@ -73,19 +59,34 @@ export function colourLut(map: ColourMap): Uint32Array {
   return lut;
 }
 
-/** Map an image to RGBA with the settings (also used for PNG export). */
-export function colourise(data: Float32Array, settings: ViewSettings, max: number, out: Uint32Array) {
-  const lut = colourLut(settings.colourMap);
-  const white = max > 0 ? max / Math.pow(10, settings.contrast / 20) : 1;
-  const inv = 1 / white;
-  const mode = settings.scaling;
+/** Black and white levels (photons/pixel): explicit ones, else 0 and max / 10^(contrast/20). */
+export function levels(settings: ImageSettings, max: number): [number, number] {
+  const lo = settings.min ?? 0;
+  const auto = max > 0 ? max / Math.pow(10, settings.contrast / 20) : 1;
+  let hi = settings.max ?? auto;
+  if (!(hi > lo)) hi = lo + (Math.abs(lo) || 1) * 1e-6;
+  return [lo, hi];
+}
+
+/** Map an image to RGBA with the settings (also used for PNG export). The scaling curve and
+ * the colour map are folded into one table over the normalised value, so the per-pixel work
+ * is a multiply, a clamp and a lookup. */
+export function colourise(data: Float32Array, settings: ImageSettings, max: number, out: Uint32Array) {
+  const lut = colourLut(settings.cmap);
+  const [lo, hi] = levels(settings, max);
+  const N = 4096;
+  const table = new Uint32Array(N + 1);
   const logK = 999, logN = 1 / Math.log(1 + logK);
+  for (let i = 0; i <= N; i++) {
+    let x = i / N;
+    if (settings.scaling === 'sqrt') x = Math.sqrt(x);
+    else if (settings.scaling === 'log') x = Math.log(1 + logK * x) * logN;
+    table[i] = lut[(x * 255 + 0.5) | 0];
+  }
+  const k = N / (hi - lo);
   for (let i = 0; i < data.length; i++) {
-    let x = data[i] * inv;
-    x = x > 1 ? 1 : x > 0 ? x : 0;
-    if (mode === 'sqrt') x = Math.sqrt(x);
-    else if (mode === 'log') x = Math.log(1 + logK * x) * logN;
-    out[i] = lut[(x * 255 + 0.5) | 0];
+    const x = (data[i] - lo) * k;
+    out[i] = table[x >= N ? N : x > 0 ? x | 0 : 0];
   }
 }
 
@@ -99,13 +100,23 @@ export class ImageView {
   /** Detector pixels per image pixel (>1 for a reduced-resolution preview). */
   private scale = 1;
   private max = 0;
-  geometry: Geometry | null = null;
-  settings: ViewSettings = { colourMap: 'inverted-grey', scaling: 'log', contrast: 30, rings: true, beam: true };
+  /** Geometry of the image shown (in its own pixels: multiply by `scale` for the detector's). */
+  private map: DetectorMap | null = null;
+  private ringList: { d: number; segments: number[] }[] = [];
+  private beamXY: [number, number] | null = null;
+  settings: ImageSettings = { cmap: 'inverted-grey', scaling: 'log', contrast: 30, min: null, max: null, rings: true, beamc: true };
+  /** Presentation mode: larger labels and lines. */
+  large = false;
   private zoom = 1;
   private cx = 0;
   private cy = 0;
-  private fitted = false;
-  private drag: { x: number; y: number; cx: number; cy: number } | null = null;
+  /** Keep the image fitted to the view (on every resize) until the user zooms or pans. */
+  private autoFit = true;
+  private drag: { x: number; y: number; cx: number; cy: number; moved: boolean } | null = null;
+  private pointer: { x: number; y: number } | null = null;
+  /** The canvas's CSS size (kept from the last resize: no layout query per overlay point). */
+  private cssW = 0;
+  private cssH = 0;
   onReadout: (r: Readout | null) => void = () => {};
 
   constructor(private host: HTMLElement) {
@@ -125,25 +136,33 @@ export class ImageView {
     return this.data !== null;
   }
   get imageSize() {
-    return { width: this.w, height: this.h, scale: this.scale, max: this.max };
+    return { width: this.w, height: this.h, scale: this.scale, max: this.max, levels: levels(this.settings, this.max) };
+  }
+  /** Whether the view follows the container (no user zoom or pan since the last fit). */
+  get fitted() {
+    return this.autoFit;
   }
 
   setImage(data: Float32Array, w: number, h: number, geometry: Geometry, scale = 1) {
-    const sameDetector = this.geometry && this.w * this.scale === w * scale && this.h * this.scale === h * scale;
+    const sameDetector = this.map && this.w * this.scale === w * scale && this.h * this.scale === h * scale;
     this.data = data;
     this.w = w;
     this.h = h;
     this.scale = scale;
-    this.geometry = geometry;
+    this.map = new DetectorMap(geometry);
+    this.ringList = this.map.ringResolutions().map((d) => this.map!.ring(d));
+    this.beamXY = this.map.beamCentre();
     let max = 0;
     for (let i = 0; i < data.length; i++) if (data[i] > max) max = data[i];
     this.max = max;
-    if (!sameDetector) this.fitted = false;
+    if (!sameDetector) this.autoFit = true;
     this.recolour();
+    if (this.autoFit) this.fit();
+    this.emitReadout();
   }
 
-  update(settings: Partial<ViewSettings>) {
-    const recolour = settings.colourMap !== undefined || settings.scaling !== undefined || settings.contrast !== undefined;
+  update(settings: Partial<ImageSettings>) {
+    const recolour = (['cmap', 'scaling', 'contrast', 'min', 'max'] as const).some((k) => k in settings && settings[k] !== this.settings[k]);
     Object.assign(this.settings, settings);
     if (recolour) this.recolour();
     else this.draw();
@@ -165,125 +184,162 @@ export class ImageView {
     return new Promise((ok, fail) => this.img.toBlob((b) => (b ? ok(b) : fail(new Error('PNG encoding failed'))), 'image/png'));
   }
 
+  /** Fit the whole detector in the view and follow the container's size from now on. */
   fit() {
-    const r = this.canvas.getBoundingClientRect();
+    this.autoFit = true;
+    const r = { width: this.cssW, height: this.cssH };
     const W = this.w * this.scale, H = this.h * this.scale;
-    if (!W || !r.width) return;
+    if (!W || !r.width || !r.height) return this.draw();
     this.zoom = Math.min(r.width / W, r.height / H);
     this.cx = W / 2;
     this.cy = H / 2;
-    this.fitted = true;
     this.draw();
   }
 
   zoomBy(k: number, at?: { x: number; y: number }) {
-    const r = this.canvas.getBoundingClientRect();
+    const r = { width: this.cssW, height: this.cssH };
     const ax = at?.x ?? r.width / 2, ay = at?.y ?? r.height / 2;
     const [fx, fy] = this.toDetector(ax, ay);
     this.zoom = Math.min(64, Math.max(0.05, this.zoom * k));
     // keep the point under the cursor fixed
     this.cx = fx - (ax - r.width / 2) / this.zoom;
     this.cy = fy - (ay - r.height / 2) / this.zoom;
+    this.autoFit = false;
     this.draw();
   }
 
   panBy(dx: number, dy: number) {
     this.cx -= dx / this.zoom;
     this.cy -= dy / this.zoom;
+    this.autoFit = false;
     this.draw();
   }
 
   /** Canvas CSS pixel -> detector pixel coordinates (full resolution). */
   toDetector(x: number, y: number): [number, number] {
-    const r = this.canvas.getBoundingClientRect();
-    return [this.cx + (x - r.width / 2) / this.zoom, this.cy + (y - r.height / 2) / this.zoom];
+    return [this.cx + (x - this.cssW / 2) / this.zoom, this.cy + (y - this.cssH / 2) / this.zoom];
   }
 
-  private fromDetector(f: number, s: number): [number, number] {
-    const r = this.canvas.getBoundingClientRect();
-    return [(f - this.cx) * this.zoom + r.width / 2, (s - this.cy) * this.zoom + r.height / 2];
+  /** Detector pixel coordinates (full resolution) -> canvas CSS pixels. */
+  fromDetector(f: number, s: number): [number, number] {
+    return [(f - this.cx) * this.zoom + this.cssW / 2, (s - this.cy) * this.zoom + this.cssH / 2];
+  }
+
+  /** The displayed image's rectangle in CSS pixels of the canvas (for tests: is it cropped?). */
+  imageRect() {
+    const [x0, y0] = this.fromDetector(0, 0);
+    const [x1, y1] = this.fromDetector(this.w * this.scale, this.h * this.scale);
+    return { x0, y0, x1, y1, width: this.cssW, height: this.cssH };
   }
 
   private resize() {
     const r = this.host.getBoundingClientRect();
+    this.cssW = r.width;
+    this.cssH = r.height;
     const dpr = window.devicePixelRatio || 1;
     this.canvas.width = Math.max(1, Math.round(r.width * dpr));
     this.canvas.height = Math.max(1, Math.round(r.height * dpr));
-    if (!this.fitted) this.fit();
+    if (this.autoFit) this.fit();
     else this.draw();
   }
 
   draw() {
     const ctx = this.ctx;
     const dpr = window.devicePixelRatio || 1;
-    const r = this.canvas.getBoundingClientRect();
+    const r = { width: this.cssW, height: this.cssH };
     ctx.setTransform(1, 0, 0, 1, 0, 0);
-    ctx.fillStyle = this.settings.colourMap === 'inverted-grey' ? '#d8d8d8' : '#202020';
+    ctx.fillStyle = this.settings.cmap === 'inverted-grey' ? '#d8d8d8' : '#202020';
     ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
     if (!this.data) return;
-    if (!this.fitted) this.fit();
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.imageSmoothingEnabled = this.zoom * this.scale < 1;
     const [x0, y0] = this.fromDetector(0, 0);
     ctx.drawImage(this.img, 0, 0, this.w, this.h, x0, y0, this.w * this.scale * this.zoom, this.h * this.scale * this.zoom);
-    const g = this.geometry;
-    if (!g) return;
-    const accent = this.settings.colourMap === 'inverted-grey' || this.settings.colourMap === 'grey' ? '#d0342c' : '#38d9f5';
+    if (!this.map) return;
+    const k = this.scale; // overlay coordinates are in the shown image's pixels
+    const accent = this.settings.cmap === 'inverted-grey' || this.settings.cmap === 'grey' ? '#d0342c' : '#38d9f5';
+    const big = this.large ? 2 : 1;
     if (this.settings.rings) {
       ctx.strokeStyle = accent;
       ctx.fillStyle = accent;
-      ctx.lineWidth = 1;
-      ctx.font = '12px system-ui, sans-serif';
-      for (const d of ringResolutions(g)) {
-        let labelled = false;
-        for (const seg of resolutionRing(g, d)) {
-          ctx.beginPath();
-          seg.forEach(([f, s], i) => {
-            const [x, y] = this.fromDetector(f, s);
-            if (i) ctx.lineTo(x, y);
-            else ctx.moveTo(x, y);
-          });
-          ctx.stroke();
-          if (!labelled) {
-            // label at the point of the ring nearest the top-right of the view
-            let best: [number, number] | null = null, bestScore = -Infinity;
-            for (const [f, s] of seg) {
-              const [x, y] = this.fromDetector(f, s);
-              if (x < 4 || y < 14 || x > r.width - 50 || y > r.height - 4) continue;
-              const score = x - y;
-              if (score > bestScore) { bestScore = score; best = [x, y]; }
-            }
-            if (best) ctx.fillText(`${+d.toPrecision(3)} Å`, best[0] + 3, best[1] - 3);
-            labelled = true;
+      ctx.lineWidth = 1 * big;
+      const fontPx = 12 * (this.large ? 2.2 : 1);
+      ctx.font = `${this.large ? 600 : 400} ${fontPx}px system-ui, sans-serif`;
+      for (const ring of this.ringList) {
+        const seg = ring.segments;
+        ctx.beginPath();
+        let best: [number, number] | null = null, bestScore = -Infinity;
+        for (let i = 0; i < seg.length; i += 4) {
+          const [xa, ya] = this.fromDetector(seg[i] * k, seg[i + 1] * k);
+          const [xb, yb] = this.fromDetector(seg[i + 2] * k, seg[i + 3] * k);
+          ctx.moveTo(xa, ya);
+          ctx.lineTo(xb, yb);
+          // label at the point of the ring nearest the top-right of the view, inside it
+          if (xa > 4 && ya > fontPx + 2 && xa < r.width - 4 * fontPx && ya < r.height - 4 && xa - ya > bestScore) {
+            bestScore = xa - ya;
+            best = [xa, ya];
           }
+        }
+        ctx.stroke();
+        if (best) {
+          const label = `${+ring.d.toPrecision(3)} Å`;
+          if (this.large) {
+            ctx.lineWidth = 4;
+            ctx.strokeStyle = this.settings.cmap === 'inverted-grey' ? 'rgba(255,255,255,.85)' : 'rgba(0,0,0,.7)';
+            ctx.strokeText(label, best[0] + 3, best[1] - 3);
+            ctx.strokeStyle = accent;
+            ctx.lineWidth = big;
+          }
+          ctx.fillText(label, best[0] + 3, best[1] - 3);
         }
       }
     }
-    if (this.settings.beam) {
-      const bc = beamCentre(g);
-      if (bc) {
-        const [x, y] = this.fromDetector(bc[0], bc[1]);
-        ctx.strokeStyle = accent;
-        ctx.lineWidth = 1.5;
-        ctx.beginPath();
-        ctx.moveTo(x - 8, y); ctx.lineTo(x + 8, y);
-        ctx.moveTo(x, y - 8); ctx.lineTo(x, y + 8);
-        ctx.stroke();
-      }
+    if (this.settings.beamc && this.beamXY) {
+      const [x, y] = this.fromDetector(this.beamXY[0] * k, this.beamXY[1] * k);
+      const arm = 8 * big;
+      ctx.strokeStyle = accent;
+      ctx.lineWidth = 1.5 * big;
+      ctx.beginPath();
+      ctx.moveTo(x - arm, y); ctx.lineTo(x + arm, y);
+      ctx.moveTo(x, y - arm); ctx.lineTo(x, y + arm);
+      ctx.stroke();
     }
   }
 
+  /** The rings drawn (segments in the shown image's pixels) — for tests. */
+  get rings() {
+    return this.ringList;
+  }
+
+  /** d, 2θ and hkl at continuous full-resolution detector coordinates. */
+  geometryAt(f: number, s: number): PixelInfo | null {
+    return this.map ? this.map.pixelInfo(f / this.scale, s / this.scale) : null;
+  }
+
+  /** Beam centre in full-resolution detector pixel coordinates (null if the beam misses). */
+  get beamCentre(): [number, number] | null {
+    return this.beamXY && [this.beamXY[0] * this.scale, this.beamXY[1] * this.scale];
+  }
+
   readoutAt(x: number, y: number): Readout | null {
-    if (!this.data || !this.geometry) return null;
+    if (!this.data || !this.map) return null;
     const [fd, sd] = this.toDetector(x, y);
     const W = this.w * this.scale, H = this.h * this.scale;
     if (fd < 0 || sd < 0 || fd >= W || sd >= H) return null;
     const f = Math.floor(fd), s = Math.floor(sd);
     const value = this.data[Math.floor(sd / this.scale) * this.w + Math.floor(fd / this.scale)];
-    // Geometry in the full-resolution detector frame (pixel centre).
-    const g = this.geometry;
-    const gp = { ...g, pixel: g.pixel / this.scale };
-    return { f, s, value, info: pixelInfo(gp, f + 0.5, s + 0.5) };
+    // the shown image's geometry, at the centre of the full-resolution pixel under the pointer
+    return { f, s, value, info: this.map.pixelInfo((f + 0.5) / this.scale, (s + 0.5) / this.scale) };
+  }
+
+  /** Forget the pointer (the readout clears). */
+  clearReadout() {
+    this.pointer = null;
+    this.onReadout(null);
+  }
+
+  private emitReadout() {
+    this.onReadout(this.pointer ? this.readoutAt(this.pointer.x, this.pointer.y) : null);
   }
 
   private bindInput() {
@@ -295,19 +351,25 @@ export class ImageView {
     }, { passive: false });
     c.addEventListener('pointerdown', (e) => {
       c.setPointerCapture(e.pointerId);
-      this.drag = { x: e.clientX, y: e.clientY, cx: this.cx, cy: this.cy };
+      this.drag = { x: e.clientX, y: e.clientY, cx: this.cx, cy: this.cy, moved: false };
     });
     c.addEventListener('pointerup', () => (this.drag = null));
     c.addEventListener('pointermove', (e) => {
       const r = c.getBoundingClientRect();
       if (this.drag) {
-        this.cx = this.drag.cx - (e.clientX - this.drag.x) / this.zoom;
-        this.cy = this.drag.cy - (e.clientY - this.drag.y) / this.zoom;
-        this.draw();
+        const dx = e.clientX - this.drag.x, dy = e.clientY - this.drag.y;
+        if (this.drag.moved || Math.abs(dx) + Math.abs(dy) > 2) {
+          this.drag.moved = true;
+          this.autoFit = false;
+          this.cx = this.drag.cx - dx / this.zoom;
+          this.cy = this.drag.cy - dy / this.zoom;
+          this.draw();
+        }
       }
-      this.onReadout(this.readoutAt(e.clientX - r.left, e.clientY - r.top));
+      this.pointer = { x: e.clientX - r.left, y: e.clientY - r.top };
+      this.emitReadout();
     });
-    c.addEventListener('pointerleave', () => this.onReadout(null));
+    c.addEventListener('pointerleave', () => this.clearReadout());
     c.addEventListener('dblclick', () => this.fit());
     c.addEventListener('keydown', (e) => {
       const step = 40;

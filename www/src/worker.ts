@@ -3,30 +3,11 @@
 //
 // Two builds of the same crate sit beside this file (squoosh pattern): pkg-parallel/ (threads
 // over shared memory, needs crossOriginIsolated) and pkg/ (single-threaded CPU + WebGPU).
-import type { Backend, FromWorker, Geometry, ModuleInfo, ToWorker } from './protocol';
+import type { Backend, FromWorker, HklSummary, ModuleInfo, PrepareInfo, ToWorker } from './protocol';
 
-// The wasm-bindgen output (no-bundler): loaded at run time from beside this bundle.
-interface Wasm {
-  default: (opts?: unknown) => Promise<unknown>;
-  initThreadPool?: (n: number) => Promise<void>;
-  build_info(): string;
-  threads(): number;
-  wasm_memory(): WebAssembly.Memory;
-  cancel_flag_ptr(): number;
-  progress_ptr(): number;
-  set_cancel(on: boolean): void;
-  progress(): number;
-  split_args(s: string): string[];
-  set_file(name: string, bytes: Uint8Array): void;
-  clear_files(): void;
-  prepare(args: string[]): string;
-  render_cpu(f64: boolean): Float32Array;
-  gpu_init(): Promise<string>;
-  render_gpu(): Promise<Float32Array>;
-  export_int_smv(): Uint8Array;
-  export_noise_smv(): Uint8Array;
-  export_float(): Uint8Array;
-}
+// The wasm-bindgen output (no-bundler), loaded at run time from beside this bundle; its types
+// are the generated declarations. The threaded module adds `initThreadPool`.
+type Wasm = typeof import('../dist/pkg/nanobragg') & { initThreadPool?: (n: number) => Promise<void> };
 
 const post = (msg: FromWorker, transfer: Transferable[] = []) =>
   (self as unknown as Worker).postMessage(msg, transfer);
@@ -76,7 +57,7 @@ function ensureGpu(): Promise<void> {
   if (!gpuInit) {
     gpuInit = (async () => {
       if (!('gpu' in navigator) || !(navigator as unknown as { gpu?: unknown }).gpu) {
-        gpu = { state: 'failed', adapter: '', error: 'WebGPU is not available in this browser' };
+        gpu = { state: 'failed', adapter: '', error: 'no-webgpu' };
         return;
       }
       try {
@@ -98,70 +79,91 @@ function ensureGpu(): Promise<void> {
 }
 
 let filesLoaded = false;
+/** Measured speed per backend (kernel terms per ms, last render), for the cost estimate. */
+const speed: Record<'gpu' | 'cpu', number> = { gpu: 0, cpu: 0 };
 
-async function render(msg: Extract<ToWorker, { type: 'render' }>) {
+/** The notice for a CPU fallback: one plain line (the details go to the console). */
+function fallbackNotice(error: string, threads: number): string {
+  const cpu = `running on the CPU, ${threads} thread${threads === 1 ? '' : 's'}`;
+  if (error === 'no-webgpu' || /adapter|not available|not supported/i.test(error)) return `No WebGPU in this browser: ${cpu}`;
+  return `WebGPU failed: ${cpu}`;
+}
+
+/** Install the request's input files (null: unchanged since the previous request). */
+function useFiles(files: Record<string, Uint8Array> | null) {
   const w = wasm!;
-  const t0 = performance.now();
-  if (msg.files) {
+  if (files) {
     w.clear_files();
-    for (const [name, bytes] of Object.entries(msg.files)) w.set_file(name, bytes);
+    for (const [name, bytes] of Object.entries(files)) w.set_file(name, bytes);
     filesLoaded = true;
   } else if (!filesLoaded) {
     w.clear_files();
   }
-  let geometry: Geometry;
+}
+
+/** Reflection prediction (crate::predict) for a command line; the records as the crate gives them. */
+function predict(msg: Extract<ToWorker, { type: 'predict' }>) {
   try {
-    geometry = JSON.parse(w.prepare(msg.args)) as Geometry;
+    useFiles(msg.files);
+    wasm!.prepare(msg.args);
+    post({ type: 'predicted', id: msg.id, prediction: wasm!.predict(msg.maxExcitationError ?? undefined, false), message: '' });
+  } catch (e) {
+    post({ type: 'predicted', id: msg.id, prediction: null, message: errText(e) });
+  }
+}
+
+async function render(msg: Extract<ToWorker, { type: 'render' }>) {
+  const w = wasm!;
+  const t0 = performance.now();
+  useFiles(msg.files);
+  let prep: PrepareInfo;
+  let hkl: HklSummary | null | undefined;
+  try {
+    prep = w.prepare(msg.args);
+    if (msg.files) hkl = w.hkl_summary();
   } catch (e) {
     post({ type: 'error', id: msg.id, message: errText(e), cancelled: false });
     return;
   }
+  const geometry = prep.geometry;
   const t1 = performance.now();
-  let backend: 'gpu' | 'cpu' = 'cpu';
   let notice = '';
-  let data: Float32Array | null = null;
-  // The WGSL kernel is single precision (with double-float where it matters): an explicit f64
-  // request goes to the CPU unless the GPU is forced.
-  const want: Backend = msg.precision === 'f64' && msg.backend === 'auto' ? 'cpu' : msg.backend;
-  if (want !== 'cpu') {
-    await ensureGpu();
-    if (gpu.state === 'ready') {
-      const timer = setInterval(() => post({ type: 'progress', id: msg.id, value: w.progress() }), 100);
-      try {
-        data = await w.render_gpu();
-        backend = 'gpu';
-      } catch (e) {
-        const m = errText(e);
-        if (/cancel/i.test(m)) {
-          clearInterval(timer);
-          post({ type: 'error', id: msg.id, message: m, cancelled: true });
-          return;
-        }
-        // Device loss or kernel failure: do not try the GPU again in this worker.
-        gpu = { state: 'failed', adapter: gpu.adapter, error: m };
-        notice = `WebGPU failed (${m}); rendered on the CPU instead`;
-      } finally {
-        clearInterval(timer);
-      }
-    } else {
-      notice = `WebGPU unavailable (${gpu.error}); rendered on the CPU`;
-    }
+  let data: Float32Array;
+  // Where to render is the crate's one backend policy (api::choose_backend, through `render`):
+  // auto = f64 on the CPU, f32 on the GPU when it opens, else the CPU with a notice.
+  const f64 = msg.precision === 'f64';
+  if (msg.backend !== 'cpu') await ensureGpu(); // opens the device once, and names the adapter
+  const likely: 'gpu' | 'cpu' = msg.backend === 'gpu' || (msg.backend === 'auto' && !f64 && gpu.state === 'ready') ? 'gpu' : 'cpu';
+  if (speed[likely] > 0) {
+    const ms = prep.work / speed[likely];
+    if (ms > 3000) post({ type: 'estimate', id: msg.id, ms, backend: likely });
   }
-  if (!data) {
-    try {
-      data = w.render_cpu(msg.precision === 'f64');
-    } catch (e) {
-      const m = errText(e);
-      post({ type: 'error', id: msg.id, message: m, cancelled: /cancel/i.test(m) });
-      return;
-    }
+  // progress while the GPU is awaited (a CPU render blocks this thread; the page then reads
+  // the shared counter itself)
+  const timer = setInterval(() => post({ type: 'progress', id: msg.id, value: w.progress() }), 100);
+  try {
+    data = await w.render(msg.backend, f64);
+  } catch (e) {
+    const m = errText(e);
+    post({ type: 'error', id: msg.id, message: m, cancelled: /cancel/i.test(m) });
+    return;
+  } finally {
+    clearInterval(timer);
+  }
+  const backend: 'gpu' | 'cpu' = w.last_engine() === 'gpu' ? 'gpu' : 'cpu';
+  const why = w.last_notice();
+  if (why) {
+    // the details go to the console, the page gets one plain line
+    if (gpu.error !== 'no-webgpu') console.warn(`nanobragg: ${why}`);
+    notice = fallbackNotice(gpu.error === 'no-webgpu' ? 'no-webgpu' : why, info!.threads);
   }
   const t2 = performance.now();
+  if (t2 - t1 > 5) speed[backend] = prep.work / (t2 - t1);
   post(
     {
       type: 'result', id: msg.id, width: geometry.width, height: geometry.height, data, backend,
       threads: backend === 'cpu' ? info!.threads : 0, adapter: gpu.adapter, notice, geometry,
-      timings: { prepare: t1 - t0, render: t2 - t1, total: 0 },
+      timings: { prepare: t1 - t0, render: t2 - t1, total: 0 }, hkl, warnings: prep.warnings,
     },
     [data.buffer],
   );
@@ -203,6 +205,10 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
         post({ type: 'init-error', message: errText(e) });
       }
     });
+    return;
+  }
+  if (msg.type === 'predict') {
+    chain = chain.then(() => predict(msg));
     return;
   }
   if (msg.type === 'render') {

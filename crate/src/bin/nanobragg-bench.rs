@@ -10,7 +10,7 @@
 //! process including device, self-test and pipeline creation; warm = median of `--gpu-reps`
 //! (default 10) further renders. Case names: `a<N>` is case (a) at N×N pixels, `b` is case (b).
 
-use nanobragg::api::{self, Precision};
+use nanobragg::api::{self, Backend, Precision};
 use nanobragg::files::MemFiles;
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
@@ -52,39 +52,33 @@ fn child(case: &str, backend: &str, reps: usize) {
     let mut times = Vec::new();
     #[cfg_attr(not(feature = "gpu"), allow(unused_mut))]
     let mut cold = 0.0;
-    match backend {
-        "f64" | "f32" => {
-            let precision = if backend == "f64" {
-                Precision::F64
-            } else {
-                Precision::F32
-            };
-            for _ in 0..reps {
-                let t = Instant::now();
-                let img = api::render_cpu(plan, precision, &|_| {}, &cancel).expect("render");
-                times.push(t.elapsed().as_secs_f64());
-                std::hint::black_box(&img);
-            }
-        }
-        #[cfg(feature = "gpu")]
-        "gpu" => {
-            let t = Instant::now();
-            let mut r = nanobragg::gpu::GpuRenderer::new_blocking().expect("GPU adapter");
-            std::hint::black_box(r.render_blocking(plan).expect("GPU render"));
-            cold = t.elapsed().as_secs_f64();
-            for _ in 0..reps {
-                let t = Instant::now();
-                std::hint::black_box(r.render_blocking(plan).expect("GPU render"));
-                times.push(t.elapsed().as_secs_f64());
-            }
-            if let Some(info) = r.adapter_info() {
-                eprintln!(
-                    "adapter: {} ({:?}, driver {} {})",
-                    info.name, info.backend, info.driver, info.driver_info
-                );
-            }
-        }
-        other => panic!("backend {other} not available in this build"),
+    // the library's renderer and backend policy, as the CLI and the browser use them
+    let mut renderer = api::Renderer::new(None);
+    let (backend, precision) = match backend {
+        "f64" => (Backend::Cpu, Precision::F64),
+        "f32" => (Backend::Cpu, Precision::F32),
+        "gpu" => (Backend::Gpu, Precision::F32),
+        other => panic!("unknown backend {other}"),
+    };
+    let render = |r: &mut api::Renderer| {
+        let out = r
+            .render(plan, backend, precision, &|_| {}, &cancel)
+            .expect("render");
+        std::hint::black_box(out.image);
+    };
+    if backend == Backend::Gpu {
+        // cold: device, self-test, pipeline, buffers and the first render
+        let t = Instant::now();
+        render(&mut renderer);
+        cold = t.elapsed().as_secs_f64();
+    }
+    for _ in 0..reps {
+        let t = Instant::now();
+        render(&mut renderer);
+        times.push(t.elapsed().as_secs_f64());
+    }
+    if let Some(adapter) = renderer.gpu_adapter() {
+        eprintln!("adapter: {adapter}");
     }
     let med = median(&mut times);
     let steps = plan.pixel_count() as f64 * plan.terms_per_pixel() as f64;

@@ -84,7 +84,9 @@ fn for_each_record(name: &str, text: &[u8], mut record: impl FnMut([i32; 3], f64
         if count < 4 {
             return Err(expected());
         }
-        let f = parse_f64_strict(tokens[3]).ok_or_else(expected)?;
+        let f = parse_f64_strict(tokens[3])
+            .filter(|f| f.is_finite())
+            .ok_or_else(expected)?;
         let mut hkl = [0i32; 3];
         for (slot, tok) in hkl.iter_mut().zip(&tokens[..3]) {
             *slot = match parse_i64_strict(tok) {
@@ -141,6 +143,20 @@ pub fn parse_hkl_limited(
             "{name}: no \"h k l F\" records found"
         )));
     }
+    let mut grid = new_table(name, b, default_f, max_values)?;
+    for_each_record(name, text, |hkl, f| {
+        let i = grid.index(hkl[0], hkl[1], hkl[2]);
+        grid.data[i] = f;
+    })?;
+    grid.hkls = records;
+    Ok(grid)
+}
+
+/// An empty padded table for the bounds `h_min h_max k_min k_max l_min l_max`: zero-filled, the
+/// inner `h_range x k_range x l_range` block prefilled with `default_f` when it is non-zero;
+/// `hkls` = 0. Errors (naming `name`) when the ranges are invalid or larger than `max_values`
+/// (at most [`MAX_TABLE`]).
+pub fn new_table(name: &str, b: [i64; 6], default_f: f64, max_values: usize) -> Result<HklGrid> {
     let (len, [hr, kr, lr]) = table_len(name, b, max_values.min(MAX_TABLE))?;
     let mut data = alloc_table(name, len)?;
     let (kd, ld) = (kr + 1, lr + 1);
@@ -152,12 +168,6 @@ pub fn parse_hkl_limited(
             }
         }
     }
-    for_each_record(name, text, |hkl, f| {
-        let ih = (hkl[0] as i64 - b[0]) as usize;
-        let ik = (hkl[1] as i64 - b[2]) as usize;
-        let il = (hkl[2] as i64 - b[4]) as usize;
-        data[(ih * kd + ik) * ld + il] = f;
-    })?;
     Ok(HklGrid {
         h_min: b[0] as i32,
         h_max: b[1] as i32,
@@ -165,9 +175,32 @@ pub fn parse_hkl_limited(
         k_max: b[3] as i32,
         l_min: b[4] as i32,
         l_max: b[5] as i32,
-        hkls: records,
+        hkls: 0,
         data,
     })
+}
+
+/// The whole table as `h k l F` text (`-hklout`): every entry of the `h_range x k_range x
+/// l_range` box, h outer, l fastest, F as the shortest decimal that reads back to the same f64,
+/// so [`parse_hkl`] returns the identical table.
+pub fn write_hkl(grid: &HklGrid) -> Vec<u8> {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for ih in 0..grid.h_range() {
+        for ik in 0..grid.k_range() {
+            for il in 0..grid.l_range() {
+                let _ = writeln!(
+                    out,
+                    "{} {} {} {}",
+                    grid.h_min + ih,
+                    grid.k_min + ik,
+                    grid.l_min + il,
+                    grid.at(ih, ik, il)
+                );
+            }
+        }
+    }
+    out.into_bytes()
 }
 
 /// Serialises the table as upstream's `Fdump.bin`: `"%d %d %d %d %d %d\n\f"` (h_min h_max k_min

@@ -19,7 +19,7 @@ pub fn parse_mat(name: &str, text: &[u8]) -> Result<[[f64; 3]; 3]> {
             .split(|b| b.is_ascii_whitespace())
             .filter(|t| !t.is_empty())
         {
-            let v = std::str::from_utf8(tok).ok().and_then(parse_f64_strict).ok_or_else(|| {
+            let v = std::str::from_utf8(tok).ok().and_then(parse_f64_strict).filter(|v| v.is_finite()).ok_or_else(|| {
                 Error::input(format!(
                     "{name} line {n}: expected 9 numbers (3x3 orientation matrix), found \"{}\" in \"{}\"",
                     show_line(tok),

@@ -245,6 +245,12 @@ pub fn read_smv(name: &str, bytes: &[u8]) -> Result<SmvFile> {
 /// search), then the next `=` after it, then `atof` of the text after the `=`.
 /// Missing key: `None` (upstream: NaN). Key with no later `=`: `Some(0.0)`.
 pub fn value_of(header: &str, key: &str) -> Option<f64> {
+    find_value(header, key).map(|(_, text)| text.map_or(0.0, atof))
+}
+
+/// Where [`value_of`] looks: the byte offset of the key's last occurrence and the text after the
+/// next `=` (`None` when no `=` follows). For callers that check the value and name its line.
+pub fn find_value<'a>(header: &'a str, key: &str) -> Option<(usize, Option<&'a str>)> {
     if key.is_empty() {
         return None;
     }
@@ -254,11 +260,9 @@ pub fn value_of(header: &str, key: &str) -> Option<f64> {
         from += i + key.len();
         pos = Some(from);
     }
-    let after = &header[pos?..];
-    match after.find('=') {
-        Some(i) => Some(atof(&after[i + 1..])),
-        None => Some(0.0),
-    }
+    let pos = pos?;
+    let after = &header[pos..];
+    Some((pos - key.len(), after.find('=').map(|i| &after[i + 1..])))
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 //! row of `ncols` values; a value is C `atof` of its field (so `1.5e-3xyz` reads as 1.5e-3), and
 //! missing trailing fields are NaN, for the file's last line too (upstream gives 0.0 there when
 //! the final newline is missing). Stricter than upstream: lines starting with `#` are comments,
-//! and a field (among the first `ncols`) that does not start with a number is an error naming the
-//! file and line instead of silently reading 0.
+//! and a field (among the first `ncols`) that does not start with a number, or reads as NaN or
+//! ±inf, is an error naming the file and line instead of silently reading 0.
 
 use super::{numbered_lines, show_line};
 use crate::cfmt::scan_f64;
@@ -40,7 +40,7 @@ pub fn read_rows(name: &str, text: &[u8], ncols: usize) -> Result<Vec<(usize, Ve
             .zip(rest.split(is_delim).filter(|f| !f.is_empty()))
         {
             let (v, used) = scan_f64(field);
-            if used == 0 {
+            if used == 0 || !v.is_finite() {
                 return Err(Error::input(format!(
                     "{name} line {n}: expected up to {ncols} numbers, found \"{}\"",
                     show_line(line)

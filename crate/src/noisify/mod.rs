@@ -10,6 +10,7 @@
 //! table for both seeds, one Gaussian spare and one Poisson cache, so noise images are
 //! bit-identical to upstream's for the same seeds.
 
+#[cfg(not(target_arch = "wasm32"))] // uses crate::cli (native only)
 pub mod cli;
 pub mod options;
 pub mod psf;

@@ -13,6 +13,7 @@
 //! `cpu::terms`, the table interpolation `io::stol`, and the int/PGM/noise images and the
 //! miniCBF are `output.rs` and `io/`.
 
+#[cfg(not(target_arch = "wasm32"))] // writes files through crate::cli (native only)
 pub mod cli;
 pub mod options;
 

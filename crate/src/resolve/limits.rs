@@ -1,0 +1,85 @@
+//! Documented limits on what one render may ask for, checked as products (`checked_mul`) before
+//! anything is allocated, so that counts which are each reasonable cannot multiply into terabytes
+//! or a loop that never ends. The browser build (wasm32, at most a few GiB of memory) has smaller
+//! table and image limits.
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Most phi steps (`-phisteps`, or `-osc`/`-phistep`).
+pub const MAX_PHISTEPS: i64 = 100_000;
+/// Most mosaic domains.
+pub const MAX_MOSAIC_DOMAINS: i64 = 1_000_000;
+/// Most wavelengths (`-dispsteps`).
+pub const MAX_DISPSTEPS: i64 = 100_000;
+/// Most divergence grid points, horizontal × vertical.
+pub const MAX_DIVERGENCE_POINTS: i64 = 1_000_000;
+/// Most sensor layers.
+pub const MAX_THICKSTEPS: i64 = 10_000;
+/// Most sub-pixels per axis.
+pub const MAX_OVERSAMPLE: i64 = 1000;
+/// Most unit cells along one axis (`-N`, or from the crystal size).
+pub const MAX_CELLS: f64 = 1e7;
+/// Most sources (divergence points × wavelengths, or source-file lines): 32 bytes each.
+pub const MAX_SOURCES: u64 = 1_000_000;
+/// Most crystal orientations (phi steps × mosaic domains): two tables of 72 bytes each.
+#[cfg(not(target_arch = "wasm32"))]
+pub const MAX_ORIENTATIONS: u64 = 2_000_000;
+#[cfg(target_arch = "wasm32")]
+pub const MAX_ORIENTATIONS: u64 = 500_000;
+/// Most detector pixels: 1e9 natively (4 GB float image); the browser's image limit
+/// ([`crate::api::BROWSER_MAX_PIXELS`]) in the wasm build.
+#[cfg(not(target_arch = "wasm32"))]
+pub const MAX_PIXELS: usize = 1_000_000_000;
+#[cfg(target_arch = "wasm32")]
+pub const MAX_PIXELS: usize = crate::api::BROWSER_MAX_PIXELS;
+
+/// An error for a documented limit.
+pub fn over(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Limit, message)
+}
+
+/// `a × b × …` without wrapping: `None` when the product overflows u64.
+pub fn product(factors: &[u64]) -> Option<u64> {
+    factors.iter().try_fold(1u64, |acc, &f| acc.checked_mul(f))
+}
+
+/// A detector of `f × s` pixels fits `max` pixels; `what` names where the size came from.
+pub fn check_pixels(what: &str, f: f64, s: f64, max: usize) -> Result<()> {
+    let n = f * s;
+    if n > max as f64 {
+        let side = (max as f64).sqrt() as usize;
+        return Err(over(format!(
+            "{what}: a {}x{} detector needs {} MiB for its image, more than this build can hold \
+             (at most {max} pixels, e.g. {side}x{side})",
+            crate::cfmt::fmt_g(f),
+            crate::cfmt::fmt_g(s),
+            crate::cfmt::fmt_g((n * 4.0 / 1048576.0).floor()),
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn products_do_not_wrap() {
+        assert_eq!(product(&[1000, 1000, 100_000]), Some(100_000_000_000));
+        assert_eq!(product(&[1 << 32, 1 << 32]), None);
+        assert_eq!(product(&[]), Some(1));
+    }
+
+    #[test]
+    fn pixel_limit_names_its_source() {
+        let e = check_pixels("-detpixels", 20000.0, 20000.0, 8192 * 8192).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Limit);
+        assert!(
+            e.message
+                .starts_with("-detpixels: a 20000x20000 detector needs 1525 MiB for its image"),
+            "{}",
+            e.message
+        );
+        assert!(check_pixels("-detpixels", 8192.0, 8192.0, 8192 * 8192).is_ok());
+    }
+}

@@ -1,0 +1,342 @@
+//! Options -> Setup: the whole host-side resolution in upstream's order (MODEL §0), ending in
+//! the flat `Plan` the kernels read. Everything here is f64 and runs once per render.
+//!
+//! Each step is a function of its inputs in its own module; [`resolve`] only calls them in order
+//! and assembles the [`Setup`]:
+//!
+//! 1. `header`: `-mask`, then `-img` headers as starting values;
+//! 2. `beam`: wavelength, fluence, crystal size clipped to the beam;
+//! 3. `detector::resolve_detector`: size, convention, placement;
+//! 4. `structure::check_required`: a crystal and structure factors (upstream's usage exit);
+//! 5. `sampling::resolve_sampling`: phi, divergence, dispersion, layers, mosaic counts;
+//! 6. `lattice`: the crystal (cell, matrix, misset), cell counts, oversampling;
+//! 7. `structure`: structure factors and interpolation (a `-pdb` model's table is computed once
+//!    the plan exists, for the detector's reach: `structure::model_table`);
+//! 8. `sources`: from the file or the divergence × dispersion grid;
+//! 9. `orientations`: mosaic domains × phi, stale-phi tables;
+//! 10. `pixels`: ROI and mask;
+//! 11. `scaling`: steps, r_e² fluence, water background.
+//!
+//! Counts and their products are checked against `limits` before anything is allocated.
+
+pub mod beam;
+pub mod header;
+pub mod lattice;
+pub mod limits;
+pub mod orientations;
+pub mod pixels;
+pub mod scaling;
+pub mod sources;
+pub mod structure;
+
+use crate::args::{Options, RTD};
+use crate::crystal::Crystal;
+use crate::detector::{resolve_detector, Detector};
+use crate::error::{Error, Result};
+use crate::files::{FileKind, FileSource};
+use crate::io;
+use crate::plan::{Interpolation, Plan};
+use crate::rng::RanState;
+use crate::sampling::resolve_sampling;
+
+pub use scaling::{AVOGADRO, R_E_SQR};
+
+/// Everything resolved: the plan plus what the outputs, headers and logs need.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// The options as parsed (not modified by the resolution).
+    pub opts: Options,
+    pub det: Detector,
+    pub crystal: Crystal,
+    pub plan: Plan,
+    pub lambda0: f64,
+    pub phi0: f64,
+    pub osc: f64,
+    pub phistep: f64,
+    pub mosaic_spread: f64,
+    pub fluence: f64,
+    pub recommended_oversample: i64,
+    /// Noise seed (upstream's stored, negated form).
+    pub noise_seed: i64,
+    /// Where the structure factors came from, for the log.
+    pub hkl_source: String,
+    /// Lines upstream prints while setting up (informational).
+    pub log: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
+    let o = opts;
+    let mut log = Vec::new();
+    let mut warnings = o.warnings.clone();
+
+    let headers = header::read_headers(o, files)?;
+    let hv = &headers.values;
+    warnings.extend(hv.warnings.iter().cloned());
+    let beam = beam::resolve_beam(o, hv.lambda)?;
+    let lambda0 = beam.lambda0;
+    let phi0 = o.phi0.or(hv.phi0).unwrap_or(0.0);
+    warnings.extend(beam.warnings.iter().cloned());
+
+    let det = resolve_detector(o, &hv.det)?;
+    warnings.extend(det.warnings.iter().cloned());
+
+    let sf_origin = structure::origin(o, files);
+    structure::check_required(o, &sf_origin)?;
+
+    let smp = resolve_sampling(o, hv.osc)?;
+    warnings.extend(smp.warnings.iter().cloned());
+
+    // upstream seeds the random misset from the clock unless -misset_seed is given
+    let mut misset_seed = if o.misset_seed == 0 && o.misset_random {
+        let seed = -clock_seconds();
+        log.push(format!(
+            "random misset seeded from the clock: -misset_seed {}",
+            -seed
+        ));
+        seed
+    } else {
+        o.misset_seed
+    };
+    let mut rng = RanState::new();
+    let model = structure::read_model(&sf_origin, files)?;
+    let crystal = lattice::crystal(
+        o,
+        structure::model_cell(o, model.as_ref()),
+        files,
+        lambda0,
+        &mut misset_seed,
+        &mut rng,
+    )?;
+    warnings.extend(crystal.warnings.iter().cloned());
+    if let Some(m) = crystal.random_misset {
+        log.push(format!(
+            "random orientation misset angles: {:.6} {:.6} {:.6} deg",
+            m[0], m[1], m[2]
+        ));
+    }
+    let raw_n = lattice::raw_counts(o);
+    let n = lattice::cell_counts(raw_n, beam.sample, &crystal)?;
+    let over = lattice::oversample(o.oversample, n, &crystal, lambda0, &det)?;
+    log.extend(over.log.clone());
+    warnings.extend(over.warning.clone());
+
+    let sf = structure::structure_factors(o, files, &sf_origin)?;
+    warnings.extend(sf.warnings);
+    let interpolate = structure::interpolate(o.interpolate, raw_n, &sf.hkl);
+
+    let source_list = match &o.sourcefile {
+        Some(name) => {
+            let rows = io::textcols::read_columns(name, &files.read(name, FileKind::Sources)?, 5)?;
+            sources::from_file(name, &rows, det.beam, lambda0)?
+        }
+        None => sources::divergence_grid(&smp, o.round_div, &det, lambda0),
+    };
+    let plan_sources = sources::to_plan(&source_list);
+
+    let umats = orientations::mosaic_umats(
+        &mut rng,
+        smp.mosaic_spread,
+        smp.mosaic_domains,
+        o.mosaic_seed,
+    );
+    let phis = orientations::phi_values(phi0, smp.phistep, smp.phisteps);
+    let (table, table_first) = orientations::tables(
+        [crystal.a0, crystal.b0, crystal.c0],
+        det.spindle,
+        &phis,
+        &umats,
+        smp.mosaic_spread,
+    );
+
+    let steps = scaling::steps(
+        plan_sources.len(),
+        smp.mosaic_domains,
+        smp.phisteps,
+        over.value,
+        smp.thicksteps,
+    )?;
+
+    let roi = pixels::roi(o.roi, det.fpixels, det.spixels);
+    let mask = match &headers.mask {
+        Some((name, smv)) => Some(pixels::mask(name, smv, det.fpixels, det.spixels)?),
+        None => None,
+    };
+    pixels::check_selection(&roi, mask.as_deref(), det.fpixels, det.spixels)?;
+
+    let noise_seed = o.seed.unwrap_or_else(|| -clock_seconds());
+
+    let mut plan = Plan {
+        fpixels: det.fpixels,
+        spixels: det.spixels,
+        pixel: det.pixel,
+        oversample: over.value as u32,
+        pix0: det.pix0,
+        fdet: det.fdet,
+        sdet: det.sdet,
+        odet: det.odet,
+        beam: det.beam,
+        close_distance: det.close_distance,
+        distance: det.distance,
+        curved: o.curved_det,
+        point_pixel: o.point_pixel,
+        thicksteps: smp.thicksteps as u32,
+        thickstep: smp.thickstep,
+        thick: smp.thick,
+        mu: smp.mu,
+        roi,
+        mask,
+        sources: plan_sources,
+        polar_k: o.polar,
+        polar_axis: det.polar_axis,
+        nopolar: o.nopolar,
+        dmin: o.dmin,
+        phisteps: smp.phisteps as u32,
+        mosaic_domains: smp.mosaic_domains as u32,
+        orientations: table,
+        orientations_first: table_first,
+        na: n[0],
+        nb: n[1],
+        nc: n[2],
+        shape: o.shape,
+        fudge: o.fudge,
+        a_star: crystal.a_star,
+        b_star: crystal.b_star,
+        c_star: crystal.c_star,
+        hkl: sf.hkl,
+        default_f: o.default_f,
+        interpolation: if interpolate {
+            Interpolation::Tricubic
+        } else {
+            Interpolation::Nearest
+        },
+        oversample_thick: o.oversample_thick,
+        oversample_polar: o.oversample_polar,
+        oversample_omega: o.oversample_omega,
+        steps,
+        r_e_sqr_fluence: R_E_SQR * beam.fluence,
+        i_bg: scaling::water_background(beam.fluence, o.water),
+        water: o.water != 0.0,
+    };
+    let mut hkl_source = sf.description;
+    if let (Some(model), structure::Origin::Model(name)) = (&model, &sf_origin) {
+        let (table, description) =
+            structure::model_table(name, model, &plan, &crystal, o, &mut log, &mut warnings)?;
+        plan.hkl = table;
+        plan.interpolation = if structure::interpolate(o.interpolate, raw_n, &plan.hkl) {
+            Interpolation::Tricubic
+        } else {
+            Interpolation::Nearest
+        };
+        hkl_source = description;
+    }
+    check_finite(&plan)?;
+
+    log.push(format!("{} sources", plan.sources.len()));
+    log.push(format!(
+        "{} mosaic domains over mosaic spread of {} degrees",
+        smp.mosaic_domains,
+        crate::cfmt::fmt_g(smp.mosaic_spread * RTD)
+    ));
+    log.push(format!(
+        "{} phi steps from {} to {} degrees",
+        smp.phisteps,
+        crate::cfmt::fmt_g(phi0 * RTD),
+        crate::cfmt::fmt_g((phi0 + smp.phistep * (smp.phisteps - 1) as f64) * RTD)
+    ));
+    log.push(format!("{0}x{0} pixel oversample steps", over.value));
+
+    Ok(Setup {
+        opts: o.clone(),
+        det,
+        crystal,
+        plan,
+        lambda0,
+        phi0,
+        osc: smp.osc,
+        phistep: smp.phistep,
+        mosaic_spread: smp.mosaic_spread,
+        fluence: beam.fluence,
+        recommended_oversample: over.recommended,
+        noise_seed,
+        hkl_source,
+        log,
+        warnings,
+    })
+}
+
+/// The last guard before the kernels: every number of the plan they read is finite (the steps
+/// above reject what makes them otherwise; this names the quantity if one slipped through).
+fn check_finite(p: &Plan) -> Result<()> {
+    let scalars = [
+        ("pixel size", p.pixel),
+        ("distance", p.distance),
+        ("close distance", p.close_distance),
+        ("sensor thickness", p.thick),
+        ("sensor layer step", p.thickstep),
+        ("attenuation", p.mu),
+        ("polarisation factor", p.polar_k),
+        ("resolution cut", p.dmin),
+        ("cell counts", p.na + p.nb + p.nc),
+        ("shape fudge factor", p.fudge),
+        ("default structure factor", p.default_f),
+        ("fluence", p.r_e_sqr_fluence),
+        ("water background", p.i_bg),
+    ];
+    let vectors = [
+        ("pix0", p.pix0),
+        ("fast axis", p.fdet),
+        ("slow axis", p.sdet),
+        ("detector normal", p.odet),
+        ("beam", p.beam),
+        ("polarisation axis", p.polar_axis),
+        ("a*", p.a_star),
+        ("b*", p.b_star),
+        ("c*", p.c_star),
+    ];
+    let bad = scalars
+        .iter()
+        .find(|(_, v)| !v.is_finite())
+        .map(|(n, _)| *n)
+        .or_else(|| {
+            vectors
+                .iter()
+                .find(|(_, v)| !v.iter().all(|x| x.is_finite()))
+                .map(|(n, _)| *n)
+        })
+        .or_else(|| {
+            p.sources
+                .iter()
+                .any(|s| !s.lambda.is_finite() || !s.incident.iter().all(|x| x.is_finite()))
+                .then_some("sources")
+        })
+        .or_else(|| {
+            p.orientations
+                .iter()
+                .chain(&p.orientations_first)
+                .any(|o| ![o.a, o.b, o.c].iter().flatten().all(|x| x.is_finite()))
+                .then_some("crystal orientations")
+        });
+    match bad {
+        Some(what) => Err(Error::geometry(format!(
+            "the resolved {what} is not finite: check the flags that set it"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Seconds since the epoch: upstream's default noise and misset seed. The browser has no std
+/// clock (the wasm bindings pass `-seed` from JavaScript's clock instead); there this is 1.
+pub(crate) fn clock_seconds() -> i64 {
+    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+    {
+        1
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(1)
+    }
+}

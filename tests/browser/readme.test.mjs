@@ -1,0 +1,95 @@
+// Every README snippet of the browser sections, verbatim, on a page served WITHOUT COOP/COEP with
+// the built site at /nanobragg/ (as the README's paths assume): the <nanobragg-view> element, the
+// iframe embed (renders with its minimal controls), and the scripting API on the app page.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { open, waitRendered, setup, ROOT, DIST, ARTIFACTS } from './helpers.mjs';
+
+const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const browserPart = readme.slice(readme.indexOf('## In the browser'), readme.indexOf('## Command line'));
+const blocks = (lang) => [...browserPart.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]);
+const html = blocks('html');
+const js = blocks('js');
+
+const env = setup({
+  isolation: false,
+  webgpu: false,
+  prepare: () => {
+    const site = mkdtempSync(join(tmpdir(), 'nb-readme-'));
+    symlinkSync(DIST, join(site, 'nanobragg'));
+    writeFileSync(join(site, 'element.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>element</title><body style="width:420px">\n${html[0]}\n</body>`);
+    writeFileSync(join(site, 'iframe.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>iframe</title><body>\n${html[1]}\n</body>`);
+    return site;
+  },
+});
+
+test('the README has the element, iframe and API snippets', () => {
+  assert.equal(html.length, 2, 'two html snippets (element, iframe)');
+  assert.match(html[0], /<nanobragg-view /);
+  assert.match(html[1], /<iframe /);
+  assert.equal(js.length, 1);
+});
+
+test('README <nanobragg-view> snippet renders without cross-origin isolation', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/element.html`);
+  const r = await page.evaluate(() => new Promise((ok, fail) => {
+    const el = document.querySelector('nanobragg-view');
+    if (el.result) return ok({ w: el.result.width, backend: el.result.backend });
+    el.addEventListener('render', (e) => ok({ w: e.detail.width, backend: e.detail.backend }), { once: true });
+    el.addEventListener('error', (e) => fail(new Error(e.detail.message)), { once: true });
+  }));
+  assert.equal(r.w, 256);
+  assert.equal(await page.evaluate(() => crossOriginIsolated), false);
+  // the status bar sits below the image, not over it
+  const geo = await page.evaluate(() => {
+    const root = document.querySelector('nanobragg-view').shadowRoot;
+    const c = root.querySelector('canvas').getBoundingClientRect(), b = root.querySelector('.bar').getBoundingClientRect();
+    return { canvasBottom: c.bottom, barTop: b.top };
+  });
+  assert.ok(geo.barTop >= geo.canvasBottom - 0.5, JSON.stringify(geo));
+  await page.screenshot({ path: join(ARTIFACTS, 'readme-element.png') });
+  assert.deepEqual(errors, []);
+});
+
+test('README iframe snippet renders with the minimal controls', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/iframe.html`);
+  const frame = page.frames().find((f) => f.url().includes('embed=1')) ?? (await (await page.waitForSelector('iframe')).contentFrame());
+  await frame.waitForFunction(() => Number(document.body.dataset.rendered ?? 0) >= 1 || document.body.dataset.error, null, { timeout: 90_000 });
+  const st = await frame.evaluate(() => ({
+    error: document.getElementById('error').hidden ? '' : document.getElementById('error').textContent,
+    aside: getComputedStyle(document.getElementById('controls')).display,
+    toolbar: getComputedStyle(document.querySelector('.toolbar')).display,
+    cmap: getComputedStyle(document.getElementById('cmap')).display,
+    notice: document.getElementById('notice').hidden,
+    width: window.nanobragg.lastRender().result?.width,
+    openFull: document.getElementById('open-full').getAttribute('href'),
+  }));
+  assert.equal(st.error, '', 'renders (no "no structure factors")');
+  assert.equal(st.aside, 'none', 'no parameter panel');
+  assert.notEqual(st.toolbar, 'none', 'a minimal toolbar');
+  assert.notEqual(st.cmap, 'none');
+  assert.equal(st.notice, true, 'no notices in an embed');
+  assert.equal(st.width, 512);
+  assert.match(st.openFull, /lambda=6\.2/);
+  await page.screenshot({ path: join(ARTIFACTS, 'readme-iframe.png') });
+  assert.deepEqual(errors, []);
+});
+
+test('README scripting snippet runs verbatim on the app page (no isolation)', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/nanobragg/index.html?detpixels=64`);
+  await waitRendered(page, 1);
+  const r = await page.evaluate(`(async () => { ${js[0]}; return { w: r.width, h: r.height, n: r.data.length, backend: r.backend, sum: r.data.reduce((a, b) => a + b, 0) }; })()`);
+  assert.equal(r.n, r.w * r.h);
+  assert.ok(r.w > 0 && r.sum > 0, JSON.stringify(r));
+  assert.deepEqual(errors, []);
+});
+
+test('?detpixels=1024 alone renders the default crystal on a 1024² detector', { timeout: 120_000 }, async () => {
+  const { page } = await open(env.ctx, `${env.base}/nanobragg/index.html?detpixels=1024`);
+  await waitRendered(page, 1);
+  const st = await page.evaluate(() => ({ w: window.nanobragg.lastRender().result.width, err: document.getElementById('error').hidden }));
+  assert.deepEqual(st, { w: 1024, err: true });
+});

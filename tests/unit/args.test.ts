@@ -1,0 +1,73 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { blameField, buildArgs, normaliseArgs, previewArgs, previewFactor, splitArgs, validate } from '../../www/src/args';
+import { DEFAULT_MODEL } from '../../www/src/state';
+
+const spec = JSON.parse(readFileSync(join(process.cwd(), 'tests', 'unit', 'split-args.json'), 'utf8')) as { cases: [string, string[]][] };
+
+test('splitArgs follows the shared spec (the crate passes the same spec in build.test.mjs)', () => {
+  for (const [input, words] of spec.cases) assert.deepEqual(splitArgs(input), words, JSON.stringify(input));
+});
+
+test('buildArgs: switches first, each word knows its field; Extra flags split like the crate', () => {
+  const b = buildArgs({ cell: '100 100 100 90 90 90', N: '5', curved_det: '1', convention: 'xds', extra: '-phisteps 3 -hkl "my file.hkl"' });
+  assert.deepEqual(b.args, ['-xds', '-curved_det', '-cell', '100', '100', '100', '90', '90', '90', '-N', '5', '-phisteps', '3', '-hkl', 'my file.hkl']);
+  assert.equal(b.origin[0], 'convention');
+  assert.equal(b.origin[1], 'curved_det');
+  assert.equal(b.origin[b.args.indexOf('-N')], 'N');
+  assert.equal(b.origin[b.args.indexOf('-phisteps')], 'extra');
+  // a value of "0"/"off" leaves a switch out
+  assert.deepEqual(buildArgs({ nopolar: '0', point_pixel: 'off' }).args, []);
+});
+
+test('normaliseArgs takes the page flags and drops output files', () => {
+  const n = normaliseArgs('-N 5 -backend webgpu -precision f64 -threads 4 -floatfile x.bin -intfile y.img');
+  assert.deepEqual(n, { args: ['-N', '5'], backend: 'gpu', precision: 'f64' });
+});
+
+test('validate names the flag (app) or the attribute (element)', () => {
+  assert.deepEqual(validate({ N: 'abc', lambda: '1.5' }), { N: '-N: "abc" is not a whole number' });
+  const e = validate({ lambda: 'x', misset: '1 2', shape: 'blob' }, (p) => `attribute ${p.key.toLowerCase()}`);
+  assert.match(e.lambda, /^attribute lambda: "x" is not a number/);
+  assert.match(e.misset, /^attribute misset: needs 3 numbers or "random"/);
+  assert.match(e.shape, /^attribute shape: "blob" is not one of "round", "gauss", "tophat"/);
+  assert.deepEqual(validate({ misset: 'random', cell: '50' }), {});
+});
+
+test('previewArgs: same detector at 1/factor the pixels; refuses pixel-unit flags', () => {
+  assert.deepEqual(previewArgs(['-N', '5'], 512, 400, 0.2, 2), ['-N', '5', '-detpixels_f', '256', '-detpixels_s', '200', '-pixel', '0.4', '-oversample', '1']);
+  assert.equal(previewArgs(['-N', '5'], 512, 512, 0.2, 1), null);
+  assert.equal(previewArgs(['-roi', '0', '10', '0', '10'], 512, 512, 0.2, 2), null);
+  assert.equal(previewFactor(10, 25), 1);
+  assert.equal(previewFactor(100, 25), 2);
+  assert.equal(previewFactor(470, 25), 5);
+  assert.equal(previewFactor(1e6, 25), 8);
+});
+
+test('blameField: errors attach to the field the user changed', () => {
+  const model = { ...DEFAULT_MODEL, N: '100000' };
+  const built = buildArgs(model);
+  // the crate blames the automatic oversampling: the user changed N
+  assert.equal(blameField('-oversample 30000 is unreasonably large', model, built, 'N'), 'N');
+  // no flag named at all: the changed field
+  const m2 = { ...DEFAULT_MODEL, mosaic_domains: '100000000', mosaic: '1' };
+  assert.equal(blameField('sampling counts are unreasonably large (phi, divergence, dispersion or mosaic steps)', m2, buildArgs(m2), 'mosaic_domains'), 'mosaic_domains');
+  // -N abc typed in Extra flags is the Extra flags field's, not N's
+  const m3 = { ...DEFAULT_MODEL, extra: '-N abc' };
+  assert.equal(blameField('-N: "abc" is not a number', m3, buildArgs(m3), 'extra'), 'extra');
+  // ... also when the user last touched something else
+  assert.equal(blameField('-N: "abc" is not a number', { ...DEFAULT_MODEL, N: '', extra: '-N abc' }, buildArgs({ ...DEFAULT_MODEL, N: '', extra: '-N abc' }), 'lambda'), 'extra');
+  // a file error names the file's field
+  const m4 = { ...DEFAULT_MODEL, hkl: 'bad.hkl' };
+  assert.equal(blameField('bad.hkl line 1: expected 4 numbers', m4, buildArgs(m4), 'distance'), 'hkl');
+  // the longest flag wins
+  const m5 = { ...DEFAULT_MODEL, detpixels_f: 'x' };
+  assert.equal(blameField('-detpixels_f: "x" is not a number', m5, buildArgs(m5), null), 'detpixels_f');
+  // a flag given twice: the occurrence whose value the message quotes
+  const m6 = { ...DEFAULT_MODEL, extra: '-distance x' };
+  assert.equal(blameField('-distance: "x" is not a number', m6, buildArgs(m6), null), 'extra');
+  // nothing to go on: no field
+  assert.equal(blameField('out of memory', DEFAULT_MODEL, buildArgs(DEFAULT_MODEL), null), null);
+});

@@ -1,0 +1,34 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { downloadName, routeFile } from '../../www/src/files';
+import { DEFAULT_MODEL } from '../../www/src/state';
+
+const enc = (s: string) => new TextEncoder().encode(s);
+function smv(pixels: number[]): Uint8Array {
+  let head = `{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE=unsigned_short;\nSIZE1=${pixels.length};\nSIZE2=1;\n}\n`;
+  head = head.padEnd(512, ' ');
+  const out = new Uint8Array(512 + 2 * pixels.length);
+  out.set(enc(head));
+  const dv = new DataView(out.buffer);
+  pixels.forEach((v, i) => dv.setUint16(512 + 2 * i, v, true));
+  return out;
+}
+
+test('dropped files are routed by their content', () => {
+  assert.equal(routeFile(smv([0, 1, 1, 0, 1])).key, 'mask');
+  assert.equal(routeFile(smv([0, 17, 300, 2])).key, 'img');
+  assert.equal(routeFile(enc('-0.0123 0.0045 0.0101\n0.0031 -0.0119 0.0043\n0.0088 0.0022 0.0127\n 0.0 0.0 0.0\n')).key, 'mat');
+  assert.equal(routeFile(enc('# comment\n1 0 0 100.5\n-1 2 3 50\n0 0 4 12 extra\n')).key, 'hkl');
+  assert.equal(routeFile(enc('-10 0 0 1 1.0e-10\n-10 0.001 0 1 1.0e-10\n')).key, 'sourcefile');
+  assert.equal(routeFile(enc('hello world\n')).key, null);
+  assert.equal(routeFile(new Uint8Array([0, 1, 2, 3, 200, 5])).key, null);
+  // a file named like a matrix but holding h k l F is HKL
+  assert.equal(routeFile(enc('1 2 3 4.5\n2 2 2 1\n3 3 3 1\n')).key, 'hkl');
+});
+
+test('download names come from the settings', () => {
+  assert.equal(downloadName({ ...DEFAULT_MODEL }, { width: 512, height: 512 }, 'int'), 'nanobragg_cell100-100-100-90-90-90_lambda6.2_N5_dist100_512x512.img');
+  assert.equal(downloadName({ ...DEFAULT_MODEL, hkl: 'P1 data.hkl', misset: '1 2 3' }, { width: 64, height: 32 }, 'noise'), 'nanobragg_P1-data_lambda6.2_N5_dist100_misset1-2-3_64x32_noise.img');
+  assert.match(downloadName(DEFAULT_MODEL, { width: 8, height: 8 }, 'float'), /_float\.bin$/);
+  assert.match(downloadName(DEFAULT_MODEL, { width: 8, height: 8 }, 'png'), /\.png$/);
+});

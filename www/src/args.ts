@@ -1,0 +1,194 @@
+// Argument building (pure): model state -> upstream command-line words (each word remembers the
+// field it came from), the page's own control flags, reduced-resolution preview words, input
+// validation, and which field an error belongs to.
+import { PARAMS, PARAM_BY_KEY, fieldFlags, type ModelState, type ParamDef } from './params';
+
+export type Backend = 'auto' | 'gpu' | 'cpu';
+export type Precision = 'f32' | 'f64';
+
+// Rust's `char::is_whitespace` (Unicode White_Space), so that both splitters agree.
+const WS = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+
+/** Split a command line into words exactly as the crate's `api::split_args` does: whitespace
+ * separates words; '…' and "…" group and may start inside a word (`a"b c"` is `ab c`); an
+ * empty quoted string is a word. Spec shared with the Rust side: tests/unit/split-args.json. */
+export function splitArgs(s: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  let quote: string | null = null;
+  let has = false;
+  for (const ch of s) {
+    if (quote !== null) {
+      if (ch === quote) quote = null;
+      else cur += ch;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+      has = true;
+    } else if (WS.test(ch)) {
+      if (has || cur) out.push(cur);
+      cur = '';
+      has = false;
+    } else cur += ch;
+  }
+  if (has || cur) out.push(cur);
+  return out;
+}
+
+/** Upstream output flags that take a file name; they make no sense in the browser. */
+export const OUTPUT_FLAGS = new Set(['-floatfile', '-floatimage', '-intfile', '-intimage', '-noisefile', '-noiseimage',
+  '-pgmfile', '-pgmimage', '-stolout']);
+
+/** 'webgpu' (the name the API documents) and 'gpu' both select the GPU; anything else is auto. */
+export function asBackend(v: string): Backend {
+  return v === 'gpu' || v === 'webgpu' ? 'gpu' : v === 'cpu' ? 'cpu' : 'auto';
+}
+
+/** Split our own control flags (-backend, -precision, -threads) and the output-file flags off
+ * the upstream ones. */
+export function normaliseArgs(args: string | string[]): { args: string[]; backend?: Backend; precision?: Precision } {
+  const words = typeof args === 'string' ? splitArgs(args) : [...args];
+  const out: string[] = [];
+  let backend: Backend | undefined;
+  let precision: Precision | undefined;
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i];
+    if (w === '-backend' && i + 1 < words.length) backend = asBackend(words[++i]);
+    else if (w === '-precision' && i + 1 < words.length) precision = words[++i] === 'f64' ? 'f64' : 'f32';
+    else if (w === '-threads' && i + 1 < words.length) i++; // the pool size is fixed when the worker starts
+    else if (OUTPUT_FLAGS.has(w) && i + 1 < words.length) i++;
+    else out.push(w);
+  }
+  return { args: out, backend, precision };
+}
+
+const NUM = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+export const isNum = (s: string) => NUM.test(s);
+
+/** Per-field input errors (empty when the state is well-formed). `name` says how to call a
+ * field in the message: its flag (the app) or its attribute (the element). */
+export function validate(state: ModelState, name: (p: ParamDef) => string = (p) => p.flag): Record<string, string> {
+  const errs: Record<string, string> = {};
+  for (const p of PARAMS) {
+    const v = (state[p.key] ?? '').trim();
+    if (!v) continue;
+    if (p.kind === 'num' && !isNum(v)) errs[p.key] = `${name(p)}: "${v}" is not a number`;
+    if (p.kind === 'int' && !/^[+-]?\d+$/.test(v)) errs[p.key] = `${name(p)}: "${v}" is not a whole number`;
+    if (p.kind === 'choice' && !p.choices!.some((c) => c.value === v)) {
+      errs[p.key] = `${name(p)}: "${v}" is not one of ${p.choices!.map((c) => `"${c.value}"`).filter((c) => c !== '""').join(', ')}`;
+    }
+    if (p.kind === 'bool' && !/^(1|0|true|false|yes|no|on|off)$/i.test(v)) errs[p.key] = `${name(p)}: "${v}" is not on/off (1 or 0)`;
+    if (p.kind === 'vec') {
+      const words = v.split(/[\s,]+/).filter(Boolean);
+      if (p.word && words.length === 1 && words[0] === p.word) continue;
+      const [lo, hi] = p.n!;
+      if (words.length < lo || words.length > hi || !words.every(isNum)) {
+        errs[p.key] = `${name(p)}: needs ${lo === hi ? lo : `${lo} to ${hi}`} numbers${p.word ? ` or "${p.word}"` : ''}, found "${v}"`;
+      }
+    }
+  }
+  return errs;
+}
+
+export const isOn = (v: string | undefined) => !!v && !/^(0|false|no|off)$/i.test(v.trim());
+
+/** Command-line words for a state, and for each word the field it came from. Bare switches come
+ * first (upstream ignores -curved_det when it is the last word), and -misset_seed precedes
+ * -misset (see golden/README.md). */
+export function buildArgs(state: ModelState): { args: string[]; origin: string[] } {
+  const sw: [string, string][] = [];
+  const words: [string, string][] = [];
+  for (const p of PARAMS) {
+    const v = (state[p.key] ?? '').trim();
+    if (!v) continue;
+    switch (p.kind) {
+      case 'bool':
+        if (isOn(v)) sw.push([p.flag, p.key]);
+        break;
+      case 'choice':
+        for (const f of p.choices!.find((c) => c.value === v)?.flags ?? []) sw.push([f, p.key]);
+        break;
+      case 'vec':
+        for (const w of [p.flag, ...v.split(/[\s,]+/).filter(Boolean)]) words.push([w, p.key]);
+        break;
+      case 'text':
+        for (const w of splitArgs(v)) words.push([w, p.key]);
+        break;
+      default:
+        words.push([p.flag, p.key], [v, p.key]);
+    }
+  }
+  const all = [...sw, ...words];
+  return { args: all.map((w) => w[0]), origin: all.map((w) => w[1]) };
+}
+
+export const argsFromState = (state: ModelState) => buildArgs(state).args;
+
+/** Flags whose values are in detector pixels or name pixel-indexed files: a preview with other
+ * pixels would misplace them. */
+const PIXEL_UNIT_FLAGS = /^-(roi|ORGX|ORGY|mask|img|Xclose|Yclose|pix0_vector)/;
+
+/** Words for a fast reduced-resolution preview of the same detector: 1/factor the pixels,
+ * factor× the pixel size, one sub-pixel. Null when the flags use pixel units. */
+export function previewArgs(args: string[], width: number, height: number, pixelMm: number, factor: number): string[] | null {
+  if (factor <= 1) return null;
+  if (args.some((a) => PIXEL_UNIT_FLAGS.test(a))) return null;
+  return [
+    ...args,
+    '-detpixels_f', String(Math.max(1, Math.round(width / factor))),
+    '-detpixels_s', String(Math.max(1, Math.round(height / factor))),
+    '-pixel', String(pixelMm * factor),
+    '-oversample', '1',
+  ];
+}
+
+/** Preview reduction factor: the smallest integer that brings an estimated render time under
+ * `targetMs` (pixels scale with 1/factor²), at most `max`. */
+export function previewFactor(fullMs: number, targetMs: number, max = 8): number {
+  if (!(fullMs > targetMs)) return 1;
+  return Math.min(max, Math.ceil(Math.sqrt(fullMs / targetMs)));
+}
+
+const FLAG_RE = /(^|[^\w-])(-[A-Za-z][\w]*)/g;
+
+/** Flags named in a message. */
+export function flagsIn(message: string): string[] {
+  return [...message.matchAll(FLAG_RE)].map((m) => m[2]);
+}
+
+/**
+ * The field an error belongs to. In order: a file field whose file the message names; the
+ * field that produced a named flag, preferring the field the user just changed (`-N abc` typed
+ * in Extra flags is the Extra flags field's); the changed field when the message names no flag
+ * the words contain (an automatic value such as the oversampling derived from N, or "sampling
+ * counts are unreasonably large"); else the field of the longest named flag.
+ */
+export function blameField(message: string, state: ModelState, built: { args: string[]; origin: string[] }, changed: string | null): string | null {
+  for (const p of PARAMS) {
+    const v = state[p.key];
+    if (p.kind === 'file' && v && message.includes(v)) return p.key;
+  }
+  const named = flagsIn(message);
+  // the occurrence a message is about: the one whose value it quotes, else the last (upstream
+  // lets a later flag override an earlier one)
+  const occurrence = (f: string): number => {
+    const at = built.args.flatMap((w, i) => (w === f ? [i] : []));
+    return at.find((i) => i + 1 < built.args.length && message.includes(`"${built.args[i + 1]}"`)) ?? at[at.length - 1] ?? -1;
+  };
+  const owners = new Set<string>();
+  for (const f of named) built.args.forEach((w, i) => { if (w === f) owners.add(built.origin[i]); });
+  if (changed && owners.has(changed)) return changed;
+  if (owners.size) {
+    // the owner of the longest flag named (e.g. -detpixels_f over -detpixels)
+    let best: string | null = null, len = 0;
+    for (const f of named) {
+      const i = occurrence(f);
+      if (i >= 0 && f.length > len) { best = built.origin[i]; len = f.length; }
+    }
+    return best;
+  }
+  if (changed && PARAM_BY_KEY.has(changed)) return changed;
+  // Fields that would own a named flag although the words do not contain it.
+  let best: ParamDef | null = null, len = 0;
+  for (const p of PARAMS) for (const f of fieldFlags(p)) if (named.includes(f) && f.length > len) { best = p; len = f.length; }
+  return best?.key ?? null;
+}

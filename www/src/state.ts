@@ -1,0 +1,283 @@
+// The front end's state, in one place: the model parameters, the view settings, the one set of
+// defaults, the presets, the URL codec and the <nanobragg-view> attribute codec. The app
+// (main.ts) and the element (embed.ts) both hold a `Store`; everything else subscribes to its
+// signals (@preact/signals-core) instead of being called by hand after each change.
+import { batch, computed, signal, type ReadonlySignal, type Signal } from '@preact/signals-core';
+import { PARAMS, PARAM_BY_KEY, type ModelState, type ParamDef } from './params';
+import { asBackend, buildArgs, validate, type Backend, type Precision } from './args';
+
+export type { ModelState } from './params';
+export type ColourMap = 'inverted-grey' | 'grey' | 'viridis' | 'inferno';
+export type Scaling = 'linear' | 'sqrt' | 'log';
+export type Theme = 'auto' | 'light' | 'dark';
+
+/** How the image is shown and where it is rendered (everything that is not a model flag). */
+export interface ViewSettings {
+  backend: Backend;
+  precision: Precision;
+  cmap: ColourMap;
+  scaling: Scaling;
+  /** 0..100: white point = max / 10^(contrast/20) (when no explicit levels). */
+  contrast: number;
+  /** Explicit black and white levels in photons/pixel; null = automatic. */
+  min: number | null;
+  max: number | null;
+  rings: boolean;
+  beamc: boolean;
+  theme: Theme;
+}
+
+export const COLOUR_MAPS: { value: ColourMap; label: string }[] = [
+  { value: 'inverted-grey', label: 'Inverted grey' },
+  { value: 'grey', label: 'Grey' },
+  { value: 'viridis', label: 'Viridis (perceptual)' },
+  { value: 'inferno', label: 'Inferno (perceptual)' },
+];
+
+// ---- the one set of defaults ------------------------------------------------------------------
+
+export interface Preset {
+  id: string;
+  label: string;
+  state: ModelState;
+}
+
+export const PRESETS: Preset[] = [
+  {
+    id: 'cubic', label: 'Simple cubic (teaching)',
+    state: { cell: '100 100 100 90 90 90', lambda: '6.2', N: '5', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2' },
+  },
+  {
+    id: 'protein', label: 'Protein-sized cell with mosaicity',
+    state: {
+      cell: '79 79 38 90 90 90', lambda: '1.0', N: '12', default_F: '100', distance: '120', detpixels: '512', pixel: '0.3',
+      misset: '10 25 5', mosaic: '0.3', mosaic_domains: '12', oversample: '1',
+    },
+  },
+  {
+    id: 'triclinic', label: 'Small-molecule triclinic',
+    state: {
+      cell: '5.8 7.1 9.3 81 77 68', lambda: '0.71', N: '25', default_F: '100', distance: '50', detpixels: '512', pixel: '0.3',
+      misset: '12 -35 50', oversample: '1',
+    },
+  },
+];
+
+/** The model a page starts from; URL parameters and element attributes apply on top of it. */
+export const DEFAULT_MODEL: Readonly<ModelState> = PRESETS[0].state;
+
+export const VIEW_DEFAULTS: Readonly<ViewSettings> = {
+  backend: 'auto', precision: 'f32', cmap: 'inverted-grey', scaling: 'log', contrast: 30, min: null, max: null,
+  rings: true, beamc: true, theme: 'auto',
+};
+
+export const VIEW_KEYS = Object.keys(VIEW_DEFAULTS) as (keyof ViewSettings)[];
+
+/** Where a slider rests when its field is empty (upstream's defaults). */
+export const SLIDER_REST: Record<string, number> = { lambda: 1, distance: 100, N: 1, mosaic_domains: 1, oversample: 1 };
+
+export function presetOf(state: ModelState): Preset | undefined {
+  return PRESETS.find((p) => sameModel(p.state, state));
+}
+
+export function sameModel(a: ModelState, b: ModelState): boolean {
+  for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) if ((a[k] ?? '').trim() !== (b[k] ?? '').trim()) return false;
+  return true;
+}
+
+// ---- view settings from strings -------------------------------------------------------------
+
+const CMAPS = COLOUR_MAPS.map((c) => c.value) as string[];
+
+/** One view setting from its string form (URL or attribute); an error names `name`. */
+export function parseViewValue(key: keyof ViewSettings, v: string, name: string = key): { value?: unknown; error?: string } {
+  const t = v.trim();
+  const bad = (what: string) => ({ error: `${name}: "${v}" is not ${what}` });
+  switch (key) {
+    case 'backend':
+      return ['auto', 'gpu', 'webgpu', 'cpu'].includes(t) ? { value: asBackend(t) } : bad('auto, webgpu or cpu');
+    case 'precision':
+      return t === 'f32' || t === 'f64' ? { value: t } : bad('f32 or f64');
+    case 'cmap':
+      return CMAPS.includes(t) ? { value: t } : bad(`one of ${CMAPS.join(', ')}`);
+    case 'scaling':
+      return ['log', 'sqrt', 'linear'].includes(t) ? { value: t } : bad('log, sqrt or linear');
+    case 'theme':
+      return ['auto', 'light', 'dark'].includes(t) ? { value: t } : bad('auto, light or dark');
+    case 'contrast': {
+      const x = Number(t);
+      return t !== '' && Number.isFinite(x) && x >= 0 && x <= 100 ? { value: x } : bad('a number from 0 to 100');
+    }
+    case 'min':
+    case 'max': {
+      if (t === '' || t === 'auto') return { value: null };
+      const x = Number(t);
+      return Number.isFinite(x) ? { value: x } : bad('a number (photons/pixel) or auto');
+    }
+    case 'rings':
+    case 'beamc':
+      return /^(1|0|true|false|on|off|)$/i.test(t) ? { value: !/^(0|false|off)$/i.test(t) } : bad('1 or 0');
+  }
+}
+
+function viewToString(key: keyof ViewSettings, v: unknown): string {
+  if (typeof v === 'boolean') return v ? '1' : '0';
+  if (v === null) return '';
+  return String(v);
+}
+
+// ---- URL codec -----------------------------------------------------------------------------
+
+export interface Decoded {
+  model: ModelState;
+  view: ViewSettings;
+  /** Other parameters (embed=1, present=1, …), kept as they are. */
+  rest: Record<string, string>;
+  /** Values that could not be read, by key. */
+  errors: Record<string, string>;
+}
+
+/**
+ * URL parameters -> state. Model parameters apply on top of the default model (`?detpixels=1024`
+ * is the default crystal on a 1024² detector); an empty value (`N=`) removes a default; a
+ * `preset=` parameter starts from that preset instead.
+ */
+export function decodeUrl(q: URLSearchParams): Decoded {
+  const preset = PRESETS.find((p) => p.id === q.get('preset'));
+  const model: ModelState = { ...(preset?.state ?? DEFAULT_MODEL) };
+  const view: ViewSettings = { ...VIEW_DEFAULTS };
+  const rest: Record<string, string> = {};
+  const errors: Record<string, string> = {};
+  for (const [k, v] of q) {
+    if (PARAM_BY_KEY.has(k)) {
+      if (v.trim()) model[k] = v;
+      else delete model[k];
+    } else if ((VIEW_KEYS as string[]).includes(k)) {
+      const r = parseViewValue(k as keyof ViewSettings, v);
+      if (r.error) errors[k] = r.error;
+      else (view as unknown as Record<string, unknown>)[k] = r.value;
+    } else if (k !== 'preset') rest[k] = v;
+  }
+  return { model, view, rest, errors };
+}
+
+/** State -> URL parameters: every model value (a link reproduces the pattern even if the
+ * defaults change), an empty value for a removed default, the view settings that differ from
+ * their defaults, and `rest`. */
+export function encodeUrl(model: ModelState, view: ViewSettings, rest: Record<string, string> = {}): string {
+  const out = new URLSearchParams();
+  for (const [k, v] of Object.entries(rest)) out.set(k, v);
+  for (const p of PARAMS) {
+    const v = (model[p.key] ?? '').trim();
+    const d = (DEFAULT_MODEL[p.key] ?? '').trim();
+    if (v || d) out.set(p.key, v);
+  }
+  for (const k of VIEW_KEYS) {
+    const s = viewToString(k, view[k]);
+    if (s !== viewToString(k, VIEW_DEFAULTS[k])) out.set(k, s);
+  }
+  // readable: spaces as '+', commas as they are
+  return out.toString().replace(/%2C/g, ',');
+}
+
+/** Input files a URL's model names: a link that names them does not carry them. */
+export function localFiles(model: ModelState): string[] {
+  return PARAMS.filter((p) => p.kind === 'file' && (model[p.key] ?? '').trim()).map((p) => model[p.key].trim());
+}
+
+// ---- <nanobragg-view> attributes -----------------------------------------------------------
+
+/** Attribute name of a model field (HTML attributes are case-insensitive). */
+export const attrName = (p: ParamDef) => p.key.toLowerCase();
+
+export const FILE_KEYS = PARAMS.filter((p) => p.kind === 'file').map((p) => p.key);
+
+export const ELEMENT_ATTRIBUTES = [
+  ...PARAMS.map(attrName), 'args', ...VIEW_KEYS, ...FILE_KEYS.map((k) => `${k}-src`),
+];
+
+/** Element attributes -> state, on top of the defaults, with errors that name the attribute. */
+export function decodeAttributes(get: (name: string) => string | null): Decoded & { extraArgs: string } {
+  const model: ModelState = { ...DEFAULT_MODEL };
+  const view: ViewSettings = { ...VIEW_DEFAULTS };
+  const errors: Record<string, string> = {};
+  for (const p of PARAMS) {
+    const v = get(attrName(p));
+    if (v === null) continue;
+    if (v.trim() === '' && p.kind === 'bool') model[p.key] = '1';
+    else if (v.trim()) model[p.key] = v;
+    else delete model[p.key];
+  }
+  for (const k of VIEW_KEYS) {
+    const v = get(k);
+    if (v === null) continue;
+    const r = parseViewValue(k, v, `attribute ${k}`);
+    if (r.error) errors[k] = r.error;
+    else (view as unknown as Record<string, unknown>)[k] = r.value;
+  }
+  const bad = validate(model, (p) => `attribute ${attrName(p)}`);
+  return { model, view, rest: {}, errors: { ...bad, ...errors }, extraArgs: get('args') ?? '' };
+}
+
+// ---- the store --------------------------------------------------------------------------------
+
+export type RenderMode = 'preview' | 'full';
+
+export interface Store {
+  model: Signal<ModelState>;
+  view: Signal<ViewSettings>;
+  /** Input files by name (the names the file fields hold). */
+  files: Signal<ReadonlyMap<string, Uint8Array>>;
+  /** The field the user changed last (errors attach to it), and whether the change is live
+   * (a slider being dragged: previews) or final. */
+  changed: Signal<{ key: string | null; mode: RenderMode }>;
+  args: ReadonlySignal<{ args: string[]; origin: string[] }>;
+  /** Input errors found without running the simulator. */
+  inputErrors: ReadonlySignal<Record<string, string>>;
+  setField(key: string, value: string, mode?: RenderMode): void;
+  setView(patch: Partial<ViewSettings>): void;
+  setModel(model: ModelState): void;
+  addFile(name: string, bytes: Uint8Array): void;
+}
+
+export function createStore(model: ModelState = { ...DEFAULT_MODEL }, view: ViewSettings = { ...VIEW_DEFAULTS }): Store {
+  const s: Store = {
+    model: signal({ ...model }),
+    view: signal({ ...view }),
+    files: signal(new Map()),
+    changed: signal({ key: null, mode: 'full' }),
+    args: computed(() => buildArgs(s.model.value)),
+    inputErrors: computed(() => {
+      const errs = validate(s.model.value);
+      for (const p of PARAMS) {
+        const v = s.model.value[p.key];
+        if (p.kind === 'file' && v && !s.files.value.has(v)) errs[p.key] = `${p.flag} ${v}: please choose or drop this file`;
+      }
+      return errs;
+    }),
+    setField(key, value, mode = 'full') {
+      batch(() => {
+        s.changed.value = { key, mode };
+        const next = { ...s.model.value };
+        if (value.trim()) next[key] = value.trim();
+        else delete next[key];
+        s.model.value = next;
+      });
+    },
+    setView(patch) {
+      s.view.value = { ...s.view.value, ...patch };
+    },
+    setModel(m) {
+      batch(() => {
+        s.changed.value = { key: null, mode: 'full' };
+        s.model.value = { ...m };
+      });
+    },
+    addFile(name, bytes) {
+      const next = new Map(s.files.value);
+      next.set(name, bytes);
+      s.files.value = next;
+    },
+  };
+  return s;
+}
