@@ -1,11 +1,13 @@
 // nanoBragg per-pixel kernel (MODEL §6.2). One invocation per pixel; the host splits the image
-// into tiles of rows (or of pixels within a row when one row is too much work) (`Chunk`). Preceded by shared/df64.wgsl (concatenated by the host).
+// into tiles of rows (or of pixels within a row when one row is too much work) (`Chunk`).
+// Preceded by shared/df64.wgsl and shared/terms.wgsl (concatenated by the host).
 //
 // Precision (MODEL §9): the chain pixel -> pos -> R -> d -> h,k,l is df64; h = A.d - c with
 // A = a/lambda and c = (a.i)/lambda precomputed per (source, orientation) on the host in f64.
-// Lattice factors use the delta form with our own sinpi; the per-pixel sum is df64.
+// Every factor is a function of shared/terms.wgsl (the twin of crate/src/cpu/terms.rs); the
+// per-pixel sum is df64.
 //
-// The structs below must be kept in sync with crate/src/gpu/layout.rs (checked by
+// The structs and constants below must be kept in sync with crate/src/gpu/layout.rs (checked by
 // crate/tests/gpu_layout.rs through naga reflection).
 
 const FLAG_CURVED: u32 = 1u;
@@ -28,6 +30,13 @@ const INTERP_NEAREST: u32 = 0u;
 const INTERP_TRICUBIC: u32 = 1u;
 
 const NO_PIXEL: u32 = 0xffffffffu;
+
+// Layout of the `flags` buffer (u32 words; layout::FLAGS_*): word FLAGS_SWITCH holds the first
+// pixel (raster index) with an out-of-range tricubic term (NO_PIXEL if none); the words from
+// FLAGS_HEADER_WORDS on hold one bit per pixel, set when the pixel falls under the exact-Bragg
+// rule: word FLAGS_HEADER_WORDS + idx / 32, bit idx % 32. The other header words are unused.
+const FLAGS_SWITCH: u32 = 0u;
+const FLAGS_HEADER_WORDS: u32 = 4u;
 
 // Keep in sync with `layout::Params`.
 struct Params {
@@ -118,22 +127,18 @@ struct Term {
 }
 
 @group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<uniform> C: Chunk;
+// A storage buffer, not a uniform: with a uniform Chunk, Mesa's lavapipe kept ~2 MB more after
+// every render, even of an unchanged plan (measured; it specialises shaders on small uniform
+// values); as storage, repeated renders do not grow. Each submission still costs lavapipe
+// 30-50 ms and some memory, which is why tiles stay large there (crate/src/gpu/renderer.rs).
+@group(0) @binding(1) var<storage, read> C: Chunk;
 @group(0) @binding(2) var<storage, read> sources: array<Source>;
 @group(0) @binding(3) var<storage, read> terms: array<Term>;
 @group(0) @binding(4) var<storage, read> hkl: array<f32>;
 @group(0) @binding(5) var<storage, read> mask: array<u32>;
 @group(0) @binding(6) var<storage, read_write> image: array<f32>;
-// flags[0]: first pixel (raster index) with an out-of-range tricubic term, NO_PIXEL if none.
-// flags[1..4]: unused. flags[4 + idx/32] bit idx%32: pixel idx has an "exact Bragg" term (below).
+// See FLAGS_SWITCH and FLAGS_HEADER_WORDS.
 @group(0) @binding(7) var<storage, read_write> flags: array<atomic<u32>>;
-
-// Within this distance of a non-zero integer index upstream's f64 grating function
-// sin(N*pi*h)/sin(pi*h) is dominated by the rounding of pi*h, not by the true limit N (spots
-// exactly on Bragg positions come out brighter than N^3 in upstream images). That value depends
-// on the exact bits of upstream's f64 h, which no f32 device can reproduce, so such pixels are
-// flagged and re-rendered by the host in f64 (same rule as the CPU f32 kernel, EXACT_BRAGG).
-const EXACT_BRAGG: f32 = 1e-9;
 
 fn df_zero_a() -> u32 {
     return P.zero_a;
@@ -161,119 +166,13 @@ fn nearest_index(x: vec2<f32>) -> f32 {
     return n;
 }
 
-// floor of a df64 value.
-fn df_floor(x: vec2<f32>) -> f32 {
-    var n = floor(x.x);
-    if n == x.x && x.y < 0.0 {
-        n -= 1.0;
-    }
-    return n;
+// The structure-factor table for shared/terms.wgsl.
+fn hkl_value(i: u32) -> f32 {
+    return hkl[i];
 }
 
-// x > n for df64 x and integer n.
-fn df_gt(x: vec2<f32>, n: f32) -> bool {
-    return x.x > n || (x.x == n && x.y > 0.0);
-}
-
-fn df_lt(x: vec2<f32>, n: f32) -> bool {
-    return x.x < n || (x.x == n && x.y < 0.0);
-}
-
-// sin(pi N d)/sin(pi d) for |d| <= 1/2 (the delta form of sincg, MODEL §9.2).
-fn sincg_delta(d: f32, n: f32) -> f32 {
-    if abs(d) < 1e-30 {
-        return n;
-    }
-    return sinpi(n * d) / sinpi(d);
-}
-
-// 3 (sin x - x cos x)/x^3 at x = pi*y.
-fn sinc3_pi(y: f32) -> f32 {
-    let x = 3.14159265358979 * y;
-    if abs(x) < 1.0 {
-        let x2 = x * x;
-        var p = -1.0 / 172972800.0;
-        p = p * x2 + 1.0 / 1330560.0;
-        p = p * x2 - 1.0 / 15120.0;
-        p = p * x2 + 1.0 / 280.0;
-        p = p * x2 - 0.1;
-        return 1.0 + x2 * p;
-    }
-    return 3.0 * (sinpi(y) / x - cospi(y)) / (x * x);
-}
-
-// -expm1(-x) = 1 - exp(-x) without cancellation for small x.
-fn one_minus_exp_neg(x: f32) -> f32 {
-    if abs(x) < 0.01 {
-        return x * (1.0 - x * (0.5 - x * (1.0 / 6.0 - x * (1.0 / 24.0))));
-    }
-    return 1.0 - exp(-x);
-}
-
-fn hkl_at(ih: i32, ik: i32, il: i32) -> f32 {
-    let kd = P.k_range + 1;
-    let ld = P.l_range + 1;
-    return hkl[u32((ih * kd + ik) * ld + il)];
-}
-
-fn f_nearest(h0: f32, k0: f32, l0: f32) -> f32 {
-    if has(FLAG_HKL) {
-        let ih = i32(h0) - P.h_min;
-        let ik = i32(k0) - P.k_min;
-        let il = i32(l0) - P.l_min;
-        if ih >= 0 && ih < P.h_range && ik >= 0 && ik < P.k_range && il >= 0 && il < P.l_range {
-            return hkl_at(ih, ik, il);
-        }
-    }
-    return P.default_f;
-}
-
-// 4-point Lagrange weights on nodes -1, 0, 1, 2 at fraction t (MODEL §6.4).
-fn lagrange4(t: f32) -> vec4<f32> {
-    let tm1 = t - 1.0;
-    let tm2 = t - 2.0;
-    let tp1 = t + 1.0;
-    return vec4<f32>(
-        -(t * tm1 * tm2) / 6.0,
-        (tp1 * tm1 * tm2) / 2.0,
-        -(tp1 * t * tm2) / 2.0,
-        (tp1 * t * tm1) / 6.0,
-    );
-}
-
-fn f_tricubic(hf: f32, kf: f32, lf: f32, wh: vec4<f32>, wk: vec4<f32>, wl: vec4<f32>) -> f32 {
-    let ih = i32(hf) - 1 - P.h_min;
-    let ik = i32(kf) - 1 - P.k_min;
-    let il = i32(lf) - 1 - P.l_min;
-    var fh = 0.0;
-    for (var a = 0; a < 4; a++) {
-        var fk = 0.0;
-        for (var b = 0; b < 4; b++) {
-            var fl = 0.0;
-            for (var c = 0; c < 4; c++) {
-                fl += wl[c] * hkl_at(ih + a, ik + b, il + c);
-            }
-            fk += wk[b] * fl;
-        }
-        fh += wh[a] * fk;
-    }
-    return fh;
-}
-
-fn polarization(i: vec3<f32>, d: vec3<f32>, e_in: vec3<f32>, b_in: vec3<f32>) -> f32 {
-    let c2 = dot(i, d);
-    let c2sq = c2 * c2;
-    let s2sq = 1.0 - c2sq;
-    var cos2psi = 1.0;
-    if P.polar_k != 0.0 {
-        let e = dot(d, e_in);
-        let b = dot(d, b_in);
-        let den = e * e + b * b;
-        if den > 0.0 {
-            cos2psi = (e * e - b * b) / den;
-        }
-    }
-    return 0.5 * (1.0 + c2sq - P.polar_k * cos2psi * s2sq);
+fn hkl_box() -> HklBox {
+    return HklBox(vec3<i32>(P.h_min, P.k_min, P.l_min), vec3<i32>(P.h_range, P.k_range, P.l_range), has(FLAG_HKL));
 }
 
 // Rodrigues rotation of v about unit axis u by the angle whose (sin, cos) is sc (MODEL §3.1), df64.
@@ -331,6 +230,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let thickstep = P.sub_thick.zw;
     let distance = P.dist.xy;
     let nabc = (P.na * P.nb) * P.nc;
+    let g = hkl_box();
 
     var acc = vec2<f32>(P.i_bg, 0.0);
     var polar = select(0.0, 1.0, has(FLAG_NOPOLAR));
@@ -362,19 +262,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 let r = df_sqrt(df_dot3(pos, pos));
                 let inv_r = df_div(vec2<f32>(1.0, 0.0), r);
                 let d = df3_scale(pos, inv_r);
-                let rf = r.x;
                 let d32 = d.hi;
                 if omega == 0.0 || ov_omega {
-                    if has(FLAG_POINT_PIXEL) {
-                        omega = (1.0 / rf) / rf;
-                    } else {
-                        omega = (((P.dist.w / rf) / rf) * P.dist.z) / rf;
-                    }
+                    omega = solid_angle(inv_r.x, P.dist.w, P.dist.z, has(FLAG_POINT_PIXEL));
                 }
                 if capture == 0.0 || ov_thick {
-                    let rho = dot(d32, P.odet_hi.xyz);
-                    let x = P.mu_step / rho;
-                    capture = exp(-f32(t) * x) * one_minus_exp_neg(x);
+                    capture = capture_fraction(f32(t), P.mu_step, dot(d32, P.odet_hi.xyz));
                 }
                 for (var src = 0u; src < P.n_sources; src++) {
                     let S = sources[src];
@@ -386,7 +279,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                         }
                     }
                     if polar == 0.0 || ov_polar {
-                        polar = polarization(inc, d32, S.e_in.xyz, S.b_in.xyz);
+                        polar = polarization(P.polar_k, inc, d32, S.e_in.xyz, S.b_in.xyz);
                     }
                     var base = src * P.n_orient;
                     if first_seq {
@@ -398,6 +291,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                         let h = df_dot3_sub(df3_from(T.h_hi, T.h_lo), d, vec2<f32>(T.h_hi.w, T.h_lo.w));
                         let k = df_dot3_sub(df3_from(T.k_hi, T.k_lo), d, vec2<f32>(T.k_hi.w, T.k_lo.w));
                         let l = df_dot3_sub(df3_from(T.l_hi, T.l_lo), d, vec2<f32>(T.l_hi.w, T.l_lo.w));
+                        // A non-finite (or huge) index drops its term (terms.rs INDEX_LIMIT).
+                        if !(index_ok(h.x) & index_ok(k.x) & index_ok(l.x)) {
+                            continue;
+                        }
                         let h0 = nearest_index(h);
                         let k0 = nearest_index(k);
                         let l0 = nearest_index(l);
@@ -406,70 +303,45 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                         let dk = (k.x - k0) + k.y;
                         let dl = (l.x - l0) + l.y;
 
-                        var f_latt = 1.0;
-                        var skip = false;
+                        var f_latt = 0.0;
+                        var zero = false;
                         if P.shape == SHAPE_SQUARE {
-                            if (P.na > 1.0 && abs(dh) < EXACT_BRAGG && h0 != 0.0) || (P.nb > 1.0 && abs(dk) < EXACT_BRAGG && k0 != 0.0) || (P.nc > 1.0 && abs(dl) < EXACT_BRAGG && l0 != 0.0) {
-                                exact_bragg = true;
-                            }
-                            if P.na > 1.0 {
-                                f_latt *= sincg_delta(dh, P.na);
-                            }
-                            if P.nb > 1.0 {
-                                f_latt *= sincg_delta(dk, P.nb);
-                            }
-                            if P.nc > 1.0 {
-                                f_latt *= sincg_delta(dl, P.nc);
-                            }
+                            exact_bragg = exact_bragg | ((P.na > 1.0) & is_exact_bragg(dh, h0)) | ((P.nb > 1.0) & is_exact_bragg(dk, k0)) | ((P.nc > 1.0) & is_exact_bragg(dl, l0));
+                            f_latt = lattice_square(dh, dk, dl, P.na, P.nb, P.nc);
+                            zero = f_latt == 0.0;
                         } else if P.shape == SHAPE_ROUND {
-                            let hrad2 = ((dh * dh) * P.na) * P.na + ((dk * dk) * P.nb) * P.nb + ((dl * dl) * P.nc) * P.nc;
-                            f_latt = nabc * 0.723601254558268 * sinc3_pi(sqrt(hrad2 * P.fudge));
+                            f_latt = lattice_round(dh, dk, dl, P.na, P.nb, P.nc, P.fudge);
+                            zero = f_latt == 0.0;
                         } else {
-                            let dstar = dh * P.a_star.xyz + dk * P.b_star.xyz + dl * P.c_star.xyz;
-                            let r2 = dot(dstar, dstar) * P.na * P.na * P.nb * P.nb * P.nc * P.nc;
+                            let r2 = shape_r2(dh, dk, dl, P.a_star.xyz, P.b_star.xyz, P.c_star.xyz, P.na, P.nb, P.nc);
                             if P.shape == SHAPE_GAUSS {
-                                let arg = -(r2 / 0.63 * P.fudge);
-                                f_latt = nabc * exp(arg);
-                                // f64 exp underflows to exactly 0 below about -745.13.
-                                skip = arg < -745.1332;
+                                f_latt = lattice_gauss(r2, nabc, P.fudge);
+                                zero = gauss_underflows(r2, P.fudge);
                             } else {
-                                if r2 * P.fudge < 0.3969 {
-                                    f_latt = nabc;
-                                } else {
-                                    f_latt = 0.0;
-                                    skip = true;
-                                }
+                                f_latt = lattice_tophat(r2, nabc, P.fudge);
+                                zero = f_latt == 0.0;
                             }
                         }
-                        if skip && !no_skip {
+                        if zero && !no_skip {
                             continue;
                         }
 
                         var f_cell = P.default_f;
                         var use_nearest = true;
                         if tricubic {
-                            let hlo = f32(P.h_min + 2);
-                            let klo = f32(P.k_min + 2);
-                            let llo = f32(P.l_min + 2);
-                            let hhi = f32(P.h_min + P.h_range - 3);
-                            let khi = f32(P.k_min + P.k_range - 3);
-                            let lhi = f32(P.l_min + P.l_range - 3);
-                            if df_gt(h, hhi) || df_lt(h, hlo) || df_gt(k, khi) || df_lt(k, klo) || df_gt(l, lhi) || df_lt(l, llo) {
-                                atomicMin(&flags[0], idx);
+                            if stencil_leaves_table(g, h, k, l) {
+                                atomicMin(&flags[FLAGS_SWITCH], idx);
                                 tricubic = false;
                             } else {
                                 let hf = df_floor(h);
                                 let kf = df_floor(k);
                                 let lf = df_floor(l);
-                                let wh = lagrange4((h.x - hf) + h.y);
-                                let wk = lagrange4((k.x - kf) + k.y);
-                                let wl = lagrange4((l.x - lf) + l.y);
-                                f_cell = f_tricubic(hf, kf, lf, wh, wk, wl);
+                                f_cell = f_tricubic(g, hf, kf, lf, node_diffs(h, hf), node_diffs(k, kf), node_diffs(l, lf));
                                 use_nearest = false;
                             }
                         }
                         if use_nearest {
-                            f_cell = f_nearest(h0, k0, l0);
+                            f_cell = f_nearest(g, P.default_f, h0, k0, l0);
                         }
 
                         let term = ((f_cell * f_cell) * f_latt) * f_latt;
@@ -502,6 +374,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     image[idx] = val;
     if exact_bragg {
-        atomicOr(&flags[4u + (idx >> 5u)], 1u << (idx & 31u));
+        atomicOr(&flags[FLAGS_HEADER_WORDS + (idx >> 5u)], 1u << (idx & 31u));
     }
 }

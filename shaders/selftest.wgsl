@@ -1,6 +1,9 @@
-// Self-test entry point for the df64 building blocks (preceded by shared/df64.wgsl). Each case
-// reads four vec4 inputs and writes one vec4; `op` selects the function. Run by
-// crate/src/gpu/selftest.rs at device creation (fma detection) and by crate/tests/gpu_selftest.rs.
+// Self-test entry point for the df64 building blocks and the term functions (preceded by
+// shared/df64.wgsl and shared/terms.wgsl). Each case reads four vec4 inputs and writes one vec4;
+// `op` selects the function; the structure-factor lookups read `table`. Run by
+// crate/src/gpu/selftest.rs at device creation (fma detection) and by crate/tests/gpu_selftest.rs
+// (each op against its Rust twin). The OP_* values are `selftest::Op` (checked by
+// crate/tests/gpu_layout.rs).
 
 // Keep in sync with `layout::SelfTestParams`.
 struct SelfTestParams {
@@ -22,6 +25,21 @@ fn df_zero_b() -> u32 {
 @group(0) @binding(0) var<uniform> T: SelfTestParams;
 @group(0) @binding(1) var<storage, read> inputs: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> outputs: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> table: array<f32>;
+
+fn hkl_value(i: u32) -> f32 {
+    return table[i];
+}
+
+// A table box from two input vectors: lo = a.xyz, range = b.xyz (integers held in floats),
+// present = a.w != 0.
+fn box_of(a: vec4<f32>, b: vec4<f32>) -> HklBox {
+    return HklBox(vec3<i32>(a.xyz), vec3<i32>(b.xyz), a.w != 0.0);
+}
+
+fn flag(b: bool) -> f32 {
+    return select(0.0, 1.0, b);
+}
 
 const OP_TWO_SUM: u32 = 0u;
 const OP_TWO_PROD_FMA: u32 = 1u;
@@ -37,6 +55,16 @@ const OP_DF_SINCOS: u32 = 10u;
 const OP_QUICK_TWO_SUM: u32 = 11u;
 const OP_TWO_SUM_NEG_PRODUCT: u32 = 12u;
 const OP_TWO_SUM_NEG_TWO_PROD: u32 = 13u;
+const OP_GRATING: u32 = 14u;
+const OP_LATTICE_SQUARE: u32 = 15u;
+const OP_LATTICE_ROUND: u32 = 16u;
+const OP_SHAPE_R2: u32 = 17u;
+const OP_POLARIZATION: u32 = 18u;
+const OP_CAPTURE_SOLID_ANGLE: u32 = 19u;
+const OP_GUARDS: u32 = 20u;
+const OP_F_NEAREST: u32 = 21u;
+const OP_F_TRICUBIC: u32 = 22u;
+const OP_POLINT4: u32 = 23u;
 
 @compute @workgroup_size(64, 1, 1)
 fn selftest(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -97,6 +125,61 @@ fn selftest(@builtin(global_invocation_id) gid: vec3<u32>) {
         case OP_TWO_SUM_NEG_TWO_PROD: {
             let p = two_prod(a.y, a.z);
             r = vec4<f32>(two_sum(-a.x, p.x), p);
+        }
+        case OP_GRATING: {
+            // (d, N) -> (numerator, denominator, sincg_delta, sinc3_pi(d))
+            let p = grating_parts(a.x, a.y);
+            r = vec4<f32>(p, sincg_delta(a.x, a.y), sinc3_pi(a.x));
+        }
+        case OP_LATTICE_SQUARE: {
+            // deltas a.xyz, N b.xyz
+            r = vec4<f32>(lattice_square(a.x, a.y, a.z, b.x, b.y, b.z), 0.0, 0.0, 0.0);
+        }
+        case OP_LATTICE_ROUND: {
+            // deltas a.xyz, N b.xyz, fudge b.w
+            r = vec4<f32>(lattice_round(a.x, a.y, a.z, b.x, b.y, b.z, b.w), 0.0, 0.0, 0.0);
+        }
+        case OP_SHAPE_R2: {
+            // deltas a.xyz, fudge a.w; a* b.xyz, Na b.w; b* c.xyz, Nb c.w; c* d.xyz, Nc d.w
+            let r2 = shape_r2(a.x, a.y, a.z, b.xyz, c.xyz, d.xyz, b.w, c.w, d.w);
+            let nabc = (b.w * c.w) * d.w;
+            r = vec4<f32>(r2, lattice_gauss(r2, nabc, a.w), flag(gauss_underflows(r2, a.w)), lattice_tophat(r2, nabc, a.w));
+        }
+        case OP_POLARIZATION: {
+            // i a.xyz, k a.w, d b.xyz, E_in c.xyz, B_in d.xyz
+            r = vec4<f32>(polarization(a.w, a.xyz, b.xyz, c.xyz, d.xyz), 0.0, 0.0, 0.0);
+        }
+        case OP_CAPTURE_SOLID_ANGLE: {
+            // (t, mu_step, rho) a.xyz; (inv_r, pixel^2, close_distance, point_pixel) b
+            r = vec4<f32>(capture_fraction(a.x, a.y, a.z), one_minus_exp_neg(a.y), solid_angle(b.x, b.y, b.z, b.w != 0.0), 0.0);
+        }
+        case OP_GUARDS: {
+            // (h, delta, nearest, x) -> (index_ok(h), is_exact_bragg(delta, nearest), round_even(x), sinpi(x))
+            r = vec4<f32>(flag(index_ok(a.x)), flag(is_exact_bragg(a.y, a.z)), round_even(a.w), sinpi(a.w));
+        }
+        case OP_F_NEAREST: {
+            // (h0, k0, l0, default_F) a; box lo b.xyz, present b.w; range c.xyz
+            r = vec4<f32>(f_nearest(box_of(b, c), a.w, a.x, a.y, a.z), 0.0, 0.0, 0.0);
+        }
+        case OP_F_TRICUBIC: {
+            // df64 (h, k, l): hi a.xyz, lo b.xyz; box lo c.xyz, present c.w; range d.xyz
+            // -> (F or 0, stencil leaves the table)
+            let g = box_of(c, d);
+            let h = vec2<f32>(a.x, b.x);
+            let k = vec2<f32>(a.y, b.y);
+            let l = vec2<f32>(a.z, b.z);
+            let leaves = stencil_leaves_table(g, h, k, l);
+            var f = 0.0;
+            if !leaves {
+                let hf = df_floor(h);
+                let kf = df_floor(k);
+                let lf = df_floor(l);
+                f = f_tricubic(g, hf, kf, lf, node_diffs(h, hf), node_diffs(k, kf), node_diffs(l, lf));
+            }
+            r = vec4<f32>(f, flag(leaves), 0.0, 0.0);
+        }
+        case OP_POLINT4: {
+            r = vec4<f32>(polint4(a, b), 0.0, 0.0, 0.0);
         }
         default: {}
     }

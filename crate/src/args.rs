@@ -33,11 +33,8 @@ pub enum Pivot {
     Sample,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Precision {
-    F32,
-    F64,
-}
+/// `-precision`: defined with the plan (what the kernels need lives there), re-exported here.
+pub use crate::plan::Precision;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {

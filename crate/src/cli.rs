@@ -349,7 +349,7 @@ fn run_inner(words: &[String]) -> Result<()> {
 /// pixel), evaluated again with the f64 kernel.
 fn print_pixels(prep: &Prepared, out: &mut impl Write) {
     let plan = prep.plan();
-    let ep = crate::cpu::pixel64::ExactPlan::new(plan);
+    let ep = crate::cpu::pixel64::ExactCtx::new(plan);
     let first = crate::cpu::first_rendered_pixel(plan);
     let interp = plan.interpolation == crate::plan::Interpolation::Tricubic;
     let lambda_a = prep.setup.lambda0 * 1e10;

@@ -25,6 +25,14 @@ pub struct Orientation {
     pub c: [f64; 3],
 }
 
+/// Which CPU kernel renders a plan: `F64` is upstream's arithmetic (parity mode, bit-identical
+/// images), `F32` the fast forms of `cpu::terms` (MODEL §9.2, §9.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    F32,
+    F64,
+}
+
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
@@ -60,6 +68,34 @@ impl HklGrid {
     pub fn l_range(&self) -> i32 {
         self.l_max - self.l_min + 1
     }
+    /// A table over the cube `lo..=hi` on every axis with `f(h, k, l)` at each index (synthetic
+    /// tables: tests, known-answer checks).
+    pub fn from_fn(lo: i32, hi: i32, f: impl Fn(f64, f64, f64) -> f64) -> Self {
+        let r = (hi - lo + 1) as usize;
+        let mut data = vec![0.0; (r + 1) * (r + 1) * (r + 1)];
+        for ih in 0..r {
+            for ik in 0..r {
+                for il in 0..r {
+                    data[(ih * (r + 1) + ik) * (r + 1) + il] = f(
+                        (ih as i32 + lo) as f64,
+                        (ik as i32 + lo) as f64,
+                        (il as i32 + lo) as f64,
+                    );
+                }
+            }
+        }
+        HklGrid {
+            h_min: lo,
+            h_max: hi,
+            k_min: lo,
+            k_max: hi,
+            l_min: lo,
+            l_max: hi,
+            hkls: r * r * r,
+            data,
+        }
+    }
+
     /// Index into `data` of Miller indices (h, k, l) inside the bounds.
     #[inline]
     pub fn index(&self, h: i32, k: i32, l: i32) -> usize {

@@ -18,7 +18,8 @@
 //!   within the sampled range `phi0 … phi0 + (phisteps−1)·phistep`, where the point is nearest
 //!   the sphere (where it crosses it, if it does); `r` stays the reference orientation's.
 
-use crate::cpu::factors::{f_nearest, lattice_f64, polarization_factor, sincg, PolarFrame};
+use crate::cpu::pixel64::lattice_f64;
+use crate::cpu::terms::{f_nearest, polarization_f64, sincg_f64, PolarFrame};
 use crate::error::{Error, Result};
 use crate::plan::{Plan, Shape};
 use crate::resolve::Setup;
@@ -322,7 +323,7 @@ impl<'a> Geometry<'a> {
             dk,
             k_range: [kmin, kmax],
             rmax: 0.0,
-            peak_latt: lattice_f64(plan, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+            peak_latt: lattice_f64(plan, [0.0; 3], [0.0; 3]),
         };
         // resolution: the detector's largest |d̂ − beam| (flat: on its outline, where the angle
         // from the beam is largest; the interior grid covers curved mappings), for the
@@ -617,19 +618,15 @@ impl<'a> Geometry<'a> {
                 .iter()
                 .zip(delta_hkl)
                 .filter(|(n, _)| **n > 1.0)
-                .map(|(n, d)| sincg(PI * d, *n))
+                .map(|(n, d)| sincg_f64(PI * d, *n))
                 .product(),
             _ => lattice_f64(
                 p,
-                hf + delta_hkl[0],
-                kf + delta_hkl[1],
-                lf + delta_hkl[2],
-                hf,
-                kf,
-                lf,
+                [hf + delta_hkl[0], kf + delta_hkl[1], lf + delta_hkl[2]],
+                [hf, kf, lf],
             ),
         };
-        let f = f_nearest(p, h, k, l);
+        let f = f_nearest(&p.hkl, p.default_f, hf, kf, lf);
         let pos = px.map(|[fx, sx]| self.position(fx, sx));
         let intensity = self.intensity(f, latt, n, pos);
         Some(Reflection {
@@ -670,7 +667,7 @@ impl<'a> Geometry<'a> {
         let polar = if p.nopolar {
             1.0
         } else {
-            polarization_factor(p.polar_k, &self.frame, n)
+            polarization_f64(p.polar_k, &self.frame, n)
         };
         let omega = match pos {
             Some(pos) => {
@@ -983,12 +980,8 @@ mod tests {
             let at = |t: f64| {
                 let x = lattice_f64(
                     p,
-                    3.0 + t * n_cell[0],
-                    t * n_cell[1],
-                    t * n_cell[2],
-                    3.0,
-                    0.0,
-                    0.0,
+                    [3.0 + t * n_cell[0], t * n_cell[1], t * n_cell[2]],
+                    [3.0, 0.0, 0.0],
                 );
                 (x / g.peak_latt).powi(2)
             };

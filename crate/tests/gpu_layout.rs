@@ -1,9 +1,14 @@
-//! The WGSL kernels parse and validate with naga, and every Rust mirror struct in
-//! `gpu::layout` has exactly the members, offsets and sizes naga computes for its WGSL twin.
+//! The WGSL kernels parse and validate with naga, every Rust mirror struct in `gpu::layout` has
+//! exactly the members, offsets and sizes naga computes for its WGSL twin, and every constant
+//! shared by the two sides (flag bits, shapes, the flags-buffer layout, the term rules of
+//! `cpu::terms`, the self-test op codes, the `FMA_FUSED` override) has the same value in both.
 #![cfg(feature = "gpu")]
 
-use nanobragg::gpu::layout::{Chunk, GpuSource, GpuStruct, GpuTerm, Params, SelfTestParams};
+use nanobragg::cpu::terms;
+use nanobragg::gpu::layout::{self, Chunk, GpuSource, GpuStruct, GpuTerm, Params, SelfTestParams};
+use nanobragg::gpu::selftest::Op;
 use nanobragg::gpu::shaders;
+use nanobragg::plan::Shape;
 
 fn module(src: &str) -> (naga::Module, naga::valid::ModuleInfo) {
     let module = match naga::front::wgsl::parse_str(src) {
@@ -55,33 +60,130 @@ fn check_struct<T: GpuStruct>(module: &naga::Module) {
     );
 }
 
+/// The value of the WGSL `const` named `name`.
+fn constant(m: &naga::Module, name: &str) -> naga::Literal {
+    let (_, c) = m
+        .constants
+        .iter()
+        .find(|(_, c)| c.name.as_deref() == Some(name))
+        .unwrap_or_else(|| panic!("const {name} not found in WGSL"));
+    match m.global_expressions[c.init] {
+        naga::Expression::Literal(l) => l,
+        ref e => panic!("const {name} is not a literal: {e:?}"),
+    }
+}
+
+fn check_u32(m: &naga::Module, name: &str, want: u32) {
+    assert_eq!(
+        constant(m, name),
+        naga::Literal::U32(want),
+        "WGSL {name} differs from the Rust value {want}"
+    );
+}
+
+fn check_f32(m: &naga::Module, name: &str, want: f32) {
+    assert_eq!(
+        constant(m, name),
+        naga::Literal::F32(want),
+        "WGSL {name} differs from the Rust value {want:e}"
+    );
+}
+
+/// The constants of `shared/terms.wgsl` against `cpu::terms`, and the `FMA_FUSED` override.
+fn check_shared_constants(m: &naga::Module) {
+    check_f32(m, "EXACT_BRAGG", terms::EXACT_BRAGG as f32);
+    check_f32(m, "INDEX_LIMIT", terms::INDEX_LIMIT as f32);
+    check_u32(m, "INDEX_LIMIT_BITS", (terms::INDEX_LIMIT as f32).to_bits());
+    check_f32(m, "GRATING_SMALL", terms::GRATING_SMALL);
+    check_f32(m, "GAUSS_F64_UNDERFLOW", terms::GAUSS_F64_UNDERFLOW);
+    let o = m
+        .overrides
+        .iter()
+        .find(|(_, o)| o.name.as_deref() == Some(shaders::FMA_FUSED))
+        .map(|(_, o)| o)
+        .expect("override FMA_FUSED");
+    assert!(o.id.is_none(), "the host sets FMA_FUSED by name");
+}
+
 #[test]
 fn kernel_validates_and_matches_rust_layout() {
-    for fused in [true, false] {
-        let src = shaders::kernel_source(fused);
-        let (m, _) = module(&src);
-        let ep = m
-            .entry_points
-            .iter()
-            .find(|e| e.name == shaders::KERNEL_ENTRY)
-            .expect("kernel entry point");
-        assert_eq!(&ep.workgroup_size[..2], &shaders::KERNEL_WORKGROUP[..]);
-        check_struct::<Params>(&m);
-        check_struct::<Chunk>(&m);
-        check_struct::<GpuSource>(&m);
-        check_struct::<GpuTerm>(&m);
+    let src = shaders::kernel_source();
+    let (m, _) = module(&src);
+    let ep = m
+        .entry_points
+        .iter()
+        .find(|e| e.name == shaders::KERNEL_ENTRY)
+        .expect("kernel entry point");
+    assert_eq!(&ep.workgroup_size[..2], &shaders::KERNEL_WORKGROUP[..]);
+    check_struct::<Params>(&m);
+    check_struct::<Chunk>(&m);
+    check_struct::<GpuSource>(&m);
+    check_struct::<GpuTerm>(&m);
+}
+
+#[test]
+fn kernel_constants_match_rust() {
+    let (m, _) = module(&shaders::kernel_source());
+    for &(name, bit) in layout::FLAGS {
+        check_u32(&m, name, bit);
     }
+    let mut bits: Vec<u32> = layout::FLAGS.iter().map(|f| f.1).collect();
+    bits.sort();
+    bits.dedup();
+    assert_eq!(
+        bits.len(),
+        layout::FLAGS.len(),
+        "flag bits must be distinct"
+    );
+    assert!(bits.iter().all(|b| b.is_power_of_two()));
+    for (name, shape) in [
+        ("SHAPE_SQUARE", Shape::Square),
+        ("SHAPE_ROUND", Shape::Round),
+        ("SHAPE_GAUSS", Shape::Gauss),
+        ("SHAPE_TOPHAT", Shape::Tophat),
+    ] {
+        check_u32(&m, name, shape as u32);
+    }
+    assert_eq!(layout::SHAPE_TOPHAT, Shape::Tophat as u32);
+    check_u32(&m, "INTERP_NEAREST", layout::INTERP_NEAREST);
+    check_u32(&m, "INTERP_TRICUBIC", layout::INTERP_TRICUBIC);
+    check_u32(&m, "NO_PIXEL", layout::NO_PIXEL);
+    check_u32(&m, "FLAGS_SWITCH", layout::FLAGS_SWITCH as u32);
+    check_u32(&m, "FLAGS_HEADER_WORDS", layout::FLAGS_HEADER_WORDS as u32);
+    check_shared_constants(&m);
+}
+
+#[test]
+fn flags_buffer_layout_round_trips() {
+    // a read-back buffer with the switch word and three exact-Bragg pixels set
+    let pixels = 70;
+    let mut words = vec![0u32; layout::flags_words(pixels)];
+    assert_eq!(words.len(), layout::FLAGS_HEADER_WORDS + 3);
+    words[..layout::FLAGS_HEADER_WORDS].copy_from_slice(&layout::flags_header());
+    assert_eq!(words[layout::FLAGS_SWITCH], layout::NO_PIXEL);
+    for idx in [0usize, 33, 69] {
+        words[layout::FLAGS_HEADER_WORDS + idx / 32] |= 1 << (idx % 32);
+    }
+    assert_eq!(layout::exact_bragg_pixels(&words, pixels), vec![0, 33, 69]);
 }
 
 #[test]
 fn selftest_validates_and_matches_rust_layout() {
-    for fused in [true, false] {
-        let src = shaders::selftest_source(fused);
-        let (m, _) = module(&src);
-        assert!(m
-            .entry_points
-            .iter()
-            .any(|e| e.name == shaders::SELFTEST_ENTRY));
-        check_struct::<SelfTestParams>(&m);
+    let src = shaders::selftest_source();
+    let (m, _) = module(&src);
+    assert!(m
+        .entry_points
+        .iter()
+        .any(|e| e.name == shaders::SELFTEST_ENTRY));
+    check_struct::<SelfTestParams>(&m);
+    check_shared_constants(&m);
+    for &(op, name) in Op::ALL {
+        check_u32(&m, name, op as u32);
     }
+    let ops = m
+        .constants
+        .iter()
+        .filter(|(_, c)| c.name.as_deref().is_some_and(|n| n.starts_with("OP_")))
+        .count();
+    assert_eq!(ops, Op::ALL.len(), "every WGSL op has a Rust Op");
 }

@@ -1,5 +1,7 @@
 //! Every double-float trick run through the real compiled shader (`shaders/selftest.wgsl` +
-//! `shaders/shared/df64.wgsl`) on the test device, checked against f64 on the host.
+//! `shaders/shared/df64.wgsl`) on the test device, checked against f64 on the host; and every
+//! term function of `shaders/shared/terms.wgsl` against its Rust twin in `cpu::terms`, with a
+//! stated bound per function (printed with the worst case seen: `--nocapture`).
 #![cfg(feature = "gpu")]
 
 mod gpu_support;
@@ -30,8 +32,14 @@ fn ctx() -> Ctx {
 
 impl Ctx {
     fn run(&self, op: Op, cases: &[[[f32; 4]; 4]]) -> Vec<[f32; 4]> {
-        pollster::block_on(self.st.run(&self.device, &self.queue, op, cases))
-            .expect("self-test dispatch")
+        self.run_with_table(op, cases, &[])
+    }
+    fn run_with_table(&self, op: Op, cases: &[[[f32; 4]; 4]], table: &[f32]) -> Vec<[f32; 4]> {
+        pollster::block_on(
+            self.st
+                .run_with_table(&self.device, &self.queue, op, cases, table),
+        )
+        .expect("self-test dispatch")
     }
 }
 
@@ -334,6 +342,584 @@ fn df_sincos_for_curved_detector_angles() {
             (f64_of([r[2], r[3]]) - co).abs() < 1e-13,
             "cos({xd}) = {} want {co}",
             f64_of([r[2], r[3]])
+        );
+    }
+}
+
+// ------------------------------------------------------------------- term functions vs Rust
+//
+// Each function of shaders/shared/terms.wgsl, run through the compiled shader, against its twin
+// in nanobragg::cpu::terms on the same f32 inputs, edge cases first (exact Bragg, the
+// small-argument cut-overs, Gaussian underflow, stencil edges, NaN and huge indices). The bounds
+// (in units in the last place of the Rust value, or absolute where the value crosses zero) are
+// the contract between the twins; they allow for a device that contracts a*b+c into fma, flushes
+// subnormals, and for WGSL's own accuracy of `exp` (3 + 2|x| ulp) and division (2.5 ulp).
+
+use nanobragg::cpu::terms;
+use nanobragg::plan::HklGrid;
+
+/// Distance in representable f32 values (0 for equal values, +0 and -0 included).
+fn ulps(a: f32, b: f32) -> u64 {
+    if a == b {
+        return 0;
+    }
+    if a.is_nan() || b.is_nan() {
+        return u64::MAX;
+    }
+    let key = |x: f32| {
+        let i = x.to_bits() as i32 as i64;
+        if i < 0 {
+            i64::from(i32::MIN) - i
+        } else {
+            i
+        }
+    };
+    (key(a) - key(b)).unsigned_abs()
+}
+
+/// Worst deviation seen for one term, reported with the bound.
+struct Worst {
+    name: &'static str,
+    bound: u64,
+    abs_floor: f32,
+    worst: u64,
+    at: String,
+}
+
+impl Worst {
+    fn new(name: &'static str, bound: u64, abs_floor: f32) -> Self {
+        Worst {
+            name,
+            bound,
+            abs_floor,
+            worst: 0,
+            at: String::new(),
+        }
+    }
+    /// GPU value `got` against the Rust twin's `want`: within `bound` ulp, or within `abs_floor`.
+    fn check(&mut self, got: f32, want: f32, what: impl std::fmt::Display) {
+        let u = ulps(got, want);
+        let ok = u <= self.bound || (got - want).abs() <= self.abs_floor;
+        if u > self.worst && !((got - want).abs() <= self.abs_floor) {
+            self.worst = u;
+            self.at = format!("{what}: GPU {got:e} vs Rust {want:e}");
+        }
+        assert!(
+            ok,
+            "{}: {what}: GPU {got:e} vs Rust {want:e} ({u} ulp > {})",
+            self.name, self.bound
+        );
+    }
+}
+
+impl Drop for Worst {
+    fn drop(&mut self) {
+        eprintln!(
+            "{:<22} worst {:>3} ulp (bound {:>3}, or |diff| <= {:e}) {}",
+            self.name, self.worst, self.bound, self.abs_floor, self.at
+        );
+    }
+}
+
+fn v4(a: [f32; 4], b: [f32; 4], c: [f32; 4], d: [f32; 4]) -> [[f32; 4]; 4] {
+    [a, b, c, d]
+}
+
+/// Offsets from a grating argument to probe: exact Bragg, the exact-Bragg band, the
+/// small-argument cut-over, the reduction's half-integer edge, and a spread.
+fn grating_deltas(n: f32, rng: &mut Rng) -> Vec<f32> {
+    let s = terms::GRATING_SMALL / n;
+    let mut d = vec![
+        0.0,
+        1e-12,
+        -1e-10,
+        9.9e-10,
+        2e-9,
+        1e-7,
+        s * 0.999,
+        s,
+        s * 1.001,
+        -s * 1.001,
+        0.5,
+        -0.5,
+        0.499_999_97,
+        0.25,
+        1.0 / n,
+        0.5 / n,
+        1.5 / n,
+    ];
+    d.extend((0..200).map(|_| rng.uniform(-0.5, 0.5) as f32));
+    d.extend((0..50).map(|_| (rng.uniform(-1.0, 1.0) * 1e-4) as f32));
+    d
+}
+
+#[test]
+fn grating_and_sinc3_match_rust_twins() {
+    let c = ctx();
+    let mut rng = Rng(21);
+    let mut cases = Vec::new();
+    for n in [2.0f32, 5.0, 10.0, 50.0, 1000.0] {
+        for d in grating_deltas(n, &mut rng) {
+            cases.push((d, n));
+        }
+    }
+    // sinc3_pi reads its argument from the same slot: the series cut-over |pi y| = 1
+    let one_over_pi = std::f32::consts::FRAC_1_PI;
+    let up = |x: f32, n: u32| f32::from_bits(x.to_bits() + n);
+    let down = |x: f32, n: u32| f32::from_bits(x.to_bits() - n);
+    for y in [
+        one_over_pi,
+        up(one_over_pi, 1),
+        down(one_over_pi, 1),
+        up(one_over_pi, 3),
+        0.3,
+        0.32,
+        1.430_297,
+        2.0,
+        0.0,
+    ] {
+        cases.push((y, 3.0));
+    }
+    let out = c.run(
+        Op::Grating,
+        &cases.iter().map(|&(d, n)| pair(d, n)).collect::<Vec<_>>(),
+    );
+    let mut num = Worst::new("grating_parts", 4, 0.0);
+    let mut q = Worst::new("sincg_delta", 8, 0.0);
+    let mut s3 = Worst::new("sinc3_pi", 16, 4e-7);
+    for (&(d, n), r) in cases.iter().zip(&out) {
+        let p = terms::grating_parts(d, n);
+        num.check(r[0], p[0], format!("num(d={d:e}, N={n})"));
+        num.check(r[1], p[1], format!("den(d={d:e}, N={n})"));
+        q.check(r[2], terms::sincg_delta(d, n), format!("d={d:e}, N={n}"));
+        s3.check(r[3], terms::sinc3_pi(d), format!("y={d:e}"));
+    }
+    // exact Bragg gives the limit N on the device too
+    assert_eq!(out[0][2], 2.0);
+}
+
+#[test]
+fn lattice_shapes_match_rust_twins() {
+    let c = ctx();
+    let mut rng = Rng(22);
+    // square and round: (deltas, N, fudge)
+    let mut sq = Vec::new();
+    for (na, nb, nc) in [
+        (5.0f32, 5.0, 5.0),
+        (1.0, 10.0, 3.0),
+        (50.0, 2.0, 1.0),
+        (1000.0, 1000.0, 1000.0),
+    ] {
+        sq.push([[0.0, 0.0, 0.0, 0.0], [na, nb, nc, 1.0]]);
+        sq.push([[1e-10, -3e-10, 0.0, 0.0], [na, nb, nc, 1.0]]);
+        sq.push([[0.5, -0.5, 0.25, 0.0], [na, nb, nc, 0.7]]);
+        for _ in 0..100 {
+            let d = [0; 3].map(|_| rng.uniform(-0.5, 0.5) as f32);
+            sq.push([
+                [d[0], d[1], d[2], 0.0],
+                [na, nb, nc, rng.uniform(0.2, 2.0) as f32],
+            ]);
+        }
+    }
+    let inputs: Vec<_> = sq
+        .iter()
+        .map(|x| v4(x[0], x[1], [0.0; 4], [0.0; 4]))
+        .collect();
+    let out_sq = c.run(Op::LatticeSquare, &inputs);
+    let out_round = c.run(Op::LatticeRound, &inputs);
+    let mut ws = Worst::new("lattice_square", 16, 0.0);
+    let mut wr = Worst::new("lattice_round", 24, 0.0);
+    for ((x, s), r) in sq.iter().zip(&out_sq).zip(&out_round) {
+        let [dh, dk, dl, _] = x[0];
+        let [na, nb, nc, fudge] = x[1];
+        let want = terms::lattice_square(dh, dk, dl, na, nb, nc);
+        ws.check(s[0], want, format!("{:?}", x));
+        // round: relative to the peak where sinc3 crosses zero
+        let want = terms::lattice_round(dh, dk, dl, na, nb, nc, fudge);
+        wr.abs_floor = 1e-6 * na * nb * nc;
+        wr.check(r[0], want, format!("{:?}", x));
+    }
+    assert_eq!(out_sq[0][0], 125.0, "exact Bragg: N^3");
+}
+
+#[test]
+fn gauss_and_tophat_match_rust_twins_with_f64_underflow_rule() {
+    let c = ctx();
+    let a_star = [0.01f32, 0.0, 0.0, 5.0];
+    let b_star = [0.001f32, 0.0125, 0.0, 5.0];
+    let c_star = [0.0f32, 0.002, 0.0111, 5.0];
+    // r2 = |delta . star|^2 N^6; choose deltas whose Gaussian exponent -(r2/0.63 fudge) lands on
+    // the edges: f32 denormals (-87.3), f32 underflow (-103.9), f64 underflow (-745.13), and the
+    // top-hat threshold r2 fudge = 0.3969
+    let n6 = 5.0f64.powi(6);
+    let mut cases = Vec::new();
+    for target in [
+        0.0,
+        1.0,
+        20.0,
+        87.0,
+        87.5,
+        103.5,
+        104.5,
+        400.0,
+        744.9,
+        745.3,
+        1000.0,
+        0.3969 / 0.63 * 0.999,
+        0.3969 / 0.63 * 1.001,
+    ] {
+        // along h only: r2 = (dh * 0.01)^2 * N^6 (plus small b* cross terms set by dk = dl = 0)
+        let dh = ((target * 0.63) / n6).sqrt() / 0.01;
+        cases.push(v4([dh as f32, 0.0, 0.0, 1.0], a_star, b_star, c_star));
+    }
+    let mut rng = Rng(23);
+    for _ in 0..200 {
+        let d = [0; 3].map(|_| rng.uniform(-0.5, 0.5) as f32);
+        cases.push(v4(
+            [d[0], d[1], d[2], rng.uniform(0.3, 3.0) as f32],
+            a_star,
+            b_star,
+            c_star,
+        ));
+    }
+    let out = c.run(Op::ShapeR2, &cases);
+    let mut wr2 = Worst::new("shape_r2", 12, 0.0);
+    let mut wg = Worst::new("lattice_gauss", 0, 0.0);
+    for (x, r) in cases.iter().zip(&out) {
+        let [dh, dk, dl, fudge] = x[0];
+        let (a, b, cc) = (x[1], x[2], x[3]);
+        let s3 = |v: [f32; 4]| [v[0], v[1], v[2]];
+        let r2 = terms::shape_r2(dh, dk, dl, s3(a), s3(b), s3(cc), a[3], b[3], cc[3]);
+        wr2.check(r[0], r2, format!("{x:?}"));
+        let nabc = (a[3] * b[3]) * cc[3];
+        let arg = (r2 / 0.63 * fudge) as f64;
+        // WGSL exp: 3 + 2|x| ulp, plus r2's own error scaled by |x|; subnormals may be flushed
+        wg.bound = (3.0 + 14.0 * arg).ceil() as u64;
+        wg.abs_floor = f32::MIN_POSITIVE * nabc;
+        wg.check(
+            r[1],
+            terms::lattice_gauss(r2, nabc, fudge),
+            format!("arg -{arg}"),
+        );
+        assert_eq!(
+            r[2] != 0.0,
+            terms::gauss_underflows(r2, fudge),
+            "gauss_underflows at arg -{arg}"
+        );
+        assert_eq!(
+            r[3],
+            terms::lattice_tophat(r2, nabc, fudge),
+            "tophat at r2 {r2}"
+        );
+    }
+    // the f64 rule, not f32 underflow, decides the skip: exponent -400 is 0 in f32 but kept
+    let i400 = 7;
+    assert_eq!(out[i400][1], 0.0);
+    assert_eq!(out[i400][2], 0.0);
+    assert_eq!(out[i400 + 2][2], 1.0, "exponent -745.3 is 0 in f64 too");
+}
+
+#[test]
+fn polarization_capture_and_solid_angle_match_rust_twins() {
+    let c = ctx();
+    let mut rng = Rng(24);
+    let unit = |v: [f64; 3]| {
+        let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+        v.map(|x| x / n)
+    };
+    let mut pol = Vec::new();
+    let frame = terms::PolarFrame::new([1.0, 0.0, 0.0], [0.0, 0.0, 1.0]);
+    let f32v = |v: [f64; 3]| [v[0] as f32, v[1] as f32, v[2] as f32, 0.0];
+    let mut dirs = vec![
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, 1.0],
+        [-1.0, 0.0, 0.0],
+    ];
+    dirs.extend((0..150).map(|_| unit([0; 3].map(|_| rng.uniform(-1.0, 1.0)))));
+    for d in dirs {
+        for k in [0.0f32, 0.5, 0.99, 1.0] {
+            let mut i = f32v(frame.i);
+            i[3] = k;
+            pol.push(v4(i, f32v(d), f32v(frame.e_in), f32v(frame.b_in)));
+        }
+    }
+    let out = c.run(Op::Polarization, &pol);
+    let mut wp = Worst::new("polarization", 8, 2f32.powi(-22));
+    let s3 = |v: [f32; 4]| [v[0], v[1], v[2]];
+    for (x, r) in pol.iter().zip(&out) {
+        let want = terms::polarization(x[0][3], s3(x[0]), s3(x[1]), s3(x[2]), s3(x[3]));
+        wp.check(r[0], want, format!("{x:?}"));
+    }
+    // capture fraction (t, mu_step, rho), the series cut-over of 1 - exp(-x), solid angle
+    let mut cap = Vec::new();
+    for x in [1e-8f32, 1e-4, 0.0099, 0.0999, 0.1, 0.1001, 0.5, 3.0, 30.0] {
+        for t in [0.0f32, 1.0, 4.0] {
+            for rho in [1.0f32, 0.7, 0.2] {
+                cap.push(v4([t, x * rho, rho, 0.0], [0.0; 4], [0.0; 4], [0.0; 4]));
+            }
+        }
+    }
+    for _ in 0..100 {
+        let inv_r = rng.uniform(1.0, 20.0) as f32;
+        let point = if rng.next_u64() & 1 == 0 { 0.0 } else { 1.0 };
+        cap.push(v4(
+            [
+                rng.uniform(0.0, 5.0).floor() as f32,
+                rng.uniform(1e-4, 2.0) as f32,
+                rng.uniform(0.1, 1.0) as f32,
+                0.0,
+            ],
+            [inv_r, 1e-8, rng.uniform(0.05, 0.5) as f32, point],
+            [0.0; 4],
+            [0.0; 4],
+        ));
+    }
+    let out = c.run(Op::CaptureSolidAngle, &cap);
+    let mut wc = Worst::new("capture_fraction", 0, 0.0);
+    let mut we = Worst::new("one_minus_exp_neg", 0, 0.0);
+    let mut ws = Worst::new("solid_angle", 6, 0.0);
+    for (x, r) in cap.iter().zip(&out) {
+        let [t, mu_step, rho, _] = x[0];
+        let xx = (mu_step / rho) as f64;
+        // exp's 3 + 2|x| ulp on each factor, and 1 - exp(-x) above the cut-over loses
+        // log2(1/x) bits to cancellation
+        let cancel = if mu_step.abs() < 0.1 {
+            1.0
+        } else {
+            1.0 / (1.0 - (-mu_step as f64).exp())
+        };
+        we.bound = (8.0 * cancel).ceil() as u64;
+        we.check(
+            r[1],
+            terms::one_minus_exp_neg(mu_step),
+            format!("x={mu_step}"),
+        );
+        let cancel = if xx < 0.1 {
+            1.0
+        } else {
+            1.0 / (1.0 - (-xx).exp())
+        };
+        wc.bound = (8.0 + 2.0 * (t as f64 + 1.0) * xx + 8.0 * cancel).ceil() as u64;
+        wc.check(
+            r[0],
+            terms::capture_fraction(t, mu_step, rho),
+            format!("t={t} mu_step={mu_step} rho={rho}"),
+        );
+        let [inv_r, px2, close, point] = x[1];
+        ws.check(
+            r[2],
+            terms::solid_angle(inv_r, px2, close, point != 0.0),
+            format!("{:?}", x[1]),
+        );
+    }
+}
+
+#[test]
+fn guards_match_rust_twins() {
+    let c = ctx();
+    let big = terms::INDEX_LIMIT as f32;
+    let below = f32::from_bits(big.to_bits() - 1);
+    let hs = [
+        0.0f32,
+        -0.0,
+        1.0,
+        -7.5,
+        1e-30,
+        f32::from_bits(1),
+        1e9,
+        below,
+        -below,
+        big,
+        -big,
+        3e9,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -f32::NAN,
+    ];
+    let exact = [
+        (0.0f32, 3.0f32),
+        (1e-10, 3.0),
+        (-9.9e-10, -5.0),
+        (1e-10, 0.0),
+        (2e-9, 3.0),
+        (-1.1e-9, 7.0),
+        (0.3, 1.0),
+    ];
+    let rounds = [
+        0.5f32,
+        1.5,
+        2.5,
+        -0.5,
+        -2.5,
+        3.4999998,
+        1e6 + 0.5,
+        4194303.5,
+        -4194302.5,
+        123.456,
+    ];
+    let n = hs.len().max(exact.len()).max(rounds.len());
+    let cases: Vec<_> = (0..n)
+        .map(|i| {
+            let (d, near) = exact[i % exact.len()];
+            v4(
+                [hs[i % hs.len()], d, near, rounds[i % rounds.len()]],
+                [0.0; 4],
+                [0.0; 4],
+                [0.0; 4],
+            )
+        })
+        .collect();
+    let out = c.run(Op::Guards, &cases);
+    let mut wsin = Worst::new("sinpi", 4, 0.0);
+    for (x, r) in cases.iter().zip(&out) {
+        let [h, d, near, v] = x[0];
+        assert_eq!(r[0] != 0.0, terms::index_ok(h as f64), "index_ok({h:e})");
+        assert_eq!(
+            r[1] != 0.0,
+            terms::is_exact_bragg(d as f64, near as f64),
+            "is_exact_bragg({d:e}, {near})"
+        );
+        assert_eq!(r[2], terms::round_even(v), "round_even({v})");
+        wsin.check(r[3], terms::sinpi(v), format!("sinpi({v})"));
+    }
+}
+
+/// A table over [lo, hi]^3 from `f`, and its f32 copy.
+fn table(lo: i32, hi: i32, f: impl Fn(f64, f64, f64) -> f64) -> (HklGrid, Vec<f32>) {
+    let g = HklGrid::from_fn(lo, hi, f);
+    let f32s = g.data.iter().map(|&v| v as f32).collect();
+    (g, f32s)
+}
+
+fn box_inputs(g: &HklGrid, present: bool) -> ([f32; 4], [f32; 4]) {
+    (
+        [
+            g.h_min as f32,
+            g.k_min as f32,
+            g.l_min as f32,
+            if present { 1.0 } else { 0.0 },
+        ],
+        [
+            g.h_range() as f32,
+            g.k_range() as f32,
+            g.l_range() as f32,
+            0.0,
+        ],
+    )
+}
+
+#[test]
+fn structure_factor_lookups_match_rust_twins() {
+    let c = ctx();
+    // nearest: a table over 5..=8 (the failing case of issue 10 has no index 0 in its table)
+    let (g, t32) = table(5, 8, |h, k, l| 100.0 * h + 10.0 * k + l);
+    let idx = [-1.0f32, 0.0, 4.0, 5.0, 6.0, 8.0, 9.0, 1e6];
+    let mut cases = Vec::new();
+    for present in [true, false] {
+        let (lo, range) = box_inputs(&g, present);
+        for &h in &idx {
+            for &k in &[5.0f32, 8.0, 9.0] {
+                cases.push(v4([h, k, 6.0, 42.5], lo, range, [0.0; 4]));
+            }
+        }
+    }
+    let out = c.run_with_table(Op::FNearest, &cases, &t32);
+    for (x, r) in cases.iter().zip(&out) {
+        let [h0, k0, l0, def] = x[0];
+        let mut gg = g.clone();
+        if x[1][3] == 0.0 {
+            gg.hkls = 0;
+        }
+        let want = terms::f_nearest(&gg, def as f64, h0 as f64, k0 as f64, l0 as f64) as f32;
+        assert_eq!(r[0], want, "f_nearest({h0}, {k0}, {l0}), table {}", x[1][3]);
+    }
+
+    // tricubic: exact for cubics; df64 indices at the stencil edges of a table over -5..=5
+    let f = |h: f64, k: f64, l: f64| 50.0 + 0.5 * h * h * h - k * k + 2.0 * l + 0.1 * h * k * l;
+    let (g, t32) = table(-5, 5, f);
+    let peak = g.data.iter().fold(0f64, |m, v| m.max(v.abs()));
+    let (lo, range) = box_inputs(&g, true);
+    let tiny = 2f64.powi(-30);
+    let mut xs: Vec<f64> = vec![
+        -3.0,
+        -3.0 - tiny,
+        -3.0 + tiny,
+        3.0,
+        3.0 + tiny,
+        3.0 - tiny,
+        -0.3,
+        -1e-9,
+        0.0,
+        1e-9,
+        0.999_999_999,
+        2.5,
+        -2.9999,
+    ];
+    let mut rng = Rng(25);
+    xs.extend((0..40).map(|_| rng.uniform(-3.2, 3.2)));
+    let mut cases = Vec::new();
+    let mut want = Vec::new();
+    for (i, &h) in xs.iter().enumerate() {
+        let k = xs[(i * 7 + 3) % xs.len()];
+        let l = xs[(i * 13 + 5) % xs.len()];
+        let (dh, dk, dl) = (df(h), df(k), df(l));
+        cases.push(v4(
+            [dh[0], dk[0], dl[0], 0.0],
+            [dh[1], dk[1], dl[1], 0.0],
+            lo,
+            range,
+        ));
+        // the Rust twin on the same df64 values, in f64
+        let (h, k, l) = (f64_of(dh), f64_of(dk), f64_of(dl));
+        let leaves = terms::stencil_leaves_table(&g, h, k, l);
+        want.push((
+            h,
+            k,
+            l,
+            leaves,
+            if leaves {
+                0.0
+            } else {
+                terms::f_tricubic_at(&g, h, k, l)
+            },
+        ));
+    }
+    let out = c.run_with_table(Op::FTricubic, &cases, &t32);
+    let mut worst = 0f64;
+    for (&(h, k, l, leaves, v), r) in want.iter().zip(&out) {
+        assert_eq!(r[1] != 0.0, leaves, "stencil_leaves_table({h}, {k}, {l})");
+        let rel = (r[0] as f64 - v).abs() / peak;
+        worst = worst.max(rel);
+        assert!(
+            rel < 2e-6,
+            "f_tricubic({h}, {k}, {l}): GPU {} vs Rust {v} ({rel:e} of the peak)",
+            r[0]
+        );
+    }
+    eprintln!("f_tricubic             worst {worst:.2e} of the table's peak (bound 2e-6)");
+    assert!(want.iter().filter(|w| w.3).count() >= 3 && want.iter().filter(|w| !w.3).count() >= 30);
+
+    // polint4 alone, from node differences
+    let mut cases = Vec::new();
+    let mut want = Vec::new();
+    for _ in 0..200 {
+        let x = rng.uniform(-50.0, 50.0);
+        let xf = x.floor();
+        let dx = terms::node_diffs(x, xf);
+        let y = [0; 4].map(|_| rng.uniform(-100.0, 100.0));
+        let dx32 = dx.map(|v| v as f32);
+        let y32 = y.map(|v| v as f32);
+        cases.push(v4(dx32, y32, [0.0; 4], [0.0; 4]));
+        want.push(terms::polint4(dx32.map(f64::from), y32.map(f64::from)));
+    }
+    let out = c.run(Op::Polint4, &cases);
+    for (w, r) in want.iter().zip(&out) {
+        assert!(
+            (r[0] as f64 - w).abs() < 1e-5 * 100.0,
+            "polint4: GPU {} vs Rust {w}",
+            r[0]
         );
     }
 }

@@ -1,13 +1,14 @@
 // Double-float ("df64") arithmetic: a value is the unevaluated sum hi + lo of two f32 (MODEL §9.3).
-// Shared by `nanobragg.wgsl` and `selftest.wgsl`; the host concatenates this file in front of them
-// (see crate/src/gpu/shaders.rs). Every error-free transform here is exercised through the real
-// compiled shader by crate/tests/gpu_selftest.rs.
+// Shared by `nanobragg.wgsl` and `selftest.wgsl`; the host concatenates this file, then
+// shared/terms.wgsl, in front of them (see crate/src/gpu/shaders.rs). Every error-free transform
+// here is exercised through the real compiled shader by crate/tests/gpu_selftest.rs.
 //
-// FMA_FUSED is replaced by the host (`const FMA_FUSED: bool = true;` -> false) when the start-up
-// self-test finds that `fma` is not fused on the device; two_prod then uses Dekker's split.
+// FMA_FUSED is a pipeline-overridable constant: the host sets it to false (pipeline constants,
+// crate/src/gpu/shaders.rs) when the start-up self-test finds that `fma` is not fused on the
+// device; two_prod then uses Dekker's split.
 
-const FMA_FUSED: bool = true;
-//
+override FMA_FUSED: bool = true;
+
 // Optimisation barriers: `df_bar(x)` / `df_bar2(x)` return x with its bits xor-ed with a uniform
 // zero (`df_zero_a()`, `df_zero_b()`, defined by each including shader), so the compiler can
 // neither prove the value equal to x nor look through it. Without them, compilers that treat
@@ -174,50 +175,25 @@ fn df_dot3(x: Df3, y: Df3) -> vec2<f32> {
     return df_dot3_sub(x, y, vec2<f32>(0.0, 0.0));
 }
 
-// ---- f32 sinpi/cospi with exact argument reduction (MODEL §9.2) ----
+// ---- comparisons of a df64 x with an integer n held in an f32 ----
 
-// sin(pi*r), |r| <= 1/2 (Taylor in pi*r to degree 15).
-fn sinpi_poly(r: f32) -> f32 {
-    let x = 3.14159265358979 * r;
-    let x2 = x * x;
-    var p = -7.647163731819816e-13;
-    p = p * x2 + 1.6059043836821613e-10;
-    p = p * x2 - 2.505210838544172e-8;
-    p = p * x2 + 2.7557319223985893e-6;
-    p = p * x2 - 1.984126984126984e-4;
-    p = p * x2 + 8.333333333333333e-3;
-    p = p * x2 - 1.6666666666666666e-1;
-    return x + x * x2 * p;
+// floor of a df64 value.
+fn df_floor(x: vec2<f32>) -> f32 {
+    var n = floor(x.x);
+    if n == x.x && x.y < 0.0 {
+        n -= 1.0;
+    }
+    return n;
 }
 
-// cos(pi*r), |r| <= 1/2 (Taylor to degree 16).
-fn cospi_poly(r: f32) -> f32 {
-    let x = 3.14159265358979 * r;
-    let x2 = x * x;
-    var p = 4.779477332387385e-14;
-    p = p * x2 - 1.1470745597729725e-11;
-    p = p * x2 + 2.08767569878681e-9;
-    p = p * x2 - 2.755731922398589e-7;
-    p = p * x2 + 2.48015873015873e-5;
-    p = p * x2 - 1.388888888888889e-3;
-    p = p * x2 + 4.1666666666666664e-2;
-    p = p * x2 - 0.5;
-    return 1.0 + x2 * p;
+// x > n.
+fn df_gt(x: vec2<f32>, n: f32) -> bool {
+    return x.x > n || (x.x == n && x.y > 0.0);
 }
 
-// sin(pi*x) for any f32 x: x = m + r with m = round(x), r exact, sin(pi x) = (-1)^m sin(pi r).
-fn sinpi(x: f32) -> f32 {
-    let m = round(x);
-    let s = sinpi_poly(x - m);
-    let odd = (i32(m - 2.0 * floor(0.5 * m)) != 0);
-    return select(s, -s, odd);
-}
-
-fn cospi(x: f32) -> f32 {
-    let m = round(x);
-    let c = cospi_poly(x - m);
-    let odd = (i32(m - 2.0 * floor(0.5 * m)) != 0);
-    return select(c, -c, odd);
+// x < n.
+fn df_lt(x: vec2<f32>, n: f32) -> bool {
+    return x.x < n || (x.x == n && x.y < 0.0);
 }
 
 // ---- df64 sin/cos for the curved detector's small rotation angles ----

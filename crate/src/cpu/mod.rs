@@ -33,23 +33,37 @@ macro_rules! avx2_versions {
     };
 }
 
-pub mod factors;
 pub mod pixel;
 pub mod pixel32;
 pub mod pixel64;
+pub mod poll;
 pub mod row32;
+pub mod terms;
 
-use crate::args::Precision;
 use crate::error::{Error, Result};
+pub use crate::plan::Precision;
 use crate::plan::{Interpolation, Plan};
+use poll::{Meter, Poll};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PixelOut {
     pub value: f32,
     /// A tricubic lookup left the table in this pixel (interpolation switched off there).
     pub triggered: bool,
+    /// The pixel falls under the exact-Bragg rule (`terms::EXACT_BRAGG`): a fast kernel's value
+    /// is not upstream's, the f64 kernel must render it.
+    pub exact: bool,
+}
+
+impl PixelOut {
+    /// What a fast kernel returns for a pixel under the exact-Bragg rule.
+    pub const EXACT: PixelOut = PixelOut {
+        value: 0.0,
+        triggered: false,
+        exact: true,
+    };
 }
 
 /// Index (raster order) of the first pixel that is rendered, if any.
@@ -61,30 +75,56 @@ pub fn first_rendered_pixel(p: &Plan) -> Option<usize> {
 }
 
 enum Kernel<'a> {
-    F64(pixel64::ExactPlan<'a>),
-    F32(Box<pixel32::FastPlan<'a>>),
+    F64(pixel64::ExactCtx<'a>),
+    /// The fast kernel, and the f64 kernel for pixels under the exact-Bragg rule.
+    F32(Box<pixel32::FastCtx<'a>>, pixel64::ExactCtx<'a>),
 }
 
 impl Kernel<'_> {
     /// The vectorised row-block kernel, when it applies.
-    fn row_block(&self) -> Option<(&pixel32::FastPlan<'_>, row32::BlockFn)> {
+    fn row_block(&self) -> Option<(&pixel32::FastCtx<'_>, row32::BlockFn)> {
         match self {
-            Kernel::F32(fp) => fp.row_block.map(|b| (&**fp, b)),
+            Kernel::F32(fc, _) => fc.row_block.map(|b| (&**fc, b)),
             Kernel::F64(_) => None,
         }
     }
 
-    #[inline]
-    fn pixel(&self, f: usize, s: usize, first: bool, interp: bool) -> PixelOut {
+    fn exact(&self) -> &pixel64::ExactCtx<'_> {
         match self {
-            Kernel::F64(ep) => pixel64::render_pixel(ep, f, s, first, interp),
-            Kernel::F32(fp) => pixel32::render_pixel(fp, f, s, first, interp),
+            Kernel::F64(ep) | Kernel::F32(_, ep) => ep,
+        }
+    }
+
+    /// One pixel (None when cancelled): the f64 kernel, or the fast kernel with the exact-Bragg
+    /// rule applied (such a pixel is rendered again by the f64 kernel, without counting its
+    /// terms twice).
+    #[inline]
+    fn pixel(
+        &self,
+        f: usize,
+        s: usize,
+        first: bool,
+        interp: bool,
+        poll: &Poll,
+        cancel: &AtomicBool,
+    ) -> Option<PixelOut> {
+        match self {
+            Kernel::F64(ep) => pixel64::render_pixel_polled(ep, f, s, first, interp, poll),
+            Kernel::F32(fc, ep) => {
+                let out = pixel32::render_pixel(fc, f, s, first, interp, poll)?;
+                if out.exact {
+                    pixel64::render_pixel_polled(ep, f, s, first, interp, &Poll::new(cancel, None))
+                } else {
+                    Some(out)
+                }
+            }
         }
     }
 }
 
 /// Render the float image (photons per pixel, fast-major). `progress` receives the fraction
-/// done (0..1) from worker threads; `cancel` is polled between rows.
+/// done (0..1, in steps of 1/1000, counted in terms) from worker threads; `cancel` is polled
+/// every `poll::POLL_TERMS` terms, inside rows and inside long pixels.
 pub fn render(
     plan: &Plan,
     precision: Precision,
@@ -103,13 +143,13 @@ pub fn render_with(
     cancel: &AtomicBool,
 ) -> Result<Vec<f32>> {
     let kernel = match precision {
-        Precision::F64 => Kernel::F64(pixel64::ExactPlan::new(plan)),
+        Precision::F64 => Kernel::F64(pixel64::ExactCtx::new(plan)),
         Precision::F32 => {
-            let mut fp = pixel32::FastPlan::new(plan);
+            let mut fc = pixel32::FastCtx::new(plan);
             if !row_path {
-                fp.row_block = None;
+                fc.row_block = None;
             }
-            Kernel::F32(Box::new(fp))
+            Kernel::F32(Box::new(fc), pixel64::ExactCtx::new(plan))
         }
     };
     let (fp, sp) = (plan.fpixels, plan.spixels);
@@ -117,56 +157,75 @@ pub fn render_with(
     let interp = plan.interpolation == Interpolation::Tricubic;
     let mut image = vec![0f32; fp * sp];
     let mut flags = vec![false; if interp { fp * sp } else { 0 }];
-    let rows_done = AtomicUsize::new(0);
-    let last_pct = AtomicUsize::new(0);
-    let total_rows = if interp { 2 * sp } else { sp };
+    let tpp = plan.terms_per_pixel().max(1);
+    let passes = if interp { 2 } else { 1 };
+    let meter = Meter::new(
+        (passes * plan.pixel_count() as u64).saturating_mul(tpp),
+        progress,
+    );
 
-    let finish_row = || -> Result<()> {
-        let done = rows_done.fetch_add(1, Ordering::Relaxed) + 1;
-        let pct = done * 100 / total_rows;
-        if pct > last_pct.fetch_max(pct, Ordering::Relaxed) {
-            progress(pct as f32 / 100.0);
-        }
-        Ok(())
-    };
     let row_pass = |image: &mut [f32],
                     flags: &mut [bool],
                     only_after: Option<usize>,
                     interp_on: bool|
      -> Result<()> {
         let body = |(s, row): (usize, &mut [f32]), mut frow: Option<&mut [bool]>| -> Result<()> {
-            if cancel.load(Ordering::Relaxed) {
+            let poll = Poll::new(cancel, Some(&meter));
+            if poll.cancelled() {
                 return Err(Error::cancelled());
             }
-            if let (Some((fpk, block)), None) = (kernel.row_block(), only_after) {
-                let mut rescan = [false; row32::BLOCK];
+            let quiet = Poll::new(cancel, None);
+            if let (Some((fck, block)), None) = (kernel.row_block(), only_after) {
+                let mut exact = [false; row32::BLOCK];
                 for f0 in (0..fp).step_by(row32::BLOCK) {
                     let len = row32::BLOCK.min(fp - f0);
-                    block(fpk, s, f0, len, &mut row[f0..f0 + len], &mut rescan);
+                    if !block(fck, s, f0, len, &mut row[f0..f0 + len], &mut exact, &poll) {
+                        return Err(Error::cancelled());
+                    }
                     for j in 0..len {
                         let f = f0 + j;
                         let idx = s * fp + f;
+                        let is_first = Some(idx) == first;
                         if !plan.renders(f, s) {
                             row[f] = 0.0;
-                        } else if rescan[j] || Some(idx) == first {
-                            row[f] = kernel.pixel(f, s, Some(idx) == first, interp_on).value;
+                            continue;
                         }
+                        let out = if exact[j] {
+                            pixel64::render_pixel_polled(
+                                kernel.exact(),
+                                f,
+                                s,
+                                is_first,
+                                interp_on,
+                                &quiet,
+                            )
+                        } else if is_first {
+                            kernel.pixel(f, s, true, interp_on, &quiet, cancel)
+                        } else {
+                            continue;
+                        };
+                        row[f] = out.ok_or_else(Error::cancelled)?.value;
                     }
                 }
-                return finish_row();
+                return Ok(());
             }
             for (f, px) in row.iter_mut().enumerate() {
                 let idx = s * fp + f;
                 if only_after.is_some_and(|a| idx <= a) || !plan.renders(f, s) {
+                    if poll.tick(tpp) {
+                        return Err(Error::cancelled());
+                    }
                     continue;
                 }
-                let out = kernel.pixel(f, s, Some(idx) == first, interp_on);
+                let out = kernel
+                    .pixel(f, s, Some(idx) == first, interp_on, &poll, cancel)
+                    .ok_or_else(Error::cancelled)?;
                 *px = out.value;
                 if let Some(fr) = frow.as_deref_mut() {
                     fr[f] = out.triggered;
                 }
             }
-            finish_row()
+            Ok(())
         };
         if flags.is_empty() {
             image
@@ -297,6 +356,155 @@ mod tests {
         assert_eq!(*last.lock().unwrap(), 1.0);
     }
 
+    /// A plan whose orientation table holds the same orientation twice, and the same plan with
+    /// the second copy's a-axis made NaN (so every h of that domain is NaN).
+    fn doubled_and_nan(args: &str, files: &MemFiles) -> (Plan, Plan) {
+        let mut dup = prepare(args, files).plan().clone();
+        let o = dup.orientations[0];
+        dup.orientations = vec![o, o];
+        dup.orientations_first = dup.orientations.clone();
+        dup.mosaic_domains = 2;
+        dup.steps *= 2;
+        let mut nan = dup.clone();
+        nan.orientations[1].a = [f64::NAN, 0.0, 0.0];
+        nan.orientations_first = nan.orientations.clone();
+        (dup, nan)
+    }
+
+    /// Issue 10: a NaN Miller index reached `f_tricubic` with a table that does not cover
+    /// index 0 and panicked. Every CPU kernel now drops a term with a non-finite index (it adds
+    /// nothing and triggers nothing), so a domain of NaN indices halves the image of two
+    /// identical domains, to the bit.
+    #[test]
+    fn nan_miller_index_is_dropped_by_every_cpu_kernel() {
+        let mut files = MemFiles::default();
+        files
+            .0
+            .insert("far.hkl".into(), b"5 5 5 50\n8 8 8 50\n".to_vec());
+        let mut hkl = String::new();
+        for h in -6i32..=6 {
+            for k in -6..=6 {
+                for l in -6..=6 {
+                    hkl.push_str(&format!(
+                        "{h} {k} {l} {}\n",
+                        20 + (h * 3 + k - l).rem_euclid(13)
+                    ));
+                }
+            }
+        }
+        files.0.insert("s.hkl".into(), hkl.into_bytes());
+        let geo =
+            "-cell 40 40 40 90 90 90 -lambda 1 -distance 30 -Xbeam 0.3 -Ybeam 0.3 -detpixels 24";
+        // (arguments, precision, row path, which kernel it exercises)
+        let cases = [
+            (
+                "-hkl far.hkl -N 2 -default_F 3",
+                Precision::F64,
+                true,
+                "pixel64, tricubic, far table",
+            ),
+            ("-hkl s.hkl -N 2", Precision::F64, true, "pixel64, tricubic"),
+            (
+                "-hkl s.hkl -N 2",
+                Precision::F32,
+                false,
+                "pixel32 vector path, tricubic",
+            ),
+            (
+                "-hkl far.hkl -N 2 -default_F 3",
+                Precision::F32,
+                false,
+                "pixel32 vector path, far table",
+            ),
+            (
+                "-hkl s.hkl -N 3 -round_xtal",
+                Precision::F32,
+                false,
+                "pixel32 term loop",
+            ),
+            (
+                "-hkl s.hkl -N 3 -nointerpolate",
+                Precision::F32,
+                true,
+                "row path",
+            ),
+            (
+                "-hkl s.hkl -N 3 -nointerpolate -water 50",
+                Precision::F32,
+                true,
+                "row path, water",
+            ),
+            (
+                "-default_F 10 -N 3 -water 50",
+                Precision::F32,
+                false,
+                "pixel32, water",
+            ),
+        ];
+        let cancel = AtomicBool::new(false);
+        for (extra, precision, rows, what) in cases {
+            let (dup, nan) = doubled_and_nan(&format!("{geo} {extra}"), &files);
+            assert_eq!(
+                row32::applies(&nan) && rows,
+                what.starts_with("row path"),
+                "{what}"
+            );
+            let a = render_with(&dup, precision, rows, &|_| {}, &cancel).unwrap();
+            let b = render_with(&nan, precision, rows, &|_| {}, &cancel).unwrap();
+            assert!(b.iter().all(|v| v.is_finite()), "{what}: non-finite pixel");
+            let bg = if extra.contains("water") { 1 } else { 0 };
+            if bg == 0 {
+                for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+                    assert_eq!(*x, 2.0 * y, "{what}: pixel {i}");
+                }
+            }
+            assert!(a.iter().any(|v| *v > 0.0), "{what}: empty image");
+        }
+    }
+
+    /// Cancel acts within rows: a render of 20000 mosaic domains (20000 terms per pixel, seconds
+    /// per row of 256 pixels on two cores) stops within a few milliseconds of the flag, and its
+    /// progress has moved before that.
+    #[test]
+    fn cancel_acts_within_a_long_render_and_progress_moves() {
+        let prep = prepare(
+            "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -mosaic 1 -mosaic_dom 20000 -detpixels 256",
+            &MemFiles::default(),
+        );
+        for precision in [Precision::F64, Precision::F32] {
+            let cancel = AtomicBool::new(false);
+            let seen = std::sync::atomic::AtomicU32::new(0);
+            let t0 = std::time::Instant::now();
+            let (res, latency, at, started) = std::thread::scope(|sc| {
+                let h = sc.spawn(|| {
+                    render(
+                        prep.plan(),
+                        precision,
+                        &|f| seen.store(f.to_bits(), std::sync::atomic::Ordering::Relaxed),
+                        &cancel,
+                    )
+                });
+                while f32::from_bits(seen.load(std::sync::atomic::Ordering::Relaxed)) == 0.0 {
+                    assert!(t0.elapsed().as_secs() < 60, "no progress after 60 s");
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                let at = f32::from_bits(seen.load(std::sync::atomic::Ordering::Relaxed));
+                let t1 = std::time::Instant::now();
+                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                let res = h.join().unwrap();
+                (res, t1.elapsed(), at, t1 - t0)
+            });
+            println!(
+                "{precision:?}: progress {at} after {:.0} ms, render returned {:.1} ms after cancel",
+                started.as_secs_f64() * 1e3,
+                latency.as_secs_f64() * 1e3
+            );
+            assert_eq!(res.unwrap_err().kind, crate::error::ErrorKind::Cancelled);
+            assert!(at > 0.0 && at < 1.0);
+            assert!(latency.as_secs_f64() < 1.0, "cancel took {latency:?}");
+        }
+    }
+
     /// Tricubic lookups switch off, in raster order, at the first pixel whose stencil leaves
     /// the table: a small table reached only by the lower rows.
     #[test]
@@ -315,7 +523,7 @@ mod tests {
         let cancel = AtomicBool::new(false);
         let img = render(prep.plan(), Precision::F64, &|_| {}, &cancel).unwrap();
         // sequential reference: one pixel after another, carrying the switch
-        let ep = pixel64::ExactPlan::new(prep.plan());
+        let ep = pixel64::ExactCtx::new(prep.plan());
         let mut interp = true;
         let first = first_rendered_pixel(prep.plan());
         let mut switched = false;

@@ -1,55 +1,97 @@
-//! The per-pixel loop shared by both CPU precisions.
+//! The per-pixel loop shared by both CPU precisions (MODEL §6.2): upstream's loop order and
+//! factor semantics, with the terms supplied by the kernel (`pixel64`: upstream's f64 forms,
+//! `pixel32`: the fast forms), all from `terms.rs`.
 
-use super::factors::{f_nearest, f_tricubic, outside_interpolation_range};
 use super::pixel64::PixelTrace;
+use super::poll::{Poll, POLL_TERMS};
+use super::terms::{f_nearest, f_tricubic_at, index_ok, stencil_leaves_table};
 use super::PixelOut;
 use crate::plan::Plan;
 use crate::vec3::{dot, mag, unitize, V3};
 
 /// What distinguishes the f64 and f32 kernels inside the shared loop.
-pub trait Terms {
+pub trait Factors {
     fn plan(&self) -> &Plan;
+    /// Solid angle at distance `r` (m).
+    fn solid_angle(&self, r: f64) -> f64;
+    /// Capture fraction of sensor layer `t` for a ray with ρ = d·o.
+    fn capture(&self, t: u32, rho: f64) -> f64;
     /// Kahn polarisation factor for source `source` and diffracted direction `d`.
     fn polar(&self, source: usize, d: V3) -> f64;
-    /// Lattice factor F_latt at (h,k,l) with nearest indices (h0,k0,l0).
-    fn lattice(&self, h: f64, k: f64, l: f64, h0: f64, k0: f64, l0: f64) -> f64;
+    /// Lattice factor F_latt at (h,k,l) with upstream's nearest indices (h0,k0,l0), and whether
+    /// upstream skips the term (its F_latt is exactly 0). Sets `exact` where the kernel cannot
+    /// reproduce upstream's value (the exact-Bragg rule, `terms::EXACT_BRAGG`).
+    fn lattice(&self, hkl: [f64; 3], hkl0: [f64; 3], exact: &mut bool) -> (f64, bool);
     /// Sum of F_cell²·F_latt² over the whole orientation table for one q, when the kernel has a
-    /// faster way than the term loop (and no running-sum flag is set); None otherwise.
+    /// faster way than the term loop (and no running-sum flag is set); None otherwise. Counts
+    /// its terms on `poll` (the caller checks for cancel afterwards).
     fn all_orientations(
         &self,
         _first: bool,
         _q: V3,
-        _interp: &mut bool,
-        _triggered: &mut bool,
+        _st: &mut PixelState,
+        _poll: &Poll,
     ) -> Option<f64> {
         None
+    }
+}
+
+/// The state a pixel carries from term to term.
+#[derive(Clone, Copy, Debug)]
+pub struct PixelState {
+    /// Tricubic lookups are on.
+    pub interp: bool,
+    /// A tricubic stencil left the table in this pixel (interpolation switched off there).
+    pub triggered: bool,
+    /// A term needs upstream's f64 evaluation (exact-Bragg rule).
+    pub exact: bool,
+}
+
+/// F_cell at (h,k,l) with upstream's nearest indices (h0,k0,l0) (MODEL §6.4): tricubic while
+/// the pixel's lookups are on, switching them off (for the rest of the run, see `cpu::render`)
+/// at the first stencil that leaves the table; nearest otherwise, that term included.
+#[inline(always)]
+pub fn structure_factor(p: &Plan, hkl: [f64; 3], hkl0: [f64; 3], st: &mut PixelState) -> f64 {
+    let [h, k, l] = hkl;
+    if st.interp && stencil_leaves_table(&p.hkl, h, k, l) {
+        st.interp = false;
+        st.triggered = true;
+    }
+    if st.interp {
+        f_tricubic_at(&p.hkl, h, k, l)
+    } else {
+        f_nearest(&p.hkl, p.default_f, hkl0[0], hkl0[1], hkl0[2])
     }
 }
 
 /// Upstream's per-pixel loop (MODEL §6.2): sensor layers, sub-pixels, sources, phi steps,
 /// mosaic domains, with the first-value / last-value factor semantics (§6.5) and the
 /// running-sum flags. Geometry is upstream's f64 chain for both precisions, so Miller indices
-/// are upstream's to the bit; the kernel `K` supplies the polarisation and lattice factors (and
-/// optionally a faster sum over all orientations).
+/// are upstream's to the bit; the kernel `K` supplies the factors (and optionally a faster sum
+/// over all orientations). A term whose index fails `terms::index_ok` (NaN, inf, huge) is
+/// dropped. Returns None when the render was cancelled (checked every `POLL_TERMS` terms).
 #[inline(always)]
-pub fn render<K: Terms, const TRACE: bool>(
+pub fn render<K: Factors, const TRACE: bool>(
     ep: &K,
     fpixel: usize,
     spixel: usize,
     first_sequence: bool,
     interpolate: bool,
+    poll: &Poll,
     trace: &mut PixelTrace,
-) -> PixelOut {
+) -> Option<PixelOut> {
     let p = ep.plan();
     let n = p.oversample as usize;
     let mut first_seq = first_sequence;
-    let mut interp = interpolate;
-    let mut triggered = false;
+    let mut st = PixelState {
+        interp: interpolate,
+        triggered: false,
+        exact: false,
+    };
     let mut i_sum = p.i_bg;
     let mut polar = if p.nopolar { 1.0 } else { 0.0 };
     let mut omega = 0.0;
     let mut capture = 1.0;
-    let px2 = p.pixel * p.pixel;
     for t in 0..p.thicksteps {
         let odet = t as f64 * p.thickstep;
         capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
@@ -58,17 +100,10 @@ pub fn render<K: Terms, const TRACE: bool>(
                 let pos = p.subpixel_position(fpixel * n + subf, spixel * n + subs, odet);
                 let (d, r) = unitize(pos);
                 if omega == 0.0 || p.oversample_omega {
-                    omega = if p.point_pixel {
-                        (1.0 / r) / r
-                    } else {
-                        ((px2 / r) / r) * p.close_distance / r
-                    };
+                    omega = ep.solid_angle(r);
                 }
                 if capture == 0.0 || p.oversample_thick {
-                    let rho = dot(d, p.odet);
-                    let ti = t as i64;
-                    capture = ((((-ti) as f64 * p.thickstep) * p.mu) / rho).exp()
-                        - ((((-(ti + 1)) as f64 * p.thickstep) * p.mu) / rho).exp();
+                    capture = ep.capture(t, dot(d, p.odet));
                 }
                 for (si, src) in p.sources.iter().enumerate() {
                     let i = src.incident;
@@ -78,9 +113,17 @@ pub fn render<K: Terms, const TRACE: bool>(
                         (d[1] - i[1]) / lambda,
                         (d[2] - i[2]) / lambda,
                     ];
+                    let table = if first_seq {
+                        &p.orientations_first
+                    } else {
+                        &p.orientations
+                    };
                     if p.dmin > 0.0 {
                         let stol = 0.5 * mag(q);
                         if stol > 0.0 && p.dmin > 0.5 / stol {
+                            if poll.tick(table.len() as u64) {
+                                return None;
+                            }
                             continue;
                         }
                     }
@@ -90,56 +133,58 @@ pub fn render<K: Terms, const TRACE: bool>(
                     let first_table = first_seq;
                     first_seq = false;
                     if !TRACE {
-                        if let Some(s) =
-                            ep.all_orientations(first_table, q, &mut interp, &mut triggered)
-                        {
+                        if let Some(s) = ep.all_orientations(first_table, q, &mut st, poll) {
+                            if poll.cancelled() {
+                                return None;
+                            }
+                            if st.exact {
+                                return Some(PixelOut::EXACT);
+                            }
                             i_sum += s;
                             continue;
                         }
                     }
-                    let table = if first_table {
-                        &p.orientations_first
-                    } else {
-                        &p.orientations
-                    };
-                    for o in table {
-                        let h = dot(o.a, q);
-                        let k = dot(o.b, q);
-                        let l = dot(o.c, q);
-                        let h0 = (h - 0.5).ceil();
-                        let k0 = (k - 0.5).ceil();
-                        let l0 = (l - 0.5).ceil();
-                        let f_latt = ep.lattice(h, k, l, h0, k0, l0);
-                        if f_latt == 0.0 && !p.water {
-                            continue;
+                    for chunk in table.chunks(POLL_TERMS) {
+                        for o in chunk {
+                            let h = dot(o.a, q);
+                            let k = dot(o.b, q);
+                            let l = dot(o.c, q);
+                            if !(index_ok(h) & index_ok(k) & index_ok(l)) {
+                                continue;
+                            }
+                            let h0 = (h - 0.5).ceil();
+                            let k0 = (k - 0.5).ceil();
+                            let l0 = (l - 0.5).ceil();
+                            let (f_latt, zero) = ep.lattice([h, k, l], [h0, k0, l0], &mut st.exact);
+                            if st.exact {
+                                return Some(PixelOut::EXACT);
+                            }
+                            if zero && !p.water {
+                                continue;
+                            }
+                            let f_cell = structure_factor(p, [h, k, l], [h0, k0, l0], &mut st);
+                            i_sum += ((f_cell * f_cell) * f_latt) * f_latt;
+                            if TRACE {
+                                trace.pos = pos;
+                                trace.stol = 0.5 * mag(q);
+                                trace.hkl = [h, k, l];
+                                trace.hkl0 = [h0, k0, l0];
+                                trace.f_cell = f_cell;
+                                trace.f_latt = f_latt;
+                                trace.cell = [o.a, o.b, o.c];
+                            }
+                            if p.oversample_thick {
+                                i_sum *= capture;
+                            }
+                            if p.oversample_polar {
+                                i_sum *= polar;
+                            }
+                            if p.oversample_omega {
+                                i_sum *= omega;
+                            }
                         }
-                        if interp && outside_interpolation_range(&p.hkl, h, k, l) {
-                            interp = false;
-                            triggered = true;
-                        }
-                        let f_cell = if interp {
-                            f_tricubic(&p.hkl, h, k, l)
-                        } else {
-                            f_nearest(p, h0 as i64, k0 as i64, l0 as i64)
-                        };
-                        i_sum += ((f_cell * f_cell) * f_latt) * f_latt;
-                        if TRACE {
-                            trace.pos = pos;
-                            trace.stol = 0.5 * mag(q);
-                            trace.hkl = [h, k, l];
-                            trace.hkl0 = [h0, k0, l0];
-                            trace.f_cell = f_cell;
-                            trace.f_latt = f_latt;
-                            trace.cell = [o.a, o.b, o.c];
-                        }
-                        if p.oversample_thick {
-                            i_sum *= capture;
-                        }
-                        if p.oversample_polar {
-                            i_sum *= polar;
-                        }
-                        if p.oversample_omega {
-                            i_sum *= omega;
+                        if poll.tick(chunk.len() as u64) {
+                            return None;
                         }
                     }
                 }
@@ -162,8 +207,9 @@ pub fn render<K: Terms, const TRACE: bool>(
     if !p.oversample_omega {
         val *= omega;
     }
-    PixelOut {
+    Some(PixelOut {
         value: val as f32,
-        triggered,
-    }
+        triggered: st.triggered,
+        exact: st.exact,
+    })
 }

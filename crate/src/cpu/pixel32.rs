@@ -1,27 +1,30 @@
-//! The fast kernel (`-precision f32`): the shared per-pixel loop (`pixel.rs`) with fast factors;
-//! `row32.rs` is its main path, this file serves the other plans and re-renders flagged pixels.
-//! Differences from `pixel64`: the grating function uses the delta form sin(Nπδ)/sin(πδ) with δ = h − round(h) and an
-//! f32 sinpi polynomial (no huge sine arguments), polarisation uses cos 2ψ = (E²−B²)/(E²+B²)
-//! with per-source constants (no atan2), and the round shape uses a small-argument series.
-//! The chain pixel -> position -> direction -> q -> Miller index stays in f64 with upstream's
-//! association: on the CPU that is cheaper than double-float pairs, and it keeps h, k, l equal
-//! to upstream's to the bit, which matters at exact Bragg positions (see `grating`).
+//! The fast kernel (`-precision f32`): the shared per-pixel loop (`pixel.rs`) with the fast
+//! terms of `terms.rs` (the forms the WGSL kernel uses); `row32.rs` is its main path, this file
+//! serves the other plans. The chain pixel -> position -> direction -> q -> Miller index stays
+//! in f64 with upstream's association: on the CPU that is cheaper than double-float pairs, and
+//! it keeps h, k, l equal to upstream's to the bit, so the exact-Bragg rule
+//! (`terms::EXACT_BRAGG`) sees the same indices as upstream: a pixel with such a term comes back
+//! flagged `exact` and the renderer evaluates it again with `pixel64`.
 
-use super::factors::{
-    f_nearest, f_tricubic, lattice_f64, outside_interpolation_range, sinc3_f32, sincg, sincg_delta,
+use super::pixel::{structure_factor, Factors, PixelState};
+use super::poll::Poll;
+use super::terms::{
+    capture_fraction, gauss_underflows, index_ok, is_exact_bragg, lattice_gauss, lattice_round,
+    lattice_square, lattice_tophat, polarization, round_even_f64, shape_r2, solid_angle,
+    PolarFrame,
 };
-use super::pixel::Terms;
 use super::PixelOut;
 use crate::plan::{Plan, Shape};
-use crate::vec3::{cross, dot, unit, V3};
+use crate::vec3::V3;
 
 /// Per-source constants hoisted out of the pixel loop.
 pub struct SourceConst {
     pub incident: V3,
-    pub lambda: f64,
     pub inv_lambda: f64,
-    pub e_in: V3,
-    pub b_in: V3,
+    /// The polarisation frame (`terms::PolarFrame`) rounded to f32.
+    pub i: [f32; 3],
+    pub e_in: [f32; 3],
+    pub b_in: [f32; 3],
 }
 
 /// Orientation table in structure-of-arrays form (a.x for every orientation, then a.y, ...),
@@ -43,9 +46,24 @@ impl OrientationsSoa {
         }
         OrientationsSoa { len: t.len(), comp }
     }
+
+    /// Miller index `axis` (0 = h, 1 = k, 2 = l) of orientation `o` for scattering vector `q`,
+    /// with upstream's association.
+    #[inline(always)]
+    pub fn index(&self, axis: usize, o: usize, q: [f64; 3]) -> f64 {
+        let c = &self.comp;
+        (c[3 * axis][o] * q[0] + c[3 * axis + 1][o] * q[1]) + c[3 * axis + 2][o] * q[2]
+    }
 }
 
-pub struct FastPlan<'a> {
+fn f32x3(v: V3) -> [f32; 3] {
+    v.map(|x| x as f32)
+}
+
+/// The fast kernel's per-render context: the plan and what is hoisted out of the pixel loop
+/// (f32 constants, SoA orientation tables, the vectorised functions chosen for this CPU). Not
+/// part of the `Plan` contract; built by the renderer.
+pub struct FastCtx<'a> {
     pub plan: &'a Plan,
     pub soa: OrientationsSoa,
     pub soa_first: OrientationsSoa,
@@ -58,29 +76,37 @@ pub struct FastPlan<'a> {
     pub na: f32,
     pub nb: f32,
     pub nc: f32,
+    pub nabc: f32,
+    pub fudge: f32,
+    pub polar_k: f32,
+    pub a_star: [f32; 3],
+    pub b_star: [f32; 3],
+    pub c_star: [f32; 3],
+    pub pixel2: f32,
+    pub close_distance: f32,
+    /// thickstep·μ (dimensionless per unit ρ).
+    pub mu_step: f32,
     /// 1/dmin^2 (1/m^2), 0 = off.
     pub inv_dmin2: f64,
 }
 
-impl<'a> FastPlan<'a> {
+impl<'a> FastCtx<'a> {
     pub fn new(plan: &'a Plan) -> Self {
         let sources = plan
             .sources
             .iter()
             .map(|s| {
-                let i = unit(s.incident);
-                let b_in = unit(cross(unit(plan.polar_axis), i));
-                let e_in = unit(cross(i, b_in));
+                let f = PolarFrame::new(s.incident, plan.polar_axis);
                 SourceConst {
                     incident: s.incident,
-                    lambda: s.lambda,
                     inv_lambda: 1.0 / s.lambda,
-                    e_in,
-                    b_in,
+                    i: f32x3(f.i),
+                    e_in: f32x3(f.e_in),
+                    b_in: f32x3(f.b_in),
                 }
             })
             .collect();
-        FastPlan {
+        FastCtx {
             plan,
             soa: OrientationsSoa::new(&plan.orientations),
             soa_first: OrientationsSoa::new(&plan.orientations_first),
@@ -94,6 +120,15 @@ impl<'a> FastPlan<'a> {
             na: plan.na as f32,
             nb: plan.nb as f32,
             nc: plan.nc as f32,
+            nabc: ((plan.na * plan.nb) * plan.nc) as f32,
+            fudge: plan.fudge as f32,
+            polar_k: plan.polar_k as f32,
+            a_star: f32x3(plan.a_star),
+            b_star: f32x3(plan.b_star),
+            c_star: f32x3(plan.c_star),
+            pixel2: (plan.pixel * plan.pixel) as f32,
+            close_distance: plan.close_distance as f32,
+            mu_step: (plan.thickstep * plan.mu) as f32,
             inv_dmin2: if plan.dmin > 0.0 {
                 1.0 / (plan.dmin * plan.dmin)
             } else {
@@ -101,115 +136,116 @@ impl<'a> FastPlan<'a> {
             },
         }
     }
-}
 
-#[inline]
-fn polar_fast(k: f64, s: &SourceConst, d: V3) -> f64 {
-    let c2 = dot(s.incident, d);
-    let c2sq = c2 * c2;
-    let s2sq = 1.0 - c2sq;
-    let mut cos2psi = 1.0;
-    if k != 0.0 {
-        let e = dot(d, s.e_in);
-        let b = dot(d, s.b_in);
-        let n = e * e + b * b;
-        if n > 0.0 {
-            cos2psi = (e * e - b * b) / n;
-        }
+    /// Axes whose grating factor applies (N > 1).
+    #[inline(always)]
+    pub fn use_axis(&self) -> [bool; 3] {
+        [self.plan.na > 1.0, self.plan.nb > 1.0, self.plan.nc > 1.0]
     }
-    0.5 * (1.0 + c2sq - k * cos2psi * s2sq)
 }
 
-/// Grating factor |sin(Nπh)/sin(πh)| in delta form. Within 1e-9 of a non-zero integer
-/// upstream's f64 formula is not the exact limit N: both sines are dominated by the rounding of
-/// π·h, and upstream images carry that value (spots on exact Bragg positions can come out
-/// brighter than N³). There, and only there, evaluate upstream's formula so images match.
+/// Fast F_latt (up to sign) and whether upstream skips the term, for the plan's shape.
 #[inline]
-fn grating(h: f64, n: f32) -> f32 {
-    let r = h.round();
-    let d = h - r;
-    if d.abs() < EXACT_BRAGG && r != 0.0 {
-        return sincg(std::f64::consts::PI * h, n as f64).abs() as f32;
-    }
-    sincg_delta(d as f32, n)
-}
-
-/// Distance from an integer index below which the grating factor follows upstream's f64 form.
-pub const EXACT_BRAGG: f64 = 1e-9;
-
-#[inline]
-fn lattice_fast(fp: &FastPlan, h: f64, k: f64, l: f64, h0: f64, k0: f64, l0: f64) -> f32 {
-    let p = fp.plan;
+fn lattice_fast(fc: &FastCtx, hkl: [f64; 3], hkl0: [f64; 3], exact: &mut bool) -> (f32, bool) {
+    let p = fc.plan;
     match p.shape {
         Shape::Square => {
-            let mut f = 1.0f32;
-            if p.na > 1.0 {
-                f *= grating(h, fp.na);
+            let mut d = [0f32; 3];
+            for a in 0..3 {
+                let r = round_even_f64(hkl[a]);
+                let delta = hkl[a] - r;
+                *exact |= fc.use_axis()[a] & is_exact_bragg(delta, r);
+                d[a] = delta as f32;
             }
-            if p.nb > 1.0 {
-                f *= grating(k, fp.nb);
-            }
-            if p.nc > 1.0 {
-                f *= grating(l, fp.nc);
-            }
-            f
+            let f = lattice_square(d[0], d[1], d[2], fc.na, fc.nb, fc.nc);
+            (f, f == 0.0)
         }
-        Shape::Round => {
-            let (dh, dk, dl) = ((h - h0) as f32, (k - k0) as f32, (l - l0) as f32);
-            let hrad2 = dh * dh * fp.na * fp.na + dk * dk * fp.nb * fp.nb + dl * dl * fp.nc * fp.nc;
-            fp.na
-                * fp.nb
-                * fp.nc
-                * 0.723_601_254_558_268_f64 as f32
-                * sinc3_f32(std::f32::consts::PI * (hrad2 * p.fudge as f32).sqrt())
+        _ => {
+            let d: [f32; 3] = std::array::from_fn(|a| (hkl[a] - hkl0[a]) as f32);
+            match p.shape {
+                Shape::Round => {
+                    let f = lattice_round(d[0], d[1], d[2], fc.na, fc.nb, fc.nc, fc.fudge);
+                    (f, f == 0.0)
+                }
+                _ => {
+                    let r2 = shape_r2(
+                        d[0], d[1], d[2], fc.a_star, fc.b_star, fc.c_star, fc.na, fc.nb, fc.nc,
+                    );
+                    if p.shape == Shape::Gauss {
+                        let f = lattice_gauss(r2, fc.nabc, fc.fudge);
+                        (f, gauss_underflows(r2, fc.fudge))
+                    } else {
+                        let f = lattice_tophat(r2, fc.nabc, fc.fudge);
+                        (f, f == 0.0)
+                    }
+                }
+            }
         }
-        Shape::Gauss | Shape::Tophat => lattice_f64(p, h, k, l, h0, k0, l0) as f32,
     }
 }
 
+/// Render one pixel (None when cancelled). A pixel flagged `exact` must be evaluated again with
+/// `pixel64` (its value here is not upstream's).
 pub fn render_pixel(
-    fp: &FastPlan,
+    fc: &FastCtx,
     fpixel: usize,
     spixel: usize,
     first_sequence: bool,
     interpolate: bool,
-) -> PixelOut {
+    poll: &Poll,
+) -> Option<PixelOut> {
     let mut unused = super::pixel64::PixelTrace::default();
-    super::pixel::render::<FastPlan, false>(
-        fp,
+    super::pixel::render::<FastCtx, false>(
+        fc,
         fpixel,
         spixel,
         first_sequence,
         interpolate,
+        poll,
         &mut unused,
     )
 }
 
-impl Terms for FastPlan<'_> {
+impl Factors for FastCtx<'_> {
     fn plan(&self) -> &Plan {
         self.plan
     }
     #[inline(always)]
-    fn polar(&self, source: usize, d: V3) -> f64 {
-        polar_fast(self.plan.polar_k, &self.sources[source], d)
+    fn solid_angle(&self, r: f64) -> f64 {
+        solid_angle(
+            (1.0 / r) as f32,
+            self.pixel2,
+            self.close_distance,
+            self.plan.point_pixel,
+        ) as f64
     }
     #[inline(always)]
-    fn lattice(&self, h: f64, k: f64, l: f64, h0: f64, k0: f64, l0: f64) -> f64 {
-        lattice_fast(self, h, k, l, h0, k0, l0) as f64
+    fn capture(&self, t: u32, rho: f64) -> f64 {
+        capture_fraction(t as f32, self.mu_step, rho as f32) as f64
+    }
+    #[inline(always)]
+    fn polar(&self, source: usize, d: V3) -> f64 {
+        let s = &self.sources[source];
+        polarization(self.polar_k, s.i, f32x3(d), s.e_in, s.b_in) as f64
+    }
+    #[inline(always)]
+    fn lattice(&self, hkl: [f64; 3], hkl0: [f64; 3], exact: &mut bool) -> (f64, bool) {
+        let (f, zero) = lattice_fast(self, hkl, hkl0, exact);
+        (f as f64, zero)
     }
     #[inline(always)]
     fn all_orientations(
         &self,
         first: bool,
         q: V3,
-        interp: &mut bool,
-        triggered: &mut bool,
+        st: &mut PixelState,
+        poll: &Poll,
     ) -> Option<f64> {
         if !self.vector_path {
             return None;
         }
         let soa = if first { &self.soa_first } else { &self.soa };
-        Some(square_terms(self, soa, q, interp, triggered))
+        Some(square_terms(self, soa, q, st, poll))
     }
 }
 
@@ -218,62 +254,45 @@ impl Terms for FastPlan<'_> {
 /// Orientations per chunk of the two-phase term loop.
 const CHUNK: usize = 64;
 
-type Phase1Fn = fn(&FastPlan, &OrientationsSoa, usize, usize, [f64; 3], &mut [f32; CHUNK]) -> bool;
+type Phase1Fn = fn(&FastCtx, &OrientationsSoa, usize, usize, [f64; 3], &mut [f32; CHUNK]) -> bool;
 
-/// Phase 1 over orientations `start..start+len`: squared lattice factor per orientation, in
-/// delta form. Branch-free so it vectorises; returns true when some index is within
-/// `EXACT_BRAGG` of a non-zero integer (phase 2 then redoes those terms upstream's way).
+/// Phase 1 over orientations `start..start+len`: squared lattice factor per orientation
+/// (`terms::lattice_square`, 0 for an index that fails `terms::index_ok`). Branch-free so it
+/// vectorises; returns true when some term falls under the exact-Bragg rule.
 #[inline(always)]
 fn phase1_body(
-    fp: &FastPlan,
+    fc: &FastCtx,
     soa: &OrientationsSoa,
     start: usize,
     len: usize,
     q: [f64; 3],
     out: &mut [f32; CHUNK],
 ) -> bool {
-    const MAGIC: f64 = 6755399441055744.0; // 1.5 * 2^52: adding and subtracting rounds to an integer
-    let c = &soa.comp;
-    let ns = [fp.na, fp.nb, fp.nc];
-    let use_axis = [fp.plan.na > 1.0, fp.plan.nb > 1.0, fp.plan.nc > 1.0];
+    let use_axis = fc.use_axis();
     let mut exact = false;
     for j in 0..len {
         let o = start + j;
-        // product of numerators and of denominators, one division per orientation
-        let (mut num, mut den) = (1.0f32, 1.0f32);
-        for axis in 0..3 {
-            let h = (c[3 * axis][o] * q[0] + c[3 * axis + 1][o] * q[1]) + c[3 * axis + 2][o] * q[2];
-            let r = (h + MAGIC) - MAGIC;
-            let d = h - r;
-            exact |= use_axis[axis] & (d.abs() < EXACT_BRAGG) & (r != 0.0);
-            let (nm, dn) = grating_parts(d as f32, ns[axis]);
-            num *= if use_axis[axis] { nm } else { 1.0 };
-            den *= if use_axis[axis] { dn } else { 1.0 };
+        let mut d = [0f32; 3];
+        let mut ok = true;
+        let mut ex = false;
+        for a in 0..3 {
+            let h = soa.index(a, o, q);
+            let r = round_even_f64(h);
+            let delta = h - r;
+            ok &= index_ok(h);
+            ex |= use_axis[a] & is_exact_bragg(delta, r);
+            d[a] = delta as f32;
         }
-        let g = num / den;
-        out[j] = g * g;
+        let g = lattice_square(d[0], d[1], d[2], fc.na, fc.nb, fc.nc);
+        out[j] = if ok { g * g } else { 0.0 };
+        exact |= ex & ok;
     }
     exact
 }
 
-/// Numerator and denominator of the delta-form grating factor sin(πNd)/sin(πd), |d| <= 1/2,
-/// without branches. Where N·|d| < 1e-5 the factor is N to 2e-10 relative: return (N, 1) so
-/// products of three tiny denominators never underflow.
-#[inline(always)]
-fn grating_parts(d: f32, n: f32) -> (f32, f32) {
-    const MAGIC32: f32 = 12582912.0; // 1.5 * 2^23
-    let x = n * d;
-    let m = (x + MAGIC32) - MAGIC32;
-    let r = x - m;
-    let num = super::factors::sinpi_reduced(r);
-    let den = super::factors::sinpi_reduced(d);
-    let small = x.abs() < 1e-5;
-    (if small { n } else { num }, if small { 1.0 } else { den })
-}
-
 avx2_versions!(
     fn select_phase1 => phase1_body(
-        fp: &FastPlan,
+        fc: &FastCtx,
         soa: &OrientationsSoa,
         start: usize,
         len: usize,
@@ -283,15 +302,17 @@ avx2_versions!(
 );
 
 /// Sum of F_cell² · F_latt² over all orientations for one scattering vector (square lattice).
+/// Stops early (value meaningless) when a term falls under the exact-Bragg rule (`st.exact`) or
+/// the render is cancelled.
 #[inline]
 fn square_terms(
-    fp: &FastPlan,
+    fc: &FastCtx,
     soa: &OrientationsSoa,
     q: [f64; 3],
-    interp: &mut bool,
-    triggered: &mut bool,
+    st: &mut PixelState,
+    poll: &Poll,
 ) -> f64 {
-    let p = fp.plan;
+    let p = fc.plan;
     let mut fl2 = [0f32; CHUNK];
     let mut sum = 0.0f64;
     let constant_f = p.hkl.hkls == 0;
@@ -299,58 +320,37 @@ fn square_terms(
     while start < soa.len {
         let len = CHUNK.min(soa.len - start);
         let exact = if len < 4 {
-            phase1_body(fp, soa, start, len, q, &mut fl2)
+            phase1_body(fc, soa, start, len, q, &mut fl2)
         } else {
-            (fp.phase1)(fp, soa, start, len, q, &mut fl2)
+            (fc.phase1)(fc, soa, start, len, q, &mut fl2)
         };
-        if constant_f && !exact {
+        if exact {
+            st.exact = true;
+            return 0.0;
+        }
+        if constant_f {
             let s: f32 = fl2[..len].iter().sum();
             sum += s as f64 * (p.default_f * p.default_f);
         } else {
-            let c = &soa.comp;
             for j in 0..len {
                 let o = start + j;
-                let hkl = [0, 1, 2].map(|a| {
-                    (c[3 * a][o] * q[0] + c[3 * a + 1][o] * q[1]) + c[3 * a + 2][o] * q[2]
-                });
-                let mut f_latt2 = fl2[j] as f64;
-                if exact {
-                    // near an exact Bragg position: upstream's formula on upstream's h, k, l
-                    let g = [
-                        grating(hkl[0], fp.na),
-                        grating(hkl[1], fp.nb),
-                        grating(hkl[2], fp.nc),
-                    ];
-                    let mut f = 1.0f64;
-                    for (a, n) in [p.na, p.nb, p.nc].iter().enumerate() {
-                        if *n > 1.0 {
-                            f *= g[a] as f64;
-                        }
-                    }
-                    f_latt2 = f * f;
-                }
+                let f_latt2 = fl2[j] as f64;
                 if f_latt2 == 0.0 && !p.water {
                     continue;
                 }
-                let (h, k, l) = (hkl[0], hkl[1], hkl[2]);
-                if *interp && outside_interpolation_range(&p.hkl, h, k, l) {
-                    *interp = false;
-                    *triggered = true;
+                let [h, k, l] = [0, 1, 2].map(|a| soa.index(a, o, q));
+                if !(index_ok(h) & index_ok(k) & index_ok(l)) {
+                    continue;
                 }
-                let f_cell = if *interp {
-                    f_tricubic(&p.hkl, h, k, l)
-                } else {
-                    f_nearest(
-                        p,
-                        (h - 0.5).ceil() as i64,
-                        (k - 0.5).ceil() as i64,
-                        (l - 0.5).ceil() as i64,
-                    )
-                };
+                let hkl0 = [h, k, l].map(|x| (x - 0.5).ceil());
+                let f_cell = structure_factor(p, [h, k, l], hkl0, st);
                 sum += f_cell * f_cell * f_latt2;
             }
         }
         start += len;
+        if poll.tick(len as u64) {
+            break;
+        }
     }
     sum
 }

@@ -1,40 +1,81 @@
-//! The f64 per-pixel kernel (parity mode): upstream's loop (MODEL §6.2) term by term, in the
-//! same order and association, so images match the C to rounding.
+//! The f64 per-pixel kernel (parity mode): the shared loop (`pixel.rs`) with upstream's f64
+//! terms (`terms::*_f64`), in upstream's order and association, so images match the C to the
+//! bit.
 
-use super::factors::{lattice_f64, polarization_factor, PolarFrame};
-use super::pixel::Terms;
+use super::pixel::Factors;
+use super::poll::Poll;
+use super::terms::{
+    capture_fraction_f64, lattice_gauss_f64, lattice_round_f64, lattice_square_f64,
+    lattice_tophat_f64, polarization_f64, shape_r2_f64, solid_angle_f64, PolarFrame,
+};
 use super::PixelOut;
-use crate::plan::Plan;
+use crate::plan::{Plan, Shape};
 use crate::vec3::V3;
 
-/// Per-plan constants of the f64 kernel.
-pub struct ExactPlan<'a> {
+/// The f64 kernel's per-render context: the plan and what is hoisted out of the pixel loop (one
+/// polarisation frame per source). Not part of the `Plan` contract; built by the renderer.
+pub struct ExactCtx<'a> {
     pub plan: &'a Plan,
     pub frames: Vec<PolarFrame>,
+    pixel2: f64,
 }
 
-impl<'a> ExactPlan<'a> {
+impl<'a> ExactCtx<'a> {
     pub fn new(plan: &'a Plan) -> Self {
         let frames = plan
             .sources
             .iter()
             .map(|s| PolarFrame::new(s.incident, plan.polar_axis))
             .collect();
-        ExactPlan { plan, frames }
+        ExactCtx {
+            plan,
+            frames,
+            pixel2: plan.pixel * plan.pixel,
+        }
     }
 }
 
-impl Terms for ExactPlan<'_> {
+/// Upstream's F_latt (MODEL §6.3) for the plan's shape.
+#[inline(always)]
+pub fn lattice_f64(p: &Plan, hkl: [f64; 3], hkl0: [f64; 3]) -> f64 {
+    let [h, k, l] = hkl;
+    let (dh, dk, dl) = (h - hkl0[0], k - hkl0[1], l - hkl0[2]);
+    match p.shape {
+        Shape::Square => lattice_square_f64(h, k, l, p.na, p.nb, p.nc),
+        Shape::Round => lattice_round_f64(dh, dk, dl, p.na, p.nb, p.nc, p.fudge),
+        Shape::Gauss | Shape::Tophat => {
+            let r2 = shape_r2_f64(dh, dk, dl, p.a_star, p.b_star, p.c_star, p.na, p.nb, p.nc);
+            let nabc = (p.na * p.nb) * p.nc;
+            if p.shape == Shape::Gauss {
+                lattice_gauss_f64(r2, nabc, p.fudge)
+            } else {
+                lattice_tophat_f64(r2, nabc, p.fudge)
+            }
+        }
+    }
+}
+
+impl Factors for ExactCtx<'_> {
     fn plan(&self) -> &Plan {
         self.plan
     }
     #[inline(always)]
-    fn polar(&self, source: usize, d: V3) -> f64 {
-        polarization_factor(self.plan.polar_k, &self.frames[source], d)
+    fn solid_angle(&self, r: f64) -> f64 {
+        let p = self.plan;
+        solid_angle_f64(r, self.pixel2, p.close_distance, p.point_pixel)
     }
     #[inline(always)]
-    fn lattice(&self, h: f64, k: f64, l: f64, h0: f64, k0: f64, l0: f64) -> f64 {
-        lattice_f64(self.plan, h, k, l, h0, k0, l0)
+    fn capture(&self, t: u32, rho: f64) -> f64 {
+        capture_fraction_f64(t, self.plan.thickstep, self.plan.mu, rho)
+    }
+    #[inline(always)]
+    fn polar(&self, source: usize, d: V3) -> f64 {
+        polarization_f64(self.plan.polar_k, &self.frames[source], d)
+    }
+    #[inline(always)]
+    fn lattice(&self, hkl: [f64; 3], hkl0: [f64; 3], _exact: &mut bool) -> (f64, bool) {
+        let f = lattice_f64(self.plan, hkl, hkl0);
+        (f, f == 0.0)
     }
 }
 
@@ -55,42 +96,66 @@ pub struct PixelTrace {
     pub value: f32,
 }
 
-/// Render one pixel. `first_sequence`: this pixel holds the run's first phi sequence (stale-phi
-/// rule). `interpolate`: tricubic lookups are on when the pixel starts.
-pub fn render_pixel(
-    ep: &ExactPlan,
+/// Render one pixel, polling `poll` (None when cancelled). `first_sequence`: this pixel holds
+/// the run's first phi sequence (stale-phi rule). `interpolate`: tricubic lookups are on when
+/// the pixel starts.
+pub fn render_pixel_polled(
+    ep: &ExactCtx,
     fpixel: usize,
     spixel: usize,
     first_sequence: bool,
     interpolate: bool,
-) -> PixelOut {
-    super::pixel::render::<ExactPlan, false>(
+    poll: &Poll,
+) -> Option<PixelOut> {
+    super::pixel::render::<ExactCtx, false>(
         ep,
         fpixel,
         spixel,
         first_sequence,
         interpolate,
+        poll,
         &mut PixelTrace::default(),
     )
 }
 
+/// Render one pixel (no cancel).
+pub fn render_pixel(
+    ep: &ExactCtx,
+    fpixel: usize,
+    spixel: usize,
+    first_sequence: bool,
+    interpolate: bool,
+) -> PixelOut {
+    render_pixel_polled(
+        ep,
+        fpixel,
+        spixel,
+        first_sequence,
+        interpolate,
+        &Poll::none(),
+    )
+    .expect("a render without a cancel flag is never cancelled")
+}
+
 /// `render_pixel` that also records the last term (`-printout`).
 pub fn trace_pixel(
-    ep: &ExactPlan,
+    ep: &ExactCtx,
     fpixel: usize,
     spixel: usize,
     first_sequence: bool,
     interpolate: bool,
 ) -> PixelTrace {
     let mut t = PixelTrace::default();
-    let out = super::pixel::render::<ExactPlan, true>(
+    let out = super::pixel::render::<ExactCtx, true>(
         ep,
         fpixel,
         spixel,
         first_sequence,
         interpolate,
+        &Poll::none(),
         &mut t,
-    );
+    )
+    .expect("a render without a cancel flag is never cancelled");
     t.value = out.value;
     t
 }

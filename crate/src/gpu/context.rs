@@ -114,11 +114,25 @@ pub fn scope_error(e: Option<wgpu::Error>, what: &str) -> Result<()> {
     }
 }
 
-/// Monotonic clock for [`super::GpuTimings`]; on wasm32 (no `Instant`) all durations read 0.
+/// Wall clock for [`super::GpuTimings`] and for sizing tiles by time: `Instant` natively,
+/// `Date.now()` (millisecond resolution) in the browser build; on wasm32 without the `wasm`
+/// feature (no js-sys) all durations read 0.
 #[derive(Clone, Copy)]
 pub struct Clock {
     #[cfg(not(target_arch = "wasm32"))]
     start: std::time::Instant,
+    #[cfg(target_arch = "wasm32")]
+    start_ms: f64,
+}
+
+#[cfg(all(target_arch = "wasm32", feature = "wasm"))]
+fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+#[cfg(all(target_arch = "wasm32", not(feature = "wasm")))]
+fn now_ms() -> f64 {
+    0.0
 }
 
 impl Clock {
@@ -126,6 +140,8 @@ impl Clock {
         Clock {
             #[cfg(not(target_arch = "wasm32"))]
             start: std::time::Instant::now(),
+            #[cfg(target_arch = "wasm32")]
+            start_ms: now_ms(),
         }
     }
     pub fn seconds(&self) -> f64 {
@@ -135,7 +151,7 @@ impl Clock {
         }
         #[cfg(target_arch = "wasm32")]
         {
-            0.0
+            (now_ms() - self.start_ms) * 1e-3
         }
     }
 }

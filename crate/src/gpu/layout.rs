@@ -6,8 +6,9 @@
 //! Every struct must be kept in sync with its WGSL twin; `crate/tests/gpu_layout.rs` reflects the
 //! shader with naga and compares each member's name, offset and size with [`GpuStruct::FIELDS`].
 
+use crate::cpu::terms::PolarFrame;
 use crate::plan::{Interpolation, Plan, Shape};
-use crate::vec3::{cross, dot, unit, V3};
+use crate::vec3::{dot, V3};
 
 /// A host struct mirrored in WGSL: its member table for the layout test.
 pub trait GpuStruct: bytemuck::Pod {
@@ -89,7 +90,7 @@ gpu_struct! {
 }
 
 gpu_struct! {
-    /// Per-dispatch pixel tile (WGSL `Chunk`, uniform): rows `row0..row0+rows`, columns
+    /// Per-dispatch pixel tile (WGSL `Chunk`, a read-only storage buffer): rows `row0..row0+rows`, columns
     /// `col0..col0+cols`; `switch_pixel` is the tricubic switch-off pixel (or `NO_PIXEL`).
     Chunk as "Chunk" {
         row0: u32,
@@ -136,7 +137,8 @@ gpu_struct! {
     }
 }
 
-// Flag bits of `Params::flags` (same names in the WGSL).
+// Flag bits of `Params::flags`. Every constant below has a WGSL twin of the same name in
+// `shaders/nanobragg.wgsl`, checked by `crate/tests/gpu_layout.rs`.
 pub const FLAG_CURVED: u32 = 1;
 pub const FLAG_POINT_PIXEL: u32 = 2;
 pub const FLAG_NOPOLAR: u32 = 4;
@@ -147,11 +149,65 @@ pub const FLAG_WATER: u32 = 64;
 pub const FLAG_MASK: u32 = 128;
 pub const FLAG_THICK_ZERO: u32 = 256;
 pub const FLAG_HKL: u32 = 512;
+/// Every flag bit with its name.
+pub const FLAGS: &[(&str, u32)] = &[
+    ("FLAG_CURVED", FLAG_CURVED),
+    ("FLAG_POINT_PIXEL", FLAG_POINT_PIXEL),
+    ("FLAG_NOPOLAR", FLAG_NOPOLAR),
+    ("FLAG_OVERSAMPLE_THICK", FLAG_OVERSAMPLE_THICK),
+    ("FLAG_OVERSAMPLE_POLAR", FLAG_OVERSAMPLE_POLAR),
+    ("FLAG_OVERSAMPLE_OMEGA", FLAG_OVERSAMPLE_OMEGA),
+    ("FLAG_WATER", FLAG_WATER),
+    ("FLAG_MASK", FLAG_MASK),
+    ("FLAG_THICK_ZERO", FLAG_THICK_ZERO),
+    ("FLAG_HKL", FLAG_HKL),
+];
+
+/// `Params::shape`: the `Shape` discriminants.
+pub const SHAPE_SQUARE: u32 = Shape::Square as u32;
+pub const SHAPE_ROUND: u32 = Shape::Round as u32;
+pub const SHAPE_GAUSS: u32 = Shape::Gauss as u32;
+pub const SHAPE_TOPHAT: u32 = Shape::Tophat as u32;
 
 pub const INTERP_NEAREST: u32 = 0;
 pub const INTERP_TRICUBIC: u32 = 1;
 /// "No pixel" marker for `first_pixel`, `switch_pixel` and the flag buffer.
 pub const NO_PIXEL: u32 = u32::MAX;
+
+/// The `flags` buffer (u32 words): word `FLAGS_SWITCH` holds the first pixel (raster index)
+/// with an out-of-range tricubic term (`NO_PIXEL` if none); from word `FLAGS_HEADER_WORDS` on,
+/// one bit per pixel marks the pixels under the exact-Bragg rule (`cpu::terms::EXACT_BRAGG`):
+/// word `FLAGS_HEADER_WORDS + idx / 32`, bit `idx % 32`. The other header words are unused.
+pub const FLAGS_SWITCH: usize = 0;
+pub const FLAGS_HEADER_WORDS: usize = 4;
+
+/// The header the host writes before a render.
+pub fn flags_header() -> [u32; FLAGS_HEADER_WORDS] {
+    let mut h = [0; FLAGS_HEADER_WORDS];
+    h[FLAGS_SWITCH] = NO_PIXEL;
+    h
+}
+
+/// Words of the `flags` buffer for `pixels` pixels.
+pub fn flags_words(pixels: usize) -> usize {
+    FLAGS_HEADER_WORDS + pixels.div_ceil(32)
+}
+
+/// The pixels whose exact-Bragg bit is set in a read-back `flags` buffer.
+pub fn exact_bragg_pixels(words: &[u32], pixels: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (w, &bits) in words.iter().enumerate().skip(FLAGS_HEADER_WORDS) {
+        let mut b = bits;
+        while b != 0 {
+            let i = (w - FLAGS_HEADER_WORDS) * 32 + b.trailing_zeros() as usize;
+            b &= b - 1;
+            if i < pixels {
+                out.push(i);
+            }
+        }
+    }
+    out
+}
 
 /// Split an f64 into a double-float pair: `hi = (f32)v`, `lo = (f32)(v - hi)`.
 #[inline]
@@ -250,12 +306,7 @@ pub fn pack_params(plan: &Plan, first_pixel: u32) -> Params {
         thicksteps: plan.thicksteps,
         n_sources: to_u32(plan.sources.len()),
         n_orient: to_u32(plan.orientations.len()),
-        shape: match plan.shape {
-            Shape::Square => 0,
-            Shape::Round => 1,
-            Shape::Gauss => 2,
-            Shape::Tophat => 3,
-        },
+        shape: plan.shape as u32,
         flags,
         roi_xmin: to_u32(plan.roi.xmin),
         roi_xmax: to_u32(plan.roi.xmax),
@@ -288,23 +339,19 @@ pub fn pack_params(plan: &Plan, first_pixel: u32) -> Params {
     }
 }
 
+/// Sources: the polarisation frame of `cpu::terms::PolarFrame` (unit incident direction, E_in,
+/// B_in) rounded to f32, and 1/λ.
 pub fn pack_sources(plan: &Plan) -> Vec<GpuSource> {
     plan.sources
         .iter()
         .map(|s| {
-            let i = s.incident;
-            // MODEL §5.6: B_in = unit(p x i), E_in = unit(i x B_in).
-            let b_in = unit(cross(plan.polar_axis, i));
-            let e_in = unit(cross(i, b_in));
+            let f = PolarFrame::new(s.incident, plan.polar_axis);
+            let mut incident = f32x4(f.i);
+            incident[3] = (1.0 / s.lambda) as f32;
             GpuSource {
-                incident: [
-                    i[0] as f32,
-                    i[1] as f32,
-                    i[2] as f32,
-                    (1.0 / s.lambda) as f32,
-                ],
-                e_in: f32x4(e_in),
-                b_in: f32x4(b_in),
+                incident,
+                e_in: f32x4(f.e_in),
+                b_in: f32x4(f.b_in),
             }
         })
         .collect()

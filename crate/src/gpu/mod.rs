@@ -27,6 +27,8 @@ use crate::{error::Result, plan::Plan};
 pub fn render_blocking(plan: &Plan, timings: bool) -> Result<Vec<f32>> {
     use std::io::IsTerminal;
     let mut r = GpuRenderer::new_blocking()?;
+    // nothing cancels a CLI render (Ctrl-C ends the process): full-size submissions
+    r.set_chunk_budget(GpuRenderer::DEFAULT_CHUNK_BUDGET);
     let show = std::io::stderr().is_terminal();
     let mut progress = |f: f32| {
         if show {

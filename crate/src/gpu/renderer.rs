@@ -1,18 +1,30 @@
 //! [`GpuRenderer`]: owns the device, the cached compute pipeline and the plan-shaped buffers;
-//! renders a [`Plan`] in row chunks and reads back the float image.
+//! renders a [`Plan`] in tiles of pixels and reads back the float image.
+//!
+//! Tiles are sized by time: each submission aims at [`GpuRenderer::CHUNK_TARGET_S`], or at 8×
+//! the fixed cost of a submission where that is longer (the work per submission is rescaled
+//! after each one, at most 4× either way, kept across renders, between
+//! [`GpuRenderer::MIN_CHUNK`] and the chunk budget; the first tile of a render takes a quarter,
+//! in case the new plan costs more per term). So progress moves and cancel acts within about
+//! 0.1 s on a GPU; on emulations whose every submission costs 30-50 ms (lavapipe) within about
+//! 0.5 s. A pixel is never split across submissions: one pixel whose terms alone
+//! take longer than that (hundreds of millions of terms on a real GPU) makes its submission
+//! longer, and cancel waits for it. Splitting a pixel would need per-pixel df64 accumulators and
+//! a separate pass for the first-value factors (MODEL §9.6), and is impossible with the
+//! `-oversample_*` running sums; it is not done.
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::context::{read_buffer, request_device, scope_error, wait_for, Clock};
-use super::layout::{self, Chunk, GpuSource, GpuTerm, Params, NO_PIXEL};
+use super::layout::{self, Chunk, GpuSource, GpuTerm, Params, FLAGS_HEADER_WORDS, NO_PIXEL};
 use super::selftest;
 use super::shaders;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 
-/// Wall-clock seconds spent in each phase of the last render (0 on wasm32, which has no clock).
+/// Wall-clock seconds spent in each phase of the last render (see `context::Clock`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct GpuTimings {
     /// Start-up self-test plus compute-pipeline creation (paid once, in `new`).
@@ -26,7 +38,7 @@ pub struct GpuTimings {
     pub readback_s: f64,
     /// Whole `render` call.
     pub total_s: f64,
-    /// Number of row chunks (submissions) of the main pass.
+    /// Number of tiles (submissions) of the main pass.
     pub chunks: u32,
     /// The render had to (re)create plan-shaped buffers.
     pub cold: bool,
@@ -64,7 +76,7 @@ struct Resources {
     mask: wgpu::Buffer,
     image: wgpu::Buffer,
     readback: wgpu::Buffer,
-    /// `[tricubic switch pixel, 0, 0, 0, exact-Bragg bitmask (one bit per pixel)...]`.
+    /// Tricubic switch pixel and exact-Bragg bits (`layout::FLAGS_*`).
     flags: wgpu::Buffer,
     flags_readback: wgpu::Buffer,
     bind_group: wgpu::BindGroup,
@@ -88,6 +100,12 @@ pub struct GpuRenderer {
     res: Option<Resources>,
     lost: Arc<Mutex<Option<String>>>,
     chunk_budget: u64,
+    /// Size tiles by time (off once `set_chunk_budget` fixes the budget).
+    adaptive: bool,
+    /// Work per submission aimed at the time target (terms; adaptive mode).
+    aimed: u64,
+    /// Shortest submission seen (s): an upper bound of the fixed cost of one submission.
+    overhead_s: f64,
     pipeline_s: f64,
     timings: GpuTimings,
     stats: GpuStats,
@@ -119,9 +137,15 @@ fn storage_size(bytes: usize) -> u64 {
 }
 
 impl GpuRenderer {
-    /// Default work per submission, in inner-loop term evaluations (pixels x terms per pixel).
-    /// About 10-50 ms on a discrete GPU, well below browser/OS watchdogs.
+    /// Default largest work per submission, in inner-loop term evaluations (pixels x terms per
+    /// pixel). About 10-50 ms on a discrete GPU, well below browser/OS watchdogs.
     pub const DEFAULT_CHUNK_BUDGET: u64 = 1 << 26;
+    /// Time a submission aims at (submit to completion).
+    pub const CHUNK_TARGET_S: f64 = 0.04;
+    /// Work of the first submission of a renderer, before any time is measured.
+    pub const FIRST_CHUNK: u64 = 1 << 16;
+    /// Least work per submission in adaptive mode (fixed costs dominate below it).
+    pub const MIN_CHUNK: u64 = 1 << 14;
 
     /// Open the default adapter (high performance preferred) and set up the kernel.
     pub async fn new() -> Result<Self> {
@@ -162,14 +186,14 @@ impl GpuRenderer {
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("nanobragg kernel"),
-            source: wgpu::ShaderSource::Wgsl(shaders::kernel_source(probe.fma_fused).into()),
+            source: wgpu::ShaderSource::Wgsl(shaders::kernel_source().into()),
         });
         use wgpu::BufferBindingType as B;
         let bind_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("nanobragg kernel"),
             entries: &[
                 layout_entry(0, B::Uniform),
-                layout_entry(1, B::Uniform),
+                layout_entry(1, B::Storage { read_only: true }),
                 layout_entry(2, B::Storage { read_only: true }),
                 layout_entry(3, B::Storage { read_only: true }),
                 layout_entry(4, B::Storage { read_only: true }),
@@ -188,7 +212,10 @@ impl GpuRenderer {
             layout: Some(&pl),
             module: &module,
             entry_point: Some(shaders::KERNEL_ENTRY),
-            compilation_options: Default::default(),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &shaders::constants(probe.fma_fused),
+                ..Default::default()
+            },
             cache: None,
         });
         let buf = |label, size, usage| {
@@ -202,14 +229,10 @@ impl GpuRenderer {
         use wgpu::BufferUsages as U;
         let params_buf = buf(
             "params",
-            std::mem::size_of::<Params>() as u64,
+            size_of::<Params>() as u64,
             U::UNIFORM | U::COPY_DST,
         );
-        let chunk_buf = buf(
-            "chunk",
-            std::mem::size_of::<Chunk>() as u64,
-            U::UNIFORM | U::COPY_DST,
-        );
+        let chunk_buf = buf("chunk", size_of::<Chunk>() as u64, U::STORAGE | U::COPY_DST);
         scope_error(scope.pop().await, "pipeline creation")?;
         // Make sure the pipeline is really compiled before the clock stops.
         let idx = queue.submit([]);
@@ -227,6 +250,9 @@ impl GpuRenderer {
             res: None,
             lost,
             chunk_budget: Self::DEFAULT_CHUNK_BUDGET,
+            adaptive: true,
+            aimed: Self::FIRST_CHUNK,
+            overhead_s: f64::INFINITY,
             pipeline_s,
             timings: GpuTimings {
                 pipeline_s,
@@ -269,9 +295,53 @@ impl GpuRenderer {
         self.stats
     }
 
-    /// Work per submission in term evaluations (see [`Self::DEFAULT_CHUNK_BUDGET`]).
+    /// Fixed work per submission in term evaluations (see [`Self::DEFAULT_CHUNK_BUDGET`]); turns
+    /// off sizing tiles by time (tests that count tiles; callers that cannot cancel and want
+    /// throughput, like the CLI).
     pub fn set_chunk_budget(&mut self, terms: u64) {
         self.chunk_budget = terms.max(1);
+        self.adaptive = false;
+    }
+
+    /// Work for the next submission: the fixed budget, or (adaptive) the aimed work, a quarter
+    /// of it for the first tile of a render.
+    fn next_budget(&self, first_tile: bool) -> u64 {
+        if !self.adaptive {
+            return self.chunk_budget;
+        }
+        let aimed = if first_tile {
+            self.aimed / 4
+        } else {
+            self.aimed
+        };
+        aimed.clamp(Self::MIN_CHUNK.min(self.chunk_budget), self.chunk_budget)
+    }
+
+    /// Learn from a submission of `terms` terms that took `seconds` (submit to completion),
+    /// modelled as a fixed cost (bounded by the shortest submission seen) plus work: scale the
+    /// aimed work so that a submission takes the target, or 8× the fixed cost where that is
+    /// longer (emulated devices: lavapipe spends 30-50 ms per submission whatever its size, and
+    /// smaller tiles would only multiply that), at most 4× either way. A fast submission never
+    /// lowers the aim (a short tile at the end of the image says nothing about the device).
+    fn learn_time(&mut self, terms: u64, seconds: f64) {
+        if !self.adaptive || seconds <= 0.0 {
+            return; // no clock (wasm32 without js-sys)
+        }
+        self.overhead_s = self.overhead_s.min(seconds);
+        let target = Self::CHUNK_TARGET_S.max(8.0 * self.overhead_s);
+        let work = seconds - self.overhead_s;
+        let factor = if work <= 0.1 * seconds {
+            4.0
+        } else {
+            ((target - self.overhead_s) / work).clamp(0.25, 4.0)
+        };
+        let scaled = (terms as f64 * factor) as u64;
+        self.aimed = if factor >= 1.0 {
+            self.aimed.max(scaled)
+        } else {
+            scaled
+        }
+        .clamp(Self::MIN_CHUNK, self.chunk_budget.max(Self::MIN_CHUNK));
     }
 
     /// Raster index of the pixel where tricubic interpolation was switched off in the last
@@ -382,8 +452,8 @@ impl GpuRenderer {
     }
 
     /// Render `plan`; returns the float image (`fpixels * spixels`, fast index fastest).
-    /// `progress` receives the finished fraction after each chunk; `cancel` is checked between
-    /// chunks (then the result is `ErrorKind::Cancelled`).
+    /// `progress` receives the finished fraction after each tile; `cancel` is checked before
+    /// each tile (then the result is `ErrorKind::Cancelled`).
     pub async fn render(
         &mut self,
         plan: &Plan,
@@ -412,11 +482,15 @@ impl GpuRenderer {
         };
         let mask: Vec<u32> = layout::pack_mask(plan).unwrap_or_default();
         let pixels = plan.pixel_count();
-        let image_bytes = (pixels as u64) * 4;
-        self.check_fits("the HKL table", (hkl.len() * 4) as u64)?;
-        self.check_fits("the orientation x source table", (terms.len() * 96) as u64)?;
-        self.check_fits("the source table", (sources.len() * 48) as u64)?;
-        self.check_fits("the mask", (mask.len() * 4) as u64)?;
+        let image_bytes = (pixels * size_of::<f32>()) as u64;
+        let bytes = |v: usize| v as u64;
+        self.check_fits("the HKL table", bytes(size_of_val(&hkl[..])))?;
+        self.check_fits(
+            "the orientation x source table",
+            bytes(size_of_val(&terms[..])),
+        )?;
+        self.check_fits("the source table", bytes(size_of_val(&sources[..])))?;
+        self.check_fits("the mask", bytes(size_of_val(&mask[..])))?;
         self.check_fits("the image", image_bytes)?;
         if plan.spixels > (u32::MAX / 8) as usize || plan.fpixels.div_ceil(8) > 65535 {
             return Err(Error::gpu(
@@ -424,12 +498,12 @@ impl GpuRenderer {
             ));
         }
         let key = ShapeKey {
-            sources: storage_size(sources.len() * 48),
-            terms: storage_size(terms.len() * 96),
-            hkl: storage_size(hkl.len() * 4),
-            mask: storage_size(mask.len() * 4),
-            image: storage_size(pixels * 4),
-            flags: 16 + 4 * pixels.div_ceil(32) as u64,
+            sources: storage_size(size_of_val(&sources[..])),
+            terms: storage_size(size_of_val(&terms[..])),
+            hkl: storage_size(size_of_val(&hkl[..])),
+            mask: storage_size(size_of_val(&mask[..])),
+            image: storage_size(pixels * size_of::<f32>()),
+            flags: (layout::flags_words(pixels) * size_of::<u32>()) as u64,
         };
         let cold = self.res.as_ref().is_none_or(|r| r.key != key);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -452,44 +526,47 @@ impl GpuRenderer {
             upload(2, &res.terms, bytemuck::cast_slice(&terms));
             upload(3, &res.hkl, bytemuck::cast_slice(&hkl));
             upload(4, &res.mask, bytemuck::cast_slice(&mask));
-            queue.write_buffer(&res.flags, 0, bytemuck::cast_slice(&[NO_PIXEL, 0, 0, 0]));
+            queue.write_buffer(&res.flags, 0, bytemuck::cast_slice(&layout::flags_header()));
         }
+        let header_bytes = (FLAGS_HEADER_WORDS * size_of::<u32>()) as u64;
         {
             let mut enc = self.device.create_command_encoder(&Default::default());
-            enc.clear_buffer(&res.flags, 16, None);
+            enc.clear_buffer(&res.flags, header_bytes, None);
             self.queue.submit([enc.finish()]);
         }
-        self.stats.last_upload_bytes = uploaded + 16;
+        self.stats.last_upload_bytes = uploaded + header_bytes;
         let upload_s = total.seconds();
 
         // ---- dispatch in tiles ----
         let dispatch = Clock::start();
-        let tiles = tiles(
-            plan.fpixels,
-            plan.spixels,
-            plan.terms_per_pixel(),
-            self.chunk_budget,
-        );
-        let mut chunks = 0;
+        let tpp = plan.terms_per_pixel().max(1);
+        let mut tiles: Vec<Tile> = Vec::new();
         let tricubic = params.interp == layout::INTERP_TRICUBIC;
         self.switch_pixel = None;
         let total_px = pixels.max(1) as f64;
         let mut done = 0usize;
-        for (n, t) in tiles.iter().enumerate() {
-            self.run_chunk(t, NO_PIXEL).await?;
-            chunks += 1;
-            done += t.rows * t.cols;
-            progress((done as f64 / total_px) as f32);
-            if cancel.load(Ordering::Relaxed) && n + 1 < tiles.len() {
+        let mut at = Cursor::default();
+        while at.row < plan.spixels {
+            if cancel.load(Ordering::Relaxed) {
                 return Err(Error::cancelled());
             }
+            let budget = self.next_budget(tiles.is_empty());
+            let (t, next) = next_tile(at, plan.fpixels, plan.spixels, tpp, budget);
+            let clock = Clock::start();
+            self.run_chunk(&t, NO_PIXEL).await?;
+            self.learn_time(t.pixels() as u64 * tpp, clock.seconds());
+            tiles.push(t);
+            done += t.pixels();
+            progress((done as f64 / total_px) as f32);
+            at = next;
         }
+        let chunks = tiles.len() as u32;
         if tricubic {
             // MODEL §6.4/§9.6: the first pixel (raster order) with an out-of-range tricubic term
             // switches interpolation off for itself (from that term on) and every later pixel.
             // Re-render from that pixel's row with the switch point known.
-            let bytes = self.read_flags(16).await?;
-            let p = bytemuck::cast_slice::<u8, u32>(&bytes)[0];
+            let bytes = self.read_flags(header_bytes).await?;
+            let p = bytemuck::cast_slice::<u8, u32>(&bytes)[layout::FLAGS_SWITCH];
             if p != NO_PIXEL {
                 self.switch_pixel = Some(p as usize);
                 let row = p as usize / plan.fpixels;
@@ -503,21 +580,10 @@ impl GpuRenderer {
         }
         let dispatch_s = dispatch.seconds();
 
-        // Pixels with an exact-Bragg term (see EXACT_BRAGG in the kernel): upstream's value there
-        // is an f64 rounding artefact that only an f64 evaluation of its formula reproduces.
+        // Pixels under the exact-Bragg rule (cpu::terms::EXACT_BRAGG): upstream's value there is
+        // an f64 rounding artefact that only the f64 kernel reproduces.
         let flag_bytes = self.read_flags(key.flags).await?;
-        let words = bytemuck::cast_slice::<u8, u32>(&flag_bytes);
-        let mut exact: Vec<usize> = Vec::new();
-        for (w, &bits) in words[4..].iter().enumerate() {
-            let mut b = bits;
-            while b != 0 {
-                let i = w * 32 + b.trailing_zeros() as usize;
-                b &= b - 1;
-                if i < pixels {
-                    exact.push(i);
-                }
-            }
-        }
+        let exact = layout::exact_bragg_pixels(bytemuck::cast_slice(&flag_bytes), pixels);
         // ---- read back ----
         let rb = Clock::start();
         let res = self.res.as_ref().expect("resources");
@@ -532,7 +598,7 @@ impl GpuRenderer {
         image.truncate(pixels);
         let readback_s = rb.seconds();
         if !exact.is_empty() {
-            let ep = crate::cpu::pixel64::ExactPlan::new(plan);
+            let ep = crate::cpu::pixel64::ExactCtx::new(plan);
             for &i in &exact {
                 let (f, s) = (i % plan.fpixels, i / plan.fpixels);
                 let interp = tricubic && self.switch_pixel.is_none_or(|p| i <= p);
@@ -607,9 +673,14 @@ impl GpuRenderer {
     }
 
     /// Blocking [`GpuRenderer::render`] without progress or cancellation (native only).
+    /// With nothing to cancel, tiles are not sized by time: each submission takes the chunk
+    /// budget (on emulated devices many small submissions cost throughput).
     pub fn render_blocking(&mut self, plan: &Plan) -> Result<Vec<f32>> {
         let cancel = AtomicBool::new(false);
-        pollster::block_on(self.render(plan, &mut |_| {}, &cancel))
+        let adaptive = std::mem::replace(&mut self.adaptive, false);
+        let out = pollster::block_on(self.render(plan, &mut |_| {}, &cancel));
+        self.adaptive = adaptive;
+        out
     }
 
     /// Blocking render with progress and cancel (native only).
@@ -632,42 +703,75 @@ struct Tile {
     cols: usize,
 }
 
-/// Split the detector into submissions of at most `budget` term evaluations (at least one
-/// pixel): whole rows when a row fits, else pieces of one row. Raster order.
-fn tiles(fpixels: usize, spixels: usize, terms_per_pixel: u64, budget: u64) -> Vec<Tile> {
-    let tpp = terms_per_pixel.max(1);
+impl Tile {
+    fn pixels(&self) -> usize {
+        self.rows * self.cols
+    }
+}
+
+/// Where the next tile starts, and the height of the band of rows being cut into pieces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Cursor {
+    row: usize,
+    col: usize,
+    band: usize,
+}
+
+/// The next tile at `at` with at most `budget` term evaluations where possible: whole rows
+/// when `at` starts a row and a row fits; otherwise a band of rows, chosen at its first piece,
+/// cut into pieces a whole number of workgroups (`shaders::KERNEL_WORKGROUP`) wide: bands of a
+/// workgroup's height when the budget holds a workgroup, else of as many rows as it holds
+/// workgroup-wide pieces of (so an emulated device that runs a workgroup's rows one after the
+/// other still finishes a piece quickly). The least piece is one row of a workgroup's width.
+/// Returns the tile and the cursor after it.
+fn next_tile(at: Cursor, fpixels: usize, spixels: usize, tpp: u64, budget: u64) -> (Tile, Cursor) {
+    let [wx, wy] = shaders::KERNEL_WORKGROUP.map(|w| w as usize);
     let row_cost = (fpixels as u64).max(1).saturating_mul(tpp);
-    let mut out = Vec::new();
-    if row_cost <= budget {
-        let rows = ((budget / row_cost) as usize).clamp(1, spixels.max(1));
-        let mut r = 0;
-        while r < spixels {
-            let n = rows.min(spixels - r);
-            out.push(Tile {
-                row0: r,
-                rows: n,
-                col0: 0,
-                cols: fpixels,
-            });
-            r += n;
+    if at.col == 0 && row_cost <= budget {
+        let rows = ((budget / row_cost) as usize).clamp(1, spixels - at.row);
+        let t = Tile {
+            row0: at.row,
+            rows,
+            col0: 0,
+            cols: fpixels,
+        };
+        let next = Cursor {
+            row: at.row + rows,
+            ..Cursor::default()
+        };
+        return (t, next);
+    }
+    let px = (budget / tpp.max(1)).max(1) as usize;
+    let band = if at.col == 0 {
+        let rows = if px >= wx * wy {
+            wy
+        } else {
+            (px / wx).clamp(1, wy)
+        };
+        rows.min(spixels - at.row)
+    } else {
+        at.band
+    };
+    let cols = (px / band / wx * wx).max(wx).min(fpixels - at.col);
+    let t = Tile {
+        row0: at.row,
+        rows: band,
+        col0: at.col,
+        cols,
+    };
+    let next = if at.col + cols >= fpixels {
+        Cursor {
+            row: at.row + band,
+            ..Cursor::default()
         }
     } else {
-        let cols = ((budget / tpp) as usize).clamp(1, fpixels.max(1));
-        for r in 0..spixels {
-            let mut c = 0;
-            while c < fpixels {
-                let n = cols.min(fpixels - c);
-                out.push(Tile {
-                    row0: r,
-                    rows: 1,
-                    col0: c,
-                    cols: n,
-                });
-                c += n;
-            }
+        Cursor {
+            col: at.col + cols,
+            band,
+            ..at
         }
-    }
-    out
+    };
+    (t, next)
 }
 
 /// Structural checks of the plan (the resolver guarantees these; a hand-built plan may not).
@@ -705,4 +809,42 @@ fn validate(plan: &Plan) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tiles cover every pixel exactly once, whatever the budget.
+    #[test]
+    fn tiles_cover_the_image_once() {
+        for (fp, sp, tpp, budgets) in [
+            (64usize, 64usize, 4u64, vec![1u64, 100, 1000, 1 << 20]),
+            (100, 37, 20000, vec![1, 20000, 1 << 22, 1 << 30]),
+            (5, 3, 1, vec![1, 2, 7]),
+        ] {
+            for (i, budget) in budgets.iter().enumerate() {
+                let mut seen = vec![0u8; fp * sp];
+                let mut at = Cursor::default();
+                let mut n = 0;
+                while at.row < sp {
+                    // budgets that change from tile to tile, as in adaptive mode
+                    let b = if n % 2 == 0 {
+                        *budget
+                    } else {
+                        budgets[(i + 1) % budgets.len()]
+                    };
+                    let (t, next) = next_tile(at, fp, sp, tpp, b);
+                    for r in t.row0..t.row0 + t.rows {
+                        for c in t.col0..t.col0 + t.cols {
+                            seen[r * fp + c] += 1;
+                        }
+                    }
+                    at = next;
+                    n += 1;
+                }
+                assert!(seen.iter().all(|&v| v == 1), "{fp}x{sp} budget {budget}");
+            }
+        }
+    }
 }

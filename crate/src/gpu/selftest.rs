@@ -1,14 +1,17 @@
-//! Runs the df64 building blocks through the real compiled shader (`shaders/selftest.wgsl`).
-//! Used at device creation to detect an unfused `fma` (then Dekker's split is used) and to refuse
-//! devices that break the error-free transforms (reassociation, flushed low words), and by
-//! `crate/tests/gpu_selftest.rs` to test every trick.
+//! Runs the df64 building blocks and the term functions through the real compiled shader
+//! (`shaders/selftest.wgsl`). Used at device creation to detect an unfused `fma` (then Dekker's
+//! split is used) and to refuse devices that break the error-free transforms (reassociation,
+//! flushed low words), and by `crate/tests/gpu_selftest.rs` to test every trick and every term
+//! function against its Rust twin (`cpu::terms`).
 
 use super::context::{read_buffer, scope_error};
 use super::layout::SelfTestParams;
 use super::shaders;
 use crate::error::{Error, Result};
 
-/// Operation codes of `selftest.wgsl` (`OP_*`).
+/// Operation codes of `selftest.wgsl` (`OP_*`; the names in [`Op::ALL`] are checked against the
+/// WGSL by `crate/tests/gpu_layout.rs`). The inputs and outputs of each are documented at its
+/// `case` in the WGSL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum Op {
@@ -28,6 +31,51 @@ pub enum Op {
     TwoSumNegProduct = 12,
     /// `two_sum(-a, two_prod(b, c).hi)`, also returning the product pair.
     TwoSumNegTwoProd = 13,
+    /// `grating_parts`, `sincg_delta`, `sinc3_pi`.
+    Grating = 14,
+    LatticeSquare = 15,
+    LatticeRound = 16,
+    /// `shape_r2`, `lattice_gauss`, `gauss_underflows`, `lattice_tophat`.
+    ShapeR2 = 17,
+    Polarization = 18,
+    /// `capture_fraction`, `one_minus_exp_neg`, `solid_angle`.
+    CaptureSolidAngle = 19,
+    /// `index_ok`, `is_exact_bragg`, `round_even`, `sinpi`.
+    Guards = 20,
+    FNearest = 21,
+    /// `stencil_leaves_table`, `f_tricubic` on df64 indices.
+    FTricubic = 22,
+    Polint4 = 23,
+}
+
+impl Op {
+    /// Every op with the name of its WGSL constant.
+    pub const ALL: &'static [(Op, &'static str)] = &[
+        (Op::TwoSum, "OP_TWO_SUM"),
+        (Op::TwoProdFma, "OP_TWO_PROD_FMA"),
+        (Op::TwoProdSplit, "OP_TWO_PROD_SPLIT"),
+        (Op::TwoProd, "OP_TWO_PROD"),
+        (Op::DfAdd, "OP_DF_ADD"),
+        (Op::DfMul, "OP_DF_MUL"),
+        (Op::DfDiv, "OP_DF_DIV"),
+        (Op::DfSqrt, "OP_DF_SQRT"),
+        (Op::DfDot3Sub, "OP_DF_DOT3_SUB"),
+        (Op::SinpiCospi, "OP_SINPI_COSPI"),
+        (Op::DfSincos, "OP_DF_SINCOS"),
+        (Op::QuickTwoSum, "OP_QUICK_TWO_SUM"),
+        (Op::TwoSumNegProduct, "OP_TWO_SUM_NEG_PRODUCT"),
+        (Op::TwoSumNegTwoProd, "OP_TWO_SUM_NEG_TWO_PROD"),
+        (Op::Grating, "OP_GRATING"),
+        (Op::LatticeSquare, "OP_LATTICE_SQUARE"),
+        (Op::LatticeRound, "OP_LATTICE_ROUND"),
+        (Op::ShapeR2, "OP_SHAPE_R2"),
+        (Op::Polarization, "OP_POLARIZATION"),
+        (Op::CaptureSolidAngle, "OP_CAPTURE_SOLID_ANGLE"),
+        (Op::Guards, "OP_GUARDS"),
+        (Op::FNearest, "OP_F_NEAREST"),
+        (Op::FTricubic, "OP_F_TRICUBIC"),
+        (Op::Polint4, "OP_POLINT4"),
+    ];
 }
 
 /// A compiled self-test pipeline for one `FMA_FUSED` setting.
@@ -51,7 +99,7 @@ fn entry(binding: u32, ty: wgpu::BufferBindingType) -> wgpu::BindGroupLayoutEntr
 
 impl SelfTest {
     pub fn new(device: &wgpu::Device, fma_fused: bool) -> Self {
-        let src = shaders::selftest_source(fma_fused);
+        let src = shaders::selftest_source();
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("nanobragg selftest"),
             source: wgpu::ShaderSource::Wgsl(src.into()),
@@ -62,6 +110,7 @@ impl SelfTest {
                 entry(0, wgpu::BufferBindingType::Uniform),
                 entry(1, wgpu::BufferBindingType::Storage { read_only: true }),
                 entry(2, wgpu::BufferBindingType::Storage { read_only: false }),
+                entry(3, wgpu::BufferBindingType::Storage { read_only: true }),
             ],
         });
         let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -74,7 +123,10 @@ impl SelfTest {
             layout: Some(&pl),
             module: &module,
             entry_point: Some(shaders::SELFTEST_ENTRY),
-            compilation_options: Default::default(),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &shaders::constants(fma_fused),
+                ..Default::default()
+            },
             cache: None,
         });
         SelfTest { pipeline, layout }
@@ -87,6 +139,18 @@ impl SelfTest {
         queue: &wgpu::Queue,
         op: Op,
         cases: &[[[f32; 4]; 4]],
+    ) -> Result<Vec<[f32; 4]>> {
+        self.run_with_table(device, queue, op, cases, &[]).await
+    }
+
+    /// [`Self::run`] with a structure-factor table for the lookup ops.
+    pub async fn run_with_table(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        op: Op,
+        cases: &[[[f32; 4]; 4]],
+        table: &[f32],
     ) -> Result<Vec<[f32; 4]>> {
         use wgpu::util::DeviceExt;
         if cases.is_empty() {
@@ -109,7 +173,14 @@ impl SelfTest {
             contents: bytemuck::cast_slice(cases),
             usage: wgpu::BufferUsages::STORAGE,
         });
-        let size = (cases.len() * 16) as u64;
+        let mut table_bytes: Vec<u8> = bytemuck::cast_slice(table).to_vec();
+        table_bytes.resize(table_bytes.len().max(16), 0);
+        let tbuf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("selftest table"),
+            contents: &table_bytes,
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+        let size = (cases.len() * std::mem::size_of::<[f32; 4]>()) as u64;
         let obuf = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("selftest outputs"),
             size,
@@ -137,6 +208,10 @@ impl SelfTest {
                 wgpu::BindGroupEntry {
                     binding: 2,
                     resource: obuf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: tbuf.as_entire_binding(),
                 },
             ],
         });

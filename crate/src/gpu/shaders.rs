@@ -1,12 +1,14 @@
 //! WGSL sources. `shaders/` at the repository root is the single source of truth; a kernel is
-//! the shared df64 library followed by the kernel file (plain concatenation: WGSL has no
-//! `#include`).
+//! the shared df64 library, then the shared term functions, then the kernel file (plain
+//! concatenation: WGSL has no `#include`).
 
 /// Shared double-float library (`shaders/shared/df64.wgsl`).
 pub const DF64: &str = include_str!("../../../shaders/shared/df64.wgsl");
+/// Shared term functions (`shaders/shared/terms.wgsl`, the twin of `cpu/terms.rs`).
+pub const TERMS: &str = include_str!("../../../shaders/shared/terms.wgsl");
 /// The per-pixel kernel body (`shaders/nanobragg.wgsl`), entry point [`KERNEL_ENTRY`].
 pub const KERNEL: &str = include_str!("../../../shaders/nanobragg.wgsl");
-/// The df64 self-test body (`shaders/selftest.wgsl`), entry point [`SELFTEST_ENTRY`].
+/// The self-test body (`shaders/selftest.wgsl`), entry point [`SELFTEST_ENTRY`].
 pub const SELFTEST: &str = include_str!("../../../shaders/selftest.wgsl");
 
 pub const KERNEL_ENTRY: &str = "main";
@@ -14,24 +16,25 @@ pub const SELFTEST_ENTRY: &str = "selftest";
 /// Workgroup size of the kernel (must match `@workgroup_size` in `nanobragg.wgsl`).
 pub const KERNEL_WORKGROUP: [u32; 2] = [8, 8];
 
-const FMA_LINE: &str = "const FMA_FUSED: bool = true;";
+/// Name of the pipeline-overridable constant of `df64.wgsl` that selects `fma` (true) or
+/// Dekker's split (false) in `two_prod`.
+pub const FMA_FUSED: &str = "FMA_FUSED";
 
-fn with_df64(body: &str, fma_fused: bool) -> String {
-    assert!(DF64.contains(FMA_LINE), "df64.wgsl lost its FMA_FUSED line");
-    let lib = if fma_fused {
-        DF64.to_string()
-    } else {
-        DF64.replace(FMA_LINE, "const FMA_FUSED: bool = false;")
-    };
-    format!("{lib}\n{body}")
+fn with_shared(body: &str) -> String {
+    format!("{DF64}\n{TERMS}\n{body}")
 }
 
-/// Full kernel source; `fma_fused = false` selects Dekker's split in `two_prod`.
-pub fn kernel_source(fma_fused: bool) -> String {
-    with_df64(KERNEL, fma_fused)
+/// Full kernel source.
+pub fn kernel_source() -> String {
+    with_shared(KERNEL)
 }
 
 /// Full self-test source.
-pub fn selftest_source(fma_fused: bool) -> String {
-    with_df64(SELFTEST, fma_fused)
+pub fn selftest_source() -> String {
+    with_shared(SELFTEST)
+}
+
+/// The pipeline constants for a device: `fma_fused = false` selects Dekker's split.
+pub fn constants(fma_fused: bool) -> [(&'static str, f64); 1] {
+    [(FMA_FUSED, if fma_fused { 1.0 } else { 0.0 })]
 }

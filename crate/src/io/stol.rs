@@ -109,7 +109,7 @@ impl StolTable {
             self.stol[n + 2],
         ];
         let ya = [self.f[n - 1], self.f[n], self.f[n + 1], self.f[n + 2]];
-        crate::cpu::factors::polint(xa, ya, x)
+        crate::cpu::terms::polint(xa, ya, x)
     }
 }
 

@@ -10,7 +10,7 @@
 //! pixel off, as upstream does). Everything else is the crate's: the detector is placed by
 //! `detector.rs` (through `resolve`), pixel positions are `Plan::subpixel_position`, sources come
 //! from the crate's divergence/dispersion grid or source file, the polarisation factor is
-//! `cpu::factors`, the table interpolation `io::stol`, and the int/PGM/noise images and the
+//! `cpu::terms`, the table interpolation `io::stol`, and the int/PGM/noise images and the
 //! miniCBF are `output.rs` and `io/`.
 
 #[cfg(not(target_arch = "wasm32"))] // writes files through crate::cli (native only)
@@ -18,7 +18,7 @@ pub mod cli;
 pub mod options;
 
 use crate::args::{Convention, Options, RTD};
-use crate::cpu::factors::{polarization_factor, PolarFrame};
+use crate::cpu::terms::{polarization_f64, PolarFrame};
 use crate::error::{Error, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io::stol::{read_stol, StolTable};
@@ -411,7 +411,7 @@ fn pixel(
                 let polar = if plan.nopolar {
                     1.0
                 } else {
-                    polarization_factor(plan.polar_k, &frames[si], d)
+                    polarization_f64(plan.polar_k, &frames[si], d)
                 };
                 sum += ((((sign * fb) * fb) * polar) * omega) * weights[si];
                 last_f = fb;

@@ -1,0 +1,737 @@
+//! The terms of the per-pixel sum, one home for each: lattice factor (all shapes, MODEL §6.3),
+//! structure factor (nearest and tricubic, §6.4), polarisation (§5.6), capture fraction (§6.6),
+//! solid angle (§3.9), and the rules that guard them (exact Bragg, non-finite indices). Every
+//! CPU kernel (`pixel.rs` with `pixel64`/`pixel32`, `row32`) calls only these, and
+//! `shaders/shared/terms.wgsl` mirrors this file function for function: same names, same
+//! argument order, same operations in the same association. `crate/tests/gpu_selftest.rs` runs
+//! each WGSL function through the compiled shader against the function here.
+//!
+//! Three families live side by side:
+//!
+//! * **fast** (f32; the forms of MODEL §9.2 and §9.5): `sinpi`, `grating_parts`, `lattice_*`,
+//!   `sinc3_pi`, `polarization`, `capture_fraction`, `solid_angle`. Used by the f32 CPU kernels
+//!   and, as their WGSL twins, by the GPU kernel. One sinpi polynomial, one sinc3 cut-over, one
+//!   absorption form.
+//! * **upstream** (f64, suffix `_f64`): upstream's formulas with its operations, association and
+//!   the platform libm (MODEL §9.7), used only by the parity kernel `pixel64`, whose images are
+//!   bit-identical to upstream's. They cannot be the fast forms: upstream evaluates `sin(π·h·N)`
+//!   on the full index (near an exact Bragg position the value it prints is a rounding artefact
+//!   of π·h), `atan2`/`cos` for the polarisation angle and a difference of two `exp` for the
+//!   capture fraction, and the images carry those roundings to the last bit. The fast forms are
+//!   exact identities of the same quantities (MODEL §9.2, §9.5) that stay accurate in f32.
+//! * **shared** (the same function for both precisions; the WGSL twin is in f32 on df64
+//!   indices): the structure-factor lookups (`f_nearest`, `f_tricubic` with upstream's
+//!   4-point Lagrange form, `stencil_leaves_table`), the polarisation frame, the index guard
+//!   (`index_ok`) and the exact-Bragg rule (`is_exact_bragg`).
+//!
+//! Where the two languages cannot spell an operation the same way, the difference is stated at
+//! the function (`round_even`, `index_ok`); the device's own `exp` and division are accurate to
+//! a few ulp (WGSL spec), which bounds how far the twins may differ (see the self-test).
+
+use crate::plan::HklGrid;
+use crate::vec3::{cross, dot, unit, V3};
+use std::f64::consts::PI;
+
+// ------------------------------------------------------------------------------------ guards
+
+/// Largest |Miller index| a kernel evaluates. An index that is NaN, infinite or not below this
+/// (no table reaches it, no i32 holds it) makes its term contribute nothing: the term is dropped
+/// as a skipped term is (no structure-factor lookup, no tricubic switch-off, no running-sum
+/// multiply). Upstream would index its table with an undefined integer there.
+pub const INDEX_LIMIT: f64 = 2147483648.0;
+
+/// True when `h` is a usable Miller index (finite, |h| < [`INDEX_LIMIT`]); false for NaN.
+/// WGSL: the same comparison on the bits of |h| (a shader compiler may assume NaN away).
+#[inline(always)]
+pub fn index_ok(h: f64) -> bool {
+    h.abs() < INDEX_LIMIT
+}
+
+/// Distance from a non-zero integer index within which the fast grating factor does not
+/// reproduce upstream's (MODEL §9.2): there upstream's f64 `sin(N·π·h)/sin(π·h)` is dominated
+/// by the rounding of π·h rather than by the true limit N (spots exactly on Bragg positions come
+/// out brighter than N³ in upstream images), and only upstream's own f64 arithmetic on upstream's
+/// own bits of h gives that value. The one rule, in every fast kernel (f32 per-pixel, row path,
+/// GPU): a pixel with such a term on an axis with N > 1 is rendered again by the f64 kernel
+/// (`pixel64`). This happens only in symmetric set-ups, for a handful of pixels.
+pub const EXACT_BRAGG: f64 = 1e-9;
+
+/// The exact-Bragg rule: `delta = h − nearest` with `nearest` the integer closest to h.
+#[inline(always)]
+pub fn is_exact_bragg(delta: f64, nearest: f64) -> bool {
+    (delta.abs() < EXACT_BRAGG) & (nearest != 0.0)
+}
+
+// ------------------------------------------------------------------------------- fast: sinpi
+
+/// Round to the nearest integer, ties to even, for |x| < 2^22 (adding and subtracting
+/// 1.5·2^23 rounds in the f32 adder; vectorises without SSE4.1). WGSL: `round(x)` (ties to even
+/// by the spec); a shader compiler may fold the add/subtract pair away, so it is not spelled
+/// this way there.
+#[inline(always)]
+pub fn round_even(x: f32) -> f32 {
+    const MAGIC32: f32 = 12582912.0; // 1.5 * 2^23
+    (x + MAGIC32) - MAGIC32
+}
+
+/// f64 twin of [`round_even`] for |x| < 2^51 (used on f64 Miller indices by the CPU kernels).
+#[inline(always)]
+pub fn round_even_f64(x: f64) -> f64 {
+    const MAGIC: f64 = 6755399441055744.0; // 1.5 * 2^52
+    (x + MAGIC) - MAGIC
+}
+
+/// sin(π r) for |r| ≤ 1/2: r·P(r²), P the Taylor series of sin(πr)/r to r¹² (truncation below
+/// 1e-9 at r = 1/2). Evaluated in f32: within 3.7 ulp of sin(πr) on [−1/2, 1/2], and relative
+/// accuracy is kept for tiny r (the grating denominators).
+#[inline(always)]
+pub fn sinpi_poly(r: f32) -> f32 {
+    let z = r * r;
+    let mut p = 0.000_466_302_8 * z - 0.007_370_431;
+    p = p * z + 0.082_145_89;
+    p = p * z - 0.599_264_5;
+    p = p * z + 2.550_164;
+    p = p * z - 5.167_712_7;
+    p = p * z + std::f32::consts::PI;
+    r * p
+}
+
+/// cos(π r) for |r| ≤ 1/2: 1 + r²·Q(r²), Q the Taylor series to r¹⁴.
+#[inline(always)]
+pub fn cospi_poly(r: f32) -> f32 {
+    let z = r * r;
+    let mut q = -0.000_104_638_11 * z + 0.001_929_574_3;
+    q = q * z - 0.025_806_89;
+    q = q * z + 0.235_330_63;
+    q = q * z - 1.335_262_8;
+    q = q * z + 4.058_712;
+    q = q * z - 4.934_802;
+    1.0 + z * q
+}
+
+/// Whether the integer `m` (an f32 holding an integer) is odd.
+#[inline(always)]
+fn is_odd(m: f32) -> bool {
+    m - 2.0 * (0.5 * m).floor() != 0.0
+}
+
+/// sin(π x) for |x| < 2^22: x = m + r with m = round_even(x), r exact, sin(πx) = (−1)^m sin(πr).
+#[inline(always)]
+pub fn sinpi(x: f32) -> f32 {
+    let m = round_even(x);
+    let s = sinpi_poly(x - m);
+    if is_odd(m) {
+        -s
+    } else {
+        s
+    }
+}
+
+/// cos(π x) for |x| < 2^22, reduced like [`sinpi`].
+#[inline(always)]
+pub fn cospi(x: f32) -> f32 {
+    let m = round_even(x);
+    let c = cospi_poly(x - m);
+    if is_odd(m) {
+        -c
+    } else {
+        c
+    }
+}
+
+// --------------------------------------------------------------------- fast: lattice factors
+
+/// Below this |N·δ| the grating factor is N to 2e-10 relative.
+pub const GRATING_SMALL: f32 = 1e-5;
+
+/// Numerator and denominator of the delta-form grating factor |sin(πNδ)/sin(πδ)| (MODEL §9.2),
+/// δ = h − (an integer nearest h), |δ| ≤ 1/2, N an integer: sin(πNh)/sin(πh) equals
+/// ±sin(πNδ)/sin(πδ) exactly, and only the square is used, so the sign (−1)^m of the reduced
+/// numerator is dropped. Where N·|δ| < [`GRATING_SMALL`] (δ = 0 included) the pair is (N, 1):
+/// the factor is N there to 2e-10, and products of three tiny denominators never underflow.
+/// Branch-free, so that loops over it vectorise.
+#[inline(always)]
+pub fn grating_parts(d: f32, n: f32) -> [f32; 2] {
+    let x = n * d;
+    let r = x - round_even(x);
+    let small = x.abs() < GRATING_SMALL;
+    let num = sinpi_poly(r);
+    let den = sinpi_poly(d);
+    [if small { n } else { num }, if small { 1.0 } else { den }]
+}
+
+/// The grating factor |sin(πNδ)/sin(πδ)| itself (up to sign).
+#[inline(always)]
+pub fn sincg_delta(d: f32, n: f32) -> f32 {
+    let p = grating_parts(d, n);
+    p[0] / p[1]
+}
+
+/// Square (parallelepiped) lattice factor from the index offsets δh, δk, δl (up to sign): the
+/// product of the grating factors of the axes with N > 1 (upstream applies none where N ≤ 1),
+/// one division for the three axes.
+#[inline(always)]
+pub fn lattice_square(dh: f32, dk: f32, dl: f32, na: f32, nb: f32, nc: f32) -> f32 {
+    let a = grating_parts(dh, na);
+    let b = grating_parts(dk, nb);
+    let c = grating_parts(dl, nc);
+    let (ua, ub, uc) = (na > 1.0, nb > 1.0, nc > 1.0);
+    let num = (if ua { a[0] } else { 1.0 })
+        * (if ub { b[0] } else { 1.0 })
+        * (if uc { c[0] } else { 1.0 });
+    let den = (if ua { a[1] } else { 1.0 })
+        * (if ub { b[1] } else { 1.0 })
+        * (if uc { c[1] } else { 1.0 });
+    num / den
+}
+
+/// sinc3(πy) = 3(sin x − x cos x)/x³ at x = πy. Below |x| = 1 the series to x¹⁰ (the closed
+/// form cancels there); above it the closed form with the reduced [`sinpi`]/[`cospi`].
+#[inline(always)]
+pub fn sinc3_pi(y: f32) -> f32 {
+    let x = std::f32::consts::PI * y;
+    if x.abs() < 1.0 {
+        let x2 = x * x;
+        let mut p = -1.0 / 172972800.0;
+        p = p * x2 + 1.0 / 1330560.0;
+        p = p * x2 - 1.0 / 15120.0;
+        p = p * x2 + 1.0 / 280.0;
+        p = p * x2 - 0.1;
+        return 1.0 + x2 * p;
+    }
+    3.0 * (sinpi(y) / x - cospi(y)) / (x * x)
+}
+
+/// Round (spherical) lattice factor from δh, δk, δl = index − upstream's nearest index.
+#[inline(always)]
+pub fn lattice_round(dh: f32, dk: f32, dl: f32, na: f32, nb: f32, nc: f32, fudge: f32) -> f32 {
+    let hrad2 = ((dh * dh) * na) * na + ((dk * dk) * nb) * nb + ((dl * dl) * nc) * nc;
+    ((na * nb) * nc) * 0.723_601_3 * sinc3_pi((hrad2 * fudge).sqrt())
+}
+
+/// The squared reciprocal-space distance times N⁶ of the Gaussian and top-hat shapes (MODEL
+/// §6.3, C-QUIRK 16), from δh, δk, δl and the static reciprocal vectors (1/Å).
+#[inline(always)]
+pub fn shape_r2(
+    dh: f32,
+    dk: f32,
+    dl: f32,
+    a_star: [f32; 3],
+    b_star: [f32; 3],
+    c_star: [f32; 3],
+    na: f32,
+    nb: f32,
+    nc: f32,
+) -> f32 {
+    let d: [f32; 3] = std::array::from_fn(|c| dh * a_star[c] + dk * b_star[c] + dl * c_star[c]);
+    (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) * na * na * nb * nb * nc * nc
+}
+
+/// Below this exponent f64 `exp` is exactly 0 (upstream then skips the term); f32 `exp`
+/// underflows from about −104 on, so the fast Gaussian decides its skip with this bound.
+pub const GAUSS_F64_UNDERFLOW: f32 = -745.1332;
+
+/// Gaussian lattice factor from [`shape_r2`] and N_a·N_b·N_c.
+#[inline(always)]
+pub fn lattice_gauss(r2: f32, nabc: f32, fudge: f32) -> f32 {
+    nabc * (-(r2 / 0.63 * fudge)).exp()
+}
+
+/// Whether upstream's f64 Gaussian lattice factor is exactly 0 (the term is skipped).
+#[inline(always)]
+pub fn gauss_underflows(r2: f32, fudge: f32) -> bool {
+    -(r2 / 0.63 * fudge) < GAUSS_F64_UNDERFLOW
+}
+
+/// Top-hat lattice factor from [`shape_r2`] and N_a·N_b·N_c (0 outside: the term is skipped).
+#[inline(always)]
+pub fn lattice_tophat(r2: f32, nabc: f32, fudge: f32) -> f32 {
+    if r2 * fudge < 0.3969 {
+        nabc
+    } else {
+        0.0
+    }
+}
+
+// ------------------------------------------------------------ fast: polarisation, geometry
+
+/// Kahn polarisation factor (MODEL §5.6) without atan2 (§9.5): with E = d·E_in, B = d·B_in,
+/// cos 2ψ = (E² − B²)/(E² + B²) (1 where E² + B² = 0: then sin² 2θ = 0 anyway). `i`, `d` unit.
+#[inline(always)]
+pub fn polarization(k: f32, i: [f32; 3], d: [f32; 3], e_in: [f32; 3], b_in: [f32; 3]) -> f32 {
+    let dot3 = |x: [f32; 3], y: [f32; 3]| x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
+    let c2 = dot3(i, d);
+    let c2sq = c2 * c2;
+    let s2sq = 1.0 - c2sq;
+    let mut cos2psi = 1.0;
+    if k != 0.0 {
+        let e = dot3(d, e_in);
+        let b = dot3(d, b_in);
+        let den = e * e + b * b;
+        if den > 0.0 {
+            cos2psi = (e * e - b * b) / den;
+        }
+    }
+    0.5 * (1.0 + c2sq - k * cos2psi * s2sq)
+}
+
+/// 1 − exp(−x) without cancellation for small x: below |x| = 0.1 the series to x⁷ (truncation
+/// below 3e-12 relative), above it the difference (relative error at most ~6e-7 there).
+#[inline(always)]
+pub fn one_minus_exp_neg(x: f32) -> f32 {
+    if x.abs() < 0.1 {
+        let mut p = 1.0 / 5040.0;
+        p = 1.0 / 720.0 - x * p;
+        p = 1.0 / 120.0 - x * p;
+        p = 1.0 / 24.0 - x * p;
+        p = 1.0 / 6.0 - x * p;
+        p = 0.5 - x * p;
+        return x * (1.0 - x * p);
+    }
+    1.0 - (-x).exp()
+}
+
+/// Fraction of the photons entering the sensor that are absorbed in layer `t` (MODEL §6.6,
+/// §9.5): exp(−t·x)·(1 − exp(−x)) with x = thickstep·μ/ρ, ρ = d·o.
+#[inline(always)]
+pub fn capture_fraction(t: f32, mu_step: f32, rho: f32) -> f32 {
+    let x = mu_step / rho;
+    (-t * x).exp() * one_minus_exp_neg(x)
+}
+
+/// Solid angle of a pixel (MODEL §3.9) from 1/R: pixel²·close_distance/R³, or 1/R² for
+/// `-point_pixel`.
+#[inline(always)]
+pub fn solid_angle(inv_r: f32, pixel2: f32, close_distance: f32, point_pixel: bool) -> f32 {
+    if point_pixel {
+        inv_r * inv_r
+    } else {
+        pixel2 * close_distance * (inv_r * inv_r * inv_r)
+    }
+}
+
+// ------------------------------------------------------------------- upstream (f64, parity)
+
+/// Upstream's grating function sin(x·N)/sin(x) on the full argument x = π·h.
+#[inline(always)]
+pub fn sincg_f64(x: f64, n: f64) -> f64 {
+    if x == 0.0 {
+        n
+    } else {
+        (x * n).sin() / x.sin()
+    }
+}
+
+/// Upstream's sinc3 (libm sin, cos).
+#[inline(always)]
+pub fn sinc3_f64(x: f64) -> f64 {
+    if x == 0.0 {
+        1.0
+    } else {
+        3.0 * (x.sin() / x - x.cos()) / (x * x)
+    }
+}
+
+/// Upstream's square lattice factor on the full indices.
+#[inline(always)]
+pub fn lattice_square_f64(h: f64, k: f64, l: f64, na: f64, nb: f64, nc: f64) -> f64 {
+    let mut f = 1.0;
+    if na > 1.0 {
+        f *= sincg_f64(PI * h, na);
+    }
+    if nb > 1.0 {
+        f *= sincg_f64(PI * k, nb);
+    }
+    if nc > 1.0 {
+        f *= sincg_f64(PI * l, nc);
+    }
+    f
+}
+
+/// Upstream's round lattice factor (δ = index − nearest index).
+#[inline(always)]
+pub fn lattice_round_f64(dh: f64, dk: f64, dl: f64, na: f64, nb: f64, nc: f64, fudge: f64) -> f64 {
+    let hrad2 = ((dh * dh) * na) * na + ((dk * dk) * nb) * nb + ((dl * dl) * nc) * nc;
+    ((na * nb) * nc) * 0.723601254558268 * sinc3_f64(PI * (hrad2 * fudge).sqrt())
+}
+
+/// Upstream's [`shape_r2`]: per component `(δh·a* + δk·b*) + δl·c*`, then left to right.
+#[inline(always)]
+pub fn shape_r2_f64(
+    dh: f64,
+    dk: f64,
+    dl: f64,
+    a_star: V3,
+    b_star: V3,
+    c_star: V3,
+    na: f64,
+    nb: f64,
+    nc: f64,
+) -> f64 {
+    let d: [f64; 3] = std::array::from_fn(|c| (dh * a_star[c] + dk * b_star[c]) + dl * c_star[c]);
+    ((d[0] * d[0] + d[1] * d[1]) + d[2] * d[2]) * na * na * nb * nb * nc * nc
+}
+
+/// Upstream's Gaussian lattice factor.
+#[inline(always)]
+pub fn lattice_gauss_f64(r2: f64, nabc: f64, fudge: f64) -> f64 {
+    nabc * (-(r2 / 0.63 * fudge)).exp()
+}
+
+/// Upstream's top-hat lattice factor.
+#[inline(always)]
+pub fn lattice_tophat_f64(r2: f64, nabc: f64, fudge: f64) -> f64 {
+    if r2 * fudge < 0.3969 {
+        nabc
+    } else {
+        0.0
+    }
+}
+
+/// Upstream's Kahn factor: ψ from atan2, then cos 2ψ.
+#[inline(always)]
+pub fn polarization_f64(k: f64, frame: &PolarFrame, d: V3) -> f64 {
+    let d = unit(d);
+    let c2 = dot(frame.i, d);
+    let c2sq = c2 * c2;
+    let s2sq = 1.0 - c2sq;
+    let mut psi = 0.0;
+    if k != 0.0 {
+        let e_out = dot(d, frame.e_in);
+        let b_out = dot(d, frame.b_in);
+        psi = -b_out.atan2(e_out);
+    }
+    0.5 * (1.0 + c2sq - k * (2.0 * psi).cos() * s2sq)
+}
+
+/// Upstream's capture fraction: the difference of two exponentials (layer `t`, step and μ in
+/// metres, ρ = d·o).
+#[inline(always)]
+pub fn capture_fraction_f64(t: u32, thickstep: f64, mu: f64, rho: f64) -> f64 {
+    let t = t as i64;
+    ((((-t) as f64 * thickstep) * mu) / rho).exp()
+        - ((((-(t + 1)) as f64 * thickstep) * mu) / rho).exp()
+}
+
+/// Upstream's solid angle from R.
+#[inline(always)]
+pub fn solid_angle_f64(r: f64, pixel2: f64, close_distance: f64, point_pixel: bool) -> f64 {
+    if point_pixel {
+        (1.0 / r) / r
+    } else {
+        ((pixel2 / r) / r) * close_distance / r
+    }
+}
+
+// ------------------------------------------------------------------------------------ shared
+
+/// The per-source part of the Kahn factor: unit incident direction and the polarisation-plane
+/// axes B_in = unit(p × i), E_in = unit(i × B_in), with upstream's operations (which recompute
+/// them for every pixel with the same result). The only place they are computed: the f64
+/// kernel uses them as they are, the fast kernels and the GPU (`gpu::layout`) round them.
+#[derive(Clone, Copy, Debug)]
+pub struct PolarFrame {
+    pub i: V3,
+    pub b_in: V3,
+    pub e_in: V3,
+}
+
+impl PolarFrame {
+    pub fn new(incident: V3, polar_axis: V3) -> Self {
+        let i = unit(incident);
+        let p = unit(polar_axis);
+        let b_in = unit(cross(p, i));
+        let e_in = unit(cross(i, b_in));
+        PolarFrame { i, b_in, e_in }
+    }
+}
+
+/// True when a tricubic stencil around (h,k,l) leaves the table (MODEL §6.4's range rule: one
+/// index of margin beyond the stencil), and for any index that is NaN (written as "not inside",
+/// so no NaN can pass).
+#[inline]
+pub fn stencil_leaves_table(g: &HklGrid, h: f64, k: f64, l: f64) -> bool {
+    let inside = |x: f64, min: i32, range: i32| {
+        (x - min as f64 + 3.0) <= range as f64 && (x - 2.0) >= min as f64
+    };
+    !(inside(h, g.h_min, g.h_range())
+        && inside(k, g.k_min, g.k_range())
+        && inside(l, g.l_min, g.l_range()))
+}
+
+/// Nearest-reflection structure factor at upstream's nearest indices (h0, k0, l0) (integers
+/// held in floats), or `default_f` outside the table or without one. The range test is on the
+/// floats, so a NaN index gets `default_f`.
+#[inline]
+pub fn f_nearest(g: &HklGrid, default_f: f64, h0: f64, k0: f64, l0: f64) -> f64 {
+    let within = |x: f64, lo: i32, hi: i32| x >= lo as f64 && x <= hi as f64;
+    if g.hkls != 0
+        && within(h0, g.h_min, g.h_max)
+        && within(k0, g.k_min, g.k_max)
+        && within(l0, g.l_min, g.l_max)
+    {
+        g.at(
+            (h0 as i64 - g.h_min as i64) as i32,
+            (k0 as i64 - g.k_min as i64) as i32,
+            (l0 as i64 - g.l_min as i64) as i32,
+        )
+    } else {
+        default_f
+    }
+}
+
+/// x minus each node of the 4-point stencil floor(x) − 1 … floor(x) + 2 (`xf` = floor(x)):
+/// with the nodes as f64 integers these are upstream's differences to the bit. WGSL: from a
+/// df64 x, `(x.hi − node) + x.lo`.
+#[inline(always)]
+pub fn node_diffs(x: f64, xf: f64) -> [f64; 4] {
+    [x - (xf - 1.0), x - xf, x - (xf + 1.0), x - (xf + 2.0)]
+}
+
+/// Upstream's 4-point Lagrange interpolation with the node coordinates as numbers (any
+/// spacing: the `.stol` tables of nonBragg). On unit-spaced nodes [`polint4`] gives the same
+/// value to the bit (tested) with fewer operations.
+#[inline]
+pub fn polint(xa: [f64; 4], ya: [f64; 4], x: f64) -> f64 {
+    let [x0, x1, x2, x3] = xa;
+    (((x - x1) * (x - x2)) * (x - x3)) * ya[0] / (((x0 - x1) * (x0 - x2)) * (x0 - x3))
+        + (((x - x0) * (x - x2)) * (x - x3)) * ya[1] / (((x1 - x0) * (x1 - x2)) * (x1 - x3))
+        + (((x - x0) * (x - x1)) * (x - x3)) * ya[2] / (((x2 - x0) * (x2 - x1)) * (x2 - x3))
+        + (((x - x0) * (x - x1)) * (x - x2)) * ya[3] / (((x3 - x0) * (x3 - x1)) * (x3 - x2))
+}
+
+/// Upstream's 4-point Lagrange interpolation (MODEL §6.4) on unit-spaced nodes, from the
+/// differences `dx[j] = x − node_j`: each basis numerator is the product of the other three
+/// differences in upstream's order, times the value, over the node denominators −6, 2, −2, 6
+/// (which upstream computes from the nodes, exactly these numbers); summed left to right.
+#[inline(always)]
+pub fn polint4(dx: [f64; 4], y: [f64; 4]) -> f64 {
+    ((dx[1] * dx[2]) * dx[3]) * y[0] / -6.0
+        + ((dx[0] * dx[2]) * dx[3]) * y[1] / 2.0
+        + ((dx[0] * dx[1]) * dx[3]) * y[2] / -2.0
+        + ((dx[0] * dx[1]) * dx[2]) * y[3] / 6.0
+}
+
+/// Tricubic structure factor: [`polint4`] along l for each (h, k) node pair, then along k, then
+/// along h (upstream's order). `hf, kf, lf` = floor of the indices, `dh, dk, dl` their
+/// [`node_diffs`]. The caller has checked [`stencil_leaves_table`].
+pub fn f_tricubic(
+    g: &HklGrid,
+    hf: f64,
+    kf: f64,
+    lf: f64,
+    dh: [f64; 4],
+    dk: [f64; 4],
+    dl: [f64; 4],
+) -> f64 {
+    let ih = hf as i32 - 1 - g.h_min;
+    let ik = kf as i32 - 1 - g.k_min;
+    let il = lf as i32 - 1 - g.l_min;
+    let mut tmp_h = [0.0; 4];
+    for a in 0..4 {
+        let mut tmp_k = [0.0; 4];
+        for b in 0..4 {
+            let ys: [f64; 4] =
+                std::array::from_fn(|c| g.at(ih + a as i32, ik + b as i32, il + c as i32));
+            tmp_k[b] = polint4(dl, ys);
+        }
+        tmp_h[a] = polint4(dk, tmp_k);
+    }
+    polint4(dh, tmp_h)
+}
+
+/// [`f_tricubic`] at fractional indices (floors and node differences computed here).
+#[inline]
+pub fn f_tricubic_at(g: &HklGrid, h: f64, k: f64, l: f64) -> f64 {
+    let (hf, kf, lf) = (h.floor(), k.floor(), l.floor());
+    f_tricubic(
+        g,
+        hf,
+        kf,
+        lf,
+        node_diffs(h, hf),
+        node_diffs(k, kf),
+        node_diffs(l, lf),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn difference_form_is_upstreams_polint_to_the_bit() {
+        let mut s = 0x9e3779b97f4a7c15u64;
+        for i in 0..20000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let u = (s >> 11) as f64 / (1u64 << 53) as f64;
+            // fractions near 0 and 1, negative indices in (-1, 0), large indices
+            let x = match i % 4 {
+                0 => (u - 0.5) * 2.0,
+                1 => (u - 0.5) * 200.0,
+                2 => (u - 0.5) * 1e-6,
+                _ => ((u - 0.5) * 2e4).round() + u * 1e-9,
+            };
+            let y = [u * 3.0 - 1.0, 7.0 * u, -2.5, 1.0 + u];
+            let f = x.floor();
+            let nodes = [f - 1.0, f, f + 1.0, f + 2.0];
+            let want = polint(nodes, y, x);
+            let got = polint4(node_diffs(x, f), y);
+            assert_eq!(got.to_bits(), want.to_bits(), "x = {x:e}");
+        }
+    }
+
+    /// Tensor-product cubic Lagrange interpolation is exact for a cubic in each index, and the
+    /// range rule keeps one index of margin beyond the stencil.
+    #[test]
+    fn tricubic_reproduces_cubics_and_range_rule() {
+        let f = |h: f64, k: f64, l: f64| 5.0 + 0.5 * h * h * h - k * k + 2.0 * l + 0.1 * h * k * l;
+        let g = HklGrid::from_fn(-5, 5, f);
+        for &(h, k, l) in &[(0.3, -1.7, 2.2), (-2.9, 2.99, -3.0), (1.5, 0.0, 0.25)] {
+            assert!(!stencil_leaves_table(&g, h, k, l));
+            let got = f_tricubic_at(&g, h, k, l);
+            assert!(
+                (got - f(h, k, l)).abs() < 1e-9,
+                "({h},{k},{l}): {got} vs {}",
+                f(h, k, l)
+            );
+        }
+        // h_min + 2 <= h <= h_max - 2
+        assert!(!stencil_leaves_table(&g, 3.0, 0.0, 0.0));
+        assert!(stencil_leaves_table(&g, 3.01, 0.0, 0.0));
+        assert!(stencil_leaves_table(&g, 0.0, -3.01, 0.0));
+        // a NaN index is never inside
+        assert!(stencil_leaves_table(&g, f64::NAN, 0.0, 0.0));
+        assert!(stencil_leaves_table(&g, 0.0, 0.0, f64::INFINITY));
+    }
+
+    #[test]
+    fn nearest_lookup_refuses_nan_and_out_of_range() {
+        let g = HklGrid::from_fn(5, 8, |h, _, _| h * 10.0);
+        assert_eq!(f_nearest(&g, 7.0, 6.0, 5.0, 8.0), 60.0);
+        assert_eq!(f_nearest(&g, 7.0, 0.0, 5.0, 5.0), 7.0);
+        assert_eq!(f_nearest(&g, 7.0, f64::NAN, 5.0, 5.0), 7.0);
+        assert_eq!(f_nearest(&g, 7.0, 9.0, 5.0, 5.0), 7.0);
+        assert_eq!(f_nearest(&g, 7.0, 6.0, 5.0, -1e300), 7.0);
+        assert!(!index_ok(f64::NAN) && !index_ok(f64::INFINITY) && !index_ok(-INDEX_LIMIT));
+        assert!(index_ok(0.0) && index_ok(-2147483647.0));
+    }
+
+    #[test]
+    fn sinpi_is_accurate() {
+        let mut worst = 0f64;
+        let mut b = 1u32;
+        while b <= 0.5f32.to_bits() {
+            let x = f32::from_bits(b);
+            let want = (PI * x as f64).sin();
+            let ulp = f32::EPSILON as f64 * (want as f32).abs().max(f32::MIN_POSITIVE) as f64;
+            worst = worst.max((sinpi_poly(x) as f64 - want).abs() / ulp);
+            b += 97;
+        }
+        assert!(worst < 3.8, "sinpi_poly worst {worst} ulp");
+        for i in -3000..=3000 {
+            let x = i as f32 * 0.37;
+            let xd = x as f64;
+            let (m, r) = (xd.round_ties_even(), xd - xd.round_ties_even());
+            let sign = if (m as i64) % 2 == 0 { 1.0 } else { -1.0 };
+            assert!(
+                (sinpi(x) as f64 - sign * (PI * r).sin()).abs() < 3e-7,
+                "sinpi({x})"
+            );
+            assert!(
+                (cospi(x) as f64 - sign * (PI * r).cos()).abs() < 3e-7,
+                "cospi({x})"
+            );
+        }
+    }
+
+    #[test]
+    fn delta_form_matches_grating_function() {
+        for &n in &[2.0f64, 5.0, 10.0, 50.0] {
+            for i in 0..200 {
+                let h = 37.0 + (i as f64) * 0.0049 - 0.5;
+                let want = sincg_f64(PI * h, n).abs();
+                let d = h - round_even_f64(h);
+                let got = sincg_delta(d as f32, n as f32).abs() as f64;
+                assert!(
+                    (got - want).abs() <= 2e-5 * n,
+                    "n={n} h={h} got={got} want={want}"
+                );
+            }
+        }
+        // exact Bragg: the limit N
+        assert_eq!(sincg_delta(0.0, 7.0), 7.0);
+        assert_eq!(lattice_square(0.0, 0.0, 0.0, 3.0, 4.0, 5.0), 60.0);
+        // an axis with N <= 1 contributes nothing
+        assert_eq!(lattice_square(0.3, 0.0, 0.0, 1.0, 4.0, 5.0), 20.0);
+    }
+
+    #[test]
+    fn sinc3_series_joins_formula() {
+        for &y in &[0.0f32, 0.001, 0.05, 0.3, 0.317, 0.3185, 0.32, 0.5, 0.7, 2.3] {
+            let want = sinc3_f64(PI * y as f64);
+            let got = sinc3_pi(y) as f64;
+            assert!((got - want).abs() < 1e-6, "y={y}: {got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn fast_forms_match_upstream_forms() {
+        // polarisation: cos 2ψ identity
+        let frame = PolarFrame::new([1.0, 0.0, 0.0], [0.0, 0.0, 1.0]);
+        let f32v = |v: V3| v.map(|x| x as f32);
+        for d in [
+            [0.9, 0.3, 0.1],
+            [0.5, -0.5, 0.7],
+            [1.0, 0.0, 0.0],
+            [0.0, 0.0, 1.0],
+        ] {
+            let d = unit(d);
+            for k in [0.0, 0.5, 0.99] {
+                let want = polarization_f64(k, &frame, d);
+                let got = polarization(
+                    k as f32,
+                    f32v(frame.i),
+                    f32v(d),
+                    f32v(frame.e_in),
+                    f32v(frame.b_in),
+                );
+                assert!(
+                    (got as f64 - want).abs() < 1e-6,
+                    "{d:?} {k}: {got} vs {want}"
+                );
+            }
+        }
+        // capture fraction: thin and thick layers
+        for (t, step, mu, rho) in [
+            (0u32, 1e-6, 300.0, 0.9),
+            (3, 5e-5, 2000.0, 0.7),
+            (1, 1e-4, 1e5, 1.0),
+        ] {
+            let want = capture_fraction_f64(t, step, mu, rho);
+            let got = capture_fraction(t as f32, (step * mu) as f32, rho as f32) as f64;
+            assert!(
+                ((got - want) / want).abs() < 2e-6,
+                "{t} {step} {mu}: {got} vs {want}"
+            );
+        }
+        // solid angle
+        let r: f64 = 0.123;
+        let want = solid_angle_f64(r, 1e-8, 0.1, false);
+        let got = solid_angle((1.0 / r) as f32, 1e-8, 0.1, false) as f64;
+        assert!(((got - want) / want).abs() < 1e-6);
+        // Gaussian: f32 underflows long before upstream's f64 does; the skip follows f64
+        assert_eq!(lattice_gauss(200.0 * 0.63, 100.0, 1.0), 0.0);
+        assert!(!gauss_underflows(200.0 * 0.63, 1.0));
+        assert!(lattice_gauss_f64(200.0 * 0.63, 100.0, 1.0) > 0.0);
+        assert!(gauss_underflows(746.0 * 0.63, 1.0));
+        assert_eq!(lattice_gauss_f64(746.0 * 0.63, 100.0, 1.0), 0.0);
+        // the bound is where f64 exp reaches 0
+        let u = GAUSS_F64_UNDERFLOW as f64;
+        assert!((u + 1e-4).exp() > 0.0 && (u - 1e-4).exp() == 0.0);
+        // and the shape guards: a huge index is as unusable as NaN
+        assert!(!index_ok(3e9) && index_ok(2e9));
+    }
+}
