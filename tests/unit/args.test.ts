@@ -25,6 +25,9 @@ test('buildArgs: switches first, each word knows its field; Extra flags split li
 test('normaliseArgs takes the page flags and drops output files', () => {
   const n = normaliseArgs('-N 5 -backend webgpu -precision f64 -threads 4 -floatfile x.bin -intfile y.img');
   assert.deepEqual(n, { args: ['-N', '5'], backend: 'gpu', precision: 'f64' });
+  // every output-file flag of the crate's table, aliases included (www/src/flags.json)
+  const o = normaliseArgs('-cbffile a.cbf -hklout b.hkl -predict c.txt -floatimage d.bin -stolout e.stol -N 3');
+  assert.deepEqual(o.args, ['-N', '3']);
 });
 
 test('validate names the flag (app) or the attribute (element)', () => {
@@ -40,6 +43,9 @@ test('previewArgs: same detector at 1/factor the pixels; refuses pixel-unit flag
   assert.deepEqual(previewArgs(['-N', '5'], 512, 400, 0.2, 2), ['-N', '5', '-detpixels_f', '256', '-detpixels_s', '200', '-pixel', '0.4', '-oversample', '1']);
   assert.equal(previewArgs(['-N', '5'], 512, 512, 0.2, 1), null);
   assert.equal(previewArgs(['-roi', '0', '10', '0', '10'], 512, 512, 0.2, 2), null);
+  // pixel-unit flags come from the crate's flag table, aliases included
+  for (const f of ['-img', '-mask', '-ORGX', '-pix0_vector_mm', '-printout_pixel']) assert.equal(previewArgs([f, '1'], 512, 512, 0.2, 2), null, f);
+  assert.notEqual(previewArgs(['-Xclose', '10'], 512, 512, 0.2, 2), null);
   assert.equal(previewFactor(10, 25), 1);
   assert.equal(previewFactor(100, 25), 2);
   assert.equal(previewFactor(470, 25), 5);

@@ -2,6 +2,7 @@
 // field it came from), the page's own control flags, reduced-resolution preview words, input
 // validation, and which field an error belongs to.
 import { PARAMS, PARAM_BY_KEY, fieldFlags, type ModelState, type ParamDef } from './params';
+import FLAG_TABLE from './flags.json';
 
 export type Backend = 'auto' | 'gpu' | 'cpu';
 export type Precision = 'f32' | 'f64';
@@ -34,9 +35,15 @@ export function splitArgs(s: string): string[] {
   return out;
 }
 
-/** Upstream output flags that take a file name; they make no sense in the browser. */
-export const OUTPUT_FLAGS = new Set(['-floatfile', '-floatimage', '-intfile', '-intimage', '-noisefile', '-noiseimage',
-  '-pgmfile', '-pgmimage', '-stolout']);
+/** A row of the crate's flag table (`www/src/flags.json`, kept equal to `api::flag_table()` by
+ * `crate/tests/flags_json.rs`): the front end reads flag facts from it instead of restating them. */
+interface FlagRow { name: string; aliases: string[]; kind: string; pixel_units: boolean }
+const FLAG_ROWS = FLAG_TABLE as FlagRow[];
+const flagNames = (keep: (r: FlagRow) => boolean) => new Set(FLAG_ROWS.filter(keep).flatMap((r) => [r.name, ...r.aliases]));
+
+/** Output flags that take a file name (the table's `output_file` kind); they make no sense in
+ * the browser. */
+export const OUTPUT_FLAGS = flagNames((r) => r.kind === 'output_file');
 
 /** 'webgpu' (the name the API documents) and 'gpu' both select the GPU; anything else is auto. */
 export function asBackend(v: string): Backend {
@@ -123,15 +130,15 @@ export function buildArgs(state: ModelState): { args: string[]; origin: string[]
 
 export const argsFromState = (state: ModelState) => buildArgs(state).args;
 
-/** Flags whose values are in detector pixels or name pixel-indexed files: a preview with other
- * pixels would misplace them. */
-const PIXEL_UNIT_FLAGS = /^-(roi|ORGX|ORGY|mask|img|Xclose|Yclose|pix0_vector)/;
+/** Flags whose values are in detector pixels or name pixel-indexed files (the table's
+ * `pixel_units`): a preview with other pixels would misplace them. */
+export const PIXEL_UNIT_FLAGS = flagNames((r) => r.pixel_units);
 
 /** Words for a fast reduced-resolution preview of the same detector: 1/factor the pixels,
  * factor× the pixel size, one sub-pixel. Null when the flags use pixel units. */
 export function previewArgs(args: string[], width: number, height: number, pixelMm: number, factor: number): string[] | null {
   if (factor <= 1) return null;
-  if (args.some((a) => PIXEL_UNIT_FLAGS.test(a))) return null;
+  if (args.some((a) => PIXEL_UNIT_FLAGS.has(a))) return null;
   return [
     ...args,
     '-detpixels_f', String(Math.max(1, Math.round(width / factor))),
