@@ -428,6 +428,11 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 /// first one, never an image. (One parallel pass over the image, bandwidth-bound: a float is not
 /// finite when its exponent bits are all ones, and an integer max over the bits vectorises.)
 pub fn check_image(plan: &Plan, image: &[f32]) -> Result<()> {
+    check_image_with(plan, image, "-fluence/-flux, -N or -default_F")
+}
+
+/// [`check_image`], naming `what` as the inputs to lower when a pixel overflows.
+pub fn check_image_with(plan: &Plan, image: &[f32], what: &str) -> Result<()> {
     use rayon::prelude::*;
     let not_finite =
         |c: &[f32]| c.iter().fold(0u32, |m, x| m.max(x.to_bits() & 0x7fff_ffff)) >= 0x7f80_0000;
@@ -439,10 +444,11 @@ pub fn check_image(plan: &Plan, image: &[f32]) -> Result<()> {
     let why = if image[i].is_nan() {
         "a NaN pixel (please report the command line)"
     } else {
-        "an intensity beyond single precision: lower -fluence/-flux, -N or -default_F"
+        "an intensity beyond single precision: lower "
     };
+    let what = if image[i].is_nan() { "" } else { what };
     Err(Error::geometry(format!(
-        "the rendered image has {bad} pixels that are not finite, the first at fast {} slow {}: {why}",
+        "the rendered image has {bad} pixels that are not finite, the first at fast {} slow {}: {why}{what}",
         i % plan.fpixels.max(1),
         i / plan.fpixels.max(1)
     )))

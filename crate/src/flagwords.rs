@@ -81,6 +81,34 @@ impl<'a> FlagWords<'a> {
         }
     }
 
+    /// A number within `lo..=hi`.
+    pub fn between(&mut self, lo: f64, hi: f64) -> Result<f64> {
+        let v = self.f64()?;
+        if (lo..=hi).contains(&v) {
+            Ok(v)
+        } else {
+            let g = crate::cfmt::fmt_g;
+            Err(self.error(format_args!(
+                "must be a number from {} to {}, found {}",
+                g(lo),
+                g(hi),
+                g(v)
+            )))
+        }
+    }
+
+    /// A random seed: an integer within a C `int` (upstream reads seeds with `atoi`), so that
+    /// its negation, which upstream's generators take, cannot overflow.
+    pub fn seed(&mut self) -> Result<i64> {
+        let v = self.int()?;
+        let m = i32::MAX as i64;
+        if (-m..=m).contains(&v) {
+            Ok(v)
+        } else {
+            Err(self.error(format_args!("must be a seed from -{m} to {m}, found {v}")))
+        }
+    }
+
     /// An integer (a number with a fraction is truncated, as C `atoi` of "2.0" would).
     pub fn int(&mut self) -> Result<i64> {
         let t = self.text()?;

@@ -195,6 +195,16 @@ fn threads_are_capped() {
 // ---- overflows
 
 #[test]
+fn kahn_factor_is_within_one() {
+    bad(
+        "polar-1e300",
+        "-polar 1e300",
+        2,
+        "-polar: expected a number from -1 to 1, found '1e300'",
+    );
+}
+
+#[test]
 fn seeds_do_not_overflow() {
     for flag in ["-seed", "-mosaic_seed", "-misset_seed"] {
         bad(

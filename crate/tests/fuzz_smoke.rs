@@ -575,6 +575,26 @@ fn smoke_smv() {
 }
 
 #[test]
+fn smoke_model() {
+    smoke("model", 3000);
+}
+
+#[test]
+fn smoke_stol() {
+    smoke("stol", 20000);
+}
+
+#[test]
+fn smoke_noisify() {
+    smoke("noisify", 5000);
+}
+
+#[test]
+fn smoke_nonbragg() {
+    smoke("nonbragg", 5000);
+}
+
+#[test]
 fn every_target_has_a_smoke_test_seeds_and_a_cargo_fuzz_entry() {
     let me = std::fs::read_to_string(file!()).unwrap_or_else(|_| {
         std::fs::read_to_string(common::repo_root().join("crate/tests/fuzz_smoke.rs")).unwrap()
@@ -612,6 +632,30 @@ fn the_argument_decoder_uses_real_flags() {
             );
         }
     }
+    // the companion programs' grammars, against their own parsers
+    for (program, g, parse) in [
+        (
+            "noisify",
+            &bodies::NOISIFY,
+            (|w: &[String]| nanobragg::noisify::options::parse(w).err()) as fn(&[String]) -> _,
+        ),
+        ("nonbragg", &bodies::NONBRAGG, |w: &[String]| {
+            nanobragg::nonbragg::options::parse(w).err()
+        }),
+    ] {
+        for name in bodies::grammar_flag_names(g) {
+            if let Some(e) = parse(&[name.to_string()]) {
+                assert!(
+                    !e.message.contains("unknown flag"),
+                    "the fuzz grammar's flag {name} is not a flag of {program}: {}",
+                    e.message
+                );
+            }
+        }
+        // the base set-up is valid
+        let words: Vec<String> = g.base.split(' ').map(String::from).collect();
+        assert!(parse(&words).is_none(), "{program} base set-up: {words:?}");
+    }
     // The decoder gives words from any bytes, deterministically.
     let (a, _) = bodies::decode_words(b"\x01\x00\x05\x03\x00\x07");
     let (b, _) = bodies::decode_words(b"\x01\x00\x05\x03\x00\x07");
@@ -623,13 +667,20 @@ fn the_argument_decoder_uses_real_flags() {
 }
 
 /// Shows what an input of the argument target means: `NANOBRAGG_FUZZ_SHOW=<file> cargo test
-/// --release --test fuzz_smoke show_args_input -- --ignored --nocapture`.
+/// --release --test fuzz_smoke show_args_input -- --ignored --nocapture` (with
+/// `NANOBRAGG_FUZZ_GRAMMAR=noisify` or `nonbragg` for those targets).
 #[test]
 #[ignore = "a tool: prints the words an args input decodes to"]
 fn show_args_input() {
     let path = std::env::var("NANOBRAGG_FUZZ_SHOW").expect("NANOBRAGG_FUZZ_SHOW=<file>");
     let data = std::fs::read(path).unwrap();
-    let (words, file) = bodies::decode_words(&data);
+    // NANOBRAGG_FUZZ_GRAMMAR=noisify|nonbragg for those targets' inputs
+    let grammar = match std::env::var("NANOBRAGG_FUZZ_GRAMMAR").as_deref() {
+        Ok("noisify") => &bodies::NOISIFY,
+        Ok("nonbragg") => &bodies::NONBRAGG,
+        _ => &bodies::NANOBRAGG,
+    };
+    let (words, file) = bodies::decode_with(&data, grammar);
     println!("words: {}", words.join(" "));
     if let Some(f) = file {
         println!(

@@ -176,6 +176,12 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
         2,
         "-seed: expected an integer, found 'x'",
     );
+    // upstream negates the seed: i64::MIN would overflow
+    assert_error(
+        &r("-bin in.bin -calib_seed -9223372036854775808"),
+        2,
+        "-calib_seed: must be a seed from -2147483647 to 2147483647",
+    );
     assert_error(
         &r("-bin in.bin -readout_noise"),
         2,

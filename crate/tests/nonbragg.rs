@@ -269,6 +269,9 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
     std::fs::write(dir.join("text.stol"), "# water\nstol F\n0 2.57\n").unwrap();
     std::fs::write(dir.join("down.stol"), "0 2.57\n0.2 2.4\n0.18 2.8\n").unwrap();
     std::fs::write(dir.join("src.txt"), "-10 0 0 1 1e-10\n-10 x 0 1 1e-10\n").unwrap();
+    std::fs::write(dir.join("bigx.stol"), "0 2.57\n1e300 2.4\n").unwrap();
+    std::fs::write(dir.join("bigf.stol"), "0 2.57\n0.1 1e300\n").unwrap();
+    std::fs::write(dir.join("huge.stol"), "0 2.57\n0.1 1e29\n").unwrap();
     let outs = "-detpixels 16 -floatfile f.bin -intfile i.img -pgmfile p.pgm -noisefile n.img";
     let nb = env!("CARGO_BIN_EXE_nonbragg");
     let r = |s: &str| run(nb, &dir, &words(&format!("{s} {outs}")));
@@ -296,6 +299,29 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
         "down.stol line 3: 0.18 does not increase from 0.2 on line 2",
     );
     expect(r("-stol none.stol"), 1, "cannot read file 'none.stol'");
+    expect(
+        r("-stol bigx.stol"),
+        1,
+        "bigx.stol line 2: 1e+300 is out of range for the first column",
+    );
+    expect(
+        r("-stol bigf.stol"),
+        1,
+        "bigf.stol line 2: F = 1e+300 is out of range",
+    );
+    // found by the fuzz target: a Kahn factor of 1e300 rendered an infinite image with exit 0
+    expect(
+        r("-stol ok.stol -polar 1e300"),
+        2,
+        "-polar: must be a number from -1 to 1, found 1e+300",
+    );
+    // an image beyond single precision is an error, never an output
+    expect(r("-stol huge.stol -fluence 1e30"), 1, "not finite");
+    expect(
+        r("-stol ok.stol -seed -9223372036854775808"),
+        2,
+        "-seed: must be a seed from -2147483647 to 2147483647",
+    );
     expect(r("-stol ok.stol -sourcefile src.txt"), 1, "src.txt line 2");
     expect(r("-stol ok.stol -bogus 3"), 2, "unknown flag '-bogus'");
     expect(

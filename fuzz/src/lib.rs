@@ -27,6 +27,10 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("matrix", matrix),
     ("sources", sources),
     ("smv", smv),
+    ("model", model),
+    ("stol", stol),
+    ("noisify", noisify),
+    ("nonbragg", nonbragg),
 ];
 
 /// The body of a target by name.
@@ -449,6 +453,28 @@ impl<'a> Bytes<'a> {
 /// values of its kinds drawn from [`HOSTILE`] and from the input, a stray number, a flag with a
 /// wrong number of values, or "the rest of the input is the file `fuzz.dat`".
 pub fn decode_words(data: &[u8]) -> (Vec<String>, Option<&[u8]>) {
+    decode_with(data, &NANOBRAGG)
+}
+
+/// What the structure-aware decoder draws from, per program.
+pub struct Grammar {
+    /// The base set-up (words), used unless the first byte is a multiple of 4.
+    pub base: &'static str,
+    pub flags: &'static [(&'static str, &'static str)],
+    pub files: &'static [&'static str],
+    pub words: &'static [&'static str],
+}
+
+/// nanoBragg's command line.
+pub const NANOBRAGG: Grammar = Grammar {
+    base: "-cell 100 100 100 90 90 90 -default_F 100 -N 2 -detpixels 8 -distance 100",
+    flags: FLAGS,
+    files: FILES,
+    words: WORDS,
+};
+
+/// Words for a grammar (see [`decode_words`]).
+pub fn decode_with<'a>(data: &'a [u8], g: &Grammar) -> (Vec<String>, Option<&'a [u8]>) {
     if let Some(rest) = data.strip_prefix(b"W") {
         let (text, file) = match rest.iter().position(|&b| b == 0) {
             Some(i) => (&rest[..i], Some(&rest[i + 1..])),
@@ -460,9 +486,7 @@ pub fn decode_words(data: &[u8]) -> (Vec<String>, Option<&[u8]>) {
     let mut b = Bytes { data, pos: 0 };
     let mut words: Vec<String> = Vec::new();
     if !b.u8().is_multiple_of(4) {
-        for w in
-            "-cell 100 100 100 90 90 90 -default_F 100 -N 2 -detpixels 8 -distance 100".split(' ')
-        {
+        for w in g.base.split(' ') {
             words.push(w.to_string());
         }
     }
@@ -472,15 +496,15 @@ pub fn decode_words(data: &[u8]) -> (Vec<String>, Option<&[u8]>) {
         steps += 1;
         match b.u8() % 16 {
             0..=11 => {
-                let (name, vals) = b.pick(FLAGS);
+                let (name, vals) = b.pick(g.flags);
                 words.push(name.to_string());
                 for v in vals.chars() {
-                    words.push(value(&mut b, v));
+                    words.push(value(&mut b, v, g));
                 }
             }
             12 => words.push(b.number(false)),
             13 => {
-                let (name, _) = b.pick(FLAGS);
+                let (name, _) = b.pick(g.flags);
                 words.push(name.to_string());
                 for _ in 0..b.u8() % 4 {
                     words.push(b.number(false));
@@ -500,7 +524,7 @@ pub fn decode_words(data: &[u8]) -> (Vec<String>, Option<&[u8]>) {
     (words, extra)
 }
 
-fn value(b: &mut Bytes, kind: char) -> String {
+fn value(b: &mut Bytes, kind: char, g: &Grammar) -> String {
     let kind = match kind {
         'n' => Val::N,
         'i' => Val::I,
@@ -511,8 +535,324 @@ fn value(b: &mut Bytes, kind: char) -> String {
     match kind {
         Val::N => b.number(false),
         Val::I => b.number(true),
-        Val::F => b.pick(FILES).to_string(),
+        Val::F => b.pick(g.files).to_string(),
         Val::O => "out.bin".to_string(),
-        Val::W => b.pick(WORDS).to_string(),
+        Val::W => b.pick(g.words).to_string(),
     }
+}
+
+// ---- structure factors from a model, .stol tables, noisify, nonBragg -----------------------------
+
+/// Most atoms (after reading) and reflections a model input is computed for; larger models
+/// are only read (the direct sum is atoms × symmetry × reflections, linear, and fast).
+const MODEL_ATOMS: usize = 200;
+const MODEL_REFLECTIONS: f64 = 3000.0;
+
+/// A PDB or mmCIF model (`-pdb`): read (format by content), then, when small, the structure
+/// factors to a resolution chosen so that about [`MODEL_REFLECTIONS`] reflections are computed
+/// at most: every |F| finite and non-negative, the table's size what its bounds promise.
+pub fn model(data: &[u8]) {
+    let Ok(m) = nanobragg::sf::read_model("fuzz.pdb", data) else {
+        return;
+    };
+    let v = m.cell.volume();
+    assert!(v.is_finite() && v > 0.0, "cell volume {v} of a model read");
+    if m.atoms.len() > MODEL_ATOMS {
+        return;
+    }
+    // reflections within 1/d: (4/3)π/d³ · V; at least 2 Å (smaller cells: fewer reflections)
+    let d_min = ((4.0 / 3.0) * std::f64::consts::PI * v / MODEL_REFLECTIONS)
+        .cbrt()
+        .max(2.0);
+    let opts = nanobragg::sf::SfOptions::to_resolution(d_min);
+    let Ok((g, summary)) =
+        nanobragg::sf::compute_model(&m, &opts, &|_| {}, &AtomicBool::new(false))
+    else {
+        return;
+    };
+    let want = (g.h_range() as usize + 1) * (g.k_range() as usize + 1) * (g.l_range() as usize + 1);
+    assert_eq!(g.data.len(), want, "table size");
+    if let Some(i) = g.data.iter().position(|f| !f.is_finite() || *f < 0.0) {
+        panic!(
+            "|F| = {} at table index {i} ({})",
+            g.data[i],
+            summary.describe()
+        );
+    }
+}
+
+/// A `.stol` table (nonBragg's `-stol`, `-4stol`, `-Q`): read in each unit; a table read must
+/// interpolate to finite values everywhere.
+pub fn stol(data: &[u8]) {
+    use nanobragg::io::stol::{read_stol, StolUnit};
+    for unit in [StolUnit::Stol, StolUnit::FourStol, StolUnit::Q] {
+        let Ok(t) = read_stol("fuzz.stol", data, unit) else {
+            continue;
+        };
+        assert_eq!(t.stol.len(), t.f.len());
+        assert!(
+            t.stol.windows(2).all(|w| w[0] < w[1]),
+            "table not increasing"
+        );
+        for x in [0.0, 1e8, 1e9, 5e9, 1e10, 1e11, -1.0, 1e300] {
+            let f = t.interpolate(x);
+            assert!(f.is_finite(), "F({x}) = {f} for a table read ({unit:?})");
+        }
+        for &x in t.stol.iter().skip(2).take(64) {
+            let f = t.interpolate(x);
+            assert!(f.is_finite(), "F({x}) = {f} at a table point ({unit:?})");
+        }
+    }
+}
+
+/// Most pixels a noisify or nonBragg input renders.
+const PROGRAM_PIXELS: usize = 4096;
+
+/// noisify's command line (structure-aware, as [`args`]), against a valid 8×8 float image, an
+/// SMV header and a fuzzed file: parse, prepare, and when small apply every effect; the counts
+/// and the header must come out.
+pub fn noisify(data: &[u8]) {
+    let (words, extra) = decode_with(data, &NOISIFY);
+    let mut files = program_files();
+    if let Some(bytes) = extra {
+        files.0.insert("fuzz.dat".into(), bytes.to_vec());
+    }
+    let Ok(o) = nanobragg::noisify::options::parse(&words) else {
+        return;
+    };
+    let Ok(p) = nanobragg::noisify::options::prepare(&o, &files, 12345) else {
+        return;
+    };
+    assert_eq!(p.input.len(), p.width * p.height, "image size");
+    if p.width * p.height > PROGRAM_PIXELS {
+        return;
+    }
+    let cancel = AtomicBool::new(false);
+    let Ok(d) = nanobragg::noisify::detect(
+        &p.input,
+        p.width,
+        p.height,
+        &p.effects,
+        o.bits32,
+        &|_| {},
+        &cancel,
+    ) else {
+        return;
+    };
+    assert_eq!(d.adu.len(), p.input.len());
+    if let Some(n) = &d.noise {
+        assert_eq!(n.adu.len(), p.input.len());
+    }
+    let _ = nanobragg::noisify::options::own_header(&p);
+}
+
+/// nonBragg's command line (structure-aware), against upstream's water table, a source file
+/// and a fuzzed file: parse, prepare, and when small render; the image must be finite, its
+/// statistics and SMV header must come out.
+pub fn nonbragg(data: &[u8]) {
+    use nanobragg::nonbragg;
+    let (words, extra) = decode_with(data, &NONBRAGG);
+    let mut files = program_files();
+    if let Some(bytes) = extra {
+        files.0.insert("fuzz.dat".into(), bytes.to_vec());
+    }
+    let Ok(o) = nonbragg::options::parse(&words) else {
+        return;
+    };
+    let Ok(setup) = nonbragg::prepare(&o, &files, 12345) else {
+        return;
+    };
+    let plan = setup.plan();
+    let work = (plan.pixel_count() as u64)
+        .saturating_mul(setup.sources.len() as u64)
+        .saturating_mul((plan.oversample as u64).saturating_mul(plan.oversample as u64));
+    if plan.pixel_count() > PROGRAM_PIXELS || work > RENDER_TERMS {
+        return;
+    }
+    let cancel = AtomicBool::new(false);
+    let Ok((image, _omega)) = nonbragg::render(&setup, &|_| {}, &cancel) else {
+        return;
+    };
+    assert_eq!(image.len(), plan.pixel_count());
+    if let Some(i) = image.iter().position(|v| !v.is_finite()) {
+        panic!(
+            "nonBragg image has a non-finite pixel ({}) at {i} for: {}",
+            image[i],
+            words.join(" ")
+        );
+    }
+    let _ = nonbragg::statistics(&setup, &image);
+    let _ = nonbragg::smv_header(&setup);
+}
+
+/// Input files of the noisify and nonBragg targets.
+fn program_files() -> MemFiles {
+    let mut m = fixture_files();
+    let float: Vec<u8> = (0..64u32)
+        .flat_map(|i| ((i % 7) as f32 * 10.0 + 0.5).to_le_bytes())
+        .collect();
+    m.0.insert("float.bin".into(), float);
+    m.0.insert(
+        "water.stol".into(),
+        include_bytes!("../../crate/data/stol/water.stol").to_vec(),
+    );
+    m
+}
+
+/// noisify's flags and their values (names from `noisify/options.rs`).
+const NOISIFY_FLAGS: &[(&str, &str)] = &[
+    ("-floatfile", "f"),
+    ("-floatimage", "f"),
+    ("-bin", "f"),
+    ("-header", "f"),
+    ("-intfile", "o"),
+    ("-pgmfile", "o"),
+    ("-noisefile", "o"),
+    ("-cbffile", "o"),
+    ("-nonoise", ""),
+    ("-nopgm", ""),
+    ("-lambda", "n"),
+    ("-Xbeam", "n"),
+    ("-Ybeam", "n"),
+    ("-distance", "n"),
+    ("-detsize", "n"),
+    ("-detpixels", "i"),
+    ("-detpixels_x", "i"),
+    ("-detpixels_y", "i"),
+    ("-pixel", "n"),
+    ("-psf", "w"),
+    ("-psf_radius", "n"),
+    ("-psf_fwhm", "n"),
+    ("-fluence", "n"),
+    ("-scale", "n"),
+    ("-readout_noise", "n"),
+    ("-flicker", "n"),
+    ("-calibration", "n"),
+    ("-seed", "i"),
+    ("-calib_seed", "i"),
+    ("-badpix_seed", "i"),
+    ("-adc", "n"),
+    ("-gain", "n"),
+    ("-bits", "w"),
+    ("-phi", "n"),
+    ("-osc", "n"),
+];
+
+/// The noisify grammar: a small valid set-up (an 8×8 image, a Gaussian PSF, noise sources).
+pub const NOISIFY: Grammar = Grammar {
+    base: "-floatfile float.bin -detpixels 8 -pixel 0.1 -distance 100 -psf gauss -psf_fwhm 100 -readout 3 -flicker 0.01 -calibration 0.02",
+    flags: NOISIFY_FLAGS,
+    files: &[
+        "float.bin",
+        "img.img",
+        "fuzz.dat",
+        "fuzz.dat",
+        "water.stol",
+        "missing",
+    ],
+    words: &["gauss", "fiber", "16", "32", "8", "x"],
+};
+
+/// nonBragg's flags and their values (names from `nonbragg/options.rs`).
+const NONBRAGG_FLAGS: &[(&str, &str)] = &[
+    ("-stol", "f"),
+    ("-4stol", "f"),
+    ("-Q", "f"),
+    ("-sourcefile", "f"),
+    ("-floatfile", "o"),
+    ("-intfile", "o"),
+    ("-pgmfile", "o"),
+    ("-noisefile", "o"),
+    ("-nonoise", ""),
+    ("-nopgm", ""),
+    ("-samplesize", "n"),
+    ("-thickness", "n"),
+    ("-width", "n"),
+    ("-height", "n"),
+    ("-density", "n"),
+    ("-molecules", "n"),
+    ("-MW", "n"),
+    ("-lambda", "n"),
+    ("-energy", "n"),
+    ("-dispersion", "n"),
+    ("-dispsteps", "i"),
+    ("-divergence", "n"),
+    ("-hdivrange", "n"),
+    ("-vdivrange", "n"),
+    ("-hdivstep", "n"),
+    ("-vdivstep", "n"),
+    ("-hdivsteps", "i"),
+    ("-vdivsteps", "i"),
+    ("-divsteps", "i"),
+    ("-round_div", ""),
+    ("-square_div", ""),
+    ("-fluence", "n"),
+    ("-flux", "n"),
+    ("-exposure", "n"),
+    ("-beamsize", "n"),
+    ("-polar", "n"),
+    ("-nopolar", ""),
+    ("-beam_vector", "nnn"),
+    ("-polar_vector", "nnn"),
+    ("-source_distance", "n"),
+    ("-detector", "w"),
+    ("-pixel", "n"),
+    ("-detsize", "n"),
+    ("-detsize_x", "n"),
+    ("-detsize_y", "n"),
+    ("-detpixels", "i"),
+    ("-detpixels_f", "i"),
+    ("-detpixels_s", "i"),
+    ("-distance", "n"),
+    ("-close_distance", "n"),
+    ("-Xbeam", "n"),
+    ("-Ybeam", "n"),
+    ("-Xclose", "n"),
+    ("-Yclose", "n"),
+    ("-ORGX", "n"),
+    ("-ORGY", "n"),
+    ("-pivot", "w"),
+    ("-fdet_vector", "nnn"),
+    ("-sdet_vector", "nnn"),
+    ("-odet_vector", "nnn"),
+    ("-twotheta_axis", "nnn"),
+    ("-twotheta", "n"),
+    ("-detector_rotx", "n"),
+    ("-detector_roty", "n"),
+    ("-detector_rotz", "n"),
+    ("-curved_det", ""),
+    ("-point_pixel", ""),
+    ("-Fmap", ""),
+    ("-oversample", "i"),
+    ("-roi", "iiii"),
+    ("-scale", "n"),
+    ("-pgmscale", "n"),
+    ("-adc", "n"),
+    ("-gain", "n"),
+    ("-seed", "i"),
+    ("-phi", "n"),
+    ("-osc", "n"),
+    ("-phistep", "n"),
+    ("-phisteps", "i"),
+    ("-threads", "i"),
+];
+
+/// The nonBragg grammar: a small valid set-up (water, an 8×8 detector).
+pub const NONBRAGG: Grammar = Grammar {
+    base: "-stol water.stol -detpixels 8 -pixel 0.1 -distance 100 -lambda 1 -thickness 0.1",
+    flags: NONBRAGG_FLAGS,
+    files: &[
+        "water.stol",
+        "src.txt",
+        "fuzz.dat",
+        "fuzz.dat",
+        "float.bin",
+        "missing",
+    ],
+    words: &["sample", "beam", "pilatus6m", "eiger2-16m", "x", "random"],
+};
+
+/// Every flag name of a grammar (for the tests that check them against the programs' parsers).
+pub fn grammar_flag_names(g: &Grammar) -> impl Iterator<Item = &'static str> {
+    g.flags.iter().map(|(n, _)| *n)
 }

@@ -515,11 +515,12 @@ pub static FLAGS: &[Flag] = &[
         p.o.convention = Convention::Custom;
         Ok(())
     }),
-    flag("-polar", Beam, "K", "Kahn polarisation factor (default 0)", |p| {
+    flag("-polar", Beam, "K", "Kahn polarisation factor, -1 to 1 (default 0)", |p| {
         p.o.polar = p.f64()?;
         p.o.nopolar = false;
         Ok(())
-    }),
+    })
+    .check(Within(1.0)),
     flag("-nopolar", Beam, "", "no polarisation factor", |p| {
         p.o.nopolar = true;
         Ok(())

@@ -76,6 +76,20 @@ pub fn read_stol(name: &str, text: &[u8], unit: StolUnit) -> Result<StolTable> {
             }
         }
         prev = Some((*line, x));
+        // inside the padding points (-1e98, 1e98 in 1/m), far beyond any real table
+        if !((x * mult).abs() < 1e90) {
+            return Err(Error::input(format!(
+                "{name} line {line}: {} is out of range for the first column",
+                crate::cfmt::fmt_g(x)
+            )));
+        }
+        // electrons per molecule: far beyond any real table, and F² stays finite
+        if !(y.abs() <= 1e30) {
+            return Err(Error::input(format!(
+                "{name} line {line}: F = {} is out of range (|F| ≤ 1e30)",
+                crate::cfmt::fmt_g(y)
+            )));
+        }
         stol.push(x * mult);
         f.push(y);
     }
@@ -99,7 +113,12 @@ impl StolTable {
 
     /// F at `x` (sin(θ)/λ in 1/m): the cubic through points n-1 .. n+2, n the last point with
     /// stol[n] <= x.
+    ///
+    /// Beyond the padding points (|x| ≥ 1e98 1/m, which no pixel reaches for a wavelength the
+    /// flags accept) the end value: upstream's cubic through the far padding points would
+    /// overflow there.
     pub fn interpolate(&self, x: f64) -> f64 {
+        let x = x.clamp(self.stol[1], self.stol[self.stol.len() - 2]);
         let n = self.stol.partition_point(|&t| t <= x);
         let n = n.saturating_sub(1).clamp(1, self.stol.len() - 3);
         let xa = [
@@ -109,7 +128,13 @@ impl StolTable {
             self.stol[n + 2],
         ];
         let ya = [self.f[n - 1], self.f[n], self.f[n + 1], self.f[n + 2]];
-        crate::cpu::terms::polint(xa, ya, x)
+        let cubic = crate::cpu::terms::polint(xa, ya, x);
+        if cubic.is_finite() {
+            return cubic;
+        }
+        // points so close that the cubic overflows: the straight line between the two around x
+        let t = ((x - xa[1]) / (xa[2] - xa[1])).clamp(0.0, 1.0);
+        ya[1] + (ya[2] - ya[1]) * t
     }
 }
 

@@ -166,10 +166,10 @@ pub fn parse(words: &[String]) -> Result<NoisifyOptions> {
             "-readout_noise" | "-readout" | "-readnoise" => o.readout = w.f64()?,
             "-flicker" => o.flicker = w.f64()?,
             "-calibration" => o.calibration = w.f64()?,
-            "-seed" => o.seed = Some(-w.int()?),
-            "-calib_seed" => o.calib_seed = -w.int()?,
+            "-seed" => o.seed = Some(-w.seed()?),
+            "-calib_seed" => o.calib_seed = -w.seed()?,
             "-badpix_seed" | "-hotpix_seed" => {
-                w.int()?;
+                w.seed()?;
                 o.warnings
                     .push(format!("{arg} has no effect in noisify; ignored"));
             }

@@ -372,6 +372,12 @@ pub fn render(
         })
         .collect::<Result<_>>()?;
     progress(1.0);
+    // an image with a NaN or infinite pixel is an error, never an output (as nanobragg's)
+    crate::api::check_image_with(
+        plan,
+        &image,
+        "-fluence/-flux, -molecules/-samplesize, -scale or the table's F",
+    )?;
     Ok((image, omega_rows.iter().sum()))
 }
 

@@ -261,7 +261,8 @@ pub fn parse(words: &[String]) -> Result<NonBraggOptions> {
             "-exposure" => o.exposure = w.non_negative()?,
             "-beamsize" => o.beamsize = w.non_negative()? / 1000.0,
             "-polar" => {
-                o.polar = w.f64()?;
+                // the Kahn factor: -1..1 (upstream takes any number)
+                o.polar = w.between(-1.0, 1.0)?;
                 o.nopolar = false;
             }
             "-nopolar" => o.nopolar = true,
@@ -388,7 +389,7 @@ pub fn parse(words: &[String]) -> Result<NonBraggOptions> {
                 o.warnings
                     .push("-gain is only used with -img in nonBragg; ignored".into());
             }
-            "-seed" => o.seed = Some(-w.int()?),
+            "-seed" => o.seed = Some(-w.seed()?),
             "-phi" => o.phi0 = w.f64()? / RTD,
             "-osc" => o.osc = Some(w.f64()? / RTD),
             "-phistep" => o.phistep = w.f64()? / RTD,
