@@ -126,7 +126,7 @@ fn infinite_source_position_names_file_and_line() {
         &[("src.txt", b"-10 0 0 1 1e-10\ninf 0 0 1 1e-10\n".to_vec())],
         &format!("{BASE} -sourcefile src.txt"),
         1,
-        "src.txt line 2: expected up to 5 numbers, found \"inf 0 0 1 1e-10\"",
+        "src.txt line 2: column 1 is 'inf', not a finite number",
     );
 }
 

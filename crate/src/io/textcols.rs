@@ -35,12 +35,20 @@ pub fn read_rows(name: &str, text: &[u8], ncols: usize) -> Result<Vec<(usize, Ve
             continue;
         }
         let mut row = vec![f64::NAN; ncols];
-        for (slot, field) in row
+        for (col, (slot, field)) in row
             .iter_mut()
             .zip(rest.split(is_delim).filter(|f| !f.is_empty()))
+            .enumerate()
         {
             let (v, used) = scan_f64(field);
-            if used == 0 || !v.is_finite() {
+            if used > 0 && !v.is_finite() {
+                return Err(Error::input(format!(
+                    "{name} line {n}: column {} is '{}', not a finite number",
+                    col + 1,
+                    String::from_utf8_lossy(field)
+                )));
+            }
+            if used == 0 {
                 return Err(Error::input(format!(
                     "{name} line {n}: expected up to {ncols} numbers, found \"{}\"",
                     show_line(line)
