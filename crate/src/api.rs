@@ -804,6 +804,13 @@ mod tests {
             (Some(1), Some(6))
         );
         assert_eq!(row("-nopgm")["max_values"], 0);
-        assert_eq!(row("-phi")["check"], serde_json::json!({"rule": "finite"}));
+        assert_eq!(
+            row("-phi")["check"],
+            serde_json::json!({"rule": "within", "max": 1e6})
+        );
+        assert_eq!(
+            row("-spindle_axis")["check"],
+            serde_json::json!({"rule": "finite"})
+        );
     }
 }

@@ -194,6 +194,59 @@ fn threads_are_capped() {
 
 // ---- overflows
 
+/// Found by the 10-minute fuzz campaign (fuzz/regressions/args/fuzz-*).
+#[test]
+fn angles_fudge_and_an_empty_divergence_grid() {
+    for (flag, value) in [
+        ("-phi", "1e7"),
+        ("-osc", "-2e6"),
+        ("-misset", "1 2 3e6"),
+        ("-twotheta", "1e20"),
+        ("-twotheta_axis", "1e20 0 0"),
+        ("-detector_rotz", "1e7"),
+    ] {
+        let bad_value = value.split(' ').find(|v| v.contains('e')).unwrap();
+        bad(
+            &format!("angle{flag}"),
+            &format!("{flag} {value}"),
+            2,
+            &format!("{flag}: expected a number from -1e+06 to 1e+06, found '{bad_value}'"),
+        );
+    }
+    // a negative fudge made the round shape's sqrt NaN
+    bad(
+        "fudge",
+        "-fudge -1 -round_xtal",
+        2,
+        "-fudge: expected a number > 0 and ≤ 1e+06, found '-1'",
+    );
+    // one grid point outside the round trim: no source (upstream renders NaN)
+    bad(
+        "divsteps-1",
+        "-divsteps 1",
+        1,
+        "the divergence grid keeps no source: 1 × 1 points",
+    );
+}
+
+#[test]
+fn a_long_smv_header_grows_to_1024_bytes() {
+    let dir = scratch("header-1024");
+    let r = run_cli(
+        &dir,
+        &words(&format!(
+            "{BASE} -lambda 0.1 -twotheta_axis 1 1e6 1 -intfile int.img"
+        )),
+    );
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let bytes = std::fs::read(dir.join("int.img")).unwrap();
+    let head = String::from_utf8_lossy(&bytes[..1024]).into_owned();
+    assert!(head.starts_with("{\nHEADER_BYTES=1024;"), "{head}");
+    let f = nanobragg::io::smv::read_smv("int.img", &bytes).unwrap();
+    assert_eq!(f.header_bytes, 1024);
+    assert_eq!(bytes.len(), 1024 + 2 * f.data.len());
+}
+
 #[test]
 fn kahn_factor_is_within_one() {
     bad(

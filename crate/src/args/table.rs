@@ -224,6 +224,10 @@ const SEED: f64 = 2147483647.0;
 const SIDE: f64 = 1e6;
 /// Longest length in mm (detector sizes, distances): 1 km.
 const MM: f64 = 1e6;
+/// Largest angle in degrees (a million degrees: any rotation; beyond, upstream's f64 angles lose
+/// their meaning and the f32 kernel its precision). Also bounds `-twotheta_axis`, whose first
+/// component upstream also reads as two-theta.
+const ANGLE: f64 = 1e6;
 
 use Check::*;
 use Group::*;
@@ -309,7 +313,8 @@ pub static FLAGS: &[Flag] = &[
         }
         Ok(())
     })
-    .arity(1, 3),
+    .arity(1, 3)
+    .check(Within(ANGLE)),
     flag("-misset_seed", Crystal, "n", "seed of the random misset (upstream also reads the next three words as -misset angles)", |p| {
         p.misset_seed()
     })
@@ -352,7 +357,8 @@ pub static FLAGS: &[Flag] = &[
     flag("-fudge", Crystal, "x", "spot-size factor of the round, Gaussian and top-hat shapes", |p| {
         p.o.fudge = p.f64()?;
         Ok(())
-    }),
+    })
+    .check(Positive(1e6)),
     flag("-density", Crystal, "x", "accepted, no effect in nanoBragg", |p| {
         p.f64()?;
         let w = format!("{} has no effect in nanoBragg; ignored", p.flag);
@@ -407,15 +413,18 @@ pub static FLAGS: &[Flag] = &[
     flag("-phi", Goniometer, "deg", "spindle angle at the start", |p| {
         p.o.phi0 = Some(p.f64()? / RTD);
         Ok(())
-    }),
+    })
+    .check(Within(ANGLE)),
     flag("-osc", Goniometer, "deg", "oscillation range", |p| {
         p.o.osc = Some(p.f64()? / RTD);
         Ok(())
-    }),
+    })
+    .check(Within(ANGLE)),
     flag("-phistep", Goniometer, "deg", "phi step", |p| {
         p.o.phistep = p.f64()? / RTD;
         Ok(())
-    }),
+    })
+    .check(Within(ANGLE)),
     flag("-phisteps", Goniometer, "n", "phi steps", |p| {
         p.o.phisteps = p.int()?;
         Ok(())
@@ -730,7 +739,8 @@ pub static FLAGS: &[Flag] = &[
         p.o.twotheta = v[0] / RTD;
         pivot(p, Pivot::Sample);
         Ok(())
-    }),
+    })
+    .check(Within(ANGLE)),
     flag("-pix0_vector", Detector, "x y z", "accepted; upstream recomputes pix0, the flag only selects CUSTOM", |p| {
         p.vec3()?;
         p.o.convention = Convention::Custom;
@@ -744,19 +754,23 @@ pub static FLAGS: &[Flag] = &[
         p.o.twotheta = p.f64()? / RTD;
         pivot(p, Pivot::Sample);
         Ok(())
-    }),
+    })
+    .check(Within(ANGLE)),
     flag("-detector_rotx", Detector, "deg", "detector rotation about x", |p| {
         p.o.rotx = p.f64()? / RTD;
         Ok(())
-    }),
+    })
+    .check(Within(ANGLE)),
     flag("-detector_roty", Detector, "deg", "detector rotation about y", |p| {
         p.o.roty = p.f64()? / RTD;
         Ok(())
-    }),
+    })
+    .check(Within(ANGLE)),
     flag("-detector_rotz", Detector, "deg", "detector rotation about z", |p| {
         p.o.rotz = p.f64()? / RTD;
         Ok(())
-    }),
+    })
+    .check(Within(ANGLE)),
     flag("-curved_det", Detector, "", "spherical detector (upstream ignores it as the last word)", |p| {
         if p.remaining() >= 1 {
             p.o.curved_det = true;

@@ -93,16 +93,26 @@ pub fn header_text(h: &SmvHeader) -> String {
     s
 }
 
-/// Pads header text (through the form feed) with spaces to the 512 bytes it declares.
-pub fn pad_header(text: String) -> Result<Vec<u8>> {
-    if text.len() > SMV_HEADER_BYTES {
-        return Err(Error::output(format!(
-            "SMV header is {} bytes long, more than the {SMV_HEADER_BYTES} bytes it declares",
-            text.len()
-        )));
+/// Pads header text (through the form feed) with spaces to the 512 bytes it declares. Text
+/// longer than that (values of extreme geometry in `%g` form) gets the next multiple of 512
+/// bytes, and its `HEADER_BYTES` says so (readers take the size from that key), rather than an
+/// error after the render.
+pub fn pad_header(mut text: String) -> Result<Vec<u8>> {
+    let mut size = SMV_HEADER_BYTES;
+    while text.len() > size {
+        let grown = format!("HEADER_BYTES={};", size + SMV_HEADER_BYTES);
+        let current = format!("HEADER_BYTES={size};");
+        if !text.contains(&current) {
+            return Err(Error::output(format!(
+                "SMV header is {} bytes long, more than the {size} bytes it declares",
+                text.len()
+            )));
+        }
+        text = text.replacen(&current, &grown, 1);
+        size += SMV_HEADER_BYTES;
     }
     let mut out = text.into_bytes();
-    out.resize(SMV_HEADER_BYTES, b' ');
+    out.resize(size, b' ');
     Ok(out)
 }
 
@@ -359,7 +369,19 @@ mod tests {
             *v = -1.23456e-100;
         }
         h.dials_origin = [-1.23456e-100; 3];
-        let e = write_smv(&h, &[0]).unwrap_err();
+        // the header grows to 1024 bytes and says so; it reads back with its values
+        let bytes = write_smv(&h, &[7]).unwrap();
+        assert_eq!(bytes.len(), 1024 + 2);
+        let text = String::from_utf8_lossy(&bytes[..1024]).into_owned();
+        assert!(text.starts_with("{\nHEADER_BYTES=1024;\n"), "{text}");
+        let back = read_smv("big.img", &bytes).unwrap();
+        assert_eq!(
+            (back.header_bytes, back.data.as_slice()),
+            (1024, &[7u16][..])
+        );
+        assert_eq!(value_of(&back.header_text, "TWOTHETA"), Some(-1.23456e-100));
+        // text that declares no size cannot grow
+        let e = pad_header("x".repeat(600)).unwrap_err();
         assert!(
             e.message.contains("more than the 512 bytes"),
             "{}",

@@ -354,19 +354,24 @@ pub fn parse(words: &[String]) -> Result<NonBraggOptions> {
                 ));
             }
             "-twotheta_axis" => {
-                let v = w.vec3()?;
+                // within ±1e6 like -twotheta, which upstream also sets from the first component
+                let v = [
+                    w.between(-1e6, 1e6)?,
+                    w.between(-1e6, 1e6)?,
+                    w.between(-1e6, 1e6)?,
+                ];
                 o.twotheta_axis = v;
                 // upstream's substring match also runs -twotheta with the first component
                 o.twotheta = v[0] / RTD;
                 o.pivot = Pivot::Sample;
             }
             "-twotheta" => {
-                o.twotheta = w.f64()? / RTD;
+                o.twotheta = w.between(-1e6, 1e6)? / RTD;
                 o.pivot = Pivot::Sample;
             }
-            "-detector_rotx" => o.rotx = w.f64()? / RTD,
-            "-detector_roty" => o.roty = w.f64()? / RTD,
-            "-detector_rotz" => o.rotz = w.f64()? / RTD,
+            "-detector_rotx" => o.rotx = w.between(-1e6, 1e6)? / RTD,
+            "-detector_roty" => o.roty = w.between(-1e6, 1e6)? / RTD,
+            "-detector_rotz" => o.rotz = w.between(-1e6, 1e6)? / RTD,
             "-curved_det" => {
                 if w.remaining() >= 1 {
                     o.curved = true;
@@ -390,9 +395,9 @@ pub fn parse(words: &[String]) -> Result<NonBraggOptions> {
                     .push("-gain is only used with -img in nonBragg; ignored".into());
             }
             "-seed" => o.seed = Some(-w.seed()?),
-            "-phi" => o.phi0 = w.f64()? / RTD,
-            "-osc" => o.osc = Some(w.f64()? / RTD),
-            "-phistep" => o.phistep = w.f64()? / RTD,
+            "-phi" => o.phi0 = w.between(-1e6, 1e6)? / RTD,
+            "-osc" => o.osc = Some(w.between(-1e6, 1e6)? / RTD),
+            "-phistep" => o.phistep = w.between(-1e6, 1e6)? / RTD,
             "-phisteps" => o.phisteps = w.int()?,
             "-progress" => o.progress = true,
             "-noprogress" => o.progress = false,

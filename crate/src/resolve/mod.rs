@@ -132,6 +132,18 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         }
         None => sources::divergence_grid(&smp, o.round_div, &det, lambda0),
     };
+    if source_list.is_empty() {
+        // upstream divides by zero steps and renders NaN
+        return Err(Error::geometry(format!(
+            "the divergence grid keeps no source: {} × {} points over {} × {} mrad, all outside the \
+             round trim (-round_div); give -divergence (or -hdivrange/-vdivrange), more steps, or \
+             -square_div",
+            smp.hdivsteps,
+            smp.vdivsteps,
+            crate::cfmt::fmt_g(smp.hdivrange * 1000.0),
+            crate::cfmt::fmt_g(smp.vdivrange * 1000.0)
+        )));
+    }
     let plan_sources = sources::to_plan(&source_list);
 
     let umats = orientations::mosaic_umats(
