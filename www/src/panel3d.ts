@@ -8,7 +8,7 @@
 import type { NanoBraggClient } from './client';
 import type { ImageView } from './view';
 import { PredictionFeed, type Predicted } from './predictfeed';
-import { SpotOverlay, describeSpot, type SpotInfo } from './spots';
+import { SpotOverlay, describeSpot, spotInfo, type SpotInfo } from './spots';
 import { applyRotation, openReciprocalView } from './recip/index';
 import type { PointInfo, ReciprocalView, Theme, V3 } from './recip/types';
 
@@ -46,10 +46,10 @@ const CSS = `
 .p3d-bar .p3d-close { font-size: 15px; line-height: 1; padding: 0 6px; }
 .p3d-view { flex: 1; min-height: 0; position: relative; }
 .p3d-view > canvas { position: absolute; inset: 0; }
-.p3d-info { padding: 3px 8px; font: 12px/1.35 ui-monospace, monospace; min-height: 1.5em; white-space: nowrap; overflow: hidden;
-  text-overflow: ellipsis; border-top: 1px solid var(--line, rgba(128,128,128,.35)); font-variant-numeric: tabular-nums; }
+.p3d-info { padding: 3px 8px; font: 12px/1.35 ui-monospace, monospace; height: calc(2.7em + 6px); overflow: hidden;
+  border-top: 1px solid var(--line, rgba(128,128,128,.35)); font-variant-numeric: tabular-nums; flex: none; }
 .p3d-info.idle { color: var(--muted, #5b6570); font-family: system-ui, sans-serif; }
-.p3d-info.err { color: var(--err, #b3261e); white-space: normal; }
+.p3d-info.err { color: var(--err, #b3261e); }
 .present .p3d-bar { font-size: 16px; }
 .present .p3d-bar b { font-size: 18px; }
 .present .p3d-info { font-size: 20px; }
@@ -57,6 +57,8 @@ const CSS = `
 .present .p3d .nbr-recip .nbr-label.info { font-size: 18px; }
 .present .p3d .nbr-recip .nbr-legend { font-size: 16px; }
 `;
+
+const IDLE = 'Hover a spot on the image or a lattice point here · Shift+drag turns the crystal, Alt+drag spins it';
 
 const fmtAngle = (x: number) => String(+x.toFixed(3)).replace(/^-0$/, '0');
 
@@ -81,6 +83,8 @@ export class Teach3D {
   /** The misset while a Shift/Alt+drag in 3D runs (unrounded, so that steps do not drift). */
   private turning: V3 | null = null;
   private highlightedHkl: V3 | null = null;
+  /** The lattice point under the cursor in 3D. */
+  private hover3d: V3 | null = null;
   private resize: ResizeObserver;
   /** Updates of the 3D view and their cost (for tests and measurements). */
   stats = { updates: 0, updateMs: 0, points: 0, predictMs: 0 };
@@ -137,14 +141,13 @@ export class Teach3D {
     panel.setAttribute('aria-label', 'Reciprocal space (3D view)');
     panel.innerHTML =
       `<div class="p3d-bar"><b>Reciprocal space</b>` +
-      `<span class="p3d-hint" title="Drag: orbit · wheel: zoom · right-drag: pan · Shift+drag: turn the crystal · Alt+drag (or Ctrl+Shift+drag): spin it about the line of sight">` +
-      `drag: orbit · Shift+drag: turn the crystal · Alt+drag: spin</span>` +
+      `<span class="p3d-hint"></span>` +
       `<button type="button" class="p3d-near" aria-pressed="false" title="Show only the lattice points near the Ewald sphere">Near sphere</button>` +
       `<button type="button" class="p3d-overview" title="Camera: the whole construction">Overview</button>` +
       `<button type="button" class="p3d-lattice" title="Camera: the lattice around the origin">Lattice</button>` +
       `<button type="button" class="p3d-close" title="Close the 3D view (key 3)" aria-label="Close the 3D view">×</button></div>` +
       `<div class="p3d-view"></div>` +
-      `<div class="p3d-info idle" aria-live="polite">Hover a spot on the image, or a lattice point here.</div>`;
+      `<div class="p3d-info idle" aria-live="polite">${IDLE}</div>`;
     this.host.stage.appendChild(panel);
     this.panel = panel;
     this.info = panel.querySelector('.p3d-info');
@@ -200,7 +203,7 @@ export class Teach3D {
     this.view = null;
     this.panel?.remove();
     this.panel = this.info = null;
-    this.highlightedHkl = null;
+    this.highlightedHkl = this.hover3d = null;
     this.spots.mark(null);
     this.layout();
     this.host.image.draw();
@@ -229,6 +232,10 @@ export class Teach3D {
         this.stats.updateMs = performance.now() - t0;
         this.stats.points = p.data.reflections.count;
         if (this.highlightedHkl) this.view.highlight(this.highlightedHkl);
+        // the hovered reflection's numbers change as the crystal turns: say the current ones
+        const hkl = this.hover3d ?? this.highlightedHkl;
+        const i = hkl ? this.spots.indexOf(hkl) : -1;
+        if (i >= 0) this.setInfo(`${this.hover3d ? '3D' : 'image'}: ${describeSpot(spotInfo(p.data.reflections, i))}`);
         this.panel?.setAttribute('data-points', String(p.data.reflections.count));
       }
     }
@@ -238,7 +245,7 @@ export class Teach3D {
 
   private setInfo(text: string, kind: 'idle' | 'err' | '' = '') {
     if (!this.info) return;
-    this.info.textContent = text || 'Hover a spot on the image, or a lattice point here.';
+    this.info.textContent = text || IDLE;
     this.info.className = `p3d-info ${text ? kind : 'idle'}`;
   }
 
@@ -252,6 +259,7 @@ export class Teach3D {
 
   /** A lattice point is hovered in 3D: ring its spot on the image. */
   private viewHover(p: PointInfo | null) {
+    this.hover3d = p ? p.hkl : null;
     this.spots.mark(p ? p.hkl : null);
     if (this.panel) this.panel.dataset.hover = p ? p.hkl.join(' ') : '';
     if (p) this.setInfo(`3D: ${describeSpot(p)}${p.fast === null ? '  (its ray misses the detector)' : ''}`);

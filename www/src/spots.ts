@@ -46,7 +46,7 @@ export const hklText = (hkl: ArrayLike<number>) => Array.from(hkl, (x) => String
 /** The reflection in one line: hkl, d, 2θ, excitation error. */
 export function describeSpot(s: Pick<SpotInfo, 'hkl' | 'd' | 'twoTheta' | 'excitation' | 'inCondition'>): string {
   const eps = s.excitation === 0 ? '0' : s.excitation.toExponential(2).replace('-', '−');
-  return `(${hklText(s.hkl)})  d = ${s.d.toFixed(3)} Å  2θ = ${s.twoTheta.toFixed(2)}°  ε = ${eps} Å⁻¹` +
+  return `(${hklText(s.hkl)})  d = ${Number.isFinite(s.d) ? s.d.toFixed(3) : '∞'} Å  2θ = ${s.twoTheta.toFixed(2)}°  ε = ${eps} Å⁻¹` +
     (s.inCondition ? '  in the diffraction condition' : '');
 }
 
@@ -81,6 +81,7 @@ export class SpotOverlay {
     if (t) {
       for (let i = 0; i < t.count; i++) {
         if (!Number.isFinite(t.fast?.[i] ?? NaN) || !Number.isFinite(t.slow?.[i] ?? NaN)) continue;
+        if (t.hkl[3 * i] === 0 && t.hkl[3 * i + 1] === 0 && t.hkl[3 * i + 2] === 0) continue; // the direct beam
         const tol = t.tolerance?.[i] ?? 0;
         if (t.inCondition?.[i] || Math.abs(t.excitation[i]) <= 3 * tol) this.spots.push(i);
       }
