@@ -60,6 +60,9 @@ const CSS = `
 
 const IDLE = 'Hover a spot on the image or a lattice point here · Shift+drag turns the crystal, Alt+drag spins it';
 
+/** Above this many lattice points the view starts with only the points near the sphere. */
+const NEAR_ONLY_ABOVE = 150_000;
+
 const fmtAngle = (x: number) => String(+x.toFixed(3)).replace(/^-0$/, '0');
 
 /** Misset angles from the field's text: null for "random" (the angles are not known here). */
@@ -83,6 +86,8 @@ export class Teach3D {
   /** The misset while a Shift/Alt+drag in 3D runs (unrounded, so that steps do not drift). */
   private turning: V3 | null = null;
   private highlightedHkl: V3 | null = null;
+  /** The user chose all points or only those near the sphere (else: by the lattice's size). */
+  private nearChosen = false;
   /** The lattice point under the cursor in 3D. */
   private hover3d: V3 | null = null;
   private resize: ResizeObserver;
@@ -158,9 +163,8 @@ export class Teach3D {
     });
     const near = q<HTMLButtonElement>('.p3d-near');
     near.addEventListener('click', () => {
-      const on = near.getAttribute('aria-pressed') !== 'true';
-      near.setAttribute('aria-pressed', String(on));
-      this.view?.setOptions({ show: on ? 'near' : 'all' });
+      this.nearChosen = true;
+      this.setNear(near.getAttribute('aria-pressed') !== 'true');
     });
     q('.p3d-overview').addEventListener('click', () => this.view?.resetCamera('overview'));
     q('.p3d-lattice').addEventListener('click', () => this.view?.resetCamera('lattice'));
@@ -226,6 +230,9 @@ export class Teach3D {
       this.stats.predictMs = p.ms;
       this.spots.setTable(p.data.reflections);
       if (this.view) {
+        // a large lattice (a protein cell) is a grey ball that hides the sphere: show the points
+        // near the sphere only, unless the user chose
+        if (!this.nearChosen) this.setNear(p.data.reflections.count > NEAR_ONLY_ABOVE);
         const t0 = performance.now();
         this.view.update(p.data);
         this.stats.updates++;
@@ -241,6 +248,12 @@ export class Teach3D {
     }
     if (err) this.setInfo(`prediction: ${err}`, 'err');
     else if (this.info?.classList.contains('err')) this.setInfo('', 'idle');
+  }
+
+  /** Only the points near the Ewald sphere (the rest of the lattice hidden), or all. */
+  setNear(on: boolean) {
+    this.panel?.querySelector('.p3d-near')?.setAttribute('aria-pressed', String(on));
+    this.view?.setOptions({ show: on ? 'near' : 'all' });
   }
 
   private setInfo(text: string, kind: 'idle' | 'err' | '' = '') {
