@@ -287,9 +287,44 @@ test('frame rate of the 3D view while orbiting, with the app\'s own points (defa
         t.setNear(false);
         t.view.resetCamera('overview');
         r.all = { visible: dbg.counts().visible, overview: await dbg.measureFps(3000), pickMs: dbg.timePick() };
+        t.setNear(true);
+        t.view.resetCamera('lattice');
       }
       return r;
     });
+    // turning the crystal by Shift+drag in 3D for 3 s: image frames and 3D updates per second
+    await page.evaluate(() => {
+      window.__frames = 0;
+      window.addEventListener('nanobragg-frame', () => window.__frames++);
+      window.__u0 = window.nanobragg.teach3d.stats.updates;
+      const f = window.nanobragg.teach3d.feed;
+      window.__f0 = { sent: f.sent, requested: f.requested };
+    });
+    const box = await page.locator('.p3d-view canvas').boundingBox();
+    const x0 = box.x + box.width * 0.3, y0 = box.y + box.height * 0.5;
+    await page.mouse.move(x0, y0);
+    await page.keyboard.down('Shift');
+    await page.mouse.down();
+    const t0 = Date.now();
+    let steps = 0;
+    while (Date.now() - t0 < 3000) {
+      steps++;
+      await page.mouse.move(x0 + 40 * Math.sin(steps / 10), y0 + 30 * Math.cos(steps / 13));
+      await new Promise((res) => setTimeout(res, 16));
+    }
+    const dragS = (Date.now() - t0) / 1000;
+    const during = await page.evaluate(() => {
+      const f = window.nanobragg.teach3d.feed;
+      return { frames: window.__frames, updates: window.nanobragg.teach3d.stats.updates - window.__u0, sent: f.sent - window.__f0.sent, requested: f.requested - window.__f0.requested };
+    });
+    await page.mouse.up();
+    await page.keyboard.up('Shift');
+    // when the drag ends the whole lattice is predicted again
+    await page.waitForFunction((n) => window.nanobragg.teach3d.view.debug.counts().points === n && !window.nanobragg.teach3d.feed.busy, r.points, { timeout: 60_000 });
+    r.drag = { seconds: dragS, moves: steps, imageFps: during.frames / dragS, updatesPerS: during.updates / dragS, predictionsSent: during.sent, predictionsRequested: during.requested };
+    console.log(`# ${name}, Shift+drag in 3D for ${dragS.toFixed(1)} s (${steps} moves): ${r.drag.imageFps.toFixed(1)} image frames/s, ${r.drag.updatesPerS.toFixed(1)} 3D updates/s, predictions: ${during.sent} sent of ${during.requested} asked (one in flight, the latest wins)`);
+    assert.ok(during.frames > 0 && during.updates > 0, JSON.stringify(during));
+    assert.ok(during.sent <= during.requested, JSON.stringify(during));
     out[name] = r;
     console.log(`# ${name}: ${r.points} points (${r.visible} shown${r.near ? ', near the sphere only' : ''}), orbit ${r.overview.fps.toFixed(1)} fps (overview), ${r.lattice.fps.toFixed(1)} fps (lattice), pick ${r.pickMs.toFixed(1)} ms, prediction ${r.predictMs.toFixed(0)} ms, update ${r.updateMs.toFixed(0)} ms, ${r.gl.name}`);
     if (r.all) console.log(`# ${name}, every point shown (${r.all.visible}): orbit ${r.all.overview.fps.toFixed(1)} fps (overview), pick ${r.all.pickMs.toFixed(1)} ms`);

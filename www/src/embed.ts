@@ -95,7 +95,10 @@ export class NanoBraggView extends HTMLElement {
       client: client(), image: this.view, stage: this.shadowRoot!.querySelector('.stage') as HTMLElement, styleRoot: this.shadowRoot!,
       misset: () => this.store.model.peek().misset ?? '',
       phi: () => Number(this.store.model.peek().phi) || 0,
-      setMisset: (m) => this.setAttribute('misset', m),
+      setMisset: (m, final) => {
+        this.turning = !final;
+        this.setAttribute('misset', m);
+      },
       onOpenChange: (open) => (open ? this.setAttribute('view3d', '') : this.removeAttribute('view3d')),
     }));
     t.setLabels(v.labels);
@@ -105,6 +108,8 @@ export class NanoBraggView extends HTMLElement {
     if (this.lastArgs) t.update(this.lastArgs.args, this.lastArgs.files, this.lastArgs.key);
   }
   private lastArgs: { args: string[]; files: Record<string, Uint8Array>; key: string } | null = null;
+  /** A Shift/Alt+drag in the 3D view is turning the crystal (its predictions are live frames). */
+  private turning = false;
 
   private readAttributes() {
     const d = decodeAttributes((n) => this.getAttribute(n));
@@ -142,7 +147,7 @@ export class NanoBraggView extends HTMLElement {
       }
       const args = [...buildArgs(model).args, ...splitArgs(this.extraArgs)];
       this.lastArgs = { args, files, key: FILE_KEYS.map((k) => this.getAttribute(`${k}-src`) ?? '').join('|') };
-      this.teach3d?.update(args, files, this.lastArgs.key);
+      this.teach3d?.update(args, files, this.lastArgs.key, this.turning);
       if (!this.result) this.bar.textContent = 'rendering…';
       const v = this.store.view.value;
       const r = await client().simulate(args, { backend: v.backend, precision: v.precision, files, channel: this.channel });

@@ -420,7 +420,7 @@ effect(() => {
   const files = store.files.value;
   if (Object.keys(store.inputErrors.value).length) return;
   if (!fileIds.has(files)) fileIds.set(files, ++fileSeq);
-  teach.update(built.args, Object.fromEntries(files), String(fileIds.get(files)));
+  teach.update(built.args, Object.fromEntries(files), String(fileIds.get(files)), store.changed.peek().mode === 'preview');
 });
 function set3d(open: boolean) {
   $('view3d').setAttribute('aria-pressed', String(open));

@@ -82,7 +82,10 @@ export class Teach3D {
   private opening: Promise<void> | null = null;
   private theme: Theme = 'light';
   private labels = false;
-  private last: { args: string[]; files: Record<string, Uint8Array>; filesKey: string } | null = null;
+  private last: { args: string[]; files: Record<string, Uint8Array>; filesKey: string; live: boolean } | null = null;
+  /** The last full prediction's size and largest tolerance (1/Å). */
+  private full: { count: number; maxTolerance: number } | null = null;
+  private nearShown = false;
   /** The misset while a Shift/Alt+drag in 3D runs (unrounded, so that steps do not drift). */
   private turning: V3 | null = null;
   private highlightedHkl: V3 | null = null;
@@ -116,16 +119,28 @@ export class Teach3D {
     return this.panel !== null;
   }
 
-  /** The model changed: ask for a prediction when the 3D view or the labels need one. */
-  update(args: string[], files: Record<string, Uint8Array>, filesKey: string) {
-    this.last = { args, files, filesKey };
-    if (this.isOpen || this.labels) this.feed.request(args, files, filesKey);
+  /** The model changed: ask for a prediction when the 3D view or the labels need one. `live`:
+   * a frame of a drag (a slider, or turning the crystal), when a large lattice is predicted near
+   * the Ewald sphere only (tens of ms instead of about a second for 4·10⁵ points); the full
+   * lattice follows when the drag ends. */
+  update(args: string[], files: Record<string, Uint8Array>, filesKey: string, live = false) {
+    this.last = { args, files, filesKey, live };
+    this.request();
+  }
+
+  private request() {
+    const l = this.last;
+    if (!l || !(this.isOpen || this.labels)) return;
+    const big = this.full && this.full.count > NEAR_ONLY_ABOVE;
+    const nearOnly = l.live && big && (!this.isOpen || this.nearShown);
+    // every point that the view calls near (|ε| ≤ 3 tolerances) is within 3 × the largest tolerance
+    this.feed.request(l.args, l.files, l.filesKey, nearOnly ? 3 * this.full!.maxTolerance : undefined);
   }
 
   setLabels(on: boolean) {
     this.labels = on;
     this.spots.setLabels(on);
-    if (on && this.last) this.feed.request(this.last.args, this.last.files, this.last.filesKey);
+    if (on) this.request();
   }
 
   setTheme(t: Theme) {
@@ -165,12 +180,14 @@ export class Teach3D {
     near.addEventListener('click', () => {
       this.nearChosen = true;
       this.setNear(near.getAttribute('aria-pressed') !== 'true');
+      if (this.last) this.last.live = false;
+      this.request();
     });
     q('.p3d-overview').addEventListener('click', () => this.view?.resetCamera('overview'));
     q('.p3d-lattice').addEventListener('click', () => this.view?.resetCamera('lattice'));
     this.layout();
     // the prediction and the three.js chunk load in parallel
-    if (this.last) this.feed.request(this.last.args, this.last.files, this.last.filesKey);
+    this.request();
     const container = q('.p3d-view');
     this.opening = openReciprocalView(container, { theme: this.theme })
       .then((view) => {
@@ -228,11 +245,17 @@ export class Teach3D {
   private show(p: Predicted | null, err: string) {
     if (p) {
       this.stats.predictMs = p.ms;
+      if (!p.nearOnly) {
+        const tol = p.data.reflections.tolerance;
+        let maxTolerance = 0;
+        if (tol) for (let i = 0; i < tol.length; i++) if (tol[i] > maxTolerance) maxTolerance = tol[i];
+        this.full = { count: p.data.reflections.count, maxTolerance };
+      }
       this.spots.setTable(p.data.reflections);
       if (this.view) {
         // a large lattice (a protein cell) is a grey ball that hides the sphere: show the points
         // near the sphere only, unless the user chose
-        if (!this.nearChosen) this.setNear(p.data.reflections.count > NEAR_ONLY_ABOVE);
+        if (!this.nearChosen && !p.nearOnly) this.setNear(p.data.reflections.count > NEAR_ONLY_ABOVE);
         const t0 = performance.now();
         this.view.update(p.data);
         this.stats.updates++;
@@ -252,6 +275,7 @@ export class Teach3D {
 
   /** Only the points near the Ewald sphere (the rest of the lattice hidden), or all. */
   setNear(on: boolean) {
+    this.nearShown = on;
     this.panel?.querySelector('.p3d-near')?.setAttribute('aria-pressed', String(on));
     this.view?.setOptions({ show: on ? 'near' : 'all' });
   }

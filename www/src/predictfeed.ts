@@ -13,10 +13,13 @@ export interface Predicted {
   args: string[];
   /** Round trip (ms): worker, crate and the columns' transfer. */
   ms: number;
+  /** Only the points near the sphere were asked for (a live frame of a large lattice). */
+  nearOnly: boolean;
 }
 
 interface Request {
   args: string[];
+  maxExcitationError?: number;
   files: Record<string, Uint8Array>;
   key: string;
 }
@@ -46,12 +49,13 @@ export class PredictionFeed {
     return this.inFlight !== null;
   }
 
-  /** Ask for the prediction of `args`; `filesKey` changes when the input files change. */
-  request(args: string[], files: Record<string, Uint8Array>, filesKey = '') {
-    const key = `${args.join('\u0000')}\u0001${filesKey}`;
+  /** Ask for the prediction of `args`; `filesKey` changes when the input files change;
+   * `maxExcitationError` (1/Å) lists only the points that near the Ewald sphere (fast). */
+  request(args: string[], files: Record<string, Uint8Array>, filesKey = '', maxExcitationError?: number) {
+    const key = `${args.join('\u0000')}\u0001${filesKey}\u0001${maxExcitationError ?? ''}`;
     this.requested++;
     if (key === (this.waiting ?? this.inFlight)?.key || (!this.waiting && !this.inFlight && key === this.doneKey)) return;
-    this.waiting = { args: [...args], files, key };
+    this.waiting = { args: [...args], files, key, maxExcitationError };
     void this.pump();
   }
 
@@ -70,8 +74,8 @@ export class PredictionFeed {
     let result: Predicted | null = null;
     let error = '';
     try {
-      const p = (await this.client.predict(req.args, { files: req.files, columns: true })) as unknown as CratePrediction;
-      result = { data: fromPrediction(p, this.position), args: req.args, ms: performance.now() - t0 };
+      const p = (await this.client.predict(req.args, { files: req.files, columns: true, maxExcitationError: req.maxExcitationError })) as unknown as CratePrediction;
+      result = { data: fromPrediction(p, this.position), args: req.args, ms: performance.now() - t0, nearOnly: req.maxExcitationError !== undefined };
     } catch (e) {
       const err = e as Error;
       error = err.name === 'AbortError' ? '' : err.message;
