@@ -50,6 +50,9 @@ const CSS = `
   border-top: 1px solid var(--line, rgba(128,128,128,.35)); font-variant-numeric: tabular-nums; flex: none; }
 .p3d-info.idle { color: var(--muted, #5b6570); font-family: system-ui, sans-serif; }
 .p3d-info.err { color: var(--err, #b3261e); }
+/* the info line below the view gives the hints: a smaller legend hides less of the scene */
+.p3d .nbr-recip .nbr-legend { font-size: 11px; line-height: 1.35; padding: 4px 6px; }
+.p3d .nbr-recip .nbr-legend .hint { display: none; }
 .present .p3d-bar { font-size: 16px; }
 .present .p3d-bar b { font-size: 18px; }
 .present .p3d-info { font-size: 20px; }
