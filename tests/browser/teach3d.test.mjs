@@ -138,7 +138,7 @@ test('hovering a spot on the image lights its lattice point; hovering a lattice 
   assert.deepEqual(errors, []);
 });
 
-test('Shift+drag in the 3D view turns the crystal: misset in the URL, a new image, the lattice follows', { timeout: 240_000 }, async () => {
+test('Shift+drag in the 3D view turns the crystal: misset in the URL, a new image, the lattice follows; Alt+drag spins it', { timeout: 240_000 }, async () => {
   const { page, errors } = await openApp('');
   const before = await page.evaluate(() => ({
     count: window.nanobragg.lastRender().count, data: Array.from(window.nanobragg.lastRender().result.data.slice(0, 1 << 16)),
@@ -177,6 +177,17 @@ test('Shift+drag in the 3D view turns the crystal: misset in the URL, a new imag
   const turned = Math.hypot(...after.a.map((x, i) => x - before.a[i])) / Math.hypot(...before.a);
   assert.ok(turned > 0.01, `a* moved by ${turned}`);
   await page.screenshot({ path: join(ARTIFACTS, 'teach3d-turned.png') });
+  // Alt+drag spins the crystal about the line of sight: the misset changes again
+  await page.mouse.move(x0 + 60, y0 - 40);
+  await page.keyboard.down('Alt');
+  await page.mouse.down();
+  for (let i = 1; i <= 10; i++) await page.mouse.move(x0 + 60 - 8 * i, y0 - 40 + 3 * i);
+  await page.mouse.up();
+  await page.keyboard.up('Alt');
+  await page.waitForFunction((m) => {
+    const v = new URL(location.href).searchParams.get('misset');
+    return v && v !== m && /^-?[\d.]+ -?[\d.]+ -?[\d.]+$/.test(v);
+  }, after.misset, { timeout: 10_000 });
   assert.deepEqual(errors, []);
 });
 
