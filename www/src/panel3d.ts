@@ -255,6 +255,7 @@ export class Teach3D {
         this.full = { count: p.data.reflections.count, maxTolerance };
       }
       this.spots.setTable(p.data.reflections);
+      if (this.hover3d) this.spots.mark(this.hover3d); // the ring stays on the hovered point's spot
       if (this.view) {
         // a large lattice (a protein cell) is a grey ball that hides the sphere: show the points
         // near the sphere only, unless the user chose
