@@ -2,7 +2,8 @@
 // Build the static site into www/dist/:
 //   pkg/           plain wasm module (WebGPU + single-threaded CPU, SIMD)
 //   pkg-parallel/  threaded wasm module (rayon over Web Workers, shared memory, SIMD)
-//   app.js, worker.js, nanobragg-view.js (esbuild bundles), index.html, style.css
+//   app.js, worker.js, nanobragg-view.js (esbuild bundles), chunks/ (the lazily loaded three.js
+//   view and what it shares with its entry), index.html, style.css
 //
 // Installs what is missing: rustup target / component, the wasm-bindgen CLI at the exact
 // version in Cargo.lock, npm packages.
@@ -144,15 +145,16 @@ async function buildTs() {
     // The wasm-bindgen glue is loaded at run time from pkg*/ beside the bundle (no-bundler).
     external: ['./pkg/*', './pkg-parallel/*'],
   };
-  await esbuild.build({
-    ...common,
-    entryPoints: {
-      app: 'www/src/main.ts',
-      worker: 'www/src/worker.ts',
-      'nanobragg-view': 'www/src/embed.ts',
-    },
-    outdir: dist,
-  });
+  await esbuild.build({ ...common, entryPoints: { worker: 'www/src/worker.ts' }, outdir: dist });
+  // The page and the element load the reciprocal-space view (three.js) lazily: code splitting
+  // puts it in its own chunk (chunks/view3d-*.js), fetched when the 3D view is first opened.
+  // One build per entry, so that each entry stays one file apart from that chunk.
+  rmSync(join(dist, 'chunks'), { recursive: true, force: true });
+  for (const [name, entry] of [['app', 'www/src/main.ts'], ['nanobragg-view', 'www/src/embed.ts']]) {
+    await esbuild.build({
+      ...common, entryPoints: { [name]: entry }, outdir: dist, splitting: true, chunkNames: 'chunks/[name]-[hash]',
+    });
+  }
   for (const f of ['index.html', 'style.css']) copyFileSync(join(root, 'www', f), join(dist, f));
   for (const dir of ['examples', 'samples']) {
     const src = join(root, 'www', dir);

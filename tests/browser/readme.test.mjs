@@ -22,12 +22,15 @@ const env = setup({
     symlinkSync(DIST, join(site, 'nanobragg'));
     writeFileSync(join(site, 'element.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>element</title><body style="width:420px">\n${html[0]}\n</body>`);
     writeFileSync(join(site, 'iframe.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>iframe</title><body>\n${html[1]}\n</body>`);
+    writeFileSync(join(site, 'view3d.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>3D</title><script type="module" src="/nanobragg/nanobragg-view.js"></script><body>\n${html[2]}\n</body>`);
     return site;
   },
 });
 
 test('the README has the element, iframe and API snippets', () => {
-  assert.equal(html.length, 2, 'two html snippets (element, iframe)');
+  assert.equal(html.length, 3, 'three html snippets (element, iframe, the 3D view in both)');
+  assert.match(html[2], /<nanobragg-view view3d/);
+  assert.match(html[2], /<iframe [^>]*view3d=1/);
   assert.match(html[0], /<nanobragg-view /);
   assert.match(html[1], /<iframe /);
   assert.equal(js.length, 1);
@@ -75,6 +78,17 @@ test('README iframe snippet renders with the minimal controls', { timeout: 120_0
   assert.equal(st.width, 512);
   assert.match(st.openFull, /lambda=6\.2/);
   await page.screenshot({ path: join(ARTIFACTS, 'readme-iframe.png') });
+  assert.deepEqual(errors, []);
+});
+
+test('README 3D snippet: the element and the iframe open the 3D view (no isolation)', { timeout: 180_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/view3d.html`, { viewport: { width: 1280, height: 1200 } });
+  await page.waitForFunction(() => document.querySelector('nanobragg-view')?.shadowRoot?.querySelector('.p3d')?.dataset.points, null, { timeout: 120_000 });
+  const frame = await (await page.waitForSelector('iframe')).contentFrame();
+  await frame.waitForFunction(() => document.querySelector('.p3d')?.dataset.points, null, { timeout: 120_000 });
+  const n = await frame.evaluate(() => window.nanobragg.teach3d.view.debug.counts());
+  assert.ok(n.points > 1000 && n.spheres >= 1, JSON.stringify(n));
+  await page.screenshot({ path: join(ARTIFACTS, 'readme-view3d.png') });
   assert.deepEqual(errors, []);
 });
 

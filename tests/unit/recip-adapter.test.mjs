@@ -92,3 +92,34 @@ test('synthetic lattice: excitation errors, 2θ and spot positions agree with th
   const rr = [0, 1, 2].map((c) => h * data.axes.a[c] + kk * data.axes.b[c] + l * data.axes.c[c]);
   assert.ok(Math.abs(rr[0] - t.r[0 + 3 * i0]) < 1e-6 && Math.abs(rr[2] - t.r[2 + 3 * i0]) < 1e-6);
 });
+
+test('fromPrediction reads the crate\'s columns (predict(…, columns = true)) as it reads its records', () => {
+  const recs = [
+    { h: 1, k: 2, l: 3, r: [0.01, 0.02, 0.03], d: 26.7, f: 11, excitation_error: 1e-4, tolerance: 2e-4, in_condition: true, two_theta: 6, fast: 11.5, slow: 20.25, on_detector: true, intensity: 3 },
+    { h: -2, k: 1, l: 0, r: [-0.02, 0.01, 0], d: 44.7, f: 8, excitation_error: -3e-3, tolerance: 2e-4, in_condition: false, two_theta: 7, fast: null, slow: null, on_detector: false, intensity: 6 },
+    { h: 3, k: 0, l: 0, r: [0.03, 0, 0], d: 33.3, f: 13, excitation_error: 2e-3, tolerance: 2e-4, in_condition: false, two_theta: 8, fast: 400.5, slow: 2.5, on_detector: false, intensity: 9 },
+  ];
+  const bytes = (Type, values, offset = 0) => {
+    const a = new Type(values);
+    const u8 = new Uint8Array(a.byteLength + offset);
+    u8.set(new Uint8Array(a.buffer), offset);
+    return u8.subarray(offset); // offset 1: not 4-byte aligned, as a copy may be
+  };
+  const f32 = (k, per = 1, off = 0) => bytes(Float32Array, recs.flatMap((x) => (per === 3 ? Array.from(x[k]) : [x[k] ?? NaN])), off);
+  const columns = {
+    count: 3, hkl: bytes(Int32Array, recs.flatMap((x) => [x.h, x.k, x.l])), r: f32('r', 3, 1), d: f32('d'), f: f32('f'),
+    excitation_error: f32('excitation_error'), tolerance: f32('tolerance'), two_theta: f32('two_theta'), fast: f32('fast'), slow: f32('slow'),
+    intensity: f32('intensity'), flags: new Uint8Array(recs.map((x) => (x.in_condition ? 1 : 0) | (x.on_detector ? 2 : 0))),
+  };
+  const base = { wavelength: 1, beam: [1, 0, 0], ewald_radius_range: [1, 1], divergence: 0, a_star: [0.01, 0, 0], b_star: [0, 0.01, 0], c_star: [0, 0, 0.01], spindle: [0, 0, 1], detector_outline: [] };
+  const a = A.fromPrediction({ ...base, reflections: recs }).reflections;
+  const b = A.fromPrediction({ ...base, reflections: [], columns }).reflections;
+  assert.equal(b.count, 3);
+  for (const k of ['hkl', 'r', 'excitation', 'd', 'twoTheta', 'intensity', 'strength', 'tolerance', 'inCondition', 'fast', 'slow']) {
+    assert.deepEqual(Array.from(b[k]), Array.from(a[k]), k);
+  }
+  // a spot off the detector has no position even where the crate gave one
+  assert.ok(Number.isNaN(b.fast[2]) && Number.isNaN(b.slow[1]));
+  assert.throws(() => A.tableFromColumns({ ...columns, d: columns.d.subarray(4) }), /"d" missing or of the wrong length/);
+  assert.throws(() => A.tableFromColumns({ ...columns, flags: undefined }), /"flags"/);
+});

@@ -96,6 +96,17 @@ export interface Prediction {
   fpixels: number;
   spixels: number;
   reflections: PredictedReflection[];
+  /** With `columns: true`: the reflections as little-endian typed-array bytes (`reflections` is
+   * then empty; crate/src/wasm/mod.rs `Columns`). */
+  columns?: { count: number } & Record<string, Uint8Array | number>;
+}
+
+export interface PredictOptions {
+  files?: SimulateOptions['files'];
+  /** List only the points within this distance of the Ewald sphere (1/Å). */
+  maxExcitationError?: number;
+  /** Reflections as columns (10^5 points without 10^5 objects). */
+  columns?: boolean;
 }
 
 export class NanoBraggClient {
@@ -153,6 +164,7 @@ export class NanoBraggClient {
   }
 
   private failAll(err: Error) {
+    this.rejectPredictions(err);
     if (this.running) this.running.reject(err);
     this.running = null;
     for (const j of this.queue) j.reject(err);
@@ -225,10 +237,17 @@ export class NanoBraggClient {
     this.running = null;
     cancelAnimationFrame(this.progressTimer);
     this.worker.terminate();
+    this.rejectPredictions(abortError('the worker was restarted'));
     this.restarts++;
     this.info = null;
     job.reject(abortError(why));
     this.spawn();
+  }
+
+  /** A restarted worker never answers the predictions it was sent. */
+  private rejectPredictions(err: Error) {
+    for (const p of this.predictions.values()) p.reject(err);
+    this.predictions.clear();
   }
 
   /** Workers restarted because a render did not stop in time (for tests and benchmarks). */
@@ -305,7 +324,7 @@ export class NanoBraggClient {
   /** Reflection prediction for a command line (the crate's `predict`: every lattice point within
    * the detector's reach, or those within `maxExcitationError` (1/Å) of the Ewald sphere). Runs
    * between renders; it prepares its own plan, so the next render prepares again. */
-  async predict(args: string | string[], opts: { files?: SimulateOptions['files']; maxExcitationError?: number } = {}): Promise<Prediction> {
+  async predict(args: string | string[], opts: PredictOptions = {}): Promise<Prediction> {
     await this.ready;
     const id = this.nextId++;
     const files = encodeFiles(opts.files);
@@ -315,6 +334,7 @@ export class NanoBraggClient {
       this.lastRendered = null;
       this.worker.postMessage({
         type: 'predict', id, args: normaliseArgs(args).args, files, maxExcitationError: opts.maxExcitationError ?? null,
+        columns: opts.columns === true,
       } satisfies ToWorker);
     });
   }

@@ -8,7 +8,9 @@
 // defaults as the app (state.ts), plus `args` (extra flags), `hkl-src` / `mat-src` /
 // `sourcefile-src` / `mask-src` / `img-src` (input files, fetched relative to the page), and the
 // view settings `backend`, `precision`, `cmap`, `scaling`, `contrast`, `min`, `max`, `rings`,
-// `beamc`, `theme` (auto | light | dark). A bad attribute is reported naming the attribute.
+// `beamc`, `labels` (hkl of the strongest predicted spots), `theme` (auto | light | dark), and
+// `view3d` (the reciprocal-space view beside the image, panel3d.ts; Shift+drag there turns the
+// crystal and updates the `misset` attribute). A bad attribute is reported naming the attribute.
 // Works without COOP/COEP (single-threaded CPU or WebGPU); uses threads when the page is
 // isolated. One worker is shared by all elements on a page; each element supersedes only its
 // own renders.
@@ -17,6 +19,7 @@ import { NanoBraggClient, type SimulateResult } from './client';
 import { buildArgs, splitArgs } from './args';
 import { ELEMENT_ATTRIBUTES, FILE_KEYS, createStore, decodeAttributes, type Store } from './state';
 import { ImageView } from './view';
+import { Teach3D } from './panel3d';
 
 let shared: NanoBraggClient | null = null;
 const client = () => (shared ??= new NanoBraggClient({ workerUrl: new URL('./worker.js', import.meta.url) }));
@@ -31,6 +34,8 @@ const CSS = `
 @media (prefers-color-scheme: dark) {
   :host(:not([theme=light])) { --nb-bg: #15181c; --nb-bar-bg: #1f2329; --nb-bar-ink: #e4e7eb; --nb-err: #ff8a80; color-scheme: dark; }
 }
+:host([view3d]) { aspect-ratio: 2 / 1.06; }
+.stage { flex: 1; min-height: 0; }
 .host { position: relative; flex: 1; min-height: 0; overflow: hidden; }
 .nb-canvas { position: absolute; inset: 0; width: 100%; height: 100%; display: block; cursor: crosshair; touch-action: none; }
 .bar { flex: none; padding: 3px 6px; background: var(--nb-bar-bg); color: var(--nb-bar-ink); white-space: nowrap; overflow: hidden;
@@ -40,7 +45,7 @@ const CSS = `
 
 export class NanoBraggView extends HTMLElement {
   static get observedAttributes() {
-    return ELEMENT_ATTRIBUTES;
+    return [...ELEMENT_ATTRIBUTES, 'view3d'];
   }
   private view!: ImageView;
   private bar!: HTMLElement;
@@ -50,11 +55,13 @@ export class NanoBraggView extends HTMLElement {
   private extraArgs = '';
   private attrErrors: Record<string, string> = {};
   result: SimulateResult | null = null;
+  /** The 3D view and the predicted spots (created when `view3d` or `labels` asks for them). */
+  teach3d: Teach3D | null = null;
 
   connectedCallback() {
     if (this.view) return;
     const root = this.attachShadow({ mode: 'open' });
-    root.innerHTML = `<style>${CSS}</style><div class="host" part="canvas"></div><div class="bar" part="status" role="status">loading…</div>`;
+    root.innerHTML = `<style>${CSS}</style><div class="stage"><div class="host" part="canvas"></div></div><div class="bar" part="status" role="status">loading…</div>`;
     this.view = new ImageView(root.querySelector('.host') as HTMLElement);
     this.bar = root.querySelector('.bar') as HTMLElement;
     this.view.onReadout = (r) => {
@@ -66,16 +73,43 @@ export class NanoBraggView extends HTMLElement {
     effect(() => {
       const v = this.store.view.value;
       this.view.update({ cmap: v.cmap, scaling: v.scaling, contrast: v.contrast, min: v.min, max: v.max, rings: v.rings, beamc: v.beamc });
+      this.sync3d();
     });
     this.readAttributes();
     this.schedule();
   }
 
-  attributeChangedCallback() {
+  attributeChangedCallback(name: string) {
     if (!this.view) return;
+    if (name === 'view3d') return this.sync3d();
     this.readAttributes();
     this.schedule();
   }
+
+  /** Open or close the 3D view as the `view3d` attribute says; labels and theme. */
+  private sync3d() {
+    const want3d = this.hasAttribute('view3d') && this.getAttribute('view3d') !== 'false' && this.getAttribute('view3d') !== '0';
+    const v = this.store.view.peek();
+    if (!this.teach3d && !want3d && !v.labels) return;
+    const t = (this.teach3d ??= new Teach3D({
+      client: client(), image: this.view, stage: this.shadowRoot!.querySelector('.stage') as HTMLElement, styleRoot: this.shadowRoot!,
+      misset: () => this.store.model.peek().misset ?? '',
+      phi: () => Number(this.store.model.peek().phi) || 0,
+      setMisset: (m, final) => {
+        this.turning = !final;
+        this.setAttribute('misset', m);
+      },
+      onOpenChange: (open) => (open ? this.setAttribute('view3d', '') : this.removeAttribute('view3d')),
+    }));
+    t.setLabels(v.labels);
+    t.setTheme(v.theme === 'auto' ? (matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light') : v.theme);
+    if (want3d && !t.isOpen) t.open().catch((e) => this.fail(`<nanobragg-view> view3d: ${(e as Error).message}`));
+    else if (!want3d && t.isOpen) t.close();
+    if (this.lastArgs) t.update(this.lastArgs.args, this.lastArgs.files, this.lastArgs.key);
+  }
+  private lastArgs: { args: string[]; files: Record<string, Uint8Array>; key: string } | null = null;
+  /** A Shift/Alt+drag in the 3D view is turning the crystal (its predictions are live frames). */
+  private turning = false;
 
   private readAttributes() {
     const d = decodeAttributes((n) => this.getAttribute(n));
@@ -112,6 +146,8 @@ export class NanoBraggView extends HTMLElement {
         files[name] = new Uint8Array(await res.arrayBuffer());
       }
       const args = [...buildArgs(model).args, ...splitArgs(this.extraArgs)];
+      this.lastArgs = { args, files, key: FILE_KEYS.map((k) => this.getAttribute(`${k}-src`) ?? '').join('|') };
+      this.teach3d?.update(args, files, this.lastArgs.key, this.turning);
       if (!this.result) this.bar.textContent = 'rendering…';
       const v = this.store.view.value;
       const r = await client().simulate(args, { backend: v.backend, precision: v.precision, files, channel: this.channel });

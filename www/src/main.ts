@@ -12,6 +12,7 @@ import {
 import { ImageView } from './view';
 import { downloadName, routeFile } from './files';
 import type { HklSummary } from './protocol';
+import { Teach3D } from './panel3d';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const initial = decodeUrl(new URL(location.href).searchParams);
@@ -41,6 +42,8 @@ declare global {
       lastRender: () => { result: SimulateResult | null; preview: boolean; count: number };
       state: () => ModelState;
       view: ImageView;
+      /** The 3D view and the predicted spots on the image (panel3d.ts). */
+      teach3d: Teach3D;
     };
   }
 }
@@ -52,6 +55,7 @@ window.nanobragg = {
   lastRender: () => ({ result: last, preview: lastWasPreview, count: renderCount }),
   state: () => ({ ...store.model.value }),
   view,
+  teach3d: null as unknown as Teach3D, // set below
 };
 
 // ---- form -------------------------------------------------------------------------------
@@ -251,6 +255,7 @@ const levelMin = $<HTMLInputElement>('level-min');
 const levelMax = $<HTMLInputElement>('level-max');
 const ringsCb = $<HTMLInputElement>('rings');
 const beamCb = $<HTMLInputElement>('beamc');
+const labelsCb = $<HTMLInputElement>('labels');
 
 backendSel.addEventListener('change', () => store.setView({ backend: backendSel.value as ViewSettings['backend'] }));
 precisionSel.addEventListener('change', () => store.setView({ precision: precisionSel.value as ViewSettings['precision'] }));
@@ -259,6 +264,7 @@ scalingSel.addEventListener('change', () => store.setView({ scaling: scalingSel.
 contrast.addEventListener('input', () => store.setView({ contrast: +contrast.value }));
 ringsCb.addEventListener('change', () => store.setView({ rings: ringsCb.checked }));
 beamCb.addEventListener('change', () => store.setView({ beamc: beamCb.checked }));
+labelsCb.addEventListener('change', () => store.setView({ labels: labelsCb.checked }));
 for (const [el, key] of [[levelMin, 'min'], [levelMax, 'max']] as const) {
   el.addEventListener('change', () => {
     const r = parseViewValue(key, el.value, key === 'min' ? 'black level' : 'white level');
@@ -282,6 +288,7 @@ effect(() => {
   if (document.activeElement !== levelMax) levelMax.value = v.max === null ? '' : String(v.max);
   ringsCb.checked = v.rings;
   beamCb.checked = v.beamc;
+  labelsCb.checked = v.labels;
   view.update({ cmap: v.cmap, scaling: v.scaling, contrast: v.contrast, min: v.min, max: v.max, rings: v.rings, beamc: v.beamc });
   showLevels();
   applyTheme(v.theme);
@@ -387,6 +394,50 @@ function showError(msg: string) {
   errorBox.hidden = !msg;
   errorBox.textContent = msg;
 }
+
+// ---- 3D view and predicted spots (panel3d.ts) ------------------------------------------------
+const teach = new Teach3D({
+  client, image: view, stage: $('stage'), styleRoot: document,
+  misset: () => store.model.peek().misset ?? '',
+  phi: () => Number(store.model.peek().phi) || 0,
+  setMisset: (v, final) => store.setField('misset', v, final ? 'full' : 'preview'),
+  onOpenChange: (open) => set3d(open),
+});
+window.nanobragg.teach3d = teach;
+const dark = matchMedia('(prefers-color-scheme: dark)');
+const theme3d = () => {
+  const t = store.view.value.theme;
+  teach.setTheme(t === 'auto' ? (dark.matches ? 'dark' : 'light') : t);
+};
+dark.addEventListener('change', theme3d);
+effect(theme3d);
+effect(() => teach.setLabels(store.view.value.labels));
+// the prediction follows the model (one in flight, the latest wins: predictfeed.ts)
+const fileIds = new WeakMap<object, number>();
+let fileSeq = 0;
+effect(() => {
+  const built = store.args.value;
+  const files = store.files.value;
+  if (Object.keys(store.inputErrors.value).length) return;
+  if (!fileIds.has(files)) fileIds.set(files, ++fileSeq);
+  teach.update(built.args, Object.fromEntries(files), String(fileIds.get(files)), store.changed.peek().mode === 'preview');
+});
+function set3d(open: boolean) {
+  $('view3d').setAttribute('aria-pressed', String(open));
+  if (open) rest.view3d = '1';
+  else delete rest.view3d;
+  store.setView({}); // rewrite the URL
+  if (open && !teach.isOpen) {
+    teach.open().catch((e) => showNotice((e as Error).message, 'warn'));
+  } else if (!open && teach.isOpen) teach.close();
+}
+$('view3d').addEventListener('click', () => set3d(!teach.isOpen));
+window.addEventListener('keydown', (e) => {
+  const t = e.target as HTMLElement;
+  if (t.closest('input, select, textarea') || e.ctrlKey || e.metaKey || e.altKey || e.key !== '3') return;
+  set3d(!teach.isOpen);
+});
+if (rest.view3d === '1') set3d(true);
 
 // ---- presets --------------------------------------------------------------------------------
 presetSel.addEventListener('change', () => {

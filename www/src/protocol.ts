@@ -48,6 +48,8 @@ export type ToWorker =
       args: string[];
       files: Record<string, Uint8Array> | null;
       maxExcitationError: number | null;
+      /** Reflections as typed-array columns (`Prediction::columns`) instead of records. */
+      columns?: boolean;
     }
   | { type: 'cancel' }
   | { type: 'export'; id: number; what: 'int' | 'noise' | 'float' };

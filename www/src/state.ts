@@ -24,6 +24,8 @@ export interface ViewSettings {
   max: number | null;
   rings: boolean;
   beamc: boolean;
+  /** hkl labels on the strongest predicted spots (spots.ts). */
+  labels: boolean;
   theme: Theme;
 }
 
@@ -68,7 +70,7 @@ export const DEFAULT_MODEL: Readonly<ModelState> = PRESETS[0].state;
 
 export const VIEW_DEFAULTS: Readonly<ViewSettings> = {
   backend: 'auto', precision: 'f32', cmap: 'inverted-grey', scaling: 'log', contrast: 30, min: null, max: null,
-  rings: true, beamc: true, theme: 'auto',
+  rings: true, beamc: true, labels: false, theme: 'auto',
 };
 
 export const VIEW_KEYS = Object.keys(VIEW_DEFAULTS) as (keyof ViewSettings)[];
@@ -116,6 +118,7 @@ export function parseViewValue(key: keyof ViewSettings, v: string, name: string 
     }
     case 'rings':
     case 'beamc':
+    case 'labels':
       return /^(1|0|true|false|on|off|)$/i.test(t) ? { value: !/^(0|false|off)$/i.test(t) } : bad('1 or 0');
   }
 }

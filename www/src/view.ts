@@ -118,6 +118,9 @@ export class ImageView {
   private cssW = 0;
   private cssH = 0;
   onReadout: (r: Readout | null) => void = () => {};
+  /** Extra drawing over the image (spot markers, hkl labels: spots.ts), called at the end of
+   * each draw with the context in CSS pixels; use `fromDetector` for positions. */
+  overlays: ((ctx: CanvasRenderingContext2D) => void)[] = [];
 
   constructor(private host: HTMLElement) {
     this.canvas = document.createElement('canvas');
@@ -304,6 +307,13 @@ export class ImageView {
       ctx.moveTo(x, y - arm); ctx.lineTo(x, y + arm);
       ctx.stroke();
     }
+    for (const o of this.overlays) o(ctx);
+  }
+
+  /** Lab position (m) of full-resolution detector coordinates (f, s) on the shown image's
+   * detector (null before the first image). */
+  positionAt(f: number, s: number): [number, number, number] | null {
+    return this.map ? this.map.position(f / this.scale, s / this.scale) : null;
   }
 
   /** The rings drawn (segments in the shown image's pixels) — for tests. */

@@ -106,7 +106,7 @@ function predict(msg: Extract<ToWorker, { type: 'predict' }>) {
   try {
     useFiles(msg.files);
     wasm!.prepare(msg.args);
-    post({ type: 'predicted', id: msg.id, prediction: wasm!.predict(msg.maxExcitationError ?? undefined, false), message: '' });
+    post({ type: 'predicted', id: msg.id, prediction: wasm!.predict(msg.maxExcitationError ?? undefined, msg.columns === true), message: '' });
   } catch (e) {
     post({ type: 'predicted', id: msg.id, prediction: null, message: errText(e) });
   }

@@ -31,6 +31,16 @@ export interface CratePrediction {
   spindle: ArrayLike<number>;
   detector_outline: ArrayLike<number>[];
   reflections: CrateReflection[];
+  /** `predict(…, columns = true)`: the reflections as little-endian bytes (crate/src/wasm/mod.rs
+   * `Columns`); `reflections` is then empty. */
+  columns?: CrateColumns;
+}
+
+/** The crate's columns: `hkl` (i32 ×3), `r` (f32 ×3), `d`, `f`, `excitation_error`, `tolerance`,
+ * `two_theta`, `fast`, `slow`, `intensity` (f32), `flags` (u8: 1 in condition, 2 on the detector). */
+export interface CrateColumns {
+  count: number;
+  [column: string]: Uint8Array | number;
 }
 
 const v3 = (a: ArrayLike<number>): V3 => [a[0], a[1], a[2]];
@@ -74,12 +84,51 @@ export function tableFromRecords(recs: CrateReflection[]): ReflectionTable {
   return t;
 }
 
+/** A typed-array view of a column's bytes (copied when they are not 4-byte aligned). */
+function column<T extends Float32Array | Int32Array>(c: CrateColumns, name: string, per: number, Type: { new (b: ArrayBuffer, o: number, n: number): T; new (n: number): T }): T {
+  const u8 = c[name];
+  if (!(u8 instanceof Uint8Array) || u8.byteLength !== 4 * per * c.count) throw new Error(`prediction columns: "${name}" missing or of the wrong length`);
+  const aligned = u8.byteOffset % 4 === 0 ? u8 : u8.slice();
+  return new Type(aligned.buffer as ArrayBuffer, aligned.byteOffset, per * c.count);
+}
+
+/** Columns from the crate's column bytes (no per-point objects). */
+export function tableFromColumns(c: CrateColumns): ReflectionTable {
+  const n = c.count;
+  const f = column(c, 'f', 1, Float32Array);
+  const flags = c.flags;
+  if (!(flags instanceof Uint8Array) || flags.length !== n) throw new Error('prediction columns: "flags" missing or of the wrong length');
+  const strength = new Float32Array(n);
+  const inCondition = new Uint8Array(n);
+  const fast = column(c, 'fast', 1, Float32Array).slice();
+  const slow = column(c, 'slow', 1, Float32Array).slice();
+  for (let i = 0; i < n; i++) {
+    strength[i] = f[i] * f[i];
+    inCondition[i] = flags[i] & 1;
+    if (!(flags[i] & 2)) fast[i] = slow[i] = NaN;
+  }
+  return {
+    count: n,
+    hkl: column(c, 'hkl', 3, Int32Array),
+    r: column(c, 'r', 3, Float32Array),
+    excitation: column(c, 'excitation_error', 1, Float32Array),
+    d: column(c, 'd', 1, Float32Array),
+    twoTheta: column(c, 'two_theta', 1, Float32Array),
+    intensity: column(c, 'intensity', 1, Float32Array),
+    strength,
+    tolerance: column(c, 'tolerance', 1, Float32Array),
+    inCondition,
+    fast,
+    slow,
+  };
+}
+
 /** The view's input from a crate prediction. `position` (the page's pixel -> lab mapping, e.g.
  * its DetectorMap) puts a hovered spot exactly where the image shows it. */
 export function fromPrediction(p: CratePrediction, position?: RecipDetector['position']): RecipData {
   const rr = p.ewald_radius_range;
   return {
-    reflections: tableFromRecords(p.reflections),
+    reflections: p.columns ? tableFromColumns(p.columns) : tableFromRecords(p.reflections),
     beam: v3(p.beam),
     lambda: p.wavelength,
     ewaldRadiusRange: rr && rr[0] !== rr[1] ? [rr[0], rr[1]] : undefined,

@@ -3,8 +3,8 @@
 // `loadReciprocalView()` imports (build with esbuild `splitting: true`), so the app's main bundle
 // does not carry it until the view is opened.
 export type * from './types';
-export { fromPrediction, tableFromRecords, flatDetector, reciprocalBasis } from './adapter';
-export type { CratePrediction, CrateReflection } from './adapter';
+export { fromPrediction, tableFromRecords, tableFromColumns, flatDetector, reciprocalBasis } from './adapter';
+export type { CratePrediction, CrateReflection, CrateColumns } from './adapter';
 export { rotateMisset, applyRotation, dragRotation, missetMatrix, matrixToMisset, MOSFLM_FRAME } from './rotate';
 export type { Drag, ImageFrame, M3 } from './rotate';
 import type { RecipViewOptions, ReciprocalView } from './types';
