@@ -12,6 +12,7 @@ import {
 import { ImageView } from './view';
 import { downloadName, routeFile } from './files';
 import type { HklSummary } from './protocol';
+import { installTeaching, type Teach } from './teach';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const initial = decodeUrl(new URL(location.href).searchParams);
@@ -41,6 +42,8 @@ declare global {
       lastRender: () => { result: SimulateResult | null; preview: boolean; count: number };
       state: () => ModelState;
       view: ImageView;
+      /** Teaching controls: the φ player, taking over a random misset (teach/index.ts). */
+      teach?: Teach;
     };
   }
 }
@@ -607,6 +610,16 @@ for (const [id, what] of [['dl-int', 'int'], ['dl-noise', 'noise'], ['dl-float',
 $('dl-png').addEventListener('click', async () => {
   await ensureFull();
   save(await view.toPng(), downloadName(store.model.peek(), { width: last?.width ?? 0, height: last?.height ?? 0 }, 'png'), 'image/png');
+});
+
+// ---- teaching: orientation sliders, rotation by drag, φ player, preset notes -------------------
+window.nanobragg.teach = installTeaching({
+  store, view, client,
+  geometry: () => last?.geometry ?? null,
+  save: (blob, name) => save(blob, name, blob.type),
+  png: () => $('dl-png').click(),
+  name: (ext) => downloadName(store.model.peek(), { width: fullSize.w || (last?.width ?? 0), height: fullSize.h || (last?.height ?? 0) }, 'png').replace(/\.png$/, `.${ext}`),
+  notice: showNotice,
 });
 
 // ---- drag and drop anywhere: routed by content ---------------------------------------------------

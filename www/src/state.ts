@@ -40,12 +40,15 @@ export interface Preset {
   id: string;
   label: string;
   state: ModelState;
+  /** One or two sentences shown on the page: what to look at (teaching presets). */
+  note?: string;
 }
 
 export const PRESETS: Preset[] = [
   {
     id: 'cubic', label: 'Simple cubic (teaching)',
-    state: { cell: '100 100 100 90 90 90', lambda: '6.2', N: '5', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2' },
+    state: { cell: '100 100 100 90 90 90', lambda: '6.2', N: '20', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1' },
+    note: 'A still of a 100 Å cubic crystal: only the lattice points that touch the Ewald sphere give spots, so they lie on rings (Laue zones) around the beam. Shift+drag on the image turns the crystal: watch the rings move.',
   },
   {
     id: 'protein', label: 'Protein-sized cell with mosaicity',
@@ -53,6 +56,7 @@ export const PRESETS: Preset[] = [
       cell: '79 79 38 90 90 90', lambda: '1.0', N: '12', default_F: '100', distance: '120', detpixels: '512', pixel: '0.3',
       misset: '10 25 5', mosaic: '0.3', mosaic_domains: '12', oversample: '1',
     },
+    note: 'A protein-sized cell (79 × 79 × 38 Å): its reciprocal lattice is dense, so hundreds of spots crowd the detector. Compare the small-molecule preset, whose tiny cell gives a few widely spaced spots.',
   },
   {
     id: 'triclinic', label: 'Small-molecule triclinic',
@@ -60,6 +64,38 @@ export const PRESETS: Preset[] = [
       cell: '5.8 7.1 9.3 81 77 68', lambda: '0.71', N: '25', default_F: '100', distance: '50', detpixels: '512', pixel: '0.3',
       misset: '12 -35 50', oversample: '1',
     },
+    note: 'A small-molecule cell (5.8 × 7.1 × 9.3 Å): the reciprocal lattice is sparse, so even at 0.71 Å only a few widely spaced spots reach the detector. Compare the protein preset.',
+  },
+  {
+    id: 'cell-size', label: 'Teach: cell size vs spot spacing',
+    state: { cell: '200 200 200 90 90 90', lambda: '6.2', N: '20', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1' },
+    note: 'The simple-cubic crystal with a cell twice as large (200 Å): the spots are twice as close together, because their spacing on the detector is about λ·distance / a. Type 100 100 100 90 90 90 in the cell field to compare.',
+  },
+  {
+    id: 'wavelength', label: 'Teach: wavelength vs Ewald sphere',
+    state: { cell: '100 100 100 90 90 90', lambda: '1.5', N: '20', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1' },
+    note: 'At 1.5 Å the Ewald sphere (radius 1/λ) is large and nearly flat where it meets the lattice, so it cuts a whole plane of points: the spots form a square grid. Drag the wavelength slider towards 6 Å and the sphere curls away: the grid breaks into rings.',
+  },
+  {
+    id: 'crystal-size', label: 'Teach: crystal size vs spot size',
+    state: { cell: '100 100 100 90 90 90', lambda: '1.5', N: '4', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', oversample: '1' },
+    note: 'A tiny crystal, 4 cells along each edge: each spot is broad (its width goes as 1/N) with fringes, and many lattice points reach the sphere. Drag the "Cells per axis N" slider up to 30: the spots shrink to points and fewer of them remain.',
+  },
+  {
+    id: 'mosaic', label: 'Teach: mosaicity',
+    state: {
+      cell: '100 100 100 90 90 90', lambda: '1.5', N: '20', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1',
+      misset: '5 3 0', mosaic: '1', mosaic_domains: '20',
+    },
+    note: 'A mosaic crystal: blocks misaligned by about 1° each bring their own lattice points onto the sphere, so more spots appear and each smears into a short arc around the beam. Slide "Mosaic spread" to 0 to see the perfect crystal.',
+  },
+  {
+    id: 'rotation', label: 'Teach: rotation photograph',
+    state: {
+      cell: '100 100 100 90 90 90', lambda: '1.5', N: '20', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1',
+      misset: '5 3 0', phi: '0', osc: '2', phisteps: '10',
+    },
+    note: 'A rotation photograph: the crystal turns 2° about the spindle during the exposure, so every lattice point that crosses the sphere records a spot, in bands (lunes). Press ▶ Play φ above the image, or set osc to 0 for a still.',
   },
 ];
 
