@@ -45,7 +45,11 @@ export function attachRotateDrag(view: ImageView, o: RotateDragOptions): () => v
     if (!kind || !view.hasImage) return;
     e.stopPropagation(); // the view does not pan
     e.preventDefault();
-    canvas.setPointerCapture(e.pointerId);
+    try {
+      canvas.setPointerCapture(e.pointerId);
+    } catch {
+      // a synthetic event (scripts, benchmarks) has no active pointer to capture
+    }
     const [x, y] = local(e);
     const angles = o.angles();
     if (!angles) o.needAngles?.();
