@@ -244,7 +244,7 @@ test('video export gives a playable WebM; PNG export gives a PNG named by the se
   const [png] = await Promise.all([page.waitForEvent('download'), page.click('#phi-png')]);
   const pb = readFileSync(await png.path());
   assert.deepEqual([...pb.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'PNG signature');
-  assert.match(png.suggestedFilename(), /^nanobragg_cell100-100-100-90-90-90_lambda6\.2_N20_dist100_phi3_misset5-3-0_128x128\.png$/);
+  assert.match(png.suggestedFilename(), /^nanobragg_cell100-100-100-90-90-90_lambda6\.2_N10_dist100_phi3_misset5-3-0_128x128\.png$/);
   assert.deepEqual(errors, []);
   await page.close();
 });

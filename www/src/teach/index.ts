@@ -172,6 +172,6 @@ export function installTeaching(o: TeachOptions): Teach {
   // ---- the φ player ---------------------------------------------------------------------------
   const player = createPlayer(document.getElementById('player')!, {
     store, view: o.view, save: o.save, png: o.png, name: o.name, notice: o.notice,
-  });
+  }, document.getElementById('player-export') ?? undefined);
   return { player, takeOverRandom };
 }

@@ -6,7 +6,7 @@
 import type { Store } from '../state';
 import type { ImageView } from '../view';
 import { advance, formatPhi, frameModel, parseRange, stepPhi, sweepFrames, type SweepMode } from './phi';
-import { recordCanvas } from './record';
+import { recordCanvas, type CanvasRecorder } from './record';
 
 export interface PlayerOptions {
   store: Store;
@@ -39,16 +39,18 @@ const html = `
   <label class="inline" title="Step size for the step buttons and for recorded videos">step <input id="phi-step" type="number" step="0.1" min="0.01" value="1" size="3">°</label>
   <label class="inline"><span class="sr-only">Frames</span><select id="phi-mode" aria-label="Each frame is">
     <option value="stills">stills</option>
-    <option value="rotation">rotation photographs</option>
+    <option value="rotation">rotation photos</option>
   </select></label>
   <label class="inline" id="phi-osc-box" title="Each frame integrates this oscillation range (-osc) in this many steps (-phisteps)">osc <input id="phi-osc" type="number" step="0.1" min="0.01" value="1" size="3">° in <input id="phi-steps" type="number" step="1" min="1" value="5" size="2"> steps</label>
-  <button type="button" id="phi-record" title="Record one sweep of the loop range at full resolution as a WebM video">● Record</button>
-  <button type="button" id="phi-png" title="Save the current frame as PNG (the settings are in the file name)">PNG</button>
   <span id="phi-msg" class="phi-msg" role="status"></span>`;
+const exportHtml = `
+  <button type="button" id="phi-record" title="Record one sweep of the φ loop range, each step at full resolution, as a WebM video">● Record video</button>
+  <button type="button" id="phi-png" title="Save the current frame as PNG (the settings are in the file name)">Frame PNG</button>`;
 
-export function createPlayer(host: HTMLElement, o: PlayerOptions): Player {
+export function createPlayer(host: HTMLElement, o: PlayerOptions, exportHost: HTMLElement = host): Player {
   host.innerHTML = html;
-  const $ = <T extends HTMLElement>(id: string) => host.querySelector<T>(`#${id}`)!;
+  exportHost.insertAdjacentHTML('beforeend', exportHtml);
+  const $ = <T extends HTMLElement>(id: string) => (host.querySelector<T>(`#${id}`) ?? exportHost.querySelector<T>(`#${id}`))!;
   const playBtn = $<HTMLButtonElement>('phi-play');
   const speedIn = $<HTMLInputElement>('phi-speed');
   const fromIn = $<HTMLInputElement>('phi-from');
@@ -186,7 +188,7 @@ export function createPlayer(host: HTMLElement, o: PlayerOptions): Player {
       const holdMs = speed ? (1000 * s) / Math.abs(speed) : 100;
       recording = true;
       recBtn.disabled = playBtn.disabled = true;
-      let rec;
+      let rec: CanvasRecorder;
       try {
         rec = recordCanvas(o.view.canvas);
       } catch (e) {
