@@ -62,7 +62,9 @@ export function installTeaching(o: TeachOptions): Teach {
     store.setField('misset', formatMisset(a), live ? 'preview' : 'full');
   }
   /** Two one-pixel renders (the crate's geometry) give the random orientation's axes and the
-   * axes with no misset; their ratio is the misset (orientation.ts `missetFromAxes`). */
+   * axes with no misset; their ratio is the misset (orientation.ts `missetFromAxes`). The
+   * reference drops -misset_seed too: upstream also reads the three words after the seed as
+   * -misset angles (C-QUIRK 2). */
   async function takeOverRandom(): Promise<V3 | null> {
     if (parseMisset(store.model.peek().misset) !== 'random') return angles();
     resolving ??= (async () => {
@@ -71,7 +73,7 @@ export function installTeaching(o: TeachOptions): Teach {
       try {
         const [r, z] = await Promise.all([
           o.client.simulate([...buildArgs(model).args, ...one], { channel: 'teach-r', backend: 'cpu', files: Object.fromEntries(store.files.peek()) }),
-          o.client.simulate([...buildArgs({ ...model, misset: '' }).args, ...one], { channel: 'teach-0', backend: 'cpu', files: Object.fromEntries(store.files.peek()) }),
+          o.client.simulate([...buildArgs({ ...model, misset: '', misset_seed: '' }).args, ...one], { channel: 'teach-0', backend: 'cpu', files: Object.fromEntries(store.files.peek()) }),
         ]);
         const ax = (g: Geometry) => [g.a, g.b, g.c].map((v) => [...v]) as [V3, V3, V3];
         const a = missetFromAxes(ax(r.geometry), ax(z.geometry), imageFrame(r.geometry, model));
