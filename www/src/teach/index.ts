@@ -37,7 +37,10 @@ export function installTeaching(o: TeachOptions): Teach {
 
   // ---- the preset's note -------------------------------------------------------------------
   const note = document.getElementById('preset-note')!;
-  let noteId = '';
+  // a link with preset=ID keeps that preset's note even when other parameters change it (the
+  // page rewrites its URL at once: the navigation entry still has the one loaded)
+  const loaded = (performance.getEntriesByType?.('navigation')[0] as PerformanceNavigationTiming | undefined)?.name ?? location.href;
+  let noteId = new URL(loaded, location.href).searchParams.get('preset') ?? '';
   effect(() => {
     const p = presetOf(store.model.value);
     if (p) noteId = p.id;
