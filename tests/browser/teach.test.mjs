@@ -241,10 +241,24 @@ test('video export gives a playable WebM; PNG export gives a PNG named by the se
   console.log(`# video metadata: ${JSON.stringify(v)}`);
   assert.ok(v.readyState >= 1 && v.w > 0 && v.h > 0, 'loads as a video');
   assert.ok(v.duration > 0, `duration ${v.duration}`);
+  // a second click on Record stops a long recording with the frames so far
+  await page.fill('#phi-to', '60');
+  const stopped = page.waitForEvent('download', { timeout: 120_000 });
+  await page.click('#phi-record');
+  assert.equal(await page.textContent('#phi-record'), '■ Stop recording');
+  await page.waitForFunction(() => /recording frame [3-9]/.test(document.getElementById('phi-msg').textContent));
+  await page.click('#phi-record');
+  const short = await stopped;
+  const msg = await page.textContent('#phi-msg');
+  const k = Number(/video: (\d+) frames/.exec(msg)?.[1]);
+  assert.ok(k >= 2 && k < 61, `stopped after ${k} of 61 frames (${msg})`);
+  assert.ok(readFileSync(await short.path()).length > 1000);
+  assert.equal(await page.textContent('#phi-record'), '● Record video');
   const [png] = await Promise.all([page.waitForEvent('download'), page.click('#phi-png')]);
   const pb = readFileSync(await png.path());
   assert.deepEqual([...pb.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'PNG signature');
-  assert.match(png.suggestedFilename(), /^nanobragg_cell100-100-100-90-90-90_lambda6\.2_N10_dist100_phi3_misset5-3-0_128x128\.png$/);
+  assert.match(png.suggestedFilename(), /^nanobragg_cell100-100-100-90-90-90_lambda6\.2_N10_dist100_phi\d+_misset5-3-0_128x128\.png$/);
+  assert.equal(png.suggestedFilename().match(/_phi(\d+)_/)[1], await page.evaluate(() => window.nanobragg.state().phi), 'the file name has the frame\'s φ');
   assert.deepEqual(errors, []);
   await page.close();
 });

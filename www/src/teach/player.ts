@@ -66,6 +66,8 @@ export function createPlayer(host: HTMLElement, o: PlayerOptions, exportHost: HT
 
   let playing = false;
   let recording = false;
+  /** Set by a click on the Record button while recording: finish with the frames so far. */
+  let stopRecording = false;
   let raf = 0;
   let lastT = 0;
   let phi = 0;
@@ -187,18 +189,22 @@ export function createPlayer(host: HTMLElement, o: PlayerOptions, exportHost: HT
       // hold each frame for step/speed seconds (the video's pace), at least one render
       const holdMs = speed ? (1000 * s) / Math.abs(speed) : 100;
       recording = true;
-      recBtn.disabled = playBtn.disabled = true;
+      stopRecording = false;
+      playBtn.disabled = true;
+      recBtn.textContent = '■ Stop recording';
       let rec: CanvasRecorder;
       try {
         rec = recordCanvas(o.view.canvas);
       } catch (e) {
         say((e as Error).message);
         recording = false;
-        recBtn.disabled = playBtn.disabled = false;
+        playBtn.disabled = false;
+        recBtn.textContent = '● Record video';
         return null;
       }
       try {
-        for (let i = 0; i < frames.length; i++) {
+        let n = 0;
+        for (let i = 0; i < frames.length && !stopRecording; i++, n++) {
           say(`recording frame ${i + 1} of ${frames.length}…`);
           const t0 = performance.now();
           const shown = nextFullFrame();
@@ -212,7 +218,7 @@ export function createPlayer(host: HTMLElement, o: PlayerOptions, exportHost: HT
         const blob = await rec.stop();
         player.lastVideo = blob;
         o.save(blob, o.name('webm'));
-        say(`video: ${frames.length} frames, ${(blob.size / 1024).toFixed(0)} KiB (${rec.mimeType})`);
+        say(`video: ${n} frames, ${(blob.size / 1024).toFixed(0)} KiB (${rec.mimeType})`);
         return blob;
       } catch (e) {
         say((e as Error).message);
@@ -220,7 +226,8 @@ export function createPlayer(host: HTMLElement, o: PlayerOptions, exportHost: HT
         return null;
       } finally {
         recording = false;
-        recBtn.disabled = playBtn.disabled = false;
+        playBtn.disabled = false;
+        recBtn.textContent = '● Record video';
       }
     },
   };
@@ -228,7 +235,10 @@ export function createPlayer(host: HTMLElement, o: PlayerOptions, exportHost: HT
   playBtn.addEventListener('click', () => (playing ? pause() : play()));
   $('phi-back').addEventListener('click', () => step(-1));
   $('phi-fwd').addEventListener('click', () => step(1));
-  recBtn.addEventListener('click', () => void player.record());
+  recBtn.addEventListener('click', () => {
+    if (recording) stopRecording = true;
+    else void player.record();
+  });
   $('phi-png').addEventListener('click', () => { pause(); o.png(); });
   modeSel.addEventListener('change', () => {
     $('phi-osc-box').hidden = mode() !== 'rotation';
