@@ -274,7 +274,18 @@ test('each teaching preset renders at 512² and shows its sentence (screenshots 
     await waitFull(page, n);
     const s = await shown(page);
     const note = await page.textContent('#preset-note');
-    console.log(`# preset ${p.id}: ${s.w}² render ${s.ms.toFixed(0)} ms`);
+    // spots, not an empty image with rings: local maxima above 1/1000 of the brightest pixel
+    // (what the default log display shows)
+    const max = s.data.reduce((a, b) => (b > a ? b : a), 0);
+    let spots = 0;
+    for (let y = 1; y < s.w - 1; y++) {
+      for (let x = 1; x < s.w - 1; x++) {
+        const i = y * s.w + x, v = s.data[i];
+        if (v > 1e-3 * max && v > s.data[i - 1] && v >= s.data[i + 1] && v > s.data[i - s.w] && v >= s.data[i + s.w]) spots++;
+      }
+    }
+    console.log(`# preset ${p.id}: ${s.w}² render ${s.ms.toFixed(0)} ms, ${spots} spots (local maxima above max/1000)`);
+    assert.ok(spots >= 20, `${p.id}: spots on the image (${spots})`);
     assert.ok(note.includes(p.note.slice(0, 40)), `${p.id}: its sentence is shown`);
     assert.equal(s.w, 512);
     assert.ok((await canvasSpread(page)) > 5, `${p.id}: not blank`);
