@@ -6,12 +6,13 @@
 //   - slider rate: 512² renders per second on the CPU (and the 256² preview used while dragging)
 //   - live frame rate: frames shown per second during a 3 s slider drag at 512² (nanobragg-frame
 //     events), CPU (threads) on the simple-cubic and protein presets, WebGPU on simple cubic
-// Usage: npm run bench:web [-- --sizes 512,1024 --backends cpu,gpu --runs 3 --drags 3 --only drag]
+//   - rotate: the same for a 3 s Shift+drag on the image (the crystal turns; misset previews)
+// Usage: npm run bench:web [-- --sizes 512,1024 --backends cpu,gpu --runs 3 --drags 3 --only drag|rotate]
 // Needs a build (npm run build).
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { launch, serve, dragSlider, waitRendered, DIST } from '../tests/browser/helpers.mjs';
+import { launch, serve, dragSlider, dragRotate, waitRendered, DIST } from '../tests/browser/helpers.mjs';
 
 const argv = process.argv.slice(2);
 const opt = (n, d) => { const i = argv.indexOf(n); return i >= 0 ? argv[i + 1] : d; };
@@ -42,9 +43,9 @@ console.log('bundles      ', js.map((f) => `${f} ${(gzipSync(readFileSync(join(D
 
 const { server, url } = await serve({ isolation: true });
 try {
-  console.log('\n== live frame rate: 3 s drag of the distance slider at 512² (frames shown per second)');
+  if (ONLY !== 'rotate') console.log('\n== live frame rate: 3 s drag of the distance slider at 512² (frames shown per second)');
   for (const [backend, preset] of [['cpu', 'cubic'], ['cpu', 'protein'], ['gpu', 'cubic']]) {
-    if (!BACKENDS.includes(backend)) continue;
+    if (!BACKENDS.includes(backend) || ONLY === 'rotate') continue;
     const ctx = await launch({ webgpu: backend === 'gpu' });
     const page = await ctx.newPage();
     await page.goto(`${url}/?preset=${preset}&detpixels=512&backend=${backend}`);
@@ -58,7 +59,24 @@ try {
     console.log(`${backend.padEnd(4)} ${preset.padEnd(8)} ${r.fps.toFixed(1).padStart(5)} frames/s median of ${runs.length} drags (all: ${runs.map((x) => x.fps.toFixed(1)).join(', ')}; ${r.frames} frames, sizes ${r.sizes.join(' ')}, mean render ${r.renderMs.toFixed(0)} ms, ${r.backends.join('/')}${r.backends.includes('cpu') ? ` ${threads} threads` : ''}); final ${r.finalWidth}² ${r.finalPreview ? 'preview' : 'full'}`);
     await ctx.close();
   }
-  if (ONLY === 'drag') process.exit(0);
+  if (!ONLY || ONLY === 'rotate') {
+    console.log('\n== rotation by drag: 3 s Shift+drag on the image at 512² (frames shown per second)');
+    for (const [backend, preset] of [['cpu', 'cubic'], ['cpu', 'protein'], ['gpu', 'cubic']]) {
+      if (!BACKENDS.includes(backend)) continue;
+      const ctx = await launch({ webgpu: backend === 'gpu' });
+      const page = await ctx.newPage();
+      await page.goto(`${url}/?preset=${preset}&detpixels=512&backend=${backend}`);
+      await waitRendered(page, 1, 300_000);
+      await dragRotate(page, { ms: 1000 }); // warm-up
+      const runs = [];
+      for (let i = 0; i < DRAGS; i++) runs.push(await dragRotate(page, { ms: 3000 }));
+      const r = [...runs].sort((a, b) => a.fps - b.fps)[Math.floor(runs.length / 2)];
+      const threads = await page.evaluate(() => window.nanobragg.client.info?.threads);
+      console.log(`${backend.padEnd(4)} ${preset.padEnd(8)} ${r.fps.toFixed(1).padStart(5)} frames/s median of ${runs.length} drags (all: ${runs.map((x) => x.fps.toFixed(1)).join(', ')}; ${r.frames} frames, sizes ${r.sizes.join(' ')}, mean render ${r.renderMs.toFixed(0)} ms, ${r.backends.join('/')}${r.backends.includes('cpu') ? ` ${threads} threads` : ''}); final ${r.finalWidth}² ${r.finalPreview ? 'preview' : 'full'}, misset ${r.misset}`);
+      await ctx.close();
+    }
+  }
+  if (ONLY === 'drag' || ONLY === 'rotate') process.exit(0);
 
   console.log('\n== cold start to the first 1024² image (fresh profile, page load -> image on screen)');
   for (const backend of BACKENDS) {

@@ -154,3 +154,55 @@ export function setup({ isolation = true, webgpu, prepare } = {}) {
   });
   return env;
 }
+
+/**
+ * Rotate the crystal by a Shift+drag (or Alt+drag: `spin`) on the app's image for `ms`
+ * milliseconds: synthetic pointer events, one move per animation frame, `pxPerFrame` pixels
+ * each (a circle around the image centre for tilt, an arc for spin); counts the
+ * `nanobragg-frame` events during the drag and waits for the final full image. Returns
+ * {frames, fps, previews, sizes, renderMs, finalWidth, finalPreview, misset}.
+ */
+export async function dragRotate(page, { ms = 3000, spin = false, pxPerFrame = 4 } = {}) {
+  return page.evaluate(async ({ ms, spin, pxPerFrame }) => {
+    const c = document.querySelector('.nb-canvas');
+    const box = c.getBoundingClientRect();
+    const cx = box.left + box.width / 2, cy = box.top + box.height / 2;
+    const rad = Math.min(box.width, box.height) / 4;
+    const ev = (type, x, y) => c.dispatchEvent(new PointerEvent(type, {
+      bubbles: true, cancelable: true, composed: true, pointerId: 7, pointerType: 'mouse', isPrimary: true,
+      button: 0, buttons: type === 'pointerup' ? 0 : 1, clientX: x, clientY: y, shiftKey: !spin, altKey: spin,
+    }));
+    const frames = [];
+    const onFrame = (e) => frames.push({ t: performance.now(), ...e.detail });
+    window.addEventListener('nanobragg-frame', onFrame);
+    let a = 0;
+    const at = () => [cx + rad * Math.cos(a), cy + rad * Math.sin(a)];
+    ev('pointerdown', ...at());
+    const t0 = performance.now();
+    await new Promise((done) => {
+      const step = () => {
+        if (performance.now() - t0 >= ms) return done();
+        a += pxPerFrame / rad;
+        ev('pointermove', ...at());
+        requestAnimationFrame(step);
+      };
+      requestAnimationFrame(step);
+    });
+    const during = frames.filter((f) => f.t - t0 <= ms);
+    ev('pointerup', ...at());
+    const t1 = performance.now();
+    while (performance.now() - t1 < 120_000) {
+      const last = frames[frames.length - 1];
+      if (last && !last.preview && last.t > t1) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    window.removeEventListener('nanobragg-frame', onFrame);
+    const last = frames[frames.length - 1];
+    return {
+      frames: during.length, fps: (during.length * 1000) / ms, previews: during.filter((f) => f.preview).length,
+      sizes: [...new Set(during.map((f) => `${f.width}x${f.height}`))], backends: [...new Set(during.map((f) => f.backend))],
+      renderMs: during.length ? during.reduce((s, f) => s + f.renderMs, 0) / during.length : 0,
+      finalWidth: last?.width, finalPreview: last?.preview, misset: window.nanobragg.state().misset,
+    };
+  }, { ms, spin, pxPerFrame });
+}

@@ -53,7 +53,8 @@ test('previewArgs: same detector at 1/factor the pixels; refuses pixel-unit flag
 });
 
 test('blameField: errors attach to the field the user changed', () => {
-  const model = { ...DEFAULT_MODEL, N: '100000' };
+  // (no -oversample: the sampling is automatic)
+  const model = { ...DEFAULT_MODEL, N: '100000', oversample: '' };
   const built = buildArgs(model);
   // the crate blames the automatic oversampling: the user changed N
   assert.equal(blameField('-oversample 30000 is unreasonably large', model, built, 'N'), 'N');

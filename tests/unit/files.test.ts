@@ -27,8 +27,8 @@ test('dropped files are routed by their content', () => {
 });
 
 test('download names come from the settings', () => {
-  assert.equal(downloadName({ ...DEFAULT_MODEL }, { width: 512, height: 512 }, 'int'), 'nanobragg_cell100-100-100-90-90-90_lambda6.2_N5_dist100_512x512.img');
-  assert.equal(downloadName({ ...DEFAULT_MODEL, hkl: 'P1 data.hkl', misset: '1 2 3' }, { width: 64, height: 32 }, 'noise'), 'nanobragg_P1-data_lambda6.2_N5_dist100_misset1-2-3_64x32_noise.img');
+  assert.equal(downloadName({ ...DEFAULT_MODEL }, { width: 512, height: 512 }, 'int'), 'nanobragg_cell100-100-100-90-90-90_lambda6.2_N10_dist100_512x512.img');
+  assert.equal(downloadName({ ...DEFAULT_MODEL, hkl: 'P1 data.hkl', misset: '1 2 3' }, { width: 64, height: 32 }, 'noise'), 'nanobragg_P1-data_lambda6.2_N10_dist100_misset1-2-3_64x32_noise.img');
   assert.match(downloadName(DEFAULT_MODEL, { width: 8, height: 8 }, 'float'), /_float\.bin$/);
   assert.match(downloadName(DEFAULT_MODEL, { width: 8, height: 8 }, 'png'), /\.png$/);
 });

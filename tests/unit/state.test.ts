@@ -49,7 +49,7 @@ test('element attributes: same defaults, errors name the attribute', () => {
 
 test('presets, local files', () => {
   assert.equal(presetOf({ ...PRESETS[1].state })?.id, 'protein');
-  assert.equal(presetOf({ ...DEFAULT_MODEL, N: '6' }), undefined);
+  assert.equal(presetOf({ ...DEFAULT_MODEL, N: '7' }), undefined); // (N 6 is the crystal-size preset)
   assert.deepEqual(localFiles({ ...DEFAULT_MODEL, hkl: 'P1.hkl', mat: 'A.mat' }), ['A.mat', 'P1.hkl']);
 });
 

@@ -13,6 +13,7 @@ import { ImageView } from './view';
 import { downloadName, routeFile } from './files';
 import type { HklSummary } from './protocol';
 import { Teach3D } from './panel3d';
+import { installTeaching, type Teach } from './teach';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const initial = decodeUrl(new URL(location.href).searchParams);
@@ -44,6 +45,8 @@ declare global {
       view: ImageView;
       /** The 3D view and the predicted spots on the image (panel3d.ts). */
       teach3d: Teach3D;
+      /** Teaching controls: the φ player, taking over a random misset (teach/index.ts). */
+      teach?: Teach;
     };
   }
 }
@@ -658,6 +661,16 @@ for (const [id, what] of [['dl-int', 'int'], ['dl-noise', 'noise'], ['dl-float',
 $('dl-png').addEventListener('click', async () => {
   await ensureFull();
   save(await view.toPng(), downloadName(store.model.peek(), { width: last?.width ?? 0, height: last?.height ?? 0 }, 'png'), 'image/png');
+});
+
+// ---- teaching: orientation sliders, rotation by drag, φ player, preset notes -------------------
+window.nanobragg.teach = installTeaching({
+  store, view, client,
+  geometry: () => last?.geometry ?? null,
+  save: (blob, name) => save(blob, name, blob.type),
+  png: () => $('dl-png').click(),
+  name: (ext) => downloadName(store.model.peek(), { width: fullSize.w || (last?.width ?? 0), height: fullSize.h || (last?.height ?? 0) }, 'png').replace(/\.png$/, `.${ext}`),
+  notice: showNotice,
 });
 
 // ---- drag and drop anywhere: routed by content ---------------------------------------------------

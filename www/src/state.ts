@@ -42,19 +42,23 @@ export interface Preset {
   id: string;
   label: string;
   state: ModelState;
+  /** One or two sentences shown on the page: what to look at (teaching presets). */
+  note?: string;
 }
 
 export const PRESETS: Preset[] = [
   {
     id: 'cubic', label: 'Simple cubic (teaching)',
-    state: { cell: '100 100 100 90 90 90', lambda: '6.2', N: '5', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2' },
+    state: { cell: '100 100 100 90 90 90', lambda: '6.2', N: '10', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1' },
+    note: 'A still of a 100 Å cubic crystal: only the lattice points that touch the Ewald sphere give spots, so they lie on rings (Laue zones) around the beam. Shift+drag on the image turns the crystal: watch the rings move.',
   },
   {
     id: 'protein', label: 'Protein-sized cell with mosaicity',
     state: {
       cell: '79 79 38 90 90 90', lambda: '1.0', N: '12', default_F: '100', distance: '120', detpixels: '512', pixel: '0.3',
-      misset: '10 25 5', mosaic: '0.3', mosaic_domains: '12', oversample: '1',
+      misset: '10 25 5', mosaic: '0.3', mosaic_domains: '12', oversample: '1', shape: 'gauss',
     },
+    note: 'A protein-sized cell (79 × 79 × 38 Å): its reciprocal lattice is dense, so hundreds of small spots crowd the detector, in bands where the lattice planes cut the Ewald sphere. Compare the small-molecule preset.',
   },
   {
     id: 'triclinic', label: 'Small-molecule triclinic',
@@ -62,6 +66,38 @@ export const PRESETS: Preset[] = [
       cell: '5.8 7.1 9.3 81 77 68', lambda: '0.71', N: '25', default_F: '100', distance: '50', detpixels: '512', pixel: '0.3',
       misset: '12 -35 50', oversample: '1',
     },
+    note: 'A small-molecule cell (5.8 × 7.1 × 9.3 Å): its reciprocal lattice is sparse, so the spots lie far apart even with a 0.71 Å beam and the detector at 50 mm. Compare the protein preset, whose spots are ten times closer.',
+  },
+  {
+    id: 'cell-size', label: 'Teach: cell size vs spot spacing',
+    state: { cell: '200 200 200 90 90 90', lambda: '6.2', N: '10', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1' },
+    note: 'The simple-cubic crystal with a cell twice as large (200 Å): the spots are twice as close together, because their spacing on the detector is about λ·distance / a. Type 100 100 100 90 90 90 in the cell field to compare.',
+  },
+  {
+    id: 'wavelength', label: 'Teach: wavelength vs Ewald sphere',
+    state: { cell: '100 100 100 90 90 90', lambda: '2', N: '10', default_F: '100', distance: '300', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1' },
+    note: 'At 2 Å the Ewald sphere (radius 1/λ) is three times larger than at 6.2 Å and flatter where it meets the lattice: a wide patch of the central lattice plane touches it (the square of spots) and the next layer\'s ring moves out to the corners. Drag the wavelength slider up to 6 Å and watch the sphere curl.',
+  },
+  {
+    id: 'crystal-size', label: 'Teach: crystal size vs spot size',
+    state: { cell: '100 100 100 90 90 90', lambda: '6.2', N: '6', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1' },
+    note: 'A tiny crystal, 6 cells along each edge: each spot is broad (its width goes as 1/N), so every lattice point near the sphere lights up and the spots run together. Drag the "Cells per axis N" slider up to 20: the spots shrink and only those on the sphere remain.',
+  },
+  {
+    id: 'mosaic', label: 'Teach: mosaicity',
+    state: {
+      cell: '100 100 100 90 90 90', lambda: '6.2', N: '10', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1',
+      misset: '5 3 0', mosaic: '2', mosaic_domains: '20',
+    },
+    note: 'A mosaic crystal: 20 blocks misaligned by up to about 2° each bring their own lattice points onto the sphere, so each spot splits and smears into a short arc around the beam. Slide "Mosaic spread" to 0 to see the perfect crystal.',
+  },
+  {
+    id: 'rotation', label: 'Teach: rotation photograph',
+    state: {
+      cell: '100 100 100 90 90 90', lambda: '6.2', N: '10', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1',
+      misset: '5 3 0', phi: '0', osc: '4', phisteps: '10',
+    },
+    note: 'A rotation photograph: the crystal turns 4° about the spindle during the exposure, so every lattice point that crosses the sphere records a spot and the rings fill in. Press ▶ Play φ above the image to sweep on, or choose stills to compare.',
   },
 ];
 
