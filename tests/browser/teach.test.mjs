@@ -165,6 +165,25 @@ test('misset sliders set the orientation; a random misset is taken over without 
   await page.close();
 });
 
+test("drags turn about the crate's own spindle axis (Geometry.spindle), which the fallback agrees with", { timeout: 240_000 }, async () => {
+  const { spindleOf } = await importTs('www/src/teach/orientation.ts');
+  const { page, errors } = await open(env.ctx, `${env.base}/${BASE}`);
+  await waitRendered(page, 1);
+  const unit = (v) => { const n = Math.hypot(...v); return v.map((x) => x / n); };
+  for (const [flags, model] of [
+    ['', {}], ['-xds', { convention: 'xds' }], ['-adxv', { convention: 'adxv' }],
+    ['-dials', { convention: 'dials' }], ['-denzo', { convention: 'denzo' }],
+    ['-spindle_axis 0 1 1', { spindle_axis: '0 1 1' }],
+  ]) {
+    const g = await page.evaluate(async (f) => (await window.nanobragg.simulate(
+      `-cell 50 50 50 90 90 90 -default_F 10 -N 2 -detpixels 8 ${f}`)).geometry, flags);
+    const want = unit(spindleOf(model));
+    assert.ok(g.spindle.every((x, i) => Math.abs(x - want[i]) < 1e-12), `${flags || 'MOSFLM'}: crate ${g.spindle}, page ${want}`);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('φ play shows several different frames; pause gives the full image; step moves by the step', { timeout: 240_000 }, async () => {
   const { page, errors } = await open(env.ctx, `${env.base}/${BASE}&misset=5+3+0`);
   await waitRendered(page, 1);

@@ -375,6 +375,8 @@ export interface Geometry {
   curved: boolean;
   /** Sample to beam spot along the beam (m). */
   distance: number;
+  /** The spindle (φ) axis (unit): the convention's, or `-spindle_axis`. */
+  spindle: V3;
   /** Lab positions (m) of sensor-surface points computed by the kernel's own pixel-position
    * function (tilts, two-theta and the curved detector included), on a grid of continuous
    * pixel coordinates `f[i]`, `s[j]`; `pos` holds x,y,z of node (i, j) at 3*(j*f.length + i). */
@@ -425,6 +427,7 @@ struct Geometry {
     c: [f64; 3],
     curved: bool,
     distance: f64,
+    spindle: [f64; 3],
     grid: Grid,
 }
 
@@ -485,6 +488,7 @@ impl Geometry {
             c: o.c,
             curved: p.curved,
             distance: p.distance,
+            spindle: prep.setup.det.spindle,
             grid: Grid {
                 f: fnodes.iter().map(|n| n.1).collect(),
                 s: snodes.iter().map(|n| n.1).collect(),

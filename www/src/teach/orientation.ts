@@ -23,8 +23,9 @@ export function formatMisset(a: V3): string {
   }).join(' ');
 }
 
-/** The spindle axis the crate uses for this model (crate/src/detector.rs `convention_frame`):
- * `-spindle_axis` if given, else the convention's (MOSFLM/DENZO +z, XDS/ADXV +x, DIALS +y). */
+/** The spindle axis for this model when no resolved geometry is at hand (the crate's
+ * `convention_frame`: `-spindle_axis` if given, else the convention's, MOSFLM/DENZO +z, XDS/ADXV
+ * +x, DIALS +y). [`imageFrame`] takes the crate's own (`Geometry.spindle`) when it has it. */
 export function spindleOf(model: ModelState): V3 {
   const given = (model.spindle_axis ?? '').trim().split(/[\s,]+/).map(Number);
   if (given.length === 3 && given.every(Number.isFinite) && given.some((x) => x !== 0)) return given as V3;
@@ -41,11 +42,11 @@ export function spindleOf(model: ModelState): V3 {
 
 /** The lab frame of the image from the resolved geometry's beam and detector axes, with the
  * spindle and φ of the model (the drag turns the crystal as it is seen at the start φ). */
-export function imageFrame(g: { beam: V3 | number[]; fdet: V3 | number[]; sdet: V3 | number[] }, model: ModelState): ImageFrame {
+export function imageFrame(g: { beam: V3 | number[]; fdet: V3 | number[]; sdet: V3 | number[]; spindle?: V3 | number[] }, model: ModelState): ImageFrame {
   const phi = Number((model.phi ?? '').trim() || 0);
   return {
     beam: [...g.beam] as V3, fast: [...g.fdet] as V3, slow: [...g.sdet] as V3,
-    spindle: spindleOf(model), phi: Number.isFinite(phi) ? phi : 0,
+    spindle: g.spindle ? ([...g.spindle] as V3) : spindleOf(model), phi: Number.isFinite(phi) ? phi : 0,
   };
 }
 
