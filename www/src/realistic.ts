@@ -34,13 +34,14 @@ export interface RealisticSettings {
   seed: number;
 }
 
-/** "Protein still on a pixel-array detector": a few-µm crystal, a microfocus beam, a thin water
- * layer and the air path, an EIGER2 4M (photon counting: no read-out noise, gain 1, no PSF). */
+/** "Protein still on a pixel-array detector": a 1 µm crystal in a 1 µm microfocus beam (well
+ * sampled spots at one sample per pixel), a thin water layer and the air path, an EIGER2 4M
+ * (photon counting: no read-out noise, gain 1, no PSF). */
 export const PROTEIN_STILL: RealisticSettings = {
   detector: 'eiger2-4m', distance: 120, lambda: 1,
-  crystal: 5, mosaic: 0.2, domains: 12, orientation: 3,
-  flux: 1e12, exposure: 0.1, beam: 5,
-  water: 10, air: 20,
+  crystal: 1, mosaic: 0.3, domains: 12, orientation: 3,
+  flux: 1e12, exposure: 0.5, beam: 1,
+  water: 20, air: 10,
   readout: 0, psf: 0, gain: 1, seed: 1,
 };
 
