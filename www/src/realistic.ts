@@ -242,6 +242,12 @@ export function initRealistic(host: HTMLElement, deps: Deps) {
       status.textContent = `${sf ? describeSf(sf, computedNow) : ''} · ${r.width}×${r.height} on the ${r.backend.toUpperCase()}: ` +
         `spots ${fmtMs(t.spots)}, background ${fmtMs(t.background)}, detector ${fmtMs(t.detector)}`;
       sec.dataset.sf = computedNow ? 'computed' : 'cached';
+      // the status bar speaks of the image shown
+      const timing = document.getElementById('timing');
+      if (timing) {
+        timing.textContent = `${r.width}×${r.height} realistic · ${fmtMs(t.total)}`;
+        timing.title = `structure factors ${fmtMs(t.sf)}, spots ${fmtMs(t.spots)}, background ${fmtMs(t.background)}, detector ${fmtMs(t.detector)}`;
+      }
       sec.dataset.sfComputations = String(sf?.computations ?? 0);
       if (modelInfo) {
         const c = modelInfo.cell;
@@ -324,7 +330,7 @@ export function initRealistic(host: HTMLElement, deps: Deps) {
     });
   }
   detSel.addEventListener('change', rerun);
-  modelSel.addEventListener('change', rerun);
+  modelSel.addEventListener('change', () => void run()); // choosing a model asks for its image
   const fileInp = q<HTMLInputElement>('rl-file');
   q('rl-open').addEventListener('click', () => fileInp.click());
   fileInp.addEventListener('change', async () => {
