@@ -139,11 +139,7 @@ fn library_chain_matches_the_cli_chain() {
     // the CLI writes 16-bit images (counts clipped at 65535); the library keeps 32 bits
     let noisy = nanobragg::noisify::to_u16(&noisy);
     let same_sum = sum.iter().zip(&cli_sum).filter(|(a, b)| a == b).count();
-    let differ = noisy
-        .iter()
-        .zip(&cli_noise)
-        .filter(|(a, b)| a != b)
-        .count();
+    let differ = noisy.iter().zip(&cli_noise).filter(|(a, b)| a != b).count();
     let far = noisy
         .iter()
         .zip(&cli_noise)
