@@ -133,6 +133,7 @@ export function initRealistic(host: HTMLElement, deps: Deps) {
     <div class="field rl-file"><span class="help">or drop a PDB / mmCIF file here</span>
       <button type="button" id="rl-open">Open…</button><input type="file" id="rl-file" hidden accept=".pdb,.cif,.ent,.mmcif,.txt"></div>
     <div id="rl-model-info" class="help"></div>
+    <div id="rl-error" class="rl-error" role="alert" hidden></div>
     <div class="field"><label for="rl-detector">Detector</label><select id="rl-detector">${DETECTORS.map((d) => `<option value="${d.value}">${d.label}</option>`).join('')}</select></div>
     ${groups.map((g) => `<fieldset class="rl-group"><legend>${g}</legend>${FIELDS.filter((f) => f.group === g).map((f) => `
       <div class="field" data-rl="${f.key}"><label for="rl-${f.key}">${f.label}${f.unit ? ` <span class="unit">(${f.unit})</span>` : ''}</label>
@@ -143,8 +144,7 @@ export function initRealistic(host: HTMLElement, deps: Deps) {
       <label class="inline"><input type="checkbox" id="rl-noise" checked> noise</label></fieldset>
     <div class="rl-run"><button type="button" id="rl-render">Render</button><button type="button" id="rl-cancel" disabled>Cancel</button>
       <progress id="rl-progress" max="1" value="0" aria-label="Realistic image progress"></progress></div>
-    <div id="rl-status" class="help" role="status" aria-live="polite"></div>
-    <div id="rl-error" class="rl-error" role="alert" hidden></div>`;
+    <div id="rl-status" class="help" role="status" aria-live="polite"></div>`;
   host.prepend(sec);
   const q = <T extends HTMLElement>(id: string) => sec.querySelector<T>(`#${id}`)!;
   const status = q('rl-status');
@@ -183,6 +183,7 @@ export function initRealistic(host: HTMLElement, deps: Deps) {
   function showError(msg: string) {
     errBox.hidden = !msg;
     errBox.textContent = msg;
+    if (msg) errBox.scrollIntoView({ block: 'nearest' });
   }
 
   async function modelBytes(): Promise<{ name: string; bytes: Uint8Array }> {
