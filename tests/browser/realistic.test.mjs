@@ -44,9 +44,13 @@ function stats(page) {
   });
 }
 
-async function pressPreset(page) {
+async function pressPreset(page, { announced = false } = {}) {
   const n = await shown(page);
   await page.click('#rl-preset');
+  if (announced) {
+    // a long render is announced before it runs (api::estimate_cost, scaled to the browser)
+    await page.waitForFunction(() => /realistic image will take about/.test(document.getElementById('notice-text').textContent));
+  }
   await waitShown(page, n + 1);
 }
 
@@ -58,7 +62,7 @@ async function toggle(page, id, on) {
 
 test('one-click preset: spots over water and air, noise, and layer toggles', { timeout: 600_000 }, async () => {
   const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`, { viewport: { width: 1280, height: 720 } });
-  await pressPreset(page);
+  await pressPreset(page, { announced: true });
   const noisy = await stats(page);
   console.log('realistic preset:', JSON.stringify({ ...noisy, layers: undefined }));
   assert.equal(noisy.sf.computations, 1);
@@ -66,6 +70,8 @@ test('one-click preset: spots over water and air, noise, and layer toggles', { t
   assert.ok(noisy.spots > 50, `only ${noisy.spots} spot pixels`);
   assert.ok(noisy.max > 20 * noisy.median, `max ${noisy.max} vs median ${noisy.median}`);
   assert.match(await page.textContent('#rl-status'), /structure factors computed/);
+  assert.ok(await page.isHidden('#notice'), 'the announcement goes once the image is shown');
+  assert.match(await page.textContent('#timing'), /2068×2162 realistic/);
   await page.screenshot({ path: join(ARTIFACTS, 'realistic-still-1280.png') });
 
   // noise off: the noiseless detector image (same mean, different pixels, smoother background)

@@ -15,6 +15,11 @@ export interface RealisticDeps {
   threads: number;
 }
 
+/** Measured speed of the last CPU spots render (kernel terms per ms); before the first, the
+ * crate's estimate (native speed) times WASM_SLOWDOWN. */
+let cpuTermsPerMs = 0;
+const WASM_SLOWDOWN = 6; // measured: 6–9× the native constants in the threaded module on a 2-core VM
+
 function errText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
@@ -37,12 +42,14 @@ export async function realisticRun(msg: RealisticRequest, d: RealisticDeps): Pro
     const gpuOk = msg.backend !== 'cpu' ? await d.ensureGpu() : false;
     const cost = w.estimate_cost(d.threads);
     const onGpu = msg.backend === 'gpu' || (msg.backend === 'auto' && !f64 && gpuOk);
-    const estimateS = onGpu ? 0 : f64 ? cost.seconds_f64 : cost.seconds_f32;
+    const terms = cost.terms;
+    const estimateS = onGpu ? 0 : cpuTermsPerMs > 0 && !f64 ? terms / cpuTermsPerMs / 1000 : (f64 ? cost.seconds_f64 : cost.seconds_f32) * WASM_SLOWDOWN;
     cost.free();
     if (estimateS > 3) d.post({ type: 'estimate', id: msg.id, ms: estimateS * 1000, backend: 'cpu' });
     await w.realistic_render_spots(msg.backend, f64);
     const backend: 'gpu' | 'cpu' = w.last_engine() === 'gpu' ? 'gpu' : 'cpu';
     const t2 = performance.now();
+    if (backend === 'cpu' && !f64 && t2 - t1 > 50) cpuTermsPerMs = terms / (t2 - t1);
     phase('background');
     w.realistic_background(msg.materials);
     const t3 = performance.now();

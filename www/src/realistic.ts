@@ -216,6 +216,7 @@ export function initRealistic(host: HTMLElement, deps: Deps) {
     progress.value = 0;
     sec.dataset.state = 'running';
     const { backend, precision } = deps.engine();
+    let announced = false;
     try {
       const model = await modelBytes();
       const r = await deps.client.realistic(
@@ -230,7 +231,10 @@ export function initRealistic(host: HTMLElement, deps: Deps) {
             }
             status.textContent = p === 'structure factors' ? sfPhase : `${sfPhase ? sfPhase + ' · ' : ''}${p}…`;
           },
-          onEstimate: (ms) => deps.notice(`This realistic image will take about ${fmtMs(ms)} on the CPU: Cancel stops it.`, 'warn'),
+          onEstimate: (ms) => {
+            announced = true;
+            deps.notice(`This realistic image will take about ${fmtMs(ms)} on the CPU: Cancel stops it.`, 'warn');
+          },
         },
       );
       shown = true;
@@ -270,6 +274,7 @@ export function initRealistic(host: HTMLElement, deps: Deps) {
       status.textContent = '';
       sec.dataset.state = 'error';
     } finally {
+      if (announced) deps.notice('');
       running = false;
       cancelBtn.disabled = true;
     }
