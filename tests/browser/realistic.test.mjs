@@ -109,6 +109,12 @@ test('one-click preset: spots over water and air, noise, and layer toggles', { t
   await page.setViewportSize({ width: 1920, height: 1080 });
   await page.waitForTimeout(500);
   await page.screenshot({ path: join(ARTIFACTS, 'realistic-still-1920.png') });
+  // zoomed in on the water ring, as one inspects a still: spots over the ring and noise
+  const box = await page.locator('.nb-canvas').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.62, box.y + box.height * 0.62);
+  for (let i = 0; i < 6; i++) await page.mouse.wheel(0, -240);
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: join(ARTIFACTS, 'realistic-still-zoom-1920.png') });
   assert.deepEqual(errors, []);
 });
 
