@@ -27,8 +27,14 @@ function errText(e: unknown): string {
 export async function realisticRun(msg: RealisticRequest, d: RealisticDeps): Promise<void> {
   const w = d.wasm;
   const t0 = performance.now();
-  const phase = (p: Extract<FromWorker, { type: 'realistic-phase' }>['phase'], sfCached = false) =>
+  // The page raises the shared cancel flag directly (threaded module); each wasm stage resets it
+  // when it starts, so a cancel that lands between two stages is read here before the next one.
+  const memory = w.build_info().startsWith('parallel') ? w.wasm_memory() : null;
+  const flag = w.cancel_flag_ptr();
+  const phase = (p: Extract<FromWorker, { type: 'realistic-phase' }>['phase'], sfCached = false) => {
+    if (memory && new Uint8Array(memory.buffer)[flag] !== 0) throw new Error('cancelled');
     d.post({ type: 'realistic-phase', id: msg.id, phase: p, sfCached });
+  };
   try {
     w.set_cancel(false);
     phase('model');
