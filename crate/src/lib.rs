@@ -26,6 +26,7 @@ pub mod nonbragg;
 pub mod output;
 pub mod plan;
 pub mod predict;
+pub mod realistic;
 pub mod resolve;
 pub mod rng;
 pub mod sampling;

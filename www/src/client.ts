@@ -7,6 +7,7 @@
 // a drag always shows frames however slow each one is (no starvation).
 import { asBackend, normaliseArgs } from './args';
 import type { Backend, FromWorker, Geometry, HklSummary, ModuleInfo, Precision, Timings, ToWorker } from './protocol';
+import type { DetectorEffects, RealisticLayers, RealisticPhase, RealisticRequest, RealisticResult } from './protocol';
 export { splitArgs, normaliseArgs, asBackend } from './args';
 
 export interface SimulateOptions {
@@ -107,6 +108,14 @@ export interface PredictOptions {
   maxExcitationError?: number;
   /** Reflections as columns (10^5 points without 10^5 objects). */
   columns?: boolean;
+}
+
+/** Progress (0..1, read from shared memory), the chain's phases, and the estimate of a long
+ * spots render (ms) for `realistic`. */
+export interface RealisticCallbacks {
+  onProgress?: (p: number) => void;
+  onPhase?: (p: RealisticPhase, sfCached: boolean) => void;
+  onEstimate?: (ms: number) => void;
 }
 
 export class NanoBraggClient {
@@ -281,6 +290,7 @@ export class NanoBraggClient {
   }
 
   private onMessage(m: FromWorker) {
+    if (this.onRealisticMessage(m)) return;
     if (m.type === 'predicted') {
       const p = this.predictions.get(m.id);
       this.predictions.delete(m.id);
@@ -347,6 +357,92 @@ export class NanoBraggClient {
       this.exports.set(id, { resolve, reject });
       this.worker.postMessage({ type: 'export', id, what } satisfies ToWorker);
     });
+  }
+
+  // ---- the realistic-image chain (realistic.ts): one request at a time, the newest wins ----
+  private realJob: {
+    id: number; resolve: (r: RealisticResult) => void; reject: (e: Error) => void;
+    onProgress?: (p: number) => void; onPhase?: (p: RealisticPhase, sfCached: boolean) => void;
+    onEstimate?: (ms: number) => void;
+  } | null = null;
+
+  /** Model → structure factors → spots → background → detector (see protocol.ts). Rejects with
+   * the simulator's message (naming file and line for a bad model), or an AbortError when
+   * cancelled or superseded. */
+  async realistic(
+    req: Omit<RealisticRequest, 'type' | 'id'>,
+    cb: RealisticCallbacks = {},
+  ): Promise<RealisticResult> {
+    return this.realisticSend({ type: 'realistic', ...req } as RealisticRequest, cb);
+  }
+
+  /** Compose the kept layers again (layer toggles, detector effects): no new render. */
+  async realisticCompose(layers: RealisticLayers, effects: DetectorEffects): Promise<RealisticResult> {
+    return this.realisticSend({ type: 'realistic-compose', layers, effects }, {});
+  }
+
+  private async realisticSend(
+    msg: Omit<Extract<ToWorker, { type: 'realistic' | 'realistic-compose' }>, 'id'>,
+    cb: RealisticCallbacks,
+  ): Promise<RealisticResult> {
+    if (this.realJob) this.cancelRealistic('superseded by a newer render');
+    await this.ready;
+    const id = this.nextId++;
+    this.lastRendered = null; // the worker's plan is the realistic one now
+    return new Promise<RealisticResult>((resolve, reject) => {
+      const job = { id, resolve, reject, ...cb };
+      this.realJob = job;
+      const info = this.info;
+      if (info?.memory && cb.onProgress) {
+        const mem = info.memory;
+        const ptr = info.progressPtr >> 2;
+        const tick = () => {
+          if (this.realJob !== job) return;
+          job.onProgress?.(Atomics.load(new Uint32Array(mem.buffer), ptr) / 65536);
+          requestAnimationFrame(tick);
+        };
+        requestAnimationFrame(tick);
+      }
+      this.worker.postMessage({ ...msg, id });
+    });
+  }
+
+  /** Stop the realistic chain: the shared cancel flag (read inside the structure factors and
+   * the kernels), or a worker restart where the module has no shared memory. */
+  cancelRealistic(why = 'cancelled') {
+    const job = this.realJob;
+    if (!job) return;
+    this.realJob = null;
+    job.reject(abortError(why));
+    const info = this.info;
+    if (info?.memory) {
+      Atomics.store(new Uint8Array(info.memory.buffer), info.cancelPtr, 1);
+      this.worker.postMessage({ type: 'cancel' } satisfies ToWorker);
+    } else {
+      // plain module: the worker's only thread is in the computation
+      this.failAll(abortError(why));
+      this.worker.terminate();
+      this.restarts++;
+      this.info = null;
+      this.spawn();
+    }
+  }
+
+  private onRealisticMessage(m: FromWorker): boolean {
+    if (!m.type.startsWith('realistic') && m.type !== 'progress' && m.type !== 'estimate') return false;
+    const job = this.realJob;
+    if (!('id' in m) || !job || m.id !== job.id) return m.type.startsWith('realistic');
+    if (m.type === 'progress') job.onProgress?.(m.value);
+    else if (m.type === 'estimate') job.onEstimate?.(m.ms);
+    else if (m.type === 'realistic-phase') job.onPhase?.(m.phase, m.sfCached);
+    else if (m.type === 'realistic-result') {
+      this.realJob = null;
+      job.resolve(m);
+    } else if (m.type === 'realistic-error') {
+      this.realJob = null;
+      job.reject(m.cancelled ? abortError('cancelled') : new Error(m.message));
+    }
+    return true;
   }
 
   get busy() {

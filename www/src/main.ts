@@ -14,6 +14,7 @@ import { downloadName, routeFile } from './files';
 import type { HklSummary } from './protocol';
 import { Teach3D } from './panel3d';
 import { installTeaching, type Teach } from './teach';
+import { initRealistic } from './realistic';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const initial = decodeUrl(new URL(location.href).searchParams);
@@ -696,3 +697,4 @@ window.addEventListener('drop', async (e) => {
 const urlErrors = Object.values(initial.errors);
 if (urlErrors.length) showNotice(`Ignored URL parameter${urlErrors.length > 1 ? 's' : ''}: ${urlErrors.join('; ')}`, 'warn');
 client.ready.then(() => showBackend(), (e) => showError((e as Error).message));
+initRealistic($('controls'), { client, view, engine: () => store.view.peek(), notice: showNotice });

@@ -52,7 +52,9 @@ export type ToWorker =
       columns?: boolean;
     }
   | { type: 'cancel' }
-  | { type: 'export'; id: number; what: 'int' | 'noise' | 'float' };
+  | { type: 'export'; id: number; what: 'int' | 'noise' | 'float' }
+  | RealisticRequest
+  | RealisticCompose;
 
 export type FromWorker =
   | { type: 'ready'; info: ModuleInfo }
@@ -78,4 +80,50 @@ export type FromWorker =
     }
   | { type: 'error'; id: number; message: string; cancelled: boolean }
   | { type: 'exported'; id: number; bytes: Uint8Array | null; message: string }
-  | { type: 'predicted'; id: number; prediction: unknown; message: string };
+  | { type: 'predicted'; id: number; prediction: unknown; message: string }
+  | { type: 'realistic-phase'; id: number; phase: RealisticPhase; sfCached: boolean }
+  | RealisticResult
+  | { type: 'realistic-error'; id: number; message: string; cancelled: boolean };
+
+// ---- the realistic-image chain (www/src/realistic.ts, www/src/realistic-worker.ts) ----------
+export type { DetectorEffects, ModelInfo, SfInfo } from '../dist/pkg/nanobragg';
+import type { DetectorEffects, ModelInfo, SfInfo } from '../dist/pkg/nanobragg';
+
+export type RealisticPhase = 'model' | 'structure factors' | 'spots' | 'background' | 'detector';
+export interface RealisticLayers { spots: boolean; background: boolean; noise: boolean }
+
+/** Model → structure factors (cached per model and resolution) → spots → background → detector. */
+export interface RealisticRequest {
+  type: 'realistic';
+  id: number;
+  model: { name: string; bytes: Uint8Array };
+  /** nanoBragg words of the spots (detector, beam, crystal; the cell comes from the model). */
+  args: string[];
+  /** nonBragg words per material, separated by '--'. */
+  materials: string[];
+  backend: Backend;
+  precision: Precision;
+  layers: RealisticLayers;
+  effects: DetectorEffects;
+}
+/** Only the layers or the detector effects changed: compose again from the kept layers. */
+export interface RealisticCompose { type: 'realistic-compose'; id: number; layers: RealisticLayers; effects: DetectorEffects }
+
+export interface RealisticResult {
+  type: 'realistic-result';
+  id: number;
+  width: number;
+  height: number;
+  /** Detector counts (ADU) of the chosen layers. */
+  data: Float32Array;
+  geometry: Geometry | null;
+  model: ModelInfo | null;
+  sf: SfInfo | null;
+  /** Resolution the detector reaches (Å) and the seconds the spots' render was estimated at. */
+  dMin: number;
+  estimateS: number;
+  backend: 'gpu' | 'cpu';
+  warnings: string[];
+  /** Milliseconds per stage. */
+  timings: { sf: number; spots: number; background: number; detector: number; total: number };
+}

@@ -4,6 +4,7 @@
 // Two builds of the same crate sit beside this file (squoosh pattern): pkg-parallel/ (threads
 // over shared memory, needs crossOriginIsolated) and pkg/ (single-threaded CPU + WebGPU).
 import type { Backend, FromWorker, HklSummary, ModuleInfo, PrepareInfo, ToWorker } from './protocol';
+import { realisticCompose, realisticRun, type RealisticDeps } from './realistic-worker';
 
 // The wasm-bindgen output (no-bundler), loaded at run time from beside this bundle; its types
 // are the generated declarations. The threaded module adds `initThreadPool`.
@@ -209,6 +210,14 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
   }
   if (msg.type === 'predict') {
     chain = chain.then(() => predict(msg));
+    return;
+  }
+  if (msg.type === 'realistic' || msg.type === 'realistic-compose') {
+    const deps: RealisticDeps = {
+      wasm: wasm!, post, threads: info?.threads ?? 1,
+      ensureGpu: () => ensureGpu().then(() => gpu.state === 'ready'),
+    };
+    chain = chain.then(() => (msg.type === 'realistic' ? realisticRun(msg, deps) : realisticCompose(msg, deps)));
     return;
   }
   if (msg.type === 'render') {

@@ -24,6 +24,8 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use wasm_bindgen::prelude::*;
 
+mod realistic; // the realistic-image chain: model → structure factors, background, detector
+
 #[cfg(feature = "parallel")]
 pub use wasm_bindgen_rayon::init_thread_pool;
 

@@ -1,0 +1,331 @@
+//! The realistic-image chain as one library, for the browser (`wasm/realistic.rs`) and for the
+//! test that checks it against the CLI chain (`crate/tests/realistic_chain.rs`):
+//!
+//! 1. structure factors from an atomic model (`sf`), computed once per model and resolution and
+//!    reused while only the geometry changes ([`SfCache`]), put into a nanoBragg plan prepared
+//!    with the model's cell ([`install_table`], what `resolve` does for `-pdb`);
+//! 2. the spots: that plan rendered by the usual kernels (`api`);
+//! 3. the amorphous background: nonBragg (`nonbragg::render`) for each material (water, air)
+//!    on the SAME detector and sources as the spots ([`background`]: the plan's pixel positions,
+//!    at one sub-pixel per pixel, as nonBragg's default), from upstream's `.stol` tables
+//!    ([`bundled_stol`]);
+//! 4. the detector: noisify's effects (`noisify::detect`) on spots + background.
+//!
+//! The CLI equivalent is `nanobragg -pdb MODEL -dmin D … -floatfile spots.bin`, `nonbragg -stol
+//! water.stol … -floatfile water.bin` (same detector), the float images added, then `noisify
+//! -floatfile sum.bin …`.
+
+use crate::api::Prepared;
+use crate::error::{Error, ErrorKind, Result};
+use crate::files::MemFiles;
+use crate::io::stol::read_stol;
+use crate::noisify::{self, psf::PsfKind, Effects, Psf};
+use crate::nonbragg::{self, options::NonBraggOptions};
+use crate::plan::{HklGrid, Interpolation};
+use crate::resolve::{lattice, structure};
+use crate::sf::{self, Model, SfOptions, Summary};
+use std::sync::atomic::AtomicBool;
+
+/// Upstream's `.stol` tables carried in the library (MIT, `crate/data/stol/README.md`).
+pub fn bundled_stol(name: &str) -> Option<&'static [u8]> {
+    Some(match name {
+        "water.stol" => &include_bytes!("../data/stol/water.stol")[..],
+        "air.stol" => &include_bytes!("../data/stol/air.stol")[..],
+        "ice.stol" => &include_bytes!("../data/stol/ice.stol")[..],
+        _ => return None,
+    })
+}
+
+/// A model read once, and its structure-factor table once computed.
+pub struct SfCache {
+    pub name: String,
+    /// FNV-1a of the file's bytes: the same file dropped again keeps the table.
+    pub hash: u64,
+    pub model: Model,
+    pub table: Option<(HklGrid, Summary)>,
+    /// How many tables were computed for this model (the page shows it; tests count it).
+    pub computations: usize,
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
+}
+
+impl SfCache {
+    /// Reads the model into `slot` (errors name the file and line; the slot is then left as
+    /// it was). The cached table is kept when the slot holds the same bytes under the same name.
+    pub fn load(slot: &mut Option<SfCache>, name: &str, bytes: &[u8]) -> Result<()> {
+        let hash = fnv1a(bytes);
+        if slot
+            .as_ref()
+            .is_some_and(|p| p.name == name && p.hash == hash)
+        {
+            return Ok(());
+        }
+        *slot = Some(SfCache {
+            name: name.to_string(),
+            hash,
+            model: sf::read_model(name, bytes)?,
+            table: None,
+            computations: 0,
+        });
+        Ok(())
+    }
+
+    /// The words that give the crystal the model's cell, and a placeholder structure factor
+    /// that [`install_table`] replaces (`-default_F` satisfies upstream's required-input rule).
+    pub fn crystal_words(&self) -> Vec<String> {
+        let c = &self.model.cell;
+        let mut w = vec!["-cell".to_string()];
+        w.extend([c.a, c.b, c.c, c.alpha, c.beta, c.gamma].map(|v| format!("{v}")));
+        w.extend(["-default_F".to_string(), "1".to_string()]);
+        w
+    }
+
+    /// Whether the table covers `d_min` (Å): then only the geometry changed and it is reused.
+    pub fn covers(&self, d_min: f64) -> bool {
+        self.table
+            .as_ref()
+            .is_some_and(|(_, s)| s.d_min <= d_min * (1.0 + 1e-12))
+    }
+
+    /// The table to `d_min` (Å), computed when the cached one does not reach it. Returns
+    /// whether it was computed now. Progress 0..1, cancel → `ErrorKind::Cancelled` (the
+    /// previous table is kept).
+    pub fn ensure(
+        &mut self,
+        d_min: f64,
+        progress: &(dyn Fn(f32) + Sync),
+        cancel: &AtomicBool,
+    ) -> Result<bool> {
+        if self.covers(d_min) {
+            return Ok(false);
+        }
+        let opts = SfOptions::to_resolution(d_min);
+        let name = &self.name;
+        let out =
+            sf::compute_model(&self.model, &opts, progress, cancel).map_err(|e| match e.kind {
+                ErrorKind::Cancelled => e,
+                _ => Error::new(e.kind, format!("{name}: {}", e.message)),
+            })?;
+        self.table = Some(out);
+        self.computations += 1;
+        Ok(true)
+    }
+}
+
+/// The resolution (Å) the plan's detector reaches, as `-pdb` computes its table (with the
+/// stencil margin `sf::REACH_MARGIN`).
+pub fn needed_d_min(prep: &Prepared) -> Result<f64> {
+    sf::detector_reach(prep.plan())
+        .map(|d| d / sf::REACH_MARGIN)
+        .ok_or_else(|| Error::geometry("the detector sees no scattering angle"))
+}
+
+/// Puts a model's table into a plan prepared with [`SfCache::crystal_words`], as `resolve`
+/// does for `-pdb`: the table, `-default_F` 0 outside it, and the interpolation rule.
+pub fn install_table(prep: &mut Prepared, table: &HklGrid, description: &str) {
+    let o = prep.setup.opts.clone();
+    let plan = &mut prep.setup.plan;
+    plan.hkl = table.clone();
+    plan.default_f = 0.0;
+    plan.interpolation = if structure::interpolate(o.interpolate, lattice::raw_counts(&o), table) {
+        Interpolation::Tricubic
+    } else {
+        Interpolation::Nearest
+    };
+    prep.setup.hkl_source = description.to_string();
+}
+
+/// One amorphous material on the spots' detector: nonBragg's options from `words` (sample and
+/// beam flags: `-stol`, `-thickness`, `-density`, `-MW`, `-flux`, `-exposure`, `-beamsize`,
+/// …; the detector flags are ignored, the plan's detector is used). A table named like a
+/// bundled one and absent from `files` is the bundled one. Returns photons/pixel.
+pub fn background(
+    prep: &Prepared,
+    words: &[String],
+    files: &MemFiles,
+    progress: &(dyn Fn(f32) + Sync),
+    cancel: &AtomicBool,
+) -> Result<Vec<f32>> {
+    let o = nonbragg::options::parse(words)?;
+    let (name, unit) = o.stol.clone().ok_or_else(|| {
+        Error::new(
+            ErrorKind::MissingInput,
+            "background: no structure-factor table (-stol FILE)",
+        )
+    })?;
+    let bytes = match files.0.get(&name) {
+        Some(b) => b.as_slice(),
+        None => bundled_stol(&name).ok_or_else(|| {
+            Error::new(
+                ErrorKind::MissingInput,
+                format!("-stol {name}: no such table (bundled: water.stol, air.stol, ice.stol)"),
+            )
+        })?,
+    };
+    let setup = setup_on_plan(&o, prep, read_stol(&name, bytes, unit)?);
+    Ok(nonbragg::render(&setup, progress, cancel)?.0)
+}
+
+/// nonBragg's setup with the spots' resolved detector and sources as its frame (one sub-pixel
+/// per pixel, nonBragg's default; unit source weights, as nonBragg's own divergence grid).
+fn setup_on_plan(
+    o: &NonBraggOptions,
+    prep: &Prepared,
+    table: crate::io::stol::StolTable,
+) -> nonbragg::Setup {
+    let mut frame = prep.setup.clone();
+    frame.plan.oversample = o.oversample.max(1) as u32;
+    frame.plan.hkl = HklGrid::default();
+    let sources = frame
+        .plan
+        .sources
+        .iter()
+        .map(|s| nonbragg::SourceRow {
+            position: s.incident.map(|c| -o.source_distance * c),
+            weight: 1.0,
+            lambda: s.lambda,
+        })
+        .collect();
+    let p = &frame.plan;
+    nonbragg::Setup {
+        opts: o.clone(),
+        sample: nonbragg::sample(o),
+        table,
+        sources,
+        divsteps: -1,
+        detsize_x: p.pixel * p.fpixels as f64,
+        detsize_y: p.pixel * p.spixels as f64,
+        phi0: frame.phi0,
+        osc: frame.osc,
+        lambda0: frame.lambda0,
+        noise_seed: frame.noise_seed,
+        warnings: Vec::new(),
+        frame,
+    }
+}
+
+/// Words for a material: `-stol TABLE -thickness MM` plus the sample and beam words given.
+pub fn material_words(stol: &str, thickness_mm: f64, extra: &[String]) -> Vec<String> {
+    let mut w = vec![
+        "-stol".to_string(),
+        stol.to_string(),
+        "-thickness".to_string(),
+        format!("{thickness_mm}"),
+    ];
+    w.extend(extra.iter().cloned());
+    w
+}
+
+/// Pixel-wise sum of the chosen layers (f32, as the CLI chain adds float files).
+pub fn compose(layers: &[&[f32]]) -> Vec<f32> {
+    let n = layers.first().map_or(0, |l| l.len());
+    let mut out = vec![0f32; n];
+    for l in layers {
+        for (o, v) in out.iter_mut().zip(l.iter()) {
+            *o += *v;
+        }
+    }
+    out
+}
+
+/// The detector settings the page offers (noisify's effects): read-out noise (ADU rms), a
+/// Gaussian PSF's FWHM (µm, 0: none), gain (ADU/photon), ADC offset (ADU), calibration error and
+/// beam flicker (fractions), and the noise seed as `noisify -seed` takes it.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DetectorSettings {
+    pub readout: f64,
+    pub psf_um: f64,
+    pub gain: f64,
+    pub adc: f64,
+    pub calibration: f64,
+    pub flicker: f64,
+    pub seed: i64,
+}
+
+impl DetectorSettings {
+    /// noisify's `Effects` for a float image of photons/pixel on pixels of `pixel` m, with the
+    /// values converted as `noisify`'s flags convert them (`-psf_fwhm` µm → f32 m, `-seed N` →
+    /// −N); `noise` false: gain, ADC offset and PSF only.
+    pub fn effects(&self, pixel: f64, noise: bool) -> Effects {
+        let fwhm = (self.psf_um / 1e6) as f32;
+        Effects {
+            readout: if noise { self.readout } else { 0.0 },
+            gain: self.gain,
+            adc: self.adc,
+            calibration: if noise { self.calibration } else { 0.0 },
+            flicker: if noise { self.flicker } else { 0.0 },
+            psf: (fwhm > 0.0).then(|| Psf {
+                kind: PsfKind::Gauss,
+                fwhm_px: fwhm as f64 / pixel,
+                radius: 0,
+            }),
+            seed: -self.seed,
+            noise,
+            ..Effects::default()
+        }
+    }
+}
+
+/// The detector's image (ADU) of a float image of photons/pixel (`w` × `h`): noisify's noise
+/// image with `noise`, else its noiseless image.
+#[allow(clippy::too_many_arguments)]
+pub fn detect(
+    photons: &[f32],
+    w: usize,
+    h: usize,
+    pixel: f64,
+    settings: &DetectorSettings,
+    noise: bool,
+    progress: &dyn Fn(f32),
+    cancel: &AtomicBool,
+) -> Result<Vec<u32>> {
+    let e = settings.effects(pixel, noise);
+    let d = noisify::detect(photons, w, h, &e, true, progress, cancel)?;
+    Ok(d.noise.map_or(d.adu, |n| n.adu))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MODEL: &str = "CRYST1   20.000   25.000   30.000  90.00  90.00  90.00 P 21 21 21    4\n\
+        ATOM      1  N   GLY A   1       1.000   2.000   3.000  1.00 10.00           N\n\
+        ATOM      2  CA  GLY A   1       2.000   2.500   3.500  1.00 12.00           C\n";
+
+    #[test]
+    fn cache_is_kept_for_the_same_model_and_a_covered_resolution() {
+        let never = AtomicBool::new(false);
+        let mut slot = None;
+        SfCache::load(&mut slot, "m.pdb", MODEL.as_bytes()).unwrap();
+        let c = slot.as_mut().unwrap();
+        assert!(c.ensure(3.0, &|_| {}, &never).unwrap());
+        assert!(!c.ensure(3.5, &|_| {}, &never).unwrap(), "coarser: reused");
+        assert_eq!(c.computations, 1);
+        SfCache::load(&mut slot, "m.pdb", MODEL.as_bytes()).unwrap();
+        let c = slot.as_mut().unwrap();
+        assert!(c.covers(3.0));
+        assert!(c.ensure(2.5, &|_| {}, &never).unwrap(), "finer: computed");
+        assert_eq!(c.computations, 2);
+        let other = MODEL.replace("1.000   2.000", "1.500   2.000");
+        SfCache::load(&mut slot, "m.pdb", other.as_bytes()).unwrap();
+        let c = slot.as_ref().unwrap();
+        assert!(c.table.is_none() && c.computations == 0);
+        // a bad file leaves the slot as it was
+        let bad = MODEL.replace(" N\n", " Xx\n");
+        assert!(SfCache::load(&mut slot, "bad.pdb", bad.as_bytes()).is_err());
+        assert_eq!(slot.as_ref().unwrap().hash, fnv1a(other.as_bytes()));
+    }
+
+    #[test]
+    fn bad_model_names_file_and_line() {
+        let bad = MODEL.replace(" N\n", " Xx\n");
+        let e = SfCache::load(&mut None, "bad.pdb", bad.as_bytes()).unwrap_err();
+        assert!(e.message.contains("bad.pdb"), "{}", e.message);
+        assert!(e.message.contains("line 2"), "{}", e.message);
+    }
+}

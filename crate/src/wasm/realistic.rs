@@ -1,0 +1,351 @@
+//! Browser bindings of the realistic-image chain (`crate::realistic`): a model file whose
+//! structure factors are computed once per model and resolution, the spots rendered with that
+//! table, the amorphous background (nonBragg) on the same detector, and the detector's effects
+//! (noisify) on the layers the page chooses. The worker calls, in order:
+//!
+//! `realistic_set_model` (when the model changes) → `realistic_prepare(words)` → (when
+//! `sfCached` is false) `realistic_structure_factors()` → `realistic_render_spots` →
+//! `realistic_background` → `realistic_compose(…)` (again for each layer toggle).
+//!
+//! Progress and cancel are the module's shared flags (`progress_ptr`, `cancel_flag_ptr`).
+
+use super::{js_err, render_with, report_progress, to_js, CANCEL, STATE};
+use crate::api::{self, Precision};
+use crate::realistic::{self, SfCache};
+use serde::Serialize;
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+use wasm_bindgen::prelude::*;
+
+#[derive(Default)]
+struct Layers {
+    cache: Option<SfCache>,
+    /// Resolution the prepared plan needs (Å).
+    d_min: f64,
+    spots: Option<Vec<f32>>,
+    background: Option<Vec<f32>>,
+}
+
+thread_local! {
+    static RS: RefCell<Layers> = RefCell::new(Layers::default());
+}
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_REALISTIC: &str = r#"
+/** A model read by `realistic_set_model`. Cell in Å and degrees. */
+export interface ModelInfo {
+  name: string;
+  format: string;
+  atoms: number;
+  cell: [number, number, number, number, number, number];
+  spaceGroup: string;
+  symops: number;
+}
+
+/** What `realistic_prepare` returns: the plan, the resolution it needs and whether the cached
+ * structure factors already cover it. */
+export interface RealisticPrepare {
+  info: PrepareInfo;
+  dMin: number;
+  sfCached: boolean;
+  sfComputations: number;
+}
+
+/** The structure-factor table in use. */
+export interface SfInfo {
+  computed: boolean;
+  computations: number;
+  reflections: number;
+  dMin: number;
+  atoms: number;
+  cellAtoms: number;
+  spaceGroup: string;
+  ms: number;
+}
+
+/** Detector effects for `realistic_compose` (`realistic::DetectorSettings`, noisify's): read-out
+ * noise (ADU rms), PSF FWHM (µm, 0 = none; Gaussian), gain (ADU/photon), ADC offset (ADU),
+ * calibration error and flicker (fractions), noise seed (as `noisify -seed`). */
+export interface DetectorEffects {
+  readout: number;
+  psfUm: number;
+  gain: number;
+  adc: number;
+  calibration: number;
+  flicker: number;
+  seed: number;
+}
+"#;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelInfo {
+    name: String,
+    format: String,
+    atoms: usize,
+    cell: [f64; 6],
+    space_group: String,
+    symops: usize,
+}
+
+/// Read a model (PDB or mmCIF, by content). The cached table is kept when the same bytes come
+/// again; a bad file is an error naming the file and line (the previous model stays).
+#[wasm_bindgen(unchecked_return_type = "ModelInfo")]
+pub fn realistic_set_model(name: &str, bytes: Vec<u8>) -> Result<JsValue, JsError> {
+    RS.with(|rs| {
+        let mut rs = rs.borrow_mut();
+        SfCache::load(&mut rs.cache, name, &bytes).map_err(js_err)?;
+        let c = rs.cache.as_ref().expect("loaded");
+        let m = &c.model;
+        let cl = &m.cell;
+        to_js(&ModelInfo {
+            name: c.name.clone(),
+            format: m.format.name().to_string(),
+            atoms: m.atoms.len(),
+            cell: [cl.a, cl.b, cl.c, cl.alpha, cl.beta, cl.gamma],
+            space_group: m.space_group.name.clone(),
+            symops: m.space_group.ops.len(),
+        })
+    })
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RealisticPrepare {
+    info: super::PrepareInfo,
+    d_min: f64,
+    sf_cached: bool,
+    sf_computations: usize,
+}
+
+/// Prepare the spots' plan from the page's words plus the model's cell; when the cached table
+/// reaches the detector's resolution it is installed at once (`sfCached`).
+#[wasm_bindgen(unchecked_return_type = "RealisticPrepare")]
+pub fn realistic_prepare(mut args: Vec<String>) -> Result<JsValue, JsError> {
+    let words = RS.with(|rs| rs.borrow().cache.as_ref().map(|c| c.crystal_words()));
+    let words = words.ok_or_else(|| js_err("no model: choose or drop a PDB/mmCIF file"))?;
+    args.extend(words);
+    super::prepare(args)?;
+    let d_min = STATE.with(|st| {
+        realistic::needed_d_min(st.borrow().prepared.as_ref().expect("prepared")).map_err(js_err)
+    })?;
+    let (cached, computations) = RS.with(|rs| {
+        let mut rs = rs.borrow_mut();
+        rs.d_min = d_min;
+        rs.spots = None;
+        rs.background = None;
+        let c = rs.cache.as_ref().expect("model");
+        (c.covers(d_min), c.computations)
+    });
+    if cached {
+        install()?;
+    }
+    let info = STATE.with(|st| super::PrepareInfo::of(st.borrow().prepared.as_ref().unwrap()));
+    to_js(&RealisticPrepare {
+        info,
+        d_min,
+        sf_cached: cached,
+        sf_computations: computations,
+    })
+}
+
+/// Put the cached table into the prepared plan.
+fn install() -> Result<(), JsError> {
+    RS.with(|rs| {
+        let rs = rs.borrow();
+        let c = rs.cache.as_ref().ok_or_else(|| js_err("no model"))?;
+        let (grid, s) = c
+            .table
+            .as_ref()
+            .ok_or_else(|| js_err("no structure factors"))?;
+        let description = format!(
+            "{} ({} model, space group {}, {} reflections to {:.3} Å)",
+            c.name,
+            s.format.name(),
+            s.space_group,
+            grid.hkls,
+            s.d_min
+        );
+        STATE.with(|st| {
+            let mut st = st.borrow_mut();
+            let prep = st
+                .prepared
+                .as_mut()
+                .ok_or_else(|| js_err("no plan prepared"))?;
+            realistic::install_table(prep, grid, &description);
+            Ok(())
+        })
+    })
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SfInfo {
+    computed: bool,
+    computations: usize,
+    reflections: usize,
+    d_min: f64,
+    atoms: usize,
+    cell_atoms: usize,
+    space_group: String,
+    ms: f64,
+}
+
+/// The structure factors for the prepared plan: computed (progress, cancel) unless the cached
+/// table covers its resolution, then put into the plan.
+#[wasm_bindgen(unchecked_return_type = "SfInfo")]
+pub fn realistic_structure_factors() -> Result<JsValue, JsError> {
+    CANCEL.store(false, Ordering::SeqCst);
+    report_progress(0.0);
+    let t0 = js_sys::Date::now();
+    let info = RS.with(|rs| {
+        let mut rs = rs.borrow_mut();
+        let d_min = rs.d_min;
+        let c = rs.cache.as_mut().ok_or_else(|| js_err("no model"))?;
+        let computed = c.ensure(d_min, &report_progress, &CANCEL).map_err(js_err)?;
+        let (grid, s) = c.table.as_ref().expect("table");
+        Ok::<_, JsError>(SfInfo {
+            computed,
+            computations: c.computations,
+            reflections: grid.hkls,
+            d_min: s.d_min,
+            atoms: s.atoms,
+            cell_atoms: s.cell_atoms,
+            space_group: s.space_group.clone(),
+            ms: js_sys::Date::now() - t0,
+        })
+    })?;
+    install()?;
+    to_js(&info)
+}
+
+/// Render the spots of the prepared plan (the table installed) where the backend policy puts
+/// it; kept as the spots layer.
+#[wasm_bindgen]
+pub async fn realistic_render_spots(
+    backend: String,
+    f64_precision: bool,
+) -> Result<Vec<f32>, JsError> {
+    let b = match backend.as_str() {
+        "cpu" => api::Backend::Cpu,
+        "gpu" | "webgpu" => api::Backend::Gpu,
+        _ => api::Backend::Auto,
+    };
+    let p = if f64_precision {
+        Precision::F64
+    } else {
+        Precision::F32
+    };
+    let img = render_with(b, p).await?;
+    RS.with(|rs| rs.borrow_mut().spots = Some(img.clone()));
+    Ok(img)
+}
+
+/// The amorphous background on the prepared plan's detector: one nonBragg material per word
+/// list (`materials` holds the lists separated by a "--" word, e.g. `-stol water.stol
+/// -thickness 0.02 -flux 1e12 … -- -stol air.stol …`); kept as the background layer.
+#[wasm_bindgen]
+pub fn realistic_background(materials: Vec<String>) -> Result<Vec<f32>, JsError> {
+    CANCEL.store(false, Ordering::SeqCst);
+    report_progress(0.0);
+    let lists: Vec<&[String]> = materials
+        .split(|w| w == "--")
+        .filter(|l| !l.is_empty())
+        .collect();
+    let n = lists.len().max(1) as f32;
+    let img = STATE.with(|st| {
+        let st = st.borrow();
+        let prep = st
+            .prepared
+            .as_ref()
+            .ok_or_else(|| js_err("no plan prepared"))?;
+        let mut layers = Vec::new();
+        for (i, words) in lists.iter().enumerate() {
+            let progress = |p: f32| report_progress((i as f32 + p) / n);
+            layers.push(
+                realistic::background(prep, words, &st.files, &progress, &CANCEL)
+                    .map_err(js_err)?,
+            );
+        }
+        if layers.is_empty() {
+            layers.push(vec![0.0; prep.plan().pixel_count()]);
+        }
+        let refs: Vec<&[f32]> = layers.iter().map(|l| l.as_slice()).collect();
+        Ok::<_, JsError>(realistic::compose(&refs))
+    })?;
+    RS.with(|rs| rs.borrow_mut().background = Some(img.clone()));
+    Ok(img)
+}
+
+/// The image a detector would record from the chosen layers: noisify's effects (with `noise`:
+/// flicker, calibration error, Poisson, PSF, gain, ADC offset, read-out noise; without: gain
+/// and ADC offset only) in ADU, as f32. Masked pixels (module gaps) are 0.
+#[wasm_bindgen]
+pub fn realistic_compose(
+    spots: bool,
+    background: bool,
+    noise: bool,
+    #[wasm_bindgen(unchecked_param_type = "DetectorEffects")] effects: JsValue,
+) -> Result<Vec<f32>, JsError> {
+    CANCEL.store(false, Ordering::SeqCst);
+    let fx: realistic::DetectorSettings =
+        serde_wasm_bindgen::from_value(effects).map_err(js_err)?;
+    let (w, h, pixel, mask) = STATE.with(|st| {
+        let st = st.borrow();
+        let p = st
+            .prepared
+            .as_ref()
+            .ok_or_else(|| js_err("no plan prepared"))?
+            .plan();
+        Ok::<_, JsError>((p.fpixels, p.spixels, p.pixel, p.mask.clone()))
+    })?;
+    let sum = RS.with(|rs| {
+        let rs = rs.borrow();
+        let mut layers: Vec<&[f32]> = Vec::new();
+        let missing = || js_err("render the realistic image first");
+        if spots {
+            layers.push(rs.spots.as_deref().ok_or_else(missing)?);
+        }
+        if background {
+            layers.push(rs.background.as_deref().ok_or_else(missing)?);
+        }
+        if layers.is_empty() {
+            return Ok(vec![0f32; w * h]);
+        }
+        Ok::<_, JsError>(realistic::compose(&layers))
+    })?;
+    let adu = realistic::detect(&sum, w, h, pixel, &fx, noise, &report_progress, &CANCEL)
+        .map_err(js_err)?;
+    let mut out: Vec<f32> = adu.iter().map(|&v| v as f32).collect();
+    if let Some(m) = mask {
+        for (o, &k) in out.iter_mut().zip(&m) {
+            if k == 0 {
+                *o = 0.0;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Structure-factor tables computed for the current model (a debug hook for the tests).
+#[wasm_bindgen]
+pub fn realistic_sf_computations() -> usize {
+    RS.with(|rs| rs.borrow().cache.as_ref().map_or(0, |c| c.computations))
+}
+
+/// Milliseconds to compute the structure factors of a model to `d_min` Å (nothing kept): the
+/// benchmark hook of `docs/benchmarks.md`.
+#[wasm_bindgen]
+pub fn realistic_sf_benchmark(name: &str, bytes: Vec<u8>, d_min: f64) -> Result<f64, JsError> {
+    let t0 = js_sys::Date::now();
+    let never = std::sync::atomic::AtomicBool::new(false);
+    crate::sf::structure_factors(
+        &bytes,
+        name,
+        &crate::sf::SfOptions::to_resolution(d_min),
+        &|_| {},
+        &never,
+    )
+    .map_err(js_err)?;
+    Ok(js_sys::Date::now() - t0)
+}
