@@ -324,13 +324,16 @@ writeUrl();
 // ---- theme, presentation, full screen, copy link -------------------------------------------------
 const THEMES: Theme[] = ['auto', 'dark', 'light'];
 function applyTheme(t: Theme) {
+  const was = document.documentElement.dataset.theme ?? 'auto';
   if (t === 'auto') delete document.documentElement.dataset.theme;
   else document.documentElement.dataset.theme = t;
   const label = `Colour theme: ${t}${t === 'auto' ? ' (follows the system)' : ''}`;
   $('theme').title = label;
   $('theme').setAttribute('aria-label', label);
   $('theme').dataset.theme = t;
+  if (was !== t) view.draw(); // the image's surround follows the theme
 }
+matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => view.draw());
 $('theme').addEventListener('click', () => {
   const t = THEMES[(THEMES.indexOf(store.view.value.theme) + 1) % THEMES.length];
   store.setView({ theme: t });
