@@ -306,6 +306,14 @@ test('each teaching preset renders at 512² and shows its sentence (screenshots 
     console.log(`# preset ${p.id}: ${s.w}² render ${s.ms.toFixed(0)} ms, ${spots} spots (local maxima above max/1000)`);
     assert.ok(spots >= 20, `${p.id}: spots on the image (${spots})`);
     assert.ok(note.includes(p.note.slice(0, 40)), `${p.id}: its sentence is shown`);
+    // the preset's name is readable in the menu at 1280×720 (it was cut to "Teach: wavelength vs")
+    const fit = await page.evaluate(() => {
+      const sel = document.getElementById('preset');
+      const ctx = document.createElement('canvas').getContext('2d');
+      ctx.font = getComputedStyle(sel).font;
+      return { text: ctx.measureText(sel.selectedOptions[0].text).width, box: sel.clientWidth };
+    });
+    assert.ok(fit.text + 16 <= fit.box, `${p.id}: its name fits the preset menu ${JSON.stringify(fit)}`);
     assert.equal(s.w, 512);
     assert.ok((await canvasSpread(page)) > 5, `${p.id}: not blank`);
     await page.screenshot({ path: join(ARTIFACTS, `teach-preset-${p.id}-1280.png`) });
