@@ -314,6 +314,9 @@ test('each teaching preset renders at 512² and shows its sentence (screenshots 
       return { text: ctx.measureText(sel.selectedOptions[0].text).width, box: sel.clientWidth };
     });
     assert.ok(fit.text + 16 <= fit.box, `${p.id}: its name fits the preset menu ${JSON.stringify(fit)}`);
+    // all six numbers of the cell are visible (γ was cut off in a 150 px field)
+    const cell = await page.evaluate(() => { const c = document.getElementById('f-cell'); return { value: c.value, scroll: c.scrollWidth, box: c.clientWidth }; });
+    assert.ok(cell.scroll <= cell.box, `${p.id}: the cell field shows its whole value ${JSON.stringify(cell)}`);
     assert.equal(s.w, 512);
     assert.ok((await canvasSpread(page)) > 5, `${p.id}: not blank`);
     await page.screenshot({ path: join(ARTIFACTS, `teach-preset-${p.id}-1280.png`) });

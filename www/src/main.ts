@@ -80,7 +80,7 @@ function buildForm() {
 
 function buildField(p: ParamDef): HTMLElement {
   const row = document.createElement('div');
-  row.className = 'field';
+  row.className = p.kind === 'vec' ? 'field vec' : 'field';
   row.dataset.key = p.key;
   const label = document.createElement('label');
   label.htmlFor = fieldId(p.key);
