@@ -300,7 +300,8 @@ effect(() => {
 function showLevels() {
   if (!view.hasImage) return;
   const [lo, hi] = view.imageSize.levels;
-  levelMax.placeholder = `auto (${fmtNum(hi)})`;
+  // greyed, the automatic levels; the 7-character box showed "auto (10" of "auto (1000)"
+  levelMax.placeholder = String(fmtNum(hi));
   levelMin.placeholder = String(fmtNum(lo));
 }
 
