@@ -20,8 +20,10 @@ async function setField(page, key, value) {
 const waitError = (page, since) => page.waitForFunction((t) => Number(document.body.dataset.error ?? 0) > t, since, { timeout: 60_000 });
 
 test('simulator errors attach to the field the user changed', { timeout: 120_000 }, async () => {
-  const { page, warnings } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  // oversample= clears the default preset's -oversample 1, so that the crate chooses it
+  const { page, warnings } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64&oversample=`);
   await waitRendered(page, 1);
+  assert.equal(await page.evaluate(() => window.nanobragg.state().oversample ?? ''), '');
   // N = 100000: the crate complains about the automatic oversampling; the user changed N
   await waitError(page, await setField(page, 'N', '100000'));
   assert.match(await msgOf(page, 'N'), /oversampl|unreasonably large/);
