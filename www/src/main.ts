@@ -626,9 +626,11 @@ view.onReadout = (r) => {
       : `I = ${fmtNum(r.value)}`;
     return;
   }
-  readout.textContent = `pixel (${r.f}, ${r.s})  I = ${fmtNum(r.value)} photons` + (i
-    ? `  d = ${isFinite(i.d) ? i.d.toFixed(3) : '∞'} Å  2θ = ${i.twoTheta.toFixed(3)}°  hkl ≈ (${i.nearest.join(' ')})  [${i.hkl.map((x) => x.toFixed(2)).join(', ')}]`
-    : '');
+  // d, 2θ and hkl first: at 1280 px the line is cut at its end (it hid the hkl)
+  const px = `I = ${fmtNum(r.value)} photons  pixel (${r.f}, ${r.s})`;
+  readout.textContent = i
+    ? `d = ${isFinite(i.d) ? i.d.toFixed(3) : '∞'} Å  2θ = ${i.twoTheta.toFixed(3)}°  hkl ≈ (${i.nearest.join(' ')})  [${i.hkl.map((x) => x.toFixed(2)).join(', ')}]  ${px}`
+    : px;
 };
 readout.classList.add('idle');
 
