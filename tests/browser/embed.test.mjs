@@ -58,6 +58,11 @@ test('the README\'s first <nanobragg-view> snippet, in a plain block, fills its 
     // the canvas takes the element's height less its status line (it was 0 px high: a grey box)
     assert.ok(r.canvas > 0.85 * r.el && r.el > 500, JSON.stringify(r));
     assert.ok(r.spread > 5, `element canvas is not blank: ${JSON.stringify(r)}`);
+    // hover: the status line leads with d, 2θ and hkl (a narrow element cuts its end)
+    const box = await page.locator('#r1').boundingBox();
+    await page.mouse.move(box.x + box.width * 0.7, box.y + box.height * 0.3);
+    const bar = await page.evaluate(() => document.getElementById('r1').shadowRoot.querySelector('.bar').textContent);
+    assert.match(bar, /^d=[\d.]+ Å 2θ=[\d.]+° hkl≈\(-?\d+ -?\d+ -?\d+\) I=\S+ \(\d+, \d+\)$/);
     await page.screenshot({ path: join(ARTIFACTS, 'embed-readme-snippet.png') });
     assert.deepEqual(errors, []);
   } finally {

@@ -69,7 +69,9 @@ export class NanoBraggView extends HTMLElement {
       if (!r) return this.status();
       const i = r.info;
       this.bar.classList.remove('err');
-      this.bar.textContent = `(${r.f}, ${r.s}) I=${r.value.toPrecision(4)}` + (i ? ` d=${i.d.toFixed(2)} Å 2θ=${i.twoTheta.toFixed(2)}° hkl≈(${i.nearest.join(' ')})` : '');
+      // d, 2θ and hkl first: a narrow element cuts the line at its end
+      const px = `I=${r.value.toPrecision(4)} (${r.f}, ${r.s})`;
+      this.bar.textContent = i ? `d=${i.d.toFixed(2)} Å 2θ=${i.twoTheta.toFixed(2)}° hkl≈(${i.nearest.join(' ')}) ${px}` : px;
     };
     effect(() => {
       const v = this.store.view.value;
