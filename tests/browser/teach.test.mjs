@@ -192,7 +192,9 @@ test('φ play shows several different frames; pause gives the full image; step m
   const r = await page.evaluate(async () => {
     const frames = [];
     const sums = new Set();
+    const speedX = new Set();
     const on = (e) => {
+      speedX.add(document.getElementById('phi-speed').getBoundingClientRect().x);
       const l = window.nanobragg.lastRender();
       let s = 0;
       const d = l.result.data;
@@ -207,8 +209,11 @@ test('φ play shows several different frames; pause gives the full image; step m
     document.getElementById('phi-play').click();
     await new Promise((ok) => setTimeout(ok, 100));
     window.removeEventListener('nanobragg-frame', on);
-    return { frames, distinct: sums.size, playing };
+    return { frames, distinct: sums.size, playing, speedX: [...speedX] };
   });
+  // the controls right of "φ 12.3°" stay put while the number grows and Play becomes Pause
+  // (they jumped at φ 10° and at each play/pause)
+  assert.equal(r.speedX.length, 1, `the speed box moved: ${r.speedX}`);
   const phis = new Set(r.frames.map((f) => f.phi));
   console.log(`# φ play 3 s at 20°/s: ${r.frames.length} frames, ${phis.size} φ values, ${r.distinct} distinct images; sizes ${[...new Set(r.frames.map((f) => f.w))].join(',')}`);
   assert.equal(r.playing, true);

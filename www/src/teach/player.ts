@@ -108,7 +108,8 @@ export function createPlayer(host: HTMLElement, o: PlayerOptions, exportHost: HT
   /** Apply the frame fields at φ (mode, osc, steps); `live` = a preview. */
   function applyFrame(p: number, live: boolean) {
     phi = p;
-    now.textContent = `φ ${formatPhi(p)}°`;
+    // while playing, one decimal (three flickered on a projector); the exact value when stopped
+    now.textContent = `φ ${live ? p.toFixed(1) : formatPhi(p)}°`;
     const m = store.model.peek();
     const osc = Number(oscIn.value) || 1, steps = Number(stepsIn.value) || 1;
     const next = frameModel(m, p, mode(), osc, steps);
