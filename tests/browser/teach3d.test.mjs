@@ -72,6 +72,16 @@ test('the 3D view opens beside the image with the Ewald sphere and the crate\'s 
   assert.ok(r.image.width > 350 && r.panel.width > 350, JSON.stringify(r));
   await settle(page);
   await page.screenshot({ path: join(ARTIFACTS, 'teach3d-app-1280.png') });
+  // the c* label is not under the spindle's (c* of the unrotated cell lies on the spindle)
+  const hit = await page.evaluate(() => {
+    const ls = [...document.querySelectorAll('.p3d .nbr-label')].filter((e) => e.offsetParent && e.style.display !== 'none');
+    const box = (re) => ls.find((e) => re.test(e.textContent))?.getBoundingClientRect();
+    const a = box(/^c\*/), b = box(/^φ axis$/);
+    if (!a || !b) return `missing: c* ${!!a}, φ axis ${!!b}`;
+    const overlap = Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left)) * Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top));
+    return overlap;
+  });
+  assert.equal(hit, 0, `c* and φ axis labels overlap: ${hit}`);
   // closes and reopens; the URL follows
   await page.click('.p3d-close');
   await page.waitForFunction(() => !document.querySelector('.p3d') && !/view3d=/.test(location.href));

@@ -675,7 +675,8 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       (spindleLine.material as LineDashedMaterial).gapSize = L * 0.03;
       spindleLine.visible = true;
       lblSpindle.visible = true;
-      lblSpindle.position.set(u[0] * L, u[1] * L, u[2] * L);
+      // at the far end from +u, where a* b* c* of an unrotated cell (c* on the spindle) are not
+      lblSpindle.position.set(-u[0] * L, -u[1] * L, -u[2] * L);
     } else {
       spindleLine.visible = false;
       lblSpindle.visible = false;
