@@ -26,6 +26,14 @@ test('preset, cursor readout (pixel, I, d, 2θ, hkl) and keyboard zoom', { timeo
     return { need: ctx.measureText(upToHkl).width, box: el.clientWidth };
   });
   assert.ok(shown.need <= shown.box, `d, 2θ and hkl fit the readout: ${JSON.stringify(shown)}`);
+  // the automatic white level of this preset (about 1e6 photons, written 1.13e+6) fits its box
+  const lv = await page.evaluate(() => {
+    const el = document.getElementById('level-max');
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.font = getComputedStyle(el).font;
+    return { text: el.placeholder, width: ctx.measureText(el.placeholder).width, box: el.clientWidth };
+  });
+  assert.ok(lv.width <= lv.box - 4, `white level placeholder fits: ${JSON.stringify(lv)}`);
   await page.screenshot({ path: join(ARTIFACTS, 'app-triclinic-readout.png') });
   // keyboard: focus the image and zoom in; the readout under the same point changes pixel
   await page.focus('.nb-canvas');
