@@ -50,6 +50,15 @@ test('with WebGPU disabled it renders on CPU threads (> 1 when isolated)', { tim
     assert.ok(st.threads > 1, `threads ${st.threads}`);
     assert.match(st.label, /CPU.*threads/);
     assert.ok((await canvasSpread(page)) > 5, 'canvas is not blank');
+    // the automatic white level shows whole in its box (placeholder), and is the view's level
+    const lv = await page.evaluate(() => {
+      const el = document.getElementById('level-max');
+      const ctx = document.createElement('canvas').getContext('2d');
+      ctx.font = getComputedStyle(el).font;
+      return { text: el.placeholder, width: ctx.measureText(el.placeholder).width, box: el.clientWidth, hi: window.nanobragg.view.imageSize.levels[1] };
+    });
+    assert.ok(lv.width <= lv.box - 4, `white level placeholder fits: ${JSON.stringify(lv)}`);
+    assert.ok(Math.abs(Number(lv.text) - lv.hi) <= 1e-3 * lv.hi, `placeholder is the automatic level: ${JSON.stringify(lv)}`);
     // no WebGPU: one plain, closable line that stays closed
     assert.equal(await page.textContent('#notice-text'), `No WebGPU in this browser: running on the CPU, ${st.threads} threads`);
     await page.click('#notice-close');

@@ -38,3 +38,34 @@ for (const webgpu of [false, true]) {
     }
   });
 }
+
+test('the README\'s first <nanobragg-view> snippet, in a plain block, fills its box with the image', { timeout: 120_000 }, async () => {
+  const ctx = await launch({ webgpu: false });
+  try {
+    const { page, errors } = await open(ctx, `${env.base}/examples/embed.html`);
+    await page.setContent(`<div style="width: 600px"><nanobragg-view id="r1" cell="100 100 100 90 90 90" lambda="6.2" n="5" default_f="100"
+      distance="100" detpixels="256" pixel="0.4" cmap="viridis"></nanobragg-view></div>`);
+    await page.addScriptTag({ type: 'module', url: `${env.base}/nanobragg-view.js` });
+    await page.waitForFunction(() => document.getElementById('r1')?.result, null, { timeout: 60_000 });
+    const r = await page.evaluate(() => {
+      const el = document.getElementById('r1');
+      const c = el.shadowRoot.querySelector('canvas');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let s = 0, s2 = 0, n = 0;
+      for (let i = 0; i < d.length; i += 16) { s += d[i + 1]; s2 += d[i + 1] ** 2; n++; }
+      return { el: el.getBoundingClientRect().height, canvas: c.getBoundingClientRect().height, spread: Math.sqrt(s2 / n - (s / n) ** 2) };
+    });
+    // the canvas takes the element's height less its status line (it was 0 px high: a grey box)
+    assert.ok(r.canvas > 0.85 * r.el && r.el > 500, JSON.stringify(r));
+    assert.ok(r.spread > 5, `element canvas is not blank: ${JSON.stringify(r)}`);
+    // hover: the status line leads with d, 2θ and hkl (a narrow element cuts its end)
+    const box = await page.locator('#r1').boundingBox();
+    await page.mouse.move(box.x + box.width * 0.7, box.y + box.height * 0.3);
+    const bar = await page.evaluate(() => document.getElementById('r1').shadowRoot.querySelector('.bar').textContent);
+    assert.match(bar, /^d=[\d.]+ Å 2θ=[\d.]+° hkl≈\(-?\d+ -?\d+ -?\d+\) I=\S+ \(\d+, \d+\)$/);
+    await page.screenshot({ path: join(ARTIFACTS, 'embed-readme-snippet.png') });
+    assert.deepEqual(errors, []);
+  } finally {
+    await ctx.close();
+  }
+});

@@ -20,8 +20,10 @@ async function setField(page, key, value) {
 const waitError = (page, since) => page.waitForFunction((t) => Number(document.body.dataset.error ?? 0) > t, since, { timeout: 60_000 });
 
 test('simulator errors attach to the field the user changed', { timeout: 120_000 }, async () => {
-  const { page, warnings } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  // oversample= clears the default preset's -oversample 1, so that the crate chooses it
+  const { page, warnings } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64&oversample=`);
   await waitRendered(page, 1);
+  assert.equal(await page.evaluate(() => window.nanobragg.state().oversample ?? ''), '');
   // N = 100000: the crate complains about the automatic oversampling; the user changed N
   await waitError(page, await setField(page, 'N', '100000'));
   assert.match(await msgOf(page, 'N'), /oversampl|unreasonably large/);
@@ -141,11 +143,11 @@ test('readout clears when the pointer leaves or the parameters change; contrast 
   const box = await page.locator('.nb-canvas').boundingBox();
   const hint = await page.textContent('#readout');
   await page.mouse.move(box.x + box.width / 2 + 40, box.y + box.height / 2 + 10);
-  assert.match(await page.textContent('#readout'), /^pixel \(/);
+  assert.match(await page.textContent('#readout'), /^d = .*pixel \(/);
   await page.mouse.move(box.x - 100, box.y + 10);
   assert.equal(await page.textContent('#readout'), hint, 'cleared on leave');
   await page.mouse.move(box.x + box.width / 2 + 40, box.y + box.height / 2 + 10);
-  assert.match(await page.textContent('#readout'), /^pixel \(/);
+  assert.match(await page.textContent('#readout'), /^d = .*pixel \(/);
   await page.evaluate(() => { const s = document.getElementById('f-distance'); s.value = '120'; s.dispatchEvent(new Event('change')); });
   await waitRendered(page, 2);
   assert.equal(await page.textContent('#readout'), hint, 'cleared when the parameters change');

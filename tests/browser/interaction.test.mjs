@@ -16,7 +16,24 @@ test('preset, cursor readout (pixel, I, d, 2θ, hkl) and keyboard zoom', { timeo
   const box = await page.locator('.nb-canvas').boundingBox();
   await page.mouse.move(box.x + box.width / 2 + 120, box.y + box.height / 2 - 60);
   const text = await page.textContent('#readout');
-  assert.match(text, /pixel \(\d+, \d+\)\s+I = \S+ photons\s+d = [\d.]+ Å\s+2θ = [\d.]+°\s+hkl ≈ \(-?\d+ -?\d+ -?\d+\)/);
+  assert.match(text, /^d = [\d.]+ Å\s+2θ = [\d.]+°\s+hkl ≈ \(-?\d+ -?\d+ -?\d+\)\s+\[[^\]]+\]\s+I = \S+ photons\s+pixel \(\d+, \d+\)$/);
+  // at 1280×720 the hkl is in view (the line is cut at its end, where the pixel position is)
+  const shown = await page.evaluate(() => {
+    const el = document.getElementById('readout');
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.font = getComputedStyle(el).font;
+    const upToHkl = el.textContent.slice(0, el.textContent.indexOf(')') + 1);
+    return { need: ctx.measureText(upToHkl).width, box: el.clientWidth };
+  });
+  assert.ok(shown.need <= shown.box, `d, 2θ and hkl fit the readout: ${JSON.stringify(shown)}`);
+  // the automatic white level of this preset (about 1e6 photons, written 1.13e+6) fits its box
+  const lv = await page.evaluate(() => {
+    const el = document.getElementById('level-max');
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.font = getComputedStyle(el).font;
+    return { text: el.placeholder, width: ctx.measureText(el.placeholder).width, box: el.clientWidth };
+  });
+  assert.ok(lv.width <= lv.box - 4, `white level placeholder fits: ${JSON.stringify(lv)}`);
   await page.screenshot({ path: join(ARTIFACTS, 'app-triclinic-readout.png') });
   // keyboard: focus the image and zoom in; the readout under the same point changes pixel
   await page.focus('.nb-canvas');

@@ -84,6 +84,21 @@ test('dark theme: from the system, and the toggle; the element takes a theme att
     await page.waitForFunction(() => new URL(location.href).searchParams.get('theme') === 'light');
     await page.click('#theme'); // light -> auto
     assert.ok(lum(await bg()) < 60);
+    // inverted grey (a white image): the surround of the image follows the theme, not a light
+    // grey slab around the image on a dark page (a projector's glare)
+    const corner = () => page.evaluate(() => {
+      const c = document.querySelector('.nb-canvas');
+      const [r, g, b] = c.getContext('2d').getImageData(2, 2, 1, 1).data;
+      return 0.3 * r + 0.59 * g + 0.11 * b;
+    });
+    await page.selectOption('#cmap', 'inverted-grey');
+    await page.waitForFunction(() => new URL(location.href).searchParams.get('cmap') !== 'inferno');
+    assert.ok(await corner() < 60, `dark surround: ${await corner()}`);
+    await page.click('#theme'); // auto -> dark
+    assert.ok(await corner() < 60, `dark surround: ${await corner()}`);
+    await page.click('#theme'); // dark -> light
+    assert.ok(await corner() > 150, `light surround: ${await corner()}`);
+    await page.click('#theme'); // light -> auto
     // the element
     await page.setContent(`<nanobragg-view theme="dark" detpixels="64"></nanobragg-view><nanobragg-view theme="light" detpixels="64"></nanobragg-view>`);
     await page.addScriptTag({ type: 'module', url: `${env.base}/nanobragg-view.js` });

@@ -192,7 +192,9 @@ test('φ play shows several different frames; pause gives the full image; step m
   const r = await page.evaluate(async () => {
     const frames = [];
     const sums = new Set();
+    const speedX = new Set();
     const on = (e) => {
+      speedX.add(document.getElementById('phi-speed').getBoundingClientRect().x);
       const l = window.nanobragg.lastRender();
       let s = 0;
       const d = l.result.data;
@@ -207,8 +209,11 @@ test('φ play shows several different frames; pause gives the full image; step m
     document.getElementById('phi-play').click();
     await new Promise((ok) => setTimeout(ok, 100));
     window.removeEventListener('nanobragg-frame', on);
-    return { frames, distinct: sums.size, playing };
+    return { frames, distinct: sums.size, playing, speedX: [...speedX] };
   });
+  // the controls right of "φ 12.3°" stay put while the number grows and Play becomes Pause
+  // (they jumped at φ 10° and at each play/pause)
+  assert.equal(r.speedX.length, 1, `the speed box moved: ${r.speedX}`);
   const phis = new Set(r.frames.map((f) => f.phi));
   console.log(`# φ play 3 s at 20°/s: ${r.frames.length} frames, ${phis.size} φ values, ${r.distinct} distinct images; sizes ${[...new Set(r.frames.map((f) => f.w))].join(',')}`);
   assert.equal(r.playing, true);
@@ -306,6 +311,17 @@ test('each teaching preset renders at 512² and shows its sentence (screenshots 
     console.log(`# preset ${p.id}: ${s.w}² render ${s.ms.toFixed(0)} ms, ${spots} spots (local maxima above max/1000)`);
     assert.ok(spots >= 20, `${p.id}: spots on the image (${spots})`);
     assert.ok(note.includes(p.note.slice(0, 40)), `${p.id}: its sentence is shown`);
+    // the preset's name is readable in the menu at 1280×720 (it was cut to "Teach: wavelength vs")
+    const fit = await page.evaluate(() => {
+      const sel = document.getElementById('preset');
+      const ctx = document.createElement('canvas').getContext('2d');
+      ctx.font = getComputedStyle(sel).font;
+      return { text: ctx.measureText(sel.selectedOptions[0].text).width, box: sel.clientWidth };
+    });
+    assert.ok(fit.text + 16 <= fit.box, `${p.id}: its name fits the preset menu ${JSON.stringify(fit)}`);
+    // all six numbers of the cell are visible (γ was cut off in a 150 px field)
+    const cell = await page.evaluate(() => { const c = document.getElementById('f-cell'); return { value: c.value, scroll: c.scrollWidth, box: c.clientWidth }; });
+    assert.ok(cell.scroll <= cell.box, `${p.id}: the cell field shows its whole value ${JSON.stringify(cell)}`);
     assert.equal(s.w, 512);
     assert.ok((await canvasSpread(page)) > 5, `${p.id}: not blank`);
     await page.screenshot({ path: join(ARTIFACTS, `teach-preset-${p.id}-1280.png`) });

@@ -72,6 +72,16 @@ test('the 3D view opens beside the image with the Ewald sphere and the crate\'s 
   assert.ok(r.image.width > 350 && r.panel.width > 350, JSON.stringify(r));
   await settle(page);
   await page.screenshot({ path: join(ARTIFACTS, 'teach3d-app-1280.png') });
+  // the c* label is not under the spindle's (c* of the unrotated cell lies on the spindle)
+  const hit = await page.evaluate(() => {
+    const ls = [...document.querySelectorAll('.p3d .nbr-label')].filter((e) => e.offsetParent && e.style.display !== 'none');
+    const box = (re) => ls.find((e) => re.test(e.textContent))?.getBoundingClientRect();
+    const a = box(/^c\*/), b = box(/^φ axis$/);
+    if (!a || !b) return `missing: c* ${!!a}, φ axis ${!!b}`;
+    const overlap = Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left)) * Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top));
+    return overlap;
+  });
+  assert.equal(hit, 0, `c* and φ axis labels overlap: ${hit}`);
   // closes and reopens; the URL follows
   await page.click('.p3d-close');
   await page.waitForFunction(() => !document.querySelector('.p3d') && !/view3d=/.test(location.href));
@@ -135,6 +145,23 @@ test('hovering a spot on the image lights its lattice point; hovering a lattice 
   assert.equal(marked.m, marked.hover, 'the hovered lattice point\'s spot is ringed');
   assert.ok(marked.hot > 20, `ring pixels ${marked.hot}`);
   await page.screenshot({ path: join(ARTIFACTS, 'teach3d-hover-3d.png') });
+  // the 3D view's hover box stays inside the view for spots all over the image (it ran off the
+  // right edge for points near it)
+  await page.evaluate(() => window.nanobragg.teach3d.view.resetCamera('overview'));
+  const outside = [];
+  for (let n = 0; n < 12; n++) {
+    const s = await spotOnPage(page, n);
+    await page.mouse.move(s.px + 1, s.py + 1);
+    await page.waitForFunction((h) => document.querySelector('.p3d').dataset.highlight === h, s.hkl.join(' '), { timeout: 10_000 });
+    await settle(page);
+    const r = await page.evaluate(() => {
+      const b = document.querySelector('.nbr-label.info').getBoundingClientRect();
+      const c = document.querySelector('.p3d-view canvas').getBoundingClientRect();
+      return { left: b.left - c.left, right: c.right - b.right };
+    });
+    if (r.left < 0 || r.right < 0) outside.push({ hkl: s.hkl.join(' '), ...r });
+  }
+  assert.deepEqual(outside, [], 'hover boxes cut by the view\'s edge');
   assert.deepEqual(errors, []);
 });
 

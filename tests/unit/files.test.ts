@@ -26,6 +26,18 @@ test('dropped files are routed by their content', () => {
   assert.equal(routeFile(enc('1 2 3 4.5\n2 2 2 1\n3 3 3 1\n')).key, 'hkl');
 });
 
+test('a dropped file that breaks its own pattern names the first bad line', () => {
+  // line numbers count comments and blank lines, as an editor does
+  const hkl = routeFile(enc('# F from a model\n0 0 1 1000\n\n1 1 0 500\n1 x 0 3\n2 0 0 7\n'));
+  assert.equal(hkl.key, null);
+  assert.match(hkl.reason, /^line 5 \("1 x 0 3"\) is not an "h k l F" row/);
+  const src = routeFile(enc('-10 0.5 0 1 1.0e-10\n-10 0.001 0 1\n'));
+  assert.equal(src.key, null);
+  assert.match(src.reason, /^line 2 \("-10 0.001 0 1"\) is not a source row/);
+  // no pattern to break: the general message
+  assert.match(routeFile(enc('hello world\n1 2 3 4\n')).reason, /^not an SMV image/);
+});
+
 test('download names come from the settings', () => {
   assert.equal(downloadName({ ...DEFAULT_MODEL }, { width: 512, height: 512 }, 'int'), 'nanobragg_cell100-100-100-90-90-90_lambda6.2_N10_dist100_512x512.img');
   assert.equal(downloadName({ ...DEFAULT_MODEL, hkl: 'P1 data.hkl', misset: '1 2 3' }, { width: 64, height: 32 }, 'noise'), 'nanobragg_P1-data_lambda6.2_N10_dist100_misset1-2-3_64x32_noise.img');

@@ -29,13 +29,14 @@ let seq = 0;
 const CSS = `
 :host { display: flex; flex-direction: column; position: relative; width: 100%; aspect-ratio: 1 / 1.06; min-height: 140px;
   --nb-bg: #d8d8d8; --nb-bar-bg: #f4f5f7; --nb-bar-ink: #222; --nb-err: #b3261e;
+  --canvas-bg: var(--nb-bg);
   background: var(--nb-bg); font: 12px system-ui, sans-serif; color-scheme: light; }
 :host([theme=dark]) { --nb-bg: #15181c; --nb-bar-bg: #1f2329; --nb-bar-ink: #e4e7eb; --nb-err: #ff8a80; color-scheme: dark; }
 @media (prefers-color-scheme: dark) {
   :host(:not([theme=light])) { --nb-bg: #15181c; --nb-bar-bg: #1f2329; --nb-bar-ink: #e4e7eb; --nb-err: #ff8a80; color-scheme: dark; }
 }
 :host([view3d]) { aspect-ratio: 2 / 1.06; }
-.stage { flex: 1; min-height: 0; }
+.stage { flex: 1; min-height: 0; display: flex; }
 .host { position: relative; flex: 1; min-height: 0; overflow: hidden; }
 .nb-canvas { position: absolute; inset: 0; width: 100%; height: 100%; display: block; cursor: crosshair; touch-action: none; }
 .bar { flex: none; padding: 3px 6px; background: var(--nb-bar-bg); color: var(--nb-bar-ink); white-space: nowrap; overflow: hidden;
@@ -68,7 +69,9 @@ export class NanoBraggView extends HTMLElement {
       if (!r) return this.status();
       const i = r.info;
       this.bar.classList.remove('err');
-      this.bar.textContent = `(${r.f}, ${r.s}) I=${r.value.toPrecision(4)}` + (i ? ` d=${i.d.toFixed(2)} Å 2θ=${i.twoTheta.toFixed(2)}° hkl≈(${i.nearest.join(' ')})` : '');
+      // d, 2θ and hkl first: a narrow element cuts the line at its end
+      const px = `I=${r.value.toPrecision(4)} (${r.f}, ${r.s})`;
+      this.bar.textContent = i ? `d=${i.d.toFixed(2)} Å 2θ=${i.twoTheta.toFixed(2)}° hkl≈(${i.nearest.join(' ')}) ${px}` : px;
     };
     effect(() => {
       const v = this.store.view.value;

@@ -40,14 +40,16 @@ function looksLikeMask(bytes: Uint8Array, kv: Record<string, string>): boolean {
 }
 
 /** The number rows of a text file (comments and blank lines skipped), up to `limit` lines. */
-function rows(bytes: Uint8Array, limit = 200): string[][] | null {
+function rows(bytes: Uint8Array, limit = 200, lineNos: number[] = []): string[][] | null {
   const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes.subarray(0, Math.min(bytes.length, 64 * 1024)));
   if (/[\u0000-\u0008\u000e-\u001f]/.test(text)) return null; // binary
   const out: string[][] = [];
-  for (const line of text.split(/\r?\n/)) {
-    const t = line.trim();
+  const lines = text.split(/\r?\n/);
+  for (let i = 0; i < lines.length; i++) {
+    const t = lines[i].trim();
     if (!t || t.startsWith('#')) continue;
     out.push(t.split(/\s+/));
+    lineNos.push(i + 1);
     if (out.length >= limit) break;
   }
   return out;
@@ -62,14 +64,25 @@ function rows(bytes: Uint8Array, limit = 200): string[][] | null {
 export function routeFile(bytes: Uint8Array): Routed {
   const kv = smvHeader(bytes);
   if (kv) return looksLikeMask(bytes, kv) ? { key: 'mask', reason: 'an SMV image of zeros and ones' } : { key: 'img', reason: 'an SMV image' };
-  const r = rows(bytes);
+  const lineNos: number[] = [];
+  const r = rows(bytes, 200, lineNos);
   if (!r || !r.length) return { key: null, reason: 'neither an SMV image nor a text file of numbers' };
   const numeric = (row: string[], n: number) => row.length >= n && row.slice(0, n).every((w) => NUM.test(w));
   const firstNine = r.slice(0, 3);
   if (firstNine.length === 3 && firstNine.every((row) => row.length === 3 && numeric(row, 3))) return { key: 'mat', reason: 'nine numbers (an orientation matrix)' };
   const integer = (w: string) => /^[+-]?\d+$/.test(w);
-  if (r.every((row) => numeric(row, 4) && row.slice(0, 3).every(integer))) return { key: 'hkl', reason: '"h k l F" rows (structure factors)' };
-  if (r.every((row) => numeric(row, Math.min(row.length, 5)) && row.length >= 5)) return { key: 'sourcefile', reason: 'rows of five numbers (a source list)' };
+  const hklRow = (row: string[]) => numeric(row, 4) && row.slice(0, 3).every(integer);
+  const sourceRow = (row: string[]) => numeric(row, Math.min(row.length, 5)) && row.length >= 5;
+  if (r.every(hklRow)) return { key: 'hkl', reason: '"h k l F" rows (structure factors)' };
+  if (r.every(sourceRow)) return { key: 'sourcefile', reason: 'rows of five numbers (a source list)' };
+  // the first row says what the file was meant to be: name the first line that breaks the pattern
+  const kind = hklRow(r[0]) ? { ok: hklRow, what: 'an "h k l F" row (three integers and a number)' }
+    : sourceRow(r[0]) ? { ok: sourceRow, what: 'a source row (five numbers)' } : null;
+  const bad = kind ? r.findIndex((row) => !kind.ok(row)) : -1;
+  if (kind && bad > 0) {
+    const text = r[bad].join(' ');
+    return { key: null, reason: `line ${lineNos[bad]} ("${text.length > 40 ? `${text.slice(0, 40)}…` : text}") is not ${kind.what}, though the lines before it are` };
+  }
   return { key: null, reason: 'not an SMV image, a matrix, "h k l F" rows or a source list' };
 }
 

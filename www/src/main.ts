@@ -81,7 +81,7 @@ function buildForm() {
 
 function buildField(p: ParamDef): HTMLElement {
   const row = document.createElement('div');
-  row.className = 'field';
+  row.className = p.kind === 'vec' ? 'field vec' : 'field';
   row.dataset.key = p.key;
   const label = document.createElement('label');
   label.htmlFor = fieldId(p.key);
@@ -301,7 +301,8 @@ effect(() => {
 function showLevels() {
   if (!view.hasImage) return;
   const [lo, hi] = view.imageSize.levels;
-  levelMax.placeholder = `auto (${fmtNum(hi)})`;
+  // greyed, the automatic levels; the 7-character box showed "auto (10" of "auto (1000)"
+  levelMax.placeholder = String(fmtNum(hi));
   levelMin.placeholder = String(fmtNum(lo));
 }
 
@@ -325,13 +326,16 @@ writeUrl();
 // ---- theme, presentation, full screen, copy link -------------------------------------------------
 const THEMES: Theme[] = ['auto', 'dark', 'light'];
 function applyTheme(t: Theme) {
+  const was = document.documentElement.dataset.theme ?? 'auto';
   if (t === 'auto') delete document.documentElement.dataset.theme;
   else document.documentElement.dataset.theme = t;
   const label = `Colour theme: ${t}${t === 'auto' ? ' (follows the system)' : ''}`;
   $('theme').title = label;
   $('theme').setAttribute('aria-label', label);
   $('theme').dataset.theme = t;
+  if (was !== t) view.draw(); // the image's surround follows the theme
 }
+matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => view.draw());
 $('theme').addEventListener('click', () => {
   const t = THEMES[(THEMES.indexOf(store.view.value.theme) + 1) % THEMES.length];
   store.setView({ theme: t });
@@ -623,9 +627,11 @@ view.onReadout = (r) => {
       : `I = ${fmtNum(r.value)}`;
     return;
   }
-  readout.textContent = `pixel (${r.f}, ${r.s})  I = ${fmtNum(r.value)} photons` + (i
-    ? `  d = ${isFinite(i.d) ? i.d.toFixed(3) : '∞'} Å  2θ = ${i.twoTheta.toFixed(3)}°  hkl ≈ (${i.nearest.join(' ')})  [${i.hkl.map((x) => x.toFixed(2)).join(', ')}]`
-    : '');
+  // d, 2θ and hkl first: at 1280 px the line is cut at its end (it hid the hkl)
+  const px = `I = ${fmtNum(r.value)} photons  pixel (${r.f}, ${r.s})`;
+  readout.textContent = i
+    ? `d = ${isFinite(i.d) ? i.d.toFixed(3) : '∞'} Å  2θ = ${i.twoTheta.toFixed(3)}°  hkl ≈ (${i.nearest.join(' ')})  [${i.hkl.map((x) => x.toFixed(2)).join(', ')}]  ${px}`
+    : px;
 };
 readout.classList.add('idle');
 

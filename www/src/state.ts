@@ -76,7 +76,7 @@ export const PRESETS: Preset[] = [
   {
     id: 'wavelength', label: 'Teach: wavelength vs Ewald sphere',
     state: { cell: '100 100 100 90 90 90', lambda: '2', N: '10', default_F: '100', distance: '300', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1' },
-    note: 'At 2 Å the Ewald sphere (radius 1/λ) is three times larger than at 6.2 Å and flatter where it meets the lattice: a wide patch of the central lattice plane touches it (the square of spots) and the next layer\'s ring moves out to the corners. Drag the wavelength slider up to 6 Å and watch the sphere curl.',
+    note: 'At 2 Å the Ewald sphere (radius 1/λ) is three times larger than at 6.2 Å and flatter where it meets the lattice: a wide patch of the central lattice plane touches it (the square of spots) and the next layer\'s ring moves out to the corners. Open the 3D view (key 3) and drag the Wavelength slider (under Beam) up to 6 Å to watch the sphere shrink and curl away from the plane.',
   },
   {
     id: 'crystal-size', label: 'Teach: crystal size vs spot size',

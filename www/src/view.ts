@@ -246,12 +246,19 @@ export class ImageView {
     else this.draw();
   }
 
+  /** The colour around the image: for inverted grey (a white image) the page's theme-dependent
+   * `--canvas-bg` (light grey, or near-black in the dark theme), else dark grey. */
+  private surround(): string {
+    if (this.settings.cmap !== 'inverted-grey') return '#202020';
+    return getComputedStyle(this.host).getPropertyValue('--canvas-bg').trim() || '#d8d8d8';
+  }
+
   draw() {
     const ctx = this.ctx;
     const dpr = window.devicePixelRatio || 1;
     const r = { width: this.cssW, height: this.cssH };
     ctx.setTransform(1, 0, 0, 1, 0, 0);
-    ctx.fillStyle = this.settings.cmap === 'inverted-grey' ? '#d8d8d8' : '#202020';
+    ctx.fillStyle = this.surround();
     ctx.fillRect(0, 0, this.canvas.width, this.canvas.height);
     if (!this.data) return;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);

@@ -180,6 +180,9 @@ const CSS = `
 .nbr-recip .nbr-label.info { font: 12px/1.35 ui-monospace, monospace; padding: 3px 6px; }
 .nbr-recip.light .nbr-label { color: #1f2933; background: rgba(255,255,255,0.72); }
 .nbr-recip.dark .nbr-label { color: #e9ecef; background: rgba(17,20,24,0.7); }
+.nbr-recip .nbr-label.info { z-index: 100000 !important; }
+.nbr-recip.light .nbr-label.info { background: rgba(255,255,255,0.95); }
+.nbr-recip.dark .nbr-label.info { background: rgba(17,20,24,0.95); }
 .nbr-recip .nbr-legend { position: absolute; left: 8px; bottom: 8px; font: 12px/1.45 system-ui, sans-serif; padding: 6px 8px; border-radius: 4px; pointer-events: none; max-width: 60%; }
 .nbr-recip.light .nbr-legend { color: #1f2933; background: rgba(255,255,255,0.8); }
 .nbr-recip.dark .nbr-legend { color: #e9ecef; background: rgba(17,20,24,0.75); }
@@ -672,7 +675,8 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       (spindleLine.material as LineDashedMaterial).gapSize = L * 0.03;
       spindleLine.visible = true;
       lblSpindle.visible = true;
-      lblSpindle.position.set(u[0] * L, u[1] * L, u[2] * L);
+      // at the far end from +u, where a* b* c* of an unrotated cell (c* on the spindle) are not
+      lblSpindle.position.set(-u[0] * L, -u[1] * L, -u[2] * L);
     } else {
       spindleLine.visible = false;
       lblSpindle.visible = false;
@@ -1002,8 +1006,19 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       a.layout(camera.position.distanceTo(tmp.set(t[0], t[1], t[2])) * perPx);
     }
     renderer.render(scene, camera);
+    placeInfo();
     labels.render(scene, camera);
     renders++;
+  }
+
+  /** The hover box goes left of its point when it would run off the view's right edge. */
+  const infoAt = new Vector3();
+  function placeInfo() {
+    if (!overlay.visible) return;
+    infoLabel.getWorldPosition(infoAt).project(camera);
+    const x = ((infoAt.x + 1) / 2) * canvas.clientWidth;
+    const w = infoLabel.element.offsetWidth || 200;
+    infoLabel.center.x = x + 1.06 * w > canvas.clientWidth - 4 && x - 1.06 * w >= 0 ? 1.06 : -0.06;
   }
 
   function tick() {

@@ -37,7 +37,7 @@ const html = `
   <label class="inline" title="Degrees per second">speed <input id="phi-speed" type="number" step="1" value="10" size="4"> °/s</label>
   <label class="inline" title="φ loop range (degrees)">loop <input id="phi-from" type="number" step="1" value="0" size="4">–<input id="phi-to" type="number" step="1" value="90" size="4">°</label>
   <label class="inline" title="Step size for the step buttons and for recorded videos">step <input id="phi-step" type="number" step="0.1" min="0.01" value="1" size="3">°</label>
-  <label class="inline"><span class="sr-only">Frames</span><select id="phi-mode" aria-label="Each frame is">
+  <label class="inline"><span class="sr-only">Frames</span><select id="phi-mode" aria-label="Each frame is" title="Each frame is a still (the crystal at one φ) or a rotation photograph (it turns osc degrees during the exposure)">
     <option value="stills">stills</option>
     <option value="rotation">rotation photos</option>
   </select></label>
@@ -108,7 +108,8 @@ export function createPlayer(host: HTMLElement, o: PlayerOptions, exportHost: HT
   /** Apply the frame fields at φ (mode, osc, steps); `live` = a preview. */
   function applyFrame(p: number, live: boolean) {
     phi = p;
-    now.textContent = `φ ${formatPhi(p)}°`;
+    // while playing, one decimal (three flickered on a projector); the exact value when stopped
+    now.textContent = `φ ${live ? p.toFixed(1) : formatPhi(p)}°`;
     const m = store.model.peek();
     const osc = Number(oscIn.value) || 1, steps = Number(stepsIn.value) || 1;
     const next = frameModel(m, p, mode(), osc, steps);
