@@ -107,3 +107,31 @@ test('a detector too large for the browser is an error at its field and the imag
   assert.match(msg, /-detpixels: a 20000x20000 detector needs \d+ MiB/);
   assert.equal(await page.evaluate(() => window.nanobragg.lastRender().count), 1);
 });
+
+test('a zoomed-out large image keeps one-pixel spots visible (block maxima, not averages)', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu`);
+  await waitRendered(page, 1);
+  const dark = await page.evaluate(async () => {
+    // the geometry of a 2048² detector (one pixel rendered), a synthetic image: zeros and a
+    // few isolated one-pixel spots
+    const n = 2048;
+    const r = await window.nanobragg.simulate(`-cell 100 100 100 90 90 90 -default_F 1 -N 1 -detpixels ${n} -pixel 0.05 -roi 0 0 0 0`);
+    const data = new Float32Array(n * n);
+    for (const [x, y] of [[300, 400], [1000, 1000], [1701, 1333], [77, 1900]]) data[y * n + x] = 1000;
+    const view = window.nanobragg.view;
+    view.update({ cmap: 'inverted-grey', scaling: 'linear', contrast: 0, min: null, max: null, rings: false, beamc: false });
+    view.setImage(data, n, n, r.geometry);
+    view.fit();
+    const c = document.querySelector('.nb-canvas');
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let count = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i] < 64 && d[i + 1] < 64 && d[i + 2] < 64) count++;
+    let min = 255; for (let i = 0; i < d.length; i += 4) min = Math.min(min, d[i]);
+    return { count, min, canvas: [c.width, c.height], dpr: devicePixelRatio };
+  });
+  console.log(`# one-pixel spots of a 2048² image on a ${dark.canvas.join("x")} canvas: ${dark.count} dark pixels, darkest ${dark.min}, dpr ${dark.dpr}`);
+  assert.ok(dark.canvas[0] < 2048 / 2, 'the view shows at least two image pixels per screen pixel');
+  assert.ok(dark.count >= 4, `each spot is still drawn dark (${dark.count} dark pixels)`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

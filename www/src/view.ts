@@ -94,6 +94,10 @@ export class ImageView {
   readonly canvas: HTMLCanvasElement;
   private ctx: CanvasRenderingContext2D;
   private img = document.createElement('canvas');
+  /** The image reduced by the largest value of each k×k block, for views that show several
+   * image pixels per screen pixel: a spot of one pixel stays visible instead of being averaged
+   * away (detector viewers do the same). Rebuilt when the data, the colours or k change. */
+  private pooled: { k: number; canvas: HTMLCanvasElement } | null = null;
   private data: Float32Array | null = null;
   private w = 0;
   private h = 0;
@@ -179,7 +183,33 @@ export class ImageView {
     const id = ictx.createImageData(this.w, this.h);
     colourise(this.data, this.settings, this.max, new Uint32Array(id.data.buffer));
     ictx.putImageData(id, 0, 0);
+    this.pooled = null;
     this.draw();
+  }
+
+  /** The block-maximum image for a reduction of k (k ≥ 2), cached. */
+  private pooledImage(k: number): HTMLCanvasElement {
+    if (this.pooled?.k === k) return this.pooled.canvas;
+    const { w, h } = this;
+    const data = this.data!;
+    const pw = Math.ceil(w / k), ph = Math.ceil(h / k);
+    const maxes = new Float32Array(pw * ph).fill(-Infinity);
+    for (let y = 0; y < h; y++) {
+      const row = y * w, prow = ((y / k) | 0) * pw;
+      for (let x = 0; x < w; x++) {
+        const v = data[row + x], i = prow + ((x / k) | 0);
+        if (v > maxes[i]) maxes[i] = v;
+      }
+    }
+    const canvas = document.createElement('canvas');
+    canvas.width = pw;
+    canvas.height = ph;
+    const ctx = canvas.getContext('2d')!;
+    const id = ctx.createImageData(pw, ph);
+    colourise(maxes, this.settings, this.max, new Uint32Array(id.data.buffer));
+    ctx.putImageData(id, 0, 0);
+    this.pooled = { k, canvas };
+    return canvas;
   }
 
   /** PNG of the image at its own resolution with the current colours. */
@@ -264,7 +294,18 @@ export class ImageView {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.imageSmoothingEnabled = this.zoom * this.scale < 1;
     const [x0, y0] = this.fromDetector(0, 0);
-    ctx.drawImage(this.img, 0, 0, this.w, this.h, x0, y0, this.w * this.scale * this.zoom, this.h * this.scale * this.zoom);
+    const dw = this.w * this.scale * this.zoom, dh = this.h * this.scale * this.zoom;
+    // image pixels per device pixel: beyond 1.5, draw the block maxima (see `pooled`), with
+    // blocks large enough that the reduced image is drawn at least 1:1 (no further averaging)
+    const per = 1 / (this.zoom * this.scale * dpr);
+    const pool = per > 1.5 ? Math.ceil(per) : 1;
+    if (pool >= 2) {
+      // drawn at least 1:1: nearest sampling keeps each block's maximum whole
+      ctx.imageSmoothingEnabled = false;
+      ctx.drawImage(this.pooledImage(pool), 0, 0, this.w / pool, this.h / pool, x0, y0, dw, dh);
+    } else {
+      ctx.drawImage(this.img, 0, 0, this.w, this.h, x0, y0, dw, dh);
+    }
     if (!this.map) return;
     const k = this.scale; // overlay coordinates are in the shown image's pixels
     const accent = this.settings.cmap === 'inverted-grey' || this.settings.cmap === 'grey' ? '#d0342c' : '#38d9f5';
