@@ -130,16 +130,12 @@ test('a geometry change reuses the structure factors', { timeout: 600_000 }, asy
   assert.equal(await page.getAttribute('#realistic', 'data-sf-computations'), '1', 'no second computation');
   assert.equal(await page.getAttribute('#realistic', 'data-sf'), 'cached');
   assert.match(await page.textContent('#rl-status'), /structure factors cached/);
-  // a larger crystal and more mosaicity: still the same table
-  await page.fill('#rl-crystal', '2');
-  await page.press('#rl-crystal', 'Enter');
-  await waitShown(page, n + 2);
-  assert.equal(await page.getAttribute('#realistic', 'data-sf-computations'), '1');
-  assert.ok((await stats(page)).spots > 20);
-  // a closer detector reaches a finer resolution: computed again, once
+  // a closer detector reaches a finer resolution: computed again, once (the table depends only
+  // on the model and the resolution, so crystal or beam changes keep it: SfCache unit tests in
+  // crate/src/realistic.rs)
   await page.fill('#rl-distance', '80');
   await page.press('#rl-distance', 'Enter');
-  await waitShown(page, n + 3);
+  await waitShown(page, n + 2);
   assert.equal(await page.getAttribute('#realistic', 'data-sf-computations'), '2');
   assert.match(await page.textContent('#rl-status'), /structure factors computed/);
   assert.deepEqual(errors, []);

@@ -284,6 +284,9 @@ test('<nanobragg-view view3d> and the iframe\'s ?embed=1&view3d=1 open the 3D vi
     document.body.insertAdjacentHTML('afterbegin', '<nanobragg-view id="v3" view3d labels detpixels="256" pixel="0.4" style="width:900px"></nanobragg-view>');
   });
   await page.waitForFunction(() => document.getElementById('v3')?.shadowRoot?.querySelector('.p3d')?.dataset.points, null, { timeout: 120_000 });
+  // the labels follow the prediction of the element's full image (not of its previews)
+  await page.waitForFunction(() => document.getElementById('v3').teach3d?.spots.lastLabels.length > 0, null, { timeout: 60_000 })
+    .catch(() => {});
   const r = await page.evaluate(() => {
     const el = document.getElementById('v3');
     const t = el.teach3d;
@@ -307,7 +310,9 @@ test('<nanobragg-view view3d> and the iframe\'s ?embed=1&view3d=1 open the 3D vi
   assert.deepEqual([...errors, ...frame.errors].filter((e) => !/favicon/.test(e)), []);
 });
 
-test('frame rate of the 3D view while orbiting, with the app\'s own points (default and protein presets)', { timeout: 300_000 }, async () => {
+// A measurement, not a check (speed is recorded in docs/benchmarks.md, not asserted): run it with
+// NANOBRAGG_BENCH=1 node --test tests/browser/teach3d.test.mjs
+test('frame rate of the 3D view while orbiting, with the app\'s own points (default and protein presets) (NANOBRAGG_BENCH=1)', { timeout: 300_000, skip: !process.env.NANOBRAGG_BENCH }, async () => {
   const out = {};
   for (const [name, q] of [['default', ''], ['protein', '&preset=protein']]) {
     const { page } = await openApp(`${q}&view3d=1`, { click: false });
