@@ -5,40 +5,16 @@
 // `overlays` hook, in the image's full-resolution pixel coordinates (pixel i spans [i, i+1),
 // the prediction's convention).
 import type { ImageView } from './view';
-import type { ReflectionTable, V3 } from './recip/types';
+import type { PointInfo, ReflectionTable, V3 } from './recip/types';
+import { reflectionInfo } from './recip/adapter';
 
-export interface SpotInfo {
-  index: number;
-  hkl: V3;
-  /** Å */
-  d: number;
-  /** degrees */
-  twoTheta: number;
-  /** 1/Å, positive outside the Ewald sphere */
-  excitation: number;
-  intensity: number;
-  inCondition: boolean;
-  /** Detector position (pixels), NaN where the ray misses. */
-  fast: number;
-  slow: number;
-}
+/** A predicted reflection on the image: the 3D view's record of it (`recip/types.ts`). */
+export type SpotInfo = PointInfo;
 
 /** How far from the cursor a spot is still "under" it (CSS pixels). */
 const HOVER_PX = 12;
 
-export function spotInfo(t: ReflectionTable, i: number): SpotInfo {
-  return {
-    index: i,
-    hkl: [t.hkl[3 * i], t.hkl[3 * i + 1], t.hkl[3 * i + 2]],
-    d: t.d[i],
-    twoTheta: t.twoTheta[i],
-    excitation: t.excitation[i],
-    intensity: t.intensity[i],
-    inCondition: !!t.inCondition?.[i],
-    fast: t.fast ? t.fast[i] : NaN,
-    slow: t.slow ? t.slow[i] : NaN,
-  };
-}
+export const spotInfo: (t: ReflectionTable, i: number) => SpotInfo = reflectionInfo;
 
 /** (h k l) with typographic minus signs. */
 export const hklText = (hkl: ArrayLike<number>) => Array.from(hkl, (x) => String(x).replace('-', '−')).join(' ');

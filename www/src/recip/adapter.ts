@@ -1,7 +1,24 @@
 // Thin adapter from the crate's reflection prediction (crate/src/predict.rs `Prediction`, passed
 // through serde-wasm-bindgen: snake_case fields, `Option` as null/undefined, `[f64; 3]` as arrays)
 // to the view's input (types.ts). Only the fields the view uses are declared.
-import type { RecipData, RecipDetector, ReflectionTable, V3 } from './types';
+import type { PointInfo, RecipData, RecipDetector, ReflectionTable, V3 } from './types';
+
+/** Row `i` of a reflection table as one record (used by the 3D view's hover and by the image's
+ * spot overlay): the spot is null where the ray misses the detector. */
+export function reflectionInfo(t: ReflectionTable, i: number): PointInfo {
+  const f = t.fast?.[i], s = t.slow?.[i];
+  return {
+    index: i,
+    hkl: [t.hkl[3 * i], t.hkl[3 * i + 1], t.hkl[3 * i + 2]],
+    d: t.d[i],
+    twoTheta: t.twoTheta[i],
+    excitation: t.excitation[i],
+    intensity: t.intensity[i],
+    inCondition: !!t.inCondition?.[i],
+    fast: f !== undefined && Number.isFinite(f) ? f : null,
+    slow: s !== undefined && Number.isFinite(s) ? s : null,
+  };
+}
 
 export interface CrateReflection {
   h: number;

@@ -47,6 +47,7 @@ import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { CSS2DObject, CSS2DRenderer } from 'three/addons/renderers/CSS2DRenderer.js';
 import { dragRotation } from './rotate';
 import type { PointInfo, RecipData, RecipDebug, RecipViewOptions, ReciprocalView, Theme, V3 } from './types';
+import { reflectionInfo } from './adapter';
 
 // ---- small vector helpers ------------------------------------------------------------------
 const dot = (a: V3, b: V3) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
@@ -868,19 +869,8 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   }
 
   function pointInfo(i: number): PointInfo {
-    const t = data!.reflections;
-    const f = t.fast?.[i], s = t.slow?.[i];
-    return {
-      index: i,
-      hkl: [t.hkl[3 * i], t.hkl[3 * i + 1], t.hkl[3 * i + 2]],
-      d: t.d[i],
-      twoTheta: t.twoTheta[i],
-      excitation: t.excitation[i],
-      intensity: t.intensity[i],
-      inCondition: info[3 * i + 2] > 1.5,
-      fast: f !== undefined && Number.isFinite(f) ? f : null,
-      slow: s !== undefined && Number.isFinite(s) ? s : null,
-    };
+    // in the condition by the view's own tolerance (the table's flag is the crate's)
+    return { ...reflectionInfo(data!.reflections, i), inCondition: info[3 * i + 2] > 1.5 };
   }
 
   /** Where the ray from the crystal through point i meets the detector (scene units). */
