@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::vec3::V3;
 
 mod table;
-pub use table::{find, usage, Check, Flag, Group, Handler, Kind, FLAGS, SHORT_USAGE};
+pub use table::{find, usage, Check, Flag, Group, Handler, Kind, ANGLE, FLAGS, SHORT_USAGE};
 
 pub const RTD: f64 = 180.0 * std::f64::consts::FRAC_1_PI;
 

@@ -227,7 +227,7 @@ const MM: f64 = 1e6;
 /// Largest angle in degrees (a million degrees: any rotation; beyond, upstream's f64 angles lose
 /// their meaning and the f32 kernel its precision). Also bounds `-twotheta_axis`, whose first
 /// component upstream also reads as two-theta.
-const ANGLE: f64 = 1e6;
+pub const ANGLE: f64 = 1e6;
 
 use Check::*;
 use Group::*;

@@ -5,7 +5,7 @@
 //! -Xclose -Yclose -ORGX -ORGY -twotheta` / `-pivot` picks the pivot). Unlike upstream, an
 //! unknown flag, a missing value or a non-numeric value is an error naming the flag.
 
-use crate::args::{Pivot, RTD};
+use crate::args::{Pivot, ANGLE, RTD};
 use crate::error::{Error, Result};
 use crate::flagwords::FlagWords;
 use crate::io::stol::StolUnit;
@@ -354,11 +354,11 @@ pub fn parse(words: &[String]) -> Result<NonBraggOptions> {
                 ));
             }
             "-twotheta_axis" => {
-                // within ±1e6 like -twotheta, which upstream also sets from the first component
+                // within ±ANGLE like -twotheta, which upstream also sets from the first component
                 let v = [
-                    w.between(-1e6, 1e6)?,
-                    w.between(-1e6, 1e6)?,
-                    w.between(-1e6, 1e6)?,
+                    w.between(-ANGLE, ANGLE)?,
+                    w.between(-ANGLE, ANGLE)?,
+                    w.between(-ANGLE, ANGLE)?,
                 ];
                 o.twotheta_axis = v;
                 // upstream's substring match also runs -twotheta with the first component
@@ -366,12 +366,12 @@ pub fn parse(words: &[String]) -> Result<NonBraggOptions> {
                 o.pivot = Pivot::Sample;
             }
             "-twotheta" => {
-                o.twotheta = w.between(-1e6, 1e6)? / RTD;
+                o.twotheta = w.between(-ANGLE, ANGLE)? / RTD;
                 o.pivot = Pivot::Sample;
             }
-            "-detector_rotx" => o.rotx = w.between(-1e6, 1e6)? / RTD,
-            "-detector_roty" => o.roty = w.between(-1e6, 1e6)? / RTD,
-            "-detector_rotz" => o.rotz = w.between(-1e6, 1e6)? / RTD,
+            "-detector_rotx" => o.rotx = w.between(-ANGLE, ANGLE)? / RTD,
+            "-detector_roty" => o.roty = w.between(-ANGLE, ANGLE)? / RTD,
+            "-detector_rotz" => o.rotz = w.between(-ANGLE, ANGLE)? / RTD,
             "-curved_det" => {
                 if w.remaining() >= 1 {
                     o.curved = true;
@@ -395,9 +395,9 @@ pub fn parse(words: &[String]) -> Result<NonBraggOptions> {
                     .push("-gain is only used with -img in nonBragg; ignored".into());
             }
             "-seed" => o.seed = Some(-w.seed()?),
-            "-phi" => o.phi0 = w.between(-1e6, 1e6)? / RTD,
-            "-osc" => o.osc = Some(w.between(-1e6, 1e6)? / RTD),
-            "-phistep" => o.phistep = w.between(-1e6, 1e6)? / RTD,
+            "-phi" => o.phi0 = w.between(-ANGLE, ANGLE)? / RTD,
+            "-osc" => o.osc = Some(w.between(-ANGLE, ANGLE)? / RTD),
+            "-phistep" => o.phistep = w.between(-ANGLE, ANGLE)? / RTD,
             "-phisteps" => o.phisteps = w.int()?,
             "-progress" => o.progress = true,
             "-noprogress" => o.progress = false,
