@@ -309,7 +309,7 @@ impl<'a> Parser<'a> {
         self.i = (self.i + n).min(self.words.len());
     }
     fn err(&self, what: impl std::fmt::Display) -> Error {
-        Error::usage(format!("{}: {what}", self.flag))
+        Error::usage(format!("{}: {what}", self.flag)).with_flag(self.row.name)
     }
     /// The next word, as is.
     pub fn text(&mut self) -> Result<String> {
@@ -465,14 +465,19 @@ pub fn parse(words: &[String]) -> Result<Options> {
                 }
                 None => String::new(),
             };
-            return Err(Error::usage(format!(
+            let e = Error::usage(format!(
                 "unexpected argument '{arg}'{after} (values must follow a flag)"
-            )));
+            ));
+            return Err(match prev {
+                Some(f) => e.with_flag(f.name),
+                None => e,
+            });
         }
-        let row = find(arg).ok_or_else(|| Error::usage(format!("unknown flag '{arg}'")))?;
+        let row = find(arg)
+            .ok_or_else(|| Error::usage(format!("unknown flag '{arg}'")).with_flag(arg))?;
         p.flag = arg;
         p.row = row;
-        (row.handler)(&mut p)?;
+        (row.handler)(&mut p).map_err(|e| e.with_flag(row.name))?;
         prev = Some(row);
     }
     Ok(p.o)

@@ -77,16 +77,18 @@ pub fn detector_size(o: &Options, hd: &HeaderDefaults) -> Result<DetectorSize> {
         return Err(Error::geometry(format!(
             "-pixel: pixel size must be positive, got {} mm",
             pixel * 1e3
-        )));
+        ))
+        .with_flag("-pixel"));
     }
     let mut detsize_f = o.detsize_f.unwrap_or(0.1024);
     let mut detsize_s = o.detsize_s.unwrap_or(0.1024);
     let fpix = o.fpixels.or(hd.fpixels).unwrap_or(0);
     let spix = o.spixels.or(hd.spixels).unwrap_or(0);
     if fpix < 0 || spix < 0 {
-        return Err(Error::geometry(
-            "-detpixels: pixel counts must not be negative",
-        ));
+        return Err(
+            Error::geometry("-detpixels: pixel counts must not be negative")
+                .with_flag("-detpixels"),
+        );
     }
     if fpix != 0 {
         detsize_f = pixel * fpix as f64;

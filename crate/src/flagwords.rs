@@ -39,7 +39,7 @@ impl<'a> FlagWords<'a> {
 
     /// A usage error about the current flag: `<flag>: <what>`.
     pub fn error(&self, what: impl std::fmt::Display) -> Error {
-        Error::usage(format!("{}: {what}", self.flag))
+        Error::usage(format!("{}: {what}", self.flag)).with_flag(self.flag.as_str())
     }
 
     pub fn text(&mut self) -> Result<String> {

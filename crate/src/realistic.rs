@@ -108,7 +108,7 @@ impl SfCache {
         let out =
             sf::compute_model(&self.model, &opts, progress, cancel).map_err(|e| match e.kind {
                 ErrorKind::Cancelled => e,
-                _ => Error::new(e.kind, format!("{name}: {}", e.message)),
+                _ => e.prefixed(format_args!("{name}: ")).at_file(name.as_str()),
             })?;
         self.table = Some(out);
         self.computations += 1;
@@ -164,6 +164,7 @@ pub fn background(
                 ErrorKind::MissingInput,
                 format!("-stol {name}: no such table (bundled: water.stol, air.stol, ice.stol)"),
             )
+            .with_flag("-stol")
         })?,
     };
     let setup = setup_on_plan(&o, prep, read_stol(&name, bytes, unit)?);
