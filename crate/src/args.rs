@@ -365,6 +365,16 @@ impl<'a> Parser<'a> {
         Ok([self.f64()?, self.f64()?, self.f64()?])
     }
 
+    /// Three numbers that give a direction: a zero-length vector is an error naming the flag
+    /// (upstream would silently drop the rotation about it).
+    pub fn axis(&mut self) -> Result<V3> {
+        let v = self.vec3()?;
+        if v.iter().all(|x| *x == 0.0) {
+            return Err(self.err("0 0 0 has no direction: give a non-zero vector"));
+        }
+        Ok(v)
+    }
+
     /// `-cell a [b c α β γ]`: up to six numbers, stopping at the next flag (MODEL §2.2). Lengths
     /// b, c ≤ 0 mean a and angles ≤ 0 mean 90° (upstream's rules); a must be positive and every
     /// angle below 180°. Whether the angles make a cell is checked with the crystal.
@@ -473,8 +483,9 @@ pub fn parse(words: &[String]) -> Result<Options> {
                 None => e,
             });
         }
-        let row = find(arg)
-            .ok_or_else(|| Error::usage(format!("unknown flag '{arg}'")).with_flag(arg))?;
+        let row = find(arg).ok_or_else(|| {
+            crate::flagwords::unknown_flag(arg, FLAGS.iter().flat_map(|f| f.names()))
+        })?;
         p.flag = arg;
         p.row = row;
         (row.handler)(&mut p).map_err(|e| e.with_flag(row.name))?;

@@ -593,8 +593,9 @@ mod tests {
         assert!(w.unwrap().contains("auto-generating odet_vector"));
         assert_eq!(fr.odet, unit(cross(fr.fdet, fr.sdet)));
         assert_eq!(vert, unit(cross(fr.beam, fr.polar_axis)));
-        let o = opts("-beam_vector 0 0 0");
-        let fr = convention_frame(&o, &hd, &detector_size(&o, &hd).unwrap());
+        let o = opts("-beam_vector 1 0 0");
+        let mut fr = convention_frame(&o, &hd, &detector_size(&o, &hd).unwrap());
+        fr.beam = [0.0; 3];
         assert!(normalise(fr)
             .unwrap_err()
             .message

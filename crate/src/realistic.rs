@@ -209,18 +209,6 @@ fn setup_on_plan(
     }
 }
 
-/// Words for a material: `-stol TABLE -thickness MM` plus the sample and beam words given.
-pub fn material_words(stol: &str, thickness_mm: f64, extra: &[String]) -> Vec<String> {
-    let mut w = vec![
-        "-stol".to_string(),
-        stol.to_string(),
-        "-thickness".to_string(),
-        format!("{thickness_mm}"),
-    ];
-    w.extend(extra.iter().cloned());
-    w
-}
-
 /// Pixel-wise sum of the chosen layers (f32, as the CLI chain adds float files).
 pub fn compose(layers: &[&[f32]]) -> Vec<f32> {
     let n = layers.first().map_or(0, |l| l.len());
