@@ -216,7 +216,7 @@ pub fn cbf_image(prep: &Prepared, d: &Detected, smv_pixels: Vec<i32>) -> (CbfInf
         count_cutoff: if opts.bits32 { MAX_U32 } else { MAX_U16 } as u64,
         wavelength: prep.wavelength,
         distance: prep.distance,
-        beam_xy: (prep.xbeam / prep.pixel, prep.ybeam / prep.pixel),
+        beam_xy: (prep.beam_fs.0 / prep.pixel, prep.beam_fs.1 / prep.pixel),
         start_angle: prep.phi,
         angle_increment: prep.osc,
         excluded: 0,

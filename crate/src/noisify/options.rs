@@ -235,6 +235,11 @@ pub struct Prepared {
     pub distance: f64,
     pub xbeam: f64,
     pub ybeam: f64,
+    /// m, along fast and slow from the first pixel's outer corner: where the direct beam meets
+    /// the detector, for the miniCBF's `Beam_xy`. A nanobragg/nonbragg header's
+    /// `ADXV_CENTER_X`/`_Y` (that exact point; its `BEAM_CENTER_X`/`_Y` are MOSFLM's, which
+    /// upstream noisify reads as if they were these), else (`xbeam`, `ybeam`).
+    pub beam_fs: (f64, f64),
     pub detsize_x: f64,
     pub detsize_y: f64,
     /// Å: the header's WAVELENGTH, else `-lambda`.
@@ -296,6 +301,7 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
     let mut pixel = o.pixel;
     let mut distance = o.distance;
     let (mut hdr_xbeam, mut hdr_ybeam) = (None, None);
+    let mut hdr_adxv = None;
     let mut wavelength = o.lambda;
     let (mut hdr_phi, mut hdr_osc) = (None, None);
     let mut header = None;
@@ -331,6 +337,7 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         hdr_osc = v("OSC_RANGE");
         hdr_xbeam = v("BEAM_CENTER_X").map(|x| x / 1000.0);
         hdr_ybeam = v("BEAM_CENTER_Y");
+        hdr_adxv = v("ADXV_CENTER_X").zip(v("ADXV_CENTER_Y"));
         header = Some(bytes[..head.header_bytes].to_vec());
     }
 
@@ -398,6 +405,9 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         .map(|y| detsize_y - y / 1000.0)
         .or(o.ybeam)
         .unwrap_or(detsize_y / 2.0);
+    let beam_fs = hdr_adxv.map_or((xbeam, ybeam), |(x, y)| {
+        (x / 1000.0, detsize_y - y / 1000.0)
+    });
 
     let psf = o.psf.map(|kind| Psf {
         kind,
@@ -425,6 +435,7 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         distance,
         xbeam,
         ybeam,
+        beam_fs,
         detsize_x,
         detsize_y,
         wavelength,
@@ -615,6 +626,17 @@ mod tests {
         assert_eq!((r.phi, r.osc), (7.5, 0.25));
         let r = p("-bin a.bin -header h2.img", &files).unwrap();
         assert_eq!((r.phi, r.osc), (12.0, 1.0));
+        // the miniCBF's beam: a nanobragg header's ADXV centre (fast, size - slow), not its
+        // MOSFLM BEAM_CENTER_X/Y
+        files.0.insert(
+            "h3.img".into(),
+            head("PIXEL_SIZE=0.2;\nBEAM_CENTER_X=0.3;\nBEAM_CENTER_Y=0.3;\nADXV_CENTER_X=0.1;\nADXV_CENTER_Y=0.3;\n"),
+        );
+        let r = p("-bin a.bin -header h3.img", &files).unwrap();
+        assert_eq!((r.xbeam, r.ybeam), (0.3e-3, 0.4e-3 - 0.3e-3));
+        assert_eq!(r.beam_fs, (0.1e-3, 0.4e-3 - 0.3e-3));
+        let r = p("-bin a.bin -header h2.img", &files).unwrap();
+        assert_eq!(r.beam_fs, (r.xbeam, r.ybeam));
         let r = p("-bin a.bin -header h1.img -phi 1 -osc 0.1", &files).unwrap();
         assert_eq!((r.phi, r.osc), (1.0, 0.1));
         let own = own_header(&r).unwrap();
