@@ -2,7 +2,7 @@
 # Installs what the build and the tests need and is missing, on a Debian machine that has
 # rustup/cargo, node/npm and root: Rust components and targets, wasm-bindgen-cli at the exact
 # version in Cargo.lock, Debian's chromium (browser tests), Mesa's lavapipe (GPU tests on the
-# CPU) and python3-fabio (miniCBF read-back). Nothing is downloaded from outside the package
+# CPU), python3-fabio (miniCBF read-back) and dials (the DIALS round trip). Nothing is downloaded from outside the package
 # registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,8 @@ if [ "$what" = all ] || [ "$what" = test ]; then
   ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers)
   # fabio reads back the miniCBF files (scripts/check_cbf.py)
   /usr/bin/python3 -c 'import fabio' 2>/dev/null || need_apt+=(python3-fabio)
+  # DIALS reads our miniCBF and NXmx series back (scripts/dials_roundtrip.py)
+  command -v dials.index >/dev/null 2>&1 || need_apt+=(dials)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== apt-get install ${need_apt[*]}"
