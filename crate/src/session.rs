@@ -5,11 +5,20 @@
 //! rules and says the same errors as the CLI; it is resolved from the cached file bytes, so no
 //! file is read again, and with no overrides the base plan is rendered as it is.
 //!
+//! When every override flag leaves the structure-factor table as it is (orientation, φ,
+//! mosaicity, seeds, fluence, cell counts, precision: [`TABLE_KEEPING`]), the base's table is
+//! reused instead of reading the `-hkl` file again or recomputing a `-pdb` model's table: the
+//! override resolves without structure factors and the base's table goes into its plan, with the
+//! same interpolation rule `resolve` applies. Tests check both paths against fresh sessions.
+//!
 //! The binding holds no physics: it builds words from its typed configuration and calls this.
 
 use crate::api::{self, Prepared, Rendered, Renderer};
+use crate::args;
 use crate::error::Result;
 use crate::files::{DiskFiles, FileKind, FileSource};
+use crate::plan::Interpolation;
+use crate::resolve::{lattice, structure};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
@@ -66,12 +75,51 @@ pub struct Image {
     pub spixels: usize,
 }
 
+/// Flags an override may carry while the base's structure-factor table is kept: they change
+/// the orientation, the sampling of φ and mosaic domains, the scale or the cell counts, never
+/// which reflections the table holds nor their values.
+pub const TABLE_KEEPING: &[&str] = &[
+    "-misset",
+    "-misset_seed",
+    "-phi",
+    "-osc",
+    "-phistep",
+    "-phisteps",
+    "-mosaic",
+    "-mosaic_dom",
+    "-mosaic_seed",
+    "-fluence",
+    "-flux",
+    "-exposure",
+    "-seed",
+    "-N",
+    "-Na",
+    "-Nb",
+    "-Nc",
+    "-precision",
+    "-backend",
+    "-threads",
+    "-interpolate",
+    "-nointerpolate",
+];
+
+/// The flag of the table that `word` names (by its name or an alias).
+fn flag_name(word: &str) -> Option<&'static str> {
+    args::FLAGS
+        .iter()
+        .find(|f| f.name == word || f.aliases.contains(&word))
+        .map(|f| f.name)
+}
+
 /// One configuration, resolved, with its renderer kept warm.
 pub struct Session {
     words: Vec<String>,
     files: CachedFiles,
     prep: Prepared,
     renderer: Renderer,
+    /// The cell a `-pdb` model gives (when no `-cell`/`-mat` does), for overrides that keep the
+    /// table.
+    model_cell: Option<[f64; 6]>,
 }
 
 impl Session {
@@ -79,11 +127,16 @@ impl Session {
     pub fn new(words: Vec<String>, files: CachedFiles) -> Result<Session> {
         let prep = api::prepare(&words, &files)?;
         let renderer = Renderer::new(prep.options().threads);
+        let o = prep.options();
+        let origin = structure::origin(o, &files);
+        let model = structure::read_model(&origin, &files)?;
+        let model_cell = structure::model_cell(o, model.as_ref());
         Ok(Session {
             words,
             files,
             prep,
             renderer,
+            model_cell,
         })
     }
 
@@ -105,7 +158,42 @@ impl Session {
         }
         let mut words = self.words.clone();
         words.extend_from_slice(extra);
-        api::prepare(&words, &self.files)
+        let keeps_table = extra
+            .iter()
+            .filter_map(|w| flag_name(w))
+            .all(|f| TABLE_KEEPING.contains(&f));
+        let base = self.prep.options();
+        if !keeps_table || (base.hkl.is_none() && base.pdb.is_none()) {
+            return api::prepare(&words, &self.files);
+        }
+        self.prepare_keeping_table(&words)
+    }
+
+    /// `words` resolved without reading structure factors, the base's table put in its plan.
+    fn prepare_keeping_table(&self, words: &[String]) -> Result<Prepared> {
+        let o = args::parse(words)?;
+        let mut bare = o.clone();
+        if bare.pdb.is_some() && bare.cell.is_none() && bare.mat.is_none() {
+            bare.cell = self.model_cell;
+        }
+        bare.hkl = None;
+        bare.pdb = None;
+        bare.dump = String::new();
+        bare.default_f = 1.0;
+        let mut prep = api::prepare_options(&bare, &self.files)?;
+        let base = self.prep.plan();
+        let setup = &mut prep.setup;
+        setup.plan.hkl = base.hkl.clone();
+        setup.plan.default_f = base.default_f;
+        setup.plan.interpolation =
+            if structure::interpolate(o.interpolate, lattice::raw_counts(&o), &setup.plan.hkl) {
+                Interpolation::Tricubic
+            } else {
+                Interpolation::Nearest
+            };
+        setup.hkl_source = self.prep.setup.hkl_source.clone();
+        setup.opts = o;
+        Ok(prep)
     }
 
     /// Renders the base configuration with the `extra` words appended, on the backend and at

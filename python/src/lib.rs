@@ -73,6 +73,17 @@ fn interruptible<T: Send>(
 
 fn noop(_: f32) {}
 
+/// a, b, c (Å), α, β, γ (degrees).
+type Cell = (f64, f64, f64, f64, f64, f64);
+
+/// noisify's outputs: noiseless ADU, noisy ADU (or none), SMV header bytes, log lines.
+type Noisified<'py> = (
+    Bound<'py, PyArray2<u32>>,
+    Option<Bound<'py, PyArray2<u32>>>,
+    Bound<'py, PyBytes>,
+    Vec<String>,
+);
+
 /// A resolved configuration with a warm renderer (`nanobragg.Simulator` wraps it).
 #[pyclass(name = "Session", module = "nanobragg._nanobragg", frozen)]
 struct PySession {
@@ -300,7 +311,7 @@ fn structure_factors<'py>(
     name: String,
     data: Vec<u8>,
     dmin: f64,
-) -> PyResult<(Bound<'py, PyBytes>, (f64, f64, f64, f64, f64, f64), String)> {
+) -> PyResult<(Bound<'py, PyBytes>, Cell, String)> {
     let (text, cell, desc) = interruptible(py, |cancel| {
         let opts = sf::SfOptions::to_resolution(dmin);
         let (grid, summary) = sf::structure_factors(&data, &name, &opts, &noop, cancel)?;
@@ -351,12 +362,7 @@ fn noisify_image<'py>(
     image: PyReadonlyArray2<'py, f32>,
     words: Vec<String>,
     files: Option<HashMap<String, Vec<u8>>>,
-) -> PyResult<(
-    Bound<'py, PyArray2<u32>>,
-    Option<Bound<'py, PyArray2<u32>>>,
-    Bound<'py, PyBytes>,
-    Vec<String>,
-)> {
+) -> PyResult<Noisified<'py>> {
     let (s, f) = (image.shape()[0], image.shape()[1]);
     let pixels = image.as_array().iter().copied().collect::<Vec<f32>>();
     let (adu, noise, header, log) = interruptible(py, |cancel| {

@@ -178,3 +178,42 @@ def test_structure_factor_table_and_dict_equal_an_hkl_file(tmp_path):
     from_obj = nb.Simulator(nb.Crystal(F=nb.StructureFactors.from_dict(table), **c), b, d).render()
     assert from_dict.max() > 0
     assert f32_bits_equal(from_dict, from_file) and f32_bits_equal(from_obj, from_file)
+
+
+MODEL = REPO / "tests" / "fixtures" / "models" / "1pfe.cif"
+
+
+@pytest.mark.parametrize("source", ["hkl", "pdb"])
+@pytest.mark.parametrize(
+    "override",
+    [dict(misset_deg=(3, -40, 12)), dict(phi_deg=4.0, osc_deg=0.5, phisteps=2), dict(mosaic_spread_deg=0.8, mosaic_domains=4, mosaic_seed=9),
+     dict(N=(2, 3, 2)), dict(fluence_ph_per_m2=2e24, precision="f32"), dict(wavelength_A=1.25), dict(interpolate=False)],
+)
+def test_table_keeping_overrides_equal_a_fresh_simulator(source, override, tmp_path):
+    """Overrides that keep the structure-factor table reuse it (no -hkl re-read, no -pdb
+    recomputation); others re-resolve everything. Either way: a fresh Simulator's image."""
+    import dataclasses
+    import shutil
+
+    override = dict(override)
+    if source == "hkl":
+        table = {(h, k, l): 5.0 + abs(h) + 2 * abs(k) + 0.5 * l * l for h in range(-6, 7) for k in range(-6, 7) for l in range(-6, 7)}
+        (tmp_path / "t.hkl").write_text("".join(f"{h} {k} {l} {f!r}\n" for (h, k, l), f in table.items()))
+        crystal = nb.Crystal(cell_A_deg=(40, 45, 50, 90, 90, 90), N=4, F=str(tmp_path / "t.hkl"), misset_deg=(1, 2, 3))
+    else:
+        shutil.copy(MODEL, tmp_path / "m.cif")
+        crystal = nb.Crystal(model=str(tmp_path / "m.cif"), N=3, misset_deg=(1, 2, 3))
+    beam = nb.Beam(wavelength_A=1.3, fluence_ph_per_m2=1e24)
+    det = nb.Detector(distance_mm=60, pixels=48, pixel_mm=0.4)
+    warm = nb.Simulator(crystal, beam, det, backend="cpu")
+    base = warm.render()
+    got = warm.render(**override)
+    parts = {"crystal": crystal, "beam": beam, "detector": det}
+    precision = override.pop("precision", "f64")
+    for name, value in override.items():
+        for key, part in parts.items():
+            if name in {f.name for f in dataclasses.fields(part)}:
+                parts[key] = dataclasses.replace(part, **{name: value})
+    fresh = nb.Simulator(parts["crystal"], parts["beam"], parts["detector"], precision=precision, backend="cpu").render()
+    assert base.max() > 0
+    assert f32_bits_equal(got, fresh)

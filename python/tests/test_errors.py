@@ -60,8 +60,10 @@ def test_input_error_names_the_file_and_line(tmp_path):
     with pytest.raises(nb.InputError) as e:
         nb.Simulator.from_args(GOOD + f" -hkl {bad}")
     assert "bad.hkl" in str(e.value) and "line 2" in str(e.value)
-    with pytest.raises(nb.InputError):
+    assert e.value.file.endswith("bad.hkl") and e.value.line == 2, (e.value.file, e.value.line)
+    with pytest.raises(nb.InputError) as e:
         nb.Simulator.from_args(GOOD + f" -hkl {tmp_path / 'missing.hkl'}")
+    assert e.value.file.endswith("missing.hkl"), (str(e.value), e.value.file)
     with pytest.raises(nb.InputError):
         nb.read_smv(tmp_path / "missing.img")
 
