@@ -251,6 +251,7 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
             Error::input(format!(
                 "{hname}: the SMV header has no positive SIZE1 and SIZE2 (nor DETECTOR_DIMENSIONS)"
             ))
+            .at_file(hname)
         })?;
         xpixels = Some(w);
         ypixels = Some(h);
@@ -259,7 +260,8 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
             if !(p > 0.0 && p.is_finite()) {
                 return Err(Error::input(format!(
                     "{hname}: PIXEL_SIZE={p} in the SMV header is not a positive size (mm)"
-                )));
+                ))
+                .at_file(hname));
             }
             pixel = p / 1000.0;
         }
@@ -280,7 +282,8 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         return Err(Error::input(format!(
             "{name}: {} bytes is not a whole number of 4-byte float pixels",
             bytes.len()
-        )));
+        ))
+        .at_file(name));
     }
     let n = bytes.len() / 4;
     let (w, h) = match (xpixels, ypixels) {
@@ -301,7 +304,8 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
             } else {
                 " (-detpixels)"
             }
-        )));
+        ))
+        .at_file(name));
     }
     let input: Vec<f32> = bytes
         .chunks_exact(4)
@@ -314,7 +318,8 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
             i % w,
             i / w,
             input[i]
-        )));
+        ))
+        .at_file(name));
     }
     log.push(format!("importing {n} pixel intensites: {name}"));
 
