@@ -2,7 +2,8 @@
 # Installs what the build and the tests need and is missing, on a Debian machine that has
 # rustup/cargo, node/npm and root: Rust components and targets, wasm-bindgen-cli at the exact
 # version in Cargo.lock, Debian's chromium (browser tests), Mesa's lavapipe (GPU tests on the
-# CPU), python3-fabio (miniCBF read-back), dials (the DIALS round trip) and, for the Python
+# CPU), python3-fabio (miniCBF read-back), dials (the DIALS round trip), slurm-wlm and munge (the
+# dataset tool's Slurm test) and, for the Python
 # package (`python/`), a virtual environment target/pyvenv with maturin, pytest and numpy from
 # PyPI (`setup.sh python` does only that). Nothing is downloaded from outside the package
 # registries.
@@ -19,6 +20,9 @@ if [ "$what" = all ] || [ "$what" = test ]; then
   /usr/bin/python3 -c 'import fabio' 2>/dev/null || need_apt+=(python3-fabio)
   # DIALS reads our miniCBF and NXmx series back (scripts/dials_roundtrip.py)
   command -v dials.index >/dev/null 2>&1 || need_apt+=(dials)
+  # a single-node Slurm for the dataset engine's test (scripts/slurm_local.sh)
+  [ -x /usr/sbin/slurmctld ] || need_apt+=(slurm-wlm)
+  [ -x /usr/sbin/munged ] || need_apt+=(munge)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== apt-get install ${need_apt[*]}"
