@@ -108,8 +108,10 @@ def _unit(v):
     return (np.array([1.0, 0.0, 0.0]), 0.0) if n == 0 else (np.asarray(v, float) / n, n)
 
 
-def _tree(f, g: dict, n: int, phi_start: np.ndarray, osc: float, exposure: float, saturation: int, write_data):
-    """The crate's NXmx tree (io/nexus.rs `write_nxmx`); `write_data(group)` makes data/data."""
+def _tree(f, g: dict, n: int, phi_start: np.ndarray, osc: float, exposure: float, saturation: int, write_data, still: bool = False):
+    """The crate's NXmx tree (io/nexus.rs `write_nxmx`); `write_data(group)` makes data/data.
+    ``still``: the sample has no ``depends_on`` (no goniometer scan: each frame is a still,
+    which is how dxtbx tells stills from a sweep); the phi transformation stays."""
     r = to_mcstas(g["beam"])
     mm = lambda v: (r @ np.asarray(v, float)) * 1000.0  # noqa: E731
     w, h = g["fast_pixels"], g["slow_pixels"]
@@ -153,7 +155,8 @@ def _tree(f, g: dict, n: int, phi_start: np.ndarray, osc: float, exposure: float
         _transform(_ds(m, key, np.array([g["pixel"] * 1000.0])), "translation", u, "mm", f"{det_path}/module/module_offset")
     sample = _group(entry, "sample", "NXsample")
     _str(sample, "name", "simulated crystal")
-    _str(sample, "depends_on", "/entry/sample/transformations/phi")
+    if not still:
+        _str(sample, "depends_on", "/entry/sample/transformations/phi")
     st = _group(sample, "transformations", "NXtransformations")
     axis, _ = _unit(r @ np.asarray(g["spindle"], float))
     _transform(_ds(st, "phi", np.asarray(phi_start, np.float64)), "rotation", axis, "deg", ".")
@@ -218,7 +221,7 @@ def shard_bytes(g: dict, images: np.ndarray, labels: Dict[str, np.ndarray], meta
         _ds(grp, "data", images, chunks=(1, h, w), **_filters(compression))
 
     with _new_file() as f:
-        entry = _tree(f, g, n, phi, osc, g["exposure_s"], _saturation(g, images.dtype), data)
+        entry = _tree(f, g, n, phi, osc, g["exposure_s"], _saturation(g, images.dtype), data, still="phi_deg" not in labels)
         _labels(entry, labels, meta)
         f.flush()
         return f.id.get_file_image()
@@ -241,7 +244,7 @@ def master_bytes(g: dict, shards: List[dict], shape, dtype, labels: Dict[str, np
         _virtual(grp, "data", lay, fillvalue=0)
 
     with _new_file() as f:
-        entry = _tree(f, g, n, phi, osc, g["exposure_s"], _saturation(g, dtype), data)
+        entry = _tree(f, g, n, phi, osc, g["exposure_s"], _saturation(g, dtype), data, still="phi_deg" not in labels)
         lab = _group(entry, "labels", "NXcollection")
         for k, v in labels.items():
             lay = h5py.VirtualLayout(shape=v.shape, dtype=v.dtype)
