@@ -5,6 +5,7 @@ pub mod atomic;
 pub mod cbf;
 pub mod hkl;
 pub mod matfile;
+pub mod nexus;
 pub mod pgm;
 pub mod smv;
 pub mod stol;
