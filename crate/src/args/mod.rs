@@ -157,6 +157,10 @@ pub struct Options {
     // ours
     /// `-cbffile`: a miniCBF copy of the int image (`io::cbf`).
     pub cbffile: Option<String>,
+    /// `-nexus FILE`: an NXmx (HDF5) file of the int image (`io::nexus`), and `-nexus_images N`
+    /// frames splitting the oscillation.
+    pub nexus: Option<String>,
+    pub nexus_images: i64,
     /// `-detector NAME`: a real detector's pixels, pixel size and module gaps (`detectors`).
     pub preset: Option<&'static crate::presets::DetectorPreset>,
     pub precision: Precision,
@@ -273,6 +277,8 @@ impl Default for Options {
             printout_pixel: None,
             progress: true,
             cbffile: None,
+            nexus: None,
+            nexus_images: 1,
             preset: None,
             precision: Precision::F64,
             threads: None,
