@@ -309,7 +309,7 @@ impl<'a> Parser<'a> {
         self.i = (self.i + n).min(self.words.len());
     }
     fn err(&self, what: impl std::fmt::Display) -> Error {
-        Error::usage(format!("{}: {what}", self.flag))
+        Error::usage(format!("{}: {what}", self.flag)).with_flag(self.row.name)
     }
     /// The next word, as is.
     pub fn text(&mut self) -> Result<String> {
@@ -363,6 +363,16 @@ impl<'a> Parser<'a> {
     }
     pub fn vec3(&mut self) -> Result<V3> {
         Ok([self.f64()?, self.f64()?, self.f64()?])
+    }
+
+    /// Three numbers that give a direction: a zero-length vector is an error naming the flag
+    /// (upstream would silently drop the rotation about it).
+    pub fn axis(&mut self) -> Result<V3> {
+        let v = self.vec3()?;
+        if v.iter().all(|x| *x == 0.0) {
+            return Err(self.err("0 0 0 has no direction: give a non-zero vector"));
+        }
+        Ok(v)
     }
 
     /// `-cell a [b c α β γ]`: up to six numbers, stopping at the next flag (MODEL §2.2). Lengths
@@ -465,14 +475,20 @@ pub fn parse(words: &[String]) -> Result<Options> {
                 }
                 None => String::new(),
             };
-            return Err(Error::usage(format!(
+            let e = Error::usage(format!(
                 "unexpected argument '{arg}'{after} (values must follow a flag)"
-            )));
+            ));
+            return Err(match prev {
+                Some(f) => e.with_flag(f.name),
+                None => e,
+            });
         }
-        let row = find(arg).ok_or_else(|| Error::usage(format!("unknown flag '{arg}'")))?;
+        let row = find(arg).ok_or_else(|| {
+            crate::flagwords::unknown_flag(arg, FLAGS.iter().flat_map(|f| f.names()))
+        })?;
         p.flag = arg;
         p.row = row;
-        (row.handler)(&mut p)?;
+        (row.handler)(&mut p).map_err(|e| e.with_flag(row.name))?;
         prev = Some(row);
     }
     Ok(p.o)

@@ -228,7 +228,8 @@ fn run_inner(words: &[String]) -> Result<()> {
         if hkl.hkls == 0 {
             return Err(Error::usage(
                 "-hklout: this run has no structure-factor table (only -default_F)",
-            ));
+            )
+            .with_flag("-hklout"));
         }
         write_file(
             name,

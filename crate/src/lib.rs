@@ -30,6 +30,8 @@ pub mod realistic;
 pub mod resolve;
 pub mod rng;
 pub mod sampling;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod session;
 pub mod sf;
 pub mod stats;
 pub mod vec3;

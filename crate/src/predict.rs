@@ -775,6 +775,7 @@ pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
             1.0 / g.rmax,
             opts.max_points
         ))
+        .with_flag("-predict")
     };
     if !(estimate <= 2.0 * opts.max_points as f64 + 1000.0) {
         return Err(too_many(estimate));

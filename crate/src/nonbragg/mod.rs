@@ -156,7 +156,8 @@ pub fn prepare(o: &NonBraggOptions, files: &dyn FileSource, clock_seed: i64) -> 
     if fpixels as u64 * spixels as u64 > 1 << 30 {
         return Err(Error::geometry(format!(
             "-detpixels: a {fpixels}x{spixels} detector is too large"
-        )));
+        ))
+        .with_flag("-detpixels"));
     }
 
     // beam centre defaults: half a pixel off-centre in opposite directions; ORGX/ORGY win

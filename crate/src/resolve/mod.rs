@@ -127,8 +127,13 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
 
     let source_list = match &o.sourcefile {
         Some(name) => {
-            let rows = io::textcols::read_columns(name, &files.read(name, FileKind::Sources)?, 5)?;
-            sources::from_file(name, &rows, det.beam, lambda0)?
+            let located =
+                |e: crate::error::Error| e.with_flag("-sourcefile").at_file(name.as_str());
+            let rows = files
+                .read(name, FileKind::Sources)
+                .and_then(|text| io::textcols::read_columns(name, &text, 5))
+                .map_err(located)?;
+            sources::from_file(name, &rows, det.beam, lambda0).map_err(located)?
         }
         None => sources::divergence_grid(&smp, o.round_div, &det, lambda0),
     };

@@ -27,7 +27,8 @@ pub fn mask(name: &str, smv: &SmvFile, fpixels: usize, spixels: usize) -> Result
     if mf != fpixels || ms != spixels || smv.data.len() < fpixels * spixels {
         return Err(Error::input(format!(
             "-mask {name}: mask is {mf}x{ms} pixels but the detector is {fpixels}x{spixels}"
-        )));
+        ))
+        .with_flag("-mask"));
     }
     Ok(smv.data[..fpixels * spixels]
         .iter()
@@ -47,7 +48,8 @@ pub fn check_selection(
         return Err(Error::geometry(format!(
             "-roi {} {} {} {} selects no pixel of the {fpixels}x{spixels} detector",
             roi.xmin, roi.xmax, roi.ymin, roi.ymax
-        )));
+        ))
+        .with_flag("-roi"));
     }
     if let Some(m) = mask {
         let any = (roi.ymin..=y1).any(|s| {
@@ -58,7 +60,8 @@ pub fn check_selection(
         if !any {
             return Err(Error::input(
                 "-mask: every pixel inside the rendered region is masked (0): nothing to render",
-            ));
+            )
+            .with_flag("-mask"));
         }
     }
     Ok(())
