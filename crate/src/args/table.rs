@@ -597,8 +597,8 @@ pub static FLAGS: &[Flag] = &[
     .check(Positive(1e3)),
     flag("-detector", Port, "pilatus6m|eiger2-16m|eiger2-4m|mx300", "a real detector: its pixels, pixel size, module gaps (mask) and overload value", |p| {
         let name = p.text()?;
-        let d = crate::detectors::find(&name).ok_or_else(|| {
-            p.err(format!("unknown detector '{name}' (known: {})", crate::detectors::names()))
+        let d = crate::presets::find(&name).ok_or_else(|| {
+            p.err(format!("unknown detector '{name}' (known: {})", crate::presets::names()))
         })?;
         p.o.preset = Some(d);
         p.o.fpixels = Some(d.fast_pixels as i64);
