@@ -1,6 +1,6 @@
 //! Every double-float trick run through the real compiled shader (`shaders/selftest.wgsl` +
 //! `shaders/shared/df64.wgsl`) on the test device, checked against f64 on the host; and every
-//! term function of `shaders/shared/terms.wgsl` against its Rust twin in `cpu::terms`, with a
+//! term function of `shaders/shared/terms.wgsl` against its Rust twin in `crate::terms`, with a
 //! stated bound per function (printed with the worst case seen: `--nocapture`).
 #![cfg(feature = "gpu")]
 
@@ -349,14 +349,14 @@ fn df_sincos_for_curved_detector_angles() {
 // ------------------------------------------------------------------- term functions vs Rust
 //
 // Each function of shaders/shared/terms.wgsl, run through the compiled shader, against its twin
-// in nanobragg::cpu::terms on the same f32 inputs, edge cases first (exact Bragg, the
+// in nanobragg::terms on the same f32 inputs, edge cases first (exact Bragg, the
 // small-argument cut-overs, Gaussian underflow, stencil edges, NaN and huge indices). The bounds
 // (in units in the last place of the Rust value, or absolute where the value crosses zero) are
 // the contract between the twins; they allow for a device that contracts a*b+c into fma, flushes
 // subnormals, and for WGSL's own accuracy of `exp` (3 + 2|x| ulp) and division (2.5 ulp).
 
-use nanobragg::cpu::terms;
 use nanobragg::plan::HklGrid;
+use nanobragg::terms;
 
 /// Distance in representable f32 values (0 for equal values, +0 and -0 included).
 fn ulps(a: f32, b: f32) -> u64 {

@@ -579,6 +579,15 @@ fn mat_text(a_star: [[f64; 3]; 3], wavelength_A: f64) -> String {
     session::mat_text(a_star, wavelength_A)
 }
 
+/// The crate's error kinds (`ErrorKind::ALL`), as `nanobragg.errors` names them.
+#[pyfunction]
+fn error_kinds() -> Vec<&'static str> {
+    nanobragg::error::ErrorKind::ALL
+        .iter()
+        .map(|k| k.name())
+        .collect()
+}
+
 /// Split a command line into words as the CLI does.
 #[pyfunction]
 fn split_args(s: &str) -> Vec<String> {
@@ -591,6 +600,7 @@ fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(structure_factors, m)?)?;
     m.add_function(wrap_pyfunction!(flag_table, m)?)?;
     m.add_function(wrap_pyfunction!(split_args, m)?)?;
+    m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(nonbragg_render, m)?)?;
     m.add_function(wrap_pyfunction!(misset_from_rotation, m)?)?;
     m.add_function(wrap_pyfunction!(mat_text, m)?)?;
