@@ -291,3 +291,44 @@ def test_ray_engine_matches_local_and_retries_a_killed_task(tmp_path):
     assert marker.exists()  # the task of shard 1 died once; Ray ran it again
     assert res["shards"] == 3
     assert digests(spec) == digests(ref)
+
+
+def test_gpu_adapter_picked_by_environment(tmp_path):
+    """NANOBRAGG_GPU_ADAPTER (what the Ray engine sets from the GPU Ray assigned) picks the
+    wgpu adapter by name part, index or PCI bus id; one that matches nothing is an error
+    listing the adapters (here Mesa's lavapipe, the CI's Vulkan device)."""
+    code = """
+import nanobragg as nb
+s = nb.Simulator(nb.Crystal(cell_A_deg=(100, 100, 100, 90, 90, 90), N=5, default_F=100), nb.Beam(wavelength_A=1),
+                 nb.Detector(distance_mm=100, pixels=32, pixel_mm=0.1), precision="f32", backend="gpu")
+try:
+    s.render()
+    print("ok", s.engine, s.info()["gpu_adapter"])
+except nb.GpuError as e:
+    print("GpuError", e)
+"""
+    def run(value):
+        r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NANOBRAGG_GPU_ADAPTER": value},
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    assert run("llvmpipe").startswith("ok gpu llvmpipe")
+    assert run("0").startswith("ok gpu ")
+    for bad in ("no-such-gpu", "pci:0000:99:00.0", "7"):
+        out = run(bad)
+        assert out.startswith(f"GpuError NANOBRAGG_GPU_ADAPTER={bad}: no GPU adapter matches (adapters: 0: llvmpipe"), out
+    # the Ray task's lookup: no CUDA device assigned, nothing set
+    from nanobragg.dataset.engines import gpu_adapter_env
+
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "NANOBRAGG_GPU_ADAPTER")}
+    old = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        assert gpu_adapter_env() == {}
+        os.environ["NANOBRAGG_GPU_ADAPTER"] = "1"
+        assert gpu_adapter_env() == {}  # the user's choice is kept
+    finally:
+        os.environ.clear()
+        os.environ.update(old)

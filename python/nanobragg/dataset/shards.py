@@ -162,9 +162,9 @@ def shard_file_bytes(spec: Spec, shard: int, renderer: Optional[Renderer] = None
     meta = _meta(spec, shard)
     if spec.format == "npz":
         return npz_bytes(images, labels, meta)
-    from .nexus import geometry_of, shard_bytes
+    from .nexus import shard_bytes
 
-    return shard_bytes(geometry_of(r.simulator(None if "model" not in labels else int(labels["model"][0]))), images, labels, meta, spec.compression)
+    return shard_bytes(r.simulator(None if "model" not in labels else int(labels["model"][0])), images, labels, meta)
 
 
 def write_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None, progress=None, force: bool = False) -> Optional[dict]:
