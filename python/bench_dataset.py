@@ -14,9 +14,10 @@ import sys
 import tempfile
 import time
 
-import numpy as np
+# the installed package, not the source folder beside this script
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 
-from nanobragg import dataset
+from nanobragg import dataset  # noqa: E402
 
 LIGHT = """
 [dataset]
