@@ -332,3 +332,43 @@ except nb.GpuError as e:
     finally:
         os.environ.clear()
         os.environ.update(old)
+
+
+def test_progress_line_reports_rate_and_eta():
+    import io
+
+    from nanobragg.dataset.engines import Progress
+
+    s = io.StringIO()
+    p = Progress(10, done=2, stream=s)
+    p.t0 -= 4.0  # 4 s ago
+    p.add(4)
+    line = s.getvalue().split("\r")[-1]
+    # 4 images in 4 s: 1.00 images/s, 4 left: 0:04
+    assert line.startswith("[##################............] 6/10 images  1.0") and "images/s  ETA 0:0" in line, line
+    p.close()
+    assert s.getvalue().endswith("\n")
+
+
+@pytest.mark.parametrize("fmt", ["nxmx", "npz"])
+def test_predicted_reflections_in_the_shards(tmp_path, fmt):
+    spec = write_spec(tmp_path, n=3, k=3, fmt=fmt, extra="")
+    text = spec.text.replace('output = "out"', 'output = "out"\npredict = true')
+    (tmp_path / "spec.toml").write_text(text)
+    spec = dataset.load_spec(str(tmp_path / "spec.toml"))
+    dataset.run_local(spec, workers=1, progress=False)
+    p = dataset.image_params(spec, 1)
+    want = dataset.Renderer(spec).simulator().predict(**dataset.Renderer(spec).overrides(p))
+    assert len(want) > 0
+    if fmt == "nxmx":
+        with h5py.File(tmp_path / "out/shard-00000.h5") as f:
+            cols = {k: f["/entry/reflections"][k][:] for k in f["/entry/reflections"]}
+    else:
+        with np.load(tmp_path / "out/shard-00000.npz") as z:
+            cols = {k.split(".", 1)[1]: z[k] for k in z.files if k.startswith("reflections.")}
+    assert sorted(set(cols["image"])) == [0, 1, 2]
+    sel = cols["image"] == 1
+    for name in ("h", "k", "l", "fast", "slow", "intensity"):
+        assert np.array_equal(cols[name][sel], want[name])
+    with pytest.raises(dataset.SpecError, match="dataset.predict: expected true or false"):
+        dataset.parse_spec(text.replace("predict = true", "predict = 1"))

@@ -95,8 +95,11 @@ def _frames(labels: Dict[str, np.ndarray], n: int):
     return 0.0, 0.0
 
 
-def shard_bytes(sim, images: np.ndarray, labels: Dict[str, np.ndarray], meta: Dict[str, object]) -> bytes:
-    """One shard: ``images`` (n, slow, fast) int32 counts, through the crate's writer."""
+def shard_bytes(sim, images: np.ndarray, labels: Dict[str, np.ndarray], meta: Dict[str, object],
+                reflections: Optional[Dict[str, np.ndarray]] = None) -> bytes:
+    """One shard: ``images`` (n, slow, fast) int32 counts, through the crate's writer;
+    ``reflections`` (``dataset.predict``): columns of every image's predicted reflections in
+    ``/entry/reflections`` (``image`` is the image index)."""
     phi0, osc = _frames(labels, len(images))
     crate = sim._s.nxmx(np.ascontiguousarray(images, np.int32), phi0, osc, SATURATION)
 
@@ -105,6 +108,10 @@ def shard_bytes(sim, images: np.ndarray, labels: Dict[str, np.ndarray], meta: Di
         for k, v in labels.items():
             _ds(lab, k, v)
         _meta(f["/entry"], meta)
+        if reflections is not None:
+            rf = _group(f["/entry"], "reflections", "NXcollection")
+            for k, v in reflections.items():
+                _ds(rf, k, v)
         if "phi_deg" not in labels:
             del f["/entry/sample/depends_on"]
 

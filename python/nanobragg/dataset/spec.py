@@ -11,6 +11,7 @@ See ``docs/datasets.md`` for the format; in short::
     format = "nxmx"           # "nxmx" (one NeXus/HDF5 file per shard + master.h5) or "npz"
     scale = 1.0               # nxmx only: counts = round(photons * scale), stored as int32
     output = "out"            # the dataset's folder (relative to the spec file)
+    predict = false           # also store each image's predicted reflections (shards only)
 
     [base]                    # the experiment: upstream flag words and/or the typed configuration
     args = "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -lambda 1 -distance 100 -detpixels 128"
@@ -152,6 +153,7 @@ class Spec:
     variations: Tuple[Variation, ...]
     background: Optional[str]
     noise: Optional[str]
+    predict: bool = False
     text: str = field(repr=False, default="")
     """The description's text (stored in every shard and the manifest)."""
 
@@ -188,13 +190,16 @@ def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None)
     v = _Validator(path)
     v.keys(doc, "", {"dataset", "base", "vary", "chain"})
     ds = v.table(doc, "dataset", required=True)
-    v.keys(ds, "dataset", {"n_images", "shard_size", "seed", "format", "scale", "output"})
+    v.keys(ds, "dataset", {"n_images", "shard_size", "seed", "format", "scale", "output", "predict"})
     n_images = v.integer(ds, "dataset.n_images", required=True, low=1, high=MAX_IMAGES)
     shard_size = v.integer(ds, "dataset.shard_size", default=min(n_images, 100), low=1, high=n_images)
     seed = v.integer(ds, "dataset.seed", required=True, low=0, high=2**63 - 1)
     fmt = v.choice(ds, "dataset.format", FORMATS, default="nxmx")
     scale = v.number(ds, "dataset.scale", default=1.0, low=0, open_low=True)
     out = output if output is not None else v.text(ds, "dataset.output", default="out")
+    predict = ds.get("predict", False)
+    if not isinstance(predict, bool):
+        raise SpecError(path, "dataset.predict", f"expected true or false, got {predict!r}")
     if not os.path.isabs(out) and path != "<spec>":
         out = os.path.join(os.path.dirname(os.path.abspath(path)), out)
 
@@ -261,7 +266,7 @@ def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None)
                 output=out, args=args, crystal=parts["crystal"], beam=parts["beam"],
                 detector=parts["detector"], precision=precision, backend=backend, threads=threads,
                 orientation=orientation, rotation=rotation, variations=tuple(variations), background=background,
-                noise=noise, text=text)
+                noise=noise, predict=predict, text=text)
     _check_base(spec)
     return spec
 
