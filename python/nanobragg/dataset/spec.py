@@ -276,8 +276,9 @@ def _check_base(spec: Spec) -> None:
     from .params import make_simulator
     from ..errors import Error
 
+    models = [v.values for v in spec.variations if v.name == "model"]
     try:
-        sim = make_simulator(spec, model=None)
+        sim = make_simulator(spec, model=models[0][0] if models else None)
     except (Error, TypeError) as e:
         key = "base"
         fld = getattr(e, "field", None)
