@@ -272,6 +272,10 @@ def test_finalize_refuses_an_incomplete_dataset(tmp_path):
     assert r.returncode == 2 and "1 of 3 shards are not complete (shards 1)" in r.stderr
     r = run_cli("run", str(tmp_path / "nope.toml"), check=False)
     assert r.returncode == 2 and "nope.toml: (file): cannot read" in r.stderr
+    # the console script (pyproject's [project.scripts]) is the same program
+    exe = pathlib.Path(sys.executable).with_name("nanobragg-dataset")
+    r = subprocess.run([str(exe), "finalize", spec.path], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "1 of 3 shards are not complete (shards 1)" in r.stderr, r.stderr
 
 
 def test_ray_engine_matches_local_and_retries_a_killed_task(tmp_path):
