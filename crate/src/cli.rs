@@ -6,10 +6,10 @@
 use crate::api::{self, Prepared};
 use crate::args::{self, RTD};
 use crate::cfmt::fmt_g;
-use crate::detector::convention_name;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::DiskFiles;
 use crate::io::atomic::{write_atomic, write_atomic_parts};
+use crate::resolve::detector::convention_name;
 use crate::{io, output, stats};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -310,7 +310,8 @@ fn run_inner(words: &[String]) -> Result<()> {
         if hkl.hkls == 0 {
             return Err(Error::usage(
                 "-hklout: this run has no structure-factor table (only -default_F)",
-            ));
+            )
+            .with_flag("-hklout"));
         }
         write_file(
             name,

@@ -161,7 +161,7 @@ fn read_regular(name: &str, kind: FileKind) -> std::result::Result<Vec<u8>, Erro
 
 impl FileSource for DiskFiles {
     fn read(&self, name: &str, kind: FileKind) -> Result<Vec<u8>> {
-        read_regular(name, kind)
+        read_regular(name, kind).map_err(|e| e.at_file(name))
     }
     fn exists(&self, name: &str) -> bool {
         std::path::Path::new(name).is_file()
@@ -178,9 +178,10 @@ impl FileSource for MemFiles {
             Error::input(format!(
                 "cannot read file '{name}': no such file was provided"
             ))
+            .at_file(name)
         })?;
         if bytes.len() as u64 > kind.max_bytes() {
-            return Err(kind.too_large(name, bytes.len() as u64));
+            return Err(kind.too_large(name, bytes.len() as u64).at_file(name));
         }
         Ok(bytes.clone())
     }

@@ -108,7 +108,7 @@ impl SfCache {
         let out =
             sf::compute_model(&self.model, &opts, progress, cancel).map_err(|e| match e.kind {
                 ErrorKind::Cancelled => e,
-                _ => Error::new(e.kind, format!("{name}: {}", e.message)),
+                _ => e.prefixed(format_args!("{name}: ")).at_file(name.as_str()),
             })?;
         self.table = Some(out);
         self.computations += 1;
@@ -164,6 +164,7 @@ pub fn background(
                 ErrorKind::MissingInput,
                 format!("-stol {name}: no such table (bundled: water.stol, air.stol, ice.stol)"),
             )
+            .with_flag("-stol")
         })?,
     };
     let setup = setup_on_plan(&o, prep, read_stol(&name, bytes, unit)?);
@@ -206,18 +207,6 @@ fn setup_on_plan(
         warnings: Vec::new(),
         frame,
     }
-}
-
-/// Words for a material: `-stol TABLE -thickness MM` plus the sample and beam words given.
-pub fn material_words(stol: &str, thickness_mm: f64, extra: &[String]) -> Vec<String> {
-    let mut w = vec![
-        "-stol".to_string(),
-        stol.to_string(),
-        "-thickness".to_string(),
-        format!("{thickness_mm}"),
-    ];
-    w.extend(extra.iter().cloned());
-    w
 }
 
 /// Pixel-wise sum of the chosen layers (f32, as the CLI chain adds float files).

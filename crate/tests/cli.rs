@@ -56,6 +56,46 @@ fn unknown_flag_is_named() {
 }
 
 #[test]
+fn unknown_flag_suggests_the_nearest() {
+    assert_error(
+        &run_in("err-typo", &format!("{BASE} -cel 100 100 100 90 90 90")),
+        2,
+        "unknown flag '-cel' (did you mean -cell?)",
+    );
+    assert_error(
+        &run_in("err-typo2", &format!("{BASE} -distnace 100")),
+        2,
+        "unknown flag '-distnace' (did you mean -distance?)",
+    );
+    let r = run_in("err-notypo", &format!("{BASE} -frobnicate 3"));
+    assert!(!r.stderr.contains("did you mean"), "{}", r.stderr);
+}
+
+#[test]
+fn zero_length_axes_are_errors_naming_the_flag() {
+    for (flag, rest) in [
+        ("-twotheta_axis", " -twotheta 10"),
+        ("-spindle_axis", " -phi 10"),
+        ("-polar_vector", ""),
+        ("-beam_vector", ""),
+        ("-fdet_vector", ""),
+        ("-sdet_vector", ""),
+    ] {
+        assert_error(
+            &run_in("err-zero-axis", &format!("{BASE} {flag} 0 0 0{rest}")),
+            2,
+            &format!("{flag}: 0 0 0 has no direction"),
+        );
+    }
+    // a zero two-theta axis read as a (zero) angle by upstream's substring match is still no axis
+    assert_error(
+        &run_in("err-zero-axis0", &format!("{BASE} -twotheta_axis 0 0 0")),
+        2,
+        "-twotheta_axis: 0 0 0 has no direction",
+    );
+}
+
+#[test]
 fn missing_and_non_numeric_values_are_named() {
     assert_error(
         &run_in("err-missing", &format!("{BASE} -lambda")),

@@ -431,7 +431,7 @@ pub static FLAGS: &[Flag] = &[
     })
     .check(Within(1e5)),
     flag("-spindle_axis", Goniometer, "x y z", "phi rotation axis (selects the CUSTOM convention)", |p| {
-        p.o.spindle_axis = Some(p.vec3()?);
+        p.o.spindle_axis = Some(p.axis()?);
         p.o.convention = Convention::Custom;
         Ok(())
     }),
@@ -515,12 +515,12 @@ pub static FLAGS: &[Flag] = &[
     })
     .kind(InputFile),
     flag("-beam_vector", Beam, "x y z", "direction of the beam (selects CUSTOM)", |p| {
-        p.o.beam_vector = Some(p.vec3()?);
+        p.o.beam_vector = Some(p.axis()?);
         p.o.convention = Convention::Custom;
         Ok(())
     }),
     flag("-polar_vector", Beam, "x y z", "E-vector of the beam (selects CUSTOM)", |p| {
-        p.o.polar_vector = Some(p.vec3()?);
+        p.o.polar_vector = Some(p.axis()?);
         p.o.convention = Convention::Custom;
         Ok(())
     }),
@@ -597,8 +597,8 @@ pub static FLAGS: &[Flag] = &[
     .check(Positive(1e3)),
     flag("-detector", Port, "pilatus6m|eiger2-16m|eiger2-4m|mx300", "a real detector: its pixels, pixel size, module gaps (mask) and overload value", |p| {
         let name = p.text()?;
-        let d = crate::detectors::find(&name).ok_or_else(|| {
-            p.err(format!("unknown detector '{name}' (known: {})", crate::detectors::names()))
+        let d = crate::presets::find(&name).ok_or_else(|| {
+            p.err(format!("unknown detector '{name}' (known: {})", crate::presets::names()))
         })?;
         p.o.preset = Some(d);
         p.o.fpixels = Some(d.fast_pixels as i64);
@@ -717,12 +717,12 @@ pub static FLAGS: &[Flag] = &[
         Ok(())
     }),
     flag("-fdet_vector", Detector, "x y z", "fast axis (selects CUSTOM)", |p| {
-        p.o.fdet_vector = Some(p.vec3()?);
+        p.o.fdet_vector = Some(p.axis()?);
         p.o.convention = Convention::Custom;
         Ok(())
     }),
     flag("-sdet_vector", Detector, "x y z", "slow axis (selects CUSTOM)", |p| {
-        p.o.sdet_vector = Some(p.vec3()?);
+        p.o.sdet_vector = Some(p.axis()?);
         p.o.convention = Convention::Custom;
         Ok(())
     }),
@@ -732,7 +732,7 @@ pub static FLAGS: &[Flag] = &[
         Ok(())
     }),
     flag("-twotheta_axis", Detector, "x y z", "two-theta axis (selects CUSTOM; upstream also sets two-theta to x degrees)", |p| {
-        let v = p.vec3()?;
+        let v = p.axis()?;
         p.o.twotheta_axis = Some(v);
         p.o.convention = Convention::Custom;
         // upstream's substring match also runs -twotheta with the first component

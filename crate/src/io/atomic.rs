@@ -456,7 +456,9 @@ pub fn check_outputs(outputs: &[(&str, Option<&str>)]) -> Result<()> {
             };
             return Err(Error::usage(format!(
                 "{other_flag} and {flag} write the same file ({same}): give each output its own file"
-            )));
+            ))
+            .with_flag(flag)
+            .at_file(path));
         }
         seen.push((flag, path, id));
     }

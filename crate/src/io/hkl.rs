@@ -29,7 +29,8 @@ fn table_len(name: &str, b: [i64; 6], max: usize) -> Result<(usize, [usize; 3])>
                 lo,
                 hi,
                 ["h", "k", "l"][i]
-            )));
+            ))
+            .at_file(name));
         }
         *r = usize::try_from(hi - lo + 1).unwrap_or(usize::MAX);
     }
@@ -44,7 +45,7 @@ fn table_len(name: &str, b: [i64; 6], max: usize) -> Result<(usize, [usize; 3])>
                 "{name}: Miller indices span h {}..{}, k {}..{}, l {}..{}: a structure-factor table of {values:.3e} values, more than the limit of {max}{}",
                 b[0], b[1], b[2], b[3], b[4], b[5],
                 if max == MAX_TABLE { " (a box of about ±200 in h, k and l)" } else { "" }
-            )))
+            )).at_file(name))
         }
     }
 }
@@ -55,6 +56,7 @@ fn alloc_table(name: &str, len: usize) -> Result<Vec<f64>> {
         Error::input(format!(
             "{name}: not enough memory for a structure-factor table of {len} values"
         ))
+        .at_file(name)
     })?;
     data.resize(len, 0.0);
     Ok(data)
@@ -74,6 +76,8 @@ fn for_each_record(name: &str, text: &[u8], mut record: impl FnMut([i32; 3], f64
                 "{name} line {n}: expected 4 numbers \"h k l F\", found \"{}\"",
                 show_line(line)
             ))
+            .at_file(name)
+            .at_line(n)
         };
         let mut tokens = [""; 4];
         let mut count = 0;
@@ -95,12 +99,16 @@ fn for_each_record(name: &str, text: &[u8], mut record: impl FnMut([i32; 3], f64
                         "{name} line {n}: Miller index {v} is out of range, in \"{}\"",
                         show_line(line)
                     ))
+                    .at_file(name)
+                    .at_line(n)
                 })?,
                 None if parse_f64_strict(tok).is_some() => {
                     return Err(Error::input(format!(
                         "{name} line {n}: Miller indices h k l must be integers, found \"{}\"",
                         show_line(line)
-                    )))
+                    ))
+                    .at_file(name)
+                    .at_line(n))
                 }
                 None => return Err(expected()),
             };
@@ -139,9 +147,7 @@ pub fn parse_hkl_limited(
         }
     })?;
     if records == 0 {
-        return Err(Error::input(format!(
-            "{name}: no \"h k l F\" records found"
-        )));
+        return Err(Error::input(format!("{name}: no \"h k l F\" records found")).at_file(name));
     }
     let mut grid = new_table(name, b, default_f, max_values)?;
     for_each_record(name, text, |hkl, f| {
@@ -230,7 +236,7 @@ pub fn read_fdump_limited(name: &str, bytes: &[u8], max_values: usize) -> Result
     let not_dump = || {
         Error::input(format!(
             "{name}: not a structure-factor dump (expected six integers \"h_min h_max k_min k_max l_min l_max\" followed by a newline and a form feed)"
-        ))
+        )).at_file(name)
     };
     let mut pos = 0usize;
     let mut b = [0i64; 6];
@@ -266,7 +272,7 @@ pub fn read_fdump_limited(name: &str, bytes: &[u8], max_values: usize) -> Result
         return Err(Error::input(format!(
             "{name}: truncated structure-factor dump: the header promises {len} values ({need} bytes) but only {} bytes follow",
             body.len()
-        )));
+        )).at_file(name));
     }
     let mut data = alloc_table(name, len)?;
     for (d, chunk) in data.iter_mut().zip(body.chunks_exact(8)) {

@@ -24,7 +24,7 @@ pub fn parse_mat(name: &str, text: &[u8]) -> Result<[[f64; 3]; 3]> {
                     "{name} line {n}: expected 9 numbers (3x3 orientation matrix), found \"{}\" in \"{}\"",
                     show_line(tok),
                     show_line(line)
-                ))
+                )).at_file(name).at_line(n)
             })?;
             m[count / 3][count % 3] = v;
             count += 1;
@@ -36,7 +36,7 @@ pub fn parse_mat(name: &str, text: &[u8]) -> Result<[[f64; 3]; 3]> {
     if count < 9 {
         return Err(Error::input(format!(
             "{name} line {last_line}: expected 9 numbers (3x3 orientation matrix), found only {count}"
-        )));
+        )).at_file(name).at_line(last_line));
     }
     Ok(m)
 }

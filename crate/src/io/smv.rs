@@ -189,17 +189,19 @@ pub fn read_head(name: &str, bytes: &[u8]) -> Result<SmvHead> {
     if !bytes.starts_with(b"{\nHEADER_BYT") {
         return Err(Error::input(format!(
             "{name}: not an SMV image (the file must start with \"{{\" and a line \"HEADER_BYTES=...\")"
-        )));
+        )).at_file(name));
     }
     let first = header_str(bytes, SMV_HEADER_BYTES);
     let header_bytes = header_size(value_of(&first, "HEADER_BYTES"))
         .filter(|&n| n >= 12)
-        .ok_or_else(|| Error::input(format!("{name}: invalid HEADER_BYTES in the SMV header")))?;
+        .ok_or_else(|| {
+            Error::input(format!("{name}: invalid HEADER_BYTES in the SMV header")).at_file(name)
+        })?;
     if header_bytes > bytes.len() {
         return Err(Error::input(format!(
             "{name}: truncated SMV image: the header declares {header_bytes} header bytes but the file has {} bytes",
             bytes.len()
-        )));
+        )).at_file(name));
     }
     let text = if header_bytes == SMV_HEADER_BYTES {
         first
@@ -234,7 +236,7 @@ pub fn read_smv(name: &str, bytes: &[u8]) -> Result<SmvFile> {
                         "{name}: truncated SMV image: {w}x{h} pixels need {} bytes after the header, found {}",
                         2.0 * w as f64 * h as f64,
                         body.len()
-                    )))
+                    )).at_file(name))
                 }
             }
         }

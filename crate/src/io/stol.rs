@@ -48,9 +48,9 @@ pub struct StolTable {
 pub fn read_stol(name: &str, text: &[u8], unit: StolUnit) -> Result<StolTable> {
     let rows = read_rows(name, text, 2)?;
     if rows.is_empty() {
-        return Err(Error::input(format!(
-            "{name}: no data (expected lines of 'stol F')"
-        )));
+        return Err(
+            Error::input(format!("{name}: no data (expected lines of 'stol F')")).at_file(name),
+        );
     }
     let mult = unit.to_per_metre();
     let mut stol = Vec::with_capacity(rows.len() + 4);
@@ -61,18 +61,22 @@ pub fn read_stol(name: &str, text: &[u8], unit: StolUnit) -> Result<StolTable> {
         if y.is_nan() {
             return Err(Error::input(format!(
                 "{name} line {line}: expected two numbers 'stol F', found only one"
-            )));
+            ))
+            .at_file(name)
+            .at_line(*line));
         }
         if !x.is_finite() || !y.is_finite() {
             return Err(Error::input(format!(
                 "{name} line {line}: {x} {y} is not a pair of finite numbers"
-            )));
+            ))
+            .at_file(name)
+            .at_line(*line));
         }
         if let Some((pl, px)) = prev {
             if !(x > px) {
                 return Err(Error::input(format!(
                     "{name} line {line}: {x} does not increase from {px} on line {pl} (the first column must increase)"
-                )));
+                )).at_file(name).at_line(*line));
             }
         }
         prev = Some((*line, x));
@@ -81,14 +85,18 @@ pub fn read_stol(name: &str, text: &[u8], unit: StolUnit) -> Result<StolTable> {
             return Err(Error::input(format!(
                 "{name} line {line}: {} is out of range for the first column",
                 crate::cfmt::fmt_g(x)
-            )));
+            ))
+            .at_file(name)
+            .at_line(*line));
         }
         // electrons per molecule: far beyond any real table, and F² stays finite
         if !(y.abs() <= 1e30) {
             return Err(Error::input(format!(
                 "{name} line {line}: F = {} is out of range (|F| ≤ 1e30)",
                 crate::cfmt::fmt_g(y)
-            )));
+            ))
+            .at_file(name)
+            .at_line(*line));
         }
         stol.push(x * mult);
         f.push(y);
@@ -128,7 +136,7 @@ impl StolTable {
             self.stol[n + 2],
         ];
         let ya = [self.f[n - 1], self.f[n], self.f[n + 1], self.f[n + 2]];
-        let cubic = crate::cpu::terms::polint(xa, ya, x);
+        let cubic = crate::terms::polint(xa, ya, x);
         if cubic.is_finite() {
             return cubic;
         }

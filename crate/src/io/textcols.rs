@@ -46,13 +46,17 @@ pub fn read_rows(name: &str, text: &[u8], ncols: usize) -> Result<Vec<(usize, Ve
                     "{name} line {n}: column {} is '{}', not a finite number",
                     col + 1,
                     String::from_utf8_lossy(field)
-                )));
+                ))
+                .at_file(name)
+                .at_line(n));
             }
             if used == 0 {
                 return Err(Error::input(format!(
                     "{name} line {n}: expected up to {ncols} numbers, found \"{}\"",
                     show_line(line)
-                )));
+                ))
+                .at_file(name)
+                .at_line(n));
             }
             *slot = v;
         }

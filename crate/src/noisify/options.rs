@@ -282,7 +282,8 @@ fn float_pixels(name: &str, bytes: &[u8], w: usize) -> Result<Vec<f32>> {
             i % w,
             i / w,
             input[i]
-        )));
+        ))
+        .at_file(name));
     }
     Ok(input)
 }
@@ -314,6 +315,7 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
             Error::input(format!(
                 "{hname}: the SMV header has no positive SIZE1 and SIZE2 (nor DETECTOR_DIMENSIONS)"
             ))
+            .at_file(hname)
         })?;
         xpixels = Some(w);
         ypixels = Some(h);
@@ -322,7 +324,8 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
             if !(p > 0.0 && p.is_finite()) {
                 return Err(Error::input(format!(
                     "{hname}: PIXEL_SIZE={p} in the SMV header is not a positive size (mm)"
-                )));
+                ))
+                .at_file(hname));
             }
             pixel = p / 1000.0;
         }
@@ -346,7 +349,8 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         return Err(Error::input(format!(
             "{name}: {} bytes is not a whole number of 4-byte float pixels",
             bytes.len()
-        )));
+        ))
+        .at_file(name));
     }
     let n = bytes.len() / 4;
     let (w, h) = match (xpixels, ypixels) {
@@ -369,7 +373,8 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
             } else {
                 " (-detpixels)"
             }
-        )));
+        ))
+        .at_file(name));
     }
     let mut input = float_pixels(&name, &bytes, w)?;
     log.push(format!("importing {n} pixel intensites: {name}"));
@@ -380,7 +385,8 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
                 "{add}: -add: {} bytes, but the image {name} is {n} float pixels ({} bytes)",
                 bytes.len(),
                 4 * n
-            )));
+            ))
+            .at_file(add));
         }
         // f32 sums in the order given, as realistic::compose adds layers
         for (a, b) in input.iter_mut().zip(float_pixels(add, &bytes, w)?) {

@@ -22,7 +22,8 @@ pub fn resolve_beam(o: &Options, header_lambda: Option<f64>) -> Result<Beam> {
         return Err(Error::geometry(format!(
             "-lambda: wavelength must be positive, got {} Å",
             lambda0 * 1e10
-        )));
+        ))
+        .with_flag("-lambda"));
     }
     let mut warnings = Vec::new();
     let mut fluence = o.fluence;
@@ -34,7 +35,7 @@ pub fn resolve_beam(o: &Options, header_lambda: Option<f64>) -> Result<Beam> {
                 crate::cfmt::fmt_g(o.flux),
                 crate::cfmt::fmt_g(o.exposure),
                 crate::cfmt::fmt_g(o.beamsize * 1e3)
-            )));
+            )).with_flag("-flux"));
         }
     }
     let mut sample = [o.sample_x, o.sample_y, o.sample_z];

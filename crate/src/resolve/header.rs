@@ -6,10 +6,10 @@
 
 use crate::args::{self, Check, Options, RTD};
 use crate::cfmt::scan_f64;
-use crate::detector::HeaderDefaults;
 use crate::error::{Error, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io::smv::{self, SmvFile};
+use crate::resolve::detector::HeaderDefaults;
 
 /// What one header (or the merged headers) supplies.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -50,7 +50,10 @@ fn key_value(name: &str, header: &str, key: &str, flag: &str) -> Result<Option<f
             (_, 0) => {
                 return Err(Error::input(format!(
                     "{name} header line {line}: {key}={shown} is not a number"
-                )))
+                ))
+                .at_file(name)
+                .at_line(line)
+                .at_key(key))
             }
             (v, _) => v,
         },
@@ -59,7 +62,10 @@ fn key_value(name: &str, header: &str, key: &str, flag: &str) -> Result<Option<f
         None => Ok(Some(v)),
         Some(want) => Err(Error::input(format!(
             "{name} header line {line}: {key}={shown}: expected {want} (as for {flag})"
-        ))),
+        ))
+        .at_file(name)
+        .at_line(line)
+        .at_key(key)),
     }
 }
 
@@ -139,13 +145,20 @@ pub fn read_headers(o: &Options, files: &dyn FileSource) -> Result<Headers> {
     let mut values = HeaderValues::default();
     let mut mask = None;
     if let Some(name) = &o.mask {
-        let smv = smv::read_smv(name, &files.read(name, FileKind::Image)?)?;
-        values = header_values(name, &smv.header_text, true)?;
+        let flag = |e: Error| e.with_flag("-mask").at_file(name.as_str());
+        let smv =
+            smv::read_smv(name, &files.read(name, FileKind::Image).map_err(flag)?).map_err(flag)?;
+        values = header_values(name, &smv.header_text, true).map_err(flag)?;
         mask = Some((name.clone(), smv));
     }
     if let Some(name) = &o.img {
-        let smv = smv::read_smv(name, &files.read(name, FileKind::Image)?)?;
-        values = merge(values, header_values(name, &smv.header_text, false)?);
+        let flag = |e: Error| e.with_flag("-img").at_file(name.as_str());
+        let smv =
+            smv::read_smv(name, &files.read(name, FileKind::Image).map_err(flag)?).map_err(flag)?;
+        values = merge(
+            values,
+            header_values(name, &smv.header_text, false).map_err(flag)?,
+        );
     }
     Ok(Headers { values, mask })
 }
@@ -189,6 +202,11 @@ mod tests {
         assert_eq!(
             bad("DISTANCE=100", "DISTANCE=garbage"),
             "x.img header line 7: DISTANCE=garbage is not a number"
+        );
+        let e = header_values("x.img", &HEADER.replace("PHI=10", "PHI=x"), false).unwrap_err();
+        assert_eq!(
+            (e.file.as_deref(), e.line, e.key.as_deref()),
+            (Some("x.img"), Some(11), Some("PHI"))
         );
         assert_eq!(
             bad("SIZE1=128", "SIZE1=-5"),

@@ -3,11 +3,11 @@
 //! for (MODEL §4.7).
 
 use crate::args::Options;
-use crate::crystal::{resolve_crystal, Crystal, CrystalInput};
-use crate::detector::Detector;
 use crate::error::{Error, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io;
+use crate::resolve::crystal::{resolve_crystal, Crystal, CrystalInput};
+use crate::resolve::detector::Detector;
 use crate::resolve::limits::{self, over};
 use crate::rng::RanState;
 use crate::vec3::mag;
@@ -32,10 +32,12 @@ pub fn crystal(
     rng: &mut RanState,
 ) -> Result<Crystal> {
     let mat = match &o.mat {
-        Some(name) => Some(io::matfile::parse_mat(
-            name,
-            &files.read(name, FileKind::Matrix)?,
-        )?),
+        Some(name) => Some(
+            files
+                .read(name, FileKind::Matrix)
+                .and_then(|text| io::matfile::parse_mat(name, &text))
+                .map_err(|e| e.with_flag("-mat").at_file(name.as_str()))?,
+        ),
         None => None,
     };
     resolve_crystal(CrystalInput {
@@ -132,9 +134,10 @@ pub fn oversample(
         format!("WARNING: oversampling of {value} is less than the recommended {recommended}")
     });
     if value > limits::MAX_OVERSAMPLE {
-        return Err(Error::geometry(format!(
-            "-oversample {value} is unreasonably large"
-        )));
+        return Err(
+            Error::geometry(format!("-oversample {value} is unreasonably large"))
+                .with_flag("-oversample"),
+        );
     }
     Ok(Oversample {
         value,
@@ -147,7 +150,7 @@ pub fn oversample(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detector::{resolve_detector, HeaderDefaults};
+    use crate::resolve::detector::{resolve_detector, HeaderDefaults};
 
     fn setup(s: &str) -> (Options, Crystal, Detector) {
         let o = crate::args::test_opts(s);

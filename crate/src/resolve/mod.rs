@@ -20,24 +20,27 @@
 //! Counts and their products are checked against `limits` before anything is allocated.
 
 pub mod beam;
+pub mod crystal;
+pub mod detector;
 pub mod header;
 pub mod lattice;
 pub mod limits;
 pub mod orientations;
 pub mod pixels;
+pub mod sampling;
 pub mod scaling;
 pub mod sources;
 pub mod structure;
 
 use crate::args::{Options, RTD};
-use crate::crystal::Crystal;
-use crate::detector::{resolve_detector, Detector};
 use crate::error::{Error, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io;
 use crate::plan::{Interpolation, Plan};
+use crate::resolve::crystal::Crystal;
+use crate::resolve::detector::{resolve_detector, Detector};
+use crate::resolve::sampling::resolve_sampling;
 use crate::rng::RanState;
-use crate::sampling::resolve_sampling;
 
 pub use scaling::{AVOGADRO, R_E_SQR};
 
@@ -127,8 +130,13 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
 
     let source_list = match &o.sourcefile {
         Some(name) => {
-            let rows = io::textcols::read_columns(name, &files.read(name, FileKind::Sources)?, 5)?;
-            sources::from_file(name, &rows, det.beam, lambda0)?
+            let located =
+                |e: crate::error::Error| e.with_flag("-sourcefile").at_file(name.as_str());
+            let rows = files
+                .read(name, FileKind::Sources)
+                .and_then(|text| io::textcols::read_columns(name, &text, 5))
+                .map_err(located)?;
+            sources::from_file(name, &rows, det.beam, lambda0).map_err(located)?
         }
         None => sources::divergence_grid(&smp, o.round_div, &det, lambda0),
     };
@@ -258,7 +266,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
     ));
     log.push(format!("{0}x{0} pixel oversample steps", over.value));
 
-    Ok(Setup {
+    let mut setup = Setup {
         opts: o.clone(),
         det,
         crystal,
@@ -274,7 +282,9 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         hkl_source,
         log,
         warnings,
-    })
+    };
+    pixels::apply_preset_mask(&mut setup);
+    Ok(setup)
 }
 
 /// The last guard before the kernels: every number of the plan they read is finite (the steps

@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use crate::io::smv::{self, SmvFile};
 use crate::plan::Roi;
+use crate::resolve::Setup;
 
 pub fn roi(roi: Option<[i64; 4]>, fpixels: usize, spixels: usize) -> Roi {
     let (fp, sp) = (fpixels as i64, spixels as i64);
@@ -27,7 +28,8 @@ pub fn mask(name: &str, smv: &SmvFile, fpixels: usize, spixels: usize) -> Result
     if mf != fpixels || ms != spixels || smv.data.len() < fpixels * spixels {
         return Err(Error::input(format!(
             "-mask {name}: mask is {mf}x{ms} pixels but the detector is {fpixels}x{spixels}"
-        )));
+        ))
+        .with_flag("-mask"));
     }
     Ok(smv.data[..fpixels * spixels]
         .iter()
@@ -47,7 +49,8 @@ pub fn check_selection(
         return Err(Error::geometry(format!(
             "-roi {} {} {} {} selects no pixel of the {fpixels}x{spixels} detector",
             roi.xmin, roi.xmax, roi.ymin, roi.ymax
-        )));
+        ))
+        .with_flag("-roi"));
     }
     if let Some(m) = mask {
         let any = (roi.ymin..=y1).any(|s| {
@@ -58,10 +61,34 @@ pub fn check_selection(
         if !any {
             return Err(Error::input(
                 "-mask: every pixel inside the rendered region is masked (0): nothing to render",
-            ));
+            )
+            .with_flag("-mask"));
         }
     }
     Ok(())
+}
+
+/// A `-detector` preset's module gaps join the plan's mask, when the detector still has the
+/// preset's pixel counts (later flags may have changed them; then a warning says so).
+pub fn apply_preset_mask(setup: &mut Setup) {
+    let Some(p) = setup.opts.preset else { return };
+    let plan = &mut setup.plan;
+    if plan.fpixels != p.fast_pixels || plan.spixels != p.slow_pixels {
+        setup.warnings.push(format!(
+            "WARNING: -detector {}: the detector is {}x{} pixels, not the preset's {}x{}; module gaps not masked",
+            p.name, plan.fpixels, plan.spixels, p.fast_pixels, p.slow_pixels
+        ));
+        return;
+    }
+    let gaps = p.mask();
+    plan.mask = Some(match plan.mask.take() {
+        Some(m) => m
+            .iter()
+            .zip(&gaps)
+            .map(|(a, b)| (*a != 0 && *b != 0) as u8)
+            .collect(),
+        None => gaps,
+    });
 }
 
 #[cfg(test)]

@@ -3,18 +3,18 @@
 //! (m, upstream's convention: 10 m upstream of the sample) and a wavelength; the plan keeps the
 //! unit incident direction.
 
-use crate::detector::Detector;
 use crate::error::{Error, Result};
 use crate::plan::Source;
+use crate::resolve::detector::Detector;
 use crate::resolve::limits::{self, over};
-use crate::sampling::Sampling;
+use crate::resolve::sampling::Sampling;
 use crate::vec3::{mag, rotaxis, unit, V3};
 
 /// Rows of a source file (`x y z weight λ`; NaN where a column is missing) -> sources. Missing
 /// positions are on the beam axis 10 m upstream, a missing wavelength is `lambda0`.
 pub fn from_file(name: &str, rows: &[Vec<f64>], beam: V3, lambda0: f64) -> Result<Vec<(V3, f64)>> {
     if rows.is_empty() {
-        return Err(Error::input(format!("{name}: no sources found")));
+        return Err(Error::input(format!("{name}: no sources found")).at_file(name));
     }
     if rows.len() as u64 > limits::MAX_SOURCES {
         return Err(over(format!(
@@ -41,18 +41,21 @@ pub fn from_file(name: &str, rows: &[Vec<f64>], beam: V3, lambda0: f64) -> Resul
         if !(lambda > 0.0) || !lambda.is_finite() {
             return Err(Error::input(format!(
                 "{name}: source wavelength must be positive (metres), got {lambda}"
-            )));
+            ))
+            .at_file(name));
         }
         if !pos.iter().all(|x| x.is_finite()) || !mag(pos).is_finite() {
             return Err(Error::input(format!(
                 "{name}: a source position is not finite: {} {} {}",
                 pos[0], pos[1], pos[2]
-            )));
+            ))
+            .at_file(name));
         }
         if mag(pos) == 0.0 {
             return Err(Error::input(format!(
                 "{name}: a source position is at the sample (0 0 0)"
-            )));
+            ))
+            .at_file(name));
         }
         sources.push((pos, lambda));
     }
@@ -116,8 +119,8 @@ pub fn to_plan(sources: &[(V3, f64)]) -> Vec<Source> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detector::{resolve_detector, HeaderDefaults};
-    use crate::sampling::resolve_sampling;
+    use crate::resolve::detector::{resolve_detector, HeaderDefaults};
+    use crate::resolve::sampling::resolve_sampling;
 
     fn grid(s: &str) -> Vec<(V3, f64)> {
         let o = crate::args::test_opts(s);

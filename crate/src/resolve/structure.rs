@@ -3,11 +3,11 @@
 //! (`Fdump.bin`), else `-default_F` everywhere; and whether they are interpolated.
 
 use crate::args::Options;
-use crate::crystal::Crystal;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io;
 use crate::plan::{HklGrid, Plan};
+use crate::resolve::crystal::Crystal;
 use crate::sf::{self, Model};
 
 /// Where the structure factors come from.
@@ -35,9 +35,10 @@ pub fn origin(o: &Options, files: &dyn FileSource) -> Origin {
 /// model gives both). `-hkl` with `-pdb` is a usage error.
 pub fn check_required(o: &Options, origin: &Origin) -> Result<()> {
     if o.hkl.is_some() && o.pdb.is_some() {
-        return Err(Error::usage(
-            "-pdb and -hkl both give structure factors: use one of them",
-        ));
+        return Err(
+            Error::usage("-pdb and -hkl both give structure factors: use one of them")
+                .with_flag("-pdb"),
+        );
     }
     let model = matches!(origin, Origin::Model(_));
     let mut why = Vec::new();
@@ -81,12 +82,18 @@ pub fn structure_factors(
     let mut warnings = Vec::new();
     let (hkl, description) = match origin {
         Origin::File(name) => {
-            let hkl = io::hkl::parse_hkl(name, &files.read(name, FileKind::Hkl)?, o.default_f)?;
+            let hkl = files
+                .read(name, FileKind::Hkl)
+                .and_then(|text| io::hkl::parse_hkl(name, &text, o.default_f))
+                .map_err(|e| e.with_flag("-hkl").at_file(name.as_str()))?;
             let d = format!("{} ({} reflections)", name, hkl.hkls);
             (hkl, d)
         }
         Origin::Cache(name) => {
-            let hkl = io::hkl::read_fdump(name, &files.read(name, FileKind::Fdump)?)?;
+            let hkl = files
+                .read(name, FileKind::Fdump)
+                .and_then(|bytes| io::hkl::read_fdump(name, &bytes))
+                .map_err(|e| e.at_file(name.as_str()))?;
             warnings.push(format!(
                 "reading structure factors from {name} because no -hkl was given"
             ));
@@ -106,7 +113,8 @@ pub fn structure_factors(
         };
         return Err(Error::input(format!(
             "{name}: a structure factor is not a finite number ({v})"
-        )));
+        ))
+        .at_file(name));
     }
     Ok(StructureFactors {
         hkl,
@@ -118,10 +126,11 @@ pub fn structure_factors(
 /// The `-pdb` model, read before the crystal (its cell is the crystal's unless -cell/-mat).
 pub fn read_model(origin: &Origin, files: &dyn FileSource) -> Result<Option<Model>> {
     match origin {
-        Origin::Model(name) => Ok(Some(sf::read_model(
-            name,
-            &files.read(name, FileKind::Model)?,
-        )?)),
+        Origin::Model(name) => files
+            .read(name, FileKind::Model)
+            .and_then(|bytes| sf::read_model(name, &bytes))
+            .map(Some)
+            .map_err(|e| e.with_flag("-pdb").at_file(name.as_str())),
         _ => Ok(None),
     }
 }
@@ -179,6 +188,7 @@ pub fn model_table(
             Error::geometry(
                 "-pdb: the detector sees no scattering angle (give -dmin to choose a resolution)",
             )
+            .with_flag("-pdb")
         })? / sf::REACH_MARGIN
     };
     let opts = sf::SfOptions {
@@ -191,8 +201,11 @@ pub fn model_table(
         default_f: o.default_f,
     };
     let never = std::sync::atomic::AtomicBool::new(false);
-    let (grid, summary) = sf::compute_model(model, &opts, &|_| {}, &never)
-        .map_err(|e| Error::new(e.kind, format!("-pdb {name}: {}", e.message)))?;
+    let (grid, summary) = sf::compute_model(model, &opts, &|_| {}, &never).map_err(|e| {
+        e.prefixed(format_args!("-pdb {name}: "))
+            .with_flag("-pdb")
+            .at_file(name)
+    })?;
     log.push(format!("-pdb {name}: {}", summary.describe()));
     let description = format!(
         "{name} ({} model, space group {}, {} reflections to {:.3} Å)",

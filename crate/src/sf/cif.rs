@@ -30,6 +30,8 @@ struct Lexer<'a> {
 impl<'a> Lexer<'a> {
     fn err(&self, line: usize, what: &str) -> Error {
         Error::input(format!("{} line {line}: {what}", self.name))
+            .at_file(self.name)
+            .at_line(line)
     }
 
     /// Next token and the line it starts on.
@@ -215,7 +217,7 @@ fn tables<'a>(name: &'a str, text: &'a str) -> Result<Vec<Table<'a>>> {
         }
     }
     if blocks == 0 {
-        return Err(Error::input(format!("{name}: no data_ block")));
+        return Err(Error::input(format!("{name}: no data_ block")).at_file(name));
     }
     Ok(out)
 }
@@ -260,11 +262,14 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
             Error::input(format!(
                 "{name}: no {tag}: the unit cell is needed to compute structure factors"
             ))
+            .at_file(name)
         })?;
         v[k] = number(text).ok_or_else(|| {
             Error::input(format!(
                 "{name} line {line}: {tag}: \"{text}\" is not a number"
             ))
+            .at_file(name)
+            .at_line(line)
         })?;
         cell_line = line;
     }
@@ -322,30 +327,33 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
         (None, Some((what, line))) => {
             return Err(Error::input(format!(
                 "{name} line {line}: unsupported space group or setting: {what}"
-            )))
+            ))
+            .at_file(name)
+            .at_line(*line))
         }
         (None, None) => {
             return Err(Error::input(format!(
             "{name}: no space group (_symmetry.space_group_name_H-M or _space_group.name_H-M_alt)"
-        )))
+        ))
+            .at_file(name))
         }
     };
 
     // atoms
     let Some(sites) = find_table("_atom_site.cartn_x") else {
-        return Err(Error::input(format!(
-            "{name}: no _atom_site loop (no atoms)"
-        )));
+        return Err(Error::input(format!("{name}: no _atom_site loop (no atoms)")).at_file(name));
     };
     if sites.rows() == 0 {
         return Err(Error::input(format!(
             "{name}: the _atom_site loop has no rows (no atoms)"
-        )));
+        ))
+        .at_file(name));
     }
     let col = |tag: &str| sites.col(&format!("_atom_site.{tag}"));
     let need = |tag: &str| {
-        col(tag)
-            .ok_or_else(|| Error::input(format!("{name}: the _atom_site loop has no {tag} column")))
+        col(tag).ok_or_else(|| {
+            Error::input(format!("{name}: the _atom_site loop has no {tag} column")).at_file(name)
+        })
     };
     let (cx, cy, cz) = (need("Cartn_x")?, need("Cartn_y")?, need("Cartn_z")?);
     let ctype = need("type_symbol")?;
@@ -368,6 +376,8 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
             Error::input(format!(
                 "{name} line {line}: atom \"{atom_name}\": {what} \"{text}\" is not a number"
             ))
+            .at_file(name)
+            .at_line(line)
         };
         let mut pos = [0.0; 3];
         for (k, c) in [cx, cy, cz].into_iter().enumerate() {
@@ -384,8 +394,11 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
         let occ = opt(cocc, 1.0, "occupancy")?;
         let b_iso = opt(cb, 0.0, "B_iso_or_equiv")?;
         let sym = sites.get(r, ctype).0;
-        let element = atom_element(sym, atom_name)
-            .map_err(|m| Error::input(format!("{name} line {line}: {m}")))?;
+        let element = atom_element(sym, atom_name).map_err(|m| {
+            Error::input(format!("{name} line {line}: {m}"))
+                .at_file(name)
+                .at_line(line)
+        })?;
         if let Some(c) = cid {
             ids.insert(sites.get(r, c).0, atoms.len());
         }
@@ -427,7 +440,7 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
                         Error::input(format!(
                             "{name} line {line}: _atom_site_anisotrop of atom id {id}: {} \"{t}\" is not a number",
                             names[k]
-                        ))
+                        )).at_file(name).at_line(line)
                     })? * scale;
                 }
                 atoms[i].aniso = Some(u);

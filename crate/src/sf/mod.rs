@@ -205,7 +205,7 @@ pub fn structure_factors(
     let model = read_model(name, model_bytes)?;
     compute_model(&model, opts, progress, cancel).map_err(|e| match e.kind {
         ErrorKind::Cancelled => e,
-        _ => Error::new(e.kind, format!("{name}: {}", e.message)),
+        _ => e.prefixed(format_args!("{name}: ")).at_file(name),
     })
 }
 

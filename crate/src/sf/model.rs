@@ -141,7 +141,8 @@ pub fn detect(name: &str, bytes: &[u8]) -> Result<Format> {
     if bytes.starts_with(&[0x1f, 0x8b]) {
         return Err(Error::input(format!(
             "{name}: the file is gzip-compressed: decompress it first (gunzip)"
-        )));
+        ))
+        .at_file(name));
     }
     for line in bytes.split(|&b| b == b'\n') {
         let t = line.trim_ascii();
@@ -166,7 +167,7 @@ pub fn detect(name: &str, bytes: &[u8]) -> Result<Format> {
     }
     Err(Error::input(format!(
         "{name}: not a coordinate file: expected a PDB file (records such as CRYST1 and ATOM) or an mmCIF file (starting with data_)"
-    )))
+    )).at_file(name))
 }
 
 /// Reads a PDB or mmCIF model. Errors name the file and, where there is one, the line.
@@ -181,7 +182,8 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
         return Err(Error::input(format!(
             "{name}: no atoms found ({} file without ATOM/HETATM records)",
             format.name()
-        )));
+        ))
+        .at_file(name));
     }
     Ok(model)
 }

@@ -61,8 +61,11 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
         let n = i + 1;
         let line = raw.strip_suffix(b"\r").unwrap_or(raw);
         let rec = cols(line, 1, 6);
-        let err =
-            |what: String| Error::input(format!("{name} line {n}: {what}: \"{}\"", show(line)));
+        let err = |what: String| {
+            Error::input(format!("{name} line {n}: {what}: \"{}\"", show(line)))
+                .at_file(name)
+                .at_line(n)
+        };
         match rec.trim_end() {
             "CRYST1" => {
                 let mut v = [0.0; 6];
@@ -168,19 +171,23 @@ pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
     let Some((cell, _)) = cell else {
         return Err(Error::input(format!(
             "{name}: no CRYST1 record: the unit cell and space group are needed to compute structure factors"
-        )));
+        )).at_file(name));
     };
     let (sg_text, sg_line) = sg_name.unwrap_or_default();
     if sg_text.is_empty() {
         return Err(Error::input(format!(
             "{name} line {sg_line}: CRYST1 has no space group (columns 56-66)"
-        )));
+        ))
+        .at_file(name)
+        .at_line(sg_line));
     }
     let space_group =
         symmetry::find(&sg_text, Some((cell.alpha, cell.gamma))).ok_or_else(|| {
             Error::input(format!(
                 "{name} line {sg_line}: unsupported space group or setting \"{sg_text}\" in CRYST1"
             ))
+            .at_file(name)
+            .at_line(sg_line)
         })?;
     Ok(Model {
         format: Format::Pdb,

@@ -247,6 +247,8 @@ pub fn from_triplets(ops: &[(String, usize)], file: &str) -> Result<SpaceGroup> 
             Error::input(format!(
                 "{file} line {line}: cannot read the symmetry operation \"{text}\""
             ))
+            .at_file(file)
+            .at_line(*line)
         })?;
         out.push(op);
     }

@@ -77,16 +77,18 @@ pub fn detector_size(o: &Options, hd: &HeaderDefaults) -> Result<DetectorSize> {
         return Err(Error::geometry(format!(
             "-pixel: pixel size must be positive, got {} mm",
             pixel * 1e3
-        )));
+        ))
+        .with_flag("-pixel"));
     }
     let mut detsize_f = o.detsize_f.unwrap_or(0.1024);
     let mut detsize_s = o.detsize_s.unwrap_or(0.1024);
     let fpix = o.fpixels.or(hd.fpixels).unwrap_or(0);
     let spix = o.spixels.or(hd.spixels).unwrap_or(0);
     if fpix < 0 || spix < 0 {
-        return Err(Error::geometry(
-            "-detpixels: pixel counts must not be negative",
-        ));
+        return Err(
+            Error::geometry("-detpixels: pixel counts must not be negative")
+                .with_flag("-detpixels"),
+        );
     }
     if fpix != 0 {
         detsize_f = pixel * fpix as f64;
@@ -591,8 +593,9 @@ mod tests {
         assert!(w.unwrap().contains("auto-generating odet_vector"));
         assert_eq!(fr.odet, unit(cross(fr.fdet, fr.sdet)));
         assert_eq!(vert, unit(cross(fr.beam, fr.polar_axis)));
-        let o = opts("-beam_vector 0 0 0");
-        let fr = convention_frame(&o, &hd, &detector_size(&o, &hd).unwrap());
+        let o = opts("-beam_vector 1 0 0");
+        let mut fr = convention_frame(&o, &hd, &detector_size(&o, &hd).unwrap());
+        fr.beam = [0.0; 3];
         assert!(normalise(fr)
             .unwrap_err()
             .message

@@ -162,7 +162,7 @@ pub struct Options {
     pub nexus: Option<String>,
     pub nexus_images: i64,
     /// `-detector NAME`: a real detector's pixels, pixel size and module gaps (`detectors`).
-    pub preset: Option<&'static crate::detectors::DetectorPreset>,
+    pub preset: Option<&'static crate::presets::DetectorPreset>,
     pub precision: Precision,
     pub threads: Option<usize>,
     pub backend: Backend,
@@ -315,7 +315,7 @@ impl<'a> Parser<'a> {
         self.i = (self.i + n).min(self.words.len());
     }
     fn err(&self, what: impl std::fmt::Display) -> Error {
-        Error::usage(format!("{}: {what}", self.flag))
+        Error::usage(format!("{}: {what}", self.flag)).with_flag(self.row.name)
     }
     /// The next word, as is.
     pub fn text(&mut self) -> Result<String> {
@@ -369,6 +369,16 @@ impl<'a> Parser<'a> {
     }
     pub fn vec3(&mut self) -> Result<V3> {
         Ok([self.f64()?, self.f64()?, self.f64()?])
+    }
+
+    /// Three numbers that give a direction: a zero-length vector is an error naming the flag
+    /// (upstream would silently drop the rotation about it).
+    pub fn axis(&mut self) -> Result<V3> {
+        let v = self.vec3()?;
+        if v.iter().all(|x| *x == 0.0) {
+            return Err(self.err("0 0 0 has no direction: give a non-zero vector"));
+        }
+        Ok(v)
     }
 
     /// `-cell a [b c α β γ]`: up to six numbers, stopping at the next flag (MODEL §2.2). Lengths
@@ -436,11 +446,40 @@ impl<'a> Parser<'a> {
 /// A command line given as one string, parsed (for the unit tests of the resolution steps).
 #[cfg(test)]
 pub(crate) fn test_opts(s: &str) -> Options {
-    parse(&crate::api::split_args(s)).unwrap()
+    parse(&split_args(s)).unwrap()
 }
 
 fn is_number(s: &str) -> bool {
     parse_f64_strict(s).is_some()
+}
+
+/// Split a command line into words (whitespace, with '…' and "…" quoting).
+pub fn split_args(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut has = false;
+    for ch in s.chars() {
+        match quote {
+            Some(q) if ch == q => quote = None,
+            Some(_) => cur.push(ch),
+            None if ch == '\'' || ch == '"' => {
+                quote = Some(ch);
+                has = true;
+            }
+            None if ch.is_whitespace() => {
+                if has || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                    has = false;
+                }
+            }
+            None => cur.push(ch),
+        }
+    }
+    if has || !cur.is_empty() {
+        out.push(cur);
+    }
+    out
 }
 
 /// Parse the words after the program name.
@@ -471,14 +510,20 @@ pub fn parse(words: &[String]) -> Result<Options> {
                 }
                 None => String::new(),
             };
-            return Err(Error::usage(format!(
+            let e = Error::usage(format!(
                 "unexpected argument '{arg}'{after} (values must follow a flag)"
-            )));
+            ));
+            return Err(match prev {
+                Some(f) => e.with_flag(f.name),
+                None => e,
+            });
         }
-        let row = find(arg).ok_or_else(|| Error::usage(format!("unknown flag '{arg}'")))?;
+        let row = find(arg).ok_or_else(|| {
+            crate::flagwords::unknown_flag(arg, FLAGS.iter().flat_map(|f| f.names()))
+        })?;
         p.flag = arg;
         p.row = row;
-        (row.handler)(&mut p)?;
+        (row.handler)(&mut p).map_err(|e| e.with_flag(row.name))?;
         prev = Some(row);
     }
     Ok(p.o)

@@ -247,7 +247,8 @@ fn check_counts(s: &Sampling) -> Result<()> {
             "-osc {} with -phistep {} gives no phi steps",
             g(s.osc * crate::args::RTD),
             g(s.phistep * crate::args::RTD)
-        )));
+        ))
+        .with_flag("-osc"));
     }
     let too_many = |what: &str, n: i64, max: i64, flags: &str| {
         over(format!(

@@ -50,7 +50,8 @@ pub fn reciprocal_from_cell(cell: [f64; 6]) -> Result<(V3, V3, V3, f64, [f64; 3]
             g(alpha * RTD),
             g(beta * RTD),
             g(gamma * RTD)
-        )));
+        ))
+        .with_flag("-cell"));
     }
     let skew = signed.abs();
     let v = 2.0 * a * b * c * skew.sqrt();
@@ -61,7 +62,8 @@ pub fn reciprocal_from_cell(cell: [f64; 6]) -> Result<(V3, V3, V3, f64, [f64; 3]
             g(b),
             g(c),
             g(v)
-        )));
+        ))
+        .with_flag("-cell"));
     }
     let vs = 1.0 / v;
     let fix = |x: f64| {
@@ -114,7 +116,7 @@ pub fn resolve_crystal(inp: CrystalInput) -> Result<Crystal> {
     let mut user_cell = None;
     if let Some(cell) = inp.cell {
         if !(cell[0] > 0.0) {
-            return Err(Error::geometry("-cell: the a axis must be positive"));
+            return Err(Error::geometry("-cell: the a axis must be positive").with_flag("-cell"));
         }
         let (ast, bst, cst, v, abc) = reciprocal_from_cell(cell)?;
         a_star = ast;
