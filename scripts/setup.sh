@@ -2,7 +2,9 @@
 # Installs what the build and the tests need and is missing, on a Debian machine that has
 # rustup/cargo, node/npm and root: Rust components and targets, wasm-bindgen-cli at the exact
 # version in Cargo.lock, Debian's chromium (browser tests), Mesa's lavapipe (GPU tests on the
-# CPU) and python3-fabio (miniCBF read-back). Nothing is downloaded from outside the package
+# CPU), python3-fabio (miniCBF read-back), dials (the DIALS round trip) and, for the Python
+# package (`python/`), a virtual environment target/pyvenv with maturin, pytest and numpy from
+# PyPI (`setup.sh python` does only that). Nothing is downloaded from outside the package
 # registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +17,8 @@ if [ "$what" = all ] || [ "$what" = test ]; then
   ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers)
   # fabio reads back the miniCBF files (scripts/check_cbf.py)
   /usr/bin/python3 -c 'import fabio' 2>/dev/null || need_apt+=(python3-fabio)
+  # DIALS reads our miniCBF and NXmx series back (scripts/dials_roundtrip.py)
+  command -v dials.index >/dev/null 2>&1 || need_apt+=(dials)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== apt-get install ${need_apt[*]}"
@@ -22,6 +26,18 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
+
+# The Python package's build and tests (scripts/test-python.sh): maturin builds the wheel, pytest
+# runs python/tests/ against it installed here.
+if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
+  VENV=target/pyvenv
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  if [ ! -x "$VENV/bin/maturin" ] || ! "$VENV/bin/python" -c 'import pytest, numpy' 2>/dev/null; then
+    echo "== pip install maturin pytest numpy (into $VENV)"
+    "$VENV/bin/pip" install --quiet 'maturin>=1.5,<2' 'pytest>=7' 'numpy>=1.21'
+  fi
+fi
+[ "$what" = python ] && exit 0
 
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy rustfmt
 # The wasm32 target (clippy of the browser build in scripts/test-rust.sh, and the web build).

@@ -17,7 +17,8 @@ source scripts/timing.sh
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 
 step "cargo fmt --check" cargo fmt --all -- --check
-step "clippy (native, all features)" \
+# --workspace: the crate and the Python binding (python/, the pyo3 crate nanobragg-python)
+step "clippy (native, all features: nanobragg and nanobragg-python)" \
   cargo clippy --release --workspace --all-targets --all-features -- -D warnings
 step "clippy (native, no default features: no GPU)" \
   cargo clippy --release -p nanobragg --all-targets --no-default-features -- -D warnings

@@ -27,6 +27,8 @@ pub mod presets;
 pub mod realistic;
 pub mod resolve;
 pub mod rng;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod session;
 pub mod sf;
 pub mod stats;
 pub mod terms;

@@ -488,10 +488,16 @@ fn grating_and_sinc3_match_rust_twins() {
     let mut q = Worst::new("sincg_delta", 8, 0.0);
     let mut s3 = Worst::new("sinc3_pi", 16, 4e-7);
     for (&(d, n), r) in cases.iter().zip(&out) {
-        let p = terms::grating_parts(d, n);
-        num.check(r[0], p[0], format!("num(d={d:e}, N={n})"));
-        num.check(r[1], p[1], format!("den(d={d:e}, N={n})"));
-        q.check(r[2], terms::sincg_delta(d, n), format!("d={d:e}, N={n}"));
+        // The grating's domain is |δ| <= 1/2 (δ = h - nearest integer). The sinc3 probes above
+        // share the slot with arguments past it (y = 1.43, 2): there the Taylor polynomial of
+        // sinpi_poly is outside its range, cancels, and a device that contracts its Horner steps
+        // into fma (NVIDIA's Vulkan driver: 13 ulp on an H100) legitimately differs from Rust.
+        if d.abs() <= 0.5 {
+            let p = terms::grating_parts(d, n);
+            num.check(r[0], p[0], format!("num(d={d:e}, N={n})"));
+            num.check(r[1], p[1], format!("den(d={d:e}, N={n})"));
+            q.check(r[2], terms::sincg_delta(d, n), format!("d={d:e}, N={n}"));
+        }
         s3.check(r[3], terms::sinc3_pi(d), format!("y={d:e}"));
     }
     // exact Bragg gives the limit N on the device too

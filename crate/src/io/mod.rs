@@ -3,6 +3,7 @@
 
 pub mod atomic;
 pub mod cbf;
+pub mod cbf_read;
 pub mod hkl;
 pub mod matfile;
 pub mod pgm;

@@ -1,0 +1,339 @@
+//! A warm simulation for long-lived callers (the Python binding, `python/`): one configuration
+//! resolved once, its input files read once, and one [`Renderer`] kept (GPU device, pipeline and
+//! buffers stay open between renders). A render with overrides appends flag words to the base
+//! words (later flags win, as on the command line), so an override is validated by the same
+//! rules and says the same errors as the CLI; it is resolved from the cached file bytes, so no
+//! file is read again, and with no overrides the base plan is rendered as it is.
+//!
+//! When every override flag leaves the structure-factor table as it is (orientation, φ,
+//! mosaicity, seeds, fluence, cell counts, precision: [`TABLE_KEEPING`]), the base's table is
+//! reused instead of reading the `-hkl` file again or recomputing a `-pdb` model's table: the
+//! override resolves without structure factors and the base's table goes into its plan, with the
+//! same interpolation rule `resolve` applies. Tests check both paths against fresh sessions.
+//!
+//! The binding holds no physics: it builds words from its typed configuration and calls this.
+
+use crate::api::{self, Prepared, Rendered, Renderer};
+use crate::args;
+use crate::error::Result;
+use crate::files::{DiskFiles, FileKind, FileSource};
+use crate::plan::Interpolation;
+use crate::resolve::{lattice, structure};
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+
+/// Files from disk read once and then served from memory, plus named in-memory files (tables
+/// handed over by a caller). A render's re-resolve sees the bytes of the first read.
+#[derive(Default)]
+pub struct CachedFiles {
+    given: HashMap<String, Vec<u8>>,
+    read: Mutex<HashMap<String, Vec<u8>>>,
+}
+
+impl CachedFiles {
+    /// `given`: files served from memory under their names (they shadow the disk).
+    pub fn new(given: HashMap<String, Vec<u8>>) -> Self {
+        CachedFiles {
+            given,
+            read: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl FileSource for CachedFiles {
+    fn read(&self, name: &str, kind: FileKind) -> Result<Vec<u8>> {
+        if self.given.contains_key(name) {
+            return crate::files::MemFiles(self.given.clone()).read(name, kind);
+        }
+        let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = read.get(name) {
+            if b.len() as u64 <= kind.max_bytes() {
+                return Ok(b.clone());
+            }
+        }
+        let bytes = DiskFiles.read(name, kind)?;
+        read.insert(name.to_string(), bytes.clone());
+        Ok(bytes)
+    }
+    fn exists(&self, name: &str) -> bool {
+        self.given.contains_key(name)
+            || self
+                .read
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(name)
+            || DiskFiles.exists(name)
+    }
+}
+
+/// A render of a session: the image with its size (an override may change the detector).
+#[derive(Clone, Debug)]
+pub struct Image {
+    pub rendered: Rendered,
+    pub fpixels: usize,
+    pub spixels: usize,
+}
+
+/// Flags an override may carry while the base's structure-factor table is kept: they change
+/// the orientation, the sampling of φ and mosaic domains, the scale or the cell counts, never
+/// which reflections the table holds nor their values.
+pub const TABLE_KEEPING: &[&str] = &[
+    "-misset",
+    "-misset_seed",
+    "-phi",
+    "-osc",
+    "-phistep",
+    "-phisteps",
+    "-mosaic",
+    "-mosaic_dom",
+    "-mosaic_seed",
+    "-fluence",
+    "-flux",
+    "-exposure",
+    "-seed",
+    "-N",
+    "-Na",
+    "-Nb",
+    "-Nc",
+    "-precision",
+    "-backend",
+    "-threads",
+    "-interpolate",
+    "-nointerpolate",
+];
+
+/// The flag of the table that `word` names (by its name or an alias).
+fn flag_name(word: &str) -> Option<&'static str> {
+    args::FLAGS
+        .iter()
+        .find(|f| f.name == word || f.aliases.contains(&word))
+        .map(|f| f.name)
+}
+
+/// One configuration, resolved, with its renderer kept warm.
+pub struct Session {
+    words: Vec<String>,
+    files: CachedFiles,
+    prep: Prepared,
+    renderer: Renderer,
+    /// The cell a `-pdb` model gives (when no `-cell`/`-mat` does), for overrides that keep the
+    /// table.
+    model_cell: Option<[f64; 6]>,
+}
+
+impl Session {
+    /// Parses and resolves `words` (upstream's flags) with `files`.
+    pub fn new(words: Vec<String>, files: CachedFiles) -> Result<Session> {
+        let prep = api::prepare(&words, &files)?;
+        let renderer = Renderer::new(prep.options().threads);
+        let o = prep.options();
+        let origin = structure::origin(o, &files);
+        let model = structure::read_model(&origin, &files)?;
+        let model_cell = structure::model_cell(o, model.as_ref());
+        Ok(Session {
+            words,
+            files,
+            prep,
+            renderer,
+            model_cell,
+        })
+    }
+
+    /// The words this session was made from.
+    pub fn words(&self) -> &[String] {
+        &self.words
+    }
+
+    /// The resolved base configuration.
+    pub fn prepared(&self) -> &Prepared {
+        &self.prep
+    }
+
+    /// The base words followed by `extra`, resolved from the cached files (the base itself when
+    /// `extra` is empty).
+    pub fn prepare_with(&self, extra: &[String]) -> Result<Prepared> {
+        if extra.is_empty() {
+            return Ok(self.prep.clone());
+        }
+        let mut words = self.words.clone();
+        words.extend_from_slice(extra);
+        let keeps_table = extra
+            .iter()
+            .filter_map(|w| flag_name(w))
+            .all(|f| TABLE_KEEPING.contains(&f));
+        let base = self.prep.options();
+        if !keeps_table || (base.hkl.is_none() && base.pdb.is_none()) {
+            return api::prepare(&words, &self.files);
+        }
+        self.prepare_keeping_table(&words)
+    }
+
+    /// `words` resolved without reading structure factors, the base's table put in its plan.
+    fn prepare_keeping_table(&self, words: &[String]) -> Result<Prepared> {
+        let o = args::parse(words)?;
+        let mut bare = o.clone();
+        if bare.pdb.is_some() && bare.cell.is_none() && bare.mat.is_none() {
+            bare.cell = self.model_cell;
+        }
+        bare.hkl = None;
+        bare.pdb = None;
+        bare.dump = String::new();
+        bare.default_f = 1.0;
+        let mut prep = api::prepare_options(&bare, &self.files)?;
+        let base = self.prep.plan();
+        let setup = &mut prep.setup;
+        setup.plan.hkl = base.hkl.clone();
+        setup.plan.default_f = base.default_f;
+        setup.plan.interpolation =
+            if structure::interpolate(o.interpolate, lattice::raw_counts(&o), &setup.plan.hkl) {
+                Interpolation::Tricubic
+            } else {
+                Interpolation::Nearest
+            };
+        setup.hkl_source = self.prep.setup.hkl_source.clone();
+        setup.opts = o;
+        Ok(prep)
+    }
+
+    /// Renders the base configuration with the `extra` words appended, on the backend and at
+    /// the precision the words give (`-backend`, `-precision`), with the renderer's policy.
+    pub fn render(
+        &mut self,
+        extra: &[String],
+        progress: &(dyn Fn(f32) + Sync),
+        cancel: &AtomicBool,
+    ) -> Result<Image> {
+        let owned;
+        let prep = if extra.is_empty() {
+            &self.prep
+        } else {
+            owned = self.prepare_with(extra)?;
+            &owned
+        };
+        let o = prep.options();
+        let plan = prep.plan();
+        let rendered = self
+            .renderer
+            .render(plan, o.backend, o.precision, progress, cancel)?;
+        Ok(Image {
+            rendered,
+            fpixels: plan.fpixels,
+            spixels: plan.spixels,
+        })
+    }
+
+    /// The GPU adapter, once the renderer opened one.
+    pub fn gpu_adapter(&self) -> Option<String> {
+        self.renderer.gpu_adapter()
+    }
+}
+
+/// Upstream's default seed for noise and random orientations: minus the clock's seconds (what
+/// the CLIs use when no seed is given).
+pub fn clock_seed() -> i64 {
+    -crate::resolve::clock_seconds()
+}
+
+/// The misset angles (degrees, `-misset rx ry rz`) of a rotation matrix `u` (row-major,
+/// `u = Rz·Ry·Rx`), as upstream's `umat2misset` finds them.
+pub fn misset_deg_from_rotation(u: [[f64; 3]; 3]) -> [f64; 3] {
+    crate::rng::umat2misset(u).map(|r| r.to_degrees())
+}
+
+/// A MOSFLM matrix file's text (`-mat`) for the reciprocal basis `a_star` (rows: a*, b*, c* in
+/// Å⁻¹, lab frame) at wavelength `lambda_a` (Å): MOSFLM stores the λ-scaled vectors as columns.
+pub fn mat_text(a_star: [[f64; 3]; 3], lambda_a: f64) -> String {
+    let mut s = String::new();
+    for r in 0..3 {
+        let row: Vec<String> = (0..3)
+            .map(|c| format!("{:e}", a_star[c][r] * lambda_a))
+            .collect();
+        s.push_str(&row.join(" "));
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        api::split_args(s)
+    }
+
+    #[test]
+    fn override_equals_fresh_session() {
+        let base = "-cell 70 80 90 90 90 90 -default_F 100 -N 5 -lambda 1 -distance 100 \
+                    -detpixels 48 -pixel 0.3 -misset 0 0 0 -precision f64 -backend cpu";
+        let cancel = AtomicBool::new(false);
+        let mut warm = Session::new(words(base), CachedFiles::default()).unwrap();
+        let a = warm
+            .render(&words("-misset 10 20 30 -fluence 1e25"), &|_| {}, &cancel)
+            .unwrap();
+        let fresh_words = base.replace("-misset 0 0 0", "-misset 10 20 30 -fluence 1e25");
+        let mut fresh = Session::new(words(&fresh_words), CachedFiles::default()).unwrap();
+        let b = fresh.render(&[], &|_| {}, &cancel).unwrap();
+        assert_eq!(a.rendered.image, b.rendered.image);
+        let c = warm.render(&[], &|_| {}, &cancel).unwrap();
+        assert_ne!(
+            a.rendered.image, c.rendered.image,
+            "the base is unchanged by an override"
+        );
+        let d = warm
+            .render(&words("-detpixels 20"), &|_| {}, &cancel)
+            .unwrap();
+        assert_eq!(
+            (d.fpixels, d.spixels, d.rendered.image.len()),
+            (20, 20, 400)
+        );
+    }
+
+    #[test]
+    fn rotation_gives_the_misset_back() {
+        let m = [10.0f64, -20.0, 30.0];
+        let [rx, ry, rz] = m.map(f64::to_radians);
+        let rxm = [
+            [1.0, 0.0, 0.0],
+            [0.0, rx.cos(), -rx.sin()],
+            [0.0, rx.sin(), rx.cos()],
+        ];
+        let rym = [
+            [ry.cos(), 0.0, ry.sin()],
+            [0.0, 1.0, 0.0],
+            [-ry.sin(), 0.0, ry.cos()],
+        ];
+        let rzm = [
+            [rz.cos(), -rz.sin(), 0.0],
+            [rz.sin(), rz.cos(), 0.0],
+            [0.0, 0.0, 1.0],
+        ];
+        let mul = |a: [[f64; 3]; 3], b: [[f64; 3]; 3]| {
+            let mut o = [[0.0; 3]; 3];
+            for i in 0..3 {
+                for j in 0..3 {
+                    o[i][j] = (0..3).map(|k| a[i][k] * b[k][j]).sum();
+                }
+            }
+            o
+        };
+        let got = misset_deg_from_rotation(mul(rzm, mul(rym, rxm)));
+        for i in 0..3 {
+            assert!((got[i] - m[i]).abs() < 1e-9, "{got:?}");
+        }
+    }
+
+    #[test]
+    fn given_files_shadow_the_disk_and_errors_name_them() {
+        let mut given = HashMap::new();
+        given.insert("mem.hkl".to_string(), b"1 2 x\n".to_vec());
+        let e = Session::new(
+            words("-cell 70 80 90 90 90 90 -hkl mem.hkl -lambda 1 -distance 100 -detpixels 8"),
+            CachedFiles::new(given),
+        )
+        .err()
+        .expect("a bad table is an error");
+        assert!(e.message.contains("mem.hkl"), "{}", e.message);
+    }
+}

@@ -1,0 +1,370 @@
+"""Typed configuration: :class:`Crystal`, :class:`Beam` and :class:`Detector`.
+
+Each field carries its unit in its name (``wavelength_A``, ``distance_mm``, ``mosaic_spread_deg``)
+and maps to one of the simulator's flags (the field's ``flag`` metadata). The simulator
+validates the values with the same rules as the command line: a bad value raises
+:class:`nanobragg.UsageError` (a ``ValueError``) with the CLI's text, naming the field. ``None``
+means "the simulator's default". No physics happens here: fields become the crate's input words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence, Tuple, Union
+
+__all__ = ["Crystal", "Beam", "Detector", "CONVENTIONS", "SHAPES", "field_of_flag", "override_words"]
+
+CONVENTIONS = ("mosflm", "xds", "adxv", "denzo", "dials")
+SHAPES = ("square", "round", "gauss", "tophat")
+_SHAPE_FLAGS = {"square": "-square_xtal", "round": "-round_xtal", "gauss": "-gauss_xtal", "tophat": "-tophat_spots"}
+
+Vec3 = Tuple[float, float, float]
+
+
+def _f(flag: str, kind: str = "float", n: int = 1, **more):
+    """A field of flag `flag`; kind: float, int, vec (n numbers), switch, choice, file, text."""
+    return field(default=None, metadata={"flag": flag, "kind": kind, "n": n, **more})
+
+
+class _Config:
+    """Shared behaviour of the three configuration classes."""
+
+    def words(self, files: Optional[dict] = None) -> list:
+        """The flag words of the fields that are set (``files`` collects in-memory inputs)."""
+        out = []
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v is None:
+                continue
+            out += _field_words(type(self).__name__, f, v, files)
+        return out
+
+
+def _num(owner: str, name: str, v: Any, integer: bool = False) -> str:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise _bad(owner, name, f"expected a number, got {v!r}")
+    if integer:
+        if isinstance(v, numbers.Integral):
+            return str(int(v))
+        if float(v).is_integer():
+            return str(int(v))
+        raise _bad(owner, name, f"expected a whole number, got {v!r}")
+    x = float(v)
+    # repr round-trips: the crate reads back the same f64
+    return "nan" if math.isnan(x) else repr(x)
+
+
+def _bad(owner: str, name: str, why: str):
+    from .errors import UsageError
+
+    return UsageError(f"{owner}.{name}: {why}", field=f"{owner}.{name}")
+
+
+def _seq(owner: str, name: str, v: Any, n: int) -> list:
+    try:
+        items = list(v)
+    except TypeError:
+        raise _bad(owner, name, f"expected {n} numbers, got {v!r}") from None
+    if len(items) != n:
+        raise _bad(owner, name, f"expected {n} numbers, got {len(items)}")
+    return [_num(owner, name, x) for x in items]
+
+
+def _field_words(owner: str, f: dataclasses.Field, v: Any, files: Optional[dict]) -> list:
+    m = f.metadata
+    flag, kind = m["flag"], m["kind"]
+    name = f.name
+    if kind == "float":
+        return [flag, _num(owner, name, v)]
+    if kind == "int":
+        return [flag, _num(owner, name, v, integer=True)]
+    if kind == "vec":
+        return [flag] + _seq(owner, name, v, m["n"])
+    if kind == "switch":
+        if not isinstance(v, bool):
+            raise _bad(owner, name, f"expected True or False, got {v!r}")
+        off = m.get("off")
+        if v:
+            return [flag]
+        return [off] if off else []
+    if kind == "choice":
+        choices = m["choices"]
+        if v not in choices:
+            raise _bad(owner, name, f"expected one of {', '.join(map(repr, choices))}, got {v!r}")
+        mapped = m.get("map", {}).get(v)
+        if mapped is not None:
+            return [mapped]
+        return [flag, v] if flag else ["-" + v]
+    if kind == "file":
+        if not isinstance(v, (str, bytes)) and not hasattr(v, "__fspath__"):
+            raise _bad(owner, name, f"expected a path, got {v!r}")
+        import os
+
+        return [flag, os.fsdecode(v)]
+    if kind == "text":
+        return [flag, str(v)]
+    if kind == "special":
+        return m["words"](owner, name, v, files)
+    raise AssertionError(kind)
+
+
+def _n_words(owner, name, v, files):
+    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+        return ["-N", _num(owner, name, v)]
+    a, b, c = _seq(owner, name, v, 3)
+    return ["-Na", a, "-Nb", b, "-Nc", c]
+
+
+def _misset_words(owner, name, v, files):
+    if isinstance(v, str):
+        if v != "random":
+            raise _bad(owner, name, f"expected 3 angles or 'random', got {v!r}")
+        return ["-misset", "random"]
+    return ["-misset"] + _seq(owner, name, v, 3)
+
+
+def _rotation_words(owner, name, v, files):
+    try:
+        u = [[float(x) for x in row] for row in v]
+    except (TypeError, ValueError):
+        raise _bad(owner, name, f"expected a 3x3 rotation matrix, got {v!r}") from None
+    if len(u) != 3 or any(len(r) != 3 for r in u) or not all(math.isfinite(x) for r in u for x in r):
+        raise _bad(owner, name, "expected a 3x3 rotation matrix of finite numbers")
+    from . import _nanobragg
+
+    return ["-misset"] + [repr(float(a)) for a in _nanobragg.misset_from_rotation(u)]
+
+
+def _pixels_words(owner, name, v, files):
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        return ["-detpixels", _num(owner, name, v, integer=True)]
+    try:
+        fast, slow = v
+    except (TypeError, ValueError):
+        raise _bad(owner, name, f"expected n or (fast, slow), got {v!r}") from None
+    return ["-detpixels_f", _num(owner, name, fast, integer=True), "-detpixels_s", _num(owner, name, slow, integer=True)]
+
+
+def _pair_words(flag_x, flag_y):
+    def words(owner, name, v, files):
+        x, y = _seq(owner, name, v, 2)
+        return [flag_x, x, flag_y, y]
+
+    return words
+
+
+def _roi_words(owner, name, v, files):
+    try:
+        items = list(v)
+    except TypeError:
+        raise _bad(owner, name, f"expected (xmin, xmax, ymin, ymax), got {v!r}") from None
+    if len(items) != 4:
+        raise _bad(owner, name, f"expected 4 numbers, got {len(items)}")
+    return ["-roi"] + [_num(owner, name, x, integer=True) for x in items]
+
+
+def _f_words(owner, name, v, files):
+    """Structure factors: a StructureFactors table, a {(h, k, l): F} mapping, or an -hkl path."""
+    from .sf import StructureFactors
+
+    if isinstance(v, Mapping):
+        v = StructureFactors.from_dict(v)
+    if isinstance(v, StructureFactors):
+        if files is None:
+            raise _bad(owner, name, "a table needs the Simulator (it passes it in memory)")
+        key = f"<table {id(v):x}>.hkl"
+        files[key] = v.hkl_text()
+        return ["-hkl", key]
+    if isinstance(v, (str, bytes)) or hasattr(v, "__fspath__"):
+        import os
+
+        return ["-hkl", os.fsdecode(v)]
+    raise _bad(owner, name, f"expected a StructureFactors, a dict {{(h, k, l): F}} or an -hkl path, got {type(v).__name__}")
+
+
+def _sources_words(owner, name, v, files):
+    """Sources: an -sourcefile path, or rows (x, y, z, weight, lambda_m)."""
+    if isinstance(v, (str, bytes)) or hasattr(v, "__fspath__"):
+        import os
+
+        return ["-sourcefile", os.fsdecode(v)]
+    if files is None:
+        raise _bad(owner, name, "a source list needs the Simulator (it passes it in memory)")
+    lines = []
+    for row in v:
+        lines.append(" ".join(_seq(owner, name, row, 5)))
+    key = f"<sources {len(files)}>.txt"
+    files[key] = ("\n".join(lines) + "\n").encode()
+    return ["-sourcefile", key]
+
+
+def _shape_words(owner, name, v, files):
+    if v not in SHAPES:
+        raise _bad(owner, name, f"expected one of {', '.join(map(repr, SHAPES))}, got {v!r}")
+    return [_SHAPE_FLAGS[v]]
+
+
+@dataclass
+class Crystal(_Config):
+    """The crystal: cell or orientation matrix, misset, size, shape, mosaicity, goniometer and
+    structure factors."""
+
+    cell_A_deg: Optional[Sequence[float]] = _f("-cell", "vec", 6)
+    """a, b, c (Å), α, β, γ (degrees)."""
+    mat_file: Optional[str] = _f("-mat", "file")
+    """MOSFLM orientation matrix file (A = UB, λ-scaled Å⁻¹)."""
+    misset_deg: Optional[Union[Vec3, str]] = _f("-misset", "special", words=_misset_words)
+    """Rotation about x, then y, then z (degrees), or ``"random"``."""
+    rotation: Optional[Sequence[Sequence[float]]] = _f("-misset", "special", words=_rotation_words)
+    """Orientation as a rotation matrix U (row-major, U = Rz·Ry·Rx): the misset angles of U."""
+    misset_seed: Optional[int] = _f("-misset_seed", "int")
+    N: Optional[Union[float, Vec3]] = _f("-N", "special", words=_n_words)
+    """Unit cells along each axis (one number) or along a, b, c."""
+    size_mm: Optional[float] = _f("-xtalsize")
+    thick_mm: Optional[float] = _f("-xtal_thick")
+    width_mm: Optional[float] = _f("-xtal_width")
+    height_mm: Optional[float] = _f("-xtal_height")
+    shape: Optional[str] = _f("", "special", words=_shape_words)
+    """``"square"`` (default), ``"round"``, ``"gauss"`` or ``"tophat"``."""
+    fudge: Optional[float] = _f("-fudge")
+    mosaic_spread_deg: Optional[float] = _f("-mosaic")
+    mosaic_domains: Optional[int] = _f("-mosaic_dom", "int")
+    mosaic_seed: Optional[int] = _f("-mosaic_seed", "int")
+    phi_deg: Optional[float] = _f("-phi")
+    osc_deg: Optional[float] = _f("-osc")
+    phistep_deg: Optional[float] = _f("-phistep")
+    phisteps: Optional[int] = _f("-phisteps", "int")
+    spindle_axis: Optional[Vec3] = _f("-spindle_axis", "vec", 3)
+    F: Any = _f("-hkl", "special", words=_f_words)
+    """Structure factors: :class:`nanobragg.StructureFactors`, ``{(h, k, l): F}`` or an -hkl path."""
+    model: Optional[str] = _f("-pdb", "file")
+    """Atomic model (PDB/mmCIF path): structure factors to the detector's reach (or ``dmin_A``)."""
+    default_F: Optional[float] = _f("-default_F")
+    fdump_file: Optional[str] = _f("-dump", "file")
+    """Upstream's structure-factor cache (``-dump``), read when no F or model is given. The
+    typed configuration reads none unless it is named here (the CLI reads ``./Fdump.bin``)."""
+    interpolate: Optional[bool] = _f("-interpolate", "switch", off="-nointerpolate")
+
+
+@dataclass
+class Beam(_Config):
+    """The beam: wavelength, spectrum, divergence, polarisation, fluence, sources."""
+
+    wavelength_A: Optional[float] = _f("-lambda")
+    energy_eV: Optional[float] = _f("-energy")
+    dispersion_pct: Optional[float] = _f("-dispersion")
+    dispsteps: Optional[int] = _f("-dispsteps", "int")
+    divergence_mrad: Optional[float] = _f("-divergence")
+    hdivrange_mrad: Optional[float] = _f("-hdivrange")
+    vdivrange_mrad: Optional[float] = _f("-vdivrange")
+    hdivstep_mrad: Optional[float] = _f("-hdivstep")
+    vdivstep_mrad: Optional[float] = _f("-vdivstep")
+    divsteps: Optional[int] = _f("-divsteps", "int")
+    hdivsteps: Optional[int] = _f("-hdivsteps", "int")
+    vdivsteps: Optional[int] = _f("-vdivsteps", "int")
+    round_div: Optional[bool] = _f("-round_div", "switch", off="-square_div")
+    sources: Any = _f("-sourcefile", "special", words=_sources_words)
+    """An -sourcefile path, or rows (x, y, z, weight, λ in m)."""
+    beam_vector: Optional[Vec3] = _f("-beam_vector", "vec", 3)
+    polar_vector: Optional[Vec3] = _f("-polar_vector", "vec", 3)
+    polarization: Optional[float] = _f("-polar")
+    """Kahn polarisation factor K, -1 to 1."""
+    nopolar: Optional[bool] = _f("-nopolar", "switch")
+    fluence_ph_per_m2: Optional[float] = _f("-fluence")
+    flux_ph_per_s: Optional[float] = _f("-flux")
+    exposure_s: Optional[float] = _f("-exposure")
+    beamsize_mm: Optional[float] = _f("-beamsize")
+    water_um: Optional[float] = _f("-water")
+
+
+@dataclass
+class Detector(_Config):
+    """The detector: convention, preset, distance, beam centre, pixels, tilts, sensor."""
+
+    convention: Optional[str] = _f("", "choice", choices=CONVENTIONS)
+    preset: Optional[str] = _f("-detector", "text")
+    """A real detector: ``"pilatus6m"``, ``"eiger2-16m"``, ``"eiger2-4m"``, ``"mx300"``."""
+    pixel_mm: Optional[float] = _f("-pixel")
+    pixels: Optional[Union[int, Tuple[int, int]]] = _f("-detpixels", "special", words=_pixels_words)
+    """Pixels per side, or (fast, slow)."""
+    size_mm: Optional[float] = _f("-detsize")
+    distance_mm: Optional[float] = _f("-distance")
+    close_distance_mm: Optional[float] = _f("-close_distance")
+    beam_center_mm: Optional[Tuple[float, float]] = _f("-Xbeam", "special", words=_pair_words("-Xbeam", "-Ybeam"))
+    """(Xbeam, Ybeam) in the convention's axes."""
+    close_center_mm: Optional[Tuple[float, float]] = _f("-Xclose", "special", words=_pair_words("-Xclose", "-Yclose"))
+    org_px: Optional[Tuple[float, float]] = _f("-ORGX", "special", words=_pair_words("-ORGX", "-ORGY"))
+    pivot: Optional[str] = _f("-pivot", "choice", choices=("sample", "beam"))
+    fdet_vector: Optional[Vec3] = _f("-fdet_vector", "vec", 3)
+    sdet_vector: Optional[Vec3] = _f("-sdet_vector", "vec", 3)
+    odet_vector: Optional[Vec3] = _f("-odet_vector", "vec", 3)
+    twotheta_axis: Optional[Vec3] = _f("-twotheta_axis", "vec", 3)
+    twotheta_deg: Optional[float] = _f("-twotheta")
+    rotx_deg: Optional[float] = _f("-detector_rotx")
+    roty_deg: Optional[float] = _f("-detector_roty")
+    rotz_deg: Optional[float] = _f("-detector_rotz")
+    curved: Optional[bool] = _f("-curved_det", "switch")
+    point_pixel: Optional[bool] = _f("-point_pixel", "switch")
+    absorption_depth_um: Optional[float] = _f("-detector_abs")
+    thickness_um: Optional[float] = _f("-detector_thick")
+    thicksteps: Optional[int] = _f("-detector_thicksteps", "int")
+    oversample: Optional[int] = _f("-oversample", "int")
+    oversample_thick: Optional[bool] = _f("-oversample_thick", "switch")
+    oversample_polar: Optional[bool] = _f("-oversample_polar", "switch")
+    oversample_omega: Optional[bool] = _f("-oversample_omega", "switch")
+    roi: Optional[Tuple[int, int, int, int]] = _f("-roi", "special", words=_roi_words)
+    dmin_A: Optional[float] = _f("-dmin")
+    mask_file: Optional[str] = _f("-mask", "file")
+    img_file: Optional[str] = _f("-img", "file")
+
+
+_CLASSES = (Crystal, Beam, Detector)
+_FIELDS = {f.name: (cls, f) for cls in _CLASSES for f in dataclasses.fields(cls)}
+_FLAG_FIELD = {}
+for _cls in _CLASSES:
+    for _fld in dataclasses.fields(_cls):
+        for _fl in [_fld.metadata["flag"], _fld.metadata.get("off")] + [
+            w for w in _fld.metadata.get("map", {}).values()
+        ]:
+            if _fl:
+                _FLAG_FIELD.setdefault(_fl, f"{_cls.__name__}.{_fld.name}")
+_FLAG_FIELD.update({"-Ybeam": "Detector.beam_center_mm", "-Yclose": "Detector.close_center_mm", "-ORGY": "Detector.org_px",
+                    "-Na": "Crystal.N", "-Nb": "Crystal.N", "-Nc": "Crystal.N", "-detpixels_f": "Detector.pixels",
+                    "-detpixels_s": "Detector.pixels", "-sourcefile": "Beam.sources"})
+for _s, _fl in _SHAPE_FLAGS.items():
+    _FLAG_FIELD[_fl] = "Crystal.shape"
+for _c in CONVENTIONS:
+    _FLAG_FIELD["-" + _c] = "Detector.convention"
+
+
+def field_of_flag(flag: Optional[str]) -> Optional[str]:
+    """The configuration field (``"Beam.wavelength_A"``) that writes ``flag``, if any."""
+    return _FLAG_FIELD.get(flag) if flag else None
+
+
+def override_words(overrides: Mapping[str, Any], files: Optional[dict] = None) -> list:
+    """Words for keyword overrides named like the fields of Crystal, Beam and Detector
+    (``misset_deg=(1, 2, 3)``, ``phi_deg=10``, ``fluence_ph_per_m2=1e24``...), and
+    ``precision``/``backend``."""
+    out = []
+    for name, v in overrides.items():
+        if name in ("precision", "backend"):
+            out += _port_words(name, v)
+            continue
+        if name not in _FIELDS:
+            raise TypeError(f"render() got an unexpected keyword argument {name!r} (not a field of Crystal, Beam or Detector)")
+        cls, f = _FIELDS[name]
+        if v is None:
+            continue
+        out += _field_words(cls.__name__, f, v, files)
+    return out
+
+
+def _port_words(name: str, v: Any) -> list:
+    choices = {"precision": ("f64", "f32"), "backend": ("auto", "cpu", "gpu")}[name]
+    if v not in choices:
+        raise _bad("Simulator", name, f"expected one of {', '.join(map(repr, choices))}, got {v!r}")
+    return ["-" + name, v]

@@ -1,0 +1,137 @@
+"""Exceptions raised by nanobragg.
+
+Every error of the simulator is a :class:`nanobragg.Error`, with a subclass per kind of the
+crate's structured error. The ones that mean "a bad value" (usage, missing input, impossible
+geometry, a limit exceeded) are also :class:`ValueError`, so ``except ValueError`` catches a bad
+keyword argument. Attributes locate the error where the crate knows it:
+
+* ``kind``: the crate's error kind (``"usage"``, ``"input"``, ...)
+* ``flag``: the command-line flag it concerns (``"-lambda"``), or ``None``
+* ``field``: the typed configuration's field (``"Beam.wavelength_A"``), or ``None``
+* ``file`` and ``line``: the input file (and 1-based line) it concerns, or ``None``
+* ``key``: the header key or record it concerns, or ``None``
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "Error",
+    "UsageError",
+    "MissingInputError",
+    "InputError",
+    "GeometryError",
+    "OutputError",
+    "CancelledError",
+    "GpuError",
+    "LimitError",
+    "from_kind",
+]
+
+
+class Error(Exception):
+    """Base class of every nanobragg error."""
+
+    kind: str = "error"
+
+    def __init__(self, message: str, *, flag=None, file=None, line=None, key=None, field=None):
+        super().__init__(message)
+        self.message = message
+        self.flag = flag
+        self.file = file
+        self.line = line
+        self.key = key
+        self.field = field
+
+
+class UsageError(Error, ValueError):
+    """A bad flag or value: unknown flag, missing or non-numeric value, out of range."""
+
+    kind = "usage"
+
+
+class MissingInputError(Error, ValueError):
+    """A required input is missing (no structure factors, no cell)."""
+
+    kind = "missing_input"
+
+
+class InputError(Error):
+    """An input file could not be read or parsed (``file``/``line`` say where)."""
+
+    kind = "input"
+
+
+class GeometryError(Error, ValueError):
+    """The configuration is physically impossible (zero wavelength, detector parallel to the beam)."""
+
+    kind = "geometry"
+
+
+class OutputError(Error):
+    """Writing an output file failed."""
+
+    kind = "output"
+
+
+class CancelledError(Error):
+    """The work was cancelled (Ctrl-C raises KeyboardInterrupt instead)."""
+
+    kind = "cancelled"
+
+
+class GpuError(Error, RuntimeError):
+    """The GPU backend is unavailable or failed (``backend="gpu"`` has no CPU fallback)."""
+
+    kind = "gpu"
+
+
+class LimitError(Error, ValueError):
+    """The request exceeds a documented limit (table sizes, detector pixels)."""
+
+    kind = "limit"
+
+
+_KINDS = {
+    c.kind: c
+    for c in (
+        UsageError,
+        MissingInputError,
+        InputError,
+        GeometryError,
+        OutputError,
+        CancelledError,
+        GpuError,
+        LimitError,
+    )
+}
+
+_FLAG = re.compile(r"(?<![\w.])(-[A-Za-z][A-Za-z0-9_]*)")
+_FILE_LINE = re.compile(r"^(?P<file>\S+?):? line (?P<line>\d+)\b")
+_FILE = re.compile(r"^(?:cannot read file '(?P<q>[^']+)'|(?P<file>\S+?\.[A-Za-z0-9]+): )")
+_KEY = re.compile(r"\b(?:key|header key) (?P<key>[A-Z][A-Z0-9_]*)")
+
+
+def from_kind(kind, message, flag=None, file=None, line=None, key=None):
+    """The exception for an error of the crate (called by the compiled module)."""
+    # where the crate's error carries no structured fields, they are read from its message,
+    # whose forms are fixed ("NAME line N: ...", "-flag: ...", "cannot read file 'NAME'")
+    if file is None:
+        m = _FILE_LINE.match(message)
+        if m:
+            file, line = m.group("file"), int(m.group("line")) if line is None else line
+        else:
+            m = _FILE.match(message)
+            if m:
+                file = m.group("q") or m.group("file")
+    if flag is None:
+        m = _FLAG.search(message)
+        if m:
+            flag = m.group(1)
+    if key is None:
+        m = _KEY.search(message)
+        if m:
+            key = m.group("key")
+    cls = _KINDS.get(kind, Error)
+    return cls(message, flag=flag, file=file, line=line, key=key)

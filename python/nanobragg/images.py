@@ -1,0 +1,143 @@
+"""Image files: SMV (``.img``), miniCBF (``.cbf``) and the raw float image (``.bin``).
+
+Readers return ``(pixels, header)``: a NumPy array (slow, fast) and a dict of the header's
+``KEY=value`` entries (SMV) or ``# key value`` lines (miniCBF). Writers write atomically: a file
+is either complete or absent.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _nanobragg
+
+__all__ = ["read_smv", "write_smv", "read_cbf", "write_cbf", "read_float", "write_float"]
+
+PathLike = Union[str, os.PathLike]
+
+
+def _read(path: PathLike) -> Tuple[str, bytes]:
+    name = os.fsdecode(path)
+    try:
+        with open(name, "rb") as f:
+            return name, f.read()
+    except OSError as e:
+        from .errors import InputError
+
+        raise InputError(f"cannot read file '{name}': {e.strerror}", file=name) from None
+
+
+def _smv_header_dict(text: str) -> dict:
+    out = {}
+    for item in text.replace("\n", "").strip("{}\x0c ").split(";"):
+        if "=" in item:
+            k, v = item.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def read_smv(path: PathLike) -> Tuple[np.ndarray, dict]:
+    """An SMV image: uint16 pixels (slow, fast) and the header's entries as strings."""
+    name, data = _read(path)
+    text, pixels = _nanobragg.read_smv(name, data)
+    return pixels, _smv_header_dict(text)
+
+
+_OWN_KEYS = {"HEADER_BYTES", "DIM", "BYTE_ORDER", "TYPE", "SIZE1", "SIZE2", "DETECTOR_SN", "BEAMLINE"}
+
+
+def write_smv(path: PathLike, pixels: np.ndarray, header: Optional[Mapping[str, object]] = None) -> None:
+    """Writes uint16 ``pixels`` (slow, fast) as an SMV file with ``header`` entries (``KEY:
+    value``; the size, type and byte-order lines are written from the array)."""
+    a = np.asarray(pixels)
+    if a.ndim != 2:
+        raise ValueError(f"write_smv: pixels must be 2-D (slow, fast), got shape {a.shape}")
+    if a.dtype != np.uint16:
+        if a.size and (a.min() < 0 or a.max() > 65535 or not np.all(np.asarray(a) == np.floor(a))):
+            raise ValueError("write_smv: pixels must be whole numbers 0..65535 (uint16)")
+        a = a.astype(np.uint16)
+    body = ""
+    for k, v in (header or {}).items():
+        k = str(k)
+        if k in _OWN_KEYS:
+            continue
+        if any(c in k + str(v) for c in ";={}\n\x0c"):
+            raise ValueError(f"write_smv: header entry {k!r}={v!r} has a character SMV reserves (; = {{ }} newline)")
+        body += f"{k}={v};\n"
+    data = _nanobragg.smv_bytes(body, np.ascontiguousarray(a))
+    _nanobragg.write_file_atomic(os.fsdecode(path), data)
+
+
+def read_cbf(path: PathLike) -> Tuple[np.ndarray, dict]:
+    """A miniCBF image (byte-offset): int32 pixels (slow, fast) and its ``# key value`` lines."""
+    name, data = _read(path)
+    text, pixels = _nanobragg.read_cbf(name, data)
+    header = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("# "):
+            parts = line[2:].replace(":", " ", 1).split(None, 1) if ":" in line[2:].split(" ", 1)[0] else line[2:].split(None, 1)
+            if parts:
+                header[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
+    return pixels, header
+
+
+def write_cbf(
+    path: PathLike,
+    pixels: np.ndarray,
+    *,
+    pixel_mm: float,
+    wavelength_A: float,
+    distance_mm: float,
+    beam_xy_px: Tuple[float, float],
+    exposure_s: float = 1.0,
+    detector: str = "nanoBragg simulation",
+    start_angle_deg: float = 0.0,
+    angle_increment_deg: float = 0.0,
+    count_cutoff: int = 1048576,
+) -> None:
+    """Writes int32 ``pixels`` (slow, fast) as a miniCBF file with PILATUS header lines (the
+    CLI's ``-cbffile`` writer; DIALS and fabio read it)."""
+    a = np.asarray(pixels)
+    if a.ndim != 2:
+        raise ValueError(f"write_cbf: pixels must be 2-D (slow, fast), got shape {a.shape}")
+    data = _nanobragg.cbf_bytes(
+        np.ascontiguousarray(a, dtype=np.int32),
+        float(pixel_mm) * 1e-3,
+        float(wavelength_A),
+        float(distance_mm) * 1e-3,
+        (float(beam_xy_px[0]), float(beam_xy_px[1])),
+        float(exposure_s),
+        str(detector),
+        float(start_angle_deg),
+        float(angle_increment_deg),
+        int(count_cutoff),
+    )
+    _nanobragg.write_file_atomic(os.fsdecode(path), data)
+
+
+def read_float(path: PathLike, shape: Optional[Tuple[int, int]] = None) -> np.ndarray:
+    """The raw float image (``-floatfile``: little-endian float32): (slow, fast) with ``shape``,
+    else flat."""
+    name, data = _read(path)
+    if len(data) % 4:
+        from .errors import InputError
+
+        raise InputError(f"{name}: {len(data)} bytes is not a whole number of 4-byte floats", file=name)
+    a = np.frombuffer(data, dtype="<f4").astype(np.float32)
+    if shape is not None:
+        if a.size != shape[0] * shape[1]:
+            from .errors import InputError
+
+            raise InputError(f"{name}: {a.size} floats, not {shape[0]}x{shape[1]}", file=name)
+        a = a.reshape(shape)
+    return a
+
+
+def write_float(path: PathLike, image: np.ndarray) -> None:
+    """Writes ``image`` as the raw float image (little-endian float32, row-major)."""
+    a = np.ascontiguousarray(image, dtype="<f4")
+    _nanobragg.write_file_atomic(os.fsdecode(path), a.tobytes())

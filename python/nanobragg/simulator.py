@@ -1,0 +1,207 @@
+"""The :class:`Simulator`: a configuration resolved once, rendered many times."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _nanobragg
+from .config import Beam, Crystal, Detector, _port_words, field_of_flag, override_words
+from .errors import Error
+
+__all__ = ["Simulator"]
+
+_NO_FDUMP = "/dev/null/no-Fdump.bin"
+
+_PREDICT_DTYPE = [
+    ("h", "i4"),
+    ("k", "i4"),
+    ("l", "i4"),
+    ("fast", "f8"),
+    ("slow", "f8"),
+    ("d_A", "f8"),
+    ("two_theta_deg", "f8"),
+    ("excitation_error_per_A", "f8"),
+    ("F", "f8"),
+    ("intensity", "f8"),
+    ("partiality", "f8"),
+    ("phi_deg", "f8"),
+    ("on_detector", "?"),
+    ("in_condition", "?"),
+]
+
+
+def _name_field(e: Error) -> Error:
+    if getattr(e, "field", None) is None:
+        e.field = field_of_flag(e.flag)
+    return e
+
+
+class Simulator:
+    """A diffraction simulation, resolved once.
+
+    ``Simulator(crystal, beam, detector, precision="f64", backend="auto", threads=None)`` or
+    ``Simulator.from_args("-cell 100 100 100 90 90 90 -default_F 100 ...")``.
+
+    * ``precision``: ``"f64"`` (bit-identical with upstream nanoBragg) or ``"f32"`` (fast);
+    * ``backend``: ``"cpu"``, ``"gpu"``, or ``"auto"`` (the GPU for f32 when an adapter opens);
+    * ``threads``: CPU threads (``None``: all cores).
+
+    :meth:`render` returns photons per pixel as a float32 array (slow, fast). Keyword overrides
+    (any field of Crystal, Beam or Detector: ``misset_deg``, ``phi_deg``, ``mosaic_seed``,
+    ``fluence_ph_per_m2``, ...) change that render only; input files are not read again and the
+    renderer (GPU device, pipeline, buffers) stays warm.
+    """
+
+    def __init__(
+        self,
+        crystal: Optional[Crystal] = None,
+        beam: Optional[Beam] = None,
+        detector: Optional[Detector] = None,
+        precision: str = "f64",
+        backend: str = "auto",
+        threads: Optional[int] = None,
+        *,
+        files: Optional[Mapping[str, bytes]] = None,
+        _words: Optional[Sequence[str]] = None,
+    ):
+        mem = dict(files or {})
+        if _words is None:
+            words = []
+            for part, cls in ((crystal, Crystal), (beam, Beam), (detector, Detector)):
+                if part is None:
+                    continue
+                if not isinstance(part, cls):
+                    raise TypeError(f"expected a nanobragg.{cls.__name__}, got {type(part).__name__}")
+                words += part.words(mem)
+            if crystal is None or (crystal.F is None and crystal.model is None and crystal.fdump_file is None):
+                # no implicit ./Fdump.bin: a path that cannot exist (the CLI writes the cache
+                # only after -hkl or -pdb, so these words stay safe to run)
+                words += ["-dump", _NO_FDUMP]
+            words += _port_words("precision", precision) + _port_words("backend", backend)
+            if threads is not None:
+                if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+                    from .errors import UsageError
+
+                    raise UsageError(f"Simulator.threads: expected a positive whole number, got {threads!r}", field="Simulator.threads")
+                words += ["-threads", str(threads)]
+        else:
+            words = [os.fsdecode(w) if not isinstance(w, str) else w for w in _words]
+        self._files = mem
+        try:
+            self._s = _nanobragg.Session(list(words), mem)
+        except Error as e:
+            raise _name_field(e) from None
+        self.engine: Optional[str] = None
+        """Where the last render ran (``"cpu"`` or ``"gpu"``)."""
+        self.notices: list = []
+        """Notices of the last render (GPU fallback, threads capped)."""
+
+    @classmethod
+    def from_args(cls, args: Union[str, Sequence[str]], *, files: Optional[Mapping[str, bytes]] = None) -> "Simulator":
+        """A Simulator from upstream's flag words (a string, split as a shell would, or a list).
+        Output-file flags are accepted and ignored: :meth:`render` returns the image."""
+        words = _nanobragg.split_args(args) if isinstance(args, str) else list(args)
+        return cls(files=files, _words=words)
+
+    def args(self) -> list:
+        """The flag words this Simulator was made from."""
+        return self._s.words()
+
+    @property
+    def shape(self) -> tuple:
+        """(slow, fast) pixels of the rendered image."""
+        return self._s.shape
+
+    @property
+    def warnings(self) -> list:
+        """Warnings of the setup (the lines the CLI prints)."""
+        return self._s.warnings()
+
+    def info(self) -> dict:
+        """Facts of the resolved setup (pixels, sources, orientations, precision, backend...)."""
+        d = self._s.info()
+        d["gpu_adapter"] = self._s.gpu_adapter()
+        return d
+
+    def _extra(self, overrides: Mapping[str, Any]) -> list:
+        if not overrides:
+            return []
+        files = dict(self._files)
+        words = override_words(overrides, files)
+        if len(files) != len(self._files):
+            raise TypeError("render(): a structure-factor table or source list cannot be overridden; make a new Simulator")
+        return words
+
+    def render(self, **overrides: Any) -> np.ndarray:
+        """Photons per pixel, float32 (slow, fast). The GIL is released while rendering;
+        Ctrl-C cancels (KeyboardInterrupt)."""
+        extra = self._extra(overrides)
+        try:
+            image, self.engine, self.notices = self._s.render(extra)
+        except Error as e:
+            raise _name_field(e) from None
+        return image
+
+    def render_many(self, orientations: Optional[Iterable] = None, *, overrides: Optional[Iterable[Mapping[str, Any]]] = None) -> np.ndarray:
+        """A batch of renders as one float32 array (n, slow, fast): one per misset triple of
+        ``orientations`` (degrees, an (n, 3) array), or one per mapping of ``overrides``."""
+        if (orientations is None) == (overrides is None):
+            raise TypeError("render_many() takes orientations or overrides (one of them)")
+        if orientations is not None:
+            arr = np.asarray(orientations, dtype=np.float64)
+            if arr.ndim != 2 or arr.shape[1] != 3:
+                from .errors import UsageError
+
+                raise UsageError(f"render_many: orientations must be an (n, 3) array of misset angles (degrees), got shape {arr.shape}", field="orientations")
+            items = [{"misset_deg": tuple(r)} for r in arr.tolist()]
+        else:
+            items = list(overrides)
+        extras = [self._extra(o) for o in items]
+        try:
+            return self._s.render_many(extras)
+        except Error as e:
+            raise _name_field(e) from None
+
+    def predict(self, *, all_reflections: bool = False, **overrides: Any) -> np.ndarray:
+        """The reflections the CLI's ``-predict`` table lists (those whose ray meets the
+        detector), as a numpy structured array: h, k, l, fast, slow (pixels), d_A,
+        two_theta_deg, excitation_error_per_A, F, intensity, partiality, phi_deg, on_detector,
+        in_condition. ``all_reflections=True``: every lattice point within the resolution
+        limit (fast/slow NaN where the ray misses the detector plane)."""
+        try:
+            cols = self._s.predict(self._extra(overrides))
+        except Error as e:
+            raise _name_field(e) from None
+        n = len(cols["h"])
+        out = np.empty(n, dtype=_PREDICT_DTYPE)
+        for name, _ in _PREDICT_DTYPE:
+            out[name] = cols[name]
+        if not all_reflections:
+            out = out[out["on_detector"] & np.isfinite(out["fast"]) & np.isfinite(out["slow"])]
+        return out
+
+    def int_image(self, image: np.ndarray) -> bytes:
+        """The noiseless SMV file (the CLI's ``-intfile``) of ``image``, as bytes."""
+        return self._s.int_image_smv(_flat(image, self.shape))
+
+    def noise_image(self, image: np.ndarray) -> bytes:
+        """The SMV file with Poisson noise (the CLI's ``-noisefile``, seeded by ``-seed``)."""
+        return self._s.noise_image_smv(_flat(image, self.shape))
+
+    def statistics(self, image: np.ndarray) -> dict:
+        """The CLI's statistics of ``image`` (max, mean, rms, rmsd)."""
+        return self._s.statistics(_flat(image, self.shape))
+
+    def __repr__(self) -> str:
+        s, f = self.shape
+        return f"<nanobragg.Simulator {f}x{s} pixels>"
+
+
+def _flat(image: np.ndarray, shape: tuple) -> np.ndarray:
+    a = np.ascontiguousarray(image, dtype=np.float32)
+    if a.size != shape[0] * shape[1]:
+        raise ValueError(f"image has {a.size} pixels, the detector {shape[1]}x{shape[0]}")
+    return a.reshape(-1)

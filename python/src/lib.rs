@@ -1,0 +1,570 @@
+//! `nanobragg._nanobragg`: the compiled half of the Python package (`python/nanobragg/`).
+//!
+//! A face like the CLI and the wasm bindings: it turns Python values into the crate's inputs,
+//! calls the crate's library API (`session`, `api`, `predict`, `io`, `sf`, `noisify`, `nonbragg`,
+//! `realistic`) and hands images back to NumPy without a copy. No physics lives here. Long work
+//! runs with the GIL released, on a helper thread, while the calling thread watches for Ctrl-C
+//! and sets the kernels' cancel flag.
+
+use nanobragg::error::Error as NbError;
+use nanobragg::session::{self, CachedFiles, Session};
+use nanobragg::{api, io, noisify, nonbragg, predict, realistic, sf};
+use numpy::ndarray::Array3;
+use numpy::{
+    IntoPyArray, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyUntypedArrayMethods,
+};
+use pyo3::exceptions::PyKeyboardInterrupt;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
+
+mod errors;
+use errors::to_py;
+
+/// Runs `f` with the GIL released on a helper thread; the calling thread checks for signals
+/// (Ctrl-C) every 50 ms and, on one, sets the cancel flag that the kernels poll, waits for the
+/// helper to stop and raises the signal's exception.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce(&AtomicBool) -> Result<T, NbError> + Send,
+) -> PyResult<T> {
+    let cancel = AtomicBool::new(false);
+    let mut signal: Option<PyErr> = None;
+    let out = py.detach(|| {
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel::<()>();
+            let cancel = &cancel;
+            let h = s.spawn(move || {
+                let r = f(cancel);
+                let _ = tx.send(());
+                r
+            });
+            loop {
+                match rx.recv_timeout(Duration::from_millis(50)) {
+                    Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if signal.is_none() {
+                            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                                signal = Some(e);
+                                cancel.store(true, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                }
+            }
+            h.join()
+        })
+    });
+    if let Some(e) = signal {
+        return Err(e);
+    }
+    match out {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(to_py(py, e)),
+        Err(_) => Err(PyKeyboardInterrupt::new_err(
+            "the render thread panicked (please report the inputs)",
+        )),
+    }
+}
+
+fn noop(_: f32) {}
+
+/// a, b, c (Å), α, β, γ (degrees).
+type Cell = (f64, f64, f64, f64, f64, f64);
+
+/// noisify's outputs: noiseless ADU, noisy ADU (or none), SMV header bytes, log lines.
+type Noisified<'py> = (
+    Bound<'py, PyArray2<u32>>,
+    Option<Bound<'py, PyArray2<u32>>>,
+    Bound<'py, PyBytes>,
+    Vec<String>,
+);
+
+/// A resolved configuration with a warm renderer (`nanobragg.Simulator` wraps it).
+#[pyclass(name = "Session", module = "nanobragg._nanobragg", frozen)]
+struct PySession {
+    inner: Mutex<Session>,
+    fpixels: usize,
+    spixels: usize,
+}
+
+impl PySession {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn image_2d(
+    py: Python<'_>,
+    image: Vec<f32>,
+    s: usize,
+    f: usize,
+) -> PyResult<Bound<'_, PyArray2<f32>>> {
+    image.into_pyarray(py).reshape([s, f])
+}
+
+#[pymethods]
+impl PySession {
+    /// `words`: upstream's flags; `files`: in-memory files by name (they shadow the disk).
+    #[new]
+    #[pyo3(signature = (words, files=None))]
+    fn new(
+        py: Python<'_>,
+        words: Vec<String>,
+        files: Option<HashMap<String, Vec<u8>>>,
+    ) -> PyResult<Self> {
+        let files = CachedFiles::new(files.unwrap_or_default());
+        let s = interruptible(py, |_| Session::new(words, files))?;
+        let (fpixels, spixels) = (s.prepared().plan().fpixels, s.prepared().plan().spixels);
+        Ok(PySession {
+            inner: Mutex::new(s),
+            fpixels,
+            spixels,
+        })
+    }
+
+    fn words(&self) -> Vec<String> {
+        self.lock().words().to_vec()
+    }
+
+    /// (slow, fast) pixels.
+    #[getter]
+    fn shape(&self) -> (usize, usize) {
+        (self.spixels, self.fpixels)
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.lock().prepared().setup.warnings.clone()
+    }
+
+    fn gpu_adapter(&self) -> Option<String> {
+        self.lock().gpu_adapter()
+    }
+
+    /// Facts of the resolved setup, for `Simulator.info()`.
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.lock();
+        let p = s.prepared();
+        let plan = p.plan();
+        let o = p.options();
+        let d = PyDict::new(py);
+        d.set_item("fast_pixels", plan.fpixels)?;
+        d.set_item("slow_pixels", plan.spixels)?;
+        d.set_item("pixel_mm", plan.pixel * 1e3)?;
+        d.set_item("sources", plan.sources.len())?;
+        d.set_item("orientations", plan.orientations.len())?;
+        d.set_item("precision", format!("{:?}", o.precision).to_lowercase())?;
+        d.set_item("backend", format!("{:?}", o.backend).to_lowercase())?;
+        d.set_item("hkl_source", p.setup.hkl_source.clone())?;
+        d.set_item("N", (plan.na, plan.nb, plan.nc))?;
+        Ok(d)
+    }
+
+    /// Renders with `extra` words appended; returns (image (slow, fast) float32, engine,
+    /// notices).
+    #[pyo3(signature = (extra=Vec::new()))]
+    fn render<'py>(
+        &self,
+        py: Python<'py>,
+        extra: Vec<String>,
+    ) -> PyResult<(Bound<'py, PyArray2<f32>>, String, Vec<String>)> {
+        let r = interruptible(py, |cancel| {
+            let mut s = self.lock();
+            s.render(&extra, &noop, cancel)
+        })?;
+        let img = image_2d(py, r.rendered.image, r.spixels, r.fpixels)?;
+        Ok((
+            img,
+            r.rendered.engine.name().to_string(),
+            r.rendered.notices,
+        ))
+    }
+
+    /// Renders each word list of `extras` in turn into one (N, slow, fast) array.
+    fn render_many<'py>(
+        &self,
+        py: Python<'py>,
+        extras: Vec<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyArray3<f32>>> {
+        let (s_, f_) = (self.spixels, self.fpixels);
+        let n = extras.len();
+        let out = interruptible(py, |cancel| {
+            let mut s = self.lock();
+            let mut out = vec![0f32; n * s_ * f_];
+            for (i, extra) in extras.iter().enumerate() {
+                let r = s.render(extra, &noop, cancel)?;
+                if (r.fpixels, r.spixels) != (f_, s_) {
+                    return Err(NbError::usage(format!(
+                        "render_many: item {i} changes the detector to {}x{} pixels (the batch is {f_}x{s_})",
+                        r.fpixels, r.spixels
+                    )));
+                }
+                out[i * s_ * f_..(i + 1) * s_ * f_].copy_from_slice(&r.rendered.image);
+            }
+            Ok(out)
+        })?;
+        let a = Array3::from_shape_vec((n, s_, f_), out)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        Ok(a.into_pyarray(py))
+    }
+
+    /// The `-predict` table's columns: a dict name -> 1-D array (with `extra` words appended).
+    #[pyo3(signature = (extra=Vec::new()))]
+    fn predict<'py>(&self, py: Python<'py>, extra: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
+        let cols = interruptible(py, |_| {
+            let s = self.lock();
+            let prep = s.prepare_with(&extra)?;
+            let pred = predict::predict(&prep.setup, &predict::PredictOptions::default())?;
+            Ok(prediction_columns(&pred))
+        })?;
+        let d = PyDict::new(py);
+        for (name, c) in cols {
+            match c {
+                Col::I(v) => d.set_item(name, v.into_pyarray(py))?,
+                Col::F(v) => d.set_item(name, v.into_pyarray(py))?,
+                Col::B(v) => d.set_item(name, v.into_pyarray(py))?,
+            }
+        }
+        Ok(d)
+    }
+
+    /// The noiseless SMV file (`-intfile`) of `image` as bytes.
+    fn int_image_smv<'py>(
+        &self,
+        py: Python<'py>,
+        image: PyReadonlyArray1<'py, f32>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let img = image.as_slice()?;
+        let s = self.lock();
+        let b = api::int_image_smv(s.prepared(), img).map_err(|e| to_py(py, e))?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    /// The noisy SMV file (`-noisefile`, Poisson noise seeded by `-seed`) of `image` as bytes.
+    fn noise_image_smv<'py>(
+        &self,
+        py: Python<'py>,
+        image: PyReadonlyArray1<'py, f32>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let img = image.as_slice()?;
+        let s = self.lock();
+        let b = api::noise_image_smv(s.prepared(), img).map_err(|e| to_py(py, e))?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    /// The CLI's statistics of `image`: dict of max, mean, rms, ...
+    fn statistics<'py>(
+        &self,
+        py: Python<'py>,
+        image: PyReadonlyArray1<'py, f32>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let img = image.as_slice()?;
+        let s = self.lock();
+        let st = api::statistics(s.prepared(), img);
+        let d = PyDict::new(py);
+        d.set_item("max", st.max_i)?;
+        d.set_item("mean", st.mean)?;
+        d.set_item("rms", st.rms)?;
+        d.set_item("rmsd", st.rmsd)?;
+        Ok(d)
+    }
+}
+
+enum Col {
+    I(Vec<i32>),
+    F(Vec<f64>),
+    B(Vec<bool>),
+}
+
+fn prediction_columns(p: &predict::Prediction) -> Vec<(&'static str, Col)> {
+    let r = &p.reflections;
+    let i = |f: &dyn Fn(&predict::Reflection) -> i32| Col::I(r.iter().map(f).collect());
+    let f = |f: &dyn Fn(&predict::Reflection) -> f64| Col::F(r.iter().map(f).collect());
+    let b = |f: &dyn Fn(&predict::Reflection) -> bool| Col::B(r.iter().map(f).collect());
+    vec![
+        ("h", i(&|x| x.h)),
+        ("k", i(&|x| x.k)),
+        ("l", i(&|x| x.l)),
+        ("fast", f(&|x| x.fast.unwrap_or(f64::NAN))),
+        ("slow", f(&|x| x.slow.unwrap_or(f64::NAN))),
+        ("d_A", f(&|x| x.d)),
+        ("two_theta_deg", f(&|x| x.two_theta)),
+        ("excitation_error_per_A", f(&|x| x.excitation_error)),
+        ("F", f(&|x| x.f)),
+        ("intensity", f(&|x| x.intensity)),
+        ("partiality", f(&|x| x.partiality)),
+        ("phi_deg", f(&|x| x.phi)),
+        ("on_detector", b(&|x| x.on_detector)),
+        ("in_condition", b(&|x| x.in_condition)),
+    ]
+}
+
+/// Structure factors from an atomic model (PDB or mmCIF bytes) to `dmin` Å: the table as
+/// `h k l F` text (`-hklout`'s format, exact), the model's cell, and a description.
+#[pyfunction]
+fn structure_factors<'py>(
+    py: Python<'py>,
+    name: String,
+    data: Vec<u8>,
+    dmin: f64,
+) -> PyResult<(Bound<'py, PyBytes>, Cell, String)> {
+    let (text, cell, desc) = interruptible(py, |cancel| {
+        let opts = sf::SfOptions::to_resolution(dmin);
+        let (grid, summary) = sf::structure_factors(&data, &name, &opts, &noop, cancel)?;
+        let c = &summary.cell;
+        Ok((
+            io::hkl::write_hkl(&grid),
+            (c.a, c.b, c.c, c.alpha, c.beta, c.gamma),
+            summary.describe(),
+        ))
+    })?;
+    Ok((PyBytes::new(py, &text), cell, desc))
+}
+
+/// nonBragg's amorphous background from its flag words: (image (slow, fast) photons/pixel,
+/// solid angle of the detector in sr, warnings). Files come from `files`, else the disk.
+#[pyfunction]
+#[pyo3(signature = (words, files=None))]
+fn nonbragg_render<'py>(
+    py: Python<'py>,
+    words: Vec<String>,
+    files: Option<HashMap<String, Vec<u8>>>,
+) -> PyResult<(Bound<'py, PyArray2<f32>>, f64, Vec<String>)> {
+    let (image, omega, s, f, warnings) = interruptible(py, |cancel| {
+        let o = nonbragg::options::parse(&words)?;
+        let files = CachedFiles::new(files.unwrap_or_default());
+        let st = nonbragg::prepare(&o, &files, session::clock_seed())?;
+        let (image, omega) =
+            nanobragg::cpu::with_threads(o.threads, || nonbragg::render(&st, &noop, cancel))?;
+        let p = st.plan();
+        Ok((image, omega, p.spixels, p.fpixels, st.warnings.clone()))
+    })?;
+    Ok((image_2d(py, image, s, f)?, omega, warnings))
+}
+
+/// One of upstream's `.stol` tables carried in the library (`water.stol`, `air.stol`,
+/// `ice.stol`), or None.
+#[pyfunction]
+fn bundled_stol<'py>(py: Python<'py>, name: &str) -> Option<Bound<'py, PyBytes>> {
+    realistic::bundled_stol(name).map(|b| PyBytes::new(py, b))
+}
+
+/// noisify's detector effects on `image` (photons/pixel, (slow, fast)) with noisify's flag
+/// words: (noiseless ADU (slow, fast) uint32, noisy ADU or None, SMV header bytes, log lines).
+#[pyfunction]
+#[pyo3(signature = (image, words, files=None))]
+fn noisify_image<'py>(
+    py: Python<'py>,
+    image: PyReadonlyArray2<'py, f32>,
+    words: Vec<String>,
+    files: Option<HashMap<String, Vec<u8>>>,
+) -> PyResult<Noisified<'py>> {
+    let (s, f) = (image.shape()[0], image.shape()[1]);
+    let pixels = image.as_array().iter().copied().collect::<Vec<f32>>();
+    let (adu, noise, header, log) = interruptible(py, |cancel| {
+        let name = "<image>.bin".to_string();
+        let mut all = vec![
+            "-floatfile".to_string(),
+            name.clone(),
+            "-detpixels_x".to_string(),
+            f.to_string(),
+            "-detpixels_y".to_string(),
+            s.to_string(),
+        ];
+        all.extend(words);
+        let opts = noisify::options::parse(&all)?;
+        let mut given = files.unwrap_or_default();
+        given.insert(name, nanobragg::output::le_bytes(&pixels).into_owned());
+        let files = CachedFiles::new(given);
+        let prep = noisify::options::prepare(&opts, &files, session::clock_seed())?;
+        let d = noisify::detect(
+            &prep.input,
+            prep.width,
+            prep.height,
+            &prep.effects,
+            opts.bits32,
+            &noop,
+            cancel,
+        )?;
+        let header = match &prep.header {
+            Some(h) => h.clone(),
+            None => noisify::options::own_header(&prep)?,
+        };
+        let mut log = opts.warnings.clone();
+        log.extend(prep.log.iter().cloned());
+        Ok((d.adu, d.noise.map(|n| n.adu), header, log))
+    })?;
+    let adu = adu.into_pyarray(py).reshape([s, f])?;
+    let noise = match noise {
+        Some(n) => Some(n.into_pyarray(py).reshape([s, f])?),
+        None => None,
+    };
+    Ok((adu, noise, PyBytes::new(py, &header), log))
+}
+
+/// An SMV file's bytes: (header text, pixels (slow, fast) uint16).
+#[pyfunction]
+fn read_smv<'py>(
+    py: Python<'py>,
+    name: &str,
+    data: &[u8],
+) -> PyResult<(String, Bound<'py, PyArray2<u16>>)> {
+    let head = io::smv::read_head(name, data).map_err(|e| to_py(py, e))?;
+    let file = io::smv::read_smv(name, data).map_err(|e| to_py(py, e))?;
+    let (f, s) = head.dimensions().unwrap_or((file.data.len(), 1));
+    if f * s != file.data.len() {
+        return Err(to_py(
+            py,
+            NbError::input(format!(
+                "{name}: {} pixels for SIZE1={f} x SIZE2={s}",
+                file.data.len()
+            )),
+        ));
+    }
+    Ok((
+        file.header_text,
+        file.data.into_pyarray(py).reshape([s, f])?,
+    ))
+}
+
+/// An SMV file from header lines (`KEY=VALUE;` text between the opening lines and the
+/// closing ones, as upstream writes them) and uint16 pixels.
+#[pyfunction]
+fn smv_bytes<'py>(
+    py: Python<'py>,
+    header_body: &str,
+    pixels: PyReadonlyArray2<'py, u16>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let (s, f) = (pixels.shape()[0], pixels.shape()[1]);
+    let mut text = io::smv::header_open(io::smv::SmvType::U16);
+    text.push_str(&format!("SIZE1={f};\nSIZE2={s};\n"));
+    text.push_str(header_body);
+    text.push_str(io::smv::HEADER_CLOSE);
+    let mut out = io::smv::pad_header(text).map_err(|e| to_py(py, e))?;
+    out.reserve(2 * s * f);
+    for p in pixels.as_array().iter() {
+        out.extend_from_slice(&p.to_le_bytes());
+    }
+    Ok(PyBytes::new(py, &out))
+}
+
+/// A miniCBF file's bytes: (header text, pixels (slow, fast) int32).
+#[pyfunction]
+fn read_cbf<'py>(
+    py: Python<'py>,
+    name: &str,
+    data: &[u8],
+) -> PyResult<(String, Bound<'py, PyArray2<i32>>)> {
+    let img = io::cbf_read::read_minicbf(name, data).map_err(|e| to_py(py, e))?;
+    Ok((
+        img.header,
+        img.pixels
+            .into_pyarray(py)
+            .reshape([img.height, img.width])?,
+    ))
+}
+
+/// A miniCBF file (byte-offset, PILATUS header lines) of int32 pixels (slow, fast).
+#[pyfunction]
+#[allow(non_snake_case)]
+#[pyo3(signature = (pixels, pixel_m, wavelength_A, distance_m, beam_xy_px, exposure_s=1.0, detector="nanoBragg simulation".to_string(), start_angle_deg=0.0, angle_increment_deg=0.0, count_cutoff=1048576))]
+fn cbf_bytes<'py>(
+    py: Python<'py>,
+    pixels: PyReadonlyArray2<'py, i32>,
+    pixel_m: f64,
+    wavelength_A: f64,
+    distance_m: f64,
+    beam_xy_px: (f64, f64),
+    exposure_s: f64,
+    detector: String,
+    start_angle_deg: f64,
+    angle_increment_deg: f64,
+    count_cutoff: u64,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let (s, f) = (pixels.shape()[0], pixels.shape()[1]);
+    let px: Vec<i32> = pixels.as_array().iter().copied().collect();
+    let info = io::cbf::CbfInfo {
+        detector,
+        pixel: pixel_m,
+        sensor: None,
+        exposure: exposure_s,
+        count_cutoff,
+        wavelength: wavelength_A,
+        distance: distance_m,
+        beam_xy: beam_xy_px,
+        start_angle: start_angle_deg,
+        angle_increment: angle_increment_deg,
+        excluded: px.iter().filter(|&&v| v < 0).count(),
+    };
+    Ok(PyBytes::new(py, &io::cbf::write_minicbf(&info, f, s, &px)))
+}
+
+/// Writes `data` to `path` atomically (a temporary file renamed into place: never a
+/// half-written file).
+#[pyfunction]
+fn write_file_atomic(py: Python<'_>, path: std::path::PathBuf, data: &[u8]) -> PyResult<()> {
+    io::atomic::write_atomic(&path, data).map_err(|e| to_py(py, e))
+}
+
+/// Flags of the simulator: a list of dicts (name, aliases, values, help, group, kind).
+#[pyfunction]
+fn flag_table<'py>(py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    api::flag_table()
+        .into_iter()
+        .map(|f| {
+            let d = PyDict::new(py);
+            d.set_item("name", f.name)?;
+            d.set_item("aliases", f.aliases.to_vec())?;
+            d.set_item("values", f.values)?;
+            d.set_item("min_values", f.min_values)?;
+            d.set_item("max_values", f.max_values)?;
+            d.set_item("help", f.help)?;
+            d.set_item("group", format!("{:?}", f.group).to_lowercase())?;
+            d.set_item("kind", format!("{:?}", f.kind))?;
+            Ok(d)
+        })
+        .collect()
+}
+
+/// Misset angles (degrees) of a rotation matrix (`U = Rz·Ry·Rx`, upstream's `umat2misset`).
+#[pyfunction]
+fn misset_from_rotation(u: [[f64; 3]; 3]) -> [f64; 3] {
+    session::misset_deg_from_rotation(u)
+}
+
+/// MOSFLM `-mat` text for reciprocal vectors a*, b*, c* (rows, Å⁻¹) at `wavelength_A`.
+#[pyfunction]
+#[allow(non_snake_case)]
+fn mat_text(a_star: [[f64; 3]; 3], wavelength_A: f64) -> String {
+    session::mat_text(a_star, wavelength_A)
+}
+
+/// Split a command line into words as the CLI does.
+#[pyfunction]
+fn split_args(s: &str) -> Vec<String> {
+    api::split_args(s)
+}
+
+#[pymodule]
+fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PySession>()?;
+    m.add_function(wrap_pyfunction!(structure_factors, m)?)?;
+    m.add_function(wrap_pyfunction!(flag_table, m)?)?;
+    m.add_function(wrap_pyfunction!(split_args, m)?)?;
+    m.add_function(wrap_pyfunction!(nonbragg_render, m)?)?;
+    m.add_function(wrap_pyfunction!(misset_from_rotation, m)?)?;
+    m.add_function(wrap_pyfunction!(mat_text, m)?)?;
+    m.add_function(wrap_pyfunction!(bundled_stol, m)?)?;
+    m.add_function(wrap_pyfunction!(noisify_image, m)?)?;
+    m.add_function(wrap_pyfunction!(read_smv, m)?)?;
+    m.add_function(wrap_pyfunction!(smv_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(read_cbf, m)?)?;
+    m.add_function(wrap_pyfunction!(cbf_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(write_file_atomic, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,219 @@
+"""The typed API: configuration, overrides, batches, the GIL and Ctrl-C, predict, import cost."""
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import nanobragg as nb
+from conftest import REPO, f32_bits_equal, run_cli
+
+BASE = dict(
+    crystal=nb.Crystal(cell_A_deg=(70, 80, 90, 90, 95, 90), N=6, default_F=100, misset_deg=(5, 10, 15),
+                       mosaic_spread_deg=0.5, mosaic_domains=3, mosaic_seed=4),
+    beam=nb.Beam(wavelength_A=1.2, fluence_ph_per_m2=1e24, divergence_mrad=0.5, divsteps=2),
+    detector=nb.Detector(distance_mm=80, pixels=(72, 64), pixel_mm=0.2, beam_center_mm=(6.4, 7.2)),
+)
+
+
+def sim(**kw):
+    args = dict(BASE)
+    args.update(kw)
+    return nb.Simulator(args["crystal"], args["beam"], args["detector"], precision=kw.get("precision", "f64"), backend="cpu")
+
+
+def test_typed_config_equals_from_args():
+    s = sim()
+    words = s.args()
+    assert "-cell" in words and "-lambda" in words and "-Xbeam" in words
+    t = nb.Simulator.from_args(" ".join(words))
+    a, b = s.render(), t.render()
+    assert a.shape == (64, 72) and a.dtype == np.float32
+    assert a.max() > 0
+    assert f32_bits_equal(a, b)
+    assert t.args() == words
+
+
+def test_typed_config_equals_the_cli(tmp_path):
+    s = sim()
+    run_cli(s.args() + ["-floatfile", "f.bin", "-nonoise", "-nopgm"], cwd=tmp_path)
+    assert f32_bits_equal(s.render(), np.fromfile(tmp_path / "f.bin", dtype="<f4"))
+
+
+@pytest.mark.parametrize(
+    "override,field_change",
+    [
+        (dict(misset_deg=(20, -30, 40)), ("crystal", "misset_deg", (20, -30, 40))),
+        (dict(phi_deg=7.5), ("crystal", "phi_deg", 7.5)),
+        (dict(mosaic_seed=99), ("crystal", "mosaic_seed", 99)),
+        (dict(fluence_ph_per_m2=3e23), ("beam", "fluence_ph_per_m2", 3e23)),
+        (dict(wavelength_A=1.1), ("beam", "wavelength_A", 1.1)),
+        (dict(distance_mm=90.0), ("detector", "distance_mm", 90.0)),
+    ],
+)
+def test_override_equals_a_fresh_simulator(override, field_change):
+    import dataclasses
+
+    warm = sim()
+    base = warm.render()
+    got = warm.render(**override)
+    part, name, value = field_change
+    fresh = sim(**{part: dataclasses.replace(BASE[part], **{name: value})}).render()
+    assert f32_bits_equal(got, fresh)
+    assert not f32_bits_equal(got, base), "the override changed nothing"
+    assert f32_bits_equal(warm.render(), base), "an override leaked into the base"
+
+
+def test_rotation_matrix_equals_its_misset():
+    import math
+
+    rx, ry, rz = (math.radians(a) for a in (12, -7, 33))
+    Rx = np.array([[1, 0, 0], [0, math.cos(rx), -math.sin(rx)], [0, math.sin(rx), math.cos(rx)]])
+    Ry = np.array([[math.cos(ry), 0, math.sin(ry)], [0, 1, 0], [-math.sin(ry), 0, math.cos(ry)]])
+    Rz = np.array([[math.cos(rz), -math.sin(rz), 0], [math.sin(rz), math.cos(rz), 0], [0, 0, 1]])
+    s = sim()
+    a = s.render(rotation=Rz @ Ry @ Rx)
+    b = s.render(misset_deg=(12, -7, 33))
+    assert np.allclose(a, b, rtol=1e-5, atol=1e-6 * b.max())
+
+
+def test_render_many_equals_single_renders():
+    s = sim()
+    orients = np.array([[0, 0, 0], [10, 20, 30], [45, 0, 5]], dtype=float)
+    many = s.render_many(orients)
+    assert many.shape == (3, 64, 72) and many.dtype == np.float32
+    for i, o in enumerate(orients):
+        assert f32_bits_equal(many[i], s.render(misset_deg=tuple(o)))
+    by_overrides = s.render_many(overrides=[{"phi_deg": 1.0}, {"phi_deg": 2.0}])
+    assert f32_bits_equal(by_overrides[1], s.render(phi_deg=2.0))
+
+
+def test_f32_is_close_to_f64():
+    a = sim().render()
+    b = sim(precision="f32").render()
+    assert np.corrcoef(a.ravel(), b.ravel())[0, 1] > 0.9999
+
+
+def test_the_gil_is_released_while_rendering():
+    s = nb.Simulator.from_args("-cell 100 100 100 90 90 90 -default_F 100 -N 20 -lambda 1 -distance 100 "
+                               "-detpixels 512 -pixel 0.1 -oversample 3 -backend cpu")
+    ticks = []
+    done = threading.Event()
+
+    def counter():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.005)
+
+    t = threading.Thread(target=counter)
+    t.start()
+    t0 = time.perf_counter()
+    s.render()
+    t1 = time.perf_counter()
+    done.set()
+    t.join()
+    during = [x for x in ticks if t0 < x < t1]
+    assert t1 - t0 > 0.05, "the render is too short to tell"
+    assert len(during) >= 3, f"{len(during)} ticks of another thread during a {t1 - t0:.3f} s render"
+
+
+def test_ctrl_c_cancels_a_long_render():
+    s = nb.Simulator.from_args("-cell 100 100 100 90 90 90 -default_F 100 -N 20 -lambda 1 -distance 100 "
+                               "-detpixels 2048 -pixel 0.05 -oversample 4 -backend cpu")
+    timer = threading.Timer(0.3, lambda: signal.raise_signal(signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        s.render()
+    took = time.perf_counter() - t0
+    timer.cancel()
+    assert took < 5.0, f"the render took {took:.1f} s to stop"
+
+
+def test_import_is_cheap_and_opens_no_device():
+    code = ("import time, sys; t=time.perf_counter(); import nanobragg; "
+            "print(time.perf_counter()-t); print('wgpu' in ' '.join(sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert float(out[0]) < 1.0, f"import took {out[0]} s"
+
+
+def test_predict_is_the_cli_table(tmp_path):
+    s = sim()
+    p = s.predict()
+    assert p.dtype.names[:5] == ("h", "k", "l", "fast", "slow")
+    assert len(p) > 10
+    run_cli(s.args() + ["-predict", "pred.txt", "-floatfile", "f.bin", "-nonoise", "-nopgm"], cwd=tmp_path)
+    rows = [l.split() for l in (tmp_path / "pred.txt").read_text().splitlines() if l.strip() and not l.startswith("#")]
+    head = [r for r in rows if not r[0].lstrip("-").isdigit()]
+    data = [r for r in rows if r[0].lstrip("-").isdigit()]
+    assert len(data) == len(p), (len(data), len(p), head[:2])
+    hkl = np.array([[int(x) for x in r[:3]] for r in data])
+    assert np.array_equal(hkl, np.stack([p["h"], p["k"], p["l"]], axis=1))
+    cols = np.array([[float(x) for x in r[3:7]] for r in data])
+    assert np.allclose(cols[:, 0], p["fast"], atol=6e-4) and np.allclose(cols[:, 1], p["slow"], atol=6e-4)
+    assert np.allclose(cols[:, 2], p["d_A"], rtol=1e-5) and np.allclose(cols[:, 3], p["two_theta_deg"], atol=6e-5)
+    every = s.predict(all_reflections=True)
+    assert len(every) > len(p) and not every["on_detector"].all()
+
+
+def test_info_and_warnings():
+    s = sim()
+    i = s.info()
+    assert i["fast_pixels"] == 72 and i["slow_pixels"] == 64 and i["precision"] == "f64"
+    assert isinstance(s.warnings, list)
+    assert repr(s) == "<nanobragg.Simulator 72x64 pixels>"
+
+
+def test_structure_factor_table_and_dict_equal_an_hkl_file(tmp_path):
+    table = {(h, k, l): 10.0 + h + 2 * k + 3 * l for h in range(-3, 4) for k in range(-3, 4) for l in range(-3, 4)}
+    (tmp_path / "t.hkl").write_text("".join(f"{h} {k} {l} {f!r}\n" for (h, k, l), f in table.items()))
+    c = dict(cell_A_deg=(30, 30, 30, 90, 90, 90), N=3)
+    b, d = nb.Beam(wavelength_A=1.0), nb.Detector(distance_mm=50, pixels=48, pixel_mm=0.5)
+    from_dict = nb.Simulator(nb.Crystal(F=table, **c), b, d).render()
+    from_file = nb.Simulator(nb.Crystal(F=str(tmp_path / "t.hkl"), **c), b, d).render()
+    from_obj = nb.Simulator(nb.Crystal(F=nb.StructureFactors.from_dict(table), **c), b, d).render()
+    assert from_dict.max() > 0
+    assert f32_bits_equal(from_dict, from_file) and f32_bits_equal(from_obj, from_file)
+
+
+MODEL = REPO / "tests" / "fixtures" / "models" / "1pfe.cif"
+
+
+@pytest.mark.parametrize("source", ["hkl", "pdb"])
+@pytest.mark.parametrize(
+    "override",
+    [dict(misset_deg=(3, -40, 12)), dict(phi_deg=4.0, osc_deg=0.5, phisteps=2), dict(mosaic_spread_deg=0.8, mosaic_domains=4, mosaic_seed=9),
+     dict(N=(2, 3, 2)), dict(fluence_ph_per_m2=2e24, precision="f32"), dict(wavelength_A=1.25), dict(interpolate=False)],
+)
+def test_table_keeping_overrides_equal_a_fresh_simulator(source, override, tmp_path):
+    """Overrides that keep the structure-factor table reuse it (no -hkl re-read, no -pdb
+    recomputation); others re-resolve everything. Either way: a fresh Simulator's image."""
+    import dataclasses
+    import shutil
+
+    override = dict(override)
+    if source == "hkl":
+        table = {(h, k, l): 5.0 + abs(h) + 2 * abs(k) + 0.5 * l * l for h in range(-6, 7) for k in range(-6, 7) for l in range(-6, 7)}
+        (tmp_path / "t.hkl").write_text("".join(f"{h} {k} {l} {f!r}\n" for (h, k, l), f in table.items()))
+        crystal = nb.Crystal(cell_A_deg=(40, 45, 50, 90, 90, 90), N=4, F=str(tmp_path / "t.hkl"), misset_deg=(1, 2, 3))
+    else:
+        shutil.copy(MODEL, tmp_path / "m.cif")
+        crystal = nb.Crystal(model=str(tmp_path / "m.cif"), N=3, misset_deg=(1, 2, 3))
+    beam = nb.Beam(wavelength_A=1.3, fluence_ph_per_m2=1e24)
+    det = nb.Detector(distance_mm=60, pixels=48, pixel_mm=0.4)
+    warm = nb.Simulator(crystal, beam, det, backend="cpu")
+    base = warm.render()
+    got = warm.render(**override)
+    parts = {"crystal": crystal, "beam": beam, "detector": det}
+    precision = override.pop("precision", "f64")
+    for name, value in override.items():
+        for key, part in parts.items():
+            if name in {f.name for f in dataclasses.fields(part)}:
+                parts[key] = dataclasses.replace(part, **{name: value})
+    fresh = nb.Simulator(parts["crystal"], parts["beam"], parts["detector"], precision=precision, backend="cpu").render()
+    assert base.max() > 0
+    assert f32_bits_equal(got, fresh)

@@ -1,0 +1,71 @@
+"""The realistic chain from Python (spots from a model, nonBragg water and air, noisify) equals
+the CLI chain (nanobragg -pdb, nonbragg, noisify) pixel for pixel, and structure factors equal
+the CLI's -hklout table."""
+
+import shutil
+
+import numpy as np
+
+import nanobragg as nb
+from conftest import REPO, f32_bits_equal, run_cli
+
+MODEL = REPO / "tests" / "fixtures" / "models" / "1pfe.cif"
+SPOTS = ("-lambda 1.3 -distance 40 -detpixels 96 -pixel 0.2 -Xbeam 9.65 -Ybeam 9.55 -xtalsize 0.004 -mosaic 0.3 "
+         "-mosaic_dom 4 -misset 10 20 30 -flux 1e12 -exposure 0.1 -beamsize 0.01 -oversample 1")
+FRAME_NONBRAGG = "-lambda 1.3 -distance 40 -detpixels 96 -pixel 0.2 -Xbeam 9.6 -Ybeam 9.7"
+BEAM = "-flux 1e12 -exposure 0.1 -beamsize 0.01 -oversample 1"
+WATER = "-stol water.stol -thickness 0.01"
+AIR = "-stol air.stol -thickness 10 -MW 29 -density 0.0012"
+NOISIFY = "-detpixels 96 -pixel 0.2 -distance 40 -lambda 1.3 -readout_noise 2 -psf gauss -psf_fwhm 60 -adc 40 -gain 1 -seed 7"
+
+
+def test_python_chain_equals_the_cli_chain(tmp_path, monkeypatch):
+    shutil.copy(MODEL, tmp_path / "1pfe.cif")
+    for t in ("water.stol", "air.stol"):
+        shutil.copy(REPO / "crate" / "data" / "stol" / t, tmp_path / t)
+    # the CLI chain
+    run_cli(f"-pdb 1pfe.cif {SPOTS} -floatfile spots.bin -nonoise -nopgm".split(), cwd=tmp_path)
+    for m, out in ((WATER, "water.bin"), (AIR, "air.bin")):
+        run_cli(f"{m} {FRAME_NONBRAGG} {BEAM} -floatfile {out} -nonoise -nopgm".split(), cwd=tmp_path, program="nonbragg")
+    cli = {n: np.fromfile(tmp_path / f"{n}.bin", dtype="<f4") for n in ("spots", "water", "air")}
+    (cli["spots"] + cli["water"] + cli["air"]).astype("<f4").tofile(tmp_path / "sum.bin")
+    run_cli(f"-floatfile sum.bin {NOISIFY} -noisefile noise.img -intfile int.img -nopgm".split(), cwd=tmp_path, program="noisify")
+
+    # the Python chain (the bundled .stol tables: no files needed)
+    py = tmp_path / "py"
+    py.mkdir()
+    shutil.copy(MODEL, py / "1pfe.cif")
+    monkeypatch.chdir(py)
+    spots = nb.Simulator.from_args(f"-pdb 1pfe.cif {SPOTS}").render()
+    water = nb.nonbragg(f"{WATER} {FRAME_NONBRAGG} {BEAM}")
+    air = nb.nonbragg(f"{AIR} {FRAME_NONBRAGG} {BEAM}")
+    assert spots.max() > 0 and water.min() > 0 and air.min() > 0
+    assert f32_bits_equal(spots, cli["spots"])
+    assert f32_bits_equal(water, cli["water"])
+    assert f32_bits_equal(air, cli["air"])
+    r = nb.noisify(spots + water + air, NOISIFY)
+    assert r.smv(noise=True) == (tmp_path / "noise.img").read_bytes()
+    assert r.smv(noise=False) == (tmp_path / "int.img").read_bytes()
+    pixels, header = nb.read_smv(tmp_path / "noise.img")
+    assert pixels.shape == (96, 96) and header["SIZE1"] == "96"
+    assert np.array_equal(pixels, np.minimum(r.noise_image, 65535).astype(np.uint16))
+
+
+def test_structure_factors_equal_the_cli_table(tmp_path):
+    shutil.copy(MODEL, tmp_path / "1pfe.cif")
+    sf = nb.structure_factors(MODEL, dmin=4.0)
+    assert len(sf) > 100 and sf.cell_A_deg is not None
+    run_cli(f"-pdb 1pfe.cif -dmin 4 -hklout cli.hkl -lambda 1 -distance 100 -detpixels 8 -floatfile f.bin -nonoise -nopgm".split(), cwd=tmp_path)
+    rows = np.loadtxt(tmp_path / "cli.hkl", ndmin=2)
+    cli = {tuple(int(x) for x in r[:3]): r[3] for r in rows}
+    ours = sf.as_dict()
+    common = set(cli) & set(ours)
+    assert len(common) > 100
+    assert max(abs(cli[k] - ours[k]) for k in common) <= 1e-9 * max(abs(v) for v in cli.values())
+    # as the crystal's F: the same image as -hkl of the written table
+    (tmp_path / "py.hkl").write_bytes(sf.hkl_text())
+    c = dict(cell_A_deg=sf.cell_A_deg, N=3)
+    b, d = nb.Beam(wavelength_A=1.0), nb.Detector(distance_mm=60, pixels=48, pixel_mm=0.3)
+    a1 = nb.Simulator(nb.Crystal(F=sf, **c), b, d).render()
+    a2 = nb.Simulator(nb.Crystal(F=str(tmp_path / "py.hkl"), **c), b, d).render()
+    assert a1.max() > 0 and f32_bits_equal(a1, a2)

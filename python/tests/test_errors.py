@@ -1,0 +1,147 @@
+"""Bad input raises a nanobragg.Error subclass (ValueError for bad values) with the CLI's text,
+naming the flag and the field; it never crashes the interpreter."""
+
+import random
+
+import numpy as np
+import pytest
+
+import nanobragg as nb
+
+GOOD = "-cell 50 50 50 90 90 90 -default_F 10 -N 3 -lambda 1 -distance 100 -detpixels 32 -pixel 0.2"
+
+
+def cli_message(words, tmp_path):
+    """The CLI's error text for `words` (its stderr)."""
+    import subprocess
+
+    from conftest import cli_path
+
+    r = subprocess.run([str(cli_path()), *words, "-floatfile", "x.bin", "-nonoise", "-nopgm", "-intfile", "x.img"],
+                       cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode != 0
+    return r.stderr
+
+
+def test_usage_error_is_a_value_error_with_the_cli_text(tmp_path):
+    with pytest.raises(nb.UsageError) as e:
+        nb.Simulator.from_args(GOOD + " -lambda abc")
+    assert isinstance(e.value, ValueError) and isinstance(e.value, nb.Error)
+    assert e.value.flag == "-lambda"
+    assert e.value.field == "Beam.wavelength_A"
+    assert e.value.kind == "usage"
+    assert str(e.value) in cli_message(nb._nanobragg.split_args(GOOD + " -lambda abc"), tmp_path)
+
+
+def test_typed_field_errors_name_the_field():
+    with pytest.raises(ValueError) as e:
+        nb.Simulator(nb.Crystal(cell_A_deg=(50, 50, 50, 90, 90, 90), default_F=10),
+                     nb.Beam(wavelength_A=-1), nb.Detector(distance_mm=100, pixels=16))
+    assert isinstance(e.value, nb.Error)
+    assert e.value.field == "Beam.wavelength_A", (e.value.field, str(e.value))
+    with pytest.raises(nb.UsageError) as e:
+        nb.Crystal(cell_A_deg=(1, 2)).words()
+    assert e.value.field == "Crystal.cell_A_deg" and "expected 6 numbers" in str(e.value)
+    with pytest.raises(nb.UsageError):
+        nb.Detector(convention="foo").words()
+    with pytest.raises(TypeError):
+        nb.Simulator.from_args(GOOD).render(not_a_field=1)
+
+
+def test_missing_input_error():
+    with pytest.raises(nb.MissingInputError) as e:
+        nb.Simulator.from_args("-lambda 1 -distance 100 -detpixels 16 -dump /nonexistent/Fdump.bin")
+    assert isinstance(e.value, ValueError)
+
+
+def test_input_error_names_the_file_and_line(tmp_path):
+    bad = tmp_path / "bad.hkl"
+    bad.write_text("1 2 3 4\n1 2 x 5\n")
+    with pytest.raises(nb.InputError) as e:
+        nb.Simulator.from_args(GOOD + f" -hkl {bad}")
+    assert "bad.hkl" in str(e.value) and "line 2" in str(e.value)
+    assert e.value.file.endswith("bad.hkl") and e.value.line == 2, (e.value.file, e.value.line)
+    with pytest.raises(nb.InputError) as e:
+        nb.Simulator.from_args(GOOD + f" -hkl {tmp_path / 'missing.hkl'}")
+    assert e.value.file.endswith("missing.hkl"), (str(e.value), e.value.file)
+    with pytest.raises(nb.InputError):
+        nb.read_smv(tmp_path / "missing.img")
+
+
+def test_geometry_error():
+    with pytest.raises(nb.GeometryError) as e:
+        nb.Simulator.from_args(GOOD + " -beam_vector 0 0 1 -fdet_vector 0 0 1 -sdet_vector 0 1 0 -odet_vector 1 0 0")
+    assert isinstance(e.value, ValueError)
+
+
+def test_limit_error(tmp_path):
+    with pytest.raises(nb.LimitError) as e:
+        nb.Simulator.from_args(GOOD + " -xtalsize 1000")
+    assert isinstance(e.value, ValueError)
+    assert str(e.value) in cli_message(nb._nanobragg.split_args(GOOD + " -xtalsize 1000"), tmp_path)
+
+
+def test_output_error(tmp_path):
+    with pytest.raises(nb.OutputError):
+        nb.write_float(tmp_path / "no" / "such" / "dir" / "x.bin", np.zeros((2, 2), np.float32))
+
+
+def test_gpu_error_or_gpu_render():
+    """backend="gpu" has no CPU fallback: it renders on a GPU or raises GpuError."""
+    s = nb.Simulator.from_args(GOOD + " -precision f32 -backend gpu")
+    try:
+        img = s.render()
+    except nb.GpuError as e:
+        assert isinstance(e, RuntimeError) and str(e)
+    else:
+        assert s.engine == "gpu" and img.max() > 0
+
+
+def test_cancelled_error_class():
+    e = nb.errors.from_kind("cancelled", "render cancelled")
+    assert isinstance(e, nb.CancelledError) and isinstance(e, nb.Error)
+
+
+def test_every_kind_has_a_class():
+    for kind in ("usage", "missing_input", "input", "geometry", "output", "cancelled", "gpu", "limit"):
+        assert nb.errors.from_kind(kind, "x").kind == kind
+
+
+FUZZ_FIELDS = {
+    "misset_deg": lambda r: tuple(r.uniform(-1e4, 1e4) for _ in range(3)),
+    "phi_deg": lambda r: r.choice([r.uniform(-1e9, 1e9), float("nan"), float("inf"), -0.0]),
+    "mosaic_spread_deg": lambda r: r.uniform(-10, 10),
+    "mosaic_domains": lambda r: r.randint(-5, 5),
+    "wavelength_A": lambda r: r.choice([r.uniform(-1, 5), 0.0, float("nan"), 1e300]),
+    "distance_mm": lambda r: r.choice([r.uniform(-200, 200), 0.0, float("inf")]),
+    "fluence_ph_per_m2": lambda r: r.choice([r.uniform(-1e30, 1e30), 1e300, float("nan")]),
+    "N": lambda r: r.choice([r.uniform(-3, 8), (r.randint(-2, 5), 1, 1), "x"]),
+    "pixels": lambda r: r.choice([r.randint(-5, 40), (r.randint(0, 30), r.randint(0, 30)), 2.5]),
+    "oversample": lambda r: r.randint(-2, 3),
+    "dispersion_pct": lambda r: r.uniform(-5, 50),
+    "twotheta_deg": lambda r: r.uniform(-400, 400),
+    "beam_vector": lambda r: tuple(r.uniform(-1, 1) for _ in range(3)),
+    "roi": lambda r: tuple(r.randint(-40, 40) for _ in range(4)),
+    "shape": lambda r: r.choice(["square", "round", "gauss", "tophat", "cube"]),
+    "interpolate": lambda r: r.choice([True, False, 1]),
+    "precision": lambda r: r.choice(["f64", "f32", "f16"]),
+}
+
+
+def test_fuzz_random_keyword_values_only_raise():
+    """Random keyword values: every render returns an image or raises nanobragg.Error /
+    TypeError; nothing else, and the interpreter survives."""
+    rng = random.Random(17)
+    base = nb.Simulator.from_args(GOOD + " -backend cpu -detpixels 16")
+    outcomes = {"image": 0, "error": 0}
+    for _ in range(150):
+        kw = {k: f(rng) for k, f in rng.sample(sorted(FUZZ_FIELDS.items()), rng.randint(1, 4))}
+        try:
+            img = base.render(**kw)
+        except (nb.Error, TypeError) as e:
+            assert str(e), kw
+            outcomes["error"] += 1
+        else:
+            assert img.dtype == np.float32 and img.ndim == 2 and np.isfinite(img).all(), kw
+            outcomes["image"] += 1
+    assert outcomes["image"] > 10 and outcomes["error"] > 10, outcomes

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Python part of `npm test`: builds the wheel of `python/` with maturin (abi3, CPython >= 3.10),
+# installs it into the virtual environment that scripts/setup.sh made (target/pyvenv), and runs
+# the pytest suite (python/tests/) against the installed package and the CLI binaries. pytest's
+# exit status is this script's: no test collected (exit 5) fails like a failed test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+source scripts/timing.sh
+# the same (release) build profile as scripts/test-rust.sh: shared artefacts, no LTO
+export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+VENV=target/pyvenv
+if [ ! -x "$VENV/bin/maturin" ] || ! "$VENV/bin/python" -c 'import pytest, numpy' 2>/dev/null; then
+  bash scripts/setup.sh python
+fi
+rm -rf target/wheels
+step "maturin build --release (python/: the wheel)" \
+  "$VENV/bin/maturin" build --release --manifest-path python/Cargo.toml --out target/wheels \
+  --interpreter "$VENV/bin/python" --quiet
+step "pip install the wheel into target/pyvenv" \
+  "$VENV/bin/pip" install --quiet --force-reinstall --no-deps target/wheels/nanobragg-*.whl
+# the tests compare with the CLI programs (nanobragg, nonbragg, noisify)
+step "cargo build --release (the CLI programs the Python tests compare with)" \
+  cargo build --release -p nanobragg --bins
+# run from outside python/ so that `import nanobragg` is the installed wheel, not the source
+step "pytest (python/tests/: the installed package)" \
+  env NANOBRAGG_CLI="$PWD/target/release/nanobragg" "$VENV/bin/python" -m pytest python/tests \
+  -p no:cacheprovider -q -rfE
+summary
