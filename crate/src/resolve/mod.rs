@@ -22,6 +22,7 @@
 pub mod beam;
 pub mod crystal;
 pub mod detector;
+pub mod expt;
 pub mod header;
 pub mod lattice;
 pub mod limits;
@@ -77,7 +78,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
                 .read(name, crate::files::FileKind::Experiment)
                 .map_err(|e| e.with_flag("-expt").at_file(name.as_str()))?;
             let e = crate::io::expt::parse_expt(name, &bytes)?;
-            let (mut o, mat) = crate::io::expt::apply(opts, &e, name)?;
+            let (mut o, mat) = expt::apply(opts, &e, name)?;
             o.mat_values = mat.or(o.mat_values);
             with_expt = o;
             &with_expt
