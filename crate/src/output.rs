@@ -73,7 +73,9 @@ pub fn int_pixels_roi(fpixels: usize, roi: &Roi, image: &[f32], scale: f64, adc:
         .filter(|(s, _)| rows.contains(s))
         .for_each(|(_, (o, v))| {
             for (o, &v) in o[cols.clone()].iter_mut().zip(&v[cols.clone()]) {
-                let v = (v as f64 * scale + adc).min(65535.0).max(0.0);
+                // min then max (not clamp): a NaN becomes 65535, as upstream's fmin/fmax
+                let mut v = (v as f64 * scale + adc).min(65535.0);
+                v = v.max(0.0);
                 // upstream: floorf((float)(v + 0.5)); v >= 0, so truncation is the floor
                 *o = ((v + 0.5) as f32) as u16;
             }
@@ -242,11 +244,11 @@ mod tests {
     #[test]
     fn parallel_int_image_equals_the_serial_loop() {
         let (fp, sp) = (29usize, 17usize);
-        let image: Vec<f32> = (0..fp * sp)
+        let mut image: Vec<f32> = (0..fp * sp)
             .map(|i| ((i * 7919) % 1000) as f32 * 0.37 - 20.0)
-            .chain([f32::NAN])
-            .take(fp * sp)
             .collect();
+        image[33] = f32::NAN;
+        image[34] = 1e9;
         for roi in [
             Roi {
                 xmin: 0,
@@ -276,7 +278,8 @@ mod tests {
             let mut want = vec![0u16; image.len()];
             for (idx, o) in want.iter_mut().enumerate() {
                 if roi.contains(idx % fp, idx / fp) {
-                    let v = (image[idx] as f64 * 123.4 + 10.0).min(65535.0).max(0.0);
+                    let mut v = (image[idx] as f64 * 123.4 + 10.0).min(65535.0);
+                    v = v.max(0.0);
                     *o = ((v + 0.5) as f32) as u16;
                 }
             }
