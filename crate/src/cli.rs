@@ -352,14 +352,33 @@ fn run_inner(words: &[String]) -> Result<()> {
     if o.printout {
         print_pixels(&prep, &mut out);
     }
-    let st = stats::compute(prep.plan(), &image);
     let plan = prep.plan();
-    write_file(
-        &o.floatfile,
-        &[&output::le_bytes(&image)],
-        &format!("{} 4-byte floats", image.len()),
-        &mut out,
-    )?;
+    // One pass after the render: the float file is written on its own thread while the
+    // statistics and the integer image (rows in parallel) are computed.
+    let _ = writeln!(
+        out,
+        "writing {} as {} 4-byte floats",
+        o.floatfile,
+        image.len()
+    );
+    let (written, st, scale, pixels) = std::thread::scope(|sc| {
+        let writer =
+            sc.spawn(|| write_atomic_parts(Path::new(&o.floatfile), &[&output::le_bytes(&image)]));
+        let first = stats::first_pass(plan, &image);
+        let scale = output::int_scale(&prep.setup, &first);
+        let (st, pixels) = rayon::join(
+            || stats::with_rmsd(plan, &image, first),
+            || output::int_pixels(&prep.setup, &image, scale),
+        );
+        let written = writer.join().unwrap_or_else(|_| {
+            Err(Error::output(format!(
+                "-floatfile {}: the writer failed",
+                o.floatfile
+            )))
+        });
+        (written, st, scale, pixels)
+    });
+    written?;
     let _ = writeln!(
         out,
         "max_I = {}  at {} {}",
@@ -374,11 +393,9 @@ fn run_inner(words: &[String]) -> Result<()> {
         fmt_g(st.rms),
         fmt_g(st.rmsd)
     );
-    let scale = output::int_scale(&prep.setup, &st);
     let _ = writeln!(out, "intfile_scale = {}", fmt_g(scale));
     let header = output::smv_header(&prep.setup);
     let header = io::smv::header_block(&header)?;
-    let pixels = output::int_pixels(&prep.setup, &image, scale);
     write_file(
         &o.intfile,
         &[&header, &output::le_bytes(&pixels)],
