@@ -14,8 +14,6 @@ keyword argument. Attributes locate the error where the crate knows it:
 
 from __future__ import annotations
 
-import re
-
 __all__ = [
     "Error",
     "UsageError",
@@ -107,31 +105,9 @@ _KINDS = {
     )
 }
 
-_FLAG = re.compile(r"(?<![\w.])(-[A-Za-z][A-Za-z0-9_]*)")
-_FILE_LINE = re.compile(r"^(?P<file>\S+?):? line (?P<line>\d+)\b")
-_FILE = re.compile(r"^(?:cannot read file '(?P<q>[^']+)'|(?P<file>\S+?\.[A-Za-z0-9]+): )")
-_KEY = re.compile(r"\b(?:key|header key) (?P<key>[A-Z][A-Z0-9_]*)")
-
 
 def from_kind(kind, message, flag=None, file=None, line=None, key=None):
-    """The exception for an error of the crate (called by the compiled module)."""
-    # where the crate's error carries no structured fields, they are read from its message,
-    # whose forms are fixed ("NAME line N: ...", "-flag: ...", "cannot read file 'NAME'")
-    if file is None:
-        m = _FILE_LINE.match(message)
-        if m:
-            file, line = m.group("file"), int(m.group("line")) if line is None else line
-        else:
-            m = _FILE.match(message)
-            if m:
-                file = m.group("q") or m.group("file")
-    if flag is None:
-        m = _FLAG.search(message)
-        if m:
-            flag = m.group(1)
-    if key is None:
-        m = _KEY.search(message)
-        if m:
-            key = m.group("key")
+    """The exception for an error of the crate (called by the compiled module with the
+    locations of the crate's structured error)."""
     cls = _KINDS.get(kind, Error)
     return cls(message, flag=flag, file=file, line=line, key=key)

@@ -164,6 +164,44 @@ impl PySession {
         Ok(d)
     }
 
+    /// The crate's NXmx file (`io::nexus::write_nxmx`, the CLI's `-nexus` layout) of `frames`
+    /// ((n, slow, fast) int32 counts) with this setup's geometry (`cli::nexus_geometry`),
+    /// frame k at φ = `phi_start_deg` + k·`osc_deg`, `saturation` the largest trusted count
+    /// (None: the CLI's 65535), for the dataset tool (`nanobragg.dataset`).
+    #[pyo3(signature = (frames, phi_start_deg, osc_deg, saturation=None))]
+    fn nxmx<'py>(
+        &self,
+        py: Python<'py>,
+        frames: numpy::PyReadonlyArray3<'py, i32>,
+        phi_start_deg: f64,
+        osc_deg: f64,
+        saturation: Option<i64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let mut g = nanobragg::cli::nexus_geometry(self.lock().prepared());
+        g.phi_start = phi_start_deg;
+        g.osc = osc_deg;
+        if let Some(v) = saturation {
+            g.saturation = v;
+        }
+        let a = frames.as_array();
+        let (n, h, w) = a.dim();
+        if (w, h) != g.image_size {
+            return Err(to_py(
+                py,
+                NbError::input(format!(
+                    "NeXus writer: frames of {w}x{h} pixels, the detector has {}x{}",
+                    g.image_size.0, g.image_size.1
+                )),
+            ));
+        }
+        let flat: Vec<i32> = a.iter().copied().collect();
+        let refs: Vec<&[i32]> = (0..n).map(|k| &flat[k * w * h..(k + 1) * w * h]).collect();
+        let bytes = py
+            .detach(|| io::nexus::write_nxmx(&g, &refs))
+            .map_err(|e| to_py(py, e))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
     /// Renders with `extra` words appended; returns (image (slow, fast) float32, engine,
     /// notices).
     #[pyo3(signature = (extra=Vec::new()))]
@@ -543,6 +581,15 @@ fn mat_text(a_star: [[f64; 3]; 3], wavelength_A: f64) -> String {
     session::mat_text(a_star, wavelength_A)
 }
 
+/// The crate's error kinds (`ErrorKind::ALL`), as `nanobragg.errors` names them.
+#[pyfunction]
+fn error_kinds() -> Vec<&'static str> {
+    nanobragg::error::ErrorKind::ALL
+        .iter()
+        .map(|k| k.name())
+        .collect()
+}
+
 /// Split a command line into words as the CLI does.
 #[pyfunction]
 fn split_args(s: &str) -> Vec<String> {
@@ -555,6 +602,7 @@ fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(structure_factors, m)?)?;
     m.add_function(wrap_pyfunction!(flag_table, m)?)?;
     m.add_function(wrap_pyfunction!(split_args, m)?)?;
+    m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(nonbragg_render, m)?)?;
     m.add_function(wrap_pyfunction!(misset_from_rotation, m)?)?;
     m.add_function(wrap_pyfunction!(mat_text, m)?)?;

@@ -55,6 +55,10 @@ pub struct Options {
     pub hklout: Option<String>,
     pub dump: String,
     pub mat: Option<String>,
+    /// `-expt FILE`: a DIALS experiment list (`io::expt`), applied by `resolve`.
+    pub expt: Option<String>,
+    /// The crystal of an `-expt` file as a MOSFLM matrix (set by `resolve`, not a flag).
+    pub mat_values: Option<[[f64; 3]; 3]>,
     pub img: Option<String>,
     pub mask: Option<String>,
     pub sourcefile: Option<String>,
@@ -157,6 +161,10 @@ pub struct Options {
     // ours
     /// `-cbffile`: a miniCBF copy of the int image (`io::cbf`).
     pub cbffile: Option<String>,
+    /// `-nexus FILE`: an NXmx (HDF5) file of the int image (`io::nexus`), and `-nexus_images N`
+    /// frames splitting the oscillation.
+    pub nexus: Option<String>,
+    pub nexus_images: i64,
     /// `-detector NAME`: a real detector's pixels, pixel size and module gaps (`detectors`).
     pub preset: Option<&'static crate::presets::DetectorPreset>,
     pub precision: Precision,
@@ -179,6 +187,8 @@ impl Default for Options {
             hklout: None,
             dump: "Fdump.bin".into(),
             mat: None,
+            expt: None,
+            mat_values: None,
             img: None,
             mask: None,
             sourcefile: None,
@@ -273,6 +283,8 @@ impl Default for Options {
             printout_pixel: None,
             progress: true,
             cbffile: None,
+            nexus: None,
+            nexus_images: 1,
             preset: None,
             precision: Precision::F64,
             threads: None,

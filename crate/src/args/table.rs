@@ -885,6 +885,22 @@ pub static FLAGS: &[Flag] = &[
         Ok(())
     })
     .kind(OutputFile),
+    // DIALS geometry in (issue 18 §1, io/expt.rs)
+    flag("-expt", Port, "FILE", "DIALS experiment list (.expt): its one panel, beam, spindle, scan start/width and crystal A matrix replace those flags", |p| {
+        p.o.expt = Some(p.text()?);
+        Ok(())
+    }),
+    // NXmx output (issue 18/19: the one NeXus writer, io/nexus.rs)
+    flag("-nexus", Port, "FILE", "NeXus/NXmx (HDF5) file of the int image, or of a rotation series with -nexus_images", |p| {
+        p.o.nexus = Some(p.text()?);
+        Ok(())
+    })
+    .kind(OutputFile),
+    flag("-nexus_images", Port, "n", "frames in the -nexus file: the oscillation split into n images of osc/n, phisteps/n steps each", |p| {
+        p.o.nexus_images = p.int()?;
+        Ok(())
+    })
+    .check(Positive(1e4)),
     flag("-stolout", Output, "FILE", "accepted, never written (as upstream)", |p| {
         p.text()?;
         Ok(())

@@ -4,8 +4,10 @@
 pub mod atomic;
 pub mod cbf;
 pub mod cbf_read;
+pub mod expt;
 pub mod hkl;
 pub mod matfile;
+pub mod nexus;
 pub mod pgm;
 pub mod smv;
 pub mod stol;
