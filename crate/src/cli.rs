@@ -366,10 +366,13 @@ fn run_inner(words: &[String]) -> Result<()> {
             sc.spawn(|| write_atomic_parts(Path::new(&o.floatfile), &[&output::le_bytes(&image)]));
         let first = stats::first_pass(plan, &image);
         let scale = output::int_scale(&prep.setup, &first);
-        let (st, pixels) = rayon::join(
-            || stats::with_rmsd(plan, &image, first),
-            || output::int_pixels(&prep.setup, &image, scale),
-        );
+        let rmsd = || stats::with_rmsd(plan, &image, first);
+        let ints = || output::int_pixels(&prep.setup, &image, scale);
+        let (st, pixels) = if image.len() >= output::PARALLEL_FROM {
+            rayon::join(rmsd, ints)
+        } else {
+            (rmsd(), ints())
+        };
         let written = writer.join().unwrap_or_else(|_| {
             Err(Error::output(format!(
                 "-floatfile {}: the writer failed",

@@ -66,12 +66,8 @@ pub fn int_pixels_roi(fpixels: usize, roi: &Roi, image: &[f32], scale: f64, adc:
     if cols.is_empty() || rows.is_empty() {
         return out;
     }
-    // rows in parallel (each pixel on its own: the result does not depend on the split)
-    out.par_chunks_mut(fpixels)
-        .zip(image.par_chunks(fpixels))
-        .enumerate()
-        .filter(|(s, _)| rows.contains(s))
-        .for_each(|(_, (o, v))| {
+    let convert = |(s, (o, v)): (usize, (&mut [u16], &[f32]))| {
+        if rows.contains(&s) {
             for (o, &v) in o[cols.clone()].iter_mut().zip(&v[cols.clone()]) {
                 // min then max (not clamp): a NaN becomes 65535, as upstream's fmin/fmax
                 let mut v = (v as f64 * scale + adc).min(65535.0);
@@ -79,9 +75,26 @@ pub fn int_pixels_roi(fpixels: usize, roi: &Roi, image: &[f32], scale: f64, adc:
                 // upstream: floorf((float)(v + 0.5)); v >= 0, so truncation is the floor
                 *o = ((v + 0.5) as f32) as u16;
             }
-        });
+        }
+    };
+    // rows in parallel from PARALLEL_FROM pixels (each pixel on its own: the result does not
+    // depend on the split); below, the thread pool costs more than it saves
+    if image.len() >= PARALLEL_FROM {
+        out.par_chunks_mut(fpixels)
+            .zip(image.par_chunks(fpixels))
+            .enumerate()
+            .for_each(convert);
+    } else {
+        out.chunks_mut(fpixels)
+            .zip(image.chunks(fpixels))
+            .enumerate()
+            .for_each(convert);
+    }
     out
 }
+
+/// Images from this many pixels (512²) are converted and written with threads.
+pub const PARALLEL_FROM: usize = 1 << 18;
 
 pub fn pgm_scale(setup: &Setup, stats: &Stats, int_scale: f64) -> f64 {
     if setup.opts.pgmscale > 0.0 {
@@ -243,51 +256,50 @@ mod tests {
 
     #[test]
     fn parallel_int_image_equals_the_serial_loop() {
-        let (fp, sp) = (29usize, 17usize);
-        let mut image: Vec<f32> = (0..fp * sp)
-            .map(|i| ((i * 7919) % 1000) as f32 * 0.37 - 20.0)
-            .collect();
-        image[33] = f32::NAN;
-        image[34] = 1e9;
-        for roi in [
-            Roi {
-                xmin: 0,
-                xmax: 28,
-                ymin: 0,
-                ymax: 16,
-            },
-            Roi {
-                xmin: 2,
-                xmax: 9,
-                ymin: 4,
-                ymax: 99,
-            },
-            Roi {
-                xmin: 9,
-                xmax: 2,
-                ymin: 0,
-                ymax: 16,
-            },
-            Roi {
-                xmin: 40,
-                xmax: 50,
-                ymin: 0,
-                ymax: 16,
-            },
-        ] {
-            let mut want = vec![0u16; image.len()];
-            for (idx, o) in want.iter_mut().enumerate() {
-                if roi.contains(idx % fp, idx / fp) {
-                    let mut v = (image[idx] as f64 * 123.4 + 10.0).min(65535.0);
-                    v = v.max(0.0);
-                    *o = ((v + 0.5) as f32) as u16;
+        // below and above PARALLEL_FROM: the serial and the threaded path
+        for (fp, sp) in [(29usize, 17usize), (600, 500)] {
+            let mut image: Vec<f32> = (0..fp * sp)
+                .map(|i| ((i * 7919) % 1000) as f32 * 0.37 - 20.0)
+                .collect();
+            image[33] = f32::NAN;
+            image[34] = 1e9;
+            for roi in [
+                Roi {
+                    xmin: 0,
+                    xmax: fp - 1,
+                    ymin: 0,
+                    ymax: sp - 1,
+                },
+                Roi {
+                    xmin: 2,
+                    xmax: 9,
+                    ymin: 4,
+                    ymax: 99999,
+                },
+                Roi {
+                    xmin: 9,
+                    xmax: 2,
+                    ymin: 0,
+                    ymax: 16,
+                },
+                Roi {
+                    xmin: 4000,
+                    xmax: 5000,
+                    ymin: 0,
+                    ymax: 16,
+                },
+            ] {
+                let mut want = vec![0u16; image.len()];
+                for (idx, o) in want.iter_mut().enumerate() {
+                    if roi.contains(idx % fp, idx / fp) {
+                        let mut v = (image[idx] as f64 * 123.4 + 10.0).min(65535.0);
+                        v = v.max(0.0);
+                        *o = ((v + 0.5) as f32) as u16;
+                    }
                 }
+                let got = int_pixels_roi(fp, &roi, &image, 123.4, 10.0);
+                assert!(got == want, "{fp}x{sp} {roi:?}");
             }
-            assert_eq!(
-                int_pixels_roi(fp, &roi, &image, 123.4, 10.0),
-                want,
-                "{roi:?}"
-            );
         }
     }
 }

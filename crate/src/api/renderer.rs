@@ -1,0 +1,270 @@
+//! `Renderer`: renders plans with the backend policy, keeps the GPU warm, falls back to the
+//! CPU, renders the GPU's exact-Bragg pixels with the f64 kernel, and rejects non-finite images.
+
+use super::*;
+
+/// A finished render.
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    /// Photons per pixel, fast-major.
+    pub image: Vec<f32>,
+    /// Where it was rendered.
+    pub engine: Engine,
+    /// Why it was not rendered where asked (GPU unavailable under `auto`), or threads capped.
+    pub notices: Vec<String>,
+    /// The GPU's adapter and its timings (pipeline, upload, dispatch, read-back), when the GPU
+    /// rendered.
+    pub gpu_timings: Option<String>,
+}
+
+/// Renders plans with the backend policy of [`choose_backend`]. Keeps the GPU renderer (device,
+/// pipeline, buffers) between renders, so a warm render only uploads what changed. The GPU is
+/// opened on first use (or by [`Renderer::init_gpu`]); a GPU that failed is not tried again.
+pub struct Renderer {
+    threads: Option<usize>,
+    notices: Vec<String>,
+    #[cfg(feature = "gpu")]
+    gpu: GpuSlot,
+}
+
+#[cfg(feature = "gpu")]
+enum GpuSlot {
+    Untried,
+    Ready(Box<crate::gpu::GpuRenderer>),
+    Failed(String),
+}
+
+impl Renderer {
+    /// `threads`: CPU threads (`None`: all cores; capped by [`thread_count`]). The browser's
+    /// pool is fixed when its workers start: pass `None` there.
+    pub fn new(threads: Option<usize>) -> Self {
+        let (threads, notice) = thread_count(threads);
+        Renderer {
+            threads,
+            notices: notice.into_iter().collect(),
+            #[cfg(feature = "gpu")]
+            gpu: GpuSlot::Untried,
+        }
+    }
+
+    /// Open the GPU now (the browser does this once, in its worker); returns the adapter's
+    /// description. Errors are `ErrorKind::Gpu`.
+    pub async fn init_gpu(&mut self) -> Result<String> {
+        #[cfg(feature = "gpu")]
+        {
+            if let GpuSlot::Untried = self.gpu {
+                self.gpu = match crate::gpu::GpuRenderer::new().await {
+                    Ok(r) => GpuSlot::Ready(Box::new(r)),
+                    Err(e) => GpuSlot::Failed(e.message),
+                };
+            }
+            match &self.gpu {
+                GpuSlot::Ready(r) => Ok(adapter_name(r)),
+                GpuSlot::Failed(m) => Err(Error::gpu(m.clone())),
+                GpuSlot::Untried => unreachable!(),
+            }
+        }
+        #[cfg(not(feature = "gpu"))]
+        Err(Error::gpu("this build has no GPU kernel (the gpu feature)"))
+    }
+
+    /// Render `plan` where the policy says, falling back to the CPU where it allows. Progress
+    /// (0..1) and cancellation work on both engines; a cancelled render is `ErrorKind::Cancelled`.
+    /// An image with a non-finite pixel is an error, never a result.
+    pub async fn render_async(
+        &mut self,
+        plan: &Plan,
+        backend: Backend,
+        precision: Precision,
+        progress: &(dyn Fn(f32) + Sync),
+        cancel: &AtomicBool,
+    ) -> Result<Rendered> {
+        let choice = choose_backend(backend, precision);
+        let mut notices = std::mem::take(&mut self.notices);
+        if choice.engine == Engine::Gpu {
+            match self.render_gpu(plan, progress, cancel).await {
+                Ok((image, timings)) => {
+                    check_image(plan, &image)?;
+                    return Ok(Rendered {
+                        image,
+                        engine: Engine::Gpu,
+                        notices,
+                        gpu_timings: Some(timings),
+                    });
+                }
+                Err(e) if choice.fallback_to_cpu && e.kind == ErrorKind::Gpu => {
+                    notices.push(format!(
+                        "GPU backend unavailable ({}); rendering on the CPU",
+                        e.message
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let mut r = self.render_on_cpu(plan, precision, progress, cancel)?;
+        notices.append(&mut r.notices);
+        r.notices = notices;
+        Ok(r)
+    }
+
+    /// The CPU engine alone, synchronously (the browser's CPU export blocks its worker thread).
+    pub fn render_on_cpu(
+        &mut self,
+        plan: &Plan,
+        precision: Precision,
+        progress: &(dyn Fn(f32) + Sync),
+        cancel: &AtomicBool,
+    ) -> Result<Rendered> {
+        let image = cpu::with_threads(self.threads, || {
+            cpu::render(plan, precision, progress, cancel)
+        })?;
+        check_image(plan, &image)?;
+        Ok(Rendered {
+            image,
+            engine: Engine::Cpu,
+            notices: std::mem::take(&mut self.notices),
+            gpu_timings: None,
+        })
+    }
+
+    /// Blocking [`Renderer::render_async`] (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn render(
+        &mut self,
+        plan: &Plan,
+        backend: Backend,
+        precision: Precision,
+        progress: &(dyn Fn(f32) + Sync),
+        cancel: &AtomicBool,
+    ) -> Result<Rendered> {
+        block_on(self.render_async(plan, backend, precision, progress, cancel))
+    }
+
+    /// The GPU's adapter, once opened.
+    pub fn gpu_adapter(&self) -> Option<String> {
+        #[cfg(feature = "gpu")]
+        if let GpuSlot::Ready(r) = &self.gpu {
+            return Some(adapter_name(r));
+        }
+        None
+    }
+
+    #[cfg(feature = "gpu")]
+    async fn render_gpu(
+        &mut self,
+        plan: &Plan,
+        progress: &(dyn Fn(f32) + Sync),
+        cancel: &AtomicBool,
+    ) -> Result<(Vec<f32>, String)> {
+        self.init_gpu().await?;
+        let GpuSlot::Ready(r) = &mut self.gpu else {
+            unreachable!()
+        };
+        let out = r.render(plan, &mut |p| progress(p), cancel).await;
+        if let Err(e) = &out {
+            if e.kind == ErrorKind::Gpu {
+                // device lost or kernel failure: do not try this GPU again
+                self.gpu = GpuSlot::Failed(e.message.clone());
+            }
+        }
+        let mut image = out?;
+        let GpuSlot::Ready(r) = &self.gpu else {
+            unreachable!()
+        };
+        cpu::apply_exact_fixup(plan, &mut image, r.exact_fixup());
+        let t = r.timings();
+        let timings = format!(
+            "gpu timings ({}): pipeline {:.1} ms, upload {:.1} ms, dispatch {:.1} ms ({} chunks), readback {:.1} ms",
+            adapter_name(r),
+            t.pipeline_s * 1e3,
+            t.upload_s * 1e3,
+            t.dispatch_s * 1e3,
+            t.chunks,
+            t.readback_s * 1e3
+        );
+        Ok((image, timings))
+    }
+
+    #[cfg(not(feature = "gpu"))]
+    async fn render_gpu(
+        &mut self,
+        _plan: &Plan,
+        _progress: &(dyn Fn(f32) + Sync),
+        _cancel: &AtomicBool,
+    ) -> Result<(Vec<f32>, String)> {
+        Err(Error::gpu(
+            "-backend gpu: this nanobragg was built without the gpu feature",
+        ))
+    }
+}
+
+/// The adapter as a person would name it: name, driver and driver details, else the backend.
+#[cfg(feature = "gpu")]
+fn adapter_name(r: &crate::gpu::GpuRenderer) -> String {
+    r.adapter_info()
+        .map(|i| {
+            let n = [i.name.as_str(), i.driver.as_str(), i.driver_info.as_str()]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" ");
+            if n.is_empty() {
+                format!("{:?}", i.backend)
+            } else {
+                n
+            }
+        })
+        .unwrap_or_else(|| "GPU".to_string())
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    #[cfg(feature = "gpu")]
+    {
+        pollster::block_on(f)
+    }
+    #[cfg(not(feature = "gpu"))]
+    {
+        // without the GPU nothing in a render awaits: one poll finishes it
+        use std::task::{Context, Poll, Waker};
+        let mut f = std::pin::pin!(f);
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Every pixel of a rendered image is finite: a NaN or infinite pixel is an error naming the
+/// first one, never an image. (One parallel pass over the image, bandwidth-bound: a float is not
+/// finite when its exponent bits are all ones, and an integer max over the bits vectorises.)
+pub fn check_image(plan: &Plan, image: &[f32]) -> Result<()> {
+    check_image_with(plan, image, "-fluence/-flux, -N or -default_F")
+}
+
+/// [`check_image`], naming `what` as the inputs to lower when a pixel overflows.
+pub fn check_image_with(plan: &Plan, image: &[f32], what: &str) -> Result<()> {
+    use rayon::prelude::*;
+    let not_finite =
+        |c: &[f32]| c.iter().fold(0u32, |m, x| m.max(x.to_bits() & 0x7fff_ffff)) >= 0x7f80_0000;
+    if !image.par_chunks(1 << 16).any(not_finite) {
+        return Ok(());
+    }
+    let i = image.iter().position(|v| !v.is_finite()).unwrap_or(0);
+    let bad = image.iter().filter(|v| !v.is_finite()).count();
+    let why = if image[i].is_nan() {
+        "a NaN pixel (please report the command line)"
+    } else {
+        "an intensity beyond single precision: lower "
+    };
+    let what = if image[i].is_nan() { "" } else { what };
+    Err(Error::geometry(format!(
+        "the rendered image has {bad} pixels that are not finite, the first at fast {} slow {}: {why}{what}",
+        i % plan.fpixels.max(1),
+        i / plan.fpixels.max(1)
+    )))
+}
