@@ -2,9 +2,11 @@
 # Installs what the build and the tests need and is missing, on a Debian machine that has
 # rustup/cargo, node/npm and root: Rust components and targets, wasm-bindgen-cli at the exact
 # version in Cargo.lock, Debian's chromium (browser tests), Mesa's lavapipe (GPU tests on the
-# CPU), python3-fabio (miniCBF read-back) and, for the Python package (`python/`), a virtual
-# environment target/pyvenv with maturin, pytest and numpy from PyPI (`setup.sh python` does only
-# that). Nothing is downloaded from outside the package registries.
+# CPU), python3-fabio (miniCBF read-back), dials (the DIALS round trip), slurm-wlm and munge (the
+# dataset tool's Slurm test) and, for the Python
+# package (`python/`), a virtual environment target/pyvenv with maturin, pytest and numpy from
+# PyPI (`setup.sh python` does only that). Nothing is downloaded from outside the package
+# registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -16,6 +18,11 @@ if [ "$what" = all ] || [ "$what" = test ]; then
   ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need_apt+=(mesa-vulkan-drivers)
   # fabio reads back the miniCBF files (scripts/check_cbf.py)
   /usr/bin/python3 -c 'import fabio' 2>/dev/null || need_apt+=(python3-fabio)
+  # DIALS reads our miniCBF and NXmx series back (scripts/dials_roundtrip.py)
+  command -v dials.index >/dev/null 2>&1 || need_apt+=(dials)
+  # a single-node Slurm for the dataset engine's test (scripts/slurm_local.sh)
+  [ -x /usr/sbin/slurmctld ] || need_apt+=(slurm-wlm)
+  [ -x /usr/sbin/munged ] || need_apt+=(munge)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== apt-get install ${need_apt[*]}"
@@ -32,6 +39,12 @@ if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
   if [ ! -x "$VENV/bin/maturin" ] || ! "$VENV/bin/python" -c 'import pytest, numpy' 2>/dev/null; then
     echo "== pip install maturin pytest numpy (into $VENV)"
     "$VENV/bin/pip" install --quiet 'maturin>=1.5,<2' 'pytest>=7' 'numpy>=1.21'
+  fi
+  # datasets (python/nanobragg/dataset, the `hdf5` and `ray` extras): h5py + hdf5plugin write
+  # the NXmx shards, Ray is the distributed engine its tests run
+  if ! "$VENV/bin/python" -c 'import h5py, hdf5plugin, ray' 2>/dev/null; then
+    echo "== pip install h5py hdf5plugin ray (into $VENV)"
+    "$VENV/bin/pip" install --quiet 'h5py>=3.8' 'hdf5plugin>=4' 'ray>=2.9'
   fi
 fi
 [ "$what" = python ] && exit 0

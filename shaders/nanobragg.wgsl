@@ -4,7 +4,7 @@
 //
 // Precision (MODEL §9): the chain pixel -> pos -> R -> d -> h,k,l is df64; h = A.d - c with
 // A = a/lambda and c = (a.i)/lambda precomputed per (source, orientation) on the host in f64.
-// Every factor is a function of shared/terms.wgsl (the twin of crate/src/cpu/terms.rs); the
+// Every factor is a function of shared/terms.wgsl (the twin of crate/src/terms.rs); the
 // per-pixel sum is df64.
 //
 // The structs and constants below must be kept in sync with crate/src/gpu/layout.rs (checked by

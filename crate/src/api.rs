@@ -26,34 +26,7 @@ impl Prepared {
     }
 }
 
-/// Split a command line into words (whitespace, with '…' and "…" quoting).
-pub fn split_args(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quote: Option<char> = None;
-    let mut has = false;
-    for ch in s.chars() {
-        match quote {
-            Some(q) if ch == q => quote = None,
-            Some(_) => cur.push(ch),
-            None if ch == '\'' || ch == '"' => {
-                quote = Some(ch);
-                has = true;
-            }
-            None if ch.is_whitespace() => {
-                if has || !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
-                    has = false;
-                }
-            }
-            None => cur.push(ch),
-        }
-    }
-    if has || !cur.is_empty() {
-        out.push(cur);
-    }
-    out
-}
+pub use crate::args::split_args;
 
 /// Parse flags and resolve the configuration. Errors name the bad flag or file line.
 pub fn prepare(words: &[String], files: &dyn FileSource) -> Result<Prepared> {
@@ -62,37 +35,12 @@ pub fn prepare(words: &[String], files: &dyn FileSource) -> Result<Prepared> {
 }
 
 pub fn prepare_options(opts: &Options, files: &dyn FileSource) -> Result<Prepared> {
-    let mut setup = resolve(opts, files)?;
-    apply_preset_mask(&mut setup);
-    Ok(Prepared { setup })
+    Ok(Prepared {
+        setup: resolve(opts, files)?,
+    })
 }
 
-/// A `-detector` preset's module gaps join the plan's mask, when the detector still has the
-/// preset's pixel counts (later flags may have changed them; then a warning says so).
-fn apply_preset_mask(setup: &mut Setup) {
-    let Some(p) = setup.opts.preset else { return };
-    let plan = &mut setup.plan;
-    if plan.fpixels != p.fast_pixels || plan.spixels != p.slow_pixels {
-        setup.warnings.push(format!(
-            "WARNING: -detector {}: the detector is {}x{} pixels, not the preset's {}x{}; module gaps not masked",
-            p.name, plan.fpixels, plan.spixels, p.fast_pixels, p.slow_pixels
-        ));
-        return;
-    }
-    let gaps = p.mask();
-    plan.mask = Some(match plan.mask.take() {
-        Some(m) => m
-            .iter()
-            .zip(&gaps)
-            .map(|(a, b)| (*a != 0 && *b != 0) as u8)
-            .collect(),
-        None => gaps,
-    });
-}
-
-/// Most pixels the browser build renders: its memory is at most 1 GiB, and an image is held as
-/// the f32 result plus a copy in transit (8192² f32 = 256 MiB each).
-pub const BROWSER_MAX_PIXELS: usize = 8192 * 8192;
+pub use crate::resolve::limits::BROWSER_MAX_PIXELS;
 
 /// A clear error, naming the flag, when the detector has more than `max_pixels` pixels.
 pub fn check_pixel_budget(prep: &Prepared, max_pixels: usize) -> Result<()> {
@@ -353,10 +301,11 @@ impl Renderer {
                 self.gpu = GpuSlot::Failed(e.message.clone());
             }
         }
-        let image = out?;
+        let mut image = out?;
         let GpuSlot::Ready(r) = &self.gpu else {
             unreachable!()
         };
+        cpu::apply_exact_fixup(plan, &mut image, r.exact_fixup());
         let t = r.timings();
         let timings = format!(
             "gpu timings ({}): pipeline {:.1} ms, upload {:.1} ms, dispatch {:.1} ms ({} chunks), readback {:.1} ms",

@@ -6,10 +6,10 @@
 use crate::api::{self, Prepared};
 use crate::args::{self, RTD};
 use crate::cfmt::fmt_g;
-use crate::detector::convention_name;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::DiskFiles;
 use crate::io::atomic::{write_atomic, write_atomic_parts};
+use crate::resolve::detector::convention_name;
 use crate::{io, output, stats};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -151,6 +151,87 @@ fn render(p: &Prepared, threads: Option<usize>) -> Result<api::Rendered> {
     Ok(r)
 }
 
+/// The `-nexus` file: the int image (masked pixels -1, as in the miniCBF), or with
+/// `-nexus_images N` N frames, frame k rendered from φ0 + k·osc/N over osc/N in phisteps/N
+/// steps (at least 1) and converted with the run's int scale (`-scale`, else the whole
+/// oscillation's 55000/max).
+fn nexus_file(prep: &Prepared, pixels: &[u16], scale: f64) -> Result<Vec<u8>> {
+    let s = &prep.setup;
+    let o = &s.opts;
+    let plan = prep.plan();
+    let mask = plan.mask.as_deref();
+    let masked = |px: &[u16]| -> Vec<i32> {
+        px.iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                if mask.is_some_and(|m| m[i] == 0) {
+                    -1
+                } else {
+                    v as i32
+                }
+            })
+            .collect()
+    };
+    let n = o.nexus_images.max(1) as usize;
+    let mut frames = Vec::with_capacity(n);
+    if n == 1 {
+        frames.push(masked(pixels));
+    } else {
+        let steps = (plan.phisteps as i64 / n as i64).max(1);
+        for k in 0..n {
+            let mut fo = o.clone();
+            fo.phi0 = Some(s.phi0 + k as f64 * s.osc / n as f64);
+            fo.osc = Some(s.osc / n as f64);
+            fo.phisteps = steps;
+            fo.phistep = -1.0; // unset: osc/phisteps
+            let fp = api::prepare_options(&fo, &DiskFiles)?;
+            let image = render(&fp, o.threads)?.image;
+            frames.push(masked(&output::int_pixels(&fp.setup, &image, scale)));
+        }
+    }
+    let d = &s.det;
+    // dxtbx knows Si, CdTe, GaAs and requires a positive thickness: a detector without a
+    // simulated sensor (or a CCD's phosphor) is written as 1 nm of silicon, a parallax shift
+    // below 1e-9 mm
+    const NO_SENSOR: f64 = 1e-9;
+    let (material, thickness) = match o.preset {
+        Some(p) if p.sensor == "Silicon" => ("Si", p.sensor_thickness_um * 1e-6),
+        Some(p) if p.sensor == "CdTe" => ("CdTe", p.sensor_thickness_um * 1e-6),
+        Some(_) => ("Si", NO_SENSOR),
+        None if plan.thick > 0.0 => ("Si", plan.thick),
+        None => ("Si", NO_SENSOR),
+    };
+    let g = io::nexus::NxGeometry {
+        beam: d.beam,
+        wavelength: s.lambda0 * 1e10,
+        panels: vec![io::nexus::NxPanel {
+            name: "module".into(),
+            fast_pixels: d.fpixels,
+            slow_pixels: d.spixels,
+            pixel: d.pixel,
+            origin: d.pix0,
+            fast: d.fdet,
+            slow: d.sdet,
+            data_origin: (0, 0),
+        }],
+        image_size: (d.fpixels, d.spixels),
+        sensor_material: material.into(),
+        sensor_thickness: thickness,
+        // the int image's limit
+        saturation: 65535,
+        spindle: d.spindle,
+        phi_start: s.phi0 * RTD,
+        osc: s.osc * RTD / n as f64,
+        exposure: o.exposure,
+        mask: mask.map(|m| m.to_vec()),
+        description: o
+            .preset
+            .map_or("nanoBragg simulation".to_string(), |p| p.label.to_string()),
+    };
+    let refs: Vec<&[i32]> = frames.iter().map(|f| f.as_slice()).collect();
+    io::nexus::write_nxmx(&g, &refs)
+}
+
 /// Prints `writing NAME as WHAT` and writes the file atomically.
 pub fn write_file(name: &str, parts: &[&[u8]], what: &str, out: &mut impl Write) -> Result<()> {
     let _ = writeln!(out, "writing {name} as {what}");
@@ -192,6 +273,7 @@ fn run_inner(words: &[String]) -> Result<()> {
         ("-noisefile", o.write_noise.then_some(&o.noisefile)),
         ("-predict", o.predict.as_deref()),
         ("-cbffile", o.cbffile.as_deref()),
+        ("-nexus", o.nexus.as_deref()),
         ("-hklout", o.hklout.as_deref()),
         (
             "-dump (structure-factor cache)",
@@ -305,6 +387,14 @@ fn run_inner(words: &[String]) -> Result<()> {
         let px = output::cbf_pixels(&pixels, plan.mask.as_deref(), &mut info);
         let file = io::cbf::write_minicbf(&info, plan.fpixels, plan.spixels, &px);
         write_file(name, &[&file], "miniCBF (the int image)", &mut out)?;
+    }
+    if let Some(name) = &o.nexus {
+        let file = nexus_file(&prep, &pixels, scale)?;
+        let what = match o.nexus_images {
+            1 => "NXmx (the int image)".to_string(),
+            n => format!("NXmx ({n} images of the oscillation)"),
+        };
+        write_file(name, &[&file], &what, &mut out)?;
     }
     drop(pixels);
     if o.write_pgm {

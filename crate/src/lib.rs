@@ -12,9 +12,6 @@ pub mod cfmt;
 pub mod cli;
 #[macro_use]
 pub mod cpu;
-pub mod crystal;
-pub mod detector;
-pub mod detectors;
 pub mod error;
 pub mod files;
 pub mod flagwords;
@@ -26,13 +23,14 @@ pub mod nonbragg;
 pub mod output;
 pub mod plan;
 pub mod predict;
+pub mod presets;
 pub mod realistic;
 pub mod resolve;
 pub mod rng;
-pub mod sampling;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod session;
 pub mod sf;
 pub mod stats;
+pub mod terms;
 pub mod vec3;
 pub mod wasm;

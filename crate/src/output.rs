@@ -173,8 +173,8 @@ pub fn float_bytes(image: &[f32]) -> Vec<u8> {
 /// used one (else 65535, the SMV image's limit, and a silicon sensor of `sensor_thickness` m if
 /// positive).
 pub fn cbf_info(
-    det: &crate::detector::Detector,
-    preset: Option<&crate::detectors::DetectorPreset>,
+    det: &crate::resolve::detector::Detector,
+    preset: Option<&crate::presets::DetectorPreset>,
     default_name: &str,
     wavelength_a: f64,
     exposure: f64,

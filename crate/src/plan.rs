@@ -26,7 +26,7 @@ pub struct Orientation {
 }
 
 /// Which CPU kernel renders a plan: `F64` is upstream's arithmetic (parity mode, bit-identical
-/// images), `F32` the fast forms of `cpu::terms` (MODEL §9.2, §9.5).
+/// images), `F32` the fast forms of `crate::terms` (MODEL §9.2, §9.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Precision {
     F32,
@@ -257,4 +257,20 @@ impl Plan {
                 .as_ref()
                 .is_none_or(|m| m[s * self.fpixels + f] != 0)
     }
+}
+
+/// Pixels a fast backend (the GPU) leaves to the f64 kernel: those under the exact-Bragg rule
+/// (`terms::EXACT_BRAGG`), where upstream's value is an f64 rounding artefact that only the f64
+/// kernel reproduces. The backend reports them; `api::Renderer` renders them once with
+/// `cpu::apply_exact_fixup`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExactFixup {
+    /// Raster indices, ascending.
+    pub pixels: Vec<usize>,
+    /// The render used tricubic interpolation …
+    pub tricubic: bool,
+    /// … up to and including this raster index, where it was switched off (MODEL §6.4).
+    pub interp_switch: Option<usize>,
+    /// The pixel that reads the first-pixel orientation table (upstream's stale-phi quirk).
+    pub first_pixel: Option<usize>,
 }

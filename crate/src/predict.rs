@@ -19,10 +19,10 @@
 //!   the sphere (where it crosses it, if it does); `r` stays the reference orientation's.
 
 use crate::cpu::pixel64::lattice_f64;
-use crate::cpu::terms::{f_nearest, polarization_f64, sincg_f64, PolarFrame};
 use crate::error::{Error, Result};
 use crate::plan::{Plan, Shape};
 use crate::resolve::Setup;
+use crate::terms::{f_nearest, polarization_f64, sincg_f64, PolarFrame};
 use crate::vec3::{add, cross, dot, mag, rotaxis, scale, sub, unit, V3};
 use rayon::prelude::*;
 use serde::Serialize;

@@ -219,3 +219,116 @@ fn nanobragg_cbf_holds_the_int_image() {
     // MOSFLM -Xbeam/-Ybeam are slow/fast plus half a pixel
     assert_eq!(want, "(54.57, 41.78) pixels");
 }
+
+fn write_f32(path: &Path, v: &[f32]) {
+    let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(path, b).unwrap();
+}
+
+/// An EIGER2 X 4M gap pixel, computed here from DECTRIS' layout (1028 x 512 modules, 12 and 38
+/// inactive pixels between them).
+fn eiger4m_gap(f: usize, s: usize) -> bool {
+    f % 1040 >= 1028 || s % 550 >= 512
+}
+
+/// The realistic chain's end (issue 18 §4): noisify adds the float images itself, takes
+/// `-detector`, carries φ and the oscillation from the SMV header (or the flags) into the
+/// miniCBF, states the sensor, and writes the module gaps as -1 with counts up to the detector's
+/// largest count.
+#[test]
+fn noisify_detector_preset_added_images_and_phi() {
+    let dir = scratch("cbf-noisify-preset");
+    let (w, h) = (2068usize, 2162usize);
+    let a: Vec<f32> = (0..w * h)
+        .map(|i| {
+            if eiger4m_gap(i % w, i / w) {
+                0.0
+            } else {
+                ((i * 7919) % 13) as f32 * 0.75
+            }
+        })
+        .collect();
+    let mut b: Vec<f32> = (0..w * h)
+        .map(|i| ((i * 104729) % 7) as f32 * 0.3)
+        .collect();
+    b[5000] = 2.0e5; // above 16 bits
+    write_f32(&dir.join("a.bin"), &a);
+    write_f32(&dir.join("b.bin"), &b);
+    let sum: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    write_f32(&dir.join("sum.bin"), &sum);
+    let mut head = format!(
+        "{{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE=unsigned_short;\n\
+         SIZE1={w};\nSIZE2={h};\nPIXEL_SIZE=0.075;\nDISTANCE=120;\nWAVELENGTH=0.9;\n\
+         BEAM_CENTER_X=77.55;\nBEAM_CENTER_Y=81.075;\nPHI=7.5;\nOSC_START=7.5;\nOSC_RANGE=0.25;\n}}"
+    )
+    .into_bytes();
+    head.resize(512, b' ');
+    std::fs::write(dir.join("h.img"), head).unwrap();
+    let nz = env!("CARGO_BIN_EXE_noisify");
+    let common = "-detector eiger2-4m -header h.img -seed 3 -nopgm -intfile i.img";
+    run(
+        nz,
+        &dir,
+        &format!("-bin a.bin -add b.bin {common} -noisefile n.img -cbffile n.cbf"),
+    );
+    run(
+        nz,
+        &dir,
+        &format!("-bin sum.bin {common} -noisefile nsum.img -cbffile nsum.cbf"),
+    );
+    // adding inside noisify is the f32 sum of the files
+    assert_eq!(
+        std::fs::read(dir.join("n.cbf")).unwrap(),
+        std::fs::read(dir.join("nsum.cbf")).unwrap()
+    );
+    assert_eq!(
+        std::fs::read(dir.join("n.img")).unwrap(),
+        std::fs::read(dir.join("nsum.img")).unwrap()
+    );
+    let c = read_cbf(&dir.join("n.cbf"));
+    let (_, px) = smv(&dir.join("n.img"));
+    assert_eq!((c.width, c.height), (w, h));
+    let mut gaps = 0;
+    for (i, (&cbf, &img)) in c.pixels.iter().zip(&px).enumerate() {
+        if eiger4m_gap(i % w, i / w) {
+            gaps += 1;
+            assert_eq!(cbf, -1, "gap pixel {i}");
+        } else if img < 65535 {
+            assert_eq!(cbf, img, "pixel {i}");
+        } else {
+            // the SMV image is 16-bit; the detector's counts go on
+            assert!(cbf > 65535, "pixel {i}: {cbf}");
+        }
+    }
+    assert!(c.pixels[5000] > 150_000, "{}", c.pixels[5000]);
+    assert_eq!(header(&c, "N_excluded_pixels"), format!("= {gaps}"));
+    assert_eq!(gaps, 2068 * 2162 - 8 * 1028 * 512);
+    assert!(c.text.contains("# Detector: DECTRIS EIGER2 X 4M"));
+    assert!(c
+        .text
+        .contains("_array_data.header_convention \"PILATUS_1.2\""));
+    assert!(c
+        .text
+        .contains("\r\n# Silicon sensor, thickness 0.000450 m\r\n"));
+    assert_eq!(header(&c, "Count_cutoff"), "2147483647 counts");
+    assert_eq!(header(&c, "Start_angle"), "7.5000 deg.");
+    assert_eq!(header(&c, "Angle_increment"), "0.2500 deg.");
+    assert_eq!(header(&c, "Wavelength"), "0.900000 A");
+    assert_eq!(header(&c, "Pixel_size"), "75e-6 m x 75e-6 m");
+
+    // flags override the header's φ; without a preset -detector_thick states a silicon sensor
+    run(
+        nz,
+        &dir,
+        "-bin a.bin -header h.img -phi 30 -osc 0.1 -detector_thick 320 -seed 3 -nopgm \
+         -intfile i.img -noisefile n2.img -cbffile n2.cbf",
+    );
+    let c = read_cbf(&dir.join("n2.cbf"));
+    assert_eq!(header(&c, "Start_angle"), "30.0000 deg.");
+    assert_eq!(header(&c, "Angle_increment"), "0.1000 deg.");
+    assert!(c
+        .text
+        .contains("\r\n# Silicon sensor, thickness 0.000320 m\r\n"));
+    assert_eq!(header(&c, "Count_cutoff"), "65535 counts");
+    assert!(c.pixels.iter().all(|&v| v >= 0));
+}

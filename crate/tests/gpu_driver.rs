@@ -4,6 +4,7 @@
 #![cfg(feature = "gpu")]
 
 mod gpu_support;
+use gpu_support::RenderExact;
 
 use nanobragg::api::{self, Precision};
 use nanobragg::error::ErrorKind;
@@ -28,7 +29,7 @@ const CASE_A: &str =
 fn known_answers_of_upstream_case_a() {
     // MODEL §7.13 case A (upstream C, verified): pixel values and the float sum.
     let mut r = gpu_support::renderer();
-    let img = r.render_blocking(&plan(CASE_A)).expect("render");
+    let img = r.render_exact(&plan(CASE_A)).expect("render");
     let at = |f: usize, s: usize| img[s * 64 + f] as f64;
     for (got, want) in [
         (at(0, 0), 0.0660733581),
@@ -56,11 +57,11 @@ fn dekker_split_fallback_renders_the_same_image() {
     .unwrap();
     assert!(!split.fma_fused());
     let p = plan(CASE_A);
-    let a = split.render_blocking(&p).unwrap();
-    let b = gpu_support::renderer().render_blocking(&p).unwrap();
+    let a = split.render_exact(&p).unwrap();
+    let b = gpu_support::renderer().render_exact(&p).unwrap();
     assert!(gpu_support::max_rel_to_peak(&a, &b) < 1e-6);
     let stress = plan(STRESS);
-    let a = split.render_blocking(&stress).unwrap();
+    let a = split.render_exact(&stress).unwrap();
     let cpu = api::render_cpu(&stress, Precision::F64, &|_| {}, &AtomicBool::new(false)).unwrap();
     assert!(gpu_support::max_rel_to_peak(&a, &cpu) < 1e-3);
 }
@@ -69,11 +70,11 @@ fn dekker_split_fallback_renders_the_same_image() {
 fn warm_render_creates_no_pipeline_buffer_or_bind_group() {
     let mut r = gpu_support::renderer();
     let p = plan(CASE_A);
-    let first = r.render_blocking(&p).unwrap();
+    let first = r.render_exact(&p).unwrap();
     assert!(r.timings().cold);
     let cold = r.stats();
     assert_eq!(cold.pipelines_created, 1);
-    let again = r.render_blocking(&p).unwrap();
+    let again = r.render_exact(&p).unwrap();
     assert_eq!(first, again, "same plan, same image");
     let warm = r.stats();
     assert!(!r.timings().cold);
@@ -98,7 +99,7 @@ fn warm_render_creates_no_pipeline_buffer_or_bind_group() {
     );
     // A changed scalar (distance) with the same shapes: still no creation, only params uploaded.
     let p2 = plan(&format!("{CASE_A} -distance 90"));
-    let moved = r.render_blocking(&p2).unwrap();
+    let moved = r.render_exact(&p2).unwrap();
     assert_ne!(moved, first);
     let s = r.stats();
     assert_eq!(
@@ -119,7 +120,7 @@ fn warm_render_creates_no_pipeline_buffer_or_bind_group() {
         s.last_upload_bytes
     );
     // A new detector size changes shapes: buffers are recreated once.
-    r.render_blocking(&plan(&format!("{CASE_A} -detpixels 80")))
+    r.render_exact(&plan(&format!("{CASE_A} -detpixels 80")))
         .unwrap();
     assert!(r.timings().cold);
     assert!(r.stats().buffers_created > cold.buffers_created);
@@ -130,14 +131,14 @@ fn warm_render_creates_no_pipeline_buffer_or_bind_group() {
 fn chunked_render_reports_progress_and_matches_single_chunk() {
     let mut r = gpu_support::renderer();
     let p = plan(CASE_A);
-    let whole = r.render_blocking(&p).unwrap();
+    let whole = r.render_exact(&p).unwrap();
     assert_eq!(r.timings().chunks, 1);
     // 64 px per row, 4 oversampled terms per pixel: a budget of 1000 terms gives 3-row chunks.
     r.set_chunk_budget(1000);
     let mut seen = Vec::new();
     let cancel = AtomicBool::new(false);
     let chunked = r
-        .render_blocking_with(&p, &mut |f| seen.push(f), &cancel)
+        .render_exact_with(&p, &mut |f| seen.push(f), &cancel)
         .unwrap();
     assert_eq!(whole, chunked);
     assert_eq!(r.timings().chunks, 22);
@@ -150,7 +151,7 @@ fn chunked_render_reports_progress_and_matches_single_chunk() {
     // in bands of as many rows as the budget holds such pieces of. 100 terms = 25 pixels: 21
     // bands of 3 rows × 8 columns (8 pieces each), then the last row in pieces of 24 columns.
     r.set_chunk_budget(100);
-    let tiled = r.render_blocking(&p).unwrap();
+    let tiled = r.render_exact(&p).unwrap();
     assert_eq!(whole, tiled);
     assert_eq!(r.timings().chunks, 21 * 8 + 3);
 }
@@ -162,7 +163,7 @@ fn cancel_between_chunks() {
     let cancel = AtomicBool::new(false);
     let mut calls = 0;
     let err = r
-        .render_blocking_with(
+        .render_exact_with(
             &plan(CASE_A),
             &mut |_| {
                 calls += 1;
@@ -177,7 +178,7 @@ fn cancel_between_chunks() {
     assert_eq!(calls, 3);
     // The renderer stays usable.
     cancel.store(false, Ordering::Relaxed);
-    r.render_blocking(&plan(CASE_A)).unwrap();
+    r.render_exact(&plan(CASE_A)).unwrap();
 }
 
 #[test]
@@ -186,7 +187,7 @@ fn double_float_chain_holds_on_a_stress_case() {
     // indices fail visibly here; the df64 chain must track the f64 CPU kernel.
     let p = plan(STRESS);
     let mut r = gpu_support::renderer();
-    let gpu = r.render_blocking(&p).unwrap();
+    let gpu = r.render_exact(&p).unwrap();
     let cpu = api::render_cpu(&p, Precision::F64, &|_| {}, &AtomicBool::new(false)).unwrap();
     let corr = gpu_support::pearson(&gpu, &cpu);
     let rel = gpu_support::max_rel_to_peak(&gpu, &cpu);
@@ -216,7 +217,7 @@ fn oversized_hkl_table_is_a_gpu_error() {
         hkls: 1,
         data: Vec::new(),
     };
-    let err = r.render_blocking(&p).unwrap_err();
+    let err = r.render_exact(&p).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Gpu, "{}", err.message);
     assert!(err.message.contains("HKL"), "{}", err.message);
 }
@@ -224,9 +225,9 @@ fn oversized_hkl_table_is_a_gpu_error() {
 #[test]
 fn lost_device_is_a_gpu_error() {
     let mut r = gpu_support::renderer();
-    r.render_blocking(&plan(CASE_A)).unwrap();
+    r.render_exact(&plan(CASE_A)).unwrap();
     r.device().destroy();
-    let err = r.render_blocking(&plan(CASE_A)).unwrap_err();
+    let err = r.render_exact(&plan(CASE_A)).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Gpu, "{}", err.message);
 }
 
@@ -247,7 +248,7 @@ fn stale_phi_first_sequence_matches_upstream_case_c() {
         "case C must exercise the first sequence"
     );
     let mut r = gpu_support::renderer();
-    let img = r.render_blocking(&p).unwrap();
+    let img = r.render_exact(&p).unwrap();
     for (got, want) in [
         (img[0] as f64, 0.24340266),
         (img[32 * 64 + 32] as f64, 124.179947),
@@ -272,7 +273,7 @@ fn mask_skips_pixels_like_the_cpu() {
         .collect();
     p.mask = Some(mask.clone());
     let mut r = gpu_support::renderer();
-    let gpu = r.render_blocking(&p).unwrap();
+    let gpu = r.render_exact(&p).unwrap();
     let cpu = cpu64(&p);
     for (i, m) in mask.iter().enumerate() {
         if *m == 0 {
@@ -282,7 +283,7 @@ fn mask_skips_pixels_like_the_cpu() {
     assert!(gpu_support::max_rel_to_peak(&gpu, &cpu) < 1e-5);
     // Same shapes without the mask: the stale mask words must not leak into the next render.
     p.mask = None;
-    let unmasked = r.render_blocking(&p).unwrap();
+    let unmasked = r.render_exact(&p).unwrap();
     assert!(gpu_support::max_rel_to_peak(&unmasked, &cpu64(&p)) < 1e-5);
 }
 
@@ -309,7 +310,7 @@ fn tricubic_switch_off_follows_raster_order() {
     );
     let p = api::prepare(&words, &files).unwrap().plan().clone();
     let mut r = gpu_support::renderer();
-    let gpu = r.render_blocking(&p).unwrap();
+    let gpu = r.render_exact(&p).unwrap();
     let sw = r
         .interpolation_switch_pixel()
         .expect("interpolation must switch off in this case");
@@ -329,7 +330,7 @@ fn tricubic_switch_off_follows_raster_order() {
     let nearest = {
         let mut q = p.clone();
         q.interpolation = nanobragg::plan::Interpolation::Nearest;
-        r.render_blocking(&q).unwrap()
+        r.render_exact(&q).unwrap()
     };
     assert!(
         gpu_support::max_rel_to_peak(&nearest, &cpu) > 1e-3,
@@ -384,8 +385,8 @@ fn nan_miller_index_is_dropped_by_the_gpu_kernel() {
         let words = api::split_args(&format!("{geo} {extra}"));
         let p = api::prepare(&words, &files).unwrap().plan().clone();
         let (dup, nan) = doubled_and_nan(&p);
-        let a = r.render_blocking(&dup).unwrap();
-        let b = r.render_blocking(&nan).unwrap();
+        let a = r.render_exact(&dup).unwrap();
+        let b = r.render_exact(&nan).unwrap();
         assert!(b.iter().all(|v| v.is_finite()), "{extra}: non-finite pixel");
         let cpu = cpu64(&nan);
         let rel = gpu_support::max_rel_to_peak(&b, &cpu);
@@ -411,7 +412,7 @@ fn cancel_acts_within_a_long_render_and_progress_moves() {
     let t0 = std::time::Instant::now();
     let (res, latency, at, started) = std::thread::scope(|sc| {
         let h = sc.spawn(|| {
-            r.render_blocking_with(
+            r.render_exact_with(
                 &p,
                 &mut |f| seen.store(f.to_bits(), Ordering::Relaxed),
                 &cancel,

@@ -7,6 +7,7 @@
 
 #[macro_use]
 mod gpu_support;
+use gpu_support::RenderExact;
 
 use gpu_support::common::{
     compare, golden_dir, read_f32, shared_case, sum, Words, SHARED_ONLY_CASES,
@@ -43,7 +44,7 @@ fn check_dir(name: &str, dir: &Path) {
     let plan = prep.plan();
     let Some((gpu, ms, exact)) = with_renderer(name, |r| {
         let img = r
-            .render_blocking(plan)
+            .render_exact(plan)
             .unwrap_or_else(|e| panic!("{name}: GPU render: {e}"));
         (
             img,

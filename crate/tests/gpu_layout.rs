@@ -1,14 +1,14 @@
 //! The WGSL kernels parse and validate with naga, every Rust mirror struct in `gpu::layout` has
 //! exactly the members, offsets and sizes naga computes for its WGSL twin, and every constant
 //! shared by the two sides (flag bits, shapes, the flags-buffer layout, the term rules of
-//! `cpu::terms`, the self-test op codes, the `FMA_FUSED` override) has the same value in both.
+//! `crate::terms`, the self-test op codes, the `FMA_FUSED` override) has the same value in both.
 #![cfg(feature = "gpu")]
 
-use nanobragg::cpu::terms;
 use nanobragg::gpu::layout::{self, Chunk, GpuSource, GpuStruct, GpuTerm, Params, SelfTestParams};
 use nanobragg::gpu::selftest::Op;
 use nanobragg::gpu::shaders;
 use nanobragg::plan::Shape;
+use nanobragg::terms;
 
 fn module(src: &str) -> (naga::Module, naga::valid::ModuleInfo) {
     let module = match naga::front::wgsl::parse_str(src) {
@@ -89,7 +89,7 @@ fn check_f32(m: &naga::Module, name: &str, want: f32) {
     );
 }
 
-/// The constants of `shared/terms.wgsl` against `cpu::terms`, and the `FMA_FUSED` override.
+/// The constants of `shared/terms.wgsl` against `crate::terms`, and the `FMA_FUSED` override.
 fn check_shared_constants(m: &naga::Module) {
     check_f32(m, "EXACT_BRAGG", terms::EXACT_BRAGG as f32);
     check_f32(m, "INDEX_LIMIT", terms::INDEX_LIMIT as f32);

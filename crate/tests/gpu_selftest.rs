@@ -1,6 +1,6 @@
 //! Every double-float trick run through the real compiled shader (`shaders/selftest.wgsl` +
 //! `shaders/shared/df64.wgsl`) on the test device, checked against f64 on the host; and every
-//! term function of `shaders/shared/terms.wgsl` against its Rust twin in `cpu::terms`, with a
+//! term function of `shaders/shared/terms.wgsl` against its Rust twin in `crate::terms`, with a
 //! stated bound per function (printed with the worst case seen: `--nocapture`).
 #![cfg(feature = "gpu")]
 
@@ -349,14 +349,14 @@ fn df_sincos_for_curved_detector_angles() {
 // ------------------------------------------------------------------- term functions vs Rust
 //
 // Each function of shaders/shared/terms.wgsl, run through the compiled shader, against its twin
-// in nanobragg::cpu::terms on the same f32 inputs, edge cases first (exact Bragg, the
+// in nanobragg::terms on the same f32 inputs, edge cases first (exact Bragg, the
 // small-argument cut-overs, Gaussian underflow, stencil edges, NaN and huge indices). The bounds
 // (in units in the last place of the Rust value, or absolute where the value crosses zero) are
 // the contract between the twins; they allow for a device that contracts a*b+c into fma, flushes
 // subnormals, and for WGSL's own accuracy of `exp` (3 + 2|x| ulp) and division (2.5 ulp).
 
-use nanobragg::cpu::terms;
 use nanobragg::plan::HklGrid;
+use nanobragg::terms;
 
 /// Distance in representable f32 values (0 for equal values, +0 and -0 included).
 fn ulps(a: f32, b: f32) -> u64 {
@@ -488,10 +488,16 @@ fn grating_and_sinc3_match_rust_twins() {
     let mut q = Worst::new("sincg_delta", 8, 0.0);
     let mut s3 = Worst::new("sinc3_pi", 16, 4e-7);
     for (&(d, n), r) in cases.iter().zip(&out) {
-        let p = terms::grating_parts(d, n);
-        num.check(r[0], p[0], format!("num(d={d:e}, N={n})"));
-        num.check(r[1], p[1], format!("den(d={d:e}, N={n})"));
-        q.check(r[2], terms::sincg_delta(d, n), format!("d={d:e}, N={n}"));
+        // The grating's domain is |δ| <= 1/2 (δ = h - nearest integer). The sinc3 probes above
+        // share the slot with arguments past it (y = 1.43, 2): there the Taylor polynomial of
+        // sinpi_poly is outside its range, cancels, and a device that contracts its Horner steps
+        // into fma (NVIDIA's Vulkan driver: 13 ulp on an H100) legitimately differs from Rust.
+        if d.abs() <= 0.5 {
+            let p = terms::grating_parts(d, n);
+            num.check(r[0], p[0], format!("num(d={d:e}, N={n})"));
+            num.check(r[1], p[1], format!("den(d={d:e}, N={n})"));
+            q.check(r[2], terms::sincg_delta(d, n), format!("d={d:e}, N={n}"));
+        }
         s3.check(r[3], terms::sinc3_pi(d), format!("y={d:e}"));
     }
     // exact Bragg gives the limit N on the device too

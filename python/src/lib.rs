@@ -173,6 +173,42 @@ impl PySession {
         Ok(d)
     }
 
+    /// The resolved lab-frame geometry (nanoBragg's frame, metres, unit vectors), for the
+    /// dataset tool's NXmx files (`nanobragg.dataset`): beam, wavelength_A, pix0, fdet, sdet,
+    /// spindle, pixel, fast/slow pixels, phi0_deg, osc_deg, exposure_s, the preset's label,
+    /// sensor (name, µm) and saturation, the sensor thickness of the plan (m), and the mask (1
+    /// active) or None.
+    fn geometry<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.lock();
+        let p = s.prepared();
+        let (st, plan) = (&p.setup, p.plan());
+        let (d, o) = (&st.det, &st.opts);
+        let g = PyDict::new(py);
+        g.set_item("beam", d.beam)?;
+        g.set_item("wavelength_A", st.lambda0 * 1e10)?;
+        g.set_item("pix0", d.pix0)?;
+        g.set_item("fdet", d.fdet)?;
+        g.set_item("sdet", d.sdet)?;
+        g.set_item("spindle", d.spindle)?;
+        g.set_item("pixel", d.pixel)?;
+        g.set_item("fast_pixels", d.fpixels)?;
+        g.set_item("slow_pixels", d.spixels)?;
+        g.set_item("phi0_deg", st.phi0.to_degrees())?;
+        g.set_item("osc_deg", st.osc.to_degrees())?;
+        g.set_item("exposure_s", o.exposure)?;
+        g.set_item(
+            "preset",
+            o.preset
+                .map(|p| (p.label, p.sensor, p.sensor_thickness_um, p.saturation)),
+        )?;
+        g.set_item("thick", plan.thick)?;
+        g.set_item(
+            "mask",
+            plan.mask.as_ref().map(|m| PyBytes::new(py, m.as_slice())),
+        )?;
+        Ok(g)
+    }
+
     /// Renders with `extra` words appended; returns (image (slow, fast) float32, engine,
     /// notices).
     #[pyo3(signature = (extra=Vec::new()))]

@@ -1,4 +1,4 @@
-// The terms of the per-pixel sum: the WGSL twin of crate/src/cpu/terms.rs, function for function
+// The terms of the per-pixel sum: the WGSL twin of crate/src/terms.rs, function for function
 // (same names, same argument order, same operations in the same association; read that file's
 // documentation for the physics and the rules). Concatenated by the host after shared/df64.wgsl
 // and before a kernel (crate/src/gpu/shaders.rs); crate/tests/gpu_selftest.rs runs every function

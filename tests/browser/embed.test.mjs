@@ -53,10 +53,12 @@ test('the README\'s first <nanobragg-view> snippet, in a plain block, fills its 
       const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
       let s = 0, s2 = 0, n = 0;
       for (let i = 0; i < d.length; i += 16) { s += d[i + 1]; s2 += d[i + 1] ** 2; n++; }
-      return { el: el.getBoundingClientRect().height, canvas: c.getBoundingClientRect().height, spread: Math.sqrt(s2 / n - (s / n) ** 2) };
+      return { w: el.getBoundingClientRect().width, el: el.getBoundingClientRect().height, canvas: c.getBoundingClientRect().height, spread: Math.sqrt(s2 / n - (s / n) ** 2) };
     });
-    // the canvas takes the element's height less its status line (it was 0 px high: a grey box)
-    assert.ok(r.canvas > 0.85 * r.el && r.el > 500, JSON.stringify(r));
+    // the canvas takes the element's height less its status line (it was 0 px high: a grey box);
+    // the element has its documented default size in a wider block (420 px, a little taller)
+    assert.ok(r.canvas > 0.85 * r.el && r.el > 420, JSON.stringify(r));
+    assert.equal(r.w, 420);
     assert.ok(r.spread > 5, `element canvas is not blank: ${JSON.stringify(r)}`);
     // hover: the status line leads with d, 2θ and hkl (a narrow element cuts its end)
     const box = await page.locator('#r1').boundingBox();

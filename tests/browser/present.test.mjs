@@ -1,6 +1,6 @@
 // Presentation as a teacher on a projector meets it: the first image is not cropped at 1280×720
 // or 1920×1080, the view re-fits when its container changes (a notice, presentation mode, a
-// resize) unless the user zoomed, presentation mode hides the panel and enlarges labels and
+// resize) unless the user zoomed, presentation mode hides the form (the preset's note and the orientation stay) and enlarges labels and
 // readout, the dark theme (system or toggle), and Copy link with its local-file warning.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -37,11 +37,13 @@ for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 108
       assert.ok(f.inside && f.fills, `presentation: ${JSON.stringify(f.r)}`);
       assert.ok(f.r.x1 - f.r.x0 > normalSize * 1.05, `image grew: ${normalSize} -> ${f.r.x1 - f.r.x0}`);
       const st = await page.evaluate(() => ({
-        aside: getComputedStyle(document.getElementById('controls')).display,
+        form: getComputedStyle(document.getElementById('params')).display,
+        orientation: document.getElementById('orientation').getBoundingClientRect().height,
         readoutPx: parseFloat(getComputedStyle(document.getElementById('readout')).fontSize),
       }));
       await page.waitForFunction(() => new URL(location.href).searchParams.get('present') === '1');
-      assert.equal(st.aside, 'none');
+      assert.equal(st.form, 'none', 'the form is hidden');
+      assert.ok(st.orientation > 40, 'the orientation sliders stay');
       assert.ok(st.readoutPx >= 24, `readout ${st.readoutPx}px`);
       const box = await page.locator('.nb-canvas').boundingBox();
       await page.mouse.move(box.x + box.width * 0.7, box.y + box.height * 0.3);

@@ -22,6 +22,9 @@ const env = setup({
     symlinkSync(DIST, join(site, 'nanobragg'));
     writeFileSync(join(site, 'element.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>element</title><body style="width:420px">\n${html[0]}\n</body>`);
     writeFileSync(join(site, 'iframe.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>iframe</title><body>\n${html[1]}\n</body>`);
+    // the element and the iframe inside a page taller than the window, to scroll with the wheel
+    const tall = '<div style="height:900px">text above</div>';
+    writeFileSync(join(site, 'scroll.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>scroll</title><body>${tall}\n${html[0]}\n${tall}\n${html[1]}\n${tall}</body>`);
     writeFileSync(join(site, 'view3d.html'), `<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><title>3D</title><script type="module" src="/nanobragg/nanobragg-view.js"></script><body>\n${html[2]}\n</body>`);
     return site;
   },
@@ -53,7 +56,76 @@ test('README <nanobragg-view> snippet renders without cross-origin isolation', {
     return { canvasBottom: c.bottom, barTop: b.top };
   });
   assert.ok(geo.barTop >= geo.canvasBottom - 0.5, JSON.stringify(geo));
+  // a pattern, not a flat square: neither saturated (one colour) nor blank
+  const look = await page.evaluate(() => {
+    const c = document.querySelector('nanobragg-view').shadowRoot.querySelector('canvas');
+    const r = c.getBoundingClientRect();
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    // the image's own area: the drawn pixels of the (square) image in the middle of the canvas
+    const side = Math.min(c.width, c.height);
+    const x0 = Math.floor((c.width - side) / 2), y0 = Math.floor((c.height - side) / 2);
+    const counts = new Map();
+    let n = 0, s = 0, s2 = 0;
+    for (let y = y0 + 2; y < y0 + side - 2; y += 2) for (let x = x0 + 2; x < x0 + side - 2; x += 2) {
+      const i = (y * c.width + x) * 4;
+      const key = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2];
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+      const l = 0.3 * d[i] + 0.59 * d[i + 1] + 0.11 * d[i + 2];
+      s += l; s2 += l * l; n++;
+    }
+    const top = Math.max(...counts.values());
+    return { commonest: top / n, colours: counts.size, spread: Math.sqrt(s2 / n - (s / n) ** 2), w: r.width, h: r.height };
+  });
+  console.log('README element:', JSON.stringify(look));
+  assert.ok(look.commonest < 0.6, `one colour covers ${(100 * look.commonest).toFixed(0)} % of the image (saturated or blank)`);
+  assert.ok(look.spread > 20 && look.colours > 30, `no pattern: ${JSON.stringify(look)}`);
+  // a sensible default size: not the page's full width
+  assert.ok(look.w <= 420 && look.w >= 200, `default width ${look.w}`);
   await page.screenshot({ path: join(ARTIFACTS, 'readme-element.png') });
+  assert.deepEqual(errors, []);
+});
+
+test('the wheel over an unfocused element or iframe scrolls the page; Ctrl+wheel or a focused image zooms', { timeout: 180_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/scroll.html`, { viewport: { width: 1280, height: 720 } });
+  await page.waitForFunction(() => document.querySelector('nanobragg-view')?.result, null, { timeout: 90_000 });
+  const el = page.locator('nanobragg-view');
+  await el.scrollIntoViewIfNeeded();
+  const zoomOf = () => page.evaluate(() => document.querySelector('nanobragg-view').shadowRoot.querySelector('canvas') && document.querySelector('nanobragg-view').view.zoom);
+  const y0 = await page.evaluate(() => scrollY);
+  const z0 = await zoomOf();
+  const box = await el.boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.wheel(0, 200);
+  await page.waitForFunction((y0) => scrollY > y0, y0, { timeout: 5000 });
+  assert.equal(await zoomOf(), z0, 'the unfocused element does not zoom');
+  // Ctrl+wheel zooms (a trackpad pinch) and leaves the page where it is
+  const b2 = await el.boundingBox();
+  await page.mouse.move(b2.x + b2.width / 2, b2.y + b2.height / 2);
+  const y1 = await page.evaluate(() => scrollY);
+  await page.keyboard.down('Control');
+  await page.mouse.wheel(0, -200);
+  await page.keyboard.up('Control');
+  await page.waitForTimeout(200);
+  assert.ok((await zoomOf()) > z0, 'Ctrl+wheel zooms');
+  assert.equal(await page.evaluate(() => scrollY), y1);
+  // zoom="off": never
+  await page.evaluate(() => document.querySelector('nanobragg-view').setAttribute('zoom', 'off'));
+  const z1 = await zoomOf();
+  await page.keyboard.down('Control');
+  await page.mouse.wheel(0, -200);
+  await page.keyboard.up('Control');
+  await page.waitForTimeout(200);
+  assert.equal(await zoomOf(), z1, 'zoom="off"');
+  // the iframe: the page scrolls over it too
+  const frameEl = page.locator('iframe');
+  await frameEl.scrollIntoViewIfNeeded();
+  const frame = await (await frameEl.elementHandle()).contentFrame();
+  await frame.waitForFunction(() => Number(document.body.dataset.rendered ?? 0) >= 1, null, { timeout: 90_000 });
+  const fb = await frameEl.boundingBox();
+  const y2 = await page.evaluate(() => scrollY);
+  await page.mouse.move(fb.x + fb.width / 2, fb.y + fb.height / 2);
+  await page.mouse.wheel(0, 200);
+  await page.waitForFunction((y) => scrollY > y, y2, { timeout: 5000 });
   assert.deepEqual(errors, []);
 });
 

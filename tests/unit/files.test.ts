@@ -15,6 +15,8 @@ function smv(pixels: number[]): Uint8Array {
 }
 
 test('dropped files are routed by their content', () => {
+  assert.equal(routeFile(new TextEncoder().encode('CRYST1   20.000   25.000   30.000  90.00  90.00  90.00 P 1           1\nATOM      1  N   GLY A   1       1.000   2.000   3.000  1.00 10.00           N\n')).key, 'pdb');
+  assert.equal(routeFile(new TextEncoder().encode('data_1PFE\n#\n_cell.length_a 1\n')).key, 'pdb');
   assert.equal(routeFile(smv([0, 1, 1, 0, 1])).key, 'mask');
   assert.equal(routeFile(smv([0, 17, 300, 2])).key, 'img');
   assert.equal(routeFile(enc('-0.0123 0.0045 0.0101\n0.0031 -0.0119 0.0043\n0.0088 0.0022 0.0127\n 0.0 0.0 0.0\n')).key, 'mat');

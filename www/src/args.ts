@@ -106,14 +106,18 @@ export function buildArgs(state: ModelState): { args: string[]; origin: string[]
   const words: [string, string][] = [];
   for (const p of PARAMS) {
     const v = (state[p.key] ?? '').trim();
-    if (!v) continue;
+    if (!v || p.layer) continue;
     switch (p.kind) {
       case 'bool':
         if (isOn(v)) sw.push([p.flag, p.key]);
         break;
-      case 'choice':
-        for (const f of p.choices!.find((c) => c.value === v)?.flags ?? []) sw.push([f, p.key]);
+      case 'choice': {
+        const f = p.choices!.find((c) => c.value === v)?.flags ?? [];
+        // a choice is a switch (-xds) or a flag with its value (-detector eiger2-4m)
+        if (f.length === 2 && !f[1].startsWith('-')) words.push([f[0], p.key], [f[1], p.key]);
+        else for (const w of f) sw.push([w, p.key]);
         break;
+      }
       case 'vec':
         for (const w of [p.flag, ...v.split(/[\s,]+/).filter(Boolean)]) words.push([w, p.key]);
         break;

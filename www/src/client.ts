@@ -350,12 +350,12 @@ export class NanoBraggClient {
   }
 
   /** Bytes of the last render: SMV noiseless ('int'), SMV with Poisson noise, or raw floats. */
-  async exportImage(what: 'int' | 'noise' | 'float'): Promise<Uint8Array> {
+  async exportImage(what: 'int' | 'noise' | 'float', realistic = false): Promise<Uint8Array> {
     await this.ready;
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.exports.set(id, { resolve, reject });
-      this.worker.postMessage({ type: 'export', id, what } satisfies ToWorker);
+      this.worker.postMessage({ type: 'export', id, what, realistic } satisfies ToWorker);
     });
   }
 
@@ -389,6 +389,7 @@ export class NanoBraggClient {
     await this.ready;
     const id = this.nextId++;
     this.lastRendered = null; // the worker's plan is the realistic one now
+    this.lastFilesKey = '\u0001'; // the chain installs its own files: the next render sends them again
     return new Promise<RealisticResult>((resolve, reject) => {
       const job = { id, resolve, reject, ...cb };
       this.realJob = job;
@@ -415,21 +416,32 @@ export class NanoBraggClient {
     this.realJob = null;
     job.reject(abortError(why));
     const info = this.info;
-    if (info?.memory) {
-      Atomics.store(new Uint8Array(info.memory.buffer), info.cancelPtr, 1);
-      this.worker.postMessage({ type: 'cancel' } satisfies ToWorker);
-    } else {
-      // plain module: the worker's only thread is in the computation
+    const hard = () => {
+      this.realStopping = 0;
       this.failAll(abortError(why));
       this.worker.terminate();
       this.restarts++;
       this.info = null;
       this.spawn();
+    };
+    if (info?.memory) {
+      Atomics.store(new Uint8Array(info.memory.buffer), info.cancelPtr, 1);
+      this.worker.postMessage({ type: 'cancel' } satisfies ToWorker);
+      // a stage that reads the flag stops within milliseconds; one that does not (or a GPU
+      // submission) is stopped by a restart after the grace period
+      this.realStopping = job.id;
+      setTimeout(() => { if (this.realStopping === job.id) hard(); }, CANCEL_GRACE_MS);
+    } else {
+      hard(); // plain module: the worker's only thread is in the computation
     }
   }
 
+  /** The id of a cancelled realistic job whose worker has not answered yet (0: none). */
+  private realStopping = 0;
+
   private onRealisticMessage(m: FromWorker): boolean {
     if (!m.type.startsWith('realistic') && m.type !== 'progress' && m.type !== 'estimate') return false;
+    if ('id' in m && m.id === this.realStopping && (m.type === 'realistic-error' || m.type === 'realistic-result')) this.realStopping = 0;
     const job = this.realJob;
     if (!('id' in m) || !job || m.id !== job.id) return m.type.startsWith('realistic');
     if (m.type === 'progress') job.onProgress?.(m.value);
@@ -443,6 +455,11 @@ export class NanoBraggClient {
       job.reject(m.cancelled ? abortError('cancelled') : new Error(m.message));
     }
     return true;
+  }
+
+  /** A realistic chain is running. */
+  get realisticBusy() {
+    return this.realJob !== null;
   }
 
   get busy() {

@@ -27,7 +27,7 @@ const client = () => (shared ??= new NanoBraggClient({ workerUrl: new URL('./wor
 let seq = 0;
 
 const CSS = `
-:host { display: flex; flex-direction: column; position: relative; width: 100%; aspect-ratio: 1 / 1.06; min-height: 140px;
+:host { display: flex; flex-direction: column; position: relative; width: min(100%, 420px); aspect-ratio: 1 / 1.06; min-height: 140px;
   --nb-bg: #d8d8d8; --nb-bar-bg: #f4f5f7; --nb-bar-ink: #222; --nb-err: #b3261e;
   --canvas-bg: var(--nb-bg);
   background: var(--nb-bg); font: 12px system-ui, sans-serif; color-scheme: light; }
@@ -35,7 +35,7 @@ const CSS = `
 @media (prefers-color-scheme: dark) {
   :host(:not([theme=light])) { --nb-bg: #15181c; --nb-bar-bg: #1f2329; --nb-bar-ink: #e4e7eb; --nb-err: #ff8a80; color-scheme: dark; }
 }
-:host([view3d]) { aspect-ratio: 2 / 1.06; }
+:host([view3d]) { aspect-ratio: 2 / 1.06; width: min(100%, 840px); }
 .stage { flex: 1; min-height: 0; display: flex; }
 .host { position: relative; flex: 1; min-height: 0; overflow: hidden; }
 .nb-canvas { position: absolute; inset: 0; width: 100%; height: 100%; display: block; cursor: crosshair; touch-action: none; }
@@ -46,7 +46,7 @@ const CSS = `
 
 export class NanoBraggView extends HTMLElement {
   static get observedAttributes() {
-    return [...ELEMENT_ATTRIBUTES, 'view3d'];
+    return [...ELEMENT_ATTRIBUTES, 'view3d', 'zoom'];
   }
   private view!: ImageView;
   private bar!: HTMLElement;
@@ -64,6 +64,7 @@ export class NanoBraggView extends HTMLElement {
     const root = this.attachShadow({ mode: 'open' });
     root.innerHTML = `<style>${CSS}</style><div class="stage"><div class="host" part="canvas"></div></div><div class="bar" part="status" role="status">loading…</div>`;
     this.view = new ImageView(root.querySelector('.host') as HTMLElement);
+    this.syncZoom();
     this.bar = root.querySelector('.bar') as HTMLElement;
     this.view.onReadout = (r) => {
       if (!r) return this.status();
@@ -85,8 +86,15 @@ export class NanoBraggView extends HTMLElement {
   attributeChangedCallback(name: string) {
     if (!this.view) return;
     if (name === 'view3d') return this.sync3d();
+    if (name === 'zoom') return this.syncZoom();
     this.readAttributes();
     this.schedule();
+  }
+
+  /** The wheel scrolls the page unless the image has the focus (a click) or Ctrl/⌘ is held;
+   * `zoom="off"` leaves the wheel to the page always (drag and keys still pan and zoom). */
+  private syncZoom() {
+    this.view.wheel = /^(off|false|0|no)$/i.test(this.getAttribute('zoom') ?? '') ? 'off' : 'focus';
   }
 
   /** Open or close the 3D view as the `view3d` attribute says; labels and theme. */

@@ -2,7 +2,7 @@
 // name), and download names made from the settings.
 import type { ModelState } from './params';
 
-export type FileField = 'hkl' | 'mat' | 'sourcefile' | 'mask' | 'img';
+export type FileField = 'hkl' | 'mat' | 'sourcefile' | 'mask' | 'img' | 'pdb';
 
 export interface Routed {
   key: FileField | null;
@@ -59,10 +59,15 @@ function rows(bytes: Uint8Array, limit = 200, lineNos: number[] = []): string[][
  * Which file field a dropped file belongs to, by content: an SMV image whose pixels are 0/1 is
  * a mask, any other SMV image gives its header (`-img`); nine numbers (three lines of three, as
  * MOSFLM writes, optionally followed by more lines) are an orientation matrix; rows of integer
- * `h k l` and a number are structure factors; rows of five or more numbers are a source list.
+ * `h k l` and a number are structure factors; rows of five or more numbers are a source list;
+ * PDB records or an mmCIF data block are an atomic model.
  */
 export function routeFile(bytes: Uint8Array): Routed {
   const kv = smvHeader(bytes);
+  // an atomic model: PDB records or an mmCIF data block (the crate reads it by content too)
+  const head = new TextDecoder('latin1').decode(bytes.subarray(0, Math.min(bytes.length, 4096)));
+  if (!kv && /^(HEADER |CRYST1|ATOM  |HETATM|REMARK |TITLE |COMPND )/m.test(head)) return { key: 'pdb', reason: 'PDB records (an atomic model)' };
+  if (!kv && /^data_\S*/m.test(head) && /^_(atom_site|cell)[.\s]/m.test(new TextDecoder('latin1').decode(bytes.subarray(0, Math.min(bytes.length, 1 << 20))))) return { key: 'pdb', reason: 'an mmCIF data block (an atomic model)' };
   if (kv) return looksLikeMask(bytes, kv) ? { key: 'mask', reason: 'an SMV image of zeros and ones' } : { key: 'img', reason: 'an SMV image' };
   const lineNos: number[] = [];
   const r = rows(bytes, 200, lineNos);

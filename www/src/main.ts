@@ -15,6 +15,9 @@ import type { HklSummary } from './protocol';
 import { Teach3D } from './panel3d';
 import { installTeaching, type Teach } from './teach';
 import { initRealistic } from './realistic';
+import { createForm } from './form';
+import { BUNDLED_MODEL, COMPOSE_KEYS, effectsOf, isLayered, layersOf, materialWords, predictWords, spotsWords } from './layers';
+import type { DetectorChoice, RealisticPhase, RealisticResult } from './protocol';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const initial = decodeUrl(new URL(location.href).searchParams);
@@ -25,11 +28,20 @@ document.body.classList.toggle('embed', embed);
 const store = createStore(initial.model, initial.view);
 const client = new NanoBraggClient();
 const view = new ImageView($('canvas-host'));
+// embedded in another page (an iframe), the wheel scrolls that page unless the image has the focus
+if (embed) view.wheel = 'focus';
 
 /** Frames shown so far, the last one and whether it was a preview. */
 let last: SimulateResult | null = null;
 let lastWasPreview = false;
 let renderCount = 0;
+/** The realistic chain's image when it is the one shown (null: a plain render is shown), with
+ * the state it was rendered from. */
+let realistic: { model: ModelState; result: RealisticResult } | null = null;
+/** A realistic render in flight. */
+let realisticRunning = 0;
+/** Cells of the atomic models the chain has read (the 3D view predicts the shown crystal). */
+const modelCells = new Map<string, number[]>();
 /** Field errors from the simulator (input errors come from the store). */
 let simErrors: Record<string, string> = {};
 
@@ -62,191 +74,12 @@ window.nanobragg = {
   teach3d: null as unknown as Teach3D, // set below
 };
 
-// ---- form -------------------------------------------------------------------------------
+// ---- form (form.ts) ------------------------------------------------------------------------
 const form = $('params');
-const inputs = new Map<string, HTMLInputElement | HTMLSelectElement>();
-const fieldId = (key: string) => `f-${key}`;
-
-function buildForm() {
-  for (const g of GROUPS) {
-    const det = document.createElement('details');
-    det.className = 'group';
-    det.open = g.id !== 'noise' && g.id !== 'advanced';
-    det.innerHTML = `<summary>${g.label}</summary>`;
-    for (const p of PARAMS.filter((p) => p.group === g.id)) det.appendChild(buildField(p));
-    if (g.id === 'advanced') det.appendChild(buildCommandLine());
-    form.appendChild(det);
-  }
-}
-
-function buildField(p: ParamDef): HTMLElement {
-  const row = document.createElement('div');
-  row.className = p.kind === 'vec' ? 'field vec' : 'field';
-  row.dataset.key = p.key;
-  const label = document.createElement('label');
-  label.htmlFor = fieldId(p.key);
-  label.innerHTML = `${p.label}${p.unit ? ` <span class="unit">(${p.unit})</span>` : ''}`;
-  row.appendChild(label);
-  let input: HTMLInputElement | HTMLSelectElement;
-  if (p.kind === 'choice') {
-    const sel = document.createElement('select');
-    for (const c of p.choices!) sel.add(new Option(c.label, c.value));
-    input = sel;
-    sel.addEventListener('change', () => store.setField(p.key, sel.value));
-  } else if (p.kind === 'bool') {
-    const cb = document.createElement('input');
-    cb.type = 'checkbox';
-    input = cb;
-    cb.addEventListener('change', () => store.setField(p.key, cb.checked ? '1' : ''));
-  } else if (p.kind === 'file') {
-    input = buildFileInput(p, row);
-  } else {
-    const t = document.createElement('input');
-    t.type = 'text';
-    t.inputMode = p.kind === 'vec' || p.kind === 'text' ? 'text' : 'decimal';
-    t.spellcheck = false;
-    if (p.placeholder) t.placeholder = p.placeholder;
-    input = t;
-    t.addEventListener('change', () => store.setField(p.key, t.value));
-  }
-  input.id = fieldId(p.key);
-  input.name = p.key;
-  if (p.kind !== 'file') row.appendChild(input);
-  inputs.set(p.key, input);
-  if (p.slider) {
-    const [min, max, step] = p.slider;
-    const r = document.createElement('input');
-    r.type = 'range';
-    r.min = String(min); r.max = String(max); r.step = String(step);
-    r.id = `${fieldId(p.key)}-slider`;
-    r.setAttribute('aria-label', `${p.label} slider`);
-    r.addEventListener('input', () => store.setField(p.key, r.value, 'preview'));
-    r.addEventListener('change', () => store.setField(p.key, r.value, 'full'));
-    row.appendChild(r);
-  }
-  if (p.help) {
-    const h = document.createElement('div');
-    h.className = 'help';
-    h.textContent = p.help;
-    row.appendChild(h);
-  }
-  if (p.key === 'hkl') {
-    const s = document.createElement('div');
-    s.className = 'help';
-    s.id = 'hkl-summary';
-    row.appendChild(s);
-  }
-  const msg = document.createElement('div');
-  msg.className = 'msg';
-  msg.id = `${fieldId(p.key)}-msg`;
-  msg.setAttribute('role', 'alert');
-  row.appendChild(msg);
-  input.setAttribute('aria-describedby', msg.id);
-  return row;
-}
-
-function buildFileInput(p: ParamDef, row: HTMLElement): HTMLInputElement {
-  const box = document.createElement('div');
-  box.className = 'file';
-  const inp = document.createElement('input');
-  inp.type = 'file';
-  inp.id = `${fieldId(p.key)}-file`;
-  inp.hidden = true;
-  const pick = document.createElement('button');
-  pick.type = 'button';
-  pick.textContent = 'Choose…';
-  pick.addEventListener('click', () => inp.click());
-  const name = document.createElement('span');
-  name.className = 'file-name';
-  name.id = `${fieldId(p.key)}-name`;
-  const clear = document.createElement('button');
-  clear.type = 'button';
-  clear.textContent = '×';
-  clear.title = 'Remove';
-  clear.setAttribute('aria-label', `Remove ${p.label}`);
-  clear.addEventListener('click', () => store.setField(p.key, ''));
-  inp.addEventListener('change', async () => {
-    const f = inp.files?.[0];
-    if (f) await loadFile(p.key, f);
-    inp.value = '';
-  });
-  // A hidden input holds the file name (the URL value).
-  const holder = document.createElement('input');
-  holder.type = 'hidden';
-  box.append(pick, name, clear, inp, holder);
-  row.appendChild(box);
-  pick.id = fieldId(p.key);
-  row.addEventListener('dragover', (e) => { e.preventDefault(); e.stopPropagation(); row.classList.add('drop'); });
-  row.addEventListener('dragleave', () => row.classList.remove('drop'));
-  row.addEventListener('drop', async (e) => {
-    e.preventDefault(); e.stopPropagation();
-    row.classList.remove('drop');
-    const f = e.dataTransfer?.files[0];
-    if (f) await loadFile(p.key, f);
-  });
-  return holder;
-}
-
-async function loadFile(key: string, f: File) {
-  store.addFile(f.name, new Uint8Array(await f.arrayBuffer()));
-  store.setField(key, f.name);
-}
-
-function buildCommandLine(): HTMLElement {
-  const row = document.createElement('div');
-  row.className = 'field';
-  row.innerHTML = `<label for="cmdline">Command line (read-only)</label><div></div>`;
-  const ta = document.createElement('textarea');
-  ta.id = 'cmdline';
-  ta.readOnly = true;
-  ta.rows = 4;
-  row.appendChild(ta);
-  return row;
-}
-
 const presetSel = $<HTMLSelectElement>('preset');
 for (const p of PRESETS) presetSel.add(new Option(p.label, p.id));
-buildForm();
-
-// The form follows the model (only the fields whose value changed are touched).
-let shownModel: ModelState | null = null;
-let shownFiles: ReadonlyMap<string, Uint8Array> | null = null;
-effect(() => {
-  const model = store.model.value;
-  const files = store.files.value;
-  for (const p of PARAMS) {
-    const v = model[p.key] ?? '';
-    if (shownModel && shownFiles === files && (shownModel[p.key] ?? '') === v) continue;
-    const el = inputs.get(p.key)!;
-    if (p.kind === 'bool') (el as HTMLInputElement).checked = v !== '' && v !== '0';
-    else if (el.value !== v) el.value = v;
-    if (p.kind === 'file') $(`${fieldId(p.key)}-name`).textContent = v ? v + (files.has(v) ? '' : ' (missing)') : 'none';
-    const slider = document.getElementById(`${fieldId(p.key)}-slider`) as HTMLInputElement | null;
-    if (slider && document.activeElement !== slider) {
-      const lo = +slider.min, hi = +slider.max;
-      slider.value = v && !isNaN(+v) ? v : String(SLIDER_REST[p.key] ?? (lo < 0 && hi > 0 ? 0 : lo));
-    }
-  }
-  shownModel = model;
-  shownFiles = files;
-  ($('preset') as HTMLSelectElement).value = presetOf(model)?.id ?? '';
-});
-effect(() => {
-  const cmd = document.getElementById('cmdline') as HTMLTextAreaElement | null;
-  if (cmd) cmd.value = 'nanoBragg ' + store.args.value.args.map((w) => (/[\s"']/.test(w) || !w ? `"${w}"` : w)).join(' ');
-});
-
-// Field errors: the store's input errors, then the simulator's.
-function showFieldErrors() {
-  const errs = { ...simErrors, ...store.inputErrors.value };
-  for (const p of PARAMS) {
-    const row = form.querySelector<HTMLElement>(`.field[data-key="${p.key}"]`)!;
-    const msg = errs[p.key] ?? '';
-    row.classList.toggle('bad', !!msg);
-    $(`${fieldId(p.key)}-msg`).textContent = msg;
-    inputs.get(p.key)!.setAttribute('aria-invalid', msg ? 'true' : 'false');
-  }
-}
+const { inputs, showFieldErrors: showErrorsOf } = createForm({ store, form, presetSel, setDetector: (v) => setDetector(v) });
+const showFieldErrors = () => showErrorsOf(simErrors);
 
 // ---- view settings ------------------------------------------------------------------------
 const cmapSel = $<HTMLSelectElement>('cmap');
@@ -403,6 +236,8 @@ function showError(msg: string) {
   errorBox.textContent = msg;
 }
 
+const rsec = initRealistic(document.querySelector('.teach-panel')!, store);
+
 // ---- 3D view and predicted spots (panel3d.ts) ------------------------------------------------
 const teach = new Teach3D({
   client, image: view, stage: $('stage'), styleRoot: document,
@@ -428,7 +263,10 @@ effect(() => {
   const files = store.files.value;
   if (Object.keys(store.inputErrors.value).length) return;
   if (!fileIds.has(files)) fileIds.set(files, ++fileSeq);
-  teach.update(built.args, Object.fromEntries(files), String(fileIds.get(files)), store.changed.peek().mode === 'preview');
+  // the shown crystal: with an atomic model, its cell once the chain has read it
+  if (isLayered(store.model.peek()) && (store.model.peek().pdb ?? '').trim() && !modelCells.has(store.model.peek().pdb.trim())) return;
+  void built;
+  teach.update(teachWords(), Object.fromEntries(files), String(fileIds.get(files)), store.changed.peek().mode === 'preview');
 });
 function set3d(open: boolean) {
   $('view3d').setAttribute('aria-pressed', String(open));
@@ -502,6 +340,11 @@ async function render(mode: RenderMode) {
     showError(`Fix the highlighted input${view.hasImage ? '; the image shows the last good settings' : ''}.`);
     return;
   }
+  if (isLayered(store.model.peek())) return renderLayered(mode);
+  if (client.realisticBusy) {
+    realisticRunning++; // its result is no longer wanted
+    client.cancelRealistic('superseded by a newer render');
+  }
   const built = store.args.value;
   const changed = store.changed.peek().key;
   let args = built.args;
@@ -537,6 +380,7 @@ async function render(mode: RenderMode) {
       fullMs[backend] = fullMs.any = 0.5 * (fullMs[backend] ?? r.timings.total * scale * scale) + 0.5 * r.timings.total * scale * scale;
     }
     renderCount++;
+    realistic = null;
     view.setImage(r.data, r.width, r.height, r.geometry, scale);
     showLevels();
     window.dispatchEvent(new CustomEvent('nanobragg-frame', {
@@ -573,6 +417,165 @@ async function render(mode: RenderMode) {
   }
 }
 
+// ---- the realistic chain: the same state with its layers (layers.ts) -------------------------
+const STAGES: Record<RealisticPhase, string> = {
+  model: 'reading the model', 'structure factors': 'structure factors', spots: 'spots', background: 'background (water, air)', detector: 'detector effects',
+};
+const bundledBytes = new Map<string, Promise<Uint8Array>>();
+function modelFile(name: string): Promise<Uint8Array> {
+  const have = store.files.peek().get(name);
+  if (have) return Promise.resolve(have);
+  if (name !== BUNDLED_MODEL.name) return Promise.reject(new Error(`-pdb ${name}: please choose or drop this file`));
+  if (!bundledBytes.has(name)) {
+    bundledBytes.set(name, fetch(new URL(BUNDLED_MODEL.url, location.href)).then(async (r) => {
+      if (!r.ok) throw new Error(`${BUNDLED_MODEL.url}: ${r.status} ${r.statusText}`);
+      return new Uint8Array(await r.arrayBuffer());
+    }));
+  }
+  return bundledBytes.get(name)!;
+}
+
+/** Only the layers shown or the detector effects differ from the image shown. */
+function composeOnly(m: ModelState): boolean {
+  if (!realistic) return false;
+  const a = realistic.model;
+  for (const k of new Set([...Object.keys(a), ...Object.keys(m)])) if (!COMPOSE_KEYS.has(k) && (a[k] ?? '') !== (m[k] ?? '')) return false;
+  // the noise switch alone does not change the chain's kept layers
+  return true;
+}
+
+async function renderLayered(mode: RenderMode) {
+  // a realistic render takes seconds: a slider drag renders when it ends
+  if (mode === 'preview') return;
+  const m = { ...store.model.peek() };
+  const built = store.args.peek();
+  const { backend, precision } = store.view.peek();
+  const id = ++realisticRunning;
+  cancelBtn.disabled = false;
+  progress.value = 0;
+  progress.classList.add('busy');
+  const t0 = performance.now();
+  let announced = false;
+  let stage = 0;
+  try {
+    let r: RealisticResult;
+    if (composeOnly(m)) {
+      timing.textContent = 'detector effects…';
+      r = await client.realisticCompose(layersOf(m), effectsOf(m));
+      r = { ...realistic!.result, data: r.data, timings: r.timings };
+    } else {
+      const pdb = (m.pdb ?? '').trim();
+      const model = pdb ? { name: pdb, bytes: await modelFile(pdb) } : null;
+      const stages = (pdb ? 5 : 3);
+      r = await client.realistic(
+        {
+          model, files: Object.fromEntries(store.files.peek()), args: spotsWords(built.args), materials: materialWords(m),
+          backend, precision, layers: layersOf(m), effects: effectsOf(m),
+        },
+        {
+          onProgress: (p) => { progress.value = p; },
+          onPhase: (p, cached) => {
+            stage++;
+            // the threaded module reports progress inside a stage; the plain one cannot
+            if (client.info?.memory) progress.value = 0;
+            else progress.removeAttribute('value');
+            const what = p === 'structure factors' ? (cached ? 'structure factors (cached)' : 'computing structure factors') : STAGES[p];
+            timing.textContent = `${what}… (step ${stage} of ${stages})`;
+            rsec.stage(`${what}…`, p === 'structure factors' ? (cached ? 'cached' : 'computing') : undefined);
+          },
+          onEstimate: (ms) => {
+            announced = true;
+            showNotice(`This realistic image will take about ${fmtMs(ms)} on the CPU: Cancel stops it.`, 'warn');
+          },
+        },
+      );
+    }
+    if (id !== realisticRunning) return;
+    if (r.model) modelCells.set(r.model.name, [...r.model.cell]);
+    realistic = { model: m, result: r };
+    showRealistic(r, performance.now() - t0);
+    showError('');
+  } catch (e) {
+    const err = e as Error;
+    if (err.name === 'AbortError') {
+      if (err.message === 'cancelled') {
+        timing.textContent = 'cancelled';
+        rsec.stage('cancelled');
+        document.body.dataset.cancelled = String(Date.now());
+      }
+      return;
+    }
+    if (id !== realisticRunning) return;
+    rsec.stage('');
+    showError(`${err.message}${view.hasImage ? ' (the image shows the last good settings)' : ''}`);
+    document.body.dataset.error = String(Date.now());
+  } finally {
+    if (announced) showNotice('');
+    if (id === realisticRunning) {
+      progress.classList.remove('busy');
+      progress.value = 1;
+      cancelBtn.disabled = !client.busy;
+    }
+  }
+}
+
+function showRealistic(r: RealisticResult, ms: number) {
+  const g = r.geometry!;
+  renderCount++;
+  const built = store.args.peek();
+  last = {
+    width: g.width, height: g.height, data: r.data, backend: r.backend, threads: client.info?.threads ?? 1, adapter: '', notice: '',
+    geometry: g, timings: { prepare: 0, render: r.timings.total, total: ms }, args: built.args, warnings: r.warnings,
+  };
+  lastWasPreview = false;
+  fullSize = { w: g.width, h: g.height, pixel: g.pixel };
+  view.setImage(r.data, g.width, g.height, g, 1);
+  showLevels();
+  const t = r.timings;
+  timing.textContent = `${g.width}×${g.height} realistic · ${fmtMs(t.total)}`;
+  timing.title = `structure factors ${fmtMs(t.sf)}, spots ${fmtMs(t.spots)}, background ${fmtMs(t.background)}, detector ${fmtMs(t.detector)}`;
+  rsec.report(r.sf, r.model);
+  if (r.sf === null && !r.model) rsec.stage(`${g.width}×${g.height} on the ${r.backend.toUpperCase()}: spots ${fmtMs(t.spots)}, background ${fmtMs(t.background)}, detector ${fmtMs(t.detector)}`);
+  showBackend({ ...last, backend: r.backend });
+  teach.update(teachWords(), Object.fromEntries(store.files.peek()), String(fileIds.get(store.files.peek()) ?? 0), false);
+  // for scripts and tests: the image shown (ADU), its layers and the structure-factor count
+  (window as unknown as { nanobraggRealistic: unknown }).nanobraggRealistic = {
+    data: r.data, width: g.width, height: g.height, layers: layersOf(realistic!.model), sf: r.sf, timings: r.timings, model: { ...realistic!.model },
+  };
+  document.body.dataset.realistic = String(Number(document.body.dataset.realistic ?? 0) + 1);
+  window.dispatchEvent(new CustomEvent('nanobragg-realistic', { detail: { layers: layersOf(realistic!.model), timings: r.timings } }));
+  window.dispatchEvent(new CustomEvent('nanobragg-frame', {
+    detail: { width: g.width, height: g.height, backend: r.backend, preview: false, renderMs: r.timings.total, realistic: true, unit: 'ADU' },
+  }));
+  if (r.warnings.length) console.info('realistic image:', r.warnings.join('; '));
+  progress.value = 1;
+  document.body.dataset.rendered = String(renderCount);
+}
+
+/** The detector model: its pixels come from the crate's preset; with the layers on, its kind's
+ * detector effects come too (a CCD's read-out noise and PSF, a photon counter's none). */
+function setDetector(name: string) {
+  const m = { ...store.model.peek() };
+  if (name) m.detector = name;
+  else delete m.detector;
+  const d = detectors().find((x) => x.name === name);
+  if (d && isLayered(m)) {
+    m.readout = String(d.effects.readout);
+    m.psf = String(d.effects.psfUm);
+    m.gain = String(d.effects.gain);
+  }
+  store.setModel(m);
+}
+const detectors = (): DetectorChoice[] => client.info?.detectors ?? [];
+
+/** Words the 3D view and labels predict from: the shown crystal. */
+function teachWords(): string[] {
+  const m = store.model.peek();
+  const args = store.args.peek().args;
+  if (!isLayered(m)) return args;
+  return predictWords(args, modelCells.get((m.pdb ?? '').trim()) ?? null);
+}
+
 function showHklSummary(s: HklSummary | null) {
   const el = document.getElementById('hkl-summary');
   if (!el) return;
@@ -603,6 +606,7 @@ function showBackend(r?: SimulateResult) {
 }
 
 cancelBtn.addEventListener('click', () => {
+  if (client.realisticBusy) client.cancelRealistic();
   client.cancel('ui');
   cancelBtn.disabled = true;
   timing.textContent = 'cancelled';
@@ -624,11 +628,11 @@ view.onReadout = (r) => {
     // on a projector: what the class asks about, large
     readout.textContent = i
       ? `d = ${isFinite(i.d) ? i.d.toFixed(2) : '∞'} Å  ·  2θ = ${i.twoTheta.toFixed(2)}°  ·  hkl (${i.nearest.join(' ')})`
-      : `I = ${fmtNum(r.value)}`;
+      : `I = ${fmtNum(r.value)} ${realistic ? 'ADU' : 'photons'}`;
     return;
   }
   // d, 2θ and hkl first: at 1280 px the line is cut at its end (it hid the hkl)
-  const px = `I = ${fmtNum(r.value)} photons  pixel (${r.f}, ${r.s})`;
+  const px = `I = ${fmtNum(r.value)} ${realistic ? 'ADU' : 'photons'}  pixel (${r.f}, ${r.s})`;
   readout.textContent = i
     ? `d = ${isFinite(i.d) ? i.d.toFixed(3) : '∞'} Å  2θ = ${i.twoTheta.toFixed(3)}°  hkl ≈ (${i.nearest.join(' ')})  [${i.hkl.map((x) => x.toFixed(2)).join(', ')}]  ${px}`
     : px;
@@ -656,17 +660,19 @@ async function ensureFull() {
 
 for (const [id, what] of [['dl-int', 'int'], ['dl-noise', 'noise'], ['dl-float', 'float']] as const) {
   $(id).addEventListener('click', async () => {
-    await ensureFull();
+    // the image shown: the realistic chain's (its ADU, its detector's header) or the render's
+    const shown = realistic;
+    if (!shown) await ensureFull();
     try {
-      const name = downloadName(store.model.peek(), { width: last?.width ?? 0, height: last?.height ?? 0 }, what);
-      save((await client.exportImage(what)) as BlobPart, name);
+      const name = downloadName(shown?.model ?? store.model.peek(), { width: last?.width ?? 0, height: last?.height ?? 0 }, what);
+      save((await client.exportImage(what, !!shown)) as BlobPart, name);
     } catch (e) {
       showError(`download failed: ${(e as Error).message}`);
     }
   });
 }
 $('dl-png').addEventListener('click', async () => {
-  await ensureFull();
+  if (!realistic) await ensureFull();
   save(await view.toPng(), downloadName(store.model.peek(), { width: last?.width ?? 0, height: last?.height ?? 0 }, 'png'), 'image/png');
 });
 
@@ -674,6 +680,10 @@ $('dl-png').addEventListener('click', async () => {
 window.nanobragg.teach = installTeaching({
   store, view, client,
   geometry: () => last?.geometry ?? null,
+  words: () => {
+    const m = store.model.peek();
+    return isLayered(m) && (m.pdb ?? '').trim() && !modelCells.has(m.pdb.trim()) ? null : teachWords();
+  },
   save: (blob, name) => save(blob, name, blob.type),
   png: () => $('dl-png').click(),
   name: (ext) => downloadName(store.model.peek(), { width: fullSize.w || (last?.width ?? 0), height: fullSize.h || (last?.height ?? 0) }, 'png').replace(/\.png$/, `.${ext}`),
@@ -703,4 +713,11 @@ window.addEventListener('drop', async (e) => {
 const urlErrors = Object.values(initial.errors);
 if (urlErrors.length) showNotice(`Ignored URL parameter${urlErrors.length > 1 ? 's' : ''}: ${urlErrors.join('; ')}`, 'warn');
 client.ready.then(() => showBackend(), (e) => showError((e as Error).message));
-initRealistic($('controls'), { client, view, engine: () => store.view.peek(), notice: showNotice });
+// detector labels from the crate's presets
+client.ready.then(() => {
+  const sel = inputs.get('detector') as HTMLSelectElement;
+  for (const d of detectors()) {
+    const o = [...sel.options].find((o) => o.value === d.name);
+    if (o) o.textContent = `${d.label} (${d.fast_pixels}×${d.slow_pixels}, ${+(d.pixel_mm * 1000).toPrecision(4)} µm)`;
+  }
+}, () => {});

@@ -9,6 +9,7 @@ import type { NanoBraggClient } from './client';
 import type { ImageView } from './view';
 import { PredictionFeed, type Predicted } from './predictfeed';
 import { SpotOverlay, describeSpot, spotInfo, type SpotInfo } from './spots';
+import { parseMisset } from './teach/orientation';
 import { applyRotation, openReciprocalView } from './recip/index';
 import type { PointInfo, ReciprocalView, Theme, V3 } from './recip/types';
 
@@ -67,14 +68,6 @@ const IDLE = 'Hover a spot on the image or a lattice point here · Shift+drag tu
 const NEAR_ONLY_ABOVE = 150_000;
 
 const fmtAngle = (x: number) => String(+x.toFixed(3)).replace(/^-0$/, '0');
-
-/** Misset angles from the field's text: null for "random" (the angles are not known here). */
-export function parseMisset(text: string): V3 | null {
-  const t = text.trim();
-  if (!t) return [0, 0, 0];
-  const w = t.split(/[\s,]+/).map(Number);
-  return w.length === 3 && w.every(Number.isFinite) ? (w as V3) : null;
-}
 
 export class Teach3D {
   readonly feed: PredictionFeed;
@@ -308,7 +301,8 @@ export class Teach3D {
   }
 
   private rotate(rot: [V3, V3, V3]) {
-    const cur = this.turning ?? parseMisset(this.host.misset());
+    const m = parseMisset(this.host.misset());
+    const cur = this.turning ?? (Array.isArray(m) ? m : null);
     if (!cur) {
       this.setInfo('The misset is "random": give it three angles to turn the crystal by dragging.', 'err');
       return;

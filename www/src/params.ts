@@ -3,7 +3,7 @@
 // and (lower-cased) the <nanobragg-view> attribute name. No defaults here: see state.ts.
 
 export type Kind = 'num' | 'int' | 'vec' | 'choice' | 'bool' | 'file' | 'text';
-export type GroupId = 'crystal' | 'sf' | 'beam' | 'detector' | 'gonio' | 'noise' | 'advanced';
+export type GroupId = 'crystal' | 'sf' | 'beam' | 'detector' | 'layers' | 'gonio' | 'noise' | 'advanced';
 
 export interface ParamDef {
   key: string;
@@ -20,6 +20,9 @@ export interface ParamDef {
   help?: string;
   /** Accepts this word instead of numbers (misset random). */
   word?: string;
+  /** A layer on top of the simulation (background, detector effects: the realistic chain,
+   * crate/src/realistic.rs): no nanoBragg word; `flag` is empty. */
+  layer?: boolean;
   placeholder?: string;
 }
 
@@ -28,6 +31,7 @@ export const GROUPS: { id: GroupId; label: string }[] = [
   { id: 'sf', label: 'Structure factors' },
   { id: 'beam', label: 'Beam' },
   { id: 'detector', label: 'Detector' },
+  { id: 'layers', label: 'Background and detector effects' },
   { id: 'gonio', label: 'Goniometer' },
   { id: 'noise', label: 'Noise and SMV output' },
   { id: 'advanced', label: 'Advanced' },
@@ -59,6 +63,7 @@ export const PARAMS: ParamDef[] = [
   },
   { key: 'fudge', flag: '-fudge', label: 'Shape fudge factor', group: 'crystal', kind: 'num' },
   // ---- structure factors ----
+  { key: 'pdb', flag: '-pdb', label: 'Atomic model (PDB / mmCIF)', group: 'sf', kind: 'file', help: 'structure factors and cell from a model (computed once, then cached); overrides the cell, HKL file and default F' },
   { key: 'hkl', flag: '-hkl', label: 'HKL file (h k l F)', group: 'sf', kind: 'file' },
   { key: 'default_F', flag: '-default_F', label: 'Default F', group: 'sf', kind: 'num', slider: [0, 1000, 1], unit: 'e⁻' },
   {
@@ -101,6 +106,14 @@ export const PARAMS: ParamDef[] = [
       { value: 'denzo', label: 'DENZO', flags: yes('-denzo') },
     ],
   },
+  {
+    // values: the crate's detector presets (crate/src/detectors.rs); their labels come from the
+    // crate when the worker starts (main.ts)
+    key: 'detector', flag: '-detector', label: 'Detector model', group: 'detector', kind: 'choice', choices: [
+      { value: '', label: 'Square pixels (the fields below)', flags: [] },
+      ...['eiger2-4m', 'eiger2-16m', 'pilatus6m', 'mx300'].map((d) => ({ value: d, label: d, flags: ['-detector', d] })),
+    ],
+  },
   { key: 'distance', flag: '-distance', label: 'Distance', group: 'detector', kind: 'num', unit: 'mm', slider: [20, 1000, 1] },
   { key: 'detpixels', flag: '-detpixels', label: 'Pixels per side', group: 'detector', kind: 'int' },
   { key: 'detpixels_f', flag: '-detpixels_f', label: 'Fast pixels', group: 'detector', kind: 'int' },
@@ -123,6 +136,19 @@ export const PARAMS: ParamDef[] = [
   { key: 'mask', flag: '-mask', label: 'Mask image (SMV; 0 = skip pixel)', group: 'detector', kind: 'file' },
   { key: 'img', flag: '-img', label: 'Header from an SMV image', group: 'detector', kind: 'file', help: 'detector size, distance, beam centre, wavelength; later fields override' },
   { key: 'dmin', flag: '-dmin', label: 'Resolution limit', group: 'detector', kind: 'num', unit: 'Å' },
+  // ---- layers (the realistic chain) ----
+  { key: 'air', flag: '', layer: true, label: 'Air path (background)', group: 'layers', kind: 'num', unit: 'mm', help: 'air scattering (nonBragg); with any layer on, the water above is nonBragg\'s water layer too' },
+  { key: 'detnoise', flag: '', layer: true, label: 'Detector noise (Poisson, read-out)', group: 'layers', kind: 'bool', help: 'the image is then in ADU, as the detector records it' },
+  { key: 'readout', flag: '', layer: true, label: 'Read-out noise', group: 'layers', kind: 'num', unit: 'ADU' },
+  { key: 'psf', flag: '', layer: true, label: 'PSF FWHM', group: 'layers', kind: 'num', unit: 'µm' },
+  { key: 'gain', flag: '', layer: true, label: 'Gain', group: 'layers', kind: 'num', unit: 'ADU/photon' },
+  {
+    key: 'show', flag: '', layer: true, label: 'Layers shown', group: 'layers', kind: 'choice', choices: [
+      { value: '', label: 'Spots and background', flags: [] },
+      { value: 'spots', label: 'Spots only', flags: [] },
+      { value: 'background', label: 'Background only', flags: [] },
+    ],
+  },
   // ---- goniometer ----
   { key: 'phi', flag: '-phi', label: 'Spindle start φ', group: 'gonio', kind: 'num', unit: '°', slider: [0, 360, 0.5] },
   { key: 'osc', flag: '-osc', label: 'Oscillation range', group: 'gonio', kind: 'num', unit: '°', slider: [0, 5, 0.05] },
@@ -144,5 +170,5 @@ export type ModelState = Record<string, string>;
 
 /** Flags a field can produce (the choice fields produce switches). */
 export function fieldFlags(p: ParamDef): string[] {
-  return p.kind === 'choice' ? p.choices!.flatMap((c) => c.flags) : p.flag ? [p.flag] : [];
+  return p.kind === 'choice' ? p.choices!.flatMap((c) => c.flags.filter((f) => f.startsWith('-'))) : p.flag ? [p.flag] : [];
 }

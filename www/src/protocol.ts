@@ -8,6 +8,18 @@ import type { Geometry, HklSummary } from '../dist/pkg/nanobragg';
 import type { Backend, Precision } from './args';
 export type { Backend, Precision } from './args';
 
+/** The crate's structured error (crate/src/wasm/mod.rs `IntoJsErr`): `kind` is the crate's
+ * `ErrorKind` ("usage", "input", "cancelled", …); absent for errors that are not the crate's. */
+export interface CrateErrorInfo {
+  kind?: string;
+}
+
+/** The structure of an error thrown by the wasm module. */
+export function errorInfo(e: unknown): CrateErrorInfo {
+  const k = (e as { kind?: unknown } | null)?.kind;
+  return typeof k === 'string' ? { kind: k } : {};
+}
+
 export interface Timings {
   /** Parse + resolve (ms). */
   prepare: number;
@@ -29,6 +41,8 @@ export interface ModuleInfo {
   parallelNote: string;
   /** Module load + thread pool start (ms). */
   initMs: number;
+  /** The crate's detector presets with the effects of their kind (`detector_presets`). */
+  detectors: DetectorChoice[];
 }
 
 export type ToWorker =
@@ -52,7 +66,8 @@ export type ToWorker =
       columns?: boolean;
     }
   | { type: 'cancel' }
-  | { type: 'export'; id: number; what: 'int' | 'noise' | 'float' }
+  /** `realistic`: the realistic chain's image shown (`realistic_export`), else the last render's. */
+  | { type: 'export'; id: number; what: 'int' | 'noise' | 'float'; realistic?: boolean }
   | RealisticRequest
   | RealisticCompose;
 
@@ -86,8 +101,8 @@ export type FromWorker =
   | { type: 'realistic-error'; id: number; message: string; cancelled: boolean };
 
 // ---- the realistic-image chain (www/src/realistic.ts, www/src/realistic-worker.ts) ----------
-export type { DetectorEffects, ModelInfo, SfInfo } from '../dist/pkg/nanobragg';
-import type { DetectorEffects, ModelInfo, SfInfo } from '../dist/pkg/nanobragg';
+export type { DetectorChoice, DetectorEffects, ModelInfo, SfInfo } from '../dist/pkg/nanobragg';
+import type { DetectorChoice, DetectorEffects, ModelInfo, SfInfo } from '../dist/pkg/nanobragg';
 
 export type RealisticPhase = 'model' | 'structure factors' | 'spots' | 'background' | 'detector';
 export interface RealisticLayers { spots: boolean; background: boolean; noise: boolean }
@@ -96,7 +111,10 @@ export interface RealisticLayers { spots: boolean; background: boolean; noise: b
 export interface RealisticRequest {
   type: 'realistic';
   id: number;
-  model: { name: string; bytes: Uint8Array };
+  /** The atomic model (its cell and structure factors), or null: the words' own (-default_F, -hkl). */
+  model: { name: string; bytes: Uint8Array } | null;
+  /** Input files the words name (HKL, matrix, …), as for a render. */
+  files: Record<string, Uint8Array> | null;
   /** nanoBragg words of the spots (detector, beam, crystal; the cell comes from the model). */
   args: string[];
   /** nonBragg words per material, separated by '--'. */

@@ -2,7 +2,7 @@
 // structure factors (computed once per model and resolution, reused while only the geometry
 // changes) → spots → amorphous background → detector effects; and a cheap re-compose when only
 // the layer toggles or the detector effects change. worker.ts routes the two messages here.
-import type { FromWorker, RealisticCompose, RealisticRequest } from './protocol';
+import { errorInfo, type FromWorker, type RealisticCompose, type RealisticRequest } from './protocol';
 
 /** The wasm functions this chain uses (the generated module has them all). */
 type Wasm = typeof import('../dist/pkg/nanobragg');
@@ -13,6 +13,8 @@ export interface RealisticDeps {
   /** Opens the WebGPU device once (worker.ts); resolves whether it opened. */
   ensureGpu: () => Promise<boolean>;
   threads: number;
+  /** Install the request's input files (worker.ts). */
+  useFiles: (files: Record<string, Uint8Array> | null) => void;
 }
 
 /** Measured speed of the last CPU spots render (kernel terms per ms); before the first, the
@@ -32,22 +34,26 @@ export async function realisticRun(msg: RealisticRequest, d: RealisticDeps): Pro
   const memory = w.build_info().startsWith('parallel') ? w.wasm_memory() : null;
   const flag = w.cancel_flag_ptr();
   const phase = (p: Extract<FromWorker, { type: 'realistic-phase' }>['phase'], sfCached = false) => {
-    if (memory && new Uint8Array(memory.buffer)[flag] !== 0) throw new Error('cancelled');
+    if (memory && new Uint8Array(memory.buffer)[flag] !== 0) throw Object.assign(new Error('cancelled'), { kind: 'cancelled' });
     d.post({ type: 'realistic-phase', id: msg.id, phase: p, sfCached });
   };
   try {
     w.set_cancel(false);
-    phase('model');
-    const model = w.realistic_set_model(msg.model.name, msg.model.bytes);
-    const prep = w.realistic_prepare(msg.args);
-    phase('structure factors', prep.sfCached);
+    d.useFiles(msg.files);
+    let model = null;
+    if (msg.model) {
+      phase('model');
+      model = w.realistic_set_model(msg.model.name, msg.model.bytes);
+    }
+    const prep = w.realistic_prepare(msg.args, !!msg.model);
+    if (msg.model) phase('structure factors', prep.sfCached);
     const sf = w.realistic_structure_factors();
     const t1 = performance.now();
     phase('spots');
     const f64 = msg.precision === 'f64';
     const gpuOk = msg.backend !== 'cpu' ? await d.ensureGpu() : false;
     const cost = w.estimate_cost(d.threads);
-    const onGpu = msg.backend === 'gpu' || (msg.backend === 'auto' && !f64 && gpuOk);
+    const onGpu = w.likely_engine(msg.backend, f64, gpuOk) === 'gpu';
     const terms = cost.terms;
     const estimateS = onGpu ? 0 : cpuTermsPerMs > 0 && !f64 ? terms / cpuTermsPerMs / 1000 : (f64 ? cost.seconds_f64 : cost.seconds_f32) * WASM_SLOWDOWN;
     cost.free();
@@ -71,8 +77,7 @@ export async function realisticRun(msg: RealisticRequest, d: RealisticDeps): Pro
       [data.buffer],
     );
   } catch (e) {
-    const m = errText(e);
-    d.post({ type: 'realistic-error', id: msg.id, message: m, cancelled: /cancel/i.test(m) });
+    d.post({ type: 'realistic-error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled' });
   }
 }
 
@@ -91,7 +96,6 @@ export function realisticCompose(msg: RealisticCompose, d: RealisticDeps): void 
       [data.buffer],
     );
   } catch (e) {
-    const m = errText(e);
-    d.post({ type: 'realistic-error', id: msg.id, message: m, cancelled: /cancel/i.test(m) });
+    d.post({ type: 'realistic-error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled' });
   }
 }

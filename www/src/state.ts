@@ -5,6 +5,7 @@
 import { batch, computed, signal, type ReadonlySignal, type Signal } from '@preact/signals-core';
 import { PARAMS, PARAM_BY_KEY, type ModelState, type ParamDef } from './params';
 import { asBackend, buildArgs, validate, type Backend, type Precision } from './args';
+import { BUNDLED_MODEL } from './layers';
 
 export type { ModelState } from './params';
 export type ColourMap = 'inverted-grey' | 'grey' | 'viridis' | 'inferno';
@@ -98,6 +99,15 @@ export const PRESETS: Preset[] = [
       misset: '5 3 0', phi: '0', osc: '4', phisteps: '10',
     },
     note: 'A rotation photograph: the crystal turns 4° about the spindle during the exposure, so every lattice point that crosses the sphere records a spot and the rings fill in. Press ▶ Play φ above the image to sweep on, or choose stills to compare.',
+  },
+  {
+    id: 'protein-still', label: 'Protein still on a pixel-array detector (realistic)',
+    state: {
+      pdb: BUNDLED_MODEL.name, detector: 'eiger2-4m', distance: '120', lambda: '1', xtal_size: '0.001', mosaic: '0.3', mosaic_domains: '12',
+      misset_seed: '3', misset: 'random', flux: '1e12', exposure: '0.5', beamsize: '0.001', oversample: '1',
+      water: '20', air: '10', detnoise: '1', gain: '1', seed: '1',
+    },
+    note: 'A real still: a 1 µm crystal of PDB 1PFE in a 1 µm beam on an EIGER2 X 4M, over the water and air scattering, with the photon-counting noise. Its structure factors are computed from the atoms once, then cached. Zoom in (wheel or pinch on the image) to see the spots; the readout is in ADU.',
   },
 ];
 
@@ -221,7 +231,7 @@ export function encodeUrl(model: ModelState, view: ViewSettings, rest: Record<st
 
 /** Input files a URL's model names: a link that names them does not carry them. */
 export function localFiles(model: ModelState): string[] {
-  return PARAMS.filter((p) => p.kind === 'file' && (model[p.key] ?? '').trim()).map((p) => model[p.key].trim());
+  return PARAMS.filter((p) => p.kind === 'file' && (model[p.key] ?? '').trim() && !(p.key === 'pdb' && model[p.key].trim() === BUNDLED_MODEL.name)).map((p) => model[p.key].trim());
 }
 
 // ---- <nanobragg-view> attributes -----------------------------------------------------------
@@ -290,7 +300,7 @@ export function createStore(model: ModelState = { ...DEFAULT_MODEL }, view: View
       const errs = validate(s.model.value);
       for (const p of PARAMS) {
         const v = s.model.value[p.key];
-        if (p.kind === 'file' && v && !s.files.value.has(v)) errs[p.key] = `${p.flag} ${v}: please choose or drop this file`;
+        if (p.kind === 'file' && v && !s.files.value.has(v) && !(p.key === 'pdb' && v === BUNDLED_MODEL.name)) errs[p.key] = `${p.flag} ${v}: please choose or drop this file`;
       }
       return errs;
     }),

@@ -59,10 +59,12 @@ export function colourLut(map: ColourMap): Uint32Array {
   return lut;
 }
 
-/** Black and white levels (photons/pixel): explicit ones, else 0 and max / 10^(contrast/20). */
-export function levels(settings: ImageSettings, max: number): [number, number] {
+/** Black and white levels (photons/pixel): explicit ones, else 0 and max / 10^(contrast/20),
+ * but never below `floor` (the image's 99th percentile: at most 1 % of the pixels saturate, so
+ * an image of broad spots shows its pattern instead of a flat white-level square). */
+export function levels(settings: ImageSettings, max: number, floor = 0): [number, number] {
   const lo = settings.min ?? 0;
-  const auto = max > 0 ? max / Math.pow(10, settings.contrast / 20) : 1;
+  const auto = max > 0 ? Math.max(max / Math.pow(10, settings.contrast / 20), Math.min(floor, max)) : 1;
   let hi = settings.max ?? auto;
   if (!(hi > lo)) hi = lo + (Math.abs(lo) || 1) * 1e-6;
   return [lo, hi];
@@ -71,9 +73,9 @@ export function levels(settings: ImageSettings, max: number): [number, number] {
 /** Map an image to RGBA with the settings (also used for PNG export). The scaling curve and
  * the colour map are folded into one table over the normalised value, so the per-pixel work
  * is a multiply, a clamp and a lookup. */
-export function colourise(data: Float32Array, settings: ImageSettings, max: number, out: Uint32Array) {
+export function colourise(data: Float32Array, settings: ImageSettings, max: number, out: Uint32Array, floor = 0) {
   const lut = colourLut(settings.cmap);
-  const [lo, hi] = levels(settings, max);
+  const [lo, hi] = levels(settings, max, floor);
   const N = 4096;
   const table = new Uint32Array(N + 1);
   const logK = 999, logN = 1 / Math.log(1 + logK);
@@ -90,6 +92,16 @@ export function colourise(data: Float32Array, settings: ImageSettings, max: numb
   }
 }
 
+/** The q-quantile of an image, from a sample of at most 2^16 of its pixels. */
+export function percentile(data: Float32Array, q: number): number {
+  if (!data.length) return 0;
+  const step = Math.max(1, Math.floor(data.length / 65536));
+  const s = new Float32Array(Math.ceil(data.length / step));
+  for (let i = 0, j = 0; i < data.length; i += step, j++) s[j] = data[i];
+  s.sort();
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+}
+
 export class ImageView {
   readonly canvas: HTMLCanvasElement;
   private ctx: CanvasRenderingContext2D;
@@ -104,6 +116,12 @@ export class ImageView {
   /** Detector pixels per image pixel (>1 for a reduced-resolution preview). */
   private scale = 1;
   private max = 0;
+  /** The image's 99th percentile (of a sample of its pixels): the floor of the automatic white level. */
+  private p99 = 0;
+  /** What the mouse wheel does over the image: zoom ('always': the app), zoom only with
+   * Ctrl/⌘ (a trackpad pinch) or once the image has the focus ('focus': embedded, so that the
+   * wheel scrolls the page it sits in), or nothing ('off'). */
+  wheel: 'always' | 'focus' | 'off' = 'always';
   /** Geometry of the image shown (in its own pixels: multiply by `scale` for the detector's). */
   private map: DetectorMap | null = null;
   private ringList: { d: number; segments: number[] }[] = [];
@@ -143,7 +161,7 @@ export class ImageView {
     return this.data !== null;
   }
   get imageSize() {
-    return { width: this.w, height: this.h, scale: this.scale, max: this.max, levels: levels(this.settings, this.max) };
+    return { width: this.w, height: this.h, scale: this.scale, max: this.max, levels: levels(this.settings, this.max, this.p99) };
   }
   /** Whether the view follows the container (no user zoom or pan since the last fit). */
   get fitted() {
@@ -162,6 +180,7 @@ export class ImageView {
     let max = 0;
     for (let i = 0; i < data.length; i++) if (data[i] > max) max = data[i];
     this.max = max;
+    this.p99 = percentile(data, 0.99);
     if (!sameDetector) this.autoFit = true;
     this.recolour();
     if (this.autoFit) this.fit();
@@ -181,7 +200,7 @@ export class ImageView {
     this.img.height = this.h;
     const ictx = this.img.getContext('2d')!;
     const id = ictx.createImageData(this.w, this.h);
-    colourise(this.data, this.settings, this.max, new Uint32Array(id.data.buffer));
+    colourise(this.data, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99);
     ictx.putImageData(id, 0, 0);
     this.pooled = null;
     this.draw();
@@ -206,7 +225,7 @@ export class ImageView {
     canvas.height = ph;
     const ctx = canvas.getContext('2d')!;
     const id = ctx.createImageData(pw, ph);
-    colourise(maxes, this.settings, this.max, new Uint32Array(id.data.buffer));
+    colourise(maxes, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99);
     ctx.putImageData(id, 0, 0);
     this.pooled = { k, canvas };
     return canvas;
@@ -403,6 +422,9 @@ export class ImageView {
   private bindInput() {
     const c = this.canvas;
     c.addEventListener('wheel', (e) => {
+      if (this.wheel === 'off') return;
+      const focused = (c.getRootNode() as Document | ShadowRoot).activeElement === c;
+      if (this.wheel === 'focus' && !focused && !e.ctrlKey && !e.metaKey) return; // the page scrolls
       e.preventDefault();
       const r = c.getBoundingClientRect();
       this.zoomBy(Math.pow(1.0015, -e.deltaY), { x: e.clientX - r.left, y: e.clientY - r.top });

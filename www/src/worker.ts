@@ -3,7 +3,7 @@
 //
 // Two builds of the same crate sit beside this file (squoosh pattern): pkg-parallel/ (threads
 // over shared memory, needs crossOriginIsolated) and pkg/ (single-threaded CPU + WebGPU).
-import type { Backend, FromWorker, HklSummary, ModuleInfo, PrepareInfo, ToWorker } from './protocol';
+import { errorInfo, type Backend, type FromWorker, type HklSummary, type ModuleInfo, type PrepareInfo, type ToWorker } from './protocol';
 import { realisticCompose, realisticRun, type RealisticDeps } from './realistic-worker';
 
 // The wasm-bindgen output (no-bundler), loaded at run time from beside this bundle; its types
@@ -51,6 +51,7 @@ async function load(preferParallel: boolean, threads: number): Promise<ModuleInf
     progressPtr: wasm.progress_ptr(),
     parallelNote,
     initMs: performance.now() - t0,
+    detectors: wasm.detector_presets(),
   };
 }
 
@@ -134,7 +135,7 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
   // auto = f64 on the CPU, f32 on the GPU when it opens, else the CPU with a notice.
   const f64 = msg.precision === 'f64';
   if (msg.backend !== 'cpu') await ensureGpu(); // opens the device once, and names the adapter
-  const likely: 'gpu' | 'cpu' = msg.backend === 'gpu' || (msg.backend === 'auto' && !f64 && gpu.state === 'ready') ? 'gpu' : 'cpu';
+  const likely = w.likely_engine(msg.backend, f64, gpu.state === 'ready') as 'gpu' | 'cpu';
   if (speed[likely] > 0) {
     const ms = prep.work / speed[likely];
     if (ms > 3000) post({ type: 'estimate', id: msg.id, ms, backend: likely });
@@ -145,8 +146,7 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
   try {
     data = await w.render(msg.backend, f64);
   } catch (e) {
-    const m = errText(e);
-    post({ type: 'error', id: msg.id, message: m, cancelled: /cancel/i.test(m) });
+    post({ type: 'error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled' });
     return;
   } finally {
     clearInterval(timer);
@@ -189,7 +189,8 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
     chain = chain.then(() => {
       try {
         const w = wasm!;
-        const bytes = msg.what === 'int' ? w.export_int_smv() : msg.what === 'noise' ? w.export_noise_smv() : w.export_float();
+        const bytes = msg.realistic ? w.realistic_export(msg.what)
+          : msg.what === 'int' ? w.export_int_smv() : msg.what === 'noise' ? w.export_noise_smv() : w.export_float();
         post({ type: 'exported', id: msg.id, bytes, message: '' }, [bytes.buffer]);
       } catch (e) {
         post({ type: 'exported', id: msg.id, bytes: null, message: errText(e) });
@@ -214,7 +215,7 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
   }
   if (msg.type === 'realistic' || msg.type === 'realistic-compose') {
     const deps: RealisticDeps = {
-      wasm: wasm!, post, threads: info?.threads ?? 1,
+      wasm: wasm!, post, threads: info?.threads ?? 1, useFiles,
       ensureGpu: () => ensureGpu().then(() => gpu.state === 'ready'),
     };
     chain = chain.then(() => (msg.type === 'realistic' ? realisticRun(msg, deps) : realisticCompose(msg, deps)));

@@ -597,8 +597,8 @@ pub static FLAGS: &[Flag] = &[
     .check(Positive(1e3)),
     flag("-detector", Port, "pilatus6m|eiger2-16m|eiger2-4m|mx300", "a real detector: its pixels, pixel size, module gaps (mask) and overload value", |p| {
         let name = p.text()?;
-        let d = crate::detectors::find(&name).ok_or_else(|| {
-            p.err(format!("unknown detector '{name}' (known: {})", crate::detectors::names()))
+        let d = crate::presets::find(&name).ok_or_else(|| {
+            p.err(format!("unknown detector '{name}' (known: {})", crate::presets::names()))
         })?;
         p.o.preset = Some(d);
         p.o.fpixels = Some(d.fast_pixels as i64);
@@ -885,6 +885,17 @@ pub static FLAGS: &[Flag] = &[
         Ok(())
     })
     .kind(OutputFile),
+    // NXmx output (issue 18/19: the one NeXus writer, io/nexus.rs)
+    flag("-nexus", Port, "FILE", "NeXus/NXmx (HDF5) file of the int image, or of a rotation series with -nexus_images", |p| {
+        p.o.nexus = Some(p.text()?);
+        Ok(())
+    })
+    .kind(OutputFile),
+    flag("-nexus_images", Port, "n", "frames in the -nexus file: the oscillation split into n images of osc/n, phisteps/n steps each", |p| {
+        p.o.nexus_images = p.int()?;
+        Ok(())
+    })
+    .check(Positive(1e4)),
     flag("-stolout", Output, "FILE", "accepted, never written (as upstream)", |p| {
         p.text()?;
         Ok(())

@@ -38,7 +38,6 @@ pub mod pixel32;
 pub mod pixel64;
 pub mod poll;
 pub mod row32;
-pub mod terms;
 
 use crate::error::{Error, Result};
 pub use crate::plan::Precision;
@@ -119,6 +118,21 @@ impl Kernel<'_> {
                 }
             }
         }
+    }
+}
+
+/// Renders the pixels a fast backend reported (`plan::ExactFixup`) again with the f64 kernel,
+/// in place.
+pub fn apply_exact_fixup(plan: &Plan, image: &mut [f32], fixup: &crate::plan::ExactFixup) {
+    if fixup.pixels.is_empty() {
+        return;
+    }
+    let ep = pixel64::ExactCtx::new(plan);
+    for &i in &fixup.pixels {
+        let (f, s) = (i % plan.fpixels, i / plan.fpixels);
+        let interp = fixup.tricubic && fixup.interp_switch.is_none_or(|p| i <= p);
+        let first = Some(i) == fixup.first_pixel;
+        image[i] = pixel64::render_pixel(&ep, f, s, first, interp).value;
     }
 }
 

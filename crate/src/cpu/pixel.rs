@@ -4,9 +4,9 @@
 
 use super::pixel64::PixelTrace;
 use super::poll::{Poll, POLL_TERMS};
-use super::terms::{f_nearest, f_tricubic_at, index_ok, stencil_leaves_table};
 use super::PixelOut;
 use crate::plan::Plan;
+use crate::terms::{f_nearest, f_tricubic_at, index_ok, stencil_leaves_table};
 use crate::vec3::{dot, mag, unitize, V3};
 
 /// What distinguishes the f64 and f32 kernels inside the shared loop.

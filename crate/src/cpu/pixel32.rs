@@ -8,13 +8,13 @@
 
 use super::pixel::{structure_factor, Factors, PixelState};
 use super::poll::Poll;
-use super::terms::{
+use super::PixelOut;
+use crate::plan::{Plan, Shape};
+use crate::terms::{
     capture_fraction, gauss_underflows, index_ok, is_exact_bragg, lattice_gauss, lattice_round,
     lattice_square, lattice_tophat, polarization, round_even_f64, shape_r2, solid_angle,
     PolarFrame,
 };
-use super::PixelOut;
-use crate::plan::{Plan, Shape};
 use crate::vec3::V3;
 
 /// Per-source constants hoisted out of the pixel loop.

@@ -4,12 +4,12 @@
 
 use super::pixel::Factors;
 use super::poll::Poll;
-use super::terms::{
+use super::PixelOut;
+use crate::plan::{Plan, Shape};
+use crate::terms::{
     capture_fraction_f64, lattice_gauss_f64, lattice_round_f64, lattice_square_f64,
     lattice_tophat_f64, polarization_f64, shape_r2_f64, solid_angle_f64, PolarFrame,
 };
-use super::PixelOut;
-use crate::plan::{Plan, Shape};
 use crate::vec3::V3;
 
 /// The f64 kernel's per-render context: the plan and what is hoisted out of the pixel loop (one

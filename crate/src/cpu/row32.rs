@@ -8,11 +8,11 @@
 
 use super::pixel32::FastCtx;
 use super::poll::{Poll, POLL_TERMS};
-use super::terms::{
+use crate::plan::{Interpolation, Plan, Shape};
+use crate::terms::{
     capture_fraction, f_nearest, index_ok, is_exact_bragg, lattice_square, polarization,
     round_even_f64, solid_angle,
 };
-use crate::plan::{Interpolation, Plan, Shape};
 
 /// Pixels per block: the per-pixel arrays stay in L1.
 pub const BLOCK: usize = 64;

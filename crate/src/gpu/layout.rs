@@ -6,8 +6,8 @@
 //! Every struct must be kept in sync with its WGSL twin; `crate/tests/gpu_layout.rs` reflects the
 //! shader with naga and compares each member's name, offset and size with [`GpuStruct::FIELDS`].
 
-use crate::cpu::terms::PolarFrame;
 use crate::plan::{Interpolation, Plan, Shape};
+use crate::terms::PolarFrame;
 use crate::vec3::{dot, V3};
 
 /// A host struct mirrored in WGSL: its member table for the layout test.
@@ -176,7 +176,7 @@ pub const NO_PIXEL: u32 = u32::MAX;
 
 /// The `flags` buffer (u32 words): word `FLAGS_SWITCH` holds the first pixel (raster index)
 /// with an out-of-range tricubic term (`NO_PIXEL` if none); from word `FLAGS_HEADER_WORDS` on,
-/// one bit per pixel marks the pixels under the exact-Bragg rule (`cpu::terms::EXACT_BRAGG`):
+/// one bit per pixel marks the pixels under the exact-Bragg rule (`crate::terms::EXACT_BRAGG`):
 /// word `FLAGS_HEADER_WORDS + idx / 32`, bit `idx % 32`. The other header words are unused.
 pub const FLAGS_SWITCH: usize = 0;
 pub const FLAGS_HEADER_WORDS: usize = 4;
@@ -339,7 +339,7 @@ pub fn pack_params(plan: &Plan, first_pixel: u32) -> Params {
     }
 }
 
-/// Sources: the polarisation frame of `cpu::terms::PolarFrame` (unit incident direction, E_in,
+/// Sources: the polarisation frame of `crate::terms::PolarFrame` (unit incident direction, E_in,
 /// B_in) rounded to f32, and 1/λ.
 pub fn pack_sources(plan: &Plan) -> Vec<GpuSource> {
     plan.sources

@@ -22,7 +22,7 @@ use super::layout::{self, Chunk, GpuSource, GpuTerm, Params, FLAGS_HEADER_WORDS,
 use super::selftest;
 use super::shaders;
 use crate::error::{Error, Result};
-use crate::plan::Plan;
+use crate::plan::{ExactFixup, Plan};
 
 /// Wall-clock seconds spent in each phase of the last render (see `context::Clock`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -110,6 +110,8 @@ pub struct GpuRenderer {
     timings: GpuTimings,
     stats: GpuStats,
     switch_pixel: Option<usize>,
+    /// The last render's pixels for the f64 kernel (the exact-Bragg rule).
+    fixup: ExactFixup,
 }
 
 fn layout_entry(binding: u32, ty: wgpu::BufferBindingType) -> wgpu::BindGroupLayoutEntry {
@@ -264,6 +266,7 @@ impl GpuRenderer {
                 ..Default::default()
             },
             switch_pixel: None,
+            fixup: ExactFixup::default(),
         })
     }
 
@@ -342,6 +345,13 @@ impl GpuRenderer {
             scaled
         }
         .clamp(Self::MIN_CHUNK, self.chunk_budget.max(Self::MIN_CHUNK));
+    }
+
+    /// The last render's pixels under the exact-Bragg rule, left as the GPU computed them: the
+    /// caller renders them with the f64 kernel (`cpu::apply_exact_fixup`, as `api::Renderer`
+    /// does); the GPU driver does not depend on the CPU kernel.
+    pub fn exact_fixup(&self) -> &ExactFixup {
+        &self.fixup
     }
 
     /// Raster index of the pixel where tricubic interpolation was switched off in the last
@@ -451,7 +461,8 @@ impl GpuRenderer {
         });
     }
 
-    /// Render `plan`; returns the float image (`fpixels * spixels`, fast index fastest).
+    /// Render `plan`; returns the float image (`fpixels * spixels`, fast index fastest), whose
+    /// pixels under the exact-Bragg rule ([`GpuRenderer::exact_fixup`]) still need the f64 kernel.
     /// `progress` receives the finished fraction after each tile; `cancel` is checked before
     /// each tile (then the result is `ErrorKind::Cancelled`).
     pub async fn render(
@@ -580,7 +591,7 @@ impl GpuRenderer {
         }
         let dispatch_s = dispatch.seconds();
 
-        // Pixels under the exact-Bragg rule (cpu::terms::EXACT_BRAGG): upstream's value there is
+        // Pixels under the exact-Bragg rule (crate::terms::EXACT_BRAGG): upstream's value there is
         // an f64 rounding artefact that only the f64 kernel reproduces.
         let flag_bytes = self.read_flags(key.flags).await?;
         let exact = layout::exact_bragg_pixels(bytemuck::cast_slice(&flag_bytes), pixels);
@@ -597,16 +608,13 @@ impl GpuRenderer {
         let mut image: Vec<f32> = bytemuck::cast_slice(&bytes).to_vec();
         image.truncate(pixels);
         let readback_s = rb.seconds();
-        if !exact.is_empty() {
-            let ep = crate::cpu::pixel64::ExactCtx::new(plan);
-            for &i in &exact {
-                let (f, s) = (i % plan.fpixels, i / plan.fpixels);
-                let interp = tricubic && self.switch_pixel.is_none_or(|p| i <= p);
-                let first = i as u32 == first_pixel;
-                image[i] = crate::cpu::pixel64::render_pixel(&ep, f, s, first, interp).value;
-            }
-        }
         self.stats.last_exact_bragg_pixels = exact.len();
+        self.fixup = ExactFixup {
+            pixels: exact,
+            tricubic,
+            interp_switch: self.switch_pixel,
+            first_pixel: (first_pixel != NO_PIXEL).then_some(first_pixel as usize),
+        };
         self.stats.renders += 1;
         self.timings = GpuTimings {
             pipeline_s: self.pipeline_s,

@@ -2,7 +2,7 @@
 //! (`shaders/selftest.wgsl`). Used at device creation to detect an unfused `fma` (then Dekker's
 //! split is used) and to refuse devices that break the error-free transforms (reassociation,
 //! flushed low words), and by `crate/tests/gpu_selftest.rs` to test every trick and every term
-//! function against its Rust twin (`cpu::terms`).
+//! function against its Rust twin (`crate::terms`).
 
 use super::context::{read_buffer, scope_error};
 use super::layout::SelfTestParams;

@@ -4,7 +4,7 @@
 
 /// Shared double-float library (`shaders/shared/df64.wgsl`).
 pub const DF64: &str = include_str!("../../../shaders/shared/df64.wgsl");
-/// Shared term functions (`shaders/shared/terms.wgsl`, the twin of `cpu/terms.rs`).
+/// Shared term functions (`shaders/shared/terms.wgsl`, the twin of `terms.rs`).
 pub const TERMS: &str = include_str!("../../../shaders/shared/terms.wgsl");
 /// The per-pixel kernel body (`shaders/nanobragg.wgsl`), entry point [`KERNEL_ENTRY`].
 pub const KERNEL: &str = include_str!("../../../shaders/nanobragg.wgsl");

@@ -6,6 +6,7 @@ pub mod cbf;
 pub mod cbf_read;
 pub mod hkl;
 pub mod matfile;
+pub mod nexus;
 pub mod pgm;
 pub mod smv;
 pub mod stol;

@@ -136,7 +136,7 @@ impl StolTable {
             self.stol[n + 2],
         ];
         let ya = [self.f[n - 1], self.f[n], self.f[n + 1], self.f[n + 2]];
-        let cubic = crate::cpu::terms::polint(xa, ya, x);
+        let cubic = crate::terms::polint(xa, ya, x);
         if cubic.is_finite() {
             return cubic;
         }

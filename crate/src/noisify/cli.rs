@@ -191,24 +191,59 @@ fn run_inner(words: &[String]) -> Result<()> {
         };
     }
     if let Some(name) = &opts.cbffile {
-        let info = CbfInfo {
-            detector: "noisify simulation".into(),
-            pixel: prep.pixel,
-            sensor: None,
-            exposure: 1.0,
-            count_cutoff: if opts.bits32 { MAX_U32 } else { MAX_U16 } as u64,
-            wavelength: prep.wavelength,
-            distance: prep.distance,
-            beam_xy: (prep.xbeam / prep.pixel, prep.ybeam / prep.pixel),
-            start_angle: opts.phi,
-            angle_increment: opts.osc,
-            excluded: 0,
-        };
+        let (info, pixels) = cbf_image(&prep, &d, cbf_pixels);
         let _ = writeln!(out, "writing {name} as miniCBF");
-        let file = write_minicbf(&info, prep.width, prep.height, &cbf_pixels);
+        let file = write_minicbf(&info, prep.width, prep.height, &pixels);
         write_atomic_parts(Path::new(name), &[&file])?;
     }
     Ok(())
+}
+
+/// The miniCBF's header and pixels. Without a preset: the SMV image's pixels (16- or 32-bit) and
+/// its limit as `Count_cutoff`. With `-detector`: the counts up to the preset's largest count
+/// (the SMV image may be 16-bit, the detector is not), its module gaps -1 (untrusted, as
+/// PILATUS and EIGER files mark them), its name and sensor. φ and the oscillation are
+/// [`Prepared::phi`]/[`Prepared::osc`] (flags, else the `-header`'s), so a series of images makes
+/// one sweep.
+pub fn cbf_image(prep: &Prepared, d: &Detected, smv_pixels: Vec<i32>) -> (CbfInfo, Vec<i32>) {
+    let opts = &prep.opts;
+    let mut info = CbfInfo {
+        detector: "noisify simulation".into(),
+        pixel: prep.pixel,
+        sensor: (opts.sensor_thickness > 0.0)
+            .then(|| ("Silicon".to_string(), opts.sensor_thickness)),
+        exposure: 1.0,
+        count_cutoff: if opts.bits32 { MAX_U32 } else { MAX_U16 } as u64,
+        wavelength: prep.wavelength,
+        distance: prep.distance,
+        beam_xy: (prep.beam_fs.0 / prep.pixel, prep.beam_fs.1 / prep.pixel),
+        start_angle: prep.phi,
+        angle_increment: prep.osc,
+        excluded: 0,
+    };
+    let Some(p) = opts.preset else {
+        return (info, smv_pixels);
+    };
+    info.detector = p.label.to_string();
+    info.sensor = Some((p.sensor.to_string(), p.sensor_thickness_um * 1e-6));
+    info.count_cutoff = p.saturation;
+    let adu = d.noise.as_ref().map_or(&d.adu, |n| &n.adu);
+    let limit = p.saturation.min(MAX_U32 as u64) as u32;
+    let mut excluded = 0;
+    let pixels = adu
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if p.is_gap(i % prep.width, i / prep.width) {
+                excluded += 1;
+                -1
+            } else {
+                v.min(limit) as i32
+            }
+        })
+        .collect();
+    info.excluded = excluded;
+    (info, pixels)
 }
 
 fn write_image(name: &str, header: &[u8], adu: &[u32], int16: &[u16], bits32: bool) -> Result<()> {

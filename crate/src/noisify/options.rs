@@ -13,6 +13,15 @@ use crate::io::smv;
 #[derive(Clone, Debug)]
 pub struct NoisifyOptions {
     pub floatfile: Option<String>,
+    /// More float images (`-add FILE`, repeatable), added pixel by pixel to `floatfile` in f32,
+    /// in the order given (as `realistic::compose` adds layers).
+    pub add: Vec<String>,
+    /// `-detector NAME`: the image must be the preset's size; its module gaps are -1 in the
+    /// miniCBF, its sensor and largest count go to the miniCBF header.
+    pub preset: Option<&'static crate::detectors::DetectorPreset>,
+    /// Sensor thickness (m) for the miniCBF header without a preset (`-detector_thick µm`,
+    /// silicon); 0: no sensor line.
+    pub sensor_thickness: f64,
     pub header: Option<String>,
     pub intfile: String,
     pub pgmfile: String,
@@ -43,9 +52,10 @@ pub struct NoisifyOptions {
     pub seed: Option<i64>,
     pub calib_seed: i64,
     pub bits32: bool,
-    /// Degrees, header only.
-    pub phi: f64,
-    pub osc: f64,
+    /// Degrees: `-phi` and `-osc` as given; `None` takes the `-header`'s OSC_START (or PHI)
+    /// and OSC_RANGE, else 0 and 1 (see [`Prepared::phi`]).
+    pub phi: Option<f64>,
+    pub osc: Option<f64>,
     pub warnings: Vec<String>,
 }
 
@@ -53,6 +63,9 @@ impl Default for NoisifyOptions {
     fn default() -> Self {
         NoisifyOptions {
             floatfile: None,
+            add: Vec::new(),
+            preset: None,
+            sensor_thickness: 0.0,
             header: None,
             intfile: "intimage.img".into(),
             pgmfile: "image.pgm".into(),
@@ -80,8 +93,8 @@ impl Default for NoisifyOptions {
             seed: None,
             calib_seed: 123456789,
             bits32: false,
-            phi: 0.0,
-            osc: 1.0,
+            phi: None,
+            osc: None,
             warnings: Vec::new(),
         }
     }
@@ -90,12 +103,18 @@ impl Default for NoisifyOptions {
 pub const USAGE: &str = "\
 usage: noisify -floatfile floatimage.bin [options]
   -floatfile FILE (or -bin)  float image in photons/pixel (raw little-endian f32)
+  -add FILE                  add another float image of the same size (repeatable)
+  -detector NAME             a real detector (pilatus6m, eiger2-16m, eiger2-4m, mx300): size,
+                             pixel, module gaps (-1 in the miniCBF), sensor, largest count
+  -detector_thick um         silicon sensor thickness for the miniCBF header (no preset)
   -header FILE               copy this SMV header (SIZE1/SIZE2 give the dimensions)
   -detpixels n | -detpixels_x n -detpixels_y n   dimensions (default: from the file size)
   -scale s  -fluence ph/m^2  photons = scale * fluence * r_e^2 * value
   -gain ADU/photon  -adc ADU  -readout_noise ADU  -flicker frac  -calibration frac
   -seed n  -calib_seed n     -psf gauss|fiber -psf_fwhm um -psf_radius px  -bits 16|32
-  -pixel mm -distance mm -lambda A -Xbeam mm -Ybeam mm -phi deg -osc deg  (header values)
+  -pixel mm -distance mm -lambda A -Xbeam mm -Ybeam mm  (header values)
+  -phi deg -osc deg          start and width of the oscillation (default: the -header's
+                             OSC_START and OSC_RANGE, else 0 and 1)
   -intfile F -noisefile F -pgmfile F -cbffile F  -nonoise -nopgm
 ";
 
@@ -116,6 +135,22 @@ pub fn parse(words: &[String]) -> Result<NoisifyOptions> {
         }
         match arg.as_str() {
             "-floatfile" | "-floatimage" | "-bin" => o.floatfile = Some(w.text()?),
+            "-add" => o.add.push(w.text()?),
+            "-detector" => {
+                let name = w.text()?;
+                let p = crate::detectors::find(&name).ok_or_else(|| {
+                    w.error(format_args!(
+                        "unknown detector '{name}' (known: {})",
+                        crate::detectors::names()
+                    ))
+                })?;
+                // the preset's size and pixel; later flags override them
+                o.preset = Some(p);
+                o.xpixels = Some(p.fast_pixels);
+                o.ypixels = Some(p.slow_pixels);
+                o.pixel = p.pixel_mm / 1000.0;
+            }
+            "-detector_thick" => o.sensor_thickness = w.non_negative()? * 1e-6,
             "-header" => o.header = Some(w.text()?),
             "-intfile" | "-intimage" => o.intfile = w.text()?,
             "-pgmfile" | "-pgmimage" => o.pgmfile = w.text()?,
@@ -182,8 +217,8 @@ pub fn parse(words: &[String]) -> Result<NoisifyOptions> {
                     b => return Err(w.error(format_args!("expected 16 or 32, found {b}"))),
                 }
             }
-            "-phi" => o.phi = w.f64()?,
-            "-osc" => o.osc = w.f64()?,
+            "-phi" => o.phi = Some(w.f64()?),
+            "-osc" => o.osc = Some(w.f64()?),
             _ => return Err(Error::usage(format!("unknown flag '{arg}'"))),
         }
     }
@@ -200,10 +235,18 @@ pub struct Prepared {
     pub distance: f64,
     pub xbeam: f64,
     pub ybeam: f64,
+    /// m, along fast and slow from the first pixel's outer corner: where the direct beam meets
+    /// the detector, for the miniCBF's `Beam_xy`. A nanobragg/nonbragg header's
+    /// `ADXV_CENTER_X`/`_Y` (that exact point; its `BEAM_CENTER_X`/`_Y` are MOSFLM's, which
+    /// upstream noisify reads as if they were these), else (`xbeam`, `ybeam`).
+    pub beam_fs: (f64, f64),
     pub detsize_x: f64,
     pub detsize_y: f64,
     /// Å: the header's WAVELENGTH, else `-lambda`.
     pub wavelength: f64,
+    /// Degrees: `-phi`/`-osc`, else the header's OSC_START (or PHI) and OSC_RANGE, else 0 and 1.
+    pub phi: f64,
+    pub osc: f64,
     /// The imported header's first HEADER_BYTES bytes, written verbatim.
     pub header: Option<Vec<u8>>,
     pub input: Vec<f32>,
@@ -226,7 +269,26 @@ pub fn guess_dimensions(n: usize) -> (usize, usize) {
     }
 }
 
-/// Reads the header (if any) and the float image and settles the dimensions.
+/// Decodes a raw little-endian f32 image of width `w`; every pixel must be finite.
+fn float_pixels(name: &str, bytes: &[u8], w: usize) -> Result<Vec<f32>> {
+    let input: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    if let Some(i) = input.iter().position(|v| !v.is_finite()) {
+        return Err(Error::input(format!(
+            "{name}: pixel {} (fast {}, slow {}) is {} (the image must hold finite numbers)",
+            i,
+            i % w,
+            i / w,
+            input[i]
+        ))
+        .at_file(name));
+    }
+    Ok(input)
+}
+
+/// Reads the header (if any) and the float images and settles the dimensions.
 /// `seed` is used when the options carry none (upstream: the clock).
 pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<Prepared> {
     let Some(name) = o.floatfile.clone() else {
@@ -240,7 +302,9 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
     let mut pixel = o.pixel;
     let mut distance = o.distance;
     let (mut hdr_xbeam, mut hdr_ybeam) = (None, None);
+    let mut hdr_adxv = None;
     let mut wavelength = o.lambda;
+    let (mut hdr_phi, mut hdr_osc) = (None, None);
     let mut header = None;
     if let Some(hname) = &o.header {
         log.push(format!("taking header from {hname}"));
@@ -272,8 +336,11 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         if let Some(l) = v("WAVELENGTH").filter(|l| *l > 0.0) {
             wavelength = l;
         }
+        hdr_phi = v("OSC_START").or_else(|| v("PHI"));
+        hdr_osc = v("OSC_RANGE");
         hdr_xbeam = v("BEAM_CENTER_X").map(|x| x / 1000.0);
         hdr_ybeam = v("BEAM_CENTER_Y");
+        hdr_adxv = v("ADXV_CENTER_X").zip(v("ADXV_CENTER_Y"));
         header = Some(bytes[..head.header_bytes].to_vec());
     }
 
@@ -301,27 +368,40 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
             w as u128 * h as u128,
             if o.header.is_some() {
                 " (SIZE1 x SIZE2 of the header)"
+            } else if o.preset.is_some() {
+                " (-detector, -detpixels)"
             } else {
                 " (-detpixels)"
             }
         ))
         .at_file(name));
     }
-    let input: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    if let Some(i) = input.iter().position(|v| !v.is_finite()) {
-        return Err(Error::input(format!(
-            "{name}: pixel {} (fast {}, slow {}) is {} (the image must hold finite numbers)",
-            i,
-            i % w,
-            i / w,
-            input[i]
-        ))
-        .at_file(name));
-    }
+    let mut input = float_pixels(&name, &bytes, w)?;
     log.push(format!("importing {n} pixel intensites: {name}"));
+    for add in &o.add {
+        let bytes = files.read(add, FileKind::FloatImage)?;
+        if bytes.len() != 4 * n {
+            return Err(Error::input(format!(
+                "{add}: -add: {} bytes, but the image {name} is {n} float pixels ({} bytes)",
+                bytes.len(),
+                4 * n
+            ))
+            .at_file(add));
+        }
+        // f32 sums in the order given, as realistic::compose adds layers
+        for (a, b) in input.iter_mut().zip(float_pixels(add, &bytes, w)?) {
+            *a += b;
+        }
+        log.push(format!("adding {n} pixel intensites: {add}"));
+    }
+    if let Some(p) = o.preset {
+        if (w, h) != (p.fast_pixels, p.slow_pixels) {
+            return Err(Error::input(format!(
+                "-detector {}: the detector is {}x{} pixels but the image is {w}x{h}",
+                p.name, p.fast_pixels, p.slow_pixels
+            )));
+        }
+    }
 
     let detsize_x = pixel * w as f64;
     let detsize_y = pixel * h as f64;
@@ -331,6 +411,9 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         .map(|y| detsize_y - y / 1000.0)
         .or(o.ybeam)
         .unwrap_or(detsize_y / 2.0);
+    let beam_fs = hdr_adxv.map_or((xbeam, ybeam), |(x, y)| {
+        (x / 1000.0, detsize_y - y / 1000.0)
+    });
 
     let psf = o.psf.map(|kind| Psf {
         kind,
@@ -358,9 +441,12 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         distance,
         xbeam,
         ybeam,
+        beam_fs,
         detsize_x,
         detsize_y,
         wavelength,
+        phi: o.phi.or(hdr_phi).unwrap_or(0.0),
+        osc: o.osc.or(hdr_osc).unwrap_or(1.0),
         header,
         input,
         effects,
@@ -382,9 +468,9 @@ pub fn own_header(p: &Prepared) -> Result<Vec<u8>> {
     smv::push_g(&mut s, "WAVELENGTH", p.opts.lambda);
     smv::push_g(&mut s, "BEAM_CENTER_X", p.xbeam * 1000.0);
     smv::push_g(&mut s, "BEAM_CENTER_Y", (p.detsize_y - p.ybeam) * 1000.0);
-    smv::push_g(&mut s, "PHI", p.opts.phi);
-    smv::push_g(&mut s, "OSC_START", p.opts.phi);
-    smv::push_g(&mut s, "OSC_RANGE", p.opts.osc);
+    smv::push_g(&mut s, "PHI", p.phi);
+    smv::push_g(&mut s, "OSC_START", p.phi);
+    smv::push_g(&mut s, "OSC_RANGE", p.osc);
     s.push_str(smv::HEADER_CLOSE);
     smv::pad_header(s)
 }
@@ -501,6 +587,94 @@ mod tests {
             e.message.starts_with("text.img: not an SMV image"),
             "{}",
             e.message
+        );
+    }
+
+    #[test]
+    fn added_images_phi_and_preset() {
+        let mut files = MemFiles::default();
+        files
+            .0
+            .insert("a.bin".into(), floats(&[1.0, 2.5, 0.1, 4.0]));
+        files
+            .0
+            .insert("b.bin".into(), floats(&[0.5, 1e8, 0.2, -1.0]));
+        files.0.insert("c.bin".into(), floats(&[1.0; 3]));
+        let p = |s: &str, files: &MemFiles| prepare(&parse(&words(s)).unwrap(), files, -1);
+        let r = p("-bin a.bin -add b.bin -add a.bin -detpixels 2", &files).unwrap();
+        let want: Vec<f32> = [1.0f32, 2.5, 0.1, 4.0]
+            .iter()
+            .zip([0.5f32, 1e8, 0.2, -1.0])
+            .map(|(a, b)| (a + b) + a)
+            .collect();
+        assert_eq!(r.input, want);
+        assert_eq!((r.phi, r.osc), (0.0, 1.0));
+        let e = p("-bin a.bin -add c.bin", &files).unwrap_err();
+        assert_eq!(
+            e.message,
+            "c.bin: -add: 12 bytes, but the image a.bin is 4 float pixels (16 bytes)"
+        );
+        let e = p("-bin a.bin -add none.bin", &files).unwrap_err();
+        assert!(e.message.contains("none.bin"), "{}", e.message);
+
+        // phi and oscillation: the header's OSC_START (or PHI) and OSC_RANGE, flags first
+        let head = |text: &str| {
+            let mut h = format!("{{\nHEADER_BYTES=512;\nSIZE1=2;\nSIZE2=2;\n{text}}}").into_bytes();
+            h.resize(512, b' ');
+            h
+        };
+        files.0.insert(
+            "h1.img".into(),
+            head("PHI=3;\nOSC_START=7.5;\nOSC_RANGE=0.25;\n"),
+        );
+        files.0.insert("h2.img".into(), head("PHI=12;\n"));
+        let r = p("-bin a.bin -header h1.img", &files).unwrap();
+        assert_eq!((r.phi, r.osc), (7.5, 0.25));
+        let r = p("-bin a.bin -header h2.img", &files).unwrap();
+        assert_eq!((r.phi, r.osc), (12.0, 1.0));
+        // the miniCBF's beam: a nanobragg header's ADXV centre (fast, size - slow), not its
+        // MOSFLM BEAM_CENTER_X/Y
+        files.0.insert(
+            "h3.img".into(),
+            head("PIXEL_SIZE=0.2;\nBEAM_CENTER_X=0.3;\nBEAM_CENTER_Y=0.3;\nADXV_CENTER_X=0.1;\nADXV_CENTER_Y=0.3;\n"),
+        );
+        let r = p("-bin a.bin -header h3.img", &files).unwrap();
+        assert_eq!((r.xbeam, r.ybeam), (0.3e-3, 0.4e-3 - 0.3e-3));
+        assert_eq!(r.beam_fs, (0.1e-3, 0.4e-3 - 0.3e-3));
+        let r = p("-bin a.bin -header h2.img", &files).unwrap();
+        assert_eq!(r.beam_fs, (r.xbeam, r.ybeam));
+        let r = p("-bin a.bin -header h1.img -phi 1 -osc 0.1", &files).unwrap();
+        assert_eq!((r.phi, r.osc), (1.0, 0.1));
+        let own = own_header(&r).unwrap();
+        let text = String::from_utf8_lossy(&own);
+        assert!(
+            text.contains("OSC_START=1;") && text.contains("OSC_RANGE=0.1;"),
+            "{text}"
+        );
+
+        // a preset sets size and pixel (later flags override); the image must be its size
+        let o = parse(&words("-detector Pilatus6M -detector_thick 450")).unwrap();
+        assert_eq!(
+            (o.xpixels, o.ypixels, o.pixel),
+            (Some(2463), Some(2527), 0.172 / 1000.0)
+        );
+        assert_eq!(o.preset.unwrap().name, "pilatus6m");
+        assert_eq!(o.sensor_thickness, 450e-6);
+        let e = p("-bin a.bin -detector eiger2-4m -detpixels 2", &files).unwrap_err();
+        assert_eq!(
+            e.message,
+            "-detector eiger2-4m: the detector is 2068x2162 pixels but the image is 2x2"
+        );
+        let e = p("-bin a.bin -detector eiger2-4m", &files).unwrap_err();
+        assert!(
+            e.message.ends_with("(-detector, -detpixels)"),
+            "{}",
+            e.message
+        );
+        let e = parse(&words("-detector pilatus2m")).unwrap_err().message;
+        assert!(
+            e.starts_with("-detector: unknown detector 'pilatus2m' (known: pilatus6m"),
+            "{e}"
         );
     }
 }

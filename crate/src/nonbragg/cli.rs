@@ -54,11 +54,11 @@ fn print_setup(st: &Setup, out: &mut impl Write) -> std::io::Result<()> {
         )?;
     }
     let (dispsteps, dispersion, _) =
-        crate::sampling::divergence_like(o.dispsteps, o.dispersion, -1.0, 1.0);
+        crate::resolve::sampling::divergence_like(o.dispsteps, o.dispersion, -1.0, 1.0);
     let (_, hdivrange, hdivstep) =
-        crate::sampling::divergence_like(o.hdivsteps, o.hdivrange, o.hdivstep, 1.0);
+        crate::resolve::sampling::divergence_like(o.hdivsteps, o.hdivrange, o.hdivstep, 1.0);
     let (_, vdivrange, vdivstep) =
-        crate::sampling::divergence_like(o.vdivsteps, o.vdivrange, o.vdivstep, 1.0);
+        crate::resolve::sampling::divergence_like(o.vdivsteps, o.vdivrange, o.vdivstep, 1.0);
     writeln!(
         out,
         "  {} initialized F points (will cubic-spline interpolate between them)",

@@ -10,7 +10,7 @@
 //! pixel off, as upstream does). Everything else is the crate's: the detector is placed by
 //! `detector.rs` (through `resolve`), pixel positions are `Plan::subpixel_position`, sources come
 //! from the crate's divergence/dispersion grid or source file, the polarisation factor is
-//! `cpu::terms`, the table interpolation `io::stol`, and the int/PGM/noise images and the
+//! `crate::terms`, the table interpolation `io::stol`, and the int/PGM/noise images and the
 //! miniCBF are `output.rs` and `io/`.
 
 #[cfg(not(target_arch = "wasm32"))] // writes files through crate::cli (native only)
@@ -18,13 +18,13 @@ pub mod cli;
 pub mod options;
 
 use crate::args::{Convention, Options, RTD};
-use crate::cpu::terms::{polarization_f64, PolarFrame};
 use crate::error::{Error, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io::stol::{read_stol, StolTable};
 use crate::plan::Plan;
 use crate::resolve::{AVOGADRO, R_E_SQR};
 use crate::stats::Stats;
+use crate::terms::{polarization_f64, PolarFrame};
 use crate::vec3::{cross, mag, unit, unitize, V3};
 use options::NonBraggOptions;
 use rayon::prelude::*;
@@ -216,7 +216,7 @@ pub fn prepare(o: &NonBraggOptions, files: &dyn FileSource, clock_seed: i64) -> 
                 })
                 .collect();
             let (dispsteps, _, _) =
-                crate::sampling::divergence_like(o.dispsteps, o.dispersion, -1.0, 1.0);
+                crate::resolve::sampling::divergence_like(o.dispsteps, o.dispersion, -1.0, 1.0);
             let n = list.len() as i64 / dispsteps.max(1);
             (list, n)
         }
@@ -226,7 +226,7 @@ pub fn prepare(o: &NonBraggOptions, files: &dyn FileSource, clock_seed: i64) -> 
             "source list and geometry disagree".to_string(),
         ));
     }
-    let (_, osc, _) = crate::sampling::phi(o.phisteps, o.osc, o.phistep);
+    let (_, osc, _) = crate::resolve::sampling::phi(o.phisteps, o.osc, o.phistep);
     let mut warnings = o.warnings.clone();
     warnings.extend(frame.det.warnings.iter().cloned());
     Ok(Setup {
@@ -291,6 +291,8 @@ fn resolve_frame(
         point_pixel: o.point_pixel,
         oversample: o.oversample.max(1),
         roi: o.roi,
+        // its module gaps become the mask (resolution's step, as for nanobragg)
+        preset: o.preset,
         // the beam
         lambda: Some(o.lambda),
         dispersion: o.dispersion,
@@ -315,14 +317,7 @@ fn resolve_frame(
         seed: Some(-1),
         ..Options::default()
     };
-    let mut frame = crate::resolve::resolve(&n, files)?;
-    if let Some(p) = o.preset {
-        let plan = &mut frame.plan;
-        if plan.fpixels == p.fast_pixels && plan.spixels == p.slow_pixels {
-            plan.mask = Some(p.mask());
-        }
-    }
-    Ok(frame)
+    crate::resolve::resolve(&n, files)
 }
 
 /// Renders the float image (photons/pixel, or F with `-Fmap`); returns it and the summed solid

@@ -52,7 +52,7 @@ pub struct NonBraggOptions {
     pub polar_vector: V3,
     pub source_distance: f64,
     // detector
-    pub preset: Option<&'static crate::detectors::DetectorPreset>,
+    pub preset: Option<&'static crate::presets::DetectorPreset>,
     pub pixel: f64,
     pub detsize_x: f64,
     pub detsize_y: f64,
@@ -279,10 +279,10 @@ pub fn parse(words: &[String]) -> Result<NonBraggOptions> {
             // ---- detector
             "-detector" => {
                 let name = w.text()?;
-                let p = crate::detectors::find(&name).ok_or_else(|| {
+                let p = crate::presets::find(&name).ok_or_else(|| {
                     w.error(format_args!(
                         "unknown detector '{name}' (known: {})",
-                        crate::detectors::names()
+                        crate::presets::names()
                     ))
                 })?;
                 o.preset = Some(p);

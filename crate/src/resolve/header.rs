@@ -6,10 +6,10 @@
 
 use crate::args::{self, Check, Options, RTD};
 use crate::cfmt::scan_f64;
-use crate::detector::HeaderDefaults;
 use crate::error::{Error, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io::smv::{self, SmvFile};
+use crate::resolve::detector::HeaderDefaults;
 
 /// What one header (or the merged headers) supplies.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -3,11 +3,11 @@
 //! for (MODEL §4.7).
 
 use crate::args::Options;
-use crate::crystal::{resolve_crystal, Crystal, CrystalInput};
-use crate::detector::Detector;
 use crate::error::{Error, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io;
+use crate::resolve::crystal::{resolve_crystal, Crystal, CrystalInput};
+use crate::resolve::detector::Detector;
 use crate::resolve::limits::{self, over};
 use crate::rng::RanState;
 use crate::vec3::mag;
@@ -150,7 +150,7 @@ pub fn oversample(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detector::{resolve_detector, HeaderDefaults};
+    use crate::resolve::detector::{resolve_detector, HeaderDefaults};
 
     fn setup(s: &str) -> (Options, Crystal, Detector) {
         let o = crate::args::test_opts(s);

@@ -26,12 +26,16 @@ pub const MAX_SOURCES: u64 = 1_000_000;
 pub const MAX_ORIENTATIONS: u64 = 2_000_000;
 #[cfg(target_arch = "wasm32")]
 pub const MAX_ORIENTATIONS: u64 = 500_000;
+/// Most pixels the browser build renders: its memory is at most 1 GiB, and an image is held as
+/// the f32 result plus a copy in transit (8192² f32 = 256 MiB each).
+pub const BROWSER_MAX_PIXELS: usize = 8192 * 8192;
+
 /// Most detector pixels: 1e9 natively (4 GB float image); the browser's image limit
-/// ([`crate::api::BROWSER_MAX_PIXELS`]) in the wasm build.
+/// ([`BROWSER_MAX_PIXELS`]) in the wasm build.
 #[cfg(not(target_arch = "wasm32"))]
 pub const MAX_PIXELS: usize = 1_000_000_000;
 #[cfg(target_arch = "wasm32")]
-pub const MAX_PIXELS: usize = crate::api::BROWSER_MAX_PIXELS;
+pub const MAX_PIXELS: usize = BROWSER_MAX_PIXELS;
 
 /// An error for a documented limit.
 pub fn over(message: impl Into<String>) -> Error {

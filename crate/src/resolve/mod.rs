@@ -20,24 +20,27 @@
 //! Counts and their products are checked against `limits` before anything is allocated.
 
 pub mod beam;
+pub mod crystal;
+pub mod detector;
 pub mod header;
 pub mod lattice;
 pub mod limits;
 pub mod orientations;
 pub mod pixels;
+pub mod sampling;
 pub mod scaling;
 pub mod sources;
 pub mod structure;
 
 use crate::args::{Options, RTD};
-use crate::crystal::Crystal;
-use crate::detector::{resolve_detector, Detector};
 use crate::error::{Error, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io;
 use crate::plan::{Interpolation, Plan};
+use crate::resolve::crystal::Crystal;
+use crate::resolve::detector::{resolve_detector, Detector};
+use crate::resolve::sampling::resolve_sampling;
 use crate::rng::RanState;
-use crate::sampling::resolve_sampling;
 
 pub use scaling::{AVOGADRO, R_E_SQR};
 
@@ -263,7 +266,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
     ));
     log.push(format!("{0}x{0} pixel oversample steps", over.value));
 
-    Ok(Setup {
+    let mut setup = Setup {
         opts: o.clone(),
         det,
         crystal,
@@ -279,7 +282,9 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         hkl_source,
         log,
         warnings,
-    })
+    };
+    pixels::apply_preset_mask(&mut setup);
+    Ok(setup)
 }
 
 /// The last guard before the kernels: every number of the plan they read is finite (the steps

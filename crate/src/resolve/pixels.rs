@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use crate::io::smv::{self, SmvFile};
 use crate::plan::Roi;
+use crate::resolve::Setup;
 
 pub fn roi(roi: Option<[i64; 4]>, fpixels: usize, spixels: usize) -> Roi {
     let (fp, sp) = (fpixels as i64, spixels as i64);
@@ -65,6 +66,29 @@ pub fn check_selection(
         }
     }
     Ok(())
+}
+
+/// A `-detector` preset's module gaps join the plan's mask, when the detector still has the
+/// preset's pixel counts (later flags may have changed them; then a warning says so).
+pub fn apply_preset_mask(setup: &mut Setup) {
+    let Some(p) = setup.opts.preset else { return };
+    let plan = &mut setup.plan;
+    if plan.fpixels != p.fast_pixels || plan.spixels != p.slow_pixels {
+        setup.warnings.push(format!(
+            "WARNING: -detector {}: the detector is {}x{} pixels, not the preset's {}x{}; module gaps not masked",
+            p.name, plan.fpixels, plan.spixels, p.fast_pixels, p.slow_pixels
+        ));
+        return;
+    }
+    let gaps = p.mask();
+    plan.mask = Some(match plan.mask.take() {
+        Some(m) => m
+            .iter()
+            .zip(&gaps)
+            .map(|(a, b)| (*a != 0 && *b != 0) as u8)
+            .collect(),
+        None => gaps,
+    });
 }
 
 #[cfg(test)]

@@ -3,11 +3,11 @@
 //! (m, upstream's convention: 10 m upstream of the sample) and a wavelength; the plan keeps the
 //! unit incident direction.
 
-use crate::detector::Detector;
 use crate::error::{Error, Result};
 use crate::plan::Source;
+use crate::resolve::detector::Detector;
 use crate::resolve::limits::{self, over};
-use crate::sampling::Sampling;
+use crate::resolve::sampling::Sampling;
 use crate::vec3::{mag, rotaxis, unit, V3};
 
 /// Rows of a source file (`x y z weight λ`; NaN where a column is missing) -> sources. Missing
@@ -119,8 +119,8 @@ pub fn to_plan(sources: &[(V3, f64)]) -> Vec<Source> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detector::{resolve_detector, HeaderDefaults};
-    use crate::sampling::resolve_sampling;
+    use crate::resolve::detector::{resolve_detector, HeaderDefaults};
+    use crate::resolve::sampling::resolve_sampling;
 
     fn grid(s: &str) -> Vec<(V3, f64)> {
         let o = crate::args::test_opts(s);

@@ -3,11 +3,11 @@
 //! (`Fdump.bin`), else `-default_F` everywhere; and whether they are interpolated.
 
 use crate::args::Options;
-use crate::crystal::Crystal;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io;
 use crate::plan::{HklGrid, Plan};
+use crate::resolve::crystal::Crystal;
 use crate::sf::{self, Model};
 
 /// Where the structure factors come from.

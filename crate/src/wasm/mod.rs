@@ -53,11 +53,59 @@ thread_local! {
     });
 }
 
-fn js_err(e: impl std::fmt::Display) -> JsError {
-    JsError::new(&e.to_string())
+/// An error as the page receives it: a JS `Error` whose message is the crate's, and for the
+/// crate's own errors their structure as properties (`kind`: "usage", "missing_input", "input",
+/// "geometry", "output", "cancelled", "gpu", "limit"), so that the page never parses the text.
+fn js_err(e: impl IntoJsErr) -> JsValue {
+    e.into_js()
 }
 
-fn to_js<T: Serialize>(v: &T) -> Result<JsValue, JsError> {
+trait IntoJsErr {
+    fn into_js(self) -> JsValue;
+}
+
+fn plain_error(message: &str) -> JsValue {
+    js_sys::Error::new(message).into()
+}
+
+impl IntoJsErr for crate::error::Error {
+    fn into_js(self) -> JsValue {
+        use crate::error::ErrorKind as K;
+        let kind = match self.kind {
+            K::Usage => "usage",
+            K::MissingInput => "missing_input",
+            K::Input => "input",
+            K::Geometry => "geometry",
+            K::Output => "output",
+            K::Cancelled => "cancelled",
+            K::Gpu => "gpu",
+            K::Limit => "limit",
+        };
+        let err = plain_error(&self.message);
+        let _ = js_sys::Reflect::set(&err, &"kind".into(), &kind.into());
+        err
+    }
+}
+
+impl IntoJsErr for &str {
+    fn into_js(self) -> JsValue {
+        plain_error(self)
+    }
+}
+
+impl IntoJsErr for String {
+    fn into_js(self) -> JsValue {
+        plain_error(&self)
+    }
+}
+
+impl IntoJsErr for serde_wasm_bindgen::Error {
+    fn into_js(self) -> JsValue {
+        plain_error(&self.to_string())
+    }
+}
+
+fn to_js<T: Serialize>(v: &T) -> Result<JsValue, JsValue> {
     v.serialize(&serde_wasm_bindgen::Serializer::json_compatible())
         .map_err(js_err)
 }
@@ -157,7 +205,7 @@ pub fn clear_files() {
 /// Parse and resolve the flags into a plan; returns the resolved geometry and the plan's size
 /// (`PrepareInfo`). The previous plan and image are kept when this fails.
 #[wasm_bindgen(unchecked_return_type = "PrepareInfo")]
-pub fn prepare(mut args: Vec<String>) -> Result<JsValue, JsError> {
+pub fn prepare(mut args: Vec<String>) -> Result<JsValue, JsValue> {
     // Upstream seeds the noise from the clock when -seed is absent; std's clock panics on
     // wasm32-unknown-unknown, so pass the same default (seconds since the epoch) explicitly.
     // Put first, so that a message about a missing value at the end still names the user's flag.
@@ -179,7 +227,7 @@ pub fn prepare(mut args: Vec<String>) -> Result<JsValue, JsError> {
 /// Reflections read from the `-hkl` file of the prepared plan, their index ranges and their
 /// resolution range (null when the structure factors do not come from an `h k l F` file).
 #[wasm_bindgen(unchecked_return_type = "HklSummary | null")]
-pub fn hkl_summary() -> Result<JsValue, JsError> {
+pub fn hkl_summary() -> Result<JsValue, JsValue> {
     STATE.with(|st| {
         let st = st.borrow();
         let Some(prep) = st.prepared.as_ref() else {
@@ -214,7 +262,7 @@ fn put_renderer(r: api::Renderer) {
 }
 
 /// Take the prepared plan out of the state for a render (reset cancel and progress first).
-fn start_render() -> Result<Prepared, JsError> {
+fn start_render() -> Result<Prepared, JsValue> {
     CANCEL.store(false, Ordering::SeqCst);
     report_progress(0.0);
     STATE
@@ -227,7 +275,7 @@ fn finish_render(
     prep: Prepared,
     r: api::Renderer,
     out: crate::error::Result<api::Rendered>,
-) -> Result<Vec<f32>, JsError> {
+) -> Result<Vec<f32>, JsValue> {
     put_renderer(r);
     STATE.with(|st| st.borrow_mut().prepared = Some(prep));
     let out = out.map_err(js_err)?;
@@ -237,7 +285,7 @@ fn finish_render(
 }
 
 /// Render the prepared plan through `api::Renderer`.
-async fn render_with(backend: api::Backend, precision: Precision) -> Result<Vec<f32>, JsError> {
+async fn render_with(backend: api::Backend, precision: Precision) -> Result<Vec<f32>, JsValue> {
     let prep = start_render()?;
     let mut r = take_renderer();
     let progress = |p: f32| report_progress(p);
@@ -251,18 +299,34 @@ async fn render_with(backend: api::Backend, precision: Precision) -> Result<Vec<
 /// `backend` is "cpu", "gpu" or "auto" (auto: f64 on the CPU, the only bit-exact engine; f32 on
 /// the GPU when it opens, else the CPU). `last_engine()` and `last_notice()` say what happened.
 #[wasm_bindgen]
-pub async fn render(backend: String, f64_precision: bool) -> Result<Vec<f32>, JsError> {
-    let backend = match backend.as_str() {
+pub async fn render(backend: String, f64_precision: bool) -> Result<Vec<f32>, JsValue> {
+    render_with(parse_backend(&backend), precision_of(f64_precision)).await
+}
+
+fn parse_backend(backend: &str) -> api::Backend {
+    match backend {
         "cpu" => api::Backend::Cpu,
         "gpu" | "webgpu" => api::Backend::Gpu,
         _ => api::Backend::Auto,
-    };
-    let precision = if f64_precision {
+    }
+}
+
+fn precision_of(f64_precision: bool) -> Precision {
+    if f64_precision {
         Precision::F64
     } else {
         Precision::F32
-    };
-    render_with(backend, precision).await
+    }
+}
+
+/// "gpu" or "cpu": where `render` will run with these choices, by the library's backend policy
+/// (`api::choose_backend`), given whether the WebGPU device opened (`gpu_open`): the worker's
+/// time estimate before a render uses it.
+#[wasm_bindgen]
+pub fn likely_engine(backend: &str, f64_precision: bool, gpu_open: bool) -> String {
+    let c = api::choose_backend(parse_backend(backend), precision_of(f64_precision));
+    let gpu = matches!(c.engine, api::Engine::Gpu) && (gpu_open || !c.fallback_to_cpu);
+    if gpu { "gpu" } else { "cpu" }.to_string()
 }
 
 /// "cpu" or "gpu": where the last render ran.
@@ -280,7 +344,7 @@ pub fn last_notice() -> String {
 /// The prepared plan's cost (`api::estimate_cost`) on `threads` CPU threads: pixels, terms,
 /// memory and rough CPU seconds, for a warning before a long render.
 #[wasm_bindgen]
-pub fn estimate_cost(threads: usize) -> Result<api::Cost, JsError> {
+pub fn estimate_cost(threads: usize) -> Result<api::Cost, JsValue> {
     STATE.with(|st| match &st.borrow().prepared {
         Some(p) => Ok(api::estimate_cost(p, threads)),
         None => Err(js_err("no plan prepared")),
@@ -289,7 +353,7 @@ pub fn estimate_cost(threads: usize) -> Result<api::Cost, JsError> {
 
 /// Render the prepared plan on the CPU (rayon over rows; threaded in the parallel build).
 #[wasm_bindgen]
-pub fn render_cpu(f64_precision: bool) -> Result<Vec<f32>, JsError> {
+pub fn render_cpu(f64_precision: bool) -> Result<Vec<f32>, JsValue> {
     let precision = if f64_precision {
         Precision::F64
     } else {
@@ -303,7 +367,7 @@ pub fn render_cpu(f64_precision: bool) -> Result<Vec<f32>, JsError> {
 
 /// Open the WebGPU device (in this worker) and return the adapter's description.
 #[wasm_bindgen]
-pub async fn gpu_init() -> Result<String, JsError> {
+pub async fn gpu_init() -> Result<String, JsValue> {
     let mut r = take_renderer();
     let out = r.init_gpu().await;
     put_renderer(r);
@@ -312,13 +376,13 @@ pub async fn gpu_init() -> Result<String, JsError> {
 
 /// Render the prepared plan with the WGSL kernel (no fallback).
 #[wasm_bindgen]
-pub async fn render_gpu() -> Result<Vec<f32>, JsError> {
+pub async fn render_gpu() -> Result<Vec<f32>, JsValue> {
     render_with(api::Backend::Gpu, Precision::F32).await
 }
 
 // ---- export --------------------------------------------------------------------------------------
 
-fn with_result<T>(f: impl FnOnce(&Prepared, &[f32]) -> T) -> Result<T, JsError> {
+fn with_result<T>(f: impl FnOnce(&Prepared, &[f32]) -> T) -> Result<T, JsValue> {
     STATE.with(|st| {
         let st = st.borrow();
         match (&st.prepared, &st.image) {
@@ -330,19 +394,19 @@ fn with_result<T>(f: impl FnOnce(&Prepared, &[f32]) -> T) -> Result<T, JsError> 
 
 /// SMV noiseless image of the last render.
 #[wasm_bindgen]
-pub fn export_int_smv() -> Result<Vec<u8>, JsError> {
+pub fn export_int_smv() -> Result<Vec<u8>, JsValue> {
     with_result(api::int_image_smv)?.map_err(js_err)
 }
 
 /// SMV Poisson-noise image of the last render (seed from `-seed`).
 #[wasm_bindgen]
-pub fn export_noise_smv() -> Result<Vec<u8>, JsError> {
+pub fn export_noise_smv() -> Result<Vec<u8>, JsValue> {
     with_result(api::noise_image_smv)?.map_err(js_err)
 }
 
 /// Raw little-endian f32 image of the last render (upstream `-floatfile` format).
 #[wasm_bindgen]
-pub fn export_float() -> Result<Vec<u8>, JsError> {
+pub fn export_float() -> Result<Vec<u8>, JsValue> {
     with_result(|_, img| api::float_image_bytes(img))
 }
 
@@ -379,6 +443,9 @@ export interface Geometry {
   distance: number;
   /** The spindle (φ) axis (unit): the convention's, or `-spindle_axis`. */
   spindle: V3;
+  /** The misset angles (degrees, x y z) that `-misset random` drew, as `-misset` takes them;
+   * null when the orientation was not random. */
+  randomMisset: V3 | null;
   /** Lab positions (m) of sensor-surface points computed by the kernel's own pixel-position
    * function (tilts, two-theta and the curved detector included), on a grid of continuous
    * pixel coordinates `f[i]`, `s[j]`; `pos` holds x,y,z of node (i, j) at 3*(j*f.length + i). */
@@ -430,6 +497,8 @@ struct Geometry {
     curved: bool,
     distance: f64,
     spindle: [f64; 3],
+    #[serde(rename = "randomMisset")]
+    random_misset: Option<[f64; 3]>,
     grid: Grid,
 }
 
@@ -491,6 +560,7 @@ impl Geometry {
             curved: p.curved,
             distance: p.distance,
             spindle: prep.setup.det.spindle,
+            random_misset: prep.setup.crystal.random_misset,
             grid: Grid {
                 f: fnodes.iter().map(|n| n.1).collect(),
                 s: snodes.iter().map(|n| n.1).collect(),
@@ -536,7 +606,7 @@ struct HklSummary {
 impl HklSummary {
     /// Re-reads the plan's `-hkl` file with NaN as the default F, so that the table's read
     /// entries are the non-NaN ones, and takes their resolution from the static reciprocal cell.
-    fn of(prep: &Prepared, files: &crate::files::MemFiles) -> Result<Option<Self>, JsError> {
+    fn of(prep: &Prepared, files: &crate::files::MemFiles) -> Result<Option<Self>, JsValue> {
         let Some(name) = prep.options().hkl.clone() else {
             return Ok(None);
         };
@@ -600,7 +670,7 @@ impl HklSummary {
 /// bytes instead (`columns: { count, hkl, r, …, flags }`, `Prediction::columns`): 10⁵ points
 /// without 10⁵ objects.
 #[wasm_bindgen]
-pub fn predict(max_excitation_error: Option<f64>, columns: bool) -> Result<JsValue, JsError> {
+pub fn predict(max_excitation_error: Option<f64>, columns: bool) -> Result<JsValue, JsValue> {
     STATE.with(|st| {
         let st = st.borrow();
         let prep = st

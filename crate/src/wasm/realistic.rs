@@ -10,7 +10,6 @@
 //! Progress and cancel are the module's shared flags (`progress_ptr`, `cancel_flag_ptr`).
 
 use super::{js_err, render_with, report_progress, to_js, CANCEL, STATE};
-use crate::api::{self, Precision};
 use crate::realistic::{self, SfCache};
 use serde::Serialize;
 use std::cell::RefCell;
@@ -24,6 +23,22 @@ struct Layers {
     d_min: f64,
     spots: Option<Vec<f32>>,
     background: Option<Vec<f32>>,
+    /// The spots' detector, kept apart from the module's plan (a prediction or another render
+    /// may replace that plan while the page still shows this image).
+    frame: Option<Frame>,
+    /// The image shown (ADU, masked) and what composed it: the downloads save it.
+    shown: Option<Vec<f32>>,
+    composed: Option<(bool, bool, realistic::DetectorSettings)>,
+    /// Whether the prepared spots take their structure factors from the model.
+    with_model: bool,
+}
+
+struct Frame {
+    w: usize,
+    h: usize,
+    pixel: f64,
+    mask: Option<Vec<u8>>,
+    header: crate::io::smv::SmvHeader,
 }
 
 thread_local! {
@@ -63,6 +78,20 @@ export interface SfInfo {
   ms: number;
 }
 
+/** A detector preset of the crate (`crate::detectors`) and the effects of its kind. */
+export interface DetectorChoice {
+  name: string;
+  label: string;
+  kind: string;
+  fast_pixels: number;
+  slow_pixels: number;
+  pixel_mm: number;
+  saturation: number;
+  sensor: string;
+  sensor_thickness_um: number;
+  effects: DetectorEffects;
+}
+
 /** Detector effects for `realistic_compose` (`realistic::DetectorSettings`, noisify's): read-out
  * noise (ADU rms), PSF FWHM (µm, 0 = none; Gaussian), gain (ADU/photon), ADC offset (ADU),
  * calibration error and flicker (fractions), noise seed (as `noisify -seed`). */
@@ -91,7 +120,7 @@ struct ModelInfo {
 /// Read a model (PDB or mmCIF, by content). The cached table is kept when the same bytes come
 /// again; a bad file is an error naming the file and line (the previous model stays).
 #[wasm_bindgen(unchecked_return_type = "ModelInfo")]
-pub fn realistic_set_model(name: &str, bytes: Vec<u8>) -> Result<JsValue, JsError> {
+pub fn realistic_set_model(name: &str, bytes: Vec<u8>) -> Result<JsValue, JsValue> {
     RS.with(|rs| {
         let mut rs = rs.borrow_mut();
         SfCache::load(&mut rs.cache, name, &bytes).map_err(js_err)?;
@@ -118,26 +147,51 @@ struct RealisticPrepare {
     sf_computations: usize,
 }
 
-/// Prepare the spots' plan from the page's words plus the model's cell; when the cached table
-/// reaches the detector's resolution it is installed at once (`sfCached`).
+/// Prepare the spots' plan from the page's words plus (`with_model`) the model's cell; when the
+/// cached table reaches the detector's resolution it is installed at once (`sfCached`). Without
+/// a model the words' own structure factors (`-default_F`, `-hkl`) are used.
 #[wasm_bindgen(unchecked_return_type = "RealisticPrepare")]
-pub fn realistic_prepare(mut args: Vec<String>) -> Result<JsValue, JsError> {
-    let words = RS.with(|rs| rs.borrow().cache.as_ref().map(|c| c.crystal_words()));
-    let words = words.ok_or_else(|| js_err("no model: choose or drop a PDB/mmCIF file"))?;
-    args.extend(words);
+pub fn realistic_prepare(mut args: Vec<String>, with_model: bool) -> Result<JsValue, JsValue> {
+    if with_model {
+        let words = RS.with(|rs| rs.borrow().cache.as_ref().map(|c| c.crystal_words()));
+        let words = words.ok_or_else(|| js_err("no model: choose or drop a PDB/mmCIF file"))?;
+        args.extend(words);
+    }
     super::prepare(args)?;
-    let d_min = STATE.with(|st| {
-        realistic::needed_d_min(st.borrow().prepared.as_ref().expect("prepared")).map_err(js_err)
+    let (d_min, frame) = STATE.with(|st| {
+        let st = st.borrow();
+        let prep = st.prepared.as_ref().expect("prepared");
+        let p = prep.plan();
+        let frame = Frame {
+            w: p.fpixels,
+            h: p.spixels,
+            pixel: p.pixel,
+            mask: p.mask.clone(),
+            header: crate::output::smv_header(&prep.setup),
+        };
+        let d = if with_model {
+            realistic::needed_d_min(prep).map_err(js_err)?
+        } else {
+            0.0
+        };
+        Ok::<_, JsValue>((d, frame))
     })?;
     let (cached, computations) = RS.with(|rs| {
         let mut rs = rs.borrow_mut();
         rs.d_min = d_min;
         rs.spots = None;
         rs.background = None;
-        let c = rs.cache.as_ref().expect("model");
-        (c.covers(d_min), c.computations)
+        rs.shown = None;
+        rs.frame = Some(frame);
+        rs.with_model = with_model;
+        // without a model the words hold the structure factors (-default_F, -hkl): nothing to compute
+        let c = rs.cache.as_ref().filter(|_| with_model);
+        (
+            c.is_none_or(|c| c.covers(d_min)),
+            c.map_or(0, |c| c.computations),
+        )
     });
-    if cached {
+    if cached && with_model {
         install()?;
     }
     let info = STATE.with(|st| super::PrepareInfo::of(st.borrow().prepared.as_ref().unwrap()));
@@ -150,7 +204,7 @@ pub fn realistic_prepare(mut args: Vec<String>) -> Result<JsValue, JsError> {
 }
 
 /// Put the cached table into the prepared plan.
-fn install() -> Result<(), JsError> {
+fn install() -> Result<(), JsValue> {
     RS.with(|rs| {
         let rs = rs.borrow();
         let c = rs.cache.as_ref().ok_or_else(|| js_err("no model"))?;
@@ -192,9 +246,13 @@ struct SfInfo {
 }
 
 /// The structure factors for the prepared plan: computed (progress, cancel) unless the cached
-/// table covers its resolution, then put into the plan.
-#[wasm_bindgen(unchecked_return_type = "SfInfo")]
-pub fn realistic_structure_factors() -> Result<JsValue, JsError> {
+/// table covers its resolution, then put into the plan; null when the spots were prepared
+/// without a model.
+#[wasm_bindgen(unchecked_return_type = "SfInfo | null")]
+pub fn realistic_structure_factors() -> Result<JsValue, JsValue> {
+    if !RS.with(|rs| rs.borrow().with_model) {
+        return Ok(JsValue::NULL);
+    }
     CANCEL.store(false, Ordering::SeqCst);
     report_progress(0.0);
     let t0 = js_sys::Date::now();
@@ -204,7 +262,7 @@ pub fn realistic_structure_factors() -> Result<JsValue, JsError> {
         let c = rs.cache.as_mut().ok_or_else(|| js_err("no model"))?;
         let computed = c.ensure(d_min, &report_progress, &CANCEL).map_err(js_err)?;
         let (grid, s) = c.table.as_ref().expect("table");
-        Ok::<_, JsError>(SfInfo {
+        Ok::<_, JsValue>(SfInfo {
             computed,
             computations: c.computations,
             reflections: grid.hkls,
@@ -225,18 +283,12 @@ pub fn realistic_structure_factors() -> Result<JsValue, JsError> {
 pub async fn realistic_render_spots(
     backend: String,
     f64_precision: bool,
-) -> Result<Vec<f32>, JsError> {
-    let b = match backend.as_str() {
-        "cpu" => api::Backend::Cpu,
-        "gpu" | "webgpu" => api::Backend::Gpu,
-        _ => api::Backend::Auto,
-    };
-    let p = if f64_precision {
-        Precision::F64
-    } else {
-        Precision::F32
-    };
-    let img = render_with(b, p).await?;
+) -> Result<Vec<f32>, JsValue> {
+    let img = render_with(
+        super::parse_backend(&backend),
+        super::precision_of(f64_precision),
+    )
+    .await?;
     RS.with(|rs| rs.borrow_mut().spots = Some(img.clone()));
     Ok(img)
 }
@@ -245,7 +297,7 @@ pub async fn realistic_render_spots(
 /// list (`materials` holds the lists separated by a "--" word, e.g. `-stol water.stol
 /// -thickness 0.02 -flux 1e12 … -- -stol air.stol …`); kept as the background layer.
 #[wasm_bindgen]
-pub fn realistic_background(materials: Vec<String>) -> Result<Vec<f32>, JsError> {
+pub fn realistic_background(materials: Vec<String>) -> Result<Vec<f32>, JsValue> {
     CANCEL.store(false, Ordering::SeqCst);
     report_progress(0.0);
     let lists: Vec<&[String]> = materials
@@ -271,7 +323,7 @@ pub fn realistic_background(materials: Vec<String>) -> Result<Vec<f32>, JsError>
             layers.push(vec![0.0; prep.plan().pixel_count()]);
         }
         let refs: Vec<&[f32]> = layers.iter().map(|l| l.as_slice()).collect();
-        Ok::<_, JsError>(realistic::compose(&refs))
+        Ok::<_, JsValue>(realistic::compose(&refs))
     })?;
     RS.with(|rs| rs.borrow_mut().background = Some(img.clone()));
     Ok(img)
@@ -286,18 +338,32 @@ pub fn realistic_compose(
     background: bool,
     noise: bool,
     #[wasm_bindgen(unchecked_param_type = "DetectorEffects")] effects: JsValue,
-) -> Result<Vec<f32>, JsError> {
+) -> Result<Vec<f32>, JsValue> {
     CANCEL.store(false, Ordering::SeqCst);
     let fx: realistic::DetectorSettings =
         serde_wasm_bindgen::from_value(effects).map_err(js_err)?;
-    let (w, h, pixel, mask) = STATE.with(|st| {
-        let st = st.borrow();
-        let p = st
-            .prepared
+    let out = compose(spots, background, noise, &fx)?;
+    RS.with(|rs| {
+        let mut rs = rs.borrow_mut();
+        rs.shown = Some(out.clone());
+        rs.composed = Some((spots, background, fx));
+    });
+    Ok(out)
+}
+
+fn compose(
+    spots: bool,
+    background: bool,
+    noise: bool,
+    fx: &realistic::DetectorSettings,
+) -> Result<Vec<f32>, JsValue> {
+    let (w, h, pixel, mask) = RS.with(|rs| {
+        let rs = rs.borrow();
+        let f = rs
+            .frame
             .as_ref()
-            .ok_or_else(|| js_err("no plan prepared"))?
-            .plan();
-        Ok::<_, JsError>((p.fpixels, p.spixels, p.pixel, p.mask.clone()))
+            .ok_or_else(|| js_err("render the realistic image first"))?;
+        Ok::<_, JsValue>((f.w, f.h, f.pixel, f.mask.clone()))
     })?;
     let sum = RS.with(|rs| {
         let rs = rs.borrow();
@@ -312,9 +378,9 @@ pub fn realistic_compose(
         if layers.is_empty() {
             return Ok(vec![0f32; w * h]);
         }
-        Ok::<_, JsError>(realistic::compose(&layers))
+        Ok::<_, JsValue>(realistic::compose(&layers))
     })?;
-    let adu = realistic::detect(&sum, w, h, pixel, &fx, noise, &report_progress, &CANCEL)
+    let adu = realistic::detect(&sum, w, h, pixel, fx, noise, &report_progress, &CANCEL)
         .map_err(js_err)?;
     let mut out: Vec<f32> = adu.iter().map(|&v| v as f32).collect();
     if let Some(m) = mask {
@@ -327,6 +393,82 @@ pub fn realistic_compose(
     Ok(out)
 }
 
+/// The image shown, as a download: `int` an SMV image of its ADU (clipped to 0..=65535) with the
+/// spots' detector header, `noise` the same with the detector's noise switched on (the image
+/// the page shows with its noise layer), `float` its ADU as raw little-endian f32.
+#[wasm_bindgen]
+pub fn realistic_export(what: &str) -> Result<Vec<u8>, JsValue> {
+    let missing = || js_err("render the realistic image first");
+    let (shown, composed, header) = RS.with(|rs| {
+        let rs = rs.borrow();
+        let f = rs.frame.as_ref().ok_or_else(missing)?;
+        Ok::<_, JsValue>((rs.shown.clone(), rs.composed, f.header.clone()))
+    })?;
+    let shown = shown.ok_or_else(missing)?;
+    let smv = |img: &[f32]| {
+        let px: Vec<u16> = img
+            .iter()
+            .map(|&v| v.round().clamp(0.0, 65535.0) as u16)
+            .collect();
+        crate::io::smv::write_smv(&header, &px).map_err(js_err)
+    };
+    match what {
+        "int" => smv(&shown),
+        "noise" => {
+            let (spots, background, fx) = composed.ok_or_else(missing)?;
+            CANCEL.store(false, Ordering::SeqCst);
+            smv(&compose(spots, background, true, &fx)?)
+        }
+        "float" => Ok(crate::output::float_bytes(&shown)),
+        _ => Err(js_err(format!(
+            "unknown export '{what}' (int, noise or float)"
+        ))),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DetectorChoice {
+    #[serde(flatten)]
+    preset: &'static crate::detectors::DetectorPreset,
+    /// The detector effects of its kind: photon counting (no read-out noise, no PSF, gain 1)
+    /// or a CCD (noisify's defaults: 46 µm PSF, 3 ADU read-out noise, ADC offset 40).
+    effects: realistic::DetectorSettings,
+}
+
+/// The crate's detector presets (`-detector`) with the detector effects of their kind.
+#[wasm_bindgen(unchecked_return_type = "DetectorChoice[]")]
+pub fn detector_presets() -> Result<JsValue, JsValue> {
+    let list: Vec<DetectorChoice> = crate::detectors::PRESETS
+        .iter()
+        .map(|p| DetectorChoice {
+            preset: p,
+            effects: if p.kind == "CCD" {
+                realistic::DetectorSettings {
+                    readout: 3.0,
+                    psf_um: 46.0,
+                    gain: 1.0,
+                    adc: 40.0,
+                    calibration: 0.03,
+                    flicker: 0.0,
+                    seed: 1,
+                }
+            } else {
+                realistic::DetectorSettings {
+                    readout: 0.0,
+                    psf_um: 0.0,
+                    gain: 1.0,
+                    adc: 0.0,
+                    calibration: 0.03,
+                    flicker: 0.0,
+                    seed: 1,
+                }
+            },
+        })
+        .collect();
+    to_js(&list)
+}
+
 /// Structure-factor tables computed for the current model (a debug hook for the tests).
 #[wasm_bindgen]
 pub fn realistic_sf_computations() -> usize {
@@ -336,7 +478,7 @@ pub fn realistic_sf_computations() -> usize {
 /// Milliseconds to compute the structure factors of a model to `d_min` Å (nothing kept): the
 /// benchmark hook of `docs/benchmarks.md`.
 #[wasm_bindgen]
-pub fn realistic_sf_benchmark(name: &str, bytes: Vec<u8>, d_min: f64) -> Result<f64, JsError> {
+pub fn realistic_sf_benchmark(name: &str, bytes: Vec<u8>, d_min: f64) -> Result<f64, JsValue> {
     let t0 = js_sys::Date::now();
     let never = std::sync::atomic::AtomicBool::new(false);
     crate::sf::structure_factors(

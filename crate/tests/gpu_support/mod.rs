@@ -13,6 +13,8 @@ pub mod common;
 #[allow(unused_imports)]
 pub use common::{loud, sum, Rng};
 use nanobragg::gpu::{self, GpuRenderer};
+use nanobragg::plan::Plan;
+use std::sync::atomic::AtomicBool;
 
 /// The environment variable that turns "no adapter" from a failure into a skip.
 pub const NO_GPU_VAR: &str = "NANOBRAGG_NO_GPU";
@@ -73,6 +75,36 @@ pub fn device() -> (wgpu::Device, wgpu::Queue) {
 /// A renderer for the tests; see [`device`].
 pub fn renderer() -> GpuRenderer {
     renderer_or_skip("GPU test").unwrap_or_else(|| skip_binary())
+}
+
+/// The GPU's image as `api::Renderer` gives it: the render, then the pixels the GPU reports
+/// under the exact-Bragg rule from the f64 kernel (`cpu::apply_exact_fixup`).
+pub trait RenderExact {
+    fn render_exact(&mut self, plan: &Plan) -> nanobragg::error::Result<Vec<f32>>;
+    fn render_exact_with(
+        &mut self,
+        plan: &Plan,
+        progress: &mut dyn FnMut(f32),
+        cancel: &AtomicBool,
+    ) -> nanobragg::error::Result<Vec<f32>>;
+}
+
+impl RenderExact for GpuRenderer {
+    fn render_exact(&mut self, plan: &Plan) -> nanobragg::error::Result<Vec<f32>> {
+        let mut image = self.render_blocking(plan)?;
+        nanobragg::cpu::apply_exact_fixup(plan, &mut image, self.exact_fixup());
+        Ok(image)
+    }
+    fn render_exact_with(
+        &mut self,
+        plan: &Plan,
+        progress: &mut dyn FnMut(f32),
+        cancel: &AtomicBool,
+    ) -> nanobragg::error::Result<Vec<f32>> {
+        let mut image = self.render_blocking_with(plan, progress, cancel)?;
+        nanobragg::cpu::apply_exact_fixup(plan, &mut image, self.exact_fixup());
+        Ok(image)
+    }
 }
 
 /// Pearson correlation of two images (the one in `common::compare`).

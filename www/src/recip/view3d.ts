@@ -935,8 +935,9 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     const fit = aspect < 1.2 ? 1.2 / aspect : 1;
     if (view === 'overview') {
       // from upstream of the sphere (−2R) to the detector (detectorScale − 1 radii past O)
+      // (and the whole lattice when it reaches farther)
       const hasDet = !!data?.detector;
-      const lo = -2 * R, hi = hasDet ? (detScale - 1) * R : 0;
+      const lo = Math.min(-2 * R, -latticeRadius), hi = Math.max(hasDet ? (detScale - 1) * R : 0, latticeRadius);
       const target = mul(beamDir, (lo + hi) / 2);
       const dist = (hi - lo) * 1.75 * fit;
       controls.target.set(target[0], target[1], target[2]);
@@ -950,6 +951,23 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     }
     controls.minDistance = Math.min(R, latticeRadius) * 1e-3;
     controls.maxDistance = R * 30;
+    controls.update();
+    requestRender();
+  }
+
+  let fitted: { R: number; lattice: number } | null = null;
+  /** The overview distance for the current sphere and lattice, along the current direction. */
+  function refit() {
+    const hasDet = !!data?.detector;
+    const lo = Math.min(-2 * R, -latticeRadius), hi = Math.max(hasDet ? (detScale - 1) * R : 0, latticeRadius);
+    const target = mul(beamDir, (lo + hi) / 2);
+    const aspect = Math.max(0.4, camera.aspect || 1);
+    const dist = (hi - lo) * 1.75 * (aspect < 1.2 ? 1.2 / aspect : 1);
+    const from = camera.position.clone().sub(controls.target);
+    const dir = from.lengthSq() > 0 ? from.normalize() : vec(unit(cross(beamDir, upDir)));
+    controls.target.set(target[0], target[1], target[2]);
+    camera.position.set(target[0] + dir.x * dist, target[1] + dir.y * dist, target[2] + dir.z * dist);
+    controls.maxDistance = Math.max(controls.maxDistance, R * 30, dist * 2);
     controls.update();
     requestRender();
   }
@@ -998,7 +1016,27 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     renderer.render(scene, camera);
     placeInfo();
     labels.render(scene, camera);
+    separateLabels();
     renders++;
+  }
+
+  /** Keep the fixed labels apart: in order of importance, each label that would cover one
+   * already placed moves down below it (the φ axis, 000, a*, b*, c* and k₀ all start near the
+   * origin, and a small view crowds them). */
+  function separateLabels() {
+    const labelOrder = [lblOrigin, ...lblAxes, lblSpindle, lblK0, lblCrystal, lblBeam, lblSphere, lblDet, lblK, lblR];
+    const placed: { l: number; r: number; t: number; b: number }[] = [];
+    for (const o of labelOrder) {
+      const el = o.element;
+      if (!o.visible || el.style.display === 'none' || !el.textContent) continue;
+      const r = el.getBoundingClientRect();
+      if (!r.width) continue;
+      let dy = 0;
+      const hits = (d: number) => placed.some((p) => r.left < p.r && r.right > p.l && r.top + d < p.b && r.bottom + d > p.t);
+      for (let i = 0; i < 8 && hits(dy); i++) dy += r.height * 0.9;
+      if (dy) el.style.transform += ` translateY(${dy.toFixed(1)}px)`;
+      placed.push({ l: r.left, r: r.right, t: r.top + dy, b: r.bottom + dy });
+    }
   }
 
   /** The hover box goes left of its point when it would run off the view's right edge. */
@@ -1142,10 +1180,14 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       buildStatic(d);
       if (highlightHkl) highlightIndex = resolveIndex(highlightHkl);
       if (hoverIndex >= t.count) hoverIndex = -1;
+      // fit the camera to the sphere and the lattice when the view opens and when λ or the
+      // cell changes them (keeping the direction the user looks from)
+      const grown = !fitted || Math.abs(R / fitted.R - 1) > 0.02 || Math.abs(latticeRadius / fitted.lattice - 1) > 0.05;
       if (firstData) {
         firstData = false;
         cameraFor('overview');
-      }
+      } else if (grown) refit();
+      fitted = { R, lattice: latticeRadius };
       showOverlay();
       updateLegend();
       if (pointer) pointerDirty = true;

@@ -4,12 +4,11 @@
 // teaching preset's note. Everything goes through the store: the URL carries the orientation.
 import { effect } from '@preact/signals-core';
 import type { NanoBraggClient } from '../client';
-import { buildArgs } from '../args';
 import { PRESETS, presetOf, type Store } from '../state';
 import type { ImageView } from '../view';
 import type { Geometry } from '../protocol';
 import { attachRotateDrag, type DragMode } from './drag';
-import { formatMisset, imageFrame, missetFromAxes, parseMisset, type V3 } from './orientation';
+import { formatMisset, imageFrame, parseMisset, type V3 } from './orientation';
 import { createPlayer, type Player } from './player';
 
 export interface TeachOptions {
@@ -18,6 +17,8 @@ export interface TeachOptions {
   client: NanoBraggClient;
   /** Geometry of the image shown (null before the first). */
   geometry: () => Geometry | null;
+  /** The words of the crystal shown (a model's cell in place of the model); null while unknown. */
+  words: () => string[] | null;
   save: (blob: Blob, name: string) => void;
   png: () => void;
   name: (ext: 'webm') => string;
@@ -64,22 +65,21 @@ export function installTeaching(o: TeachOptions): Teach {
   function setAngles(a: V3, live: boolean) {
     store.setField('misset', formatMisset(a), live ? 'preview' : 'full');
   }
-  /** Two one-pixel renders (the crate's geometry) give the random orientation's axes and the
-   * axes with no misset; their ratio is the misset (orientation.ts `missetFromAxes`). The
-   * reference drops -misset_seed too: upstream also reads the three words after the seed as
-   * -misset angles (C-QUIRK 2). */
+  /** The misset angles the crate drew for `-misset random` (`Geometry.randomMisset` of a
+   * one-pixel render of the crystal shown). */
   async function takeOverRandom(): Promise<V3 | null> {
     if (parseMisset(store.model.peek().misset) !== 'random') return angles();
     resolving ??= (async () => {
       const model = store.model.peek();
       const one = ['-roi', '0', '0', '0', '0'];
       try {
-        const [r, z] = await Promise.all([
-          o.client.simulate([...buildArgs(model).args, ...one], { channel: 'teach-r', backend: 'cpu', files: Object.fromEntries(store.files.peek()) }),
-          o.client.simulate([...buildArgs({ ...model, misset: '', misset_seed: '' }).args, ...one], { channel: 'teach-0', backend: 'cpu', files: Object.fromEntries(store.files.peek()) }),
-        ]);
-        const ax = (g: Geometry) => [g.a, g.b, g.c].map((v) => [...v]) as [V3, V3, V3];
-        const a = missetFromAxes(ax(r.geometry), ax(z.geometry), imageFrame(r.geometry, model));
+        const words = o.words();
+        const g = words
+          ? (await o.client.simulate([...words, ...one], { channel: 'teach-r', backend: 'cpu', files: Object.fromEntries(store.files.peek()) })).geometry
+          : o.geometry();
+        const drawn = g?.randomMisset;
+        if (!drawn) throw new Error('the crate drew no random orientation');
+        const a = [...drawn] as V3;
         if (store.model.peek().misset?.trim() === 'random') {
           setAngles(a, false);
           o.notice(`The random orientation (seed ${model.misset_seed || 'default'}) is misset ${formatMisset(a)}: the sliders and drags now start from it.`);

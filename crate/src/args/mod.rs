@@ -157,8 +157,12 @@ pub struct Options {
     // ours
     /// `-cbffile`: a miniCBF copy of the int image (`io::cbf`).
     pub cbffile: Option<String>,
+    /// `-nexus FILE`: an NXmx (HDF5) file of the int image (`io::nexus`), and `-nexus_images N`
+    /// frames splitting the oscillation.
+    pub nexus: Option<String>,
+    pub nexus_images: i64,
     /// `-detector NAME`: a real detector's pixels, pixel size and module gaps (`detectors`).
-    pub preset: Option<&'static crate::detectors::DetectorPreset>,
+    pub preset: Option<&'static crate::presets::DetectorPreset>,
     pub precision: Precision,
     pub threads: Option<usize>,
     pub backend: Backend,
@@ -273,6 +277,8 @@ impl Default for Options {
             printout_pixel: None,
             progress: true,
             cbffile: None,
+            nexus: None,
+            nexus_images: 1,
             preset: None,
             precision: Precision::F64,
             threads: None,
@@ -440,11 +446,40 @@ impl<'a> Parser<'a> {
 /// A command line given as one string, parsed (for the unit tests of the resolution steps).
 #[cfg(test)]
 pub(crate) fn test_opts(s: &str) -> Options {
-    parse(&crate::api::split_args(s)).unwrap()
+    parse(&split_args(s)).unwrap()
 }
 
 fn is_number(s: &str) -> bool {
     parse_f64_strict(s).is_some()
+}
+
+/// Split a command line into words (whitespace, with '…' and "…" quoting).
+pub fn split_args(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut has = false;
+    for ch in s.chars() {
+        match quote {
+            Some(q) if ch == q => quote = None,
+            Some(_) => cur.push(ch),
+            None if ch == '\'' || ch == '"' => {
+                quote = Some(ch);
+                has = true;
+            }
+            None if ch.is_whitespace() => {
+                if has || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                    has = false;
+                }
+            }
+            None => cur.push(ch),
+        }
+    }
+    if has || !cur.is_empty() {
+        out.push(cur);
+    }
+    out
 }
 
 /// Parse the words after the program name.

@@ -1,0 +1,7 @@
+"""``python -m nanobragg.dataset``: see :mod:`nanobragg.dataset.cli`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,123 @@
+"""``python -m nanobragg.dataset`` / ``nanobragg-dataset``: run, slurm, finalize, verify."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional
+
+from ..errors import Error
+from .shards import DatasetError
+from .spec import SpecError, load_spec
+
+__all__ = ["main"]
+
+
+def _shards(text: Optional[str], n: int) -> Optional[List[int]]:
+    """"3", "0-9", "1,4,7-8" -> shard indices (checked against 0..n-1)."""
+    if text is None:
+        return None
+    out = []
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        try:
+            lo, hi = int(a), int(b) if b else int(a)
+        except ValueError:
+            raise SystemExit(f"nanobragg-dataset: --shards: expected N, N-M or a comma list, got {text!r}") from None
+        if not 0 <= lo <= hi < n:
+            raise SystemExit(f"nanobragg-dataset: --shards: {part} is not within 0-{n - 1}")
+        out += range(lo, hi + 1)
+    return sorted(set(out))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="nanobragg-dataset", description="Render a dataset described by a TOML file as independent shards (docs/datasets.md).")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def common(sp):
+        sp.add_argument("spec", help="the dataset description (TOML)")
+        sp.add_argument("--output", help="the dataset folder (default: dataset.output of the description)")
+
+    r = sub.add_parser("run", help="render the shards not yet complete (resume), then finalize")
+    common(r)
+    r.add_argument("--engine", choices=("local", "ray"), default="local")
+    r.add_argument("--workers", type=int, help="local: worker processes (default: the cores)")
+    r.add_argument("--threads", type=int, help="CPU threads per worker (default: cores / workers)")
+    r.add_argument("--address", help="ray: cluster address (default: start Ray on this machine)")
+    r.add_argument("--retries", type=int, default=3, help="ray: retries of a failed task (default 3)")
+    r.add_argument("--shards", help="only these shards (N, N-M, comma list); no finalize")
+    r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--no-finalize", action="store_true")
+
+    s = sub.add_parser("slurm", help="write a Slurm job-array batch script (one array task per shard group)")
+    common(s)
+    s.add_argument("--script", help="where to write it (default: OUTPUT/slurm/job.sh)")
+    s.add_argument("--shards-per-task", type=int, default=1)
+    s.add_argument("--partition")
+    s.add_argument("--time", default="04:00:00")
+    s.add_argument("--cpus-per-task", type=int, default=1)
+    s.add_argument("--gpus-per-task", type=int, default=0)
+    s.add_argument("--max-running", type=int)
+    s.add_argument("--sbatch", action="append", default=[], help="another #SBATCH line (repeatable)")
+
+    f = sub.add_parser("finalize", help="check the manifest and write master.h5 (index.json for npz)")
+    common(f)
+    f.add_argument("--no-checksums", action="store_true", help="check sizes only")
+
+    v = sub.add_parser("verify", help="check every shard's checksum; re-render images alone and compare")
+    common(v)
+    v.add_argument("--rerender", type=int, default=0, metavar="K", help="re-render K random images")
+    v.add_argument("--seed", type=int)
+
+    a = p.parse_args(argv)
+    try:
+        spec = load_spec(a.spec, output=a.output)
+        if a.cmd == "run":
+            if a.threads is not None and spec.threads is None:
+                import dataclasses
+
+                spec = dataclasses.replace(spec, threads=a.threads)
+            shards = _shards(a.shards, spec.n_shards)
+            if a.engine == "ray":
+                from .engines import run_ray
+
+                res = run_ray(spec, address=a.address, shards=shards, progress=not a.no_progress, retries=a.retries)
+            else:
+                from .engines import run_local
+
+                res = run_local(spec, workers=a.workers, shards=shards, progress=not a.no_progress)
+            res["images_per_s"] = round(res["images"] / res["seconds"], 3) if res["seconds"] > 0 and res["images"] else None
+            if shards is None and not a.no_finalize:
+                from .finalize import finalize
+
+                res["master"] = finalize(spec)
+            print(json.dumps(res))
+        elif a.cmd == "slurm":
+            from .engines import slurm_script
+            from .shards import prepare_output, write_atomic
+
+            prepare_output(spec)
+            os.makedirs(os.path.join(spec.output, "slurm"), exist_ok=True)
+            path = a.script or os.path.join(spec.output, "slurm", "job.sh")
+            text = slurm_script(spec, shards_per_task=a.shards_per_task, partition=a.partition, time_limit=a.time,
+                                cpus_per_task=a.cpus_per_task, gpus_per_task=a.gpus_per_task, max_running=a.max_running, extra=a.sbatch)
+            write_atomic(path, text.encode())
+            os.chmod(path, 0o755)
+            print(f"wrote {path}: sbatch {path}, then python -m nanobragg.dataset finalize {a.spec}" + (f" --output {a.output}" if a.output else ""))
+        elif a.cmd == "finalize":
+            from .finalize import finalize
+
+            print(finalize(spec, checksums=not a.no_checksums))
+        else:
+            from .finalize import verify
+
+            print(json.dumps(verify(spec, rerender=a.rerender, seed=a.seed)))
+    except (SpecError, DatasetError, Error) as e:
+        print(f"nanobragg-dataset: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("nanobragg-dataset: interrupted (complete shards are kept; run again to resume)", file=sys.stderr)
+        return 130
+    return 0

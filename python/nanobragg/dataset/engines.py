@@ -1,0 +1,254 @@
+"""Engines that run a dataset's shards: a local process pool, Ray tasks, Slurm job arrays.
+
+Every engine runs the same unit of work, :func:`run_shard` (one shard: render, write
+atomically, manifest entry), so a dataset is the same bytes whichever engine, worker count or
+order made it. Shards already complete are skipped (resume).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+from typing import Callable, List, Optional
+
+from .shards import is_complete, pending, prepare_output, write_shard
+from .spec import Spec, load_spec
+
+__all__ = ["run_shard", "run_local", "run_ray", "slurm_script", "Progress"]
+
+
+def _worker_threads(spec: Spec, workers: int) -> Optional[int]:
+    if spec.threads is not None or spec.backend == "gpu":
+        return spec.threads
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+def _fault(shard: int, progress):
+    """Fault injection for the reliability tests: NANOBRAGG_DATASET_KILL="SHARD:IMAGES:MARKER"
+    makes the process rendering SHARD SIGKILL itself after IMAGES of its images, once (the
+    MARKER file records that it happened)."""
+    spec = os.environ.get("NANOBRAGG_DATASET_KILL")
+    if not spec:
+        return progress
+    s, k, marker = spec.split(":", 2)
+    if int(s) != shard or os.path.exists(marker):
+        return progress
+    count = [0]
+
+    def hook(n):
+        if progress:
+            progress(n)
+        count[0] += n
+        if count[0] >= int(k):
+            open(marker, "w").close()
+            import signal
+
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return hook
+
+
+def run_shard(spec_path: str, output: Optional[str], shard: int, threads: Optional[int] = None, progress=None) -> Optional[dict]:
+    """One shard, in this process (what every engine's worker and the Slurm array task call)."""
+    progress = _fault(shard, progress)
+    spec = load_spec(spec_path, output=output)
+    if threads is not None and spec.threads is None:
+        import dataclasses
+
+        spec = dataclasses.replace(spec, threads=threads)
+    return write_shard(spec, shard, progress=progress)
+
+
+class Progress:
+    """A one-line progress bar on stderr: images done, images/s, ETA."""
+
+    def __init__(self, total: int, done: int = 0, stream=None, enabled: bool = True):
+        self.total, self.done, self.start_done = total, done, done
+        self.t0 = time.monotonic()
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self._last = 0.0
+
+    def add(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        if self.enabled and (now - self._last > 0.2 or self.done >= self.total):
+            self._last = now
+            self.stream.write("\r" + self.line())
+            self.stream.flush()
+
+    def rate(self) -> float:
+        dt = time.monotonic() - self.t0
+        return (self.done - self.start_done) / dt if dt > 0 else 0.0
+
+    def line(self) -> str:
+        r = self.rate()
+        left = self.total - self.done
+        eta = f"{int(left / r // 60)}:{int(left / r % 60):02d}" if r > 0 else "?"
+        w = 30
+        fill = int(w * self.done / max(1, self.total))
+        return f"[{'#' * fill}{'.' * (w - fill)}] {self.done}/{self.total} images  {r:.2f} images/s  ETA {eta}"
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+_queue = None
+
+
+def _init_worker(q):
+    global _queue
+    _queue = q
+
+
+def _pool_task(spec_path, output, shard, threads):
+    q = _queue
+    return run_shard(spec_path, output, shard, threads, progress=(lambda n: q.put(n)) if q is not None else None)
+
+
+def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[int]] = None, progress: bool = True,
+              on_done: Optional[Callable[[int], None]] = None) -> dict:
+    """Runs the pending shards on a pool of ``workers`` processes (default: the cores; 1 runs
+    in this process). Returns {"shards": rendered, "skipped": complete before, "images": n,
+    "seconds": wall}."""
+    import multiprocessing as mp
+
+    prepare_output(spec)
+    todo = pending(spec, shards)
+    all_shards = list(shards) if shards is not None else list(range(spec.n_shards))
+    n_img = sum(len(spec.shard_range(s)) for s in todo)
+    total = sum(len(spec.shard_range(s)) for s in all_shards)
+    bar = Progress(total, total - n_img, enabled=progress)
+    workers = max(1, min(workers or os.cpu_count() or 1, len(todo) or 1))
+    threads = _worker_threads(spec, workers)
+    t0 = time.monotonic()
+    if workers == 1:
+        for s in todo:
+            run_shard(spec.path, spec.output, s, threads, progress=bar.add)
+            if on_done:
+                on_done(s)
+    else:
+        ctx = mp.get_context("spawn")
+        q = ctx.Queue()
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(q,)) as ex:
+            futs = {ex.submit(_pool_task, spec.path, spec.output, s, threads): s for s in todo}
+            remaining = set(futs)
+            while remaining:
+                while not q.empty():
+                    bar.add(q.get())
+                done = [f for f in remaining if f.done()]
+                for f in done:
+                    remaining.discard(f)
+                    f.result()  # re-raises a worker's error (the pool stops at the first)
+                    if on_done:
+                        on_done(futs[f])
+                if remaining:
+                    time.sleep(0.05)
+            while not q.empty():
+                bar.add(q.get())
+    bar.close()
+    return {"shards": len(todo), "skipped": len(all_shards) - len(todo), "images": n_img, "seconds": time.monotonic() - t0}
+
+
+def gpu_adapter_env() -> dict:
+    """Environment for a Ray task given GPU(s): Vulkan ignores CUDA_VISIBLE_DEVICES, so the
+    task's first GPU is named to the crate by its PCI bus id (NANOBRAGG_GPU_ADAPTER=pci:<id>,
+    from nvidia-smi), unless the user set NANOBRAGG_GPU_ADAPTER already."""
+    import subprocess
+
+    if os.environ.get("NANOBRAGG_GPU_ADAPTER"):
+        return {}
+    ids = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+    if not ids or not ids[0]:
+        return {}
+    try:
+        out = subprocess.run(["nvidia-smi", "-i", ids[0], "--query-gpu=pci.bus_id", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return {"NANOBRAGG_GPU_ADAPTER": "pci:" + out} if out else {}
+
+
+def _ray_task(spec_path, output, shard, threads):
+    os.environ.update(gpu_adapter_env())
+    e = run_shard(spec_path, output, shard, threads)
+    return shard, (e or {}).get("n_images", 0)
+
+
+def run_ray(spec: Spec, address: Optional[str] = None, shards: Optional[List[int]] = None, progress: bool = True,
+            retries: int = 3, cpus_per_task: int = 1, init_kwargs: Optional[dict] = None) -> dict:
+    """Runs the pending shards as Ray tasks (``ray.init(address)``: None starts a local
+    Ray; "auto" or "ray://host:port" joins a cluster). Each task retries ``retries`` times
+    (a worker that dies mid-shard leaves no entry; the retry writes the shard again). With
+    ``base.backend = "gpu"`` every task asks for one GPU."""
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError("--engine ray needs Ray: pip install 'nanobragg[ray]' (or pip install ray)") from None
+    prepare_output(spec)
+    todo = pending(spec, shards)
+    all_shards = list(shards) if shards is not None else list(range(spec.n_shards))
+    total = sum(len(spec.shard_range(s)) for s in all_shards)
+    n_img = sum(len(spec.shard_range(s)) for s in todo)
+    bar = Progress(total, total - n_img, enabled=progress)
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, **(init_kwargs or {}))
+        started = True
+    t0 = time.monotonic()
+    try:
+        opts = {"max_retries": retries, "retry_exceptions": False, "num_cpus": cpus_per_task}
+        if spec.backend == "gpu":
+            opts["num_gpus"] = 1
+        task = ray.remote(**opts)(_ray_task)
+        threads = spec.threads or cpus_per_task
+        refs = [task.remote(spec.path, spec.output, s, threads) for s in todo]
+        while refs:
+            done, refs = ray.wait(refs, num_returns=1)
+            for r in done:
+                _, n = ray.get(r)
+                bar.add(n)
+    finally:
+        if started:
+            ray.shutdown()
+    bar.close()
+    return {"shards": len(todo), "skipped": len(all_shards) - len(todo), "images": n_img, "seconds": time.monotonic() - t0}
+
+
+def slurm_script(spec: Spec, *, shards_per_task: int = 1, python: Optional[str] = None, partition: Optional[str] = None,
+                 time_limit: str = "04:00:00", cpus_per_task: int = 1, gpus_per_task: int = 0, max_running: Optional[int] = None,
+                 extra: Optional[List[str]] = None) -> str:
+    """A job-array batch script: array index t runs shards t·k … t·k+k-1 (k = shards_per_task)
+    through ``python -m nanobragg.dataset run SPEC --shards``; ``--requeue`` puts a task whose
+    node failed back in the queue, and the re-run skips shards already complete."""
+    tasks = -(-spec.n_shards // shards_per_task)
+    py = python or sys.executable
+    log = os.path.join(spec.output, "slurm", "%A_%a.log")
+    lines = ["#!/bin/bash", f"#SBATCH --job-name=nanobragg-{os.path.basename(spec.output.rstrip('/')) or 'dataset'}",
+             f"#SBATCH --array=0-{tasks - 1}" + (f"%{max_running}" if max_running else ""),
+             "#SBATCH --requeue", "#SBATCH --ntasks=1", f"#SBATCH --cpus-per-task={cpus_per_task}",
+             f"#SBATCH --time={time_limit}", f"#SBATCH --output={log}"]
+    if partition:
+        lines.append(f"#SBATCH --partition={partition}")
+    if gpus_per_task:
+        lines.append(f"#SBATCH --gpus-per-task={gpus_per_task}")
+    lines += [f"#SBATCH {x}" for x in (extra or [])]
+    k = shards_per_task
+    lines += [
+        "set -euo pipefail",
+        f"# {spec.n_shards} shards of {spec.shard_size} images, {k} per array task; rerun `sbatch` of this file to resume,",
+        f"# then: {shlex.quote(py)} -m nanobragg.dataset finalize {shlex.quote(spec.path)} --output {shlex.quote(spec.output)}",
+        f"first=$(( SLURM_ARRAY_TASK_ID * {k} ))",
+        f"last=$(( first + {k} - 1 < {spec.n_shards - 1} ? first + {k} - 1 : {spec.n_shards - 1} ))",
+        f"exec {shlex.quote(py)} -m nanobragg.dataset run {shlex.quote(os.path.abspath(spec.path))} "
+        f"--output {shlex.quote(os.path.abspath(spec.output))} --shards \"$first-$last\" --workers 1 --no-progress"
+        + (f" --threads {cpus_per_task}" if not gpus_per_task else ""),
+        "",
+    ]
+    return "\n".join(lines)

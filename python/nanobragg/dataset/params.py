@@ -1,0 +1,209 @@
+"""Per-image parameters and seeds, and the render of one image.
+
+Everything about image ``i`` derives from ``(spec.seed, i)`` through NumPy's
+:class:`~numpy.random.SeedSequence` spawn keys, never from a shared stream:
+
+* the crystal's draws (orientation, every ``vary`` entry, the mosaic seed) from
+  ``SeedSequence(seed, spawn_key=(0, g))`` where ``g`` is the crystal's index: the image index,
+  or for a rotation series the series index ``i // count`` (one crystal per series);
+* the image's own seeds (noise) from ``SeedSequence(seed, spawn_key=(1, i))``;
+* grids enumerate their values' Cartesian product (last grid fastest) with ``g``.
+
+So any image can be re-rendered alone (:func:`render_image`), bit-identically, whatever worker
+renders it and in whatever order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from ..config import Beam, Crystal, Detector
+from .spec import Spec
+
+__all__ = ["image_params", "make_simulator", "Renderer", "render_image", "label_columns"]
+
+_NO_FDUMP = "/dev/null/no-Fdump.bin"
+_SF_FLAGS = {"-hkl", "-pdb", "-dump", "-default_F"}
+
+
+def _seed_int(ss: np.random.SeedSequence) -> int:
+    # a positive 31-bit seed (upstream's ran1 takes a C long; the sign is its own business)
+    return int(ss.generate_state(1, np.uint32)[0] & 0x7FFFFFFF) or 1
+
+
+def uniform_rotation(rng: np.random.Generator) -> np.ndarray:
+    """A rotation matrix uniform on SO(3): a unit quaternion from four normal draws."""
+    q = rng.standard_normal(4)
+    q /= np.linalg.norm(q)
+    w, x, y, z = q
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def _grid(spec: Spec) -> List:
+    return [v for v in spec.variations if v.dist == "grid"]
+
+
+def image_params(spec: Spec, i: int) -> Dict[str, Any]:
+    """The parameters of image ``i``: ``index``, ``crystal`` (the crystal's index), ``frame``,
+    ``mosaic_seed``, ``noise_seed``, ``rotation`` (3x3, when orientations vary), ``phi_deg`` and
+    ``osc_deg`` (rotation series) and one entry per ``vary`` key (``model``: its index)."""
+    if not 0 <= i < spec.n_images:
+        raise IndexError(f"image {i} is not in 0..{spec.n_images - 1}")
+    count = spec.rotation.count if spec.rotation else 1
+    g, frame = divmod(i, count)
+    crystal_ss = np.random.SeedSequence(spec.seed, spawn_key=(0, g))
+    image_ss = np.random.SeedSequence(spec.seed, spawn_key=(1, i))
+    c_mosaic, c_draws = crystal_ss.spawn(2)
+    rng = np.random.default_rng(c_draws)
+    p: Dict[str, Any] = {"index": i, "crystal": g, "frame": frame,
+                         "mosaic_seed": _seed_int(c_mosaic), "noise_seed": _seed_int(image_ss)}
+    if spec.orientation == "uniform":
+        p["rotation"] = uniform_rotation(rng)
+    if spec.rotation:
+        p["phi_deg"] = spec.rotation.start_deg + frame * spec.rotation.width_deg
+        p["osc_deg"] = spec.rotation.width_deg
+    grids = _grid(spec)
+    if grids:
+        sizes = [len(v.values) for v in grids]
+        k = g % math.prod(sizes)
+        picks = {}
+        for v, n in zip(reversed(grids), reversed(sizes)):
+            k, r = divmod(k, n)
+            picks[v.name] = r
+    for v in spec.variations:
+        if v.dist == "grid":
+            j = picks[v.name]
+            p[v.name] = j if v.name == "model" else v.values[j]
+        elif v.dist == "choice":
+            j = int(rng.integers(len(v.values)))
+            p[v.name] = j if v.name == "model" else v.values[j]
+        elif v.dist == "uniform":
+            x = rng.uniform(np.asarray(v.low, float), np.asarray(v.high, float))
+            p[v.name] = tuple(x.tolist()) if v.n else float(x)
+        elif v.dist == "normal":
+            x = rng.normal(np.asarray(v.mean, float), np.asarray(v.sd, float))
+            p[v.name] = tuple(x.tolist()) if v.n else float(x)
+        else:  # lognormal
+            x = rng.lognormal(np.asarray(v.mean, float), np.asarray(v.sd, float))
+            p[v.name] = tuple(x.tolist()) if v.n else float(x)
+    return p
+
+
+def make_simulator(spec: Spec, model: Optional[str]):
+    """The base Simulator of ``spec`` (with ``model`` as its structure factors, when models vary)."""
+    from ..simulator import Simulator, _port_words
+
+    mem: dict = {}
+    words = list(spec.args)
+    words += Crystal(**spec.crystal).words(mem)
+    words += Beam(**spec.beam).words(mem)
+    words += Detector(**spec.detector).words(mem)
+    if model is not None:
+        words += ["-pdb", model]
+    if not (_SF_FLAGS & set(words)):
+        words += ["-dump", _NO_FDUMP]
+    words += _port_words("precision", spec.precision) + _port_words("backend", spec.backend)
+    if spec.threads is not None:
+        words += ["-threads", str(spec.threads)]
+    return Simulator(files=mem, _words=words)
+
+
+class Renderer:
+    """Renders images of one spec, keeping its Simulators (one per model) and the background
+    warm between images. :meth:`image` returns what the dataset stores: int32 counts for
+    ``nxmx`` (noisify's ADU with ``chain.noise``, else ``round(photons · scale)``), float32
+    photons for ``npz`` (or noisify's ADU as int32)."""
+
+    def __init__(self, spec: Spec):
+        self.spec = spec
+        self._sims: Dict[Optional[int], Any] = {}
+        self._background = None
+
+    def simulator(self, model: Optional[int] = None):
+        if model not in self._sims:
+            path = None
+            if model is not None:
+                path = next(v for v in self.spec.variations if v.name == "model").values[model]
+            self._sims[model] = make_simulator(self.spec, path)
+        return self._sims[model]
+
+    def background(self):
+        if self._background is None and self.spec.background:
+            from ..chain import nonbragg
+
+            self._background = nonbragg(self.spec.background)
+        return self._background
+
+    def overrides(self, p: Dict[str, Any]) -> Dict[str, Any]:
+        o: Dict[str, Any] = {}
+        if "rotation" in p:
+            o["rotation"] = p["rotation"].tolist()
+        if "phi_deg" in p:
+            o["phi_deg"] = p["phi_deg"]
+            o["osc_deg"] = p["osc_deg"]
+        if "mosaic_seed" not in self.spec.crystal and "-mosaic_seed" not in self.spec.args:
+            o["mosaic_seed"] = p["mosaic_seed"]
+        for v in self.spec.variations:
+            if v.name != "model":
+                o[v.name] = p[v.name]
+        return o
+
+    def image(self, i: int, p: Optional[Dict[str, Any]] = None) -> np.ndarray:
+        spec = self.spec
+        p = p if p is not None else image_params(spec, i)
+        sim = self.simulator(p.get("model"))
+        img = sim.render(**self.overrides(p))
+        bg = self.background()
+        if bg is not None:
+            if bg.shape != img.shape:
+                from .spec import SpecError
+
+                raise SpecError(spec.path, "chain.background", f"the background is {bg.shape[1]}x{bg.shape[0]} pixels, the detector {img.shape[1]}x{img.shape[0]}: give nonBragg the same -detpixels")
+            img = img + bg
+        if spec.noise is not None:
+            from ..chain import noisify
+            from .. import _nanobragg
+
+            words = list(_nanobragg.split_args(spec.noise)) + ["-seed", str(p["noise_seed"])]
+            r = noisify(img, words)
+            out = r.noise_image if r.noise_image is not None else r.int_image
+            return np.minimum(out, np.iinfo(np.int32).max).astype(np.int32)
+        if spec.format == "npz":
+            return img.astype(np.float32, copy=False)
+        return np.rint(img.astype(np.float64) * spec.scale).clip(0, np.iinfo(np.int32).max).astype(np.int32)
+
+
+def render_image(spec: Spec, i: int) -> np.ndarray:
+    """Image ``i`` of the dataset, rendered alone (bit-identical to its place in a shard)."""
+    return Renderer(spec).image(i)
+
+
+def label_columns(spec: Spec, params: List[Dict[str, Any]]) -> Dict[str, np.ndarray]:
+    """The labels table of a list of :func:`image_params`: one array per column, first axis the
+    image."""
+    cols: Dict[str, np.ndarray] = {
+        "index": np.array([p["index"] for p in params], np.int64),
+        "crystal": np.array([p["crystal"] for p in params], np.int64),
+        "frame": np.array([p["frame"] for p in params], np.int64),
+        "mosaic_seed": np.array([p["mosaic_seed"] for p in params], np.int64),
+        "noise_seed": np.array([p["noise_seed"] for p in params], np.int64),
+    }
+    if spec.orientation == "uniform":
+        cols["rotation"] = np.array([p["rotation"] for p in params], np.float64).reshape(-1, 3, 3)
+    if spec.rotation:
+        cols["phi_deg"] = np.array([p["phi_deg"] for p in params], np.float64)
+        cols["osc_deg"] = np.array([p["osc_deg"] for p in params], np.float64)
+    for v in spec.variations:
+        if v.name == "model":
+            cols["model"] = np.array([p["model"] for p in params], np.int64)
+        else:
+            cols[v.name] = np.array([p[v.name] for p in params], np.float64)
+    return cols

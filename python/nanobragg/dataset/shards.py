@@ -1,0 +1,187 @@
+"""Shards: a pure function of (description, shard index), written atomically, with a manifest.
+
+The dataset folder holds::
+
+    spec.toml                    the description (a re-run with another description is refused)
+    shard-00000.h5 (or .npz)     one file per shard
+    manifest/shard-00000.json    one entry per complete shard: file, images, bytes, sha256
+    master.h5                    (nxmx, after finalize) virtual datasets over the shards
+
+A shard's file is written to ``.shard-00000.h5.tmp-<pid>``, flushed to disk and renamed into
+place; only then is its manifest entry written (the same way). A shard whose entry exists and
+whose file has the entry's size is complete and skipped; anything else is rendered again, so
+a killed worker loses at most the shard it was writing. I/O errors (disk full, permission)
+raise :class:`DatasetError` naming the file, and leave neither a partial file nor an entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import zipfile
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+from .params import Renderer, image_params, label_columns
+from .spec import Spec
+
+__all__ = ["DatasetError", "shard_name", "render_shard", "write_shard", "is_complete", "manifest_entries",
+           "prepare_output", "write_atomic", "npz_bytes"]
+
+FORMAT_VERSION = 1
+
+
+class DatasetError(RuntimeError):
+    """A dataset that cannot be written or checked; ``file`` names the file concerned."""
+
+    def __init__(self, message: str, file: Optional[str] = None):
+        super().__init__(message)
+        self.file = file
+
+
+def shard_name(spec: Spec, shard: int) -> str:
+    return f"shard-{shard:05d}." + ("h5" if spec.format == "nxmx" else "npz")
+
+
+def _entry_path(spec: Spec, shard: int) -> str:
+    return os.path.join(spec.output, "manifest", f"shard-{shard:05d}.json")
+
+
+def spec_digest(spec: Spec) -> str:
+    return hashlib.sha256(spec.text.encode()).hexdigest()
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Writes ``data`` to a temporary name beside ``path``, syncs and renames; on an OSError the
+    temporary file is removed and a DatasetError names ``path``."""
+    d, base = os.path.split(path)
+    tmp = os.path.join(d, f".{base}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise DatasetError(f"cannot write {path}: {e.strerror or e}", file=path) from None
+
+
+def prepare_output(spec: Spec) -> None:
+    """Creates the dataset folder and its spec.toml, or checks that it holds this description."""
+    p = os.path.join(spec.output, "spec.toml")
+    try:
+        os.makedirs(os.path.join(spec.output, "manifest"), exist_ok=True)
+    except OSError as e:
+        raise DatasetError(f"cannot create {spec.output}: {e.strerror or e}", file=spec.output) from None
+    if os.path.exists(p):
+        with open(p, encoding="utf-8") as f:
+            if f.read() != spec.text:
+                raise DatasetError(f"{spec.output} holds another dataset (its spec.toml differs from {spec.path}); choose another output folder", file=p)
+    else:
+        write_atomic(p, spec.text.encode())
+
+
+def is_complete(spec: Spec, shard: int) -> bool:
+    """A manifest entry exists and the shard's file has its size."""
+    try:
+        with open(_entry_path(spec, shard), encoding="utf-8") as f:
+            e = json.load(f)
+        return os.path.getsize(os.path.join(spec.output, e["file"])) == e["bytes"]
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def manifest_entries(spec: Spec) -> Dict[int, dict]:
+    out = {}
+    for s in range(spec.n_shards):
+        try:
+            with open(_entry_path(spec, s), encoding="utf-8") as f:
+                out[s] = json.load(f)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as e:
+            raise DatasetError(f"manifest entry {_entry_path(spec, s)} is unreadable: {e}", file=_entry_path(spec, s)) from None
+    return out
+
+
+def render_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None, progress: Optional[Callable[[int], None]] = None):
+    """The images (n, slow, fast) and labels of shard ``shard``."""
+    r = renderer or Renderer(spec)
+    idx = spec.shard_range(shard)
+    params = [image_params(spec, i) for i in idx]
+    first = r.image(idx[0], params[0])
+    images = np.empty((len(idx),) + first.shape, first.dtype)
+    images[0] = first
+    if progress:
+        progress(1)
+    for k in range(1, len(idx)):
+        images[k] = r.image(idx[k], params[k])
+        if progress:
+            progress(1)
+    return images, label_columns(spec, params)
+
+
+def _meta(spec: Spec, shard: int) -> dict:
+    idx = spec.shard_range(shard)
+    from .. import __version__
+
+    return {"format_version": FORMAT_VERSION, "nanobragg_version": __version__, "spec": spec.text,
+            "shard": shard, "first_image": idx.start, "n_images": len(idx), "master_seed": spec.seed}
+
+
+def npz_bytes(images: np.ndarray, labels: Dict[str, np.ndarray], meta: dict) -> bytes:
+    """An npz (zip of .npy: ``images`` and ``labels/<column>``, ``meta`` as JSON) with fixed
+    timestamps, so the same inputs give the same bytes."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=4) as z:
+        def put(name, arr):
+            info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            b = io.BytesIO()
+            np.lib.format.write_array(b, np.ascontiguousarray(arr), allow_pickle=False)
+            z.writestr(info, b.getvalue(), compresslevel=4)
+
+        put("images", images)
+        for k, v in labels.items():
+            put(f"labels.{k}", v)
+        put("meta", np.frombuffer(json.dumps(meta, sort_keys=True).encode(), np.uint8))
+    return buf.getvalue()
+
+
+def shard_file_bytes(spec: Spec, shard: int, renderer: Optional[Renderer] = None, progress=None) -> bytes:
+    """The bytes of shard ``shard``'s file (a pure function of the description and the index)."""
+    r = renderer or Renderer(spec)
+    images, labels = render_shard(spec, shard, r, progress)
+    meta = _meta(spec, shard)
+    if spec.format == "npz":
+        return npz_bytes(images, labels, meta)
+    from .nexus import geometry_of, shard_bytes
+
+    return shard_bytes(geometry_of(r.simulator(None if "model" not in labels else int(labels["model"][0]))), images, labels, meta, spec.compression)
+
+
+def write_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None, progress=None, force: bool = False) -> Optional[dict]:
+    """Renders and writes shard ``shard`` and its manifest entry; returns the entry, or None when
+    the shard was already complete (and not ``force``)."""
+    if not force and is_complete(spec, shard):
+        return None
+    data = shard_file_bytes(spec, shard, renderer, progress)
+    name = shard_name(spec, shard)
+    path = os.path.join(spec.output, name)
+    write_atomic(path, data)
+    idx = spec.shard_range(shard)
+    entry = {"shard": shard, "file": name, "first_image": idx.start, "n_images": len(idx), "bytes": len(data),
+             "sha256": hashlib.sha256(data).hexdigest(), "spec_sha256": spec_digest(spec)}
+    write_atomic(_entry_path(spec, shard), (json.dumps(entry, sort_keys=True, indent=1) + "\n").encode())
+    return entry
+
+
+def pending(spec: Spec, shards: Optional[List[int]] = None) -> List[int]:
+    return [s for s in (shards if shards is not None else range(spec.n_shards)) if not is_complete(spec, s)]

@@ -1,0 +1,486 @@
+"""The dataset description: a TOML file, read with :mod:`tomllib` (``tomli`` before 3.11) and
+validated completely before anything is rendered. Every error is a :class:`SpecError` (a
+``ValueError``) whose message starts with the file and the dotted key it concerns.
+
+See ``docs/datasets.md`` for the format; in short::
+
+    [dataset]                 # required
+    n_images = 1000           # 1 .. MAX_IMAGES
+    shard_size = 100          # images per shard file
+    seed = 42                 # master seed: every image's parameters and seeds derive from it
+    format = "nxmx"           # "nxmx" (one NeXus/HDF5 file per shard + master.h5) or "npz"
+    scale = 1.0               # nxmx only: counts = round(photons * scale), stored as int32
+    compression = "gzip"      # nxmx: "gzip" (shuffle + deflate, every HDF5 reader) or "bitshuffle"
+    output = "out"            # the dataset's folder (relative to the spec file)
+
+    [base]                    # the experiment: upstream flag words and/or the typed configuration
+    args = "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -lambda 1 -distance 100 -detpixels 128"
+    precision = "f32"         # "f32" | "f64"
+    backend = "cpu"           # "cpu" | "gpu" | "auto"
+    threads = 1               # CPU threads per worker
+    [base.crystal]            # fields of nanobragg.Crystal (cell_A_deg, N, mosaic_spread_deg, ...)
+    [base.beam]               # fields of nanobragg.Beam
+    [base.detector]           # fields of nanobragg.Detector
+
+    [vary]                    # what changes from image to image
+    orientation = "uniform"   # uniform on SO(3) (or "fixed")
+    rotation = { start_deg = 0, width_deg = 0.5, count = 90 }   # rotation series of `count` frames
+    distance_mm = { dist = "uniform", low = 90, high = 110 }
+    cell_A_deg = { dist = "normal", mean = [78, 78, 38, 90, 90, 90], sd = [0.5, 0.5, 0.3, 0, 0, 0] }
+    N = { dist = "grid", values = [5, 10, 20] }
+    model = { dist = "choice", values = ["a.pdb", "b.cif"] }
+
+    [chain]                   # the realistic chain (optional)
+    background = "-stol water.stol -thick 0.1 ..."   # nonBragg words: one background per dataset
+    noise = "-readout_noise 3 -psf_fwhm 50"           # noisify words; a seed per image is added
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - CPython 3.10
+    import tomli as tomllib
+
+from ..config import Beam, Crystal, Detector
+
+__all__ = ["SpecError", "Spec", "Variation", "load_spec", "parse_spec", "MAX_IMAGES", "MAX_BYTES"]
+
+MAX_IMAGES = 10_000_000
+"""The largest dataset a description may ask for (images)."""
+MAX_BYTES = 64 * 2**40
+"""The largest uncompressed image data a description may ask for (64 TiB)."""
+MAX_SHARD_BYTES = 16 * 2**30
+"""The largest uncompressed shard (16 GiB): a worker holds one shard's images in memory."""
+
+FORMATS = ("nxmx", "npz")
+COMPRESSIONS = ("gzip", "bitshuffle", "none")
+DISTS = ("uniform", "normal", "lognormal", "choice", "grid")
+
+_FIELDS = {f.name: (cls.__name__, f) for cls in (Crystal, Beam, Detector) for f in dataclasses.fields(cls)}
+
+# varied parameters: the typed configuration's field -> (components, lower bound, upper bound,
+# strict lower). A drawn value outside these bounds is impossible; distributions that could draw
+# one are refused (normal: mean ± 6 sd inside the bounds).
+VARIABLE = {
+    "cell_A_deg": (6, [0, 0, 0, 0, 0, 0], [math.inf] * 3 + [180] * 3),
+    "N": (None, 0, math.inf),
+    "mosaic_spread_deg": (1, 0, 90),
+    "mosaic_domains": (1, 1, math.inf),
+    "distance_mm": (1, 0, math.inf),
+    "beam_center_mm": (2, -math.inf, math.inf),
+    "wavelength_A": (1, 0, math.inf),
+    "energy_eV": (1, 0, math.inf),
+    "fluence_ph_per_m2": (1, 0, math.inf),
+    "flux_ph_per_s": (1, 0, math.inf),
+    "exposure_s": (1, 0, math.inf),
+    "dispersion_pct": (1, 0, 100),
+    "divergence_mrad": (1, 0, math.inf),
+    "size_mm": (1, 0, math.inf),
+    "phi_deg": (1, -math.inf, math.inf),
+    "twotheta_deg": (1, -180, 180),
+    "rotx_deg": (1, -180, 180),
+    "roty_deg": (1, -180, 180),
+    "rotz_deg": (1, -180, 180),
+    "water_um": (1, 0, math.inf),
+    "polarization": (1, -1, 1),
+}
+# lower bounds that are themselves impossible (a zero distance, cell edge, wavelength...)
+_OPEN_LOW = {"cell_A_deg", "N", "distance_mm", "wavelength_A", "energy_eV", "fluence_ph_per_m2",
+             "flux_ph_per_s", "exposure_s", "size_mm"}
+_INTEGER = {"mosaic_domains"}
+
+
+class SpecError(ValueError):
+    """A dataset description that cannot be rendered; ``key`` is the dotted key, ``file`` the
+    description."""
+
+    def __init__(self, file: str, key: str, why: str):
+        super().__init__(f"{file}: {key}: {why}")
+        self.file = file
+        self.key = key
+        self.why = why
+
+
+@dataclass(frozen=True)
+class Variation:
+    """One varied parameter: ``name`` (a Crystal/Beam/Detector field, or ``model``), its
+    distribution and the distribution's numbers (per component for vectors)."""
+
+    name: str
+    dist: str
+    n: Optional[int]  # components (None: a scalar)
+    low: Any = None
+    high: Any = None
+    mean: Any = None
+    sd: Any = None
+    values: Tuple = ()
+
+
+@dataclass(frozen=True)
+class Rotation:
+    start_deg: float
+    width_deg: float
+    count: int
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated dataset description (see the module's docstring)."""
+
+    path: str
+    n_images: int
+    shard_size: int
+    seed: int
+    format: str
+    scale: float
+    compression: str
+    output: str
+    args: Tuple[str, ...]
+    crystal: Dict[str, Any]
+    beam: Dict[str, Any]
+    detector: Dict[str, Any]
+    precision: str
+    backend: str
+    threads: Optional[int]
+    orientation: str
+    rotation: Optional[Rotation]
+    variations: Tuple[Variation, ...]
+    background: Optional[str]
+    noise: Optional[str]
+    text: str = field(repr=False, default="")
+    """The description's text (stored in every shard and the manifest)."""
+
+    @property
+    def n_shards(self) -> int:
+        return -(-self.n_images // self.shard_size)
+
+    def shard_range(self, shard: int) -> range:
+        if not 0 <= shard < self.n_shards:
+            raise IndexError(f"shard {shard} is not in 0..{self.n_shards - 1}")
+        return range(shard * self.shard_size, min(self.n_images, (shard + 1) * self.shard_size))
+
+    @property
+    def varied_names(self) -> List[str]:
+        return [v.name for v in self.variations]
+
+
+def load_spec(path: str, *, output: Optional[str] = None) -> Spec:
+    """Reads and validates the description at ``path`` (``output`` overrides ``dataset.output``)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise SpecError(os.fspath(path), "(file)", f"cannot read: {e.strerror}") from None
+    return parse_spec(raw.decode("utf-8"), path=os.fspath(path), output=output)
+
+
+def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None) -> Spec:
+    """Validates a description given as TOML text."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(path, "(toml)", str(e)) from None
+    v = _Validator(path)
+    v.keys(doc, "", {"dataset", "base", "vary", "chain"})
+    ds = v.table(doc, "dataset", required=True)
+    v.keys(ds, "dataset", {"n_images", "shard_size", "seed", "format", "scale", "compression", "output"})
+    n_images = v.integer(ds, "dataset.n_images", required=True, low=1, high=MAX_IMAGES)
+    shard_size = v.integer(ds, "dataset.shard_size", default=min(n_images, 100), low=1, high=n_images)
+    seed = v.integer(ds, "dataset.seed", required=True, low=0, high=2**63 - 1)
+    fmt = v.choice(ds, "dataset.format", FORMATS, default="nxmx")
+    scale = v.number(ds, "dataset.scale", default=1.0, low=0, open_low=True)
+    compression = v.choice(ds, "dataset.compression", COMPRESSIONS, default="gzip")
+    out = output if output is not None else v.text(ds, "dataset.output", default="out")
+    if not os.path.isabs(out) and path != "<spec>":
+        out = os.path.join(os.path.dirname(os.path.abspath(path)), out)
+
+    base = v.table(doc, "base", required=True)
+    v.keys(base, "base", {"args", "crystal", "beam", "detector", "precision", "backend", "threads"})
+    args = base.get("args", "")
+    if isinstance(args, str):
+        from .. import _nanobragg
+
+        args = tuple(_nanobragg.split_args(args))
+    elif isinstance(args, list) and all(isinstance(a, str) for a in args):
+        args = tuple(args)
+    else:
+        raise SpecError(path, "base.args", "expected a string of flag words or a list of strings")
+    parts = {}
+    for name, cls in (("crystal", Crystal), ("beam", Beam), ("detector", Detector)):
+        t = v.table(base, name, key_name=f"base.{name}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        v.keys(t, f"base.{name}", known)
+        parts[name] = dict(t)
+    precision = v.choice(base, "base.precision", ("f32", "f64"), default="f32")
+    backend = v.choice(base, "base.backend", ("cpu", "gpu", "auto"), default="cpu")
+    threads = v.integer(base, "base.threads", default=None, low=1, high=4096)
+
+    vary = v.table(doc, "vary")
+    orientation = "fixed"
+    rotation = None
+    variations = []
+    for key, val in vary.items():
+        k = f"vary.{key}"
+        if key == "orientation":
+            if val not in ("uniform", "fixed"):
+                raise SpecError(path, k, f"expected \"uniform\" (random on SO(3)) or \"fixed\", got {val!r}")
+            orientation = val
+        elif key == "rotation":
+            t = v.table(vary, "rotation", key_name=k)
+            v.keys(t, k, {"start_deg", "width_deg", "count"})
+            rotation = Rotation(
+                v.number(t, f"{k}.start_deg", default=0.0),
+                v.number(t, f"{k}.width_deg", required=True, low=0, open_low=True, high=360),
+                v.integer(t, f"{k}.count", required=True, low=1, high=n_images),
+            )
+            if n_images % rotation.count:
+                raise SpecError(path, f"{k}.count", f"{rotation.count} frames do not divide dataset.n_images = {n_images} into whole series")
+        elif key == "model" or key in VARIABLE:
+            variations.append(v.variation(vary, key))
+        elif key in _FIELDS:
+            raise SpecError(path, k, f"{_FIELDS[key][0]}.{key} cannot be varied (variable: orientation, rotation, model, {', '.join(sorted(VARIABLE))})")
+        else:
+            raise SpecError(path, k, f"unknown key (variable: orientation, rotation, model, {', '.join(sorted(VARIABLE))})")
+    if rotation is not None and any(x.name == "phi_deg" for x in variations):
+        raise SpecError(path, "vary.phi_deg", "cannot vary together with vary.rotation (which sets φ)")
+
+    chain = v.table(doc, "chain")
+    v.keys(chain, "chain", {"background", "noise"})
+    background = v.text(chain, "chain.background", default=None)
+    noise = v.text(chain, "chain.noise", default=None)
+    if background is not None:
+        geo = [x.name for x in variations if x.name in ("distance_mm", "beam_center_mm", "wavelength_A", "energy_eV", "rotx_deg", "roty_deg", "rotz_deg", "twotheta_deg")]
+        if geo:
+            raise SpecError(path, "chain.background", f"one background serves the whole dataset: it cannot be combined with a varied geometry (vary.{geo[0]})")
+
+    spec = Spec(path=path, n_images=n_images, shard_size=shard_size, seed=seed, format=fmt, scale=scale,
+                compression=compression, output=out, args=args, crystal=parts["crystal"], beam=parts["beam"],
+                detector=parts["detector"], precision=precision, backend=backend, threads=threads,
+                orientation=orientation, rotation=rotation, variations=tuple(variations), background=background,
+                noise=noise, text=text)
+    _check_base(spec)
+    return spec
+
+
+def _check_base(spec: Spec) -> None:
+    """Builds the base Simulator (no rendering) and checks the size bounds."""
+    from .params import make_simulator
+    from ..errors import Error
+
+    try:
+        sim = make_simulator(spec, model=None)
+    except (Error, TypeError) as e:
+        key = "base"
+        fld = getattr(e, "field", None)
+        if fld and "." in fld:
+            cls, name = fld.split(".", 1)
+            if cls.lower() in ("crystal", "beam", "detector") and name in getattr(spec, cls.lower()):
+                key = f"base.{cls.lower()}.{name}"
+            else:
+                key = "base.args"
+        elif getattr(e, "flag", None):
+            key = "base.args"
+        raise SpecError(spec.path, key, str(e)) from None
+    slow, fast = sim.shape
+    per_image = slow * fast * 4
+    if per_image * spec.n_images > MAX_BYTES:
+        raise SpecError(spec.path, "dataset.n_images", f"{spec.n_images} images of {fast}x{slow} pixels are {per_image * spec.n_images / 2**40:.1f} TiB, beyond the bound of {MAX_BYTES / 2**40:.0f} TiB")
+    if per_image * spec.shard_size > MAX_SHARD_BYTES:
+        raise SpecError(spec.path, "dataset.shard_size", f"{spec.shard_size} images of {fast}x{slow} pixels are {per_image * spec.shard_size / 2**30:.1f} GiB per shard, beyond the bound of {MAX_SHARD_BYTES / 2**30:.0f} GiB")
+
+
+class _Validator:
+    def __init__(self, path: str):
+        self.path = path
+
+    def err(self, key: str, why: str) -> SpecError:
+        return SpecError(self.path, key, why)
+
+    def keys(self, t: dict, where: str, allowed: set) -> None:
+        for k in t:
+            if k not in allowed:
+                import difflib
+
+                near = difflib.get_close_matches(k, sorted(allowed), n=1)
+                hint = f" (did you mean {near[0]!r}?)" if near else f" (allowed: {', '.join(sorted(allowed))})"
+                raise self.err(f"{where}.{k}" if where else k, f"unknown key{hint}")
+
+    def table(self, t: dict, key: str, required: bool = False, key_name: Optional[str] = None) -> dict:
+        name = key_name or key
+        if key not in t:
+            if required:
+                raise self.err(name, "missing (required table)")
+            return {}
+        if not isinstance(t[key], dict):
+            raise self.err(name, f"expected a table, got {t[key]!r}")
+        return t[key]
+
+    def _get(self, t, key, required, default):
+        short = key.rsplit(".", 1)[-1]
+        if short not in t:
+            if required:
+                raise self.err(key, "missing (required)")
+            return False, default
+        return True, t[short]
+
+    def integer(self, t, key, required=False, default=None, low=None, high=None):
+        has, x = self._get(t, key, required, default)
+        if not has:
+            return x
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise self.err(key, f"expected a whole number, got {x!r}")
+        if low is not None and x < low:
+            raise self.err(key, f"{x} is below the least allowed value {low}")
+        if high is not None and x > high:
+            raise self.err(key, f"{x} is beyond the bound {high}")
+        return x
+
+    def number(self, t, key, required=False, default=None, low=None, high=None, open_low=False):
+        has, x = self._get(t, key, required, default)
+        if not has:
+            return x
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+            raise self.err(key, f"expected a finite number, got {x!r}")
+        if low is not None and (x < low or (open_low and x == low)):
+            raise self.err(key, f"{x} must be {'above' if open_low else 'at least'} {low}")
+        if high is not None and x > high:
+            raise self.err(key, f"{x} is beyond the bound {high}")
+        return float(x)
+
+    def choice(self, t, key, choices, default=None):
+        has, x = self._get(t, key, False, default)
+        if has and x not in choices:
+            raise self.err(key, f"expected one of {', '.join(map(repr, choices))}, got {x!r}")
+        return x
+
+    def text(self, t, key, default=None):
+        has, x = self._get(t, key, False, default)
+        if has and not isinstance(x, str):
+            raise self.err(key, f"expected a string, got {x!r}")
+        return x
+
+    def variation(self, vary: dict, name: str) -> Variation:
+        k = f"vary.{name}"
+        t = vary[name]
+        if not isinstance(t, dict):
+            raise self.err(k, f"expected a table {{ dist = \"uniform\" | \"normal\" | \"lognormal\" | \"choice\" | \"grid\", ... }}, got {t!r}")
+        dist = t.get("dist")
+        if dist not in DISTS:
+            raise self.err(f"{k}.dist", f"expected one of {', '.join(map(repr, DISTS))}, got {dist!r}")
+        need = {"uniform": {"low", "high"}, "normal": {"mean", "sd"}, "lognormal": {"mean", "sd"},
+                "choice": {"values"}, "grid": {"values"}}[dist]
+        self.keys(t, k, need | {"dist"})
+        for x in sorted(need):
+            if x not in t:
+                raise self.err(f"{k}.{x}", f"missing (a {dist} distribution needs {' and '.join(sorted(need))})")
+        if name == "model":
+            vals = t["values"] if dist in ("choice", "grid") else None
+            if vals is None:
+                raise self.err(f"{k}.dist", "models are drawn from a list: dist = \"choice\" or \"grid\"")
+            if not vals or not all(isinstance(s, str) for s in vals):
+                raise self.err(f"{k}.values", "expected a non-empty list of model paths")
+            vals = tuple(os.path.join(os.path.dirname(os.path.abspath(self.path)), s) if self.path != "<spec>" else s for s in vals)
+            for s in vals:
+                if not os.path.isfile(s):
+                    raise self.err(f"{k}.values", f"no such model file: {s}")
+            return Variation(name, dist, None, values=vals)
+        comps, lo, hi = VARIABLE[name]
+        if name == "N":
+            comps = None  # N: a number or (Na, Nb, Nc); take the shape of the values given
+        strict = name in _OPEN_LOW
+
+        def vec(x, key, n):
+            """x as a tuple of n numbers (or a float when n is None)."""
+            if isinstance(x, list):
+                if n is None and name == "N" and len(x) == 3:
+                    n = 3
+                if n is None or len(x) != n:
+                    raise self.err(key, f"expected {n or 1} number{'s' if (n or 1) > 1 else ''}, got {len(x)}")
+                out = []
+                for item in x:
+                    if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item):
+                        raise self.err(key, f"expected finite numbers, got {item!r}")
+                    out.append(float(item))
+                return tuple(out)
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+                raise self.err(key, f"expected a finite number, got {x!r}")
+            if n not in (None, 1):
+                return tuple([float(x)] * n)
+            return float(x)
+
+        def bounds(i):
+            lo_i = lo[i] if isinstance(lo, list) else lo
+            hi_i = hi[i] if isinstance(hi, list) else hi
+            return lo_i, hi_i
+
+        def inside(key, vals, what):
+            seq = vals if isinstance(vals, tuple) else (vals,)
+            for i, x in enumerate(seq):
+                lo_i, hi_i = bounds(i)
+                if x < lo_i or (strict and x == lo_i) or x > hi_i:
+                    comp = f" (component {i + 1})" if len(seq) > 1 else ""
+                    rng = f"{'(' if strict else '['}{lo_i}, {hi_i}]"
+                    raise self.err(key, f"{what} {x}{comp} is impossible for {name}: allowed {rng}")
+
+        n = comps if comps != 1 else None
+        if dist in ("choice", "grid"):
+            vals = t["values"]
+            if not isinstance(vals, list) or not vals:
+                raise self.err(f"{k}.values", "expected a non-empty list")
+            out = tuple(vec(x, f"{k}.values", n) for x in vals)
+            if name == "N" and len({isinstance(x, tuple) for x in out}) > 1:
+                raise self.err(f"{k}.values", "mixes single numbers and (Na, Nb, Nc) triples")
+            for x in out:
+                inside(f"{k}.values", x, "value")
+                if name in _INTEGER and any(float(c) != int(c) for c in (x if isinstance(x, tuple) else (x,))):
+                    raise self.err(f"{k}.values", f"{name} takes whole numbers, got {x}")
+            return Variation(name, dist, n if not (out and isinstance(out[0], tuple)) else len(out[0]), values=out)
+        if dist == "uniform":
+            low, high = vec(t["low"], f"{k}.low", n), vec(t["high"], f"{k}.high", n)
+            if isinstance(low, tuple) != isinstance(high, tuple) or (isinstance(low, tuple) and len(low) != len(high)):
+                raise self.err(f"{k}.high", "low and high have different lengths")
+            for i, (a, b) in enumerate(zip(*[(x if isinstance(x, tuple) else (x,)) for x in (low, high)])):
+                if a > b:
+                    raise self.err(f"{k}.high", f"uniform with high {b} below low {a}" + (f" (component {i + 1})" if isinstance(low, tuple) else ""))
+            inside(f"{k}.low", low, "low")
+            inside(f"{k}.high", high, "high")
+            if name in _INTEGER:
+                raise self.err(f"{k}.dist", f"{name} takes whole numbers: use \"choice\" or \"grid\"")
+            return Variation(name, dist, len(low) if isinstance(low, tuple) else None, low=low, high=high)
+        # normal, lognormal
+        mean, sd = vec(t["mean"], f"{k}.mean", n), vec(t["sd"], f"{k}.sd", n)
+        if isinstance(mean, tuple) != isinstance(sd, tuple) or (isinstance(mean, tuple) and len(mean) != len(sd)):
+            raise self.err(f"{k}.sd", "mean and sd have different lengths")
+        for i, s in enumerate(sd if isinstance(sd, tuple) else (sd,)):
+            if s < 0:
+                raise self.err(f"{k}.sd", f"a standard deviation cannot be negative, got {s}")
+        if name in _INTEGER:
+            raise self.err(f"{k}.dist", f"{name} takes whole numbers: use \"choice\" or \"grid\"")
+        if dist == "normal":
+            ms = mean if isinstance(mean, tuple) else (mean,)
+            ss = sd if isinstance(sd, tuple) else (sd,)
+            inside(f"{k}.mean", mean, "mean")
+            for i, (m, s) in enumerate(zip(ms, ss)):
+                lo_i, hi_i = bounds(i)
+                if s > 0 and (m - 6 * s < lo_i or (strict and m - 6 * s <= lo_i) or m + 6 * s > hi_i):
+                    raise self.err(f"{k}.sd", f"normal({m}, {s}) can draw impossible values of {name} (mean ± 6 sd leaves [{lo_i}, {hi_i}]); use a smaller sd, lognormal or uniform")
+        else:
+            # lognormal: mean and sd of the logarithm; values are positive
+            lo_all = [bounds(i)[0] for i in range(len(mean) if isinstance(mean, tuple) else 1)]
+            if any(x < 0 for x in lo_all):
+                pass
+            hi_all = [bounds(i)[1] for i in range(len(lo_all))]
+            ms = mean if isinstance(mean, tuple) else (mean,)
+            ss = sd if isinstance(sd, tuple) else (sd,)
+            for i, (m, s) in enumerate(zip(ms, ss)):
+                if math.isfinite(hi_all[i]) and math.exp(m + 6 * s) > hi_all[i]:
+                    raise self.err(f"{k}.sd", f"lognormal({m}, {s}) can draw values of {name} beyond {hi_all[i]}")
+        return Variation(name, dist, len(mean) if isinstance(mean, tuple) else None, mean=mean, sd=sd)

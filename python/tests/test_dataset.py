@@ -1,0 +1,293 @@
+"""nanobragg.dataset: shards (pure, atomic, resumable), NXmx/npz contents, the engines (local
+pool, Ray), a worker killed mid-shard, I/O errors, the Slurm script's array entry point."""
+
+import errno
+import hashlib
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+import nanobragg as nb
+from nanobragg import dataset
+from nanobragg.dataset import shards as shards_mod
+
+SPEC = """
+[dataset]
+n_images = {n}
+shard_size = {k}
+seed = 11
+format = "{fmt}"
+output = "out"
+[base]
+args = "-cell 78 78 38 90 90 90 -default_F 3000 -N 6 -lambda 1.0 -distance 80 -detpixels 48 -pixel 0.2 -mosaic 0.1 -mosaic_dom 3"
+threads = 1
+[vary]
+orientation = "uniform"
+distance_mm = {{ dist = "uniform", low = 70, high = 90 }}
+fluence_ph_per_m2 = {{ dist = "lognormal", mean = 55.3, sd = 0.5 }}
+N = {{ dist = "grid", values = [4, 6] }}
+"""
+
+
+def write_spec(folder, n=6, k=2, fmt="nxmx", extra=""):
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / "spec.toml"
+    p.write_text(SPEC.format(n=n, k=k, fmt=fmt) + extra)
+    return dataset.load_spec(str(p))
+
+
+def digests(spec):
+    return {e["file"]: e["sha256"] for e in dataset.check_manifest(spec)}
+
+
+def run_cli(*args, env=None, check=True):
+    r = subprocess.run([sys.executable, "-m", "nanobragg.dataset", *args], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, **(env or {})})
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_images_labels_and_geometry(tmp_path):
+    spec = write_spec(tmp_path)
+    dataset.run_local(spec, workers=1, progress=False)
+    master = dataset.finalize(spec)
+    with h5py.File(tmp_path / "out" / "shard-00001.h5") as f:
+        data = f["/entry/data/data"]
+        assert data.shape == (2, 48, 48) and data.dtype == np.int32 and data.chunks == (1, 48, 48)
+        assert data.compression == "gzip" and data.shuffle
+        lab = f["/entry/labels"]
+        assert list(lab["index"][:]) == [2, 3]
+        for j, i in enumerate((2, 3)):
+            p = dataset.image_params(spec, i)
+            assert np.array_equal(lab["rotation"][j], p["rotation"])
+            assert lab["distance_mm"][j] == p["distance_mm"] and lab["N"][j] == p["N"]
+            assert lab["noise_seed"][j] == p["noise_seed"] and lab["mosaic_seed"][j] == p["mosaic_seed"]
+            # the image is the Python API's render with the labels' values
+            sim = nb.Simulator.from_args(list(spec.args) + ["-precision", "f32", "-backend", "cpu", "-threads", "1"])
+            img = sim.render(rotation=p["rotation"].tolist(), distance_mm=p["distance_mm"], N=p["N"],
+                             fluence_ph_per_m2=p["fluence_ph_per_m2"], mosaic_seed=p["mosaic_seed"])
+            assert np.array_equal(data[j], np.rint(img.astype(np.float64)).astype(np.int32))
+            assert data[j].max() > 0
+        assert f["/entry/dataset/spec"][()].decode() == spec.text
+        assert f["/entry/definition"][()] == b"NXmx"
+        assert f["/entry/instrument/beam/incident_wavelength"][()] == pytest.approx(1.0)
+        o = f["/entry/instrument/detector/transformations/detector_origin"]
+        # MOSFLM's default beam centre (9.6 + 0.2)/2 = 4.9 mm, plus half a pixel: the first
+        # pixel's outer corner is at (5.0, 5.0, 80) mm in McStas
+        assert np.allclose(o[0] * o.attrs["vector"], [5.0, 5.0, 80.0], atol=1e-9)
+    # the master joins the shards: virtual datasets
+    with h5py.File(master) as f:
+        d = f["/entry/data/data"]
+        assert d.is_virtual and d.shape == (6, 48, 48)
+        for i in range(6):
+            assert np.array_equal(d[i], dataset.read_image(spec, i))
+        assert list(f["/entry/labels/index"][:]) == list(range(6))
+        assert f["/entry/labels/rotation"].shape == (6, 3, 3)
+
+
+def test_pure_shards_any_workers_any_order_and_alone(tmp_path):
+    a = write_spec(tmp_path / "a")
+    dataset.run_local(a, workers=1, progress=False)
+    b = write_spec(tmp_path / "b")
+    # other order, and a process pool of 2
+    dataset.run_local(b, workers=1, shards=[2, 0], progress=False)
+    dataset.run_local(b, workers=2, progress=False)
+    assert digests(a) == digests(b)
+    for name in digests(a):
+        assert (tmp_path / "a/out" / name).read_bytes() == (tmp_path / "b/out" / name).read_bytes()
+    # any image re-rendered alone is bit-identical
+    for i in (0, 3, 5):
+        assert np.array_equal(dataset.render_image(a, i), dataset.read_image(a, i))
+    assert dataset.verify(a, rerender=2, seed=1)["shards"] == 3
+
+
+def test_resume_skips_complete_shards(tmp_path):
+    spec = write_spec(tmp_path)
+    r1 = dataset.run_local(spec, workers=1, shards=[1], progress=False)
+    assert r1["shards"] == 1
+    before = (tmp_path / "out/shard-00001.h5").stat().st_mtime_ns
+    r2 = dataset.run_local(spec, workers=1, progress=False)
+    assert (r2["shards"], r2["skipped"], r2["images"]) == (2, 1, 4)
+    assert (tmp_path / "out/shard-00001.h5").stat().st_mtime_ns == before
+    # a shard file that lost its tail is not complete: rendered again
+    p = tmp_path / "out/shard-00002.h5"
+    p.write_bytes(p.read_bytes()[:-10])
+    with pytest.raises(dataset.DatasetError, match="shard-00002.h5 has"):
+        dataset.check_manifest(spec)
+    assert dataset.run_local(spec, workers=1, progress=False)["shards"] == 1
+    dataset.check_manifest(spec)
+    # another description in the same folder is refused
+    (tmp_path / "spec.toml").write_text(spec.text.replace("seed = 11", "seed = 12"))
+    other = dataset.load_spec(str(tmp_path / "spec.toml"))
+    with pytest.raises(dataset.DatasetError, match="holds another dataset"):
+        dataset.run_local(other, workers=1, progress=False)
+
+
+def test_sigkill_mid_shard_then_resume_is_bit_identical(tmp_path):
+    ref = write_spec(tmp_path / "ref", n=8, k=2)
+    dataset.run_local(ref, workers=1, progress=False)
+    dataset.finalize(ref)
+    spec = write_spec(tmp_path / "run", n=8, k=2)
+    marker = tmp_path / "killed"
+    # the worker rendering shard 2 SIGKILLs itself after one of its two images
+    r = run_cli("run", spec.path, "--workers", "2", "--no-progress", env={"NANOBRAGG_DATASET_KILL": f"2:1:{marker}"}, check=False)
+    assert marker.exists() and r.returncode != 0
+    entries = shards_mod.manifest_entries(spec)
+    assert 2 not in entries and len(entries) >= 1  # at most the killed shard (and those queued behind it) lost
+    assert not (tmp_path / "run/out/shard-00002.h5").exists()
+    for e in entries.values():  # what the manifest lists is whole
+        assert hashlib.sha256((tmp_path / "run/out" / e["file"]).read_bytes()).hexdigest() == e["sha256"]
+    r = run_cli("run", spec.path, "--workers", "2", "--no-progress")
+    res = json.loads(r.stdout)
+    assert res["skipped"] == len(entries) and res["shards"] == 4 - len(entries)
+    assert digests(spec) == digests(ref)
+    for name in digests(ref):
+        assert (tmp_path / "run/out" / name).read_bytes() == (tmp_path / "ref/out" / name).read_bytes()
+    assert (tmp_path / "run/out/master.h5").read_bytes() == (tmp_path / "ref/out/master.h5").read_bytes()
+    with h5py.File(tmp_path / "run/out/master.h5") as f, h5py.File(tmp_path / "ref/out/master.h5") as g:
+        assert np.array_equal(f["/entry/data/data"][:], g["/entry/data/data"][:])
+    leftovers = [p.name for p in (tmp_path / "run/out").iterdir() if ".tmp-" in p.name]
+    # a killed worker can leave its temporary file (never a listed shard); nothing else
+    assert all(n.startswith(".shard-00002.h5.tmp-") for n in leftovers), leftovers
+
+
+@pytest.mark.parametrize("err,word", [(errno.ENOSPC, "No space left on device"), (errno.EACCES, "Permission denied")])
+def test_io_error_names_the_file_and_lists_nothing(tmp_path, monkeypatch, err, word):
+    spec = write_spec(tmp_path)
+    dataset.run_local(spec, workers=1, shards=[0], progress=False)
+    real_open = open
+
+    class Failing:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            self.f.close()
+
+        def write(self, b):
+            self.f.write(b[: len(b) // 2])  # half of it reaches the disk, then the error
+            raise OSError(err, os.strerror(err))
+
+        def flush(self):
+            pass
+
+        def fileno(self):
+            return self.f.fileno()
+
+    def fake_open(path, mode="r", *a, **k):
+        f = real_open(path, mode, *a, **k)
+        return Failing(f) if "w" in mode and "shard-00001.h5" in str(path) else f
+
+    monkeypatch.setattr(shards_mod, "open", fake_open, raising=False)
+    with pytest.raises(dataset.DatasetError) as e:
+        dataset.run_local(spec, workers=1, progress=False)
+    target = str(tmp_path / "out" / "shard-00001.h5")
+    assert e.value.file == target and target in str(e.value) and word in str(e.value)
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == ["manifest", "shard-00000.h5", "spec.toml"], names
+    assert sorted(shards_mod.manifest_entries(spec)) == [0]
+    # the CLI says it in one line naming the file, exit status 2
+    monkeypatch.undo()
+    os.chmod(tmp_path / "out", 0o555)
+    try:
+        if os.access(tmp_path / "out", os.W_OK):  # root ignores the mode: not a test of it
+            return
+        r = run_cli("run", spec.path, "--no-progress", check=False)
+        assert r.returncode == 2 and "shard-00001.h5" in r.stderr and "Permission denied" in r.stderr
+    finally:
+        os.chmod(tmp_path / "out", 0o755)
+
+
+def test_npz_output(tmp_path):
+    spec = write_spec(tmp_path, fmt="npz", n=4, k=3)
+    r = run_cli("run", spec.path, "--workers", "1", "--no-progress")
+    assert json.loads(r.stdout)["master"].endswith("index.json")
+    with np.load(tmp_path / "out/shard-00001.npz") as z:
+        assert z["images"].shape == (1, 48, 48) and z["images"].dtype == np.float32
+        assert list(z["labels.index"]) == [3]
+        meta = json.loads(bytes(z["meta"]))
+        assert meta["first_image"] == 3 and meta["spec"] == spec.text
+        sim = nb.Simulator.from_args(list(spec.args) + ["-precision", "f32", "-backend", "cpu", "-threads", "1"])
+        p = dataset.image_params(spec, 3)
+        img = sim.render(rotation=p["rotation"].tolist(), distance_mm=p["distance_mm"], N=p["N"],
+                         fluence_ph_per_m2=p["fluence_ph_per_m2"], mosaic_seed=p["mosaic_seed"])
+        assert np.array_equal(z["images"][0], img)
+    first = (tmp_path / "out/shard-00000.npz").read_bytes()
+    dataset.write_shard(spec, 0, force=True)
+    assert (tmp_path / "out/shard-00000.npz").read_bytes() == first
+
+
+def test_noise_chain_is_seeded_per_image(tmp_path):
+    spec = write_spec(tmp_path, n=2, k=2, extra='[chain]\nnoise = "-readout_noise 2 -adc 10"\n')
+    imgs, labels = dataset.render_shard(spec, 0)
+    assert imgs.dtype == np.int32
+    again = dataset.render_image(spec, 1)
+    assert np.array_equal(again, imgs[1])
+    p = dataset.image_params(spec, 1)
+    sim = dataset.Renderer(spec).simulator()
+    clean = sim.render(**dataset.Renderer(spec).overrides(p))
+    want = nb.noisify(clean, ["-readout_noise", "2", "-adc", "10", "-seed", str(p["noise_seed"])]).noise_image
+    assert np.array_equal(imgs[1], want.astype(np.int32))
+
+
+def test_slurm_script_and_its_array_entry_point(tmp_path):
+    spec = write_spec(tmp_path, n=6, k=2)
+    r = run_cli("slurm", spec.path, "--shards-per-task", "2", "--cpus-per-task", "1")
+    script = (tmp_path / "out/slurm/job.sh").read_text()
+    assert "#SBATCH --array=0-1\n" in script and "#SBATCH --requeue" in script
+    # run the script's body for array tasks 1 then 0 (what sbatch does on each node)
+    for t in (1, 0):
+        body = subprocess.run(["bash", str(tmp_path / "out/slurm/job.sh")], env={**os.environ, "SLURM_ARRAY_TASK_ID": str(t)},
+                              capture_output=True, text=True, timeout=600)
+        assert body.returncode == 0, body.stderr
+        done = sorted(shards_mod.manifest_entries(spec))
+        assert done == ([2] if t == 1 else [0, 1, 2])
+    out = run_cli("finalize", spec.path).stdout.strip()
+    assert out.endswith("master.h5")
+    ref = write_spec(tmp_path / "ref", n=6, k=2)
+    dataset.run_local(ref, workers=1, progress=False)
+    assert digests(spec) == digests(ref)
+    r = run_cli("verify", spec.path, "--rerender", "2")
+    assert json.loads(r.stdout)["shards"] == 3
+
+
+def test_finalize_refuses_an_incomplete_dataset(tmp_path):
+    spec = write_spec(tmp_path)
+    dataset.run_local(spec, workers=1, shards=[0, 2], progress=False)
+    r = run_cli("finalize", spec.path, check=False)
+    assert r.returncode == 2 and "1 of 3 shards are not complete (shards 1)" in r.stderr
+    r = run_cli("run", str(tmp_path / "nope.toml"), check=False)
+    assert r.returncode == 2 and "nope.toml: (file): cannot read" in r.stderr
+
+
+def test_ray_engine_matches_local_and_retries_a_killed_task(tmp_path):
+    import ray  # scripts/setup.sh installs it into target/pyvenv (the `ray` extra)
+
+    ref = write_spec(tmp_path / "ref", n=6, k=2)
+    dataset.run_local(ref, workers=1, progress=False)
+    spec = write_spec(tmp_path / "ray", n=6, k=2)
+    marker = tmp_path / "killed"
+    os.environ["NANOBRAGG_DATASET_KILL"] = f"1:1:{marker}"
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"NANOBRAGG_DATASET_KILL": f"1:1:{marker}"}})
+        res = dataset.run_ray(spec, progress=False, retries=2)
+    finally:
+        del os.environ["NANOBRAGG_DATASET_KILL"]
+        ray.shutdown()
+    assert marker.exists()  # the task of shard 1 died once; Ray ran it again
+    assert res["shards"] == 3
+    assert digests(spec) == digests(ref)
