@@ -40,11 +40,11 @@ if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
     echo "== pip install maturin pytest numpy (into $VENV)"
     "$VENV/bin/pip" install --quiet 'maturin>=1.5,<2' 'pytest>=7' 'numpy>=1.21'
   fi
-  # datasets (python/nanobragg/dataset, the `hdf5` and `ray` extras): h5py + hdf5plugin write
-  # the NXmx shards, Ray is the distributed engine its tests run
-  if ! "$VENV/bin/python" -c 'import h5py, hdf5plugin, ray' 2>/dev/null; then
-    echo "== pip install h5py hdf5plugin ray (into $VENV)"
-    "$VENV/bin/pip" install --quiet 'h5py>=3.8' 'hdf5plugin>=4' 'ray>=2.9'
+  # datasets (python/nanobragg/dataset, the `hdf5` and `ray` extras): h5py adds labels to
+  # the crate's NXmx shards and writes the master file, Ray is the distributed engine its tests run
+  if ! "$VENV/bin/python" -c 'import h5py, ray' 2>/dev/null; then
+    echo "== pip install h5py ray (into $VENV)"
+    "$VENV/bin/pip" install --quiet 'h5py>=3.8' 'ray>=2.9'
   fi
 fi
 [ "$what" = python ] && exit 0

@@ -2,7 +2,8 @@
 # `npm test`: every test. Installs what is missing first.
 #   (a) Rust: fmt, clippy (native, no-GPU and wasm32), cargo test (scripts/test-rust.sh); miniCBF read back by fabio;
 #       the DIALS round trip (miniCBF and NXmx series through dials.import/find_spots/index)
-#   (a') Python: the wheel built with maturin, installed into a venv, pytest (scripts/test-python.sh)
+#   (a') Python: the wheel built with maturin, installed into a venv, pytest (scripts/test-python.sh),
+#       the dataset tool among them (local pool, Ray, a single-node Slurm it starts, dials.import)
 #   (b) unit tests of the front end's pure modules (tests/unit/: npm run test:unit, seconds)
 #   (c) the wasm build of the web app (both modules) and its TypeScript
 #   (d) browser tests: node's test runner + playwright-core on Debian chromium (tests/browser/)

@@ -189,6 +189,21 @@ fn nexus_file(prep: &Prepared, pixels: &[u16], scale: f64) -> Result<Vec<u8>> {
             frames.push(masked(&output::int_pixels(&fp.setup, &image, scale)));
         }
     }
+    let mut g = nexus_geometry(prep);
+    g.osc /= n as f64;
+    let refs: Vec<&[i32]> = frames.iter().map(|f| f.as_slice()).collect();
+    io::nexus::write_nxmx(&g, &refs)
+}
+
+/// The NXmx geometry of a prepared run (nanoBragg's lab frame): the detector as one module, the
+/// beam, the spindle with the run's φ0 and whole oscillation, the sensor (a preset's, else the
+/// plan's thickness, else 1 nm of Si), saturation 65535 (the int image's limit). The `-nexus`
+/// file and the Python dataset tool (`nanobragg.dataset`) write their files from it.
+pub fn nexus_geometry(prep: &Prepared) -> io::nexus::NxGeometry {
+    let s = &prep.setup;
+    let o = &s.opts;
+    let plan = prep.plan();
+    let mask = plan.mask.as_deref();
     let d = &s.det;
     // dxtbx knows Si, CdTe, GaAs and requires a positive thickness: a detector without a
     // simulated sensor (or a CCD's phosphor) is written as 1 nm of silicon, a parallax shift
@@ -201,7 +216,7 @@ fn nexus_file(prep: &Prepared, pixels: &[u16], scale: f64) -> Result<Vec<u8>> {
         None if plan.thick > 0.0 => ("Si", plan.thick),
         None => ("Si", NO_SENSOR),
     };
-    let g = io::nexus::NxGeometry {
+    io::nexus::NxGeometry {
         beam: d.beam,
         wavelength: s.lambda0 * 1e10,
         panels: vec![io::nexus::NxPanel {
@@ -221,15 +236,13 @@ fn nexus_file(prep: &Prepared, pixels: &[u16], scale: f64) -> Result<Vec<u8>> {
         saturation: 65535,
         spindle: d.spindle,
         phi_start: s.phi0 * RTD,
-        osc: s.osc * RTD / n as f64,
+        osc: s.osc * RTD,
         exposure: o.exposure,
         mask: mask.map(|m| m.to_vec()),
         description: o
             .preset
             .map_or("nanoBragg simulation".to_string(), |p| p.label.to_string()),
-    };
-    let refs: Vec<&[i32]> = frames.iter().map(|f| f.as_slice()).collect();
-    io::nexus::write_nxmx(&g, &refs)
+    }
 }
 
 /// Prints `writing NAME as WHAT` and writes the file atomically.
@@ -339,14 +352,33 @@ fn run_inner(words: &[String]) -> Result<()> {
     if o.printout {
         print_pixels(&prep, &mut out);
     }
-    let st = stats::compute(prep.plan(), &image);
     let plan = prep.plan();
-    write_file(
-        &o.floatfile,
-        &[&output::le_bytes(&image)],
-        &format!("{} 4-byte floats", image.len()),
-        &mut out,
-    )?;
+    // One pass after the render: the float file is written on its own thread while the
+    // statistics and the integer image (rows in parallel) are computed.
+    let _ = writeln!(
+        out,
+        "writing {} as {} 4-byte floats",
+        o.floatfile,
+        image.len()
+    );
+    let (written, st, scale, pixels) = std::thread::scope(|sc| {
+        let writer =
+            sc.spawn(|| write_atomic_parts(Path::new(&o.floatfile), &[&output::le_bytes(&image)]));
+        let first = stats::first_pass(plan, &image);
+        let scale = output::int_scale(&prep.setup, &first);
+        let (st, pixels) = rayon::join(
+            || stats::with_rmsd(plan, &image, first),
+            || output::int_pixels(&prep.setup, &image, scale),
+        );
+        let written = writer.join().unwrap_or_else(|_| {
+            Err(Error::output(format!(
+                "-floatfile {}: the writer failed",
+                o.floatfile
+            )))
+        });
+        (written, st, scale, pixels)
+    });
+    written?;
     let _ = writeln!(
         out,
         "max_I = {}  at {} {}",
@@ -361,11 +393,9 @@ fn run_inner(words: &[String]) -> Result<()> {
         fmt_g(st.rms),
         fmt_g(st.rmsd)
     );
-    let scale = output::int_scale(&prep.setup, &st);
     let _ = writeln!(out, "intfile_scale = {}", fmt_g(scale));
     let header = output::smv_header(&prep.setup);
     let header = io::smv::header_block(&header)?;
-    let pixels = output::int_pixels(&prep.setup, &image, scale);
     write_file(
         &o.intfile,
         &[&header, &output::le_bytes(&pixels)],

@@ -33,6 +33,8 @@ pub enum FileKind {
     Stol,
     /// A raw float image (noisify's `-floatfile`): little-endian f32 pixels, no header.
     FloatImage,
+    /// `-expt`: a DIALS experiment list (JSON).
+    Experiment,
 }
 
 impl FileKind {
@@ -49,6 +51,7 @@ impl FileKind {
     /// | model | 512 MiB | the largest mmCIF entries are a few hundred MB |
     /// | stol table | 16 MiB | tables have a few hundred lines |
     /// | float image | 1 GiB | a 16384 x 16384 detector of f32 pixels |
+    /// | DIALS experiment list | 64 MiB | per-image scan arrays of long sweeps, many experiments |
     pub const fn max_bytes(self) -> u64 {
         match self {
             FileKind::Hkl => 1024 * MIB,
@@ -59,6 +62,7 @@ impl FileKind {
             FileKind::Model => 512 * MIB,
             FileKind::Stol => 16 * MIB,
             FileKind::FloatImage => 1024 * MIB,
+            FileKind::Experiment => 64 * MIB,
         }
     }
 
@@ -73,6 +77,7 @@ impl FileKind {
             FileKind::Model => "atomic model files",
             FileKind::Stol => "structure factor vs. sin(theta)/lambda tables",
             FileKind::FloatImage => "float images",
+            FileKind::Experiment => "DIALS experiment lists",
         }
     }
 

@@ -55,17 +55,31 @@ pub fn int_pixels(setup: &Setup, image: &[f32], scale: f64) -> Vec<u16> {
 /// `floorf((float)(clamp(v·scale + adc, 0, 65535) + 0.5))`, the others 0. `fpixels` is the
 /// row length of `image`.
 pub fn int_pixels_roi(fpixels: usize, roi: &Roi, image: &[f32], scale: f64, adc: f64) -> Vec<u16> {
+    use rayon::prelude::*;
     let mut out = vec![0u16; image.len()];
-    for (idx, o) in out.iter_mut().enumerate() {
-        if !roi.contains(idx % fpixels, idx / fpixels) {
-            continue;
-        }
-        let mut v = image[idx] as f64 * scale + adc;
-        v = v.min(65535.0);
-        v = v.max(0.0);
-        // upstream: floorf((float)(v + 0.5)); v >= 0, so truncation is the floor
-        *o = ((v + 0.5) as f32) as u16;
+    if fpixels == 0 {
+        return out;
     }
+    let spixels = image.len() / fpixels;
+    let cols = roi.xmin..roi.xmax.saturating_add(1).min(fpixels);
+    let rows = roi.ymin..roi.ymax.saturating_add(1).min(spixels);
+    if cols.is_empty() || rows.is_empty() {
+        return out;
+    }
+    // rows in parallel (each pixel on its own: the result does not depend on the split)
+    out.par_chunks_mut(fpixels)
+        .zip(image.par_chunks(fpixels))
+        .enumerate()
+        .filter(|(s, _)| rows.contains(s))
+        .for_each(|(_, (o, v))| {
+            for (o, &v) in o[cols.clone()].iter_mut().zip(&v[cols.clone()]) {
+                // min then max (not clamp): a NaN becomes 65535, as upstream's fmin/fmax
+                let mut v = (v as f64 * scale + adc).min(65535.0);
+                v = v.max(0.0);
+                // upstream: floorf((float)(v + 0.5)); v >= 0, so truncation is the floor
+                *o = ((v + 0.5) as f32) as u16;
+            }
+        });
     out
 }
 
@@ -221,4 +235,59 @@ pub fn cbf_pixels(
         .collect();
     info.excluded = px.iter().filter(|&&v| v == -1).count();
     px
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parallel_int_image_equals_the_serial_loop() {
+        let (fp, sp) = (29usize, 17usize);
+        let mut image: Vec<f32> = (0..fp * sp)
+            .map(|i| ((i * 7919) % 1000) as f32 * 0.37 - 20.0)
+            .collect();
+        image[33] = f32::NAN;
+        image[34] = 1e9;
+        for roi in [
+            Roi {
+                xmin: 0,
+                xmax: 28,
+                ymin: 0,
+                ymax: 16,
+            },
+            Roi {
+                xmin: 2,
+                xmax: 9,
+                ymin: 4,
+                ymax: 99,
+            },
+            Roi {
+                xmin: 9,
+                xmax: 2,
+                ymin: 0,
+                ymax: 16,
+            },
+            Roi {
+                xmin: 40,
+                xmax: 50,
+                ymin: 0,
+                ymax: 16,
+            },
+        ] {
+            let mut want = vec![0u16; image.len()];
+            for (idx, o) in want.iter_mut().enumerate() {
+                if roi.contains(idx % fp, idx / fp) {
+                    let mut v = (image[idx] as f64 * 123.4 + 10.0).min(65535.0);
+                    v = v.max(0.0);
+                    *o = ((v + 0.5) as f32) as u16;
+                }
+            }
+            assert_eq!(
+                int_pixels_roi(fp, &roi, &image, 123.4, 10.0),
+                want,
+                "{roi:?}"
+            );
+        }
+    }
 }

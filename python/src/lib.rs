@@ -173,40 +173,42 @@ impl PySession {
         Ok(d)
     }
 
-    /// The resolved lab-frame geometry (nanoBragg's frame, metres, unit vectors), for the
-    /// dataset tool's NXmx files (`nanobragg.dataset`): beam, wavelength_A, pix0, fdet, sdet,
-    /// spindle, pixel, fast/slow pixels, phi0_deg, osc_deg, exposure_s, the preset's label,
-    /// sensor (name, µm) and saturation, the sensor thickness of the plan (m), and the mask (1
-    /// active) or None.
-    fn geometry<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.lock();
-        let p = s.prepared();
-        let (st, plan) = (&p.setup, p.plan());
-        let (d, o) = (&st.det, &st.opts);
-        let g = PyDict::new(py);
-        g.set_item("beam", d.beam)?;
-        g.set_item("wavelength_A", st.lambda0 * 1e10)?;
-        g.set_item("pix0", d.pix0)?;
-        g.set_item("fdet", d.fdet)?;
-        g.set_item("sdet", d.sdet)?;
-        g.set_item("spindle", d.spindle)?;
-        g.set_item("pixel", d.pixel)?;
-        g.set_item("fast_pixels", d.fpixels)?;
-        g.set_item("slow_pixels", d.spixels)?;
-        g.set_item("phi0_deg", st.phi0.to_degrees())?;
-        g.set_item("osc_deg", st.osc.to_degrees())?;
-        g.set_item("exposure_s", o.exposure)?;
-        g.set_item(
-            "preset",
-            o.preset
-                .map(|p| (p.label, p.sensor, p.sensor_thickness_um, p.saturation)),
-        )?;
-        g.set_item("thick", plan.thick)?;
-        g.set_item(
-            "mask",
-            plan.mask.as_ref().map(|m| PyBytes::new(py, m.as_slice())),
-        )?;
-        Ok(g)
+    /// The crate's NXmx file (`io::nexus::write_nxmx`, the CLI's `-nexus` layout) of `frames`
+    /// ((n, slow, fast) int32 counts) with this setup's geometry (`cli::nexus_geometry`),
+    /// frame k at φ = `phi_start_deg` + k·`osc_deg`, `saturation` the largest trusted count
+    /// (None: the CLI's 65535), for the dataset tool (`nanobragg.dataset`).
+    #[pyo3(signature = (frames, phi_start_deg, osc_deg, saturation=None))]
+    fn nxmx<'py>(
+        &self,
+        py: Python<'py>,
+        frames: numpy::PyReadonlyArray3<'py, i32>,
+        phi_start_deg: f64,
+        osc_deg: f64,
+        saturation: Option<i64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let mut g = nanobragg::cli::nexus_geometry(self.lock().prepared());
+        g.phi_start = phi_start_deg;
+        g.osc = osc_deg;
+        if let Some(v) = saturation {
+            g.saturation = v;
+        }
+        let a = frames.as_array();
+        let (n, h, w) = a.dim();
+        if (w, h) != g.image_size {
+            return Err(to_py(
+                py,
+                NbError::input(format!(
+                    "NeXus writer: frames of {w}x{h} pixels, the detector has {}x{}",
+                    g.image_size.0, g.image_size.1
+                )),
+            ));
+        }
+        let flat: Vec<i32> = a.iter().copied().collect();
+        let refs: Vec<&[i32]> = (0..n).map(|k| &flat[k * w * h..(k + 1) * w * h]).collect();
+        let bytes = py
+            .detach(|| io::nexus::write_nxmx(&g, &refs))
+            .map_err(|e| to_py(py, e))?;
+        Ok(PyBytes::new(py, &bytes))
     }
 
     /// Renders with `extra` words appended; returns (image (slow, fast) float32, engine,

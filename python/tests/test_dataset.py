@@ -141,7 +141,8 @@ def test_sigkill_mid_shard_then_resume_is_bit_identical(tmp_path):
     marker = tmp_path / "killed"
     # the worker rendering shard 2 SIGKILLs itself after one of its two images
     r = run_cli("run", spec.path, "--workers", "2", "--no-progress", env={"NANOBRAGG_DATASET_KILL": f"2:1:{marker}"}, check=False)
-    assert marker.exists() and r.returncode != 0
+    assert marker.exists() and r.returncode == 2
+    assert "a worker process died while rendering" in r.stderr and "run again to resume" in r.stderr, r.stderr
     entries = shards_mod.manifest_entries(spec)
     assert 2 not in entries and len(entries) >= 1  # at most the killed shard (and those queued behind it) lost
     assert not (tmp_path / "run/out/shard-00002.h5").exists()
@@ -271,6 +272,10 @@ def test_finalize_refuses_an_incomplete_dataset(tmp_path):
     assert r.returncode == 2 and "1 of 3 shards are not complete (shards 1)" in r.stderr
     r = run_cli("run", str(tmp_path / "nope.toml"), check=False)
     assert r.returncode == 2 and "nope.toml: (file): cannot read" in r.stderr
+    # the console script (pyproject's [project.scripts]) is the same program
+    exe = pathlib.Path(sys.executable).with_name("nanobragg-dataset")
+    r = subprocess.run([str(exe), "finalize", spec.path], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "1 of 3 shards are not complete (shards 1)" in r.stderr, r.stderr
 
 
 def test_ray_engine_matches_local_and_retries_a_killed_task(tmp_path):
@@ -291,3 +296,99 @@ def test_ray_engine_matches_local_and_retries_a_killed_task(tmp_path):
     assert marker.exists()  # the task of shard 1 died once; Ray ran it again
     assert res["shards"] == 3
     assert digests(spec) == digests(ref)
+
+
+def test_gpu_adapter_picked_by_environment(tmp_path):
+    """NANOBRAGG_GPU_ADAPTER (what the Ray engine sets from the GPU Ray assigned) picks the
+    wgpu adapter by name part, index or PCI bus id; one that matches nothing is an error
+    listing the adapters (here Mesa's lavapipe, the CI's Vulkan device)."""
+    code = """
+import nanobragg as nb
+s = nb.Simulator(nb.Crystal(cell_A_deg=(100, 100, 100, 90, 90, 90), N=5, default_F=100), nb.Beam(wavelength_A=1),
+                 nb.Detector(distance_mm=100, pixels=32, pixel_mm=0.1), precision="f32", backend="gpu")
+try:
+    s.render()
+    print("ok", s.engine, s.info()["gpu_adapter"])
+except nb.GpuError as e:
+    print("GpuError", e)
+"""
+    def run(value):
+        r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NANOBRAGG_GPU_ADAPTER": value},
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    assert run("llvmpipe").startswith("ok gpu llvmpipe")
+    assert run("0").startswith("ok gpu ")
+    for bad in ("no-such-gpu", "pci:0000:99:00.0", "7"):
+        out = run(bad)
+        assert out.startswith(f"GpuError NANOBRAGG_GPU_ADAPTER={bad}: no GPU adapter matches (adapters: 0: llvmpipe"), out
+    # the Ray task's lookup: no CUDA device assigned, nothing set
+    from nanobragg.dataset.engines import gpu_adapter_env
+
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "NANOBRAGG_GPU_ADAPTER")}
+    old = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        assert gpu_adapter_env() == {}
+        os.environ["NANOBRAGG_GPU_ADAPTER"] = "1"
+        assert gpu_adapter_env() == {}  # the user's choice is kept
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
+def test_progress_line_reports_rate_and_eta():
+    import io
+
+    from nanobragg.dataset.engines import Progress
+
+    s = io.StringIO()
+    p = Progress(10, done=2, stream=s)
+    p.t0 -= 4.0  # 4 s ago
+    p.add(4)
+    line = s.getvalue().split("\r")[-1]
+    # 4 images in 4 s: 1.00 images/s, 4 left: 0:04
+    assert line.startswith("[##################............] 6/10 images  1.0") and "images/s  ETA 0:0" in line, line
+    p.close()
+    assert s.getvalue().endswith("\n")
+
+
+@pytest.mark.parametrize("fmt", ["nxmx", "npz"])
+def test_predicted_reflections_in_the_shards(tmp_path, fmt):
+    spec = write_spec(tmp_path, n=3, k=3, fmt=fmt, extra="")
+    text = spec.text.replace('output = "out"', 'output = "out"\npredict = true')
+    (tmp_path / "spec.toml").write_text(text)
+    spec = dataset.load_spec(str(tmp_path / "spec.toml"))
+    dataset.run_local(spec, workers=1, progress=False)
+    p = dataset.image_params(spec, 1)
+    want = dataset.Renderer(spec).simulator().predict(**dataset.Renderer(spec).overrides(p))
+    assert len(want) > 0
+    if fmt == "nxmx":
+        with h5py.File(tmp_path / "out/shard-00000.h5") as f:
+            cols = {k: f["/entry/reflections"][k][:] for k in f["/entry/reflections"]}
+    else:
+        with np.load(tmp_path / "out/shard-00000.npz") as z:
+            cols = {k.split(".", 1)[1]: z[k] for k in z.files if k.startswith("reflections.")}
+    assert sorted(set(cols["image"])) == [0, 1, 2]
+    sel = cols["image"] == 1
+    for name in ("h", "k", "l", "fast", "slow", "intensity"):
+        assert np.array_equal(cols[name][sel], want[name])
+    with pytest.raises(dataset.SpecError, match="dataset.predict: expected true or false"):
+        dataset.parse_spec(text.replace("predict = true", "predict = 1"))
+
+
+def test_list_of_models(tmp_path):
+    models = pathlib.Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "models"
+    spec = write_spec(tmp_path, n=2, k=2, extra=f"""model = {{ dist = "grid", values = ["{models / 'hem_p1.pdb'}", "{models / '4hhh_frag.pdb'}"] }}
+""")
+    spec = dataset.load_spec(spec.path)
+    imgs, labels = dataset.render_shard(spec, 0)
+    assert list(labels["model"]) == [0, 1]
+    for i, name in enumerate(("hem_p1.pdb", "4hhh_frag.pdb")):
+        p = dataset.image_params(spec, i)
+        sim = nb.Simulator.from_args(list(spec.args) + ["-pdb", str(models / name), "-precision", "f32", "-backend", "cpu", "-threads", "1"])
+        img = sim.render(rotation=p["rotation"].tolist(), distance_mm=p["distance_mm"], N=p["N"],
+                         fluence_ph_per_m2=p["fluence_ph_per_m2"], mosaic_seed=p["mosaic_seed"])
+        assert np.array_equal(imgs[i], np.rint(img.astype(np.float64)).astype(np.int32))

@@ -55,6 +55,10 @@ pub struct Options {
     pub hklout: Option<String>,
     pub dump: String,
     pub mat: Option<String>,
+    /// `-expt FILE`: a DIALS experiment list (`io::expt`), applied by `resolve`.
+    pub expt: Option<String>,
+    /// The crystal of an `-expt` file as a MOSFLM matrix (set by `resolve`, not a flag).
+    pub mat_values: Option<[[f64; 3]; 3]>,
     pub img: Option<String>,
     pub mask: Option<String>,
     pub sourcefile: Option<String>,
@@ -183,6 +187,8 @@ impl Default for Options {
             hklout: None,
             dump: "Fdump.bin".into(),
             mat: None,
+            expt: None,
+            mat_values: None,
             img: None,
             mask: None,
             sourcefile: None,

@@ -885,6 +885,11 @@ pub static FLAGS: &[Flag] = &[
         Ok(())
     })
     .kind(OutputFile),
+    // DIALS geometry in (issue 18 §1, io/expt.rs)
+    flag("-expt", Port, "FILE", "DIALS experiment list (.expt): its one panel, beam, spindle, scan start/width and crystal A matrix replace those flags", |p| {
+        p.o.expt = Some(p.text()?);
+        Ok(())
+    }),
     // NXmx output (issue 18/19: the one NeXus writer, io/nexus.rs)
     flag("-nexus", Port, "FILE", "NeXus/NXmx (HDF5) file of the int image, or of a rotation series with -nexus_images", |p| {
         p.o.nexus = Some(p.text()?);

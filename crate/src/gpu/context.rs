@@ -16,22 +16,88 @@ pub fn required_limits(adapter: &wgpu::Adapter) -> wgpu::Limits {
     }
 }
 
-/// Request an adapter (high performance preferred) and a device with [`required_limits`].
+/// The environment variable that picks the adapter (native only): `pci:<bus id>` (as
+/// `nvidia-smi --query-gpu=pci.bus_id` prints it or as Vulkan reports it; the domain's leading
+/// zeros and the case do not matter), an index into the adapters wgpu lists, or a part of the
+/// adapter's name. Vulkan ignores `CUDA_VISIBLE_DEVICES`: the dataset tool's Ray engine sets
+/// this from the GPU Ray assigned.
+pub const ADAPTER_ENV: &str = "NANOBRAGG_GPU_ADAPTER";
+
+/// `0000:3B:00.0`, `00000000:3b:00.0` -> `3b:00.0` (bus:device.function, lower case).
+#[cfg(not(target_arch = "wasm32"))]
+fn pci_key(id: &str) -> String {
+    let id = id.trim().to_ascii_lowercase();
+    let parts: Vec<&str> = id.split(':').collect();
+    match parts.len() {
+        3 => format!("{}:{}", parts[1], parts[2]),
+        _ => id,
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+async fn pick_adapter(instance: &wgpu::Instance, want: &str) -> Result<wgpu::Adapter> {
+    let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+    let infos: Vec<wgpu::AdapterInfo> = adapters.iter().map(|a| a.get_info()).collect();
+    let found = if let Some(bus) = want.strip_prefix("pci:") {
+        let key = pci_key(bus);
+        infos
+            .iter()
+            .position(|i| !i.device_pci_bus_id.is_empty() && pci_key(&i.device_pci_bus_id) == key)
+    } else if let Ok(k) = want.parse::<usize>() {
+        (k < infos.len()).then_some(k)
+    } else {
+        let w = want.to_ascii_lowercase();
+        infos
+            .iter()
+            .position(|i| i.name.to_ascii_lowercase().contains(&w))
+    };
+    match found {
+        Some(k) => Ok(adapters.into_iter().nth(k).expect("index in range")),
+        None => {
+            let list: Vec<String> = infos
+                .iter()
+                .enumerate()
+                .map(|(k, i)| format!("{k}: {} (pci {:?})", i.name, i.device_pci_bus_id))
+                .collect();
+            Err(Error::gpu(format!(
+                "{ADAPTER_ENV}={want}: no GPU adapter matches (adapters: {})",
+                if list.is_empty() {
+                    "none".to_string()
+                } else {
+                    list.join("; ")
+                }
+            )))
+        }
+    }
+}
+
+/// Request an adapter (high performance preferred, or the one [`ADAPTER_ENV`] names) and a
+/// device with [`required_limits`].
 pub async fn request_device() -> Result<(wgpu::Device, wgpu::Queue, wgpu::AdapterInfo)> {
     let instance =
         wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-    let adapter = instance
-        .request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference: wgpu::PowerPreference::HighPerformance,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| {
-            Error::gpu(format!(
-                "no GPU adapter found ({e}); on Linux without a GPU install Mesa's lavapipe \
-                 (mesa-vulkan-drivers), or use the CPU backend"
-            ))
-        })?;
+    #[cfg(not(target_arch = "wasm32"))]
+    let chosen = match std::env::var(ADAPTER_ENV) {
+        Ok(want) if !want.trim().is_empty() => Some(pick_adapter(&instance, want.trim()).await?),
+        _ => None,
+    };
+    #[cfg(target_arch = "wasm32")]
+    let chosen: Option<wgpu::Adapter> = None;
+    let adapter = match chosen {
+        Some(a) => a,
+        None => instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| {
+                Error::gpu(format!(
+                    "no GPU adapter found ({e}); on Linux without a GPU install Mesa's lavapipe \
+                     (mesa-vulkan-drivers), or use the CPU backend"
+                ))
+            })?,
+    };
     let info = adapter.get_info();
     let limits = required_limits(&adapter);
     let (device, queue) = adapter

@@ -132,9 +132,12 @@ mod tests {
         assert_eq!((img.width, img.height), (4, 3));
         assert_eq!(img.pixels, px);
         assert!(img.header.contains("# Wavelength 1.000000 A"));
-        // cut inside the binary data (the writer pads after it)
-        let cut = img.header.len() + START.len() + 10;
-        let e = read_minicbf("t.cbf", &bytes[..cut]).unwrap_err();
+        // cut inside the compressed data (the file is padded by 4095 bytes after it)
+        let start = bytes
+            .windows(4)
+            .position(|w| w == [0x0c, 0x1a, 0x04, 0xd5])
+            .unwrap();
+        let e = read_minicbf("t.cbf", &bytes[..start + 4 + 20]).unwrap_err();
         assert!(e.message.starts_with("t.cbf: "), "{}", e.message);
     }
 }

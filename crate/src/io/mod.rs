@@ -4,6 +4,7 @@
 pub mod atomic;
 pub mod cbf;
 pub mod cbf_read;
+pub mod expt;
 pub mod hkl;
 pub mod matfile;
 pub mod nexus;

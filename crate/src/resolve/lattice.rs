@@ -38,7 +38,7 @@ pub fn crystal(
                 .and_then(|text| io::matfile::parse_mat(name, &text))
                 .map_err(|e| e.with_flag("-mat").at_file(name.as_str()))?,
         ),
-        None => None,
+        None => o.mat_values,
     };
     resolve_crystal(CrystalInput {
         cell,

@@ -22,6 +22,7 @@
 pub mod beam;
 pub mod crystal;
 pub mod detector;
+pub mod expt;
 pub mod header;
 pub mod lattice;
 pub mod limits;
@@ -69,7 +70,21 @@ pub struct Setup {
 }
 
 pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
-    let o = opts;
+    // -expt: the DIALS file's geometry and crystal replace the flags' (io/expt.rs)
+    let with_expt;
+    let o = match &opts.expt {
+        Some(name) => {
+            let bytes = files
+                .read(name, crate::files::FileKind::Experiment)
+                .map_err(|e| e.with_flag("-expt").at_file(name.as_str()))?;
+            let e = crate::io::expt::parse_expt(name, &bytes)?;
+            let (mut o, mat) = expt::apply(opts, &e, name)?;
+            o.mat_values = mat.or(o.mat_values);
+            with_expt = o;
+            &with_expt
+        }
+        None => opts,
+    };
     let mut log = Vec::new();
     let mut warnings = o.warnings.clone();
 

@@ -45,7 +45,7 @@ pub fn check_required(o: &Options, origin: &Origin) -> Result<()> {
     if *origin == Origin::Default && o.default_f == 0.0 {
         why.push("no structure factors: give -hkl FILE, -pdb MODEL or -default_F F");
     }
-    if o.mat.is_none() && o.cell.map_or(0.0, |c| c[0]) == 0.0 && !model {
+    if o.mat.is_none() && o.mat_values.is_none() && o.cell.map_or(0.0, |c| c[0]) == 0.0 && !model {
         why.push("no crystal: give -cell a b c alpha beta gamma, -mat FILE or -pdb MODEL");
     }
     if why.is_empty() {
@@ -137,7 +137,7 @@ pub fn read_model(origin: &Origin, files: &dyn FileSource) -> Result<Option<Mode
 
 /// The model's cell as `-cell` values, used for the crystal when neither -cell nor -mat is given.
 pub fn model_cell(o: &Options, model: Option<&Model>) -> Option<[f64; 6]> {
-    let given = o.mat.is_some() || o.cell.map_or(0.0, |c| c[0]) != 0.0;
+    let given = o.mat.is_some() || o.mat_values.is_some() || o.cell.map_or(0.0, |c| c[0]) != 0.0;
     match model {
         Some(m) if !given => {
             let c = &m.cell;
@@ -164,7 +164,7 @@ pub fn model_table(
     let mc = &model.cell;
     let model_cell = [mc.a, mc.b, mc.c, mc.alpha, mc.beta, mc.gamma];
     let fmt_cell = |c: [f64; 6]| c.map(crate::cfmt::fmt_g).join(" ");
-    if o.mat.is_some() || o.cell.is_some() {
+    if o.mat.is_some() || o.mat_values.is_some() || o.cell.is_some() {
         log.push(format!(
             "-pdb {name}: structure factors computed in the model's cell {}; the crystal lattice is the one given by -cell/-mat",
             fmt_cell(model_cell)

@@ -134,7 +134,8 @@ def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[i
     else:
         ctx = mp.get_context("spawn")
         q = ctx.Queue()
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
 
         with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(q,)) as ex:
             futs = {ex.submit(_pool_task, spec.path, spec.output, s, threads): s for s in todo}
@@ -145,7 +146,13 @@ def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[i
                 done = [f for f in remaining if f.done()]
                 for f in done:
                     remaining.discard(f)
-                    f.result()  # re-raises a worker's error (the pool stops at the first)
+                    try:
+                        f.result()  # re-raises a worker's error (the pool stops at the first)
+                    except BrokenProcessPool:
+                        from .shards import DatasetError
+
+                        raise DatasetError("a worker process died while rendering (killed, or out of memory); "
+                                           "complete shards are kept: run again to resume", file=spec.output) from None
                     if on_done:
                         on_done(futs[f])
                 if remaining:

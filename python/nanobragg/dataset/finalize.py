@@ -60,17 +60,16 @@ def finalize(spec: Spec, checksums: bool = True) -> str:
         return p
     import h5py
 
-    from .nexus import geometry_of, master_bytes
+    from .nexus import master_bytes
 
     with h5py.File(os.path.join(spec.output, entries[0]["file"]), "r") as f:
-        d = f["/entry/data/data"]
-        shape, dtype = d.shape[1:], d.dtype
+        shape = f["/entry/data/data"].shape[1:]
     labels = label_columns(spec, [image_params(spec, i) for i in range(spec.n_images)])
     shards = [{"file": e["file"], "start": e["first_image"], "stop": e["first_image"] + e["n_images"]} for e in entries]
     meta = {"spec": spec.text, "n_images": spec.n_images, "n_shards": spec.n_shards, "master_seed": spec.seed}
     r = Renderer(spec)
     model = int(labels["model"][0]) if "model" in labels else None
-    data = master_bytes(geometry_of(r.simulator(model)), shards, shape, dtype, labels, meta)
+    data = master_bytes(r.simulator(model), shards, shape, labels, meta)
     p = os.path.join(spec.output, "master.h5")
     write_atomic(p, data)
     return p

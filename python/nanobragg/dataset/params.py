@@ -181,6 +181,12 @@ class Renderer:
         return np.rint(img.astype(np.float64) * spec.scale).clip(0, np.iinfo(np.int32).max).astype(np.int32)
 
 
+    def reflections(self, i: int, p: Optional[Dict[str, Any]] = None) -> np.ndarray:
+        """Image ``i``'s predicted reflections (``Simulator.predict`` with its parameters)."""
+        p = p if p is not None else image_params(self.spec, i)
+        return self.simulator(p.get("model")).predict(**self.overrides(p))
+
+
 def render_image(spec: Spec, i: int) -> np.ndarray:
     """Image ``i`` of the dataset, rendered alone (bit-identical to its place in a shard)."""
     return Renderer(spec).image(i)

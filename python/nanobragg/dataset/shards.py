@@ -128,6 +128,19 @@ def render_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None, pr
     return images, label_columns(spec, params)
 
 
+def shard_reflections(spec: Spec, shard: int, renderer: Optional[Renderer] = None) -> Dict[str, np.ndarray]:
+    """The predicted reflections of a shard's images as columns, ``image`` the image index."""
+    r = renderer or Renderer(spec)
+    parts = []
+    for i in spec.shard_range(shard):
+        t = r.reflections(i, image_params(spec, i))
+        parts.append((i, t))
+    cols: Dict[str, np.ndarray] = {"image": np.concatenate([np.full(len(t), i, np.int64) for i, t in parts])}
+    for name in parts[0][1].dtype.names:
+        cols[name] = np.concatenate([t[name] for _, t in parts])
+    return cols
+
+
 def _meta(spec: Spec, shard: int) -> dict:
     idx = spec.shard_range(shard)
     from .. import __version__
@@ -136,7 +149,7 @@ def _meta(spec: Spec, shard: int) -> dict:
             "shard": shard, "first_image": idx.start, "n_images": len(idx), "master_seed": spec.seed}
 
 
-def npz_bytes(images: np.ndarray, labels: Dict[str, np.ndarray], meta: dict) -> bytes:
+def npz_bytes(images: np.ndarray, labels: Dict[str, np.ndarray], meta: dict, reflections: Optional[Dict[str, np.ndarray]] = None) -> bytes:
     """An npz (zip of .npy: ``images`` and ``labels/<column>``, ``meta`` as JSON) with fixed
     timestamps, so the same inputs give the same bytes."""
     buf = io.BytesIO()
@@ -151,6 +164,8 @@ def npz_bytes(images: np.ndarray, labels: Dict[str, np.ndarray], meta: dict) -> 
         put("images", images)
         for k, v in labels.items():
             put(f"labels.{k}", v)
+        for k, v in (reflections or {}).items():
+            put(f"reflections.{k}", v)
         put("meta", np.frombuffer(json.dumps(meta, sort_keys=True).encode(), np.uint8))
     return buf.getvalue()
 
@@ -159,12 +174,13 @@ def shard_file_bytes(spec: Spec, shard: int, renderer: Optional[Renderer] = None
     """The bytes of shard ``shard``'s file (a pure function of the description and the index)."""
     r = renderer or Renderer(spec)
     images, labels = render_shard(spec, shard, r, progress)
+    refl = shard_reflections(spec, shard, r) if spec.predict else None
     meta = _meta(spec, shard)
     if spec.format == "npz":
-        return npz_bytes(images, labels, meta)
-    from .nexus import geometry_of, shard_bytes
+        return npz_bytes(images, labels, meta, refl)
+    from .nexus import shard_bytes
 
-    return shard_bytes(geometry_of(r.simulator(None if "model" not in labels else int(labels["model"][0]))), images, labels, meta, spec.compression)
+    return shard_bytes(r.simulator(None if "model" not in labels else int(labels["model"][0])), images, labels, meta, refl)
 
 
 def write_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None, progress=None, force: bool = False) -> Optional[dict]:

@@ -10,8 +10,8 @@ See ``docs/datasets.md`` for the format; in short::
     seed = 42                 # master seed: every image's parameters and seeds derive from it
     format = "nxmx"           # "nxmx" (one NeXus/HDF5 file per shard + master.h5) or "npz"
     scale = 1.0               # nxmx only: counts = round(photons * scale), stored as int32
-    compression = "gzip"      # nxmx: "gzip" (shuffle + deflate, every HDF5 reader) or "bitshuffle"
     output = "out"            # the dataset's folder (relative to the spec file)
+    predict = false           # also store each image's predicted reflections (shards only)
 
     [base]                    # the experiment: upstream flag words and/or the typed configuration
     args = "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -lambda 1 -distance 100 -detpixels 128"
@@ -61,7 +61,6 @@ MAX_SHARD_BYTES = 16 * 2**30
 """The largest uncompressed shard (16 GiB): a worker holds one shard's images in memory."""
 
 FORMATS = ("nxmx", "npz")
-COMPRESSIONS = ("gzip", "bitshuffle", "none")
 DISTS = ("uniform", "normal", "lognormal", "choice", "grid")
 
 _FIELDS = {f.name: (cls.__name__, f) for cls in (Crystal, Beam, Detector) for f in dataclasses.fields(cls)}
@@ -141,7 +140,6 @@ class Spec:
     seed: int
     format: str
     scale: float
-    compression: str
     output: str
     args: Tuple[str, ...]
     crystal: Dict[str, Any]
@@ -155,6 +153,7 @@ class Spec:
     variations: Tuple[Variation, ...]
     background: Optional[str]
     noise: Optional[str]
+    predict: bool = False
     text: str = field(repr=False, default="")
     """The description's text (stored in every shard and the manifest)."""
 
@@ -191,14 +190,16 @@ def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None)
     v = _Validator(path)
     v.keys(doc, "", {"dataset", "base", "vary", "chain"})
     ds = v.table(doc, "dataset", required=True)
-    v.keys(ds, "dataset", {"n_images", "shard_size", "seed", "format", "scale", "compression", "output"})
+    v.keys(ds, "dataset", {"n_images", "shard_size", "seed", "format", "scale", "output", "predict"})
     n_images = v.integer(ds, "dataset.n_images", required=True, low=1, high=MAX_IMAGES)
     shard_size = v.integer(ds, "dataset.shard_size", default=min(n_images, 100), low=1, high=n_images)
     seed = v.integer(ds, "dataset.seed", required=True, low=0, high=2**63 - 1)
     fmt = v.choice(ds, "dataset.format", FORMATS, default="nxmx")
     scale = v.number(ds, "dataset.scale", default=1.0, low=0, open_low=True)
-    compression = v.choice(ds, "dataset.compression", COMPRESSIONS, default="gzip")
     out = output if output is not None else v.text(ds, "dataset.output", default="out")
+    predict = ds.get("predict", False)
+    if not isinstance(predict, bool):
+        raise SpecError(path, "dataset.predict", f"expected true or false, got {predict!r}")
     if not os.path.isabs(out) and path != "<spec>":
         out = os.path.join(os.path.dirname(os.path.abspath(path)), out)
 
@@ -262,10 +263,10 @@ def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None)
             raise SpecError(path, "chain.background", f"one background serves the whole dataset: it cannot be combined with a varied geometry (vary.{geo[0]})")
 
     spec = Spec(path=path, n_images=n_images, shard_size=shard_size, seed=seed, format=fmt, scale=scale,
-                compression=compression, output=out, args=args, crystal=parts["crystal"], beam=parts["beam"],
+                output=out, args=args, crystal=parts["crystal"], beam=parts["beam"],
                 detector=parts["detector"], precision=precision, backend=backend, threads=threads,
                 orientation=orientation, rotation=rotation, variations=tuple(variations), background=background,
-                noise=noise, text=text)
+                noise=noise, predict=predict, text=text)
     _check_base(spec)
     return spec
 
@@ -275,8 +276,9 @@ def _check_base(spec: Spec) -> None:
     from .params import make_simulator
     from ..errors import Error
 
+    models = [v.values for v in spec.variations if v.name == "model"]
     try:
-        sim = make_simulator(spec, model=None)
+        sim = make_simulator(spec, model=models[0][0] if models else None)
     except (Error, TypeError) as e:
         key = "base"
         fld = getattr(e, "field", None)

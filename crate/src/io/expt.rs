@@ -1,0 +1,276 @@
+//! DIALS experiment lists (`.expt` JSON, `-expt FILE`): the first experiment's beam, detector
+//! (one panel), goniometer, scan and crystal A matrix, read here (`parse_expt`) and made the
+//! simulation's by `resolve::expt::apply`, in nanoBragg's MOSFLM-like lab frame.
+//!
+//! Frames: dxtbx's imgCIF lab frame (beam towards −z, the usual fast +x, slow −y, axis +x) maps
+//! to nanoBragg's (beam +x, fast +z, slow −y, spindle +z) by the transpose of
+//! M: (x, y, z)_nanoBragg → (z, y, −x)_dxtbx (MODEL §3.5, `DIALS_ORIGIN`), i.e.
+//! (x, y, z)_dxtbx → (−z, y, x)_nanoBragg. The panel becomes a CUSTOM detector with the SAMPLE
+//! pivot whose first pixel's outer corner is the panel's origin (pix0 = −Fclose·f − Sclose·s +
+//! close_distance·o with o = f × s); the crystal's real-space vectors, turned by the
+//! goniometer's setting and fixed rotations (the crystal in the lab at scan angle 0), become a
+//! MOSFLM matrix (λ-scaled reciprocal vectors).
+//!
+//! What the file states replaces the corresponding flags wherever they stand (detector size,
+//! pixel, vectors, beam centre and distance, beam direction, wavelength, spindle, crystal
+//! orientation); `-phi`/`-osc` given on the command line win over the scan's first image.
+//! Several panels are refused with a clear error (multi-panel rendering: issue 18 §1). The
+//! sensor (material, thickness) is not taken over: nanoBragg's sensor needs an attenuation
+//! depth the file does not hold (`-detector_thick`, `-detector_abs`).
+
+use crate::error::{Error, Result};
+use serde_json::Value;
+
+type V3 = [f64; 3];
+
+/// What the first experiment of a list says (dxtbx frame, mm, Å, degrees).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expt {
+    /// Sample to source (dxtbx's beam `direction`), unit.
+    pub beam_to_source: V3,
+    pub wavelength: f64,
+    pub origin: V3,
+    pub fast: V3,
+    pub slow: V3,
+    pub pixel: f64,
+    pub image_size: (usize, usize),
+    /// Lab-frame rotation axis (setting rotation applied).
+    pub axis: Option<V3>,
+    /// First image's φ start and width (degrees).
+    pub scan: Option<(f64, f64)>,
+    /// Real-space a, b, c (Å) in the lab at scan angle 0.
+    pub crystal: Option<[V3; 3]>,
+}
+
+fn err(name: &str, key: &str, what: impl std::fmt::Display) -> Error {
+    Error::input(format!("{name}: {key}: {what}"))
+        .at_file(name)
+        .with_flag("-expt")
+}
+
+fn get<'a>(name: &str, v: &'a Value, key: &str) -> Result<&'a Value> {
+    v.get(key).ok_or_else(|| err(name, key, "missing"))
+}
+
+fn num(name: &str, v: &Value, key: &str) -> Result<f64> {
+    get(name, v, key)?
+        .as_f64()
+        .filter(|x| x.is_finite())
+        .ok_or_else(|| err(name, key, "expected a finite number"))
+}
+
+fn nums<const N: usize>(name: &str, v: &Value, key: &str) -> Result<[f64; N]> {
+    let a = get(name, v, key)?
+        .as_array()
+        .filter(|a| a.len() == N)
+        .ok_or_else(|| err(name, key, format_args!("expected {N} numbers")))?;
+    let mut out = [0.0; N];
+    for (o, x) in out.iter_mut().zip(a) {
+        *o = x
+            .as_f64()
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| err(name, key, format_args!("expected {N} finite numbers")))?;
+    }
+    Ok(out)
+}
+
+/// The model `kind` (e.g. "beam") the first experiment points to, if any.
+fn model<'a>(name: &str, root: &'a Value, exp: &Value, kind: &str) -> Result<Option<&'a Value>> {
+    let Some(i) = exp.get(kind) else {
+        return Ok(None);
+    };
+    let i = i
+        .as_u64()
+        .ok_or_else(|| err(name, &format!("experiment[0].{kind}"), "expected an index"))?;
+    root.get(kind)
+        .and_then(|l| l.as_array())
+        .and_then(|l| l.get(i as usize))
+        .map(Some)
+        .ok_or_else(|| err(name, kind, format_args!("no {kind} {i}")))
+}
+
+fn mat_vec(m: &[f64; 9], v: V3) -> V3 {
+    [
+        m[0] * v[0] + m[1] * v[1] + m[2] * v[2],
+        m[3] * v[0] + m[4] * v[1] + m[5] * v[2],
+        m[6] * v[0] + m[7] * v[1] + m[8] * v[2],
+    ]
+}
+
+fn unit(name: &str, key: &str, v: V3) -> Result<V3> {
+    let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+    if !(n > 0.0) {
+        return Err(err(name, key, "zero-length vector"));
+    }
+    Ok([v[0] / n, v[1] / n, v[2] / n])
+}
+
+/// Parses a DIALS experiment list; errors name the file and the key.
+pub fn parse_expt(name: &str, bytes: &[u8]) -> Result<Expt> {
+    let root: Value = serde_json::from_slice(bytes).map_err(|e| {
+        Error::input(format!("{name}: not a DIALS experiment list (JSON): {e}"))
+            .at_file(name)
+            .at_line(e.line())
+            .with_flag("-expt")
+    })?;
+    let exp = root
+        .get("experiment")
+        .and_then(|l| l.as_array())
+        .and_then(|l| l.first())
+        .ok_or_else(|| err(name, "experiment", "no experiment in the list"))?;
+    let beam = model(name, &root, exp, "beam")?.ok_or_else(|| err(name, "beam", "missing"))?;
+    let det =
+        model(name, &root, exp, "detector")?.ok_or_else(|| err(name, "detector", "missing"))?;
+    let panels = get(name, det, "panels")?
+        .as_array()
+        .ok_or_else(|| err(name, "panels", "expected a list"))?;
+    if panels.len() != 1 {
+        return Err(err(
+            name,
+            "detector.panels",
+            format_args!(
+                "{} panels: this version renders a detector of one panel (multi-panel \
+                 detectors are not supported yet)",
+                panels.len()
+            ),
+        ));
+    }
+    let p = &panels[0];
+    let px: [f64; 2] = nums(name, p, "pixel_size")?;
+    if !(px[0] > 0.0) || (px[0] - px[1]).abs() > 1e-12 * px[0] {
+        return Err(err(
+            name,
+            "pixel_size",
+            format_args!("{} x {} mm: nanoBragg's pixels are square", px[0], px[1]),
+        ));
+    }
+    let size: [f64; 2] = nums(name, p, "image_size")?;
+    if !(size[0] >= 1.0 && size[1] >= 1.0 && size[0].fract() == 0.0 && size[1].fract() == 0.0) {
+        return Err(err(
+            name,
+            "image_size",
+            "expected two positive whole numbers",
+        ));
+    }
+    let gonio = model(name, &root, exp, "goniometer")?;
+    let ident = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+    let (setting, fixed) = match gonio {
+        Some(g) => (
+            if g.get("setting_rotation").is_some() {
+                nums::<9>(name, g, "setting_rotation")?
+            } else {
+                ident
+            },
+            if g.get("fixed_rotation").is_some() {
+                nums::<9>(name, g, "fixed_rotation")?
+            } else {
+                ident
+            },
+        ),
+        None => (ident, ident),
+    };
+    let axis = match gonio {
+        Some(g) => Some(unit(
+            name,
+            "rotation_axis",
+            mat_vec(&setting, nums(name, g, "rotation_axis")?),
+        )?),
+        None => None,
+    };
+    let scan = match model(name, &root, exp, "scan")? {
+        Some(s) => {
+            let o: [f64; 2] = nums(name, s, "oscillation")?;
+            Some((o[0], o[1]))
+        }
+        None => None,
+    };
+    let crystal = match model(name, &root, exp, "crystal")? {
+        Some(c) => {
+            let mut v = [[0.0; 3]; 3];
+            for (k, key) in ["real_space_a", "real_space_b", "real_space_c"]
+                .iter()
+                .enumerate()
+            {
+                v[k] = mat_vec(&setting, mat_vec(&fixed, nums(name, c, key)?));
+            }
+            Some(v)
+        }
+        None => None,
+    };
+    let wavelength = num(name, beam, "wavelength")?;
+    if !(wavelength > 0.0) {
+        return Err(err(name, "wavelength", "must be positive"));
+    }
+    Ok(Expt {
+        beam_to_source: unit(name, "direction", nums(name, beam, "direction")?)?,
+        wavelength,
+        origin: nums(name, p, "origin")?,
+        fast: unit(name, "fast_axis", nums(name, p, "fast_axis")?)?,
+        slow: unit(name, "slow_axis", nums(name, p, "slow_axis")?)?,
+        pixel: px[0],
+        image_size: (size[0] as usize, size[1] as usize),
+        axis,
+        scan,
+        crystal,
+    })
+}
+
+/// dxtbx lab → nanoBragg lab: (x, y, z) → (−z, y, x).
+pub fn to_nanobragg(v: V3) -> V3 {
+    [-v[2], v[1], v[0]]
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) const ONE: &str = r#"{"__id__": "ExperimentList",
+      "experiment": [{"beam": 0, "detector": 0, "goniometer": 0, "scan": 0, "crystal": 0}],
+      "beam": [{"direction": [0.0, 0.0, 1.0], "wavelength": 0.9}],
+      "detector": [{"panels": [{"origin": [-25.7, 25.7, -80.0], "fast_axis": [1.0, 0.0, 0.0],
+        "slow_axis": [0.0, -1.0, 0.0], "pixel_size": [0.1, 0.1], "image_size": [512, 400]}]}],
+      "goniometer": [{"rotation_axis": [1.0, 0.0, 0.0],
+        "fixed_rotation": [1,0,0,0,1,0,0,0,1], "setting_rotation": [1,0,0,0,1,0,0,0,1]}],
+      "scan": [{"image_range": [1, 12], "oscillation": [5.0, 0.5]}],
+      "crystal": [{"real_space_a": [40.0, 0.0, 0.0], "real_space_b": [0.0, 50.0, 0.0],
+        "real_space_c": [0.0, 0.0, 60.0]}]}"#;
+
+    #[test]
+    fn one_experiment() {
+        let e = parse_expt("x.expt", ONE.as_bytes()).unwrap();
+        assert_eq!(e.image_size, (512, 400));
+        assert_eq!(e.scan, Some((5.0, 0.5)));
+        assert_eq!(e.beam_to_source, [0.0, 0.0, 1.0]);
+        assert_eq!(e.origin, [-25.7, 25.7, -80.0]);
+        assert_eq!((e.pixel, e.wavelength), (0.1, 0.9));
+        assert_eq!(e.crystal.unwrap()[1], [0.0, 50.0, 0.0]);
+        assert_eq!(to_nanobragg([1.0, 2.0, 3.0]), [-3.0, 2.0, 1.0]);
+    }
+
+    #[test]
+    fn errors_name_file_and_key() {
+        let e = |text: &str| parse_expt("x.expt", text.as_bytes()).unwrap_err().message;
+        assert!(e("{").starts_with("x.expt: not a DIALS experiment list (JSON)"));
+        assert_eq!(e("{}"), "x.expt: experiment: no experiment in the list");
+        let two = ONE.replace(
+            r#""image_size": [512, 400]}]"#,
+            r#""image_size": [512, 400]}, {"origin": [0,0,0]}]"#,
+        );
+        assert_eq!(
+            e(&two),
+            "x.expt: detector.panels: 2 panels: this version renders a detector of one panel \
+             (multi-panel detectors are not supported yet)"
+        );
+        let rect = ONE.replace("[0.1, 0.1]", "[0.1, 0.2]");
+        assert_eq!(
+            e(&rect),
+            "x.expt: pixel_size: 0.1 x 0.2 mm: nanoBragg's pixels are square"
+        );
+        let bad = ONE.replace("\"wavelength\": 0.9", "\"wavelength\": \"x\"");
+        assert_eq!(e(&bad), "x.expt: wavelength: expected a finite number");
+        let short = ONE.replace("[-25.7, 25.7, -80.0]", "[1, 2]");
+        assert_eq!(e(&short), "x.expt: origin: expected 3 numbers");
+        let err = parse_expt("x.expt", b"{}").unwrap_err();
+        assert_eq!(err.flag.as_deref(), Some("-expt"));
+    }
+}

@@ -1,0 +1,121 @@
+//! `-expt FILE`: a DIALS experiment list's first experiment (read by `io::expt`) as the
+//! simulation's options: a CUSTOM detector with the SAMPLE pivot, beam, spindle, scan start and
+//! width (unless `-phi`/`-osc` are given) and the crystal as a MOSFLM matrix. See `io::expt` for
+//! the frames and what replaces which flags.
+
+use crate::args::{Convention, Options, Pivot, RTD};
+use crate::error::{Error, Result};
+use crate::io::expt::{to_nanobragg, Expt};
+
+type V3 = [f64; 3];
+
+fn err(name: &str, key: &str, what: impl std::fmt::Display) -> Error {
+    Error::input(format!("{name}: {key}: {what}"))
+        .at_file(name)
+        .with_flag("-expt")
+}
+
+fn cross(a: V3, b: V3) -> V3 {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+fn dot(a: V3, b: V3) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+/// The options with the experiment's geometry and crystal (see the module comment), and the
+/// MOSFLM matrix (rows: x, y, z of a*, b*, c*, λ-scaled) when the list holds a crystal.
+pub fn apply(o: &Options, e: &Expt, name: &str) -> Result<(Options, Option<[[f64; 3]; 3]>)> {
+    let mut o = o.clone();
+    let f = to_nanobragg(e.fast);
+    let s = to_nanobragg(e.slow);
+    if dot(f, s).abs() > 1e-6 {
+        return Err(err(name, "fast_axis", "not perpendicular to slow_axis"));
+    }
+    let n = cross(f, s);
+    let pix0 = to_nanobragg(e.origin).map(|x| x * 1e-3);
+    o.convention = Convention::Custom;
+    o.pivot = Pivot::Sample;
+    o.fdet_vector = Some(f);
+    o.sdet_vector = Some(s);
+    o.odet_vector = Some(n);
+    o.beam_vector = Some(to_nanobragg(e.beam_to_source).map(|x| -x));
+    if let Some(a) = e.axis {
+        o.spindle_axis = Some(to_nanobragg(a));
+    }
+    o.lambda = Some(e.wavelength * 1e-10);
+    o.pixel = Some(e.pixel * 1e-3);
+    o.fpixels = Some(e.image_size.0 as i64);
+    o.spixels = Some(e.image_size.1 as i64);
+    o.detsize_f = None;
+    o.detsize_s = None;
+    let (fclose, sclose, close) = (-dot(pix0, f), -dot(pix0, s), dot(pix0, n));
+    o.xclose = Some(fclose);
+    o.yclose = Some(sclose);
+    o.xbeam = Some(fclose);
+    o.ybeam = Some(sclose);
+    o.close_distance = Some(close);
+    o.distance = None;
+    o.orgx = None;
+    o.orgy = None;
+    (o.twotheta, o.rotx, o.roty, o.rotz) = (0.0, 0.0, 0.0, 0.0);
+    o.twotheta_axis = None;
+    if let Some((start, width)) = e.scan {
+        if o.phi0.is_none() {
+            o.phi0 = Some(start / RTD);
+        }
+        if o.osc.is_none() {
+            o.osc = Some(width / RTD);
+        }
+    }
+    let mat = e.crystal.map(|[a, b, c]| {
+        let (a, b, c) = (to_nanobragg(a), to_nanobragg(b), to_nanobragg(c));
+        let v = dot(a, cross(b, c));
+        let (ast, bst, cst) = (cross(b, c), cross(c, a), cross(a, b));
+        let l = e.wavelength;
+        let mut m = [[0.0; 3]; 3];
+        for i in 0..3 {
+            m[i] = [ast[i] / v * l, bst[i] / v * l, cst[i] / v * l];
+        }
+        m
+    });
+    if mat.is_some() {
+        // the lattice and its orientation are the file's
+        o.cell = None;
+        o.misset = None;
+        o.misset_random = false;
+    }
+    Ok((o, mat))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::expt::{parse_expt, tests::ONE};
+
+    #[test]
+    fn one_panel_maps_to_custom_vectors() {
+        let e = parse_expt("x.expt", ONE.as_bytes()).unwrap();
+        assert_eq!(e.image_size, (512, 400));
+        assert_eq!(e.scan, Some((5.0, 0.5)));
+        let (o, mat) = apply(&Options::default(), &e, "x.expt").unwrap();
+        assert_eq!(o.fdet_vector, Some([0.0, 0.0, 1.0]));
+        assert_eq!(o.sdet_vector, Some([0.0, -1.0, 0.0]));
+        assert_eq!(o.odet_vector, Some([1.0, 0.0, 0.0]));
+        assert_eq!(o.beam_vector, Some([1.0, 0.0, 0.0]));
+        assert_eq!(o.spindle_axis, Some([0.0, 0.0, 1.0]));
+        // pix0 = (0.08, 0.0257, -0.0257) m: Fclose = 25.7 mm, Sclose = 25.7 mm, distance 80 mm
+        assert!((o.xclose.unwrap() - 0.0257).abs() < 1e-15);
+        assert!((o.yclose.unwrap() - 0.0257).abs() < 1e-15);
+        assert!((o.close_distance.unwrap() - 0.08).abs() < 1e-15);
+        assert_eq!((o.phi0.unwrap() * RTD, o.osc.unwrap() * RTD), (5.0, 0.5));
+        let m = mat.unwrap();
+        // a along dxtbx x -> nanoBragg z: a* = (0, 0, 1/40) * 0.9
+        assert!((m[2][0] - 0.9 / 40.0).abs() < 1e-15 && m[0][0].abs() < 1e-15);
+        assert!((m[1][1] - 0.9 / 50.0).abs() < 1e-15);
+        assert!((m[0][2] + 0.9 / 60.0).abs() < 1e-15);
+    }
+}

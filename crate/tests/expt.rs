@@ -1,0 +1,126 @@
+//! `-expt FILE` (a DIALS experiment list, `io::expt`) through the CLI: a tilted panel lands where
+//! the file says (nanoBragg's printed DIALS origin and detector axes, mapped to dxtbx's frame),
+//! the crystal's real-space vectors are the file's, and several panels are a clear error. DIALS
+//! itself reads back a render from an `.expt` in `scripts/dials_roundtrip.py`.
+
+mod common;
+use common::scratch;
+use std::path::Path;
+
+fn run(dir: &Path, args: &str) -> common::Run {
+    let words: Vec<String> = args.split_whitespace().map(String::from).collect();
+    common::run_program(env!("CARGO_BIN_EXE_nanobragg"), dir, &words)
+}
+
+/// The numbers after `key` on its stdout line.
+fn numbers(stdout: &str, key: &str) -> Vec<f64> {
+    let line = stdout
+        .lines()
+        .find(|l| l.contains(key))
+        .unwrap_or_else(|| panic!("no {key} in\n{stdout}"));
+    line[line.find(key).unwrap() + key.len()..]
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect()
+}
+
+fn expt(panels: &str) -> String {
+    format!(
+        r#"{{"__id__": "ExperimentList",
+  "experiment": [{{"beam": 0, "detector": 0, "goniometer": 0, "scan": 0, "crystal": 0}}],
+  "beam": [{{"direction": [0.0, 0.0, 1.0], "wavelength": 0.9}}],
+  "detector": [{{"panels": [{panels}]}}],
+  "goniometer": [{{"rotation_axis": [1.0, 0.0, 0.0]}}],
+  "scan": [{{"image_range": [1, 1], "oscillation": [12.0, 0.5]}}],
+  "crystal": [{{"real_space_a": [30.0, 5.0, -2.0], "real_space_b": [-4.0, 41.0, 3.0],
+    "real_space_c": [1.0, -2.0, 52.0]}}]}}"#
+    )
+}
+
+// a panel tilted by 10° about the slow axis (fast, normal turned), off centre
+const PANEL: &str = r#"{"origin": [-20.5, 18.25, -95.0],
+  "fast_axis": [0.984807753012208, 0.0, 0.17364817766693033], "slow_axis": [0.0, -1.0, 0.0],
+  "pixel_size": [0.172, 0.172], "image_size": [200, 180]}"#;
+
+#[test]
+fn expt_places_the_panel_and_the_crystal() {
+    let dir = scratch("expt-one");
+    std::fs::write(dir.join("x.expt"), expt(PANEL)).unwrap();
+    let r = run(
+        &dir,
+        "-expt x.expt -default_F 10 -N 3 -oversample 1 -nopgm -nonoise -floatfile f.bin -intfile i.img",
+    );
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let out = &r.stdout;
+    // nanoBragg prints its lab-frame vectors; dxtbx's frame is (z, y, -x) of them
+    let origin = numbers(out, "dials origin=");
+    for (got, want) in origin.iter().zip([-20.5, 18.25, -95.0]) {
+        assert!((got - want).abs() < 1e-4, "origin {origin:?}");
+    }
+    let fast = numbers(out, "DIRECTION_OF_DETECTOR_X-AXIS=");
+    let to_dxtbx = |v: &[f64]| [v[2], v[1], -v[0]];
+    let f = to_dxtbx(&fast);
+    assert!(
+        (f[0] - 0.984808).abs() < 1e-5 && (f[2] - 0.173648).abs() < 1e-5,
+        "{f:?}"
+    );
+    assert_eq!(
+        to_dxtbx(&numbers(out, "DIRECTION_OF_DETECTOR_Y-AXIS=")),
+        [0.0, -1.0, -0.0]
+    );
+    assert_eq!(
+        to_dxtbx(&numbers(out, "INCIDENT_BEAM_DIRECTION=")),
+        [0.0, 0.0, -1.0]
+    );
+    assert_eq!(
+        to_dxtbx(&numbers(out, "spindle ROTATION_AXIS=")),
+        [1.0, 0.0, -0.0]
+    );
+    assert!(out.contains("wave=9e-11 meters"), "{out}");
+    assert!(
+        out.contains("(200x180 pixels)") && out.contains("pixel=0.000172"),
+        "{out}"
+    );
+    for (key, want) in [
+        ("a = ", [30.0, 5.0, -2.0]),
+        ("b = ", [-4.0, 41.0, 3.0]),
+        ("c = ", [1.0, -2.0, 52.0]),
+    ] {
+        let v = to_dxtbx(&numbers(out, key));
+        for k in 0..3 {
+            assert!((v[k] - want[k]).abs() < 1e-3, "{key}{v:?}");
+        }
+    }
+    // the scan's first image: phi 12, osc 0.5 (flags win)
+    assert!(out.contains("phi steps from 12 to 12.25 degrees"), "{out}");
+    let r = run(
+        &dir,
+        "-expt x.expt -phi 3 -default_F 10 -N 3 -oversample 1 -nopgm -nonoise -floatfile f.bin -intfile i.img",
+    );
+    assert!(
+        r.stdout.contains("phi steps from 3 to 3.25 degrees"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn expt_errors_name_file_and_key() {
+    let dir = scratch("expt-bad");
+    std::fs::write(dir.join("two.expt"), expt(&format!("{PANEL}, {PANEL}"))).unwrap();
+    let r = run(&dir, "-expt two.expt -default_F 10 -nopgm -nonoise");
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "two.expt: detector.panels: 2 panels: this version renders a detector of one panel"
+        ),
+        "{}",
+        r.stderr
+    );
+    let r = run(&dir, "-expt none.expt -default_F 10 -nopgm -nonoise");
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("none.expt"), "{}", r.stderr);
+    std::fs::write(dir.join("bad.expt"), "{\"experiment\": [{}]}").unwrap();
+    let r = run(&dir, "-expt bad.expt -default_F 10 -nopgm -nonoise");
+    assert!(r.stderr.contains("bad.expt: beam: missing"), "{}", r.stderr);
+}

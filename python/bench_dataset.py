@@ -1,0 +1,123 @@
+"""Dataset throughput (docs/benchmarks.md, "Datasets"): images/s of the bare render loop and of
+the dataset engines end to end (render + labels + compression + NXmx writing + rename +
+manifest), 1 and 2 local workers, Ray on this machine, bytes per image.
+
+    target/pyvenv/bin/python python/bench_dataset.py [--quick] [--cases light512,light1024,eiger]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+# the installed package, not the source folder beside this script
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+
+from nanobragg import dataset  # noqa: E402
+
+LIGHT = """
+[dataset]
+n_images = {n}
+shard_size = {k}
+seed = 1
+output = "out"
+[base]
+args = "-cell 78 78 38 90 90 90 -default_F 100 -N 10 -lambda 1.0 -distance 100 -detpixels {px} -pixel {pix} -fluence 1e26"
+precision = "f32"
+backend = "cpu"
+[vary]
+orientation = "uniform"
+"""
+
+EIGER = """
+[dataset]
+n_images = {n}
+shard_size = {k}
+seed = 1
+output = "out"
+[base]
+args = "-cell 78 78 38 90 90 90 -default_F 100 -N 10 -lambda 1.0 -distance 150 -fluence 1e24"
+precision = "f32"
+backend = "cpu"
+[base.detector]
+preset = "eiger2-4m"
+[vary]
+orientation = "uniform"
+[chain]
+background = "-stol water.stol -thick 0.1 -lambda 1.0 -distance 150 -detector eiger2-4m -fluence 1e24"
+noise = "-detector eiger2-4m -readout_noise 0"
+"""
+
+
+def spec_in(folder, text):
+    os.makedirs(folder, exist_ok=True)
+    p = os.path.join(folder, "spec.toml")
+    with open(p, "w") as f:
+        f.write(text)
+    return dataset.load_spec(p)
+
+
+def bare(spec, threads):
+    """The render loop alone (same parameters, no chain, nothing written)."""
+    import dataclasses
+
+    s = dataclasses.replace(spec, threads=threads, background=None, noise=None, format="npz")
+    r = dataset.Renderer(s)
+    r.image(0)  # warm
+    t0 = time.perf_counter()
+    for i in range(spec.n_images):
+        r.image(i)
+    return spec.n_images / (time.perf_counter() - t0)
+
+
+def engine(spec, **kw):
+    shutil.rmtree(spec.output, ignore_errors=True)
+    t0 = time.perf_counter()
+    if kw.pop("ray", False):
+        res = dataset.run_ray(spec, progress=False, **kw)
+    else:
+        res = dataset.run_local(spec, progress=False, **kw)
+    wall = time.perf_counter() - t0
+    sizes = sum(os.path.getsize(os.path.join(spec.output, f)) for f in os.listdir(spec.output) if f.startswith("shard-"))
+    return {"images_per_s": spec.n_images / wall, "bytes_per_image": sizes / spec.n_images, "seconds": wall, **res}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", default="light512,light1024,eiger")
+    ap.add_argument("--n", type=int, default=16)
+    ap.add_argument("--ray", action="store_true", help="also through Ray (local, 2 CPUs)")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="nbbench")
+    out = {}
+    for case in a.cases.split(","):
+        if case.startswith("light"):
+            px = int(case[5:])
+            text = LIGHT.format(n=a.n, k=a.n // 2, px=px, pix=0.1 * 1024 / px)
+        else:
+            text = EIGER.format(n=max(2, a.n // 4), k=max(1, a.n // 8))
+        spec = spec_in(os.path.join(tmp, case), text)
+        r = {"bare_2threads": bare(spec, 2), "bare_1thread": bare(spec, 1)}
+        r["local_1worker_2threads"] = engine(spec, workers=1)
+        r["local_2workers_1thread"] = engine(spec, workers=2)
+        if a.ray:
+            import ray
+
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            try:
+                t0 = time.perf_counter()
+                r["ray_2cpus"] = engine(spec, ray=True)
+            finally:
+                ray.shutdown()
+        out[case] = r
+        print(case, json.dumps(r, default=float), flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps(out, default=float))
+
+
+if __name__ == "__main__":
+    main()
