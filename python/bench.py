@@ -21,6 +21,10 @@ import subprocess
 import sys
 import time
 
+# this file sits beside the package's source folder: import the installed package, not that
+if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
+
 CASE = "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -detpixels {n}"
 
 
@@ -75,23 +79,29 @@ def warm(sim, reps: int) -> float:
     return statistics.median(times)
 
 
-def wrapper_overhead(nb, reps: int = 200) -> dict:
-    """Per-call time of Simulator.render over the compiled Session.render, and of that over a
-    tiny render (4x4 pixels): the fixed cost of a call."""
-    sim = nb.Simulator.from_args(CASE.format(n=4) + " -precision f32 -backend cpu")
+def wrapper_overhead(nb, n: int = 64, reps: int = 300) -> dict:
+    """The binding's own cost per warm call: the wall time of `Simulator.render` (and of the
+    compiled `Session.render`) minus the time the call spent inside the crate's
+    `Session::render` (measured in Rust around it), median over `reps` calls of an n² f32 CPU
+    render."""
+    sim = nb.Simulator.from_args(CASE.format(n=n) + " -precision f32 -backend cpu")
     s = sim._s
 
-    def per_call(f):
+    def over(f):
         f()
-        t = time.perf_counter()
+        walls, inner = [], []
         for _ in range(reps):
+            t = time.perf_counter()
             f()
-        return (time.perf_counter() - t) / reps
+            walls.append(time.perf_counter() - t)
+            inner.append(s.last_render_seconds())
+        return statistics.median(walls), statistics.median([w - i for w, i in zip(walls, inner)])
 
-    py = per_call(sim.render)
-    raw = per_call(lambda: s.render([]))
-    py_override = per_call(lambda: sim.render(phi_deg=1.0))
-    return dict(python_s=py, compiled_s=raw, python_with_override_s=py_override)
+    py_wall, py_over = over(sim.render)
+    raw_wall, raw_over = over(lambda: s.render([]))
+    ov_wall, ov_over = over(lambda: sim.render(phi_deg=1.0))
+    return dict(n=n, python_wall_s=py_wall, python_overhead_s=py_over, compiled_wall_s=raw_wall,
+                compiled_overhead_s=raw_over, override_wall_s=ov_wall, override_overhead_s=ov_over)
 
 
 def upstream(n: int, reps: int) -> float | None:
@@ -156,8 +166,10 @@ def main() -> None:
     over = wrapper_overhead(nb)
     many = render_many_vs_single(nb) if not a.quick else render_many_vs_single(nb, count=20)
     print()
-    print(f"per call (4x4 pixels, f32 CPU): Simulator.render {over['python_s'] * 1e6:.0f} µs, "
-          f"compiled Session.render {over['compiled_s'] * 1e6:.0f} µs, with an override {over['python_with_override_s'] * 1e6:.0f} µs")
+    print(f"per warm call ({over['n']}² f32 CPU, median): Simulator.render {over['python_wall_s'] * 1e3:.2f} ms, of which "
+          f"{over['python_overhead_s'] * 1e3:.3f} ms outside the crate's Session::render "
+          f"(compiled Session.render alone: {over['compiled_overhead_s'] * 1e3:.3f} ms; with a phi override, which re-resolves: "
+          f"{over['override_wall_s'] * 1e3:.2f} ms, {over['override_overhead_s'] * 1e3:.3f} ms outside)")
     print(f"render_many of {100 if not a.quick else 20} stills at 512² (f32 CPU): {many['many_s']:.2f} s; "
           f"separate render calls: {many['single_s']:.2f} s")
     if a.json:
