@@ -4,7 +4,7 @@
 import { computed, effect } from '@preact/signals-core';
 import { NanoBraggClient, type Prediction, type SimulateOptions, type SimulateResult } from './client';
 import { GROUPS, PARAMS, PARAM_BY_KEY, type ParamDef } from './params';
-import { blameField, previewArgs, previewFactor } from './args';
+import { fieldOfError, previewArgs, previewFactor } from './args';
 import {
   COLOUR_MAPS, PRESETS, SLIDER_REST, createStore, decodeUrl, encodeUrl, localFiles, parseViewValue, presetOf,
   type ModelState, type RenderMode, type Theme, type ViewSettings,
@@ -17,7 +17,7 @@ import { installTeaching, type Teach } from './teach';
 import { initRealistic } from './realistic';
 import { createForm } from './form';
 import { BUNDLED_MODEL, COMPOSE_KEYS, effectsOf, isLayered, layersOf, materialWords, predictWords, spotsWords } from './layers';
-import type { DetectorChoice, RealisticPhase, RealisticResult } from './protocol';
+import { errorInfo, type DetectorChoice, type RealisticPhase, type RealisticResult } from './protocol';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const initial = decodeUrl(new URL(location.href).searchParams);
@@ -399,7 +399,7 @@ async function render(mode: RenderMode) {
   } catch (e) {
     const err = e as Error;
     if (err.name === 'AbortError') return;
-    const key = blameField(err.message, store.model.peek(), built, changed);
+    const key = fieldOfError(errorInfo(err), store.model.peek(), built, changed);
     if (key) {
       simErrors = { [key]: err.message };
       showFieldErrors();
@@ -566,7 +566,10 @@ function setDetector(name: string) {
   }
   store.setModel(m);
 }
-const detectors = (): DetectorChoice[] => client.info?.detectors ?? [];
+/** The crate's detector presets, kept from the first module that started (a cancelled render
+ * restarts the worker; its list does not change). */
+let detectorList: DetectorChoice[] = [];
+const detectors = (): DetectorChoice[] => (detectorList = client.info?.detectors ?? detectorList);
 
 /** Words the 3D view and labels predict from: the shown crystal. */
 function teachWords(): string[] {

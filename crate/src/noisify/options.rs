@@ -18,7 +18,7 @@ pub struct NoisifyOptions {
     pub add: Vec<String>,
     /// `-detector NAME`: the image must be the preset's size; its module gaps are -1 in the
     /// miniCBF, its sensor and largest count go to the miniCBF header.
-    pub preset: Option<&'static crate::detectors::DetectorPreset>,
+    pub preset: Option<&'static crate::presets::DetectorPreset>,
     /// Sensor thickness (m) for the miniCBF header without a preset (`-detector_thick µm`,
     /// silicon); 0: no sensor line.
     pub sensor_thickness: f64,
@@ -138,10 +138,10 @@ pub fn parse(words: &[String]) -> Result<NoisifyOptions> {
             "-add" => o.add.push(w.text()?),
             "-detector" => {
                 let name = w.text()?;
-                let p = crate::detectors::find(&name).ok_or_else(|| {
+                let p = crate::presets::find(&name).ok_or_else(|| {
                     w.error(format_args!(
                         "unknown detector '{name}' (known: {})",
-                        crate::detectors::names()
+                        crate::presets::names()
                     ))
                 })?;
                 // the preset's size and pixel; later flags override them

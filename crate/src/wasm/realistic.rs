@@ -430,7 +430,7 @@ pub fn realistic_export(what: &str) -> Result<Vec<u8>, JsValue> {
 #[serde(rename_all = "camelCase")]
 struct DetectorChoice {
     #[serde(flatten)]
-    preset: &'static crate::detectors::DetectorPreset,
+    preset: &'static crate::presets::DetectorPreset,
     /// The detector effects of its kind: photon counting (no read-out noise, no PSF, gain 1)
     /// or a CCD (noisify's defaults: 46 µm PSF, 3 ADU read-out noise, ADC offset 40).
     effects: realistic::DetectorSettings,
@@ -439,7 +439,7 @@ struct DetectorChoice {
 /// The crate's detector presets (`-detector`) with the detector effects of their kind.
 #[wasm_bindgen(unchecked_return_type = "DetectorChoice[]")]
 pub fn detector_presets() -> Result<JsValue, JsValue> {
-    let list: Vec<DetectorChoice> = crate::detectors::PRESETS
+    let list: Vec<DetectorChoice> = crate::presets::PRESETS
         .iter()
         .map(|p| DetectorChoice {
             preset: p,
