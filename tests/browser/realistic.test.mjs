@@ -148,8 +148,27 @@ test('the preset\'s still is the page\'s image: downloads, URL, 3D view, labels,
   });
   const cellAt = pred.args.indexOf('-cell');
   assert.ok(cellAt >= 0 && pred.args.includes('-detector') && pred.args[pred.args.indexOf('-detector') + 1] === 'eiger2-4m', pred.args.join(' '));
-  assert.ok(!pred.args.includes('-pdb'), 'predicts from the model\'s cell');
+  assert.deepEqual(pred.args.slice(-2), ['-pdb', '1pfe.cif'], 'predicts the model the chain read (its structure factors)');
   assert.ok(pred.maxFast > 1000, `labels lie across the 2068-pixel detector (largest fast ${pred.maxFast})`);
+  // the labelled spots are the bright ones of the image: the prediction has the model's F
+  const lit = await page.evaluate(() => {
+    const t = window.nanobragg.teach3d;
+    const r = t.feed.current.data.reflections;
+    const { data, width: w, height: h } = window.nanobraggRealistic;
+    const peak = (i) => {
+      const f = Math.floor(r.fast[i]), s = Math.floor(r.slow[i]);
+      let m = 0;
+      for (let dy = -2; dy <= 2; dy++) for (let dx = -2; dx <= 2; dx++) {
+        const x = f + dx, y = s + dy;
+        if (x >= 0 && y >= 0 && x < w && y < h) m = Math.max(m, data[y * w + x]);
+      }
+      return m;
+    };
+    const vals = t.spots.spots.slice(0, 24).map(peak).sort((a, b) => a - b);
+    return { median: vals[vals.length >> 1], n: vals.length };
+  });
+  console.log('labelled spots: median peak', JSON.stringify(lit), 'background', noisy.awayMedian);
+  assert.ok(lit.n >= 10 && lit.median > 4 * noisy.awayMedian, `labelled spots are bright: ${JSON.stringify(lit)} vs background ${noisy.awayMedian}`);
   await page.screenshot({ path: join(ARTIFACTS, 'realistic-labels-1280.png') });
 
   // the URL holds the still's settings: a reload shows the same image

@@ -16,7 +16,7 @@ import { Teach3D } from './panel3d';
 import { installTeaching, type Teach } from './teach';
 import { initRealistic } from './realistic';
 import { createForm } from './form';
-import { BUNDLED_MODEL, COMPOSE_KEYS, effectsOf, isLayered, layersOf, materialWords, predictWords, spotsWords } from './layers';
+import { BUNDLED_MODEL, COMPOSE_KEYS, crystalWords, effectsOf, isLayered, layersOf, materialWords, predictWords, spotsWords } from './layers';
 import { errorInfo, type DetectorChoice, type RealisticPhase, type RealisticResult } from './protocol';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -685,7 +685,9 @@ window.nanobragg.teach = installTeaching({
   geometry: () => last?.geometry ?? null,
   words: () => {
     const m = store.model.peek();
-    return isLayered(m) && (m.pdb ?? '').trim() && !modelCells.has(m.pdb.trim()) ? null : teachWords();
+    if (!isLayered(m)) return store.args.peek().args;
+    const pdb = (m.pdb ?? '').trim();
+    return pdb && !modelCells.has(pdb) ? null : crystalWords(store.args.peek().args, modelCells.get(pdb) ?? null);
   },
   save: (blob, name) => save(blob, name, blob.type),
   png: () => $('dl-png').click(),
