@@ -281,6 +281,34 @@ test('a geometry change reuses the structure factors', { timeout: 900_000 }, asy
   assert.deepEqual(errors, []);
 });
 
+test('Shift+drag on the still turns the shown crystal and renders the still again (not the teaching crystal)', { timeout: 600_000 }, async () => {
+  // the still's model and layers on a small square detector: a quick realistic render
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&preset=protein-still&detector=&detpixels=128&pixel=0.6`);
+  await waitShown(page, 1);
+  const before = await page.evaluate(() => ({ data: window.nanobraggRealistic.data.slice(), misset: window.nanobragg.state().misset }));
+  assert.equal(before.misset, 'random');
+  const box = await page.locator('.nb-canvas').boundingBox();
+  const x = box.x + box.width / 2, y = box.y + box.height / 2;
+  await page.keyboard.down('Shift');
+  await page.mouse.move(x, y);
+  await page.mouse.down();
+  await page.mouse.move(x + 60, y - 30, { steps: 12 });
+  await page.mouse.up();
+  await page.keyboard.up('Shift');
+  // the random orientation was taken over (the crate's angles), then turned; a new still follows
+  await page.waitForFunction(() => /^-?[\d.]+ -?[\d.]+ -?[\d.]+$/.test(window.nanobragg.state().misset ?? ''), null, { timeout: 60_000 });
+  // the still of the final orientation (the take-over and the drag each render one)
+  await page.waitForFunction(() => !window.nanobragg.client.realisticBusy && window.nanobraggRealistic.model.misset === window.nanobragg.state().misset
+    && window.nanobragg.state().misset !== 'random', null, { timeout: 300_000 });
+  const after = await page.evaluate(() => ({ w: window.nanobraggRealistic.width, timing: document.getElementById('timing').textContent, misset: window.nanobragg.state().misset, url: location.href }));
+  assert.equal(after.w, 128);
+  assert.match(after.timing, /128×128 realistic/, 'the still is shown again, not the teaching crystal');
+  assert.match(after.url, /pdb=1pfe\.cif/);
+  const changed = await page.evaluate((b) => { const d = window.nanobraggRealistic.data; let n = 0; for (let i = 0; i < d.length; i++) if (d[i] !== b[i]) n++; return n / d.length; }, before.data);
+  assert.ok(changed > 0.1, `the still changed (${changed})`);
+  assert.deepEqual(errors, []);
+});
+
 /** A P1 model of `n` atoms at pseudo-random positions in a cubic cell of `a` Å. */
 function bigModel(n, a) {
   let seed = 7;

@@ -445,8 +445,12 @@ function composeOnly(m: ModelState): boolean {
 }
 
 async function renderLayered(mode: RenderMode) {
-  // a realistic render takes seconds: a slider drag renders when it ends
-  if (mode === 'preview') return;
+  // a realistic render takes seconds: a slider drag, a crystal drag or φ play renders when it
+  // ends (the 3D view and the labels follow at once)
+  if (mode === 'preview') {
+    timing.textContent = 'realistic image: renders when the change ends';
+    return;
+  }
   const m = { ...store.model.peek() };
   const built = store.args.peek();
   const { backend, precision } = store.view.peek();
