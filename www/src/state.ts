@@ -65,7 +65,7 @@ export const PRESETS: Preset[] = [
     id: 'triclinic', label: 'Small-molecule triclinic',
     state: {
       cell: '5.8 7.1 9.3 81 77 68', lambda: '0.71', N: '25', default_F: '100', distance: '50', detpixels: '512', pixel: '0.3',
-      misset: '12 -35 50', oversample: '1',
+      misset: '12 -35 50', oversample: '2', shape: 'round',
     },
     note: 'A small-molecule cell (5.8 × 7.1 × 9.3 Å): its reciprocal lattice is sparse, so the spots lie far apart even with a 0.71 Å beam and the detector at 50 mm. Compare the protein preset, whose spots are ten times closer.',
   },
