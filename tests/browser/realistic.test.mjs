@@ -148,8 +148,27 @@ test('the preset\'s still is the page\'s image: downloads, URL, 3D view, labels,
   });
   const cellAt = pred.args.indexOf('-cell');
   assert.ok(cellAt >= 0 && pred.args.includes('-detector') && pred.args[pred.args.indexOf('-detector') + 1] === 'eiger2-4m', pred.args.join(' '));
-  assert.ok(!pred.args.includes('-pdb'), 'predicts from the model\'s cell');
+  assert.deepEqual(pred.args.slice(-2), ['-pdb', '1pfe.cif'], 'predicts the model the chain read (its structure factors)');
   assert.ok(pred.maxFast > 1000, `labels lie across the 2068-pixel detector (largest fast ${pred.maxFast})`);
+  // the labelled spots are the bright ones of the image: the prediction has the model's F
+  const lit = await page.evaluate(() => {
+    const t = window.nanobragg.teach3d;
+    const r = t.feed.current.data.reflections;
+    const { data, width: w, height: h } = window.nanobraggRealistic;
+    const peak = (i) => {
+      const f = Math.floor(r.fast[i]), s = Math.floor(r.slow[i]);
+      let m = 0;
+      for (let dy = -2; dy <= 2; dy++) for (let dx = -2; dx <= 2; dx++) {
+        const x = f + dx, y = s + dy;
+        if (x >= 0 && y >= 0 && x < w && y < h) m = Math.max(m, data[y * w + x]);
+      }
+      return m;
+    };
+    const vals = t.spots.spots.slice(0, 24).map(peak).sort((a, b) => a - b);
+    return { median: vals[vals.length >> 1], n: vals.length };
+  });
+  console.log('labelled spots: median peak', JSON.stringify(lit), 'background', noisy.awayMedian);
+  assert.ok(lit.n >= 10 && lit.median > 4 * noisy.awayMedian, `labelled spots are bright: ${JSON.stringify(lit)} vs background ${noisy.awayMedian}`);
   await page.screenshot({ path: join(ARTIFACTS, 'realistic-labels-1280.png') });
 
   // the URL holds the still's settings: a reload shows the same image
@@ -259,6 +278,34 @@ test('a geometry change reuses the structure factors', { timeout: 900_000 }, asy
   await change(page, 'f-distance', '80');
   assert.equal(await page.getAttribute('#realistic', 'data-sf-computations'), '2');
   assert.match(await page.textContent('#rl-status'), /structure factors computed/);
+  assert.deepEqual(errors, []);
+});
+
+test('Shift+drag on the still turns the shown crystal and renders the still again (not the teaching crystal)', { timeout: 600_000 }, async () => {
+  // the still's model and layers on a small square detector: a quick realistic render
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&preset=protein-still&detector=&detpixels=128&pixel=0.6`);
+  await waitShown(page, 1);
+  const before = await page.evaluate(() => ({ data: window.nanobraggRealistic.data.slice(), misset: window.nanobragg.state().misset }));
+  assert.equal(before.misset, 'random');
+  const box = await page.locator('.nb-canvas').boundingBox();
+  const x = box.x + box.width / 2, y = box.y + box.height / 2;
+  await page.keyboard.down('Shift');
+  await page.mouse.move(x, y);
+  await page.mouse.down();
+  await page.mouse.move(x + 60, y - 30, { steps: 12 });
+  await page.mouse.up();
+  await page.keyboard.up('Shift');
+  // the random orientation was taken over (the crate's angles), then turned; a new still follows
+  await page.waitForFunction(() => /^-?[\d.]+ -?[\d.]+ -?[\d.]+$/.test(window.nanobragg.state().misset ?? ''), null, { timeout: 60_000 });
+  // the still of the final orientation (the take-over and the drag each render one)
+  await page.waitForFunction(() => !window.nanobragg.client.realisticBusy && window.nanobraggRealistic.model.misset === window.nanobragg.state().misset
+    && window.nanobragg.state().misset !== 'random', null, { timeout: 300_000 });
+  const after = await page.evaluate(() => ({ w: window.nanobraggRealistic.width, timing: document.getElementById('timing').textContent, misset: window.nanobragg.state().misset, url: location.href }));
+  assert.equal(after.w, 128);
+  assert.match(after.timing, /128×128 realistic/, 'the still is shown again, not the teaching crystal');
+  assert.match(after.url, /pdb=1pfe\.cif/);
+  const changed = await page.evaluate((b) => { const d = window.nanobraggRealistic.data; let n = 0; for (let i = 0; i < d.length; i++) if (d[i] !== b[i]) n++; return n / d.length; }, before.data);
+  assert.ok(changed > 0.1, `the still changed (${changed})`);
   assert.deepEqual(errors, []);
 });
 

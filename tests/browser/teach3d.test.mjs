@@ -377,3 +377,30 @@ test('frame rate of the 3D view while orbiting, with the app\'s own points (defa
   }
   writeFileSync(join(ARTIFACTS, 'teach3d-fps.json'), JSON.stringify(out, null, 2));
 });
+
+test('the camera fits the sphere and the lattice when λ changes them (the wavelength lesson)', { timeout: 240_000 }, async () => {
+  const { page, errors } = await openApp('&preset=wavelength');
+  await settle(page);
+  const look = () => page.evaluate(() => {
+    const d = window.nanobragg.teach3d.view.debug;
+    const c = d.camera(), s = d.scene();
+    const dist = Math.hypot(...c.position.map((x, i) => x - c.target[i]));
+    // the sphere's top and bottom on screen: inside the view, not a dot
+    const top = d.projectPoint(s.center.map((x, i) => x + s.radius * s.up[i]));
+    const bottom = d.projectPoint(s.center.map((x, i) => x - s.radius * s.up[i]));
+    const h = document.querySelector('.p3d canvas').clientHeight;
+    return { dist, radius: s.radius, span: top && bottom ? Math.abs(bottom.y - top.y) / h : 0 };
+  });
+  const at2 = await look();
+  const updates = await page.evaluate(() => window.nanobragg.teach3d.stats.updates);
+  await page.fill('#f-lambda', '6');
+  await page.press('#f-lambda', 'Enter');
+  await page.waitForFunction((u) => window.nanobragg.teach3d.stats.updates > u && !window.nanobragg.teach3d.feed.busy, updates, { timeout: 60_000 });
+  await page.waitForFunction((r) => window.nanobragg.teach3d.view.debug.scene().radius < r * 0.5, at2.radius, { timeout: 60_000 });
+  await settle(page);
+  const at6 = await look();
+  console.log(`# camera: λ 2 Å ${JSON.stringify(at2)}, λ 6 Å ${JSON.stringify(at6)}`);
+  assert.ok(at6.dist < 0.6 * at2.dist, `the camera came closer for the smaller sphere: ${at2.dist} -> ${at6.dist}`);
+  assert.ok(at6.span > 0.25 && at6.span < 1.05, `the sphere fills the view: ${at6.span}`);
+  assert.deepEqual(errors, []);
+});

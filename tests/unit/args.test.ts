@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { blameField, buildArgs, normaliseArgs, previewArgs, previewFactor, splitArgs, validate } from '../../www/src/args';
+import { fieldOfError, buildArgs, normaliseArgs, previewArgs, previewFactor, splitArgs, validate } from '../../www/src/args';
 import { DEFAULT_MODEL } from '../../www/src/state';
 
 const spec = JSON.parse(readFileSync(join(process.cwd(), 'tests', 'unit', 'split-args.json'), 'utf8')) as { cases: [string, string[]][] };
@@ -52,29 +52,31 @@ test('previewArgs: same detector at 1/factor the pixels; refuses pixel-unit flag
   assert.equal(previewFactor(1e6, 25), 8);
 });
 
-test('blameField: errors attach to the field the user changed', () => {
+test('fieldOfError: the crate\'s structured error attaches to the field the user changed', () => {
   // (no -oversample: the sampling is automatic)
   const model = { ...DEFAULT_MODEL, N: '100000', oversample: '' };
   const built = buildArgs(model);
   // the crate blames the automatic oversampling: the user changed N
-  assert.equal(blameField('-oversample 30000 is unreasonably large', model, built, 'N'), 'N');
-  // no flag named at all: the changed field
+  assert.equal(fieldOfError({ flag: '-oversample' }, model, built, 'N'), 'N');
+  // no flag at all: the changed field
   const m2 = { ...DEFAULT_MODEL, mosaic_domains: '100000000', mosaic: '1' };
-  assert.equal(blameField('sampling counts are unreasonably large (phi, divergence, dispersion or mosaic steps)', m2, buildArgs(m2), 'mosaic_domains'), 'mosaic_domains');
+  assert.equal(fieldOfError({ flag: null }, m2, buildArgs(m2), 'mosaic_domains'), 'mosaic_domains');
   // -N abc typed in Extra flags is the Extra flags field's, not N's
   const m3 = { ...DEFAULT_MODEL, extra: '-N abc' };
-  assert.equal(blameField('-N: "abc" is not a number', m3, buildArgs(m3), 'extra'), 'extra');
+  assert.equal(fieldOfError({ flag: '-N' }, m3, buildArgs(m3), 'extra'), 'extra');
   // ... also when the user last touched something else
-  assert.equal(blameField('-N: "abc" is not a number', { ...DEFAULT_MODEL, N: '', extra: '-N abc' }, buildArgs({ ...DEFAULT_MODEL, N: '', extra: '-N abc' }), 'lambda'), 'extra');
+  assert.equal(fieldOfError({ flag: '-N' }, { ...DEFAULT_MODEL, N: '', extra: '-N abc' }, buildArgs({ ...DEFAULT_MODEL, N: '', extra: '-N abc' }), 'lambda'), 'extra');
   // a file error names the file's field
   const m4 = { ...DEFAULT_MODEL, hkl: 'bad.hkl' };
-  assert.equal(blameField('bad.hkl line 1: expected 4 numbers', m4, buildArgs(m4), 'distance'), 'hkl');
-  // the longest flag wins
+  assert.equal(fieldOfError({ flag: '-hkl', file: 'bad.hkl' }, m4, buildArgs(m4), 'distance'), 'hkl');
+  assert.equal(fieldOfError({ file: 'bad.hkl' }, m4, buildArgs(m4), 'distance'), 'hkl');
   const m5 = { ...DEFAULT_MODEL, detpixels_f: 'x' };
-  assert.equal(blameField('-detpixels_f: "x" is not a number', m5, buildArgs(m5), null), 'detpixels_f');
-  // a flag given twice: the occurrence whose value the message quotes
+  assert.equal(fieldOfError({ flag: '-detpixels_f' }, m5, buildArgs(m5), null), 'detpixels_f');
+  // a flag given twice: the later occurrence (Extra flags come last)
   const m6 = { ...DEFAULT_MODEL, extra: '-distance x' };
-  assert.equal(blameField('-distance: "x" is not a number', m6, buildArgs(m6), null), 'extra');
+  assert.equal(fieldOfError({ flag: '-distance' }, m6, buildArgs(m6), null), 'extra');
+  // a flag no word carries: the field that would own it
+  assert.equal(fieldOfError({ flag: '-mosaic_seed' }, DEFAULT_MODEL, buildArgs(DEFAULT_MODEL), null), 'mosaic_seed');
   // nothing to go on: no field
-  assert.equal(blameField('out of memory', DEFAULT_MODEL, buildArgs(DEFAULT_MODEL), null), null);
+  assert.equal(fieldOfError({}, DEFAULT_MODEL, buildArgs(DEFAULT_MODEL), null), null);
 });

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildArgs } from '../../www/src/args';
-import { BUNDLED_MODEL, effectsOf, isLayered, layersOf, materialWords, predictWords, spotsWords } from '../../www/src/layers';
+import { BUNDLED_MODEL, crystalWords, effectsOf, isLayered, layersOf, materialWords, predictWords, spotsWords } from '../../www/src/layers';
 import { PRESETS, decodeUrl, encodeUrl, localFiles, VIEW_DEFAULTS, createStore } from '../../www/src/state';
 
 const valueOf = (words: string[], flag: string) => words[words.indexOf(flag) + 1];
@@ -52,12 +52,17 @@ test('detector effects and layers shown come from the state', () => {
   assert.deepEqual(layersOf({ ...still, show: 'spots', detnoise: '0' }), { spots: true, background: false, noise: false });
 });
 
-test('the 3D view predicts the shown crystal: the model\'s cell, no model file', () => {
+test('the 3D view predicts the shown crystal: the model\'s cell, and its name for its structure factors', () => {
   const cell = [79.5, 79.5, 38.1, 90, 90, 120];
-  const w = predictWords(buildArgs({ ...still, cell: '100 100 100 90 90 90', default_F: '100' }).args, cell);
+  const args = buildArgs({ ...still, cell: '100 100 100 90 90 90', default_F: '100' }).args;
+  const w = crystalWords(args, cell);
   assert.deepEqual(w.slice(w.indexOf('-cell') + 1, w.indexOf('-cell') + 7), cell.map(String));
   assert.equal(w.filter((x) => x === '-cell').length, 1);
-  assert.ok(!w.includes('-pdb') && !w.includes('-water'));
+  assert.ok(!w.includes('-pdb') && !w.includes('-water'), 'a render of the crystal reads no model file');
+  const p = predictWords(args, cell);
+  assert.deepEqual(p.slice(0, w.length), w);
+  assert.deepEqual(p.slice(w.length), ['-pdb', '1pfe.cif'], 'the worker swaps in the model it read');
+  assert.deepEqual(predictWords(args, null), spotsWords(args), 'the cell unknown: no model words');
 });
 
 test('a link holds the realistic settings and does not ask for the bundled model', () => {

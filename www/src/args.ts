@@ -1,6 +1,6 @@
 // Argument building (pure): model state -> upstream command-line words (each word remembers the
 // field it came from), the page's own control flags, reduced-resolution preview words, input
-// validation, and which field an error belongs to.
+// validation, and which field an error belongs to (from the crate's structured error).
 import { PARAMS, PARAM_BY_KEY, fieldFlags, type ModelState, type ParamDef } from './params';
 import FLAG_TABLE from './flags.json';
 
@@ -159,47 +159,20 @@ export function previewFactor(fullMs: number, targetMs: number, max = 8): number
   return Math.min(max, Math.ceil(Math.sqrt(fullMs / targetMs)));
 }
 
-const FLAG_RE = /(^|[^\w-])(-[A-Za-z][\w]*)/g;
-
-/** Flags named in a message. */
-export function flagsIn(message: string): string[] {
-  return [...message.matchAll(FLAG_RE)].map((m) => m[2]);
-}
-
 /**
- * The field an error belongs to. In order: a file field whose file the message names; the
- * field that produced a named flag, preferring the field the user just changed (`-N abc` typed
- * in Extra flags is the Extra flags field's); the changed field when the message names no flag
- * the words contain (an automatic value such as the oversampling derived from N, or "sampling
- * counts are unreasonably large"); else the field of the longest named flag.
+ * The field an error belongs to, from the crate's structured error (`flag`, `file`: no message
+ * parsing). In order: the file field holding the file the error names; the field that produced
+ * the flag, preferring the field the user just changed (`-N abc` typed in Extra flags is the
+ * Extra flags field's) and else its last occurrence (a later flag overrides an earlier one); the
+ * changed field when the words do not contain the flag (an automatic value such as the
+ * oversampling derived from N) or the error names none; else a field that would own the flag.
  */
-export function blameField(message: string, state: ModelState, built: { args: string[]; origin: string[] }, changed: string | null): string | null {
-  for (const p of PARAMS) {
-    const v = state[p.key];
-    if (p.kind === 'file' && v && message.includes(v)) return p.key;
-  }
-  const named = flagsIn(message);
-  // the occurrence a message is about: the one whose value it quotes, else the last (upstream
-  // lets a later flag override an earlier one)
-  const occurrence = (f: string): number => {
-    const at = built.args.flatMap((w, i) => (w === f ? [i] : []));
-    return at.find((i) => i + 1 < built.args.length && message.includes(`"${built.args[i + 1]}"`)) ?? at[at.length - 1] ?? -1;
-  };
-  const owners = new Set<string>();
-  for (const f of named) built.args.forEach((w, i) => { if (w === f) owners.add(built.origin[i]); });
-  if (changed && owners.has(changed)) return changed;
-  if (owners.size) {
-    // the owner of the longest flag named (e.g. -detpixels_f over -detpixels)
-    let best: string | null = null, len = 0;
-    for (const f of named) {
-      const i = occurrence(f);
-      if (i >= 0 && f.length > len) { best = built.origin[i]; len = f.length; }
-    }
-    return best;
-  }
+export function fieldOfError(err: { flag?: string | null; file?: string | null }, state: ModelState, built: { args: string[]; origin: string[] }, changed: string | null): string | null {
+  if (err.file) for (const p of PARAMS) if (p.kind === 'file' && (state[p.key] ?? '').trim() === err.file) return p.key;
+  const flag = err.flag ?? null;
+  const owners = flag ? built.origin.filter((_, i) => built.args[i] === flag) : [];
+  if (changed && owners.includes(changed)) return changed;
+  if (owners.length) return owners[owners.length - 1];
   if (changed && PARAM_BY_KEY.has(changed)) return changed;
-  // Fields that would own a named flag although the words do not contain it.
-  let best: ParamDef | null = null, len = 0;
-  for (const p of PARAMS) for (const f of fieldFlags(p)) if (named.includes(f) && f.length > len) { best = p; len = f.length; }
-  return best?.key ?? null;
+  return (flag && PARAMS.find((p) => fieldFlags(p).includes(flag))?.key) ?? null;
 }

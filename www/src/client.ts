@@ -8,6 +8,7 @@
 import { asBackend, normaliseArgs } from './args';
 import type { Backend, FromWorker, Geometry, HklSummary, ModuleInfo, Precision, Timings, ToWorker } from './protocol';
 import type { DetectorEffects, RealisticLayers, RealisticPhase, RealisticRequest, RealisticResult } from './protocol';
+import { crateError } from './protocol';
 export { splitArgs, normaliseArgs, asBackend } from './args';
 
 export interface SimulateOptions {
@@ -294,7 +295,7 @@ export class NanoBraggClient {
     if (m.type === 'predicted') {
       const p = this.predictions.get(m.id);
       this.predictions.delete(m.id);
-      if (p) (m.message ? p.reject(new Error(m.message)) : p.resolve(m.prediction as Prediction));
+      if (p) (m.message ? p.reject(crateError(m.message, m.error)) : p.resolve(m.prediction as Prediction));
       return;
     }
     if (m.type === 'exported') {
@@ -326,7 +327,7 @@ export class NanoBraggClient {
       }
     } else if (m.type === 'error') {
       if (m.cancelled || job.stale) job.reject(abortError(m.cancelled ? 'cancelled' : undefined));
-      else job.reject(new Error(m.message));
+      else job.reject(crateError(m.message, m.error));
     }
     this.pump();
   }
@@ -452,7 +453,7 @@ export class NanoBraggClient {
       job.resolve(m);
     } else if (m.type === 'realistic-error') {
       this.realJob = null;
-      job.reject(m.cancelled ? abortError('cancelled') : new Error(m.message));
+      job.reject(m.cancelled ? abortError('cancelled') : crateError(m.message, m.error));
     }
     return true;
   }

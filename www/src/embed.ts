@@ -17,7 +17,9 @@
 import { effect } from '@preact/signals-core';
 import { NanoBraggClient, type SimulateResult } from './client';
 import { buildArgs, splitArgs } from './args';
-import { ELEMENT_ATTRIBUTES, FILE_KEYS, createStore, decodeAttributes, type Store } from './state';
+import { PARAMS, fieldFlags } from './params';
+import { errorInfo } from './protocol';
+import { ELEMENT_ATTRIBUTES, FILE_KEYS, attrName, createStore, decodeAttributes, type Store } from './state';
 import { ImageView } from './view';
 import { Teach3D } from './panel3d';
 
@@ -171,8 +173,12 @@ export class NanoBraggView extends HTMLElement {
     } catch (e) {
       const err = e as Error;
       if (err.name === 'AbortError') return;
-      // a simulator message names a flag: say which attribute that is when it is one
-      this.fail(err.message.replace(/^-([A-Za-z_]\w*)/, (m, f: string) => (this.hasAttribute(f.toLowerCase()) ? `attribute ${f.toLowerCase()} (${m})` : m)));
+      // the crate's error names its flag: say which attribute that is when one set it
+      const flag = errorInfo(err).flag;
+      const p = flag ? PARAMS.find((q) => fieldFlags(q).includes(flag)) : undefined;
+      const attr = p ? attrName(p) : null;
+      const m = err.message;
+      this.fail(attr && flag && this.hasAttribute(attr) ? `attribute ${attr} (${flag})${m.startsWith(flag) ? m.slice(flag.length) : `: ${m}`}` : m);
     }
   }
 

@@ -32,11 +32,20 @@ export function spotsWords(args: string[]): string[] {
   return out;
 }
 
-/** The words the 3D view and the labels predict from: the spots' words with the model's cell
- * (the crate's `SfCache::crystal_words`) in place of the model, unit structure factors. */
-export function predictWords(args: string[], cell: number[] | null): string[] {
+/** The words of the crystal shown for a render: the spots' words with the model's cell (as the
+ * crate's `SfCache::crystal_words` gives it) in place of the model, unit structure factors. */
+export function crystalWords(args: string[], cell: number[] | null): string[] {
   const w = spotsWords(args);
   return cell && args.includes('-pdb') ? [...w, '-cell', ...cell.map(String), '-default_F', '1'] : w;
+}
+
+/** The words the 3D view and the labels predict from: the crystal's words and the model's name
+ * (`-pdb`), which the worker replaces by the model the chain read, with its structure factors
+ * (`prepare_with_model`: the labels go on the spots the model makes strong). */
+export function predictWords(args: string[], cell: number[] | null): string[] {
+  const w = crystalWords(args, cell);
+  const at = args.indexOf('-pdb');
+  return cell && at >= 0 && at + 1 < args.length ? [...w, '-pdb', args[at + 1]] : w;
 }
 
 /** nonBragg words per material (water, air) with the state's beam, separated by '--'. */

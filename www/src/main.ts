@@ -4,7 +4,7 @@
 import { computed, effect } from '@preact/signals-core';
 import { NanoBraggClient, type Prediction, type SimulateOptions, type SimulateResult } from './client';
 import { GROUPS, PARAMS, PARAM_BY_KEY, type ParamDef } from './params';
-import { blameField, previewArgs, previewFactor } from './args';
+import { fieldOfError, previewArgs, previewFactor } from './args';
 import {
   COLOUR_MAPS, PRESETS, SLIDER_REST, createStore, decodeUrl, encodeUrl, localFiles, parseViewValue, presetOf,
   type ModelState, type RenderMode, type Theme, type ViewSettings,
@@ -16,8 +16,10 @@ import { Teach3D } from './panel3d';
 import { installTeaching, type Teach } from './teach';
 import { initRealistic } from './realistic';
 import { createForm } from './form';
-import { BUNDLED_MODEL, COMPOSE_KEYS, effectsOf, isLayered, layersOf, materialWords, predictWords, spotsWords } from './layers';
-import type { DetectorChoice, RealisticPhase, RealisticResult } from './protocol';
+import { installReadout } from './readout';
+import { installDownloads } from './downloads';
+import { BUNDLED_MODEL, COMPOSE_KEYS, crystalWords, effectsOf, isLayered, layersOf, materialWords, predictWords, spotsWords } from './layers';
+import { errorInfo, type DetectorChoice, type RealisticPhase, type RealisticResult } from './protocol';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const initial = decodeUrl(new URL(location.href).searchParams);
@@ -399,7 +401,7 @@ async function render(mode: RenderMode) {
   } catch (e) {
     const err = e as Error;
     if (err.name === 'AbortError') return;
-    const key = blameField(err.message, store.model.peek(), built, changed);
+    const key = fieldOfError(errorInfo(err), store.model.peek(), built, changed);
     if (key) {
       simErrors = { [key]: err.message };
       showFieldErrors();
@@ -445,8 +447,12 @@ function composeOnly(m: ModelState): boolean {
 }
 
 async function renderLayered(mode: RenderMode) {
-  // a realistic render takes seconds: a slider drag renders when it ends
-  if (mode === 'preview') return;
+  // a realistic render takes seconds: a slider drag, a crystal drag or φ play renders when it
+  // ends (the 3D view and the labels follow at once)
+  if (mode === 'preview') {
+    timing.textContent = 'realistic image: renders when the change ends';
+    return;
+  }
   const m = { ...store.model.peek() };
   const built = store.args.peek();
   const { backend, precision } = store.view.peek();
@@ -566,7 +572,10 @@ function setDetector(name: string) {
   }
   store.setModel(m);
 }
-const detectors = (): DetectorChoice[] => client.info?.detectors ?? [];
+/** The crate's detector presets, kept from the first module that started (a cancelled render
+ * restarts the worker; its list does not change). */
+let detectorList: DetectorChoice[] = [];
+const detectors = (): DetectorChoice[] => (detectorList = client.info?.detectors ?? detectorList);
 
 /** Words the 3D view and labels predict from: the shown crystal. */
 function teachWords(): string[] {
@@ -613,43 +622,8 @@ cancelBtn.addEventListener('click', () => {
   progress.value = 0;
 });
 
-// ---- readout ---------------------------------------------------------------------------------
-const readout = $('readout');
-const READOUT_HINT = readout.textContent ?? '';
-view.onReadout = (r) => {
-  if (!r) {
-    readout.textContent = READOUT_HINT;
-    readout.classList.add('idle');
-    return;
-  }
-  readout.classList.remove('idle');
-  const i = r.info;
-  if (document.body.classList.contains('present')) {
-    // on a projector: what the class asks about, large
-    readout.textContent = i
-      ? `d = ${isFinite(i.d) ? i.d.toFixed(2) : '∞'} Å  ·  2θ = ${i.twoTheta.toFixed(2)}°  ·  hkl (${i.nearest.join(' ')})`
-      : `I = ${fmtNum(r.value)} ${realistic ? 'ADU' : 'photons'}`;
-    return;
-  }
-  // d, 2θ and hkl first: at 1280 px the line is cut at its end (it hid the hkl)
-  const px = `I = ${fmtNum(r.value)} ${realistic ? 'ADU' : 'photons'}  pixel (${r.f}, ${r.s})`;
-  readout.textContent = i
-    ? `d = ${isFinite(i.d) ? i.d.toFixed(3) : '∞'} Å  2θ = ${i.twoTheta.toFixed(3)}°  hkl ≈ (${i.nearest.join(' ')})  [${i.hkl.map((x) => x.toFixed(2)).join(', ')}]  ${px}`
-    : px;
-};
-readout.classList.add('idle');
-
-// ---- downloads --------------------------------------------------------------------------------
-function save(bytes: BlobPart, name: string, type = 'application/octet-stream') {
-  (document.querySelector('.downloads') as HTMLDetailsElement).open = false;
-  const a = document.createElement('a');
-  a.href = URL.createObjectURL(new Blob([bytes], { type }));
-  a.download = name;
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
-}
+// ---- readout and downloads (readout.ts, downloads.ts): both speak of the image shown ---------
+installReadout(view, $('readout'), () => (realistic ? 'ADU' : 'photons'));
 
 async function ensureFull() {
   // the worker must hold the full image of the current settings (an API render or prediction
@@ -657,23 +631,10 @@ async function ensureFull() {
   const held = client.lastRendered;
   if (lastWasPreview || !last || !held || held.join('\u0000') !== last.args.join('\u0000')) await render('full');
 }
-
-for (const [id, what] of [['dl-int', 'int'], ['dl-noise', 'noise'], ['dl-float', 'float']] as const) {
-  $(id).addEventListener('click', async () => {
-    // the image shown: the realistic chain's (its ADU, its detector's header) or the render's
-    const shown = realistic;
-    if (!shown) await ensureFull();
-    try {
-      const name = downloadName(shown?.model ?? store.model.peek(), { width: last?.width ?? 0, height: last?.height ?? 0 }, what);
-      save((await client.exportImage(what, !!shown)) as BlobPart, name);
-    } catch (e) {
-      showError(`download failed: ${(e as Error).message}`);
-    }
-  });
-}
-$('dl-png').addEventListener('click', async () => {
-  if (!realistic) await ensureFull();
-  save(await view.toPng(), downloadName(store.model.peek(), { width: last?.width ?? 0, height: last?.height ?? 0 }, 'png'), 'image/png');
+const save = installDownloads({
+  client, view,
+  shown: () => ({ realistic: !!realistic, model: realistic?.model ?? store.model.peek(), width: last?.width ?? 0, height: last?.height ?? 0 }),
+  ensureFull, error: (m) => showError(m),
 });
 
 // ---- teaching: orientation sliders, rotation by drag, φ player, preset notes -------------------
@@ -682,7 +643,9 @@ window.nanobragg.teach = installTeaching({
   geometry: () => last?.geometry ?? null,
   words: () => {
     const m = store.model.peek();
-    return isLayered(m) && (m.pdb ?? '').trim() && !modelCells.has(m.pdb.trim()) ? null : teachWords();
+    if (!isLayered(m)) return store.args.peek().args;
+    const pdb = (m.pdb ?? '').trim();
+    return pdb && !modelCells.has(pdb) ? null : crystalWords(store.args.peek().args, modelCells.get(pdb) ?? null);
   },
   save: (blob, name) => save(blob, name, blob.type),
   png: () => $('dl-png').click(),

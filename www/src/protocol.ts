@@ -8,16 +8,29 @@ import type { Geometry, HklSummary } from '../dist/pkg/nanobragg';
 import type { Backend, Precision } from './args';
 export type { Backend, Precision } from './args';
 
-/** The crate's structured error (crate/src/wasm/mod.rs `IntoJsErr`): `kind` is the crate's
- * `ErrorKind` ("usage", "input", "cancelled", …); absent for errors that are not the crate's. */
+/** The crate's structured error (`crate::error::Error`'s serde form, thrown by the wasm module
+ * as a JS Error with these properties; crate/src/wasm/mod.rs `IntoJsErr`): `kind` is the crate's
+ * `ErrorKind` ("usage", "input", "cancelled", …), the rest where it points (null when it points
+ * nowhere). All absent for errors that are not the crate's. */
 export interface CrateErrorInfo {
   kind?: string;
+  flag?: string | null;
+  file?: string | null;
+  line?: number | null;
+  key?: string | null;
 }
 
-/** The structure of an error thrown by the wasm module. */
+/** The structure of an error thrown by the wasm module (or carried by a page-side Error). */
 export function errorInfo(e: unknown): CrateErrorInfo {
-  const k = (e as { kind?: unknown } | null)?.kind;
-  return typeof k === 'string' ? { kind: k } : {};
+  const o = (e ?? {}) as Record<string, unknown>;
+  const str = (v: unknown) => (typeof v === 'string' ? v : null);
+  if (typeof o.kind !== 'string') return {};
+  return { kind: o.kind, flag: str(o.flag), file: str(o.file), line: typeof o.line === 'number' ? o.line : null, key: str(o.key) };
+}
+
+/** A page-side Error with the crate's structure (what the client rejects with). */
+export function crateError(message: string, info: CrateErrorInfo | undefined): Error {
+  return Object.assign(new Error(message), info ?? {});
 }
 
 export interface Timings {
@@ -93,12 +106,12 @@ export type FromWorker =
       geometry: Geometry;
       timings: Timings;
     }
-  | { type: 'error'; id: number; message: string; cancelled: boolean }
+  | { type: 'error'; id: number; message: string; cancelled: boolean; error?: CrateErrorInfo }
   | { type: 'exported'; id: number; bytes: Uint8Array | null; message: string }
-  | { type: 'predicted'; id: number; prediction: unknown; message: string }
+  | { type: 'predicted'; id: number; prediction: unknown; message: string; error?: CrateErrorInfo }
   | { type: 'realistic-phase'; id: number; phase: RealisticPhase; sfCached: boolean }
   | RealisticResult
-  | { type: 'realistic-error'; id: number; message: string; cancelled: boolean };
+  | { type: 'realistic-error'; id: number; message: string; cancelled: boolean; error?: CrateErrorInfo };
 
 // ---- the realistic-image chain (www/src/realistic.ts, www/src/realistic-worker.ts) ----------
 export type { DetectorChoice, DetectorEffects, ModelInfo, SfInfo } from '../dist/pkg/nanobragg';

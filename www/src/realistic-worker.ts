@@ -77,7 +77,7 @@ export async function realisticRun(msg: RealisticRequest, d: RealisticDeps): Pro
       [data.buffer],
     );
   } catch (e) {
-    d.post({ type: 'realistic-error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled' });
+    d.post({ type: 'realistic-error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled', error: errorInfo(e) });
   }
 }
 
@@ -96,6 +96,6 @@ export function realisticCompose(msg: RealisticCompose, d: RealisticDeps): void 
       [data.buffer],
     );
   } catch (e) {
-    d.post({ type: 'realistic-error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled' });
+    d.post({ type: 'realistic-error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled', error: errorInfo(e) });
   }
 }

@@ -149,7 +149,9 @@ export class SpotOverlay {
     ctx.textBaseline = 'alphabetic';
     const W = this.view.canvas.clientWidth, H = this.view.canvas.clientHeight;
     const boxes: [number, number, number, number][] = [];
-    const free = (b: [number, number, number, number]) => boxes.every((o) => b[0] > o[2] || b[2] < o[0] || b[1] > o[3] || b[3] < o[1]);
+    // a gap of a few pixels between labels, so that two side by side do not read as one
+    const gap = large ? 10 : 6;
+    const free = (b: [number, number, number, number]) => boxes.every((o) => b[0] > o[2] + gap || b[2] < o[0] - gap || b[1] > o[3] + 2 || b[3] < o[1] - 2);
     const ringR = large ? 9 : 6;
     const label = (i: number, colour: string, force: boolean) => {
       const [x, y] = this.view.fromDetector(t.fast![i], t.slow![i]);

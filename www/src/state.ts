@@ -65,7 +65,7 @@ export const PRESETS: Preset[] = [
     id: 'triclinic', label: 'Small-molecule triclinic',
     state: {
       cell: '5.8 7.1 9.3 81 77 68', lambda: '0.71', N: '25', default_F: '100', distance: '50', detpixels: '512', pixel: '0.3',
-      misset: '12 -35 50', oversample: '1',
+      misset: '12 -35 50', oversample: '2', shape: 'round',
     },
     note: 'A small-molecule cell (5.8 × 7.1 × 9.3 Å): its reciprocal lattice is sparse, so the spots lie far apart even with a 0.71 Å beam and the detector at 50 mm. Compare the protein preset, whose spots are ten times closer.',
   },
@@ -82,7 +82,7 @@ export const PRESETS: Preset[] = [
   {
     id: 'crystal-size', label: 'Teach: crystal size vs spot size',
     state: { cell: '100 100 100 90 90 90', lambda: '6.2', N: '6', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1' },
-    note: 'A tiny crystal, 6 cells along each edge: each spot is broad (its width goes as 1/N), so every lattice point near the sphere lights up and the spots run together. Drag the "Cells per axis N" slider up to 20: the spots shrink and only those on the sphere remain.',
+    note: 'A tiny crystal, 6 cells along each edge: each spot is broad (its width goes as 1/N), so every lattice point near the sphere lights up and the spots run together into a grid. Drag the "Cells per axis N" slider up to 20: the spots shrink to a pixel or two and only the dozen lattice points that lie on the sphere remain (zoom in to see them).',
   },
   {
     id: 'mosaic', label: 'Teach: mosaicity',

@@ -107,10 +107,12 @@ function useFiles(files: Record<string, Uint8Array> | null) {
 function predict(msg: Extract<ToWorker, { type: 'predict' }>) {
   try {
     useFiles(msg.files);
-    wasm!.prepare(msg.args);
+    // an atomic model: the realistic chain's (its cell and cached structure factors)
+    if (msg.args.includes('-pdb')) wasm!.prepare_with_model(msg.args);
+    else wasm!.prepare(msg.args);
     post({ type: 'predicted', id: msg.id, prediction: wasm!.predict(msg.maxExcitationError ?? undefined, msg.columns === true), message: '' });
   } catch (e) {
-    post({ type: 'predicted', id: msg.id, prediction: null, message: errText(e) });
+    post({ type: 'predicted', id: msg.id, prediction: null, message: errText(e), error: errorInfo(e) });
   }
 }
 
@@ -124,7 +126,7 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
     prep = w.prepare(msg.args);
     if (msg.files) hkl = w.hkl_summary();
   } catch (e) {
-    post({ type: 'error', id: msg.id, message: errText(e), cancelled: false });
+    post({ type: 'error', id: msg.id, message: errText(e), cancelled: false, error: errorInfo(e) });
     return;
   }
   const geometry = prep.geometry;
@@ -146,7 +148,7 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
   try {
     data = await w.render(msg.backend, f64);
   } catch (e) {
-    post({ type: 'error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled' });
+    post({ type: 'error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled', error: errorInfo(e) });
     return;
   } finally {
     clearInterval(timer);
@@ -222,6 +224,6 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
     return;
   }
   if (msg.type === 'render') {
-    chain = chain.then(() => render(msg)).catch((e) => post({ type: 'error', id: msg.id, message: errText(e), cancelled: false }));
+    chain = chain.then(() => render(msg)).catch((e) => post({ type: 'error', id: msg.id, message: errText(e), cancelled: false, error: errorInfo(e) }));
   }
 };

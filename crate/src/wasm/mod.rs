@@ -54,8 +54,9 @@ thread_local! {
 }
 
 /// An error as the page receives it: a JS `Error` whose message is the crate's, and for the
-/// crate's own errors their structure as properties (`kind`: "usage", "missing_input", "input",
-/// "geometry", "output", "cancelled", "gpu", "limit"), so that the page never parses the text.
+/// crate's own errors their structure as properties (`crate::error::Error`'s serde form: `kind`
+/// "usage", "missing_input", "input", "geometry", "output", "cancelled", "gpu", "limit"; `flag`,
+/// `file`, `line`, `key`, null when absent), so that the page never parses the text.
 fn js_err(e: impl IntoJsErr) -> JsValue {
     e.into_js()
 }
@@ -70,19 +71,16 @@ fn plain_error(message: &str) -> JsValue {
 
 impl IntoJsErr for crate::error::Error {
     fn into_js(self) -> JsValue {
-        use crate::error::ErrorKind as K;
-        let kind = match self.kind {
-            K::Usage => "usage",
-            K::MissingInput => "missing_input",
-            K::Input => "input",
-            K::Geometry => "geometry",
-            K::Output => "output",
-            K::Cancelled => "cancelled",
-            K::Gpu => "gpu",
-            K::Limit => "limit",
-        };
         let err = plain_error(&self.message);
-        let _ = js_sys::Reflect::set(&err, &"kind".into(), &kind.into());
+        // {kind, message, flag, field, file, line, key}: the crate's serde contract
+        if let Ok(fields) = to_js(&self) {
+            if let (Some(target), Some(src)) = (
+                err.dyn_ref::<js_sys::Object>(),
+                fields.dyn_ref::<js_sys::Object>(),
+            ) {
+                js_sys::Object::assign(target, src);
+            }
+        }
         err
     }
 }

@@ -203,6 +203,46 @@ pub fn realistic_prepare(mut args: Vec<String>, with_model: bool) -> Result<JsVa
     })
 }
 
+/// Prepare words that name an atomic model (`-pdb NAME`) for a prediction of the crystal the
+/// realistic chain shows: when NAME is the model read by `realistic_set_model`, its cell and
+/// (when it reaches the detector's resolution) its structure-factor table, so that the predicted
+/// intensities are the model's; otherwise the words' own cell and structure factors (the page
+/// sends the model's cell and unit F as well). Returns whether the model's table is in the plan.
+#[wasm_bindgen]
+pub fn prepare_with_model(args: Vec<String>) -> Result<bool, JsValue> {
+    let mut words = Vec::with_capacity(args.len());
+    let mut name = None;
+    let mut it = args.into_iter();
+    while let Some(w) = it.next() {
+        if w == "-pdb" {
+            name = it.next();
+        } else {
+            words.push(w);
+        }
+    }
+    let cached = RS.with(|rs| {
+        rs.borrow()
+            .cache
+            .as_ref()
+            .filter(|c| name.as_deref() == Some(c.name.as_str()))
+            .map(|c| c.crystal_words())
+    });
+    let Some(model_words) = cached else {
+        super::prepare(words)?;
+        return Ok(false);
+    };
+    words.extend(model_words);
+    super::prepare(words)?;
+    let d_min = STATE.with(|st| {
+        realistic::needed_d_min(st.borrow().prepared.as_ref().expect("prepared")).map_err(js_err)
+    })?;
+    let covers = RS.with(|rs| rs.borrow().cache.as_ref().is_some_and(|c| c.covers(d_min)));
+    if covers {
+        install()?;
+    }
+    Ok(covers)
+}
+
 /// Put the cached table into the prepared plan.
 fn install() -> Result<(), JsValue> {
     RS.with(|rs| {

@@ -12,6 +12,10 @@
 // that triangle (k₀, r, k) and the ray; the detector's footprint on the sphere (its outline seen
 // from C) shows which part of the sphere the detector can record.
 //
+// Its parts: palette.ts (colours), shaders.ts (GLSL), style.ts (CSS, labels), scene-util.ts
+// (vectors, arrows, formats, the GL probe); this file builds the scene from the data and holds
+// the camera, picking and input.
+//
 // 10^5 points: one THREE.Points draw with per-point size and flag attributes (sphere impostors in
 // the fragment shader); picking is a screen-space search over the projected points (one pass,
 // ~1 ms for 10^5) that mirrors the shader's point sizes and prefers the front-most point.
@@ -48,245 +52,10 @@ import { CSS2DObject, CSS2DRenderer } from 'three/addons/renderers/CSS2DRenderer
 import { dragRotation } from './rotate';
 import type { PointInfo, RecipData, RecipDebug, RecipViewOptions, ReciprocalView, Theme, V3 } from './types';
 import { reflectionInfo } from './adapter';
-
-// ---- small vector helpers ------------------------------------------------------------------
-const dot = (a: V3, b: V3) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-const add = (a: V3, b: V3): V3 => [a[0] + b[0], a[1] + b[1], a[2] + b[2]];
-const sub = (a: V3, b: V3): V3 => [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
-const mul = (a: V3, s: number): V3 => [a[0] * s, a[1] * s, a[2] * s];
-const len = (a: V3) => Math.hypot(a[0], a[1], a[2]);
-const unit = (a: V3): V3 => mul(a, 1 / (len(a) || 1));
-const cross = (a: V3, b: V3): V3 => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
-const vec = (a: V3) => new Vector3(a[0], a[1], a[2]);
-
-// ---- themes --------------------------------------------------------------------------------
-interface Palette {
-  background: number;
-  haze: number;
-  far: [number, number];
-  near: number;
-  hot: [number, number];
-  sphere: number;
-  sphereAlpha: number;
-  shell: number;
-  line: number;
-  beam: number;
-  k: number;
-  r: number;
-  axes: [number, number, number];
-  detector: number;
-  footprint: number;
-  marker: number;
-  spindle: number;
-}
-const PALETTES: Record<Theme, Palette> = {
-  light: {
-    background: 0xf7f8fa, haze: 0.25, far: [0xc3cad4, 0x6c7a8c], near: 0x1c7ed6, hot: [0xfd7e14, 0xe03131],
-    sphere: 0x2b6cb0, sphereAlpha: 0.1, shell: 0x4c9be8, line: 0x2b6cb0, beam: 0x1f2933, k: 0x7048e8, r: 0x0ca678,
-    axes: [0xe03131, 0x2f9e44, 0x1971c2], detector: 0x495057, footprint: 0xf08c00, marker: 0x000000, spindle: 0x868e96,
-  },
-  dark: {
-    background: 0x111418, haze: 0.4, far: [0x3c4654, 0x8a97aa], near: 0x4dabf7, hot: [0xffd43b, 0xff6b6b],
-    sphere: 0x74c0fc, sphereAlpha: 0.13, shell: 0x4dabf7, line: 0x74c0fc, beam: 0xe9ecef, k: 0xb197fc, r: 0x63e6be,
-    axes: [0xff8787, 0x8ce99a, 0x74c0fc], detector: 0xced4da, footprint: 0xffd43b, marker: 0xffffff, spindle: 0xadb5bd,
-  },
-};
-const hex = (c: number) => `#${c.toString(16).padStart(6, '0')}`;
-
-// ---- shaders ---------------------------------------------------------------------------------
-// Per point: world diameter (aSize) and aInfo = (strength 0..1, intensity 0..1, flag) with flag
-// 0 = far from the sphere, 1 = near it (within 3 tolerances), 2 = in the diffraction condition.
-const POINT_VS = /* glsl */ `
-attribute float aSize;
-attribute vec3 aInfo;
-uniform float uScale;
-uniform float uMinPx;
-uniform float uMaxPx;
-uniform vec3 uFarLo;
-uniform vec3 uFarHi;
-uniform vec3 uNear;
-uniform vec3 uHotLo;
-uniform vec3 uHotHi;
-varying vec3 vColor;
-void main() {
-  vec4 mv = modelViewMatrix * vec4(position, 1.0);
-  float flag = aInfo.z;
-  gl_Position = projectionMatrix * mv;
-  float minPx = flag > 1.5 ? uMinPx * 2.0 : (flag > 0.5 ? uMinPx * 1.4 : uMinPx * 0.75);
-  gl_PointSize = clamp(aSize * uScale / max(-mv.z, 1e-9), minPx, uMaxPx);
-  if (flag > 1.5) vColor = mix(uHotLo, uHotHi, aInfo.y);
-  else if (flag > 0.5) vColor = uNear;
-  else vColor = mix(uFarLo, uFarHi, aInfo.x);
-}`;
-const POINT_FS = /* glsl */ `
-uniform float uAlpha;
-varying vec3 vColor;
-void main() {
-  vec2 p = gl_PointCoord * 2.0 - 1.0;
-  float r2 = dot(p, p);
-  if (r2 > 1.0) discard;
-  float z = sqrt(1.0 - r2);
-  float light = 0.55 + 0.45 * z + 0.25 * pow(max(0.0, dot(normalize(vec3(-p.x, p.y, z)), normalize(vec3(-0.4, 0.5, 0.77)))), 12.0);
-  gl_FragColor = vec4(vColor * light, uAlpha);
-  #include <colorspace_fragment>
-}`;
-// Rings (hover/highlight marker, spot on the detector): constant screen size.
-const RING_VS = /* glsl */ `
-uniform float uPx;
-void main() {
-  gl_Position = projectionMatrix * modelViewMatrix * vec4(position, 1.0);
-  gl_PointSize = uPx;
-}`;
-const RING_FS = /* glsl */ `
-uniform vec3 uColor;
-uniform float uFill;
-void main() {
-  vec2 p = gl_PointCoord * 2.0 - 1.0;
-  float r = length(p);
-  if (r > 1.0) discard;
-  float ring = smoothstep(0.62, 0.7, r) * (1.0 - smoothstep(0.9, 1.0, r));
-  float a = max(ring, uFill * (1.0 - smoothstep(0.25, 0.35, r)));
-  if (a < 0.05) discard;
-  gl_FragColor = vec4(uColor, a);
-  #include <colorspace_fragment>
-}`;
-// Translucent sphere that is clear in the middle and visible at its rim (a readable ball).
-const SPHERE_VS = /* glsl */ `
-varying vec3 vN;
-varying vec3 vV;
-void main() {
-  vec4 mv = modelViewMatrix * vec4(position, 1.0);
-  vN = normalize(normalMatrix * normal);
-  vV = normalize(-mv.xyz);
-  gl_Position = projectionMatrix * mv;
-}`;
-const SPHERE_FS = /* glsl */ `
-uniform vec3 uColor;
-uniform float uAlpha;
-varying vec3 vN;
-varying vec3 vV;
-void main() {
-  float f = 1.0 - abs(dot(normalize(vN), normalize(vV)));
-  gl_FragColor = vec4(uColor, uAlpha * (0.35 + 2.2 * f * f * f));
-  #include <colorspace_fragment>
-}`;
-
-const STYLE_ID = 'nbr-recip-style';
-const CSS = `
-.nbr-recip { position: relative; overflow: hidden; }
-.nbr-recip canvas { display: block; width: 100%; height: 100%; touch-action: none; outline: none; }
-.nbr-recip .nbr-labels { position: absolute; inset: 0; pointer-events: none; }
-.nbr-recip .nbr-label { font: 12px/1.2 system-ui, sans-serif; padding: 1px 4px; border-radius: 3px; white-space: nowrap; }
-.nbr-recip .nbr-label.axis { font-weight: 700; font-size: 13px; }
-.nbr-recip .nbr-label.info { font: 12px/1.35 ui-monospace, monospace; padding: 3px 6px; }
-.nbr-recip.light .nbr-label { color: #1f2933; background: rgba(255,255,255,0.72); }
-.nbr-recip.dark .nbr-label { color: #e9ecef; background: rgba(17,20,24,0.7); }
-.nbr-recip .nbr-label.info { z-index: 100000 !important; }
-.nbr-recip.light .nbr-label.info { background: rgba(255,255,255,0.95); }
-.nbr-recip.dark .nbr-label.info { background: rgba(17,20,24,0.95); }
-.nbr-recip .nbr-legend { position: absolute; left: 8px; bottom: 8px; font: 12px/1.45 system-ui, sans-serif; padding: 6px 8px; border-radius: 4px; pointer-events: none; max-width: 60%; }
-.nbr-recip.light .nbr-legend { color: #1f2933; background: rgba(255,255,255,0.8); }
-.nbr-recip.dark .nbr-legend { color: #e9ecef; background: rgba(17,20,24,0.75); }
-.nbr-recip .nbr-legend i { display: inline-block; width: 9px; height: 9px; border-radius: 50%; margin-right: 5px; vertical-align: -1px; }
-.nbr-recip .nbr-legend .hint { opacity: 0.7; }
-.nbr-recip .nbr-error { position: absolute; inset: 0; display: flex; align-items: center; justify-content: center; padding: 1em; text-align: center; font: 14px system-ui, sans-serif; }
-`;
-
-function injectStyle() {
-  if (document.getElementById(STYLE_ID)) return;
-  const s = document.createElement('style');
-  s.id = STYLE_ID;
-  s.textContent = CSS;
-  document.head.appendChild(s);
-}
-
-function label(text: string, cls = ''): CSS2DObject {
-  const el = document.createElement('div');
-  el.className = `nbr-label ${cls}`;
-  el.textContent = text;
-  return new CSS2DObject(el);
-}
-
-/** An arrow made of a cylinder and a cone (WebGL lines are one pixel wide). Its thickness is
- * set in screen pixels at its tip (`layout`, every frame), so it reads the same at any zoom. */
-class Arrow extends Group {
-  private shaft: Mesh;
-  private head: Mesh;
-  readonly material: MeshBasicMaterial;
-  private a: V3 = [0, 0, 0];
-  private b: V3 = [0, 0, 0];
-  /** Shaft radius and head length in pixels; neither exceeds `maxFrac` of the arrow's length. */
-  constructor(material: MeshBasicMaterial, shaftGeo: CylinderGeometry, headGeo: ConeGeometry, public px = 1.3, public headPx = 12, public maxFrac = 0.04) {
-    super();
-    this.material = material;
-    this.shaft = new Mesh(shaftGeo, this.material);
-    this.head = new Mesh(headGeo, this.material);
-    this.add(this.shaft, this.head);
-  }
-  set(a: V3, b: V3) {
-    this.a = a;
-    this.b = b;
-    this.visible = len(sub(b, a)) > 0;
-    const q = new Quaternion().setFromUnitVectors(new Vector3(0, 1, 0), vec(unit(sub(b, a))));
-    this.position.set(a[0], a[1], a[2]);
-    this.quaternion.copy(q);
-  }
-  /** `wpp`: world units per pixel at the tip. */
-  layout(wpp: number) {
-    const L = len(sub(this.b, this.a));
-    if (!(L > 0)) return;
-    const w = Math.min(this.px * wpp, L * this.maxFrac);
-    const hl = Math.min(this.headPx * wpp, L * 0.45);
-    this.shaft.scale.set(w, L - hl, w);
-    this.shaft.position.set(0, (L - hl) / 2, 0);
-    const hw = Math.min(w * 3.2, hl * 0.45);
-    this.head.scale.set(hw, hl, hw);
-    this.head.position.set(0, L - hl / 2, 0);
-  }
-  get tip(): V3 {
-    return this.b;
-  }
-}
-
-function nice(x: number): number {
-  const p = Math.pow(10, Math.floor(Math.log10(x)));
-  for (const m of [1, 2, 5, 10]) if (m * p >= x) return m * p;
-  return 10 * p;
-}
-
-function quantile(a: Float32Array, q: number): number {
-  const n = a.length;
-  if (!n) return 1;
-  const step = Math.max(1, Math.floor(n / 4096));
-  const s: number[] = [];
-  for (let i = 0; i < n; i += step) if (Number.isFinite(a[i]) && a[i] > 0) s.push(a[i]);
-  if (!s.length) return 1;
-  s.sort((x, y) => x - y);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
-}
-
-const fmt = (x: number, digits = 3) => (Number.isFinite(x) ? x.toFixed(digits) : '–');
-function fmtExc(e: number) {
-  if (!Number.isFinite(e)) return '–';
-  const s = Math.abs(e) < 1e-3 ? e.toExponential(1) : e.toFixed(4);
-  return e > 0 ? `+${s}` : s;
-}
-
-/** The WebGL renderer's name, and whether it is a software rasteriser (SwiftShader, llvmpipe),
- * where multisampling multiplies the cost of every fragment. */
-function probeGl(): { name: string; software: boolean } {
-  try {
-    const c = document.createElement('canvas');
-    const gl = c.getContext('webgl2');
-    if (!gl) return { name: 'none', software: false };
-    const ext = gl.getExtension('WEBGL_debug_renderer_info');
-    const name = String(gl.getParameter(ext ? ext.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
-    gl.getExtension('WEBGL_lose_context')?.loseContext();
-    return { name, software: /swiftshader|llvmpipe|lavapipe|software/i.test(name) };
-  } catch {
-    return { name: 'unknown', software: false };
-  }
-}
+import { PALETTES, hex } from './palette';
+import { POINT_FS, POINT_VS, RING_FS, RING_VS, SPHERE_FS, SPHERE_VS } from './shaders';
+import { injectStyle, label } from './style';
+import { Arrow, add, cross, dot, fmt, fmtExc, len, mul, nice, probeGl, quantile, sub, unit, vec } from './scene-util';
 
 export function createReciprocalView(container: HTMLElement, opts: RecipViewOptions = {}): ReciprocalView {
   injectStyle();
@@ -1369,3 +1138,4 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   (view as { debug: RecipDebug }).debug = debug;
   return view;
 }
+
