@@ -124,6 +124,12 @@ pub fn find(name: &str) -> Option<&'static DetectorPreset> {
     PRESETS.iter().find(|p| canonical(p.name) == want)
 }
 
+/// `find`, or the message every `-detector` flag gives for an unknown name (the caller adds
+/// the flag: each program has its own word reader).
+pub fn lookup(name: &str) -> std::result::Result<&'static DetectorPreset, String> {
+    find(name).ok_or_else(|| format!("unknown detector '{name}' (known: {})", names()))
+}
+
 /// The names, for error messages and help.
 pub fn names() -> String {
     PRESETS

@@ -597,9 +597,7 @@ pub static FLAGS: &[Flag] = &[
     .check(Positive(1e3)),
     flag("-detector", Port, "pilatus6m|eiger2-16m|eiger2-4m|mx300", "a real detector: its pixels, pixel size, module gaps (mask) and overload value", |p| {
         let name = p.text()?;
-        let d = crate::presets::find(&name).ok_or_else(|| {
-            p.err(format!("unknown detector '{name}' (known: {})", crate::presets::names()))
-        })?;
+        let d = crate::presets::lookup(&name).map_err(|m| p.err(m))?;
         p.o.preset = Some(d);
         p.o.fpixels = Some(d.fast_pixels as i64);
         p.o.spixels = Some(d.slow_pixels as i64);

@@ -138,12 +138,7 @@ pub fn parse(words: &[String]) -> Result<NoisifyOptions> {
             "-add" => o.add.push(w.text()?),
             "-detector" => {
                 let name = w.text()?;
-                let p = crate::presets::find(&name).ok_or_else(|| {
-                    w.error(format_args!(
-                        "unknown detector '{name}' (known: {})",
-                        crate::presets::names()
-                    ))
-                })?;
+                let p = crate::presets::lookup(&name).map_err(|m| w.error(m))?;
                 // the preset's size and pixel; later flags override them
                 o.preset = Some(p);
                 o.xpixels = Some(p.fast_pixels);

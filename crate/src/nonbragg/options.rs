@@ -279,12 +279,7 @@ pub fn parse(words: &[String]) -> Result<NonBraggOptions> {
             // ---- detector
             "-detector" => {
                 let name = w.text()?;
-                let p = crate::presets::find(&name).ok_or_else(|| {
-                    w.error(format_args!(
-                        "unknown detector '{name}' (known: {})",
-                        crate::presets::names()
-                    ))
-                })?;
+                let p = crate::presets::lookup(&name).map_err(|m| w.error(m))?;
                 o.preset = Some(p);
                 o.fpixels = Some(p.fast_pixels);
                 o.spixels = Some(p.slow_pixels);
