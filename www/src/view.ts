@@ -2,18 +2,19 @@
 // wheel, keyboard), resolution rings, beam centre and a cursor readout. Shared by the app and
 // the <nanobragg-view> element.
 import type { Geometry } from './protocol';
-import { DetectorMap, type PixelInfo } from './geometry';
+import { DetectorMap } from './geometry';
 import type { ColourMap, Scaling, ViewSettings } from './state';
 export { COLOUR_MAPS } from './state';
 
 /** The view settings the image view uses. */
 export type ImageSettings = Pick<ViewSettings, 'cmap' | 'scaling' | 'contrast' | 'min' | 'max' | 'rings' | 'beamc'>;
 
+/** The pixel under the pointer (full-resolution indices) and its value in the image shown; d,
+ * 2θ and hkl come from the crate (readout.ts asks `NanoBraggClient.pixelGeometry`). */
 export interface Readout {
   f: number;
   s: number;
   value: number;
-  info: PixelInfo | null;
 }
 
 // Polynomial fits of matplotlib's viridis and inferno (Matt Zucker, CC0).
@@ -388,11 +389,6 @@ export class ImageView {
     return this.ringList;
   }
 
-  /** d, 2θ and hkl at continuous full-resolution detector coordinates. */
-  geometryAt(f: number, s: number): PixelInfo | null {
-    return this.map ? this.map.pixelInfo(f / this.scale, s / this.scale) : null;
-  }
-
   /** Beam centre in full-resolution detector pixel coordinates (null if the beam misses). */
   get beamCentre(): [number, number] | null {
     return this.beamXY && [this.beamXY[0] * this.scale, this.beamXY[1] * this.scale];
@@ -405,8 +401,7 @@ export class ImageView {
     if (fd < 0 || sd < 0 || fd >= W || sd >= H) return null;
     const f = Math.floor(fd), s = Math.floor(sd);
     const value = this.data[Math.floor(sd / this.scale) * this.w + Math.floor(fd / this.scale)];
-    // the shown image's geometry, at the centre of the full-resolution pixel under the pointer
-    return { f, s, value, info: this.map.pixelInfo((f + 0.5) / this.scale, (s + 0.5) / this.scale) };
+    return { f, s, value };
   }
 
   /** Forget the pointer (the readout clears). */
