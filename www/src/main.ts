@@ -10,7 +10,7 @@ import { computed, effect } from '@preact/signals-core';
 import { NanoBraggClient, type Prediction, type SimulateOptions, type SimulateResult } from './client';
 import { PARAM_BY_KEY } from './params';
 import { fieldOfError, previewArgs, previewFactor } from './args';
-import { PRESETS, createStore, decodeUrl, encodeUrl, type ModelState, type RenderMode } from './state';
+import { PRESETS, VIEW_DEFAULTS, createStore, decodeUrl, encodeUrl, type ModelState, type RenderMode } from './state';
 import { ImageView } from './view';
 import { downloadName, routeFile } from './files';
 import type { HklSummary } from './protocol';
@@ -174,7 +174,13 @@ if (rest.view3d === '1') set3d(true);
 // ---- presets --------------------------------------------------------------------------------
 presetSel.addEventListener('change', () => {
   const p = PRESETS.find((p) => p.id === presetSel.value);
-  if (p) store.setModel(p.state);
+  if (p) {
+    store.setModel(p.state);
+    // the lesson's view (the crystal-size preset's linear-ish scale), or back to the defaults'
+    const v = store.view.peek();
+    if (p.view) store.setView(p.view);
+    else if (v.scaling !== VIEW_DEFAULTS.scaling && PRESETS.some((q) => q.view?.scaling === v.scaling)) store.setView({ scaling: VIEW_DEFAULTS.scaling });
+  }
 });
 
 // ---- rendering: frame pacing ------------------------------------------------------------------------
