@@ -560,7 +560,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     renderer.render(scene, camera);
     placeInfo();
     labels.render(scene, camera);
-    separateLabels(labelOrder);
+    separateLabels(labelOrder, canvas.getBoundingClientRect());
     renders++;
   }
 
