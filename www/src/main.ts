@@ -273,6 +273,7 @@ async function render(mode: RenderMode) {
     }
     renderCount++;
     realistic = null;
+    view.backgroundBlack = false;
     view.setImage(r.data, r.width, r.height, r.geometry, scale);
     showLevels();
     window.dispatchEvent(new CustomEvent('nanobragg-frame', {
@@ -332,6 +333,7 @@ function showRealistic(r: RealisticResult, ms: number) {
   };
   lastWasPreview = false;
   fullSize = { w: g.width, h: g.height, pixel: g.pixel };
+  view.backgroundBlack = true; // counts over water, air and noise: black at the background
   view.setImage(r.data, g.width, g.height, g, 1);
   showLevels();
   const t = r.timings;
