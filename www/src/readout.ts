@@ -33,7 +33,12 @@ export function followReadout(view: ImageView, query: PixelQuery, show: (r: Read
 
 export function installReadout(view: ImageView, readout: HTMLElement, unit: () => 'ADU' | 'photons', query: PixelQuery) {
   const hint = readout.textContent ?? '';
-  followReadout(view, query, (r, i) => {
+  let shown: [Readout | null, PixelGeometry | null] = [null, null];
+  // presentation mode changes the line's form: write it again
+  new MutationObserver(() => render(...shown)).observe(document.body, { attributes: true, attributeFilter: ['class'] });
+  followReadout(view, query, (r, i) => render(r, i));
+  function render(r: Readout | null, i: PixelGeometry | null) {
+    shown = [r, i];
     if (!r) {
       readout.textContent = hint;
       readout.classList.add('idle');
@@ -51,6 +56,6 @@ export function installReadout(view: ImageView, readout: HTMLElement, unit: () =
     readout.textContent = i
       ? `d = ${Number.isFinite(d) ? d!.toFixed(3) : '∞'} Å  2θ = ${i.two_theta.toFixed(3)}°  hkl ≈ (${i.nearest.join(' ')})  [${i.hkl.map((x) => x.toFixed(2)).join(', ')}]  ${px}`
       : px;
-  });
+  }
   readout.classList.add('idle');
 }
