@@ -179,7 +179,7 @@ fn setup_on_plan(
     table: crate::io::stol::StolTable,
 ) -> nonbragg::Setup {
     let mut frame = prep.setup.clone();
-    frame.plan.oversample = o.oversample.max(1) as u32;
+    frame.plan.oversample = o.geo.oversample.max(1) as u32;
     frame.plan.hkl = HklGrid::default();
     let sources = frame
         .plan
