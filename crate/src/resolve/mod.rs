@@ -204,12 +204,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
     if let (Some(model), structure::Origin::Model(name)) = (&model, &sf_origin) {
         let (table, description) =
             structure::model_table(name, model, &plan, &crystal, o, &mut log, &mut warnings)?;
-        plan.hkl = table;
-        plan.interpolation = if structure::interpolate(o.interpolate, raw_n, &plan.hkl) {
-            Interpolation::Tricubic
-        } else {
-            Interpolation::Nearest
-        };
+        structure::install_table(&mut plan, o, table);
         hkl_source = description;
     }
     check_finite(&plan)?;
