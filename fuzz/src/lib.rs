@@ -8,7 +8,7 @@
 //! `crate/tests/fuzz_smoke.rs` (a deterministic mutation run and the regression corpus, stable,
 //! part of `npm test`), which includes this file with `#[path]`.
 //!
-//! Adding a target (e.g. a new parser): a function here, a row in [`TARGETS`], a three-line
+//! Adding a target (e.g. a new parser): its body in `<name>.rs` (a `mod` and `pub use` line here), a row in [`TARGETS`], a three-line
 //! file `fuzz/fuzz_targets/<name>.rs`, a `[[bin]]` entry in `fuzz/Cargo.toml`, and seeds in
 //! `fuzz/corpus/<name>/`.
 
