@@ -537,6 +537,20 @@ mod tests {
         assert_eq!(e.kind, crate::error::ErrorKind::MissingInput);
     }
 
+    /// The frame is a detector and a beam alone (`resolve::detector_and_beam`): no crystal, no
+    /// orientations, no structure factors; a preset's gaps are masked as for nanobragg.
+    #[test]
+    fn the_frame_has_no_crystal() {
+        let st = setup("-stol w.stol -detpixels 16 -oversample 2", &water()).unwrap();
+        let (c, p) = (&st.frame.crystal, st.plan());
+        assert_eq!((c.volume, c.a_star), (0.0, [0.0; 3]));
+        assert!(p.orientations.is_empty() && p.hkl.hkls == 0);
+        assert_eq!((p.na, p.oversample, p.sources.len()), (1.0, 2, 1));
+        let st = setup("-stol w.stol -detector pilatus6m", &water()).unwrap();
+        let mask = st.plan().mask.as_ref().expect("the preset's module gaps");
+        assert!(mask.iter().any(|&m| m == 0) && mask.iter().any(|&m| m != 0));
+    }
+
     #[test]
     fn flat_table_gives_the_thomson_solid_angle_sum() {
         // F = 1 everywhere, no polarisation: each pixel is r_e² · fluence · molecules · omega
