@@ -603,6 +603,13 @@ mod tests {
         assert_eq!(o.lambda, Some(1.5e-10));
         assert_eq!(o.distance, Some(0.1));
         assert!((o.detector_thick - 450e-6).abs() < 1e-18);
+        // mm → m as upstream: x / 1000 (x * 1e-3 is one ulp off for 189.42 and about one typed
+        // value in seven)
+        let o = p("-distance 189.42 -Xbeam 189.42 -pixel 0.18942 -beamsize 189.42").unwrap();
+        let m = 189.42 / 1000.0;
+        assert_ne!(m, 189.42 * 1e-3);
+        assert_eq!((o.distance, o.xbeam, o.beamsize), (Some(m), Some(m), m));
+        assert_eq!(o.pixel, Some(0.18942 / 1000.0));
     }
 
     #[test]
