@@ -354,4 +354,14 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
     let ok = r("-stol ok.stol -seed 1");
     assert_eq!(ok.status, 0, "{}", ok.stderr);
     assert!(dir.join("n.img").exists());
+    // a shared row's warning, printed once with its prefix
+    let neg = r("-stol ok.stol -distance -100");
+    assert_eq!(neg.status, 0, "{}", neg.stderr);
+    assert!(
+        neg.stderr
+            .contains("WARNING: -distance -100: a negative distance is used as 100 mm")
+            && !neg.stderr.contains("WARNING: WARNING"),
+        "{}",
+        neg.stderr
+    );
 }

@@ -91,7 +91,8 @@ fn run_inner(words: &[String]) -> Result<()> {
         "noisify - add noise to pixels (Rust port of James Holton's program)"
     );
     for w in &opts.geo.warnings {
-        eprintln!("WARNING: {w}");
+        // a shared row's warning may carry nanobragg's prefix already
+        eprintln!("WARNING: {}", w.trim_start_matches("WARNING: "));
     }
     let prep = options::prepare(&opts, &DiskFiles, -crate::resolve::clock_seconds())?;
     for line in &prep.log {

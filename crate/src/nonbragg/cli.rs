@@ -168,7 +168,8 @@ fn run_inner(words: &[String]) -> Result<()> {
     );
     let st = prepare(&o, &DiskFiles, -crate::resolve::clock_seconds())?;
     for w in &st.warnings {
-        eprintln!("WARNING: {w}");
+        // a shared row's warning may carry nanobragg's prefix already
+        eprintln!("WARNING: {}", w.trim_start_matches("WARNING: "));
     }
     let _ = print_setup(&st, &mut out);
     let _ = out.flush();
