@@ -5,7 +5,9 @@ links to bitshuffle-LZ4 data files; gzip+shuffle and LZ4 chunks), fabio (miniCBF
 big-endian ADSC SMV. For each case it writes what h5py/fabio read back (frame 0) as raw
 little-endian bytes, and a manifest.json with the case's files, dtype, shape and geometry.
 
-usage: make_measured.py OUTDIR
+usage: make_measured.py OUTDIR [--eiger16m]
+  --eiger16m: also an EIGER2 16M-sized frame (4148 x 4362 uint32, bitshuffle-LZ4, module gaps
+  flagged as 2^32-1) as eiger16m_master.h5 + eiger16m_data_000001.h5 (the page's open-time test)
 """
 import json
 import os
@@ -134,6 +136,23 @@ with open(os.path.join(out, "adsc_be.img"), "wb") as fh:
 expect("adsc_be", fabio.open(os.path.join(out, "adsc_be.img")).data, ["adsc_be.img"],
        {"pixel_mm": 0.1, "distance_mm": 150.0, "beam_px": [4.95 / 0.1 + 0.5, 6.05 / 0.1 + 0.5],
         "wavelength_a": 1.2, "phi_deg": 30.0, "osc_deg": 1.0})
+
+if "--eiger16m" in sys.argv:
+    h, w = 4362, 4148
+    fr = rng.poisson(0.3, size=(h, w)).astype(np.uint32)
+    ys, xs = rng.integers(0, h, 4000), rng.integers(0, w, 4000)
+    fr[ys, xs] = rng.integers(100, 20000, 4000).astype(np.uint32)
+    for x0 in range(1028, w, 1028 + 12):  # vertical gaps between modules (EIGER2 16M layout)
+        fr[:, x0:x0 + 12] = np.iinfo(np.uint32).max
+    for y0 in range(512, h, 512 + 38):
+        fr[y0:y0 + 38, :] = np.iinfo(np.uint32).max
+    with h5py.File(os.path.join(out, "eiger16m_data_000001.h5"), "w") as f:
+        f.create_dataset("entry/data/data", data=fr[None], chunks=(1, h, w), **hdf5plugin.Bitshuffle(nelems=0, cname="lz4"))
+    with h5py.File(os.path.join(out, "eiger16m_master.h5"), "w") as f:
+        geo = nx_geometry(f, pixel_m=75e-6, dist_m=0.25, bx=2074.0, by=2181.0, lam=0.9763)
+        f["entry/data/data_000001"] = h5py.ExternalLink("eiger16m_data_000001.h5", "/entry/data/data")
+    with h5py.File(os.path.join(out, "eiger16m_master.h5"), "r") as f:
+        expect("eiger16m", f["entry/data/data_000001"][0], ["eiger16m_master.h5", "eiger16m_data_000001.h5"], geo)
 
 with open(os.path.join(out, "manifest.json"), "w") as fh:
     json.dump(cases, fh, indent=1)

@@ -18,6 +18,7 @@ import { initRealistic } from './realistic';
 import { createForm } from './form';
 import { installReadout } from './readout';
 import { installDownloads } from './downloads';
+import { installMeasured, type MeasuredCompare } from './measured';
 import { BUNDLED_MODEL, COMPOSE_KEYS, crystalWords, effectsOf, isLayered, layersOf, materialWords, predictWords, spotsWords } from './layers';
 import { errorInfo, type DetectorChoice, type RealisticPhase, type RealisticResult } from './protocol';
 
@@ -62,6 +63,8 @@ declare global {
       teach3d: Teach3D;
       /** Teaching controls: the φ player, taking over a random misset (teach/index.ts). */
       teach?: Teach;
+      /** The measured image beside and over the simulation (measured/index.ts). */
+      measured?: MeasuredCompare;
     };
   }
 }
@@ -653,10 +656,16 @@ window.nanobragg.teach = installTeaching({
   notice: showNotice,
 });
 
+// ---- a measured image beside and over the simulation (measured/) ----------------------------------
+const measured = installMeasured({ store, client, view, host: $('canvas-host'), stage: $('stage'), notice: showNotice });
+window.nanobragg.measured = measured;
+
 // ---- drag and drop anywhere: routed by content ---------------------------------------------------
 window.addEventListener('dragover', (e) => e.preventDefault());
 window.addEventListener('drop', async (e) => {
   e.preventDefault();
+  // measured images (miniCBF, NeXus/HDF5 with their data files, with a DIALS .expt) open beside the simulation
+  if (await measured.openFiles(Array.from(e.dataTransfer?.files ?? []))) return;
   const notes: string[] = [];
   for (const f of Array.from(e.dataTransfer?.files ?? [])) {
     const bytes = new Uint8Array(await f.arrayBuffer());
