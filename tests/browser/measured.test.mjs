@@ -151,15 +151,27 @@ test('an EIGER2 16M frame opens within 5 s; zoom and pan stay responsive; screen
     const t = await page.evaluate(() => window.nanobragg.measured.timings);
     if (process.env.MEASURED_BENCH) console.log(`# 16M open at ${vp.width}x${vp.height}: ${ms} ms (page ${JSON.stringify(t)})`);
     assert.ok(ms < 5000, `the 16M frame opened in ${ms} ms`);
-    // responsiveness: 30 zoom and pan steps, each drawn at once
+    // responsiveness: 30 zoom and pan steps, each drawn at once (both views); the median step
     const perDraw = await page.evaluate(() => {
       const m = window.nanobragg.measured.mview;
-      const t0 = performance.now();
-      for (let i = 0; i < 15; i++) { m.zoomBy(1.15); m.panBy(7, 5); }
-      return (performance.now() - t0) / 30;
+      const t = [];
+      for (let i = 0; i < 15; i++) {
+        for (const step of [() => m.zoomBy(1.15), () => m.panBy(7, 5)]) {
+          const t0 = performance.now();
+          step();
+          t.push(performance.now() - t0);
+        }
+      }
+      t.sort((a, b) => a - b);
+      return { median: t[15], max: t[29] };
     });
-    if (process.env.MEASURED_BENCH) console.log(`# zoom/pan step: ${perDraw.toFixed(1)} ms`);
-    assert.ok(perDraw < 100, `a zoom/pan step takes ${perDraw} ms`);
+    if (process.env.MEASURED_BENCH) console.log(`# zoom/pan step: median ${perDraw.median.toFixed(1)} ms, slowest ${perDraw.max.toFixed(1)} ms`);
+    assert.ok(perDraw.median < 100, `a zoom/pan step takes ${perDraw.median} ms (median)`);
+    // the predicted spots (what is on the image, predicted in the measured-image worker while
+    // the simulation's worker renders the 16M detector)
+    await page.waitForFunction(() => window.nanobragg.measured.spotCount > 100, null, { timeout: 120_000 });
+    const spots = await page.evaluate(() => ({ n: window.nanobragg.measured.spotCount, ms: window.nanobragg.measured.predictMs }));
+    if (process.env.MEASURED_BENCH) console.log(`# spots on the 16M detector: ${spots.n} predicted in ${spots.ms.toFixed(0)} ms`);
     await page.evaluate(() => window.nanobragg.measured.mview.fit());
     await page.screenshot({ path: join(ARTIFACTS, `measured-16m-side-${vp.width}.png`) });
     await page.selectOption('.mbar .mmode', 'blend');

@@ -77,6 +77,8 @@ export type ToWorker =
       maxExcitationError: number | null;
       /** Reflections as typed-array columns (`Prediction::columns`) instead of records. */
       columns?: boolean;
+      /** Only what is on the image (the crate's `PredictOptions::on_image`). */
+      onImage?: boolean;
     }
   | { type: 'cancel' }
   /** `realistic`: the realistic chain's image shown (`realistic_export`), else the last render's. */

@@ -40,6 +40,10 @@ pub struct PredictOptions {
     pub max_excitation_error: Option<f64>,
     /// Refuse (a clear error suggesting -dmin) when more points than this would be listed.
     pub max_points: usize,
+    /// List what is on the image instead of every lattice point (`rotation::predict_on_image`):
+    /// the points in the diffraction condition of a still, every sphere crossing of an
+    /// oscillation with its φ; only the shell near the sphere is enumerated.
+    pub on_image: bool,
 }
 
 impl Default for PredictOptions {
@@ -47,6 +51,7 @@ impl Default for PredictOptions {
         PredictOptions {
             max_excitation_error: None,
             max_points: 2_000_000,
+            on_image: false,
         }
     }
 }
@@ -680,6 +685,9 @@ impl<'a> Geometry<'a> {
 
 /// Predict the reflections of a resolved setup (see the module documentation).
 pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
+    if opts.on_image {
+        return rotation::predict_on_image(setup, opts);
+    }
     let g = Geometry::new(setup)?;
     let window = opts.max_excitation_error;
     let volume = dot(g.real[0], cross(g.real[1], g.real[2])).abs();

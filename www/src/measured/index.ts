@@ -12,10 +12,10 @@ import { effect } from '@preact/signals-core';
 import type { NanoBraggClient } from '../client';
 import type { Store } from '../state';
 import { ImageView, type Readout } from '../view';
-import { PredictionFeed } from '../predictfeed';
+import { fromPrediction, type CratePrediction } from '../recip/adapter';
 import type { RecipData } from '../recip/types';
 import { difference, masterOf, measuredKind, simScale, withFileGeometry } from './logic';
-import type { MeasuredInfo, MeasuredReply, MeasuredRequest } from './protocol';
+import type { MeasuredInfo, MeasuredReply, MeasuredRequest, PredictRequest } from './protocol';
 
 export type CompareMode = 'sim' | 'measured' | 'side' | 'blend' | 'blink' | 'diff';
 const MODES: [CompareMode, string][] = [
@@ -62,7 +62,9 @@ export class MeasuredCompare {
   private worker: Worker | null = null;
   private nextId = 1;
   private pending = new Map<number, (r: MeasuredReply) => void>();
-  private feed: PredictionFeed;
+  /** The latest prediction request (older replies are dropped) and the arguments predicted. */
+  private predictSeq = 0;
+  private predictedKey = '';
   private prediction: RecipData | null = null;
   private blinkTimer = 0;
   private blinkShowsMeasured = true;
@@ -109,7 +111,7 @@ export class MeasuredCompare {
     });
     this.q<HTMLInputElement>('.mspots').addEventListener('change', (e) => {
       this.spotsOn = (e.target as HTMLInputElement).checked;
-      this.requestSpots();
+      void this.requestSpots();
       this.mview.draw();
     });
     this.q('.mapply').addEventListener('click', () => this.info && this.applyGeometry(this.info));
@@ -158,16 +160,10 @@ export class MeasuredCompare {
       this.recolour();
     });
     // predicted spots follow the arguments
-    this.feed = new PredictionFeed(d.client, (f, s) => d.view.positionAt(f, s) ?? [NaN, NaN, NaN]);
-    this.feed.onChange((p, err) => {
-      if (p) this.prediction = p.data;
-      if (err) this.note(`prediction: ${err}`);
-      this.mview.draw();
-    });
     effect(() => {
       void d.store.args.value;
       void d.store.files.value;
-      this.requestSpots();
+      void this.requestSpots();
     });
     this.layout();
   }
@@ -196,23 +192,30 @@ export class MeasuredCompare {
       this.note(`${expt.name}: the simulation uses its detector, beam and crystal orientation (-expt)`);
     }
     if (!images.length) return true;
+    this.predictedKey = ''; // a new image: predict again
     const h5 = images.filter((r) => measuredKind(r.bytes) === 'hdf5');
     const main = h5.length ? h5[masterOf(h5.map((r) => r.name))] : images[0];
     const others = images.filter((r) => r !== main);
     const tRead = performance.now();
     const reply = await this.decode(main.name, main.bytes, others);
-    if (reply.error) {
-      this.d.notice(reply.error.message, 'warn');
+    if (reply.error || !reply.info) {
+      this.d.notice(reply.error?.message ?? 'the measured-image worker gave no image', 'warn');
       return true;
     }
     const tDecoded = performance.now();
     this.show(reply.info, !expt);
     const tShown = performance.now();
-    this.timings = { read: tRead - t0, load: reply.ms.load, decode: reply.ms.decode, show: tShown - tDecoded, total: tShown - t0 };
+    this.timings = { read: tRead - t0, load: reply.ms!.load, decode: reply.ms!.decode, show: tShown - tDecoded, total: tShown - t0 };
     return true;
   }
 
   private decode(name: string, bytes: Uint8Array, others: { name: string; bytes: Uint8Array }[]): Promise<MeasuredReply> {
+    const id = this.nextId++;
+    const msg: MeasuredRequest = { type: 'read', id, name, bytes, others };
+    return this.send(msg, [bytes.buffer, ...others.map((o) => o.bytes.buffer)]);
+  }
+
+  private send(msg: MeasuredRequest | PredictRequest, transfer: Transferable[] = []): Promise<MeasuredReply> {
     if (!this.worker) {
       this.worker = new Worker(new URL('./measured-worker.js', import.meta.url), { type: 'module', name: 'nanobragg-measured' });
       this.worker.onmessage = (ev: MessageEvent<MeasuredReply>) => {
@@ -221,11 +224,9 @@ export class MeasuredCompare {
         cb?.(ev.data);
       };
     }
-    const id = this.nextId++;
-    const msg: MeasuredRequest = { id, name, bytes, others };
     return new Promise((resolve) => {
-      this.pending.set(id, resolve);
-      this.worker!.postMessage(msg, [bytes.buffer, ...others.map((o) => o.bytes.buffer)]);
+      this.pending.set(msg.id, resolve);
+      this.worker!.postMessage(msg, transfer);
     });
   }
 
@@ -238,7 +239,7 @@ export class MeasuredCompare {
     if (applyGeometry) this.applyGeometry(info);
     else this.describe(info, []);
     this.setMode(this.mode);
-    this.requestSpots();
+    void this.requestSpots();
   }
 
   /** The file's geometry into the form (through the store: the simulation follows). */
@@ -386,11 +387,40 @@ export class MeasuredCompare {
     } else this.mview.update(base);
   }
 
-  private requestSpots() {
+  /** What is on the image for the current arguments, predicted in the measured-image worker
+   * (the crate's `PredictOptions::on_image`: any cell size). The latest request wins. */
+  private async requestSpots() {
     if (!this.info || !this.spotsOn) return;
+    const args = this.d.store.args.peek().args;
     const files: Record<string, Uint8Array> = {};
     for (const [n, b] of this.d.store.files.peek()) files[n] = b;
-    this.feed.request(this.d.store.args.peek().args, files, String(this.d.store.files.peek().size));
+    const key = `${args.join('\u0000')}\u0001${[...this.d.store.files.peek().keys()].join(',')}`;
+    if (key === this.predictedKey) return;
+    this.predictedKey = key;
+    const seq = ++this.predictSeq;
+    const t0 = performance.now();
+    const r = await this.send({ type: 'predict', id: this.nextId++, args, files });
+    if (seq !== this.predictSeq) return;
+    if (r.error) {
+      this.prediction = null;
+      this.predictMs = null;
+      this.q('.mnote').dataset.predict = r.error.message;
+    } else {
+      this.prediction = fromPrediction(r.prediction as CratePrediction);
+      this.predictMs = performance.now() - t0;
+      delete this.q('.mnote').dataset.predict;
+    }
+    this.mview.draw();
+  }
+
+  /** Round trip of the last prediction of the spots (ms), and how many are in condition. */
+  predictMs: number | null = null;
+  get spotCount(): number {
+    const t = this.prediction?.reflections;
+    if (!t) return 0;
+    let n = 0;
+    for (let i = 0; i < t.count; i++) if (t.inCondition?.[i] && Number.isFinite(t.fast?.[i] ?? NaN)) n++;
+    return n;
   }
 
   /** Predicted spots in the diffraction condition, as small rings on the measured image. */

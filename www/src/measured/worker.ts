@@ -2,7 +2,7 @@
 // reader (wasm `measured_read`, crate/src/io/measured.rs) off the page's thread, apart from the
 // simulation's worker so that opening a large image and rendering do not wait on each other.
 // It loads the plain wasm module that sits beside the bundle (www/dist/pkg/).
-import type { MeasuredRequest, MeasuredReply } from './protocol';
+import type { MeasuredReply, MeasuredRequest, PredictRequest } from './protocol';
 
 type Wasm = typeof import('../../dist/pkg/nanobragg');
 
@@ -21,7 +21,20 @@ function load(): Promise<Wasm> {
 
 const post = (msg: MeasuredReply, transfer: Transferable[] = []) => (self as unknown as Worker).postMessage(msg, transfer);
 
-self.onmessage = async (ev: MessageEvent<MeasuredRequest>) => {
+self.onmessage = async (ev: MessageEvent<MeasuredRequest | PredictRequest>) => {
+  if (ev.data.type === 'predict') {
+    const { id, args, files } = ev.data;
+    try {
+      const w = await load();
+      w.clear_files();
+      for (const [n, b] of Object.entries(files)) w.set_file(n, b);
+      w.prepare(args);
+      post({ id, prediction: w.predict(undefined, true, true) });
+    } catch (e) {
+      post({ id, error: { message: (e as Error)?.message ?? String(e), file: null } });
+    }
+    return;
+  }
   const { id, name, bytes, others } = ev.data;
   const t0 = performance.now();
   try {
