@@ -133,7 +133,9 @@ test('the modes place the measured view beside, over, blinking and as the differ
   await page.selectOption('.mbar .mmode', 'side');
   const box = await page.locator('.mhost canvas').boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-  assert.match(await page.textContent('.mbar .mread'), /d = .* Å .*pixel \(\d+, \d+\)  measured .*simulated /);
+  assert.match(await page.textContent('.mbar .mread'), /^pixel \(\d+, \d+\)  measured \S+  ·  simulated \S+/);
+  // and the status bar's readout has the crate's d, 2θ, hkl at that pixel
+  await page.waitForFunction(() => /d = .* Å .*2θ/.test(document.getElementById('readout').textContent), null, { timeout: 30_000 });
   await page.selectOption('.mbar .mmode', 'sim');
   assert.equal((await where()).hidden, true);
   // errors name the file: an EIGER master without its data file

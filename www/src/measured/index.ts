@@ -455,10 +455,9 @@ export class MeasuredCompare {
     }
     const m = this.measuredValueAt(r.f, r.s);
     const s = this.simValueAt(r.f, r.s);
-    const i = r.info;
-    const where = i ? `d = ${Number.isFinite(i.d) ? i.d.toFixed(3) : '∞'} Å  2θ = ${i.twoTheta.toFixed(3)}°  hkl ≈ (${i.nearest.join(' ')})  ` : '';
+    // d, 2θ and hkl: the status bar's readout (the crate's geometry at this pixel)
     const mm = m === null ? 'outside' : m < 0 ? 'flagged (−1)' : fmt(m);
-    el.textContent = `${where}pixel (${r.f}, ${r.s})  measured ${mm}  ·  simulated ${s === null ? '—' : fmt(s)}${on === 'measured' ? '' : ''}`;
+    el.textContent = `pixel (${r.f}, ${r.s})  measured ${mm}  ·  simulated ${s === null ? '—' : fmt(s)}  (pointer on the ${on === 'measured' ? 'measured' : 'simulated'} image)`;
   }
 }
 
