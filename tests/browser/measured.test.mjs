@@ -174,6 +174,16 @@ test('an EIGER2 16M frame opens within 5 s; zoom and pan stay responsive; screen
     await page.waitForFunction(() => window.nanobragg.measured.spotCount > 100, null, { timeout: 120_000 });
     const spots = await page.evaluate(() => ({ n: window.nanobragg.measured.spotCount, ms: window.nanobragg.measured.predictMs }));
     if (process.env.MEASURED_BENCH) console.log(`# spots on the 16M detector: ${spots.n} predicted in ${spots.ms.toFixed(0)} ms`);
+    // drawn over the measured image (green rings), before the simulation of its detector exists
+    await page.evaluate(() => window.nanobragg.measured.mview.fit());
+    const green = await page.evaluate(() => {
+      const c = window.nanobragg.measured.mview.canvas;
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i + 1] > d[i] + 60 && d[i + 1] > d[i + 2] + 30) n++;
+      return n;
+    });
+    assert.ok(green > 5 * spots.n, `${green} spot-ring pixels for ${spots.n} spots`);
     await page.evaluate(() => window.nanobragg.measured.mview.fit());
     await page.screenshot({ path: join(ARTIFACTS, `measured-16m-side-${vp.width}.png`) });
     await page.selectOption('.mbar .mmode', 'blend');

@@ -401,7 +401,11 @@ export class ImageView {
     } else {
       ctx.drawImage(this.img, 0, 0, this.w, this.h, x0, y0, dw, dh);
     }
-    if (!this.map) return;
+    // overlays (spot markers) need no geometry of their own
+    if (!this.map) {
+      for (const o of this.overlays) o(ctx);
+      return;
+    }
     const k = this.scale; // overlay coordinates are in the shown image's pixels
     const accent = this.settings.cmap === 'inverted-grey' || this.settings.cmap === 'grey' ? '#d0342c' : '#38d9f5';
     const big = this.large ? 2 : 1;
