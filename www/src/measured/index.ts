@@ -307,6 +307,7 @@ export class MeasuredCompare {
     this.tags.sim.hidden = !(open && (mode === 'side' || mode === 'blink'));
     this.tags.measured.hidden = !(open && mode !== 'sim' && mode !== 'blend');
     this.tags.measured.textContent = mode === 'diff' ? 'measured − k·simulated' : 'measured';
+    this.tags.sim.textContent = !open || this.sameDetector() ? 'simulated' : 'simulated: not yet the file\'s detector (rendering)';
     if (mode === 'blink') {
       this.blinkShowsMeasured = true;
       this.blinkTimer = window.setInterval(() => {
@@ -339,6 +340,7 @@ export class MeasuredCompare {
     if (g && this.mview.geometry !== g) this.mview.setImage(this.info.pixels, this.info.width, this.info.height, g);
     if (this.mode === 'diff') this.recolour();
     if (this.sameDetector()) this.mview.setViewport(this.d.view.viewport);
+    this.tags.sim.textContent = this.sameDetector() ? 'simulated' : 'simulated: not yet the file\'s detector (rendering)';
   }
 
   /** The simulated value at detector pixel (f, s), when the two detectors have one size. */
