@@ -46,6 +46,12 @@ if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
     echo "== pip install h5py ray (into $VENV)"
     "$VENV/bin/pip" install --quiet 'h5py>=3.8' 'ray>=2.9'
   fi
+  # measured images (crate/tests/measured.rs runs scripts/make_measured.py): EIGER-style NeXus
+  # with hdf5plugin's bitshuffle-LZ4 and LZ4 filters, miniCBF and SMV read back with fabio
+  if ! "$VENV/bin/python" -c 'import hdf5plugin, fabio' 2>/dev/null; then
+    echo "== pip install hdf5plugin fabio (into $VENV)"
+    "$VENV/bin/pip" install --quiet 'hdf5plugin>=4' 'fabio>=2023'
+  fi
 fi
 [ "$what" = python ] && exit 0
 

@@ -334,7 +334,12 @@ fn run_inner(words: &[String]) -> Result<()> {
         )?;
     }
     if let Some(name) = &o.predict {
-        let pred = crate::predict::predict(&prep.setup, &Default::default())?;
+        // what is on the image: in-condition spots of a still, crossings of an oscillation
+        let opts = crate::predict::PredictOptions {
+            on_image: true,
+            ..Default::default()
+        };
+        let pred = crate::predict::predict(&prep.setup, &opts)?;
         let table = crate::predict::table(&pred);
         let n = table.lines().count() - 1;
         write_file(

@@ -166,13 +166,15 @@ class Simulator:
             raise _name_field(e) from None
 
     def predict(self, *, all_reflections: bool = False, **overrides: Any) -> np.ndarray:
-        """The reflections the CLI's ``-predict`` table lists (those whose ray meets the
-        detector), as a numpy structured array: h, k, l, fast, slow (pixels), d_A,
-        two_theta_deg, excitation_error_per_A, F, intensity, partiality, phi_deg, on_detector,
-        in_condition. ``all_reflections=True``: every lattice point within the resolution
-        limit (fast/slow NaN where the ray misses the detector plane)."""
+        """The reflections the CLI's ``-predict`` table lists (what is on the image: the spots in
+        the diffraction condition of a still, every crossing of the Ewald sphere of an
+        oscillation at its φ; those whose ray meets the detector), as a numpy structured
+        array: h, k, l, fast, slow (pixels), d_A, two_theta_deg, excitation_error_per_A, F,
+        intensity, partiality, phi_deg, on_detector, in_condition. ``all_reflections=True``:
+        every lattice point within the resolution limit (fast/slow NaN where the ray misses the
+        detector plane)."""
         try:
-            cols = self._s.predict(self._extra(overrides))
+            cols = self._s.predict(self._extra(overrides), not all_reflections)
         except Error as e:
             raise _name_field(e) from None
         n = len(cols["h"])

@@ -263,13 +263,24 @@ impl PySession {
         Ok(a.into_pyarray(py))
     }
 
-    /// The `-predict` table's columns: a dict name -> 1-D array (with `extra` words appended).
-    #[pyo3(signature = (extra=Vec::new()))]
-    fn predict<'py>(&self, py: Python<'py>, extra: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
+    /// The prediction's columns: a dict name -> 1-D array (with `extra` words appended); with
+    /// `on_image` what is on the image (the `-predict` table's reflections), else every lattice
+    /// point within the resolution limit.
+    #[pyo3(signature = (extra=Vec::new(), on_image=false))]
+    fn predict<'py>(
+        &self,
+        py: Python<'py>,
+        extra: Vec<String>,
+        on_image: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let cols = interruptible(py, |_| {
             let s = self.lock();
             let prep = s.prepare_with(&extra)?;
-            let pred = predict::predict(&prep.setup, &predict::PredictOptions::default())?;
+            let opts = predict::PredictOptions {
+                on_image,
+                ..Default::default()
+            };
+            let pred = predict::predict(&prep.setup, &opts)?;
             Ok(prediction_columns(&pred))
         })?;
         let d = PyDict::new(py);

@@ -21,6 +21,7 @@ import { createForm } from './form';
 import { installReadout } from './readout';
 import { pixelQuery, type PixelQuery } from './pixelquery';
 import { installDownloads } from './downloads';
+import { installMeasured, type MeasuredCompare } from './measured';
 import { installViewControls } from './viewcontrols';
 import { createLayeredRender } from './layered';
 import { installPageChrome } from './pagechrome';
@@ -66,6 +67,8 @@ declare global {
       teach3d: Teach3D;
       /** Teaching controls: the φ player, taking over a random misset (teach/index.ts). */
       teach?: Teach;
+      /** The measured image beside and over the simulation (measured/index.ts). */
+      measured?: MeasuredCompare;
       /** The crate's geometry (d, 2θ, hkl, lab position) at continuous full-resolution pixel
        * coordinates of the image shown (pixel centres at i + 0.5): what the readout shows. */
       pixelGeometry?: PixelQuery;
@@ -460,10 +463,16 @@ window.nanobragg.teach = installTeaching({
   notice: showNotice,
 });
 
+// ---- a measured image beside and over the simulation (measured/) ----------------------------------
+const measured = installMeasured({ store, client, view, host: $('canvas-host'), stage: $('stage'), notice: showNotice });
+window.nanobragg.measured = measured;
+
 // ---- drag and drop anywhere: routed by content ---------------------------------------------------
 window.addEventListener('dragover', (e) => e.preventDefault());
 window.addEventListener('drop', async (e) => {
   e.preventDefault();
+  // measured images (miniCBF, NeXus/HDF5 with their data files, with a DIALS .expt) open beside the simulation
+  if (await measured.openFiles(Array.from(e.dataTransfer?.files ?? []))) return;
   const notes: string[] = [];
   for (const f of Array.from(e.dataTransfer?.files ?? [])) {
     const bytes = new Uint8Array(await f.arrayBuffer());

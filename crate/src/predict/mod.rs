@@ -40,6 +40,10 @@ pub struct PredictOptions {
     pub max_excitation_error: Option<f64>,
     /// Refuse (a clear error suggesting -dmin) when more points than this would be listed.
     pub max_points: usize,
+    /// List what is on the image instead of every lattice point (`rotation::predict_on_image`):
+    /// the points in the diffraction condition of a still, every sphere crossing of an
+    /// oscillation with its φ; only the shell near the sphere is enumerated.
+    pub on_image: bool,
 }
 
 impl Default for PredictOptions {
@@ -47,6 +51,7 @@ impl Default for PredictOptions {
         PredictOptions {
             max_excitation_error: None,
             max_points: 2_000_000,
+            on_image: false,
         }
     }
 }
@@ -492,8 +497,21 @@ impl<'a> Geometry<'a> {
 
     /// The record for (h, k, l), or `None` outside the resolution limit or the window.
     pub fn reflection(&self, h: i64, k: i64, l: i64, window: Option<f64>) -> Option<Reflection> {
+        let (r, delta, _, _) = self.locate(h, k, l, window)?;
+        Some(self.record(h, k, l, r, delta))
+    }
+
+    /// The record of (h, k, l) at reference vector `r`, turned by `delta` (rad) about the
+    /// spindle from phi0: where its spot lands, ε, tolerance, intensity at that orientation.
+    fn record(&self, h: i64, k: i64, l: i64, r: V3, delta: f64) -> Reflection {
         let p = self.plan;
-        let (r, delta, v, eps) = self.locate(h, k, l, window)?;
+        let r_spot = if delta == 0.0 {
+            r
+        } else {
+            rotaxis(r, self.spindle, delta)
+        };
+        let v = add(r_spot, self.s0);
+        let eps = mag(v) - self.k;
         let (hf, kf, lf) = (h as f64, k as f64, l as f64);
         let rl = mag(r);
         let vl = mag(v);
@@ -538,7 +556,7 @@ impl<'a> Geometry<'a> {
         let f = f_nearest(&p.hkl, p.default_f, hf, kf, lf);
         let pos = px.map(|[fx, sx]| self.position(fx, sx));
         let intensity = self.intensity(f, latt, n, pos);
-        Some(Reflection {
+        Reflection {
             h: h as i32,
             k: k as i32,
             l: l as i32,
@@ -560,7 +578,7 @@ impl<'a> Geometry<'a> {
             } else {
                 0.0
             },
-        })
+        }
     }
 
     /// Peak pixel value estimate (photons/pixel) for one source, domain and phi step, as the
@@ -667,6 +685,9 @@ impl<'a> Geometry<'a> {
 
 /// Predict the reflections of a resolved setup (see the module documentation).
 pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
+    if opts.on_image {
+        return rotation::predict_on_image(setup, opts);
+    }
     let g = Geometry::new(setup)?;
     let window = opts.max_excitation_error;
     let volume = dot(g.real[0], cross(g.real[1], g.real[2])).abs();
@@ -738,6 +759,11 @@ pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
     // SAFETY: the chunks tile the first `n` slots and every slot of every chunk was written
     // (each row wrote exactly its count, asserted above; a panic never reaches this line)
     unsafe { reflections.set_len(n) };
+    Ok(assemble(setup, &g, reflections))
+}
+
+/// The prediction around its reflections: beam, basis, spindle, detector outline.
+fn assemble(setup: &Setup, g: &Geometry, reflections: Vec<Reflection>) -> Prediction {
     let p = &setup.plan;
     let (fp, sp) = (p.fpixels as f64, p.spixels as f64);
     let mut detector_outline = Vec::with_capacity(64);
@@ -752,7 +778,7 @@ pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
             detector_outline.push(g.position(f0 + df * t, s0 + ds * t));
         }
     }
-    Ok(Prediction {
+    Prediction {
         wavelength: setup.lambda0 / M_PER_A,
         beam: g.beam,
         s0: g.s0,
@@ -770,7 +796,7 @@ pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
         fpixels: p.fpixels,
         spixels: p.spixels,
         reflections,
-    })
+    }
 }
 
 /// Fractional and nearest Miller indices at a detector point (pixels, centres at index + 0.5):
@@ -793,6 +819,7 @@ pub fn pixel_geometry(
 }
 
 pub mod columns;
+pub mod rotation;
 pub mod table;
 pub use columns::{Column, ColumnarPrediction, Columns};
 pub use table::{table, TABLE_HEADER};
