@@ -5,6 +5,7 @@ pub mod atomic;
 pub mod cbf;
 pub mod cbf_read;
 pub mod expt;
+pub mod geom;
 pub mod hkl;
 pub mod matfile;
 pub mod nexus;
