@@ -302,8 +302,17 @@ pub fn parse_geom(name: &str, bytes: &[u8]) -> Result<Geom> {
                     ))
                 }
                 k if k.starts_with("group_") || k.starts_with("rigid_group") => {}
-                "bandwidth" | "peak_list" | "peak_list_type" | "detector_shift_x"
-                | "detector_shift_y" => geom.ignored.push(format!("{key} (line {line})")),
+                "bandwidth"
+                | "peak_list"
+                | "peak_list_type"
+                | "peak_info_location"
+                | "hdf5_peak_path"
+                | "detector_shift_x"
+                | "detector_shift_y"
+                | "photon_energy_bandwidth"
+                | "photon_energy_scale"
+                | "clen_for_centering"
+                | "rail_direction" => geom.ignored.push(format!("{key} (line {line})")),
                 k if panel_key(k) => {
                     defaults.insert(k.to_string(), (value, line));
                 }
@@ -419,7 +428,11 @@ pub fn parse_geom(name: &str, bytes: &[u8]) -> Result<Geom> {
         }
         for k in s.keys() {
             if k.starts_with("mask") || k.starts_with("flag_") || k.starts_with("saturation_map") {
-                geom.ignored.push(format!("{pname}/{k}"));
+                // named once per key, not once per panel
+                let what = format!("{k} (panels)");
+                if !geom.ignored.contains(&what) {
+                    geom.ignored.push(what);
+                }
             }
         }
         geom.panels.push(GeomPanel {
