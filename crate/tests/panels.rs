@@ -391,11 +391,11 @@ fn geom_errors_name_file_line_and_key() {
 }
 
 #[test]
-fn pixel_geometry_names_the_panel_and_agrees_with_the_readout() {
+fn pixel_panel_names_the_panel_and_agrees_with_the_readout() {
     let dir = scratch("geom-pixel");
     std::fs::write(dir.join("cut.geom"), cut_geom()).unwrap();
     let s = plan_in(&dir, &format!("{CRYSTAL} -geom cut.geom"));
-    let g = nanobragg::predict::pixel_geometry(&s, 10.5, 70.5);
+    let g = nanobragg::predict::pixel_panel(&s, 10.5, 70.5);
     assert_eq!((g.panel, g.panel_name.as_deref()), (Some(1), Some("b")));
     assert_eq!(g.panel_pixel, Some([10.5, 30.5]));
     let h = nanobragg::predict::hkl_at_pixel(&s, 10.5, 70.5).unwrap();
@@ -429,7 +429,7 @@ fn pixel_geometry_names_the_panel_and_agrees_with_the_readout() {
             .filter(|r| r.on_detector && r.in_condition)
             .filter(|r| {
                 let (f, sl) = (r.fast.unwrap(), r.slow.unwrap());
-                nanobragg::predict::pixel_geometry(&s, f, sl).panel == Some(k)
+                nanobragg::predict::pixel_panel(&s, f, sl).panel == Some(k)
             })
             .count()
     };

@@ -802,9 +802,9 @@ pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
     })
 }
 
-/// What a stored-image point is on the detector: the cursor readout and rings per panel.
+/// Which panel a stored-image point is on, with its lab position, d and 2θ.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct PixelGeometry {
+pub struct PixelPanel {
     /// The panel holding the point (index into `Plan::panels`) and its name; None in a gap.
     pub panel: Option<usize>,
     pub panel_name: Option<String>,
@@ -817,10 +817,10 @@ pub struct PixelGeometry {
     pub two_theta: f64,
 }
 
-/// The detector at a stored-image point (pixels, centres at index + 0.5): panel, lab position,
-/// d and 2θ, from the kernels' mapping (one function for the page's cursor and rings and for
-/// prediction).
-pub fn pixel_geometry(setup: &Setup, fast: f64, slow: f64) -> PixelGeometry {
+/// The panel at a stored-image point (pixels, centres at index + 0.5): its index and name, the
+/// point in the panel's own pixels, the lab position, d and 2θ, from the kernels' mapping
+/// (`pixel_geometry` gives the same position, d and 2θ with the Miller indices).
+pub fn pixel_panel(setup: &Setup, fast: f64, slow: f64) -> PixelPanel {
     let p = &setup.plan;
     let panel = if fast >= 0.0 && slow >= 0.0 && fast < 1e15 && slow < 1e15 {
         p.panel_at(fast.floor() as usize, slow.floor() as usize)
@@ -832,7 +832,7 @@ pub fn pixel_geometry(setup: &Setup, fast: f64, slow: f64) -> PixelGeometry {
     let d = unit(pos);
     let k = M_PER_A / setup.lambda0;
     let q = scale(sub(d, unit(p.beam)), k);
-    PixelGeometry {
+    PixelPanel {
         panel,
         panel_name: panel.map(|i| p.panels[i].name.clone()),
         panel_pixel: panel.map(|_| {
@@ -851,6 +851,19 @@ pub fn pixel_geometry(setup: &Setup, fast: f64, slow: f64) -> PixelGeometry {
 /// the cursor readout, from the same geometry as `predict`.
 pub fn hkl_at_pixel(setup: &Setup, fast: f64, slow: f64) -> Result<PixelHkl> {
     Ok(Geometry::new(setup)?.hkl_at(fast, slow))
+}
+
+/// The detector's geometry at points given in pixels (centres at index + 0.5): lab position,
+/// d, 2θ and the fractional and nearest Miller indices (`Geometry::hkl_at`), and where the direct
+/// beam meets the detector (pixels; `None` when it misses). The one query behind the page's
+/// cursor readout, resolution rings and beam centre (wasm `pixel_geometry`, `Geometry`).
+pub fn pixel_geometry(
+    setup: &Setup,
+    points: &[[f64; 2]],
+) -> Result<(Vec<PixelHkl>, Option<[f64; 2]>)> {
+    let g = Geometry::new(setup)?;
+    let at = points.iter().map(|&[f, s]| g.hkl_at(f, s)).collect();
+    Ok((at, g.pixel_of_direction(g.beam)))
 }
 
 pub mod columns;
