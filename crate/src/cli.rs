@@ -219,17 +219,8 @@ pub fn nexus_geometry(prep: &Prepared) -> io::nexus::NxGeometry {
     io::nexus::NxGeometry {
         beam: d.beam,
         wavelength: s.lambda0 * 1e10,
-        panels: vec![io::nexus::NxPanel {
-            name: "module".into(),
-            fast_pixels: d.fpixels,
-            slow_pixels: d.spixels,
-            pixel: d.pixel,
-            origin: d.pix0,
-            fast: d.fdet,
-            slow: d.sdet,
-            data_origin: (0, 0),
-        }],
-        image_size: (d.fpixels, d.spixels),
+        panels: nexus_panels(plan),
+        image_size: (plan.fpixels, plan.spixels),
         sensor_material: material.into(),
         sensor_thickness: thickness,
         // the int image's limit
@@ -243,6 +234,66 @@ pub fn nexus_geometry(prep: &Prepared) -> io::nexus::NxGeometry {
             .preset
             .map_or("nanoBragg simulation".to_string(), |p| p.label.to_string()),
     }
+}
+
+/// The plan's panels as NXdetector_module groups: one panel is `module` (as before panels);
+/// several keep their names (`/` and `.` made `_`) when these are distinct and sort in panel
+/// order, else each is prefixed `mNN_` with its index: readers (dxtbx through h5py) list a
+/// group's members in name order, and the panel order must survive.
+fn nexus_panels(plan: &crate::plan::Plan) -> Vec<io::nexus::NxPanel> {
+    let mut names: Vec<String> = if plan.panels.len() == 1 {
+        vec!["module".to_string()]
+    } else {
+        plan.panels
+            .iter()
+            .map(|p| p.name.replace(['/', '.'], "_"))
+            .collect()
+    };
+    if names.windows(2).any(|w| w[0] >= w[1]) || names.iter().any(|n| n.is_empty()) {
+        let w = (names.len() - 1).to_string().len();
+        for (i, n) in names.iter_mut().enumerate() {
+            *n = format!("m{i:0w$}_{n}");
+        }
+    }
+    plan.panels
+        .iter()
+        .zip(names)
+        .map(|(p, name)| io::nexus::NxPanel {
+            name,
+            fast_pixels: p.size[0],
+            slow_pixels: p.size[1],
+            pixel: p.pixel,
+            origin: p.origin,
+            fast: p.fdet,
+            slow: p.sdet,
+            data_origin: (p.data_origin[0], p.data_origin[1]),
+        })
+        .collect()
+}
+
+/// The rendered detector as a CrystFEL geometry file (`-geomout`): the NXmx file's panels, for
+/// its `/entry/data/data` (CrystFEL reads no NeXus geometry).
+pub fn geom_file(prep: &Prepared) -> String {
+    let plan = prep.plan();
+    let panels: Vec<io::geom::LabPanel> = nexus_panels(plan)
+        .into_iter()
+        .zip(&plan.panels)
+        .map(|(n, p)| io::geom::LabPanel {
+            name: n.name,
+            data_origin: p.data_origin,
+            size: p.size,
+            pixel: p.pixel,
+            origin: p.origin,
+            fast: p.fdet,
+            slow: p.sdet,
+            saturation: p.saturation,
+        })
+        .collect();
+    let what = match plan.panels.len() {
+        1 => "one panel".to_string(),
+        n => format!("{n} panels"),
+    };
+    io::geom::write_geom(&panels, prep.setup.lambda0 * 1e10, &what)
 }
 
 /// Prints `writing NAME as WHAT` and writes the file atomically.
@@ -287,6 +338,7 @@ fn run_inner(words: &[String]) -> Result<()> {
         ("-predict", o.predict.as_deref()),
         ("-cbffile", o.cbffile.as_deref()),
         ("-nexus", o.nexus.as_deref()),
+        ("-geomout", o.geomout.as_deref()),
         ("-hklout", o.hklout.as_deref()),
         (
             "-dump (structure-factor cache)",
@@ -433,6 +485,10 @@ fn run_inner(words: &[String]) -> Result<()> {
             n => format!("NXmx ({n} images of the oscillation)"),
         };
         write_file(name, &[&file], &what, &mut out)?;
+    }
+    if let Some(name) = &o.geomout {
+        let text = geom_file(&prep);
+        write_file(name, &[text.as_bytes()], "CrystFEL geometry", &mut out)?;
     }
     drop(pixels);
     if o.write_pgm {

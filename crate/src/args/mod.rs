@@ -60,6 +60,10 @@ pub struct Options {
     pub mat: Option<String>,
     /// `-expt FILE`: a DIALS experiment list (`io::expt`), applied by `resolve`.
     pub expt: Option<String>,
+    /// `-geom FILE`: a CrystFEL geometry file (`io::geom`), applied by `resolve`.
+    pub geom: Option<String>,
+    /// `-geomout FILE`: the rendered detector as a CrystFEL geometry file.
+    pub geomout: Option<String>,
     /// The crystal of an `-expt` file as a MOSFLM matrix (set by `resolve`, not a flag).
     pub mat_values: Option<[[f64; 3]; 3]>,
     pub img: Option<String>,
@@ -191,6 +195,8 @@ impl Default for Options {
             dump: "Fdump.bin".into(),
             mat: None,
             expt: None,
+            geom: None,
+            geomout: None,
             mat_values: None,
             img: None,
             mask: None,

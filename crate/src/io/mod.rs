@@ -6,6 +6,7 @@ pub mod bitshuffle;
 pub mod cbf;
 pub mod cbf_read;
 pub mod expt;
+pub mod geom;
 pub mod h5image;
 pub mod hkl;
 pub mod matfile;

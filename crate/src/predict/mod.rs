@@ -242,23 +242,26 @@ impl<'a> Geometry<'a> {
         // resolution: the detector's largest |d̂ − beam| (flat: on its outline, where the angle
         // from the beam is largest; the interior grid covers curved mappings), for the
         // shortest wavelength and the most divergent source
-        let (fp, sp) = (plan.fpixels as f64, plan.spixels as f64);
         let mut reach = 0.0f64;
-        let mut visit = |f: f64, s: f64| {
-            let d = unit(g.position(f, s));
-            reach = reach.max(mag(sub(d, beam)));
-        };
-        for i in 0..=plan.fpixels {
-            visit(i as f64, 0.0);
-            visit(i as f64, sp);
-        }
-        for j in 0..=plan.spixels {
-            visit(0.0, j as f64);
-            visit(fp, j as f64);
-        }
-        for i in 0..=16 {
-            for j in 0..=16 {
-                visit(fp * i as f64 / 16.0, sp * j as f64 / 16.0);
+        for pan in &plan.panels {
+            let mut visit = |f: f64, s: f64| {
+                let pos = plan.panel_point(pan, f * plan.pixel, s * plan.pixel, 0.0);
+                reach = reach.max(mag(sub(unit(pos), beam)));
+            };
+            let [f0, s0] = pan.data_origin.map(|x| x as f64);
+            let (fp, sp) = (pan.size[0] as f64, pan.size[1] as f64);
+            for i in 0..=pan.size[0] {
+                visit(f0 + i as f64, s0);
+                visit(f0 + i as f64, s0 + sp);
+            }
+            for j in 0..=pan.size[1] {
+                visit(f0, s0 + j as f64);
+                visit(f0 + fp, s0 + j as f64);
+            }
+            for i in 0..=16 {
+                for j in 0..=16 {
+                    visit(f0 + fp * i as f64 / 16.0, s0 + sp * j as f64 / 16.0);
+                }
             }
         }
         let mut rmax = (kmax * (reach + spread)).min(2.0 * kmax);
@@ -269,37 +272,63 @@ impl<'a> Geometry<'a> {
         Ok(g)
     }
 
-    /// Lab-frame position (m) of a detector point given in pixels (pixel centres at
-    /// index + 0.5), on the sensor's front face: the kernels' mapping (`Plan::detector_point`).
+    /// Lab-frame position (m) of a detector point given in pixels of the stored image (pixel
+    /// centres at index + 0.5), on the sensor's front face of the panel holding it (the first
+    /// panel's plane for a point of none): the kernels' mapping (`Plan::panel_point`).
     pub fn position(&self, fast: f64, slow: f64) -> V3 {
         let p = self.plan;
-        p.detector_point(fast * p.pixel, slow * p.pixel, 0.0)
+        let i = self.panel_of(fast, slow).unwrap_or(0);
+        p.panel_point(&p.panels[i], fast * p.pixel, slow * p.pixel, 0.0)
+    }
+
+    /// The panel holding the stored-image point (fast, slow) (pixels), if any.
+    pub fn panel_of(&self, fast: f64, slow: f64) -> Option<usize> {
+        if !(fast >= 0.0 && slow >= 0.0 && fast < 1e15 && slow < 1e15) {
+            return None;
+        }
+        self.plan
+            .panel_at(fast.floor() as usize, slow.floor() as usize)
+    }
+
+    /// Where the ray along `dir` meets a flat panel's plane, in stored-image pixels.
+    fn flat_pixel(&self, pan: &crate::plan::Panel, dir: V3) -> Option<[f64; 2]> {
+        let p = self.plan;
+        let (f, s) = (pan.fdet, pan.sdet);
+        // t·dir = pix0 + F·f + S·s: the plane spanned by f and s (not necessarily ⟂ odet)
+        let n = cross(f, s);
+        let den = dot(dir, n);
+        let t = dot(pan.pix0, n) / den;
+        if !(t > 0.0) || !t.is_finite() {
+            return None;
+        }
+        let rel = sub(scale(dir, t), pan.pix0);
+        let (ff, fs, ss) = (dot(f, f), dot(f, s), dot(s, s));
+        let (rf, rs) = (dot(rel, f), dot(rel, s));
+        let det = ff * ss - fs * fs;
+        let fm = (rf * ss - rs * fs) / det;
+        let sm = (rs * ff - rf * fs) / det;
+        Some([fm / p.pixel, sm / p.pixel])
     }
 
     /// Where the ray from the sample along the unit vector `dir` meets the detector surface,
     /// in pixels (fast, slow): `position` inverted. `None` when it does not (flat: the ray is
     /// parallel to the plane or points away; curved: upstream's mapping is degenerate or
     /// does not reach that direction).
+    /// Several panels: the first panel whose pixels the ray meets, else `None`.
     pub fn pixel_of_direction(&self, dir: V3) -> Option<[f64; 2]> {
         let p = self.plan;
-        let (f, s) = (p.fdet, p.sdet);
-        if !p.curved {
-            // t·dir = pix0 + F·f + S·s: the plane spanned by f and s (not necessarily ⟂ odet)
-            let n = cross(f, s);
-            let den = dot(dir, n);
-            let t = dot(p.pix0, n) / den;
-            if !(t > 0.0) || !t.is_finite() {
-                return None;
-            }
-            let rel = sub(scale(dir, t), p.pix0);
-            let (ff, fs, ss) = (dot(f, f), dot(f, s), dot(s, s));
-            let (rf, rs) = (dot(rel, f), dot(rel, s));
-            let det = ff * ss - fs * fs;
-            let fm = (rf * ss - rs * fs) / det;
-            let sm = (rs * ff - rf * fs) / det;
-            return Some([fm / p.pixel, sm / p.pixel]);
+        if p.curved {
+            return self.curved_pixel(dir);
         }
-        self.curved_pixel(dir)
+        if p.panels.len() == 1 {
+            return self.flat_pixel(&p.panels[0], dir);
+        }
+        p.panels.iter().find_map(|pan| {
+            self.flat_pixel(pan, dir).filter(|&[f, s]| {
+                let (df, ds) = (f - pan.data_origin[0] as f64, s - pan.data_origin[1] as f64);
+                (0.0..pan.size[0] as f64).contains(&df) && (0.0..pan.size[1] as f64).contains(&ds)
+            })
+        })
     }
 
     /// Inverse of the curved mapping (MODEL §3.8, C-QUIRK 13): the point is
@@ -796,6 +825,51 @@ fn assemble(setup: &Setup, g: &Geometry, reflections: Vec<Reflection>) -> Predic
         fpixels: p.fpixels,
         spixels: p.spixels,
         reflections,
+    }
+}
+
+/// Which panel a stored-image point is on, with its lab position, d and 2θ.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PixelPanel {
+    /// The panel holding the point (index into `Plan::panels`) and its name; None in a gap.
+    pub panel: Option<usize>,
+    pub panel_name: Option<String>,
+    /// The point in the panel's own pixels (fast, slow from its first pixel's outer corner).
+    pub panel_pixel: Option<[f64; 2]>,
+    /// Lab-frame position (m), on the panel's front face (the first panel's plane in a gap).
+    pub position: V3,
+    /// Resolution (Å) and 2θ (degrees) at the nominal wavelength and beam.
+    pub d: f64,
+    pub two_theta: f64,
+}
+
+/// The panel at a stored-image point (pixels, centres at index + 0.5): its index and name, the
+/// point in the panel's own pixels, the lab position, d and 2θ, from the kernels' mapping
+/// (`pixel_geometry` gives the same position, d and 2θ with the Miller indices).
+pub fn pixel_panel(setup: &Setup, fast: f64, slow: f64) -> PixelPanel {
+    let p = &setup.plan;
+    let panel = if fast >= 0.0 && slow >= 0.0 && fast < 1e15 && slow < 1e15 {
+        p.panel_at(fast.floor() as usize, slow.floor() as usize)
+    } else {
+        None
+    };
+    let pan = &p.panels[panel.unwrap_or(0)];
+    let pos = p.panel_point(pan, fast * p.pixel, slow * p.pixel, 0.0);
+    let d = unit(pos);
+    let k = M_PER_A / setup.lambda0;
+    let q = scale(sub(d, unit(p.beam)), k);
+    PixelPanel {
+        panel,
+        panel_name: panel.map(|i| p.panels[i].name.clone()),
+        panel_pixel: panel.map(|_| {
+            [
+                fast - pan.data_origin[0] as f64,
+                slow - pan.data_origin[1] as f64,
+            ]
+        }),
+        position: pos,
+        d: 1.0 / mag(q),
+        two_theta: dot(d, unit(p.beam)).clamp(-1.0, 1.0).acos() * DEG,
     }
 }
 
