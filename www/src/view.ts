@@ -63,11 +63,19 @@ export function colourLut(map: ColourMap): Uint32Array {
 /** Black and white levels (photons/pixel): explicit ones, else `black` (0, or a detector
  * image's background: its median) and black + (max − black) / 10^(contrast/20), but never
  * below `floor` (the image's 99th percentile: at most 1 % of the pixels saturate, so an image
- * of broad spots shows its pattern instead of a flat white-level square). */
-export function levels(settings: ImageSettings, max: number, floor = 0, black = 0): [number, number] {
+ * of broad spots shows its pattern instead of a flat white-level square). A detector image over
+ * a background also gives `top`, the background's top (its 99.9th percentile: noise, water
+ * ring): its automatic white level is black + 10 (top − black) at contrast 30 (each 20 more
+ * divides the range by ten), so the noise stays within the lightest part of the scale and the
+ * spots, sparse and a few times above it, come out dark at any zoom (a range from the maximum
+ * would put the brightest spot at the top and every other spot in the noise). */
+export function levels(settings: ImageSettings, max: number, floor = 0, black = 0, top = 0): [number, number] {
   const lo = settings.min ?? black;
   const b = settings.min === null && black < max ? black : 0;
-  const auto = max > 0 ? Math.max(b + (max - b) / Math.pow(10, settings.contrast / 20), Math.min(floor, max)) : 1;
+  const auto = max <= 0 ? 1
+    : settings.min === null && top > b
+      ? Math.min(max, b + 10 * (top - b) * Math.pow(10, (30 - settings.contrast) / 20))
+      : Math.max(b + (max - b) / Math.pow(10, settings.contrast / 20), Math.min(floor, max));
   let hi = settings.max ?? auto;
   if (!(hi > lo)) hi = lo + (Math.abs(lo) || 1) * 1e-6;
   return [lo, hi];
@@ -76,9 +84,9 @@ export function levels(settings: ImageSettings, max: number, floor = 0, black = 
 /** Map an image to RGBA with the settings (also used for PNG export). The scaling curve and
  * the colour map are folded into one table over the normalised value, so the per-pixel work
  * is a multiply, a clamp and a lookup. */
-export function colourise(data: Float32Array, settings: ImageSettings, max: number, out: Uint32Array, floor = 0, black = 0) {
+export function colourise(data: Float32Array, settings: ImageSettings, max: number, out: Uint32Array, floor = 0, black = 0, top = 0) {
   const lut = colourLut(settings.cmap);
-  const [lo, hi] = levels(settings, max, floor, black);
+  const [lo, hi] = levels(settings, max, floor, black, top);
   const N = 4096;
   const table = new Uint32Array(N + 1);
   const logK = 999, logN = 1 / Math.log(1 + logK);
@@ -123,6 +131,8 @@ export class ImageView {
   private p99 = 0;
   /** The automatic black level: 0, or with `backgroundBlack` the image's median. */
   private black = 0;
+  /** With `backgroundBlack`, the background's top (99.9th percentile), else 0 (see `levels`). */
+  private top = 0;
   /** A detector's image over a background (ADU: water, air, noise): the automatic black level
    * is its median, so that spots stand out from the background instead of mid-grey on grey. */
   backgroundBlack = false;
@@ -169,7 +179,7 @@ export class ImageView {
     return this.data !== null;
   }
   get imageSize() {
-    return { width: this.w, height: this.h, scale: this.scale, max: this.max, levels: levels(this.settings, this.max, this.p99, this.black) };
+    return { width: this.w, height: this.h, scale: this.scale, max: this.max, levels: levels(this.settings, this.max, this.p99, this.black, this.top) };
   }
   /** Whether the view follows the container (no user zoom or pan since the last fit). */
   get fitted() {
@@ -190,6 +200,7 @@ export class ImageView {
     this.max = max;
     this.p99 = percentile(data, 0.99);
     this.black = this.backgroundBlack ? percentile(data, 0.5) : 0;
+    this.top = this.backgroundBlack ? percentile(data, 0.999) : 0;
     if (!sameDetector) this.autoFit = true;
     this.recolour();
     if (this.autoFit) this.fit();
@@ -209,7 +220,7 @@ export class ImageView {
     this.img.height = this.h;
     const ictx = this.img.getContext('2d')!;
     const id = ictx.createImageData(this.w, this.h);
-    colourise(this.data, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black);
+    colourise(this.data, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black, this.top);
     ictx.putImageData(id, 0, 0);
     this.pooled = null;
     this.draw();
@@ -234,7 +245,7 @@ export class ImageView {
     canvas.height = ph;
     const ctx = canvas.getContext('2d')!;
     const id = ctx.createImageData(pw, ph);
-    colourise(maxes, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black);
+    colourise(maxes, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black, this.top);
     ctx.putImageData(id, 0, 0);
     this.pooled = { k, canvas };
     return canvas;
