@@ -161,6 +161,9 @@ export class ImageView {
   /** Extra drawing over the image (spot markers, hkl labels: spots.ts), called at the end of
    * each draw with the context in CSS pixels; use `fromDetector` for positions. */
   overlays: ((ctx: CanvasRenderingContext2D) => void)[] = [];
+  /** Boxes (CSS px: x0, y0, x1, y1) of the ring labels and the beam centre drawn by the last
+   * draw, for overlays that place their own labels beside them. */
+  drawnBoxes: [number, number, number, number][] = [];
 
   constructor(private host: HTMLElement) {
     this.canvas = document.createElement('canvas');
@@ -323,6 +326,7 @@ export class ImageView {
   }
 
   draw() {
+    this.drawnBoxes = [];
     const ctx = this.ctx;
     const dpr = window.devicePixelRatio || 1;
     const r = { width: this.cssW, height: this.cssH };
@@ -373,6 +377,7 @@ export class ImageView {
         ctx.stroke();
         if (best) {
           const label = `${+ring.d.toPrecision(3)} Å`;
+          this.drawnBoxes.push([best[0] + 1, best[1] - 3 - fontPx, best[0] + 5 + ctx.measureText(label).width, best[1] - 1]);
           if (this.large) {
             ctx.lineWidth = 4;
             ctx.strokeStyle = this.settings.cmap === 'inverted-grey' ? 'rgba(255,255,255,.85)' : 'rgba(0,0,0,.7)';
@@ -387,6 +392,7 @@ export class ImageView {
     if (this.settings.beamc && this.beamXY) {
       const [x, y] = this.fromDetector(this.beamXY[0] * k, this.beamXY[1] * k);
       const arm = 8 * big;
+      this.drawnBoxes.push([x - arm, y - arm, x + arm, y + arm]);
       ctx.strokeStyle = accent;
       ctx.lineWidth = 1.5 * big;
       ctx.beginPath();
