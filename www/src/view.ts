@@ -341,7 +341,9 @@ export class ImageView {
     // image pixels per device pixel: beyond 1.5, draw the block maxima (see `pooled`), with
     // blocks large enough that the reduced image is drawn at least 1:1 (no further averaging)
     const per = 1 / (this.zoom * this.scale * dpr);
-    const pool = per > 1.5 ? Math.ceil(per) : 1;
+    // a detector image's spots are a pixel or two on a noisy background: any reduction would
+    // average them into the noise, so its block maxima start as soon as it is drawn below 1:1
+    const pool = per > (this.backgroundBlack ? 1.02 : 1.5) ? Math.ceil(per) : 1;
     if (pool >= 2) {
       // drawn at least 1:1: nearest sampling keeps each block's maximum whole
       ctx.imageSmoothingEnabled = false;
