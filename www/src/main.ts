@@ -25,7 +25,7 @@ import { installMeasured, type MeasuredCompare } from './measured';
 import { installViewControls } from './viewcontrols';
 import { createLayeredRender } from './layered';
 import { installPageChrome } from './pagechrome';
-import { crystalWords, isLayered, layersOf, predictWords } from './layers';
+import { isLayered, layersOf, predictWords } from './layers';
 import { errorInfo, type DetectorChoice, type RealisticResult } from './protocol';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -43,6 +43,8 @@ if (embed) view.wheel = 'focus';
 /** Frames shown so far, the last one and whether it was a preview. */
 let last: SimulateResult | null = null;
 let lastWasPreview = false;
+/** The settings (the store's words) the image shown was rendered from. */
+let lastBuilt = '';
 let renderCount = 0;
 /** The realistic chain's image when it is the one shown (null: a plain render is shown), with
  * the state it was rendered from. */
@@ -266,6 +268,7 @@ async function render(mode: RenderMode) {
       onEstimate: (ms, b) => showNotice(`This render will take about ${fmtMs(ms)} on the ${b === 'gpu' ? 'GPU' : 'CPU'}: Cancel stops it.`, 'warn'),
     });
     last = r;
+    lastBuilt = built.args.join('\n');
     lastWasPreview = scale > 1;
     if (!lastWasPreview) {
       fullSize = { w: r.width, h: r.height, pixel: r.geometry.pixel };
@@ -334,6 +337,7 @@ function showRealistic(r: RealisticResult, ms: number) {
     width: g.width, height: g.height, data: r.data, backend: r.backend, threads: client.info?.threads ?? 1, adapter: '', notice: '',
     geometry: g, timings: { prepare: 0, render: r.timings.total, total: ms }, args: built.args, warnings: r.warnings,
   };
+  lastBuilt = built.args.join('\n');
   lastWasPreview = false;
   fullSize = { w: g.width, h: g.height, pixel: g.pixel };
   view.backgroundBlack = true; // counts over water, air and noise: black at the background
@@ -451,12 +455,7 @@ const save = installDownloads({
 window.nanobragg.teach = installTeaching({
   store, view, client,
   geometry: () => last?.geometry ?? null,
-  words: () => {
-    const m = store.model.peek();
-    if (!isLayered(m)) return store.args.peek().args;
-    const pdb = (m.pdb ?? '').trim();
-    return pdb && !modelCells.has(pdb) ? null : crystalWords(store.args.peek().args, modelCells.get(pdb) ?? null);
-  },
+  shownGeometry: () => (last && lastBuilt === store.args.peek().args.join('\n') ? last.geometry : null),
   save: (blob, name) => save(blob, name, blob.type),
   png: () => $('dl-png').click(),
   name: (ext) => downloadName(store.model.peek(), { width: fullSize.w || (last?.width ?? 0), height: fullSize.h || (last?.height ?? 0) }, 'png').replace(/\.png$/, `.${ext}`),

@@ -62,6 +62,7 @@ export const PARAMS: ParamDef[] = [
       { value: 'gauss', label: 'Gaussian', flags: yes('-gauss_xtal') },
       { value: 'tophat', label: 'Top-hat', flags: yes('-tophat_spots') },
     ],
+    help: "Gaussian and top-hat are upstream's: their spot width scales as 1/N³ and with the cell in Å (MODEL.md C-QUIRK 16), so N changes them far more than it would a real crystal's; square and round scale as 1/N",
   },
   { key: 'fudge', flag: '-fudge', label: 'Shape fudge factor', group: 'crystal', kind: 'num' },
   // ---- structure factors ----

@@ -63,11 +63,19 @@ export function colourLut(map: ColourMap): Uint32Array {
 /** Black and white levels (photons/pixel): explicit ones, else `black` (0, or a detector
  * image's background: its median) and black + (max − black) / 10^(contrast/20), but never
  * below `floor` (the image's 99th percentile: at most 1 % of the pixels saturate, so an image
- * of broad spots shows its pattern instead of a flat white-level square). */
-export function levels(settings: ImageSettings, max: number, floor = 0, black = 0): [number, number] {
+ * of broad spots shows its pattern instead of a flat white-level square). A detector image over
+ * a background also gives `top`, the background's top (its 99.9th percentile: noise, water
+ * ring): its automatic white level is black + 10 (top − black) at contrast 30 (each 20 more
+ * divides the range by ten), so the noise stays within the lightest part of the scale and the
+ * spots, sparse and a few times above it, come out dark at any zoom (a range from the maximum
+ * would put the brightest spot at the top and every other spot in the noise). */
+export function levels(settings: ImageSettings, max: number, floor = 0, black = 0, top = 0): [number, number] {
   const lo = settings.min ?? black;
   const b = settings.min === null && black < max ? black : 0;
-  const auto = max > 0 ? Math.max(b + (max - b) / Math.pow(10, settings.contrast / 20), Math.min(floor, max)) : 1;
+  const auto = max <= 0 ? 1
+    : settings.min === null && top > b
+      ? Math.min(max, b + 10 * (top - b) * Math.pow(10, (30 - settings.contrast) / 20))
+      : Math.max(b + (max - b) / Math.pow(10, settings.contrast / 20), Math.min(floor, max));
   let hi = settings.max ?? auto;
   if (!(hi > lo)) hi = lo + (Math.abs(lo) || 1) * 1e-6;
   return [lo, hi];
@@ -76,9 +84,9 @@ export function levels(settings: ImageSettings, max: number, floor = 0, black = 
 /** Map an image to RGBA with the settings (also used for PNG export). The scaling curve and
  * the colour map are folded into one table over the normalised value, so the per-pixel work
  * is a multiply, a clamp and a lookup. */
-export function colourise(data: Float32Array, settings: ImageSettings, max: number, out: Uint32Array, floor = 0, black = 0) {
+export function colourise(data: Float32Array, settings: ImageSettings, max: number, out: Uint32Array, floor = 0, black = 0, top = 0) {
   const lut = colourLut(settings.cmap);
-  const [lo, hi] = levels(settings, max, floor, black);
+  const [lo, hi] = levels(settings, max, floor, black, top);
   const N = 4096;
   const table = new Uint32Array(N + 1);
   const logK = 999, logN = 1 / Math.log(1 + logK);
@@ -123,6 +131,8 @@ export class ImageView {
   private p99 = 0;
   /** The automatic black level: 0, or with `backgroundBlack` the image's median. */
   private black = 0;
+  /** With `backgroundBlack`, the background's top (99.9th percentile), else 0 (see `levels`). */
+  private top = 0;
   /** A detector's image over a background (ADU: water, air, noise): the automatic black level
    * is its median, so that spots stand out from the background instead of mid-grey on grey. */
   backgroundBlack = false;
@@ -156,6 +166,9 @@ export class ImageView {
    * view's zoom and pan equal to this one's: measured/compare.ts). */
   onDraw: (() => void) | null = null;
   onImage: (() => void) | null = null;
+  /** Boxes (CSS px: x0, y0, x1, y1) of the ring labels and the beam centre drawn by the last
+   * draw, for overlays that place their own labels beside them. */
+  drawnBoxes: [number, number, number, number][] = [];
 
   constructor(private host: HTMLElement) {
     this.canvas = document.createElement('canvas');
@@ -174,7 +187,7 @@ export class ImageView {
     return this.data !== null;
   }
   get imageSize() {
-    return { width: this.w, height: this.h, scale: this.scale, max: this.max, levels: levels(this.settings, this.max, this.p99, this.black) };
+    return { width: this.w, height: this.h, scale: this.scale, max: this.max, levels: levels(this.settings, this.max, this.p99, this.black, this.top) };
   }
   /** Whether the view follows the container (no user zoom or pan since the last fit). */
   get fitted() {
@@ -198,6 +211,7 @@ export class ImageView {
     this.max = max;
     this.p99 = percentile(data, 0.99);
     this.black = this.backgroundBlack ? percentile(data, 0.5) : 0;
+    this.top = this.backgroundBlack ? percentile(data, 0.999) : 0;
     if (!sameDetector) this.autoFit = true;
     this.recolour();
     if (this.autoFit) this.fit();
@@ -243,7 +257,7 @@ export class ImageView {
     this.img.height = this.h;
     const ictx = this.img.getContext('2d')!;
     const id = ictx.createImageData(this.w, this.h);
-    colourise(this.data, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black);
+    colourise(this.data, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black, this.top);
     ictx.putImageData(id, 0, 0);
     this.pooled = null;
     this.draw();
@@ -295,7 +309,7 @@ export class ImageView {
     canvas.height = ph;
     const ctx = canvas.getContext('2d')!;
     const id = ctx.createImageData(pw, ph);
-    colourise(maxes, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black);
+    colourise(maxes, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black, this.top);
     ctx.putImageData(id, 0, 0);
     this.pooled = { k, canvas, kEff: b * p };
     return this.pooled;
@@ -378,6 +392,7 @@ export class ImageView {
   }
 
   private paint() {
+    this.drawnBoxes = [];
     const ctx = this.ctx;
     const dpr = window.devicePixelRatio || 1;
     const r = { width: this.cssW, height: this.cssH };
@@ -392,7 +407,9 @@ export class ImageView {
     // image pixels per device pixel: beyond 1.5, draw the block maxima (see `pooled`), with
     // blocks large enough that the reduced image is drawn at least 1:1 (no further averaging)
     const per = 1 / (this.zoom * this.scale * dpr);
-    const pool = per > 1.5 ? Math.ceil(per) : 1;
+    // a detector image's spots are a pixel or two on a noisy background: any reduction would
+    // average them into the noise, so its block maxima start as soon as it is drawn below 1:1
+    const pool = per > (this.backgroundBlack ? 1.02 : 1.5) ? Math.ceil(per) : 1;
     if (pool >= 2) {
       // drawn at least 1:1: nearest sampling keeps each block's maximum whole
       ctx.imageSmoothingEnabled = false;
@@ -433,6 +450,7 @@ export class ImageView {
         ctx.stroke();
         if (best) {
           const label = `${+ring.d.toPrecision(3)} Å`;
+          this.drawnBoxes.push([best[0] + 1, best[1] - 3 - fontPx, best[0] + 5 + ctx.measureText(label).width, best[1] - 1]);
           if (this.large) {
             ctx.lineWidth = 4;
             ctx.strokeStyle = this.settings.cmap === 'inverted-grey' ? 'rgba(255,255,255,.85)' : 'rgba(0,0,0,.7)';
@@ -447,6 +465,7 @@ export class ImageView {
     if (this.settings.beamc && this.beamXY) {
       const [x, y] = this.fromDetector(this.beamXY[0] * k, this.beamXY[1] * k);
       const arm = 8 * big;
+      this.drawnBoxes.push([x - arm, y - arm, x + arm, y + arm]);
       ctx.strokeStyle = accent;
       ctx.lineWidth = 1.5 * big;
       ctx.beginPath();
