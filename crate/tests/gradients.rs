@@ -344,3 +344,62 @@ fn image_is_the_f64_kernels_on_every_golden_case() {
     golden_cases!(each);
     assert!(checked >= 40, "{checked}");
 }
+
+/// `-gradients LIST -gradfile PREFIX`: one f32 image per parameter, the library's tangents; the
+/// float image stays the golden one; errors name the flag.
+#[test]
+fn cli_writes_one_image_per_parameter() {
+    let case = "triclinic_misset_xybeam";
+    let dir = common::scratch("gradients_cli");
+    common::copy_dir(&golden_dir(case), &dir);
+    let mut words = common::case_words(&dir);
+    words.extend(api::split_args(
+        "-gradients rot_x,distance,n_cells -gradfile g",
+    ));
+    let run = common::run_cli(&dir, &words);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("writing g_rot_x.bin as ∂image/∂rot_x (photons/pixel per rad)"),
+        "{}",
+        run.stdout
+    );
+    let golden = common::read_f32(&dir.join("float.bin"));
+    let ours = common::read_f32(&dir.join("ours_float.bin"));
+    assert!(golden
+        .iter()
+        .zip(&ours)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
+    let prep = prepare(case, "");
+    let g = api::render_gradients(
+        &prep,
+        &DiskFiles,
+        &[RotX, Distance, NCells],
+        &|_| {},
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    for (i, name) in ["rot_x", "distance", "n_cells"].iter().enumerate() {
+        let file = common::read_f32(&dir.join(format!("g_{name}.bin")));
+        let want: Vec<f32> = g.tangent(i).iter().map(|&v| v as f32).collect();
+        assert_eq!(file, want, "{name}");
+    }
+    let mut bad = common::case_words(&dir);
+    bad.extend(api::split_args("-gradients rot_x,distanse -gradfile g"));
+    let run = common::run_cli(&dir, &bad);
+    assert_ne!(run.status, 0);
+    assert!(
+        run.stderr
+            .contains("-gradients: unknown parameter 'distanse' (did you mean distance?)"),
+        "{}",
+        run.stderr
+    );
+    let mut alone = common::case_words(&dir);
+    alone.extend(api::split_args("-gradients rot_x"));
+    let run = common::run_cli(&dir, &alone);
+    assert!(
+        run.stderr.contains("-gradients: give -gradfile PREFIX"),
+        "{}",
+        run.stderr
+    );
+}

@@ -257,7 +257,9 @@ fn main() {
 /// `--gradients`: the cost of the tangents of 10 parameters against the image alone.
 fn gradients(cases: &[String], reps: usize) {
     use nanobragg::api::Param::*;
-    let params = [RotX, RotY, RotZ, CellA, CellB, CellC, NCells, Distance, BeamX, Lambda];
+    let params = [
+        RotX, RotY, RotZ, CellA, CellB, CellC, NCells, Distance, BeamX, Lambda,
+    ];
     let names: Vec<&str> = params.iter().map(|p| p.name()).collect();
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
