@@ -71,7 +71,11 @@ fn check(case: &str, extra: &str, params: &[Param]) -> Vec<(Param, Agreement)> {
     for (i, &p) in params.iter().enumerate() {
         let h = fd_step(p, &prep);
         let image_at = |x: f64| {
-            api::render_f64(&api::moved_plan(&prep, &DiskFiles, p, x).unwrap(), &cancel).unwrap()
+            api::render_f64(
+                &api::moved_plan(&prep, &DiskFiles, &[(p, x)]).unwrap(),
+                &cancel,
+            )
+            .unwrap()
         };
         let central = |x: f64| -> Vec<f64> {
             let (plus, minus) = (image_at(x), image_at(-x));
@@ -402,4 +406,52 @@ fn cli_writes_one_image_per_parameter() {
         "{}",
         run.stderr
     );
+}
+
+/// Away from the set-up's own values (the PyTorch bridge's case): the derivatives at the set-up
+/// moved by offsets (rotations composed R_z·R_y·R_x, cell, scale, fluence) against finite
+/// differences there.
+#[test]
+fn derivatives_at_offsets() {
+    let prep = prepare("triclinic_misset_xybeam", "");
+    let cancel = AtomicBool::new(false);
+    let offsets = [
+        (RotX, 0.01),
+        (RotY, -0.02),
+        (RotZ, 0.015),
+        (CellA, 0.3),
+        (Scale, 0.1),
+        (Fluence, 1e24),
+        (Distance, -2.0),
+    ];
+    let params = [RotX, RotY, RotZ, CellA, Scale, Fluence, Distance, BeamX];
+    let g =
+        api::render_gradients_at(&prep, &DiskFiles, &params, &offsets, &|_| {}, &cancel).unwrap();
+    let base = api::render_f64(
+        &api::moved_plan(&prep, &DiskFiles, &offsets).unwrap(),
+        &cancel,
+    )
+    .unwrap();
+    assert_eq!(base, g.image_f64);
+    let peak = base.iter().fold(0f64, |m, v| m.max(*v));
+    for (i, &p) in params.iter().enumerate() {
+        let h = fd_step(p, &prep);
+        let at = |x: f64| {
+            let mut off = offsets.to_vec();
+            off.push((p, x));
+            api::render_f64(&api::moved_plan(&prep, &DiskFiles, &off).unwrap(), &cancel).unwrap()
+        };
+        let (plus, minus) = (at(h), at(-h));
+        let t = g.tangent(i);
+        let tmax = t.iter().fold(0f64, |m, v| m.max(v.abs()));
+        let mut worst = 0f64;
+        for px in 0..t.len() {
+            if base[px] >= 1e-3 * peak {
+                let fd = (plus[px] - minus[px]) / (2.0 * h);
+                worst = worst.max((fd - t[px]).abs() / (t[px].abs() + FLOOR * tmax));
+            }
+        }
+        eprintln!("offsets {:11} worst={worst:.2e}", p.name());
+        assert!(worst <= TOL, "{} at offsets: {worst:e}", p.name());
+    }
 }

@@ -5,6 +5,7 @@ use super::Prepared;
 use crate::cpu;
 use crate::error::Result;
 use crate::files::FileSource;
+pub use crate::resolve::tangent::Offset;
 pub use crate::tangent::Param;
 use std::sync::atomic::AtomicBool;
 
@@ -46,9 +47,23 @@ pub fn render_gradients(
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
 ) -> Result<Gradients> {
-    let plan = prep.plan();
-    cpu::tangent::check_supported(plan)?;
-    let t = crate::resolve::tangent::plan_tangent(&prep.setup, files, params)?;
+    render_gradients_at(prep, files, params, &[], progress, cancel)
+}
+
+/// [`render_gradients`] at the set-up moved by `offsets` (parameter, offset from the set-up's
+/// value in the parameter's unit; rotations compose as R_z·R_y·R_x): the image there and its
+/// derivatives with respect to `params` there (the PyTorch bridge's forward and backward).
+pub fn render_gradients_at(
+    prep: &Prepared,
+    files: &dyn FileSource,
+    params: &[Param],
+    offsets: &[Offset],
+    progress: &(dyn Fn(f32) + Sync),
+    cancel: &AtomicBool,
+) -> Result<Gradients> {
+    cpu::tangent::check_supported(prep.plan())?;
+    let (moved, t) = crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
+    let plan = &moved.plan;
     let r = cpu::tangent::render(plan, &t, progress, cancel)?;
     Ok(Gradients {
         params: params.to_vec(),
@@ -70,21 +85,31 @@ pub fn vjp(
     weights: &[f64],
     cancel: &AtomicBool,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
-    let plan = prep.plan();
-    cpu::tangent::check_supported(plan)?;
-    let t = crate::resolve::tangent::plan_tangent(&prep.setup, files, params)?;
-    cpu::tangent::vjp(plan, &t, weights, cancel)
+    vjp_at(prep, files, params, &[], weights, cancel)
 }
 
-/// The plan of `prep` with parameter `p` moved by `delta` (its public unit), for checks by
+/// [`vjp`] at the set-up moved by `offsets` (see [`render_gradients_at`]).
+pub fn vjp_at(
+    prep: &Prepared,
+    files: &dyn FileSource,
+    params: &[Param],
+    offsets: &[Offset],
+    weights: &[f64],
+    cancel: &AtomicBool,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    cpu::tangent::check_supported(prep.plan())?;
+    let (moved, t) = crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
+    cpu::tangent::vjp(&moved.plan, &t, weights, cancel)
+}
+
+/// The plan of `prep` with every parameter of `offsets` moved (public units), for checks by
 /// finite differences and for fits.
 pub fn moved_plan(
     prep: &Prepared,
     files: &dyn FileSource,
-    p: Param,
-    delta: f64,
+    offsets: &[Offset],
 ) -> Result<crate::plan::Plan> {
-    crate::resolve::tangent::moved_plan(&prep.setup, files, p, delta)
+    Ok(crate::resolve::tangent::moved_setup(&prep.setup, files, offsets)?.plan)
 }
 
 /// The f64 image of a plan through the tangent kernel with no parameter (the f64 kernel's

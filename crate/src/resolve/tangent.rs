@@ -45,6 +45,7 @@ fn axis(p: Param) -> Option<V3> {
     }
 }
 
+/// Parameters that act on the plan directly (no new resolution).
 fn analytic(p: Param) -> bool {
     axis(p).is_some()
         || matches!(
@@ -56,7 +57,6 @@ fn analytic(p: Param) -> bool {
                 | Param::Scale
                 | Param::Fluence
                 | Param::DefaultF
-                | Param::Mosaic
         )
 }
 
@@ -152,8 +152,7 @@ fn check_applies(setup: &Setup, p: Param) -> Result<()> {
 }
 
 /// The set-up's options with parameter `p` moved by `delta` (public unit).
-fn moved_options(setup: &Setup, p: Param, delta: f64) -> crate::args::Options {
-    let mut o = setup.opts.clone();
+fn move_option(setup: &Setup, o: &mut crate::args::Options, p: Param, delta: f64) {
     let det = &setup.det;
     match p {
         Param::CellA
@@ -203,62 +202,99 @@ fn moved_options(setup: &Setup, p: Param, delta: f64) -> crate::args::Options {
         Param::Lambda => o.lambda = Some(setup.lambda0 + delta * 1e-10),
         _ => {}
     }
-    o
+}
+
+/// A parameter and its offset from the set-up's value (public unit).
+pub type Offset = (Param, f64);
+
+/// The offset of `p` in `offsets` (0 when absent).
+fn offset_of(offsets: &[Offset], p: Param) -> f64 {
+    offsets
+        .iter()
+        .filter(|(q, _)| *q == p)
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// The rotation of the `rot_x/y/z` offsets, R = R_z·R_y·R_x (x first), applied to `v`.
+fn rotate_xyz(v: V3, offsets: &[Offset]) -> V3 {
+    let mut v = v;
+    for p in [Param::RotX, Param::RotY, Param::RotZ] {
+        let t = offset_of(offsets, p);
+        if t != 0.0 {
+            v = rotaxis(v, axis(p).unwrap(), t);
+        }
+    }
+    v
+}
+
+/// The offsets that act on the plan directly (rotations, N, scale, fluence, default_F), on a
+/// plan resolved from `base`'s options (`fluence0`, `rf0`, `bg0`: the base's values).
+fn apply_analytic(plan: &mut Plan, base: &Setup, offsets: &[Offset]) {
+    let o = |p| offset_of(offsets, p);
+    plan.na += o(Param::NA) + o(Param::NCells);
+    plan.nb += o(Param::NB) + o(Param::NCells);
+    plan.nc += o(Param::NC) + o(Param::NCells);
+    let f = (1.0 + o(Param::Scale))
+        * if base.fluence != 0.0 {
+            1.0 + o(Param::Fluence) / base.fluence
+        } else {
+            1.0
+        };
+    if f != 1.0 {
+        plan.r_e_sqr_fluence *= f;
+        plan.i_bg *= f;
+    }
+    plan.default_f += o(Param::DefaultF);
+    if [Param::RotX, Param::RotY, Param::RotZ]
+        .iter()
+        .any(|&p| o(p) != 0.0)
+    {
+        for t in [&mut plan.orientations, &mut plan.orientations_first] {
+            for v in t.iter_mut() {
+                v.a = rotate_xyz(v.a, offsets);
+                v.b = rotate_xyz(v.b, offsets);
+                v.c = rotate_xyz(v.c, offsets);
+            }
+        }
+        plan.a_star = rotate_xyz(plan.a_star, offsets);
+        plan.b_star = rotate_xyz(plan.b_star, offsets);
+        plan.c_star = rotate_xyz(plan.c_star, offsets);
+    }
+}
+
+/// The set-up with every parameter of `offsets` moved from `base`'s value (public units): the
+/// options moved and resolved again when any option-based parameter is among them (`files` are
+/// read again), then the plan-level offsets applied, rotations last (R_z·R_y·R_x).
+pub fn moved_setup(base: &Setup, files: &dyn FileSource, offsets: &[Offset]) -> Result<Setup> {
+    for &(p, _) in offsets {
+        check_applies(base, p)?;
+    }
+    let mut s = if offsets.iter().any(|&(p, _)| !analytic(p)) {
+        let mut o = base.opts.clone();
+        for &(p, d) in offsets {
+            if !analytic(p) {
+                move_option(base, &mut o, p, d);
+            }
+        }
+        resolve(&o, files).map_err(|e| {
+            Error::usage(format!(
+                "-gradients: the set-up moved by the offsets does not resolve: {}",
+                e.message
+            ))
+            .with_flag("-gradients")
+        })?
+    } else {
+        base.clone()
+    };
+    apply_analytic(&mut s.plan, base, offsets);
+    Ok(s)
 }
 
 /// The plan with parameter `p` moved by `delta` (in its public unit): the same plan the set-up
-/// would resolve to with that value (option-based parameters are resolved again; `files` are
-/// read again for them). Used for the tangents and for finite-difference checks.
+/// would resolve to with that value. Used for finite-difference checks.
 pub fn moved_plan(setup: &Setup, files: &dyn FileSource, p: Param, delta: f64) -> Result<Plan> {
-    check_applies(setup, p)?;
-    let mut plan = setup.plan.clone();
-    if let Some(u) = axis(p) {
-        let rot = |v: &mut V3| *v = rotaxis(*v, u, delta);
-        for t in [&mut plan.orientations, &mut plan.orientations_first] {
-            for o in t.iter_mut() {
-                rot(&mut o.a);
-                rot(&mut o.b);
-                rot(&mut o.c);
-            }
-        }
-        rot(&mut plan.a_star);
-        rot(&mut plan.b_star);
-        rot(&mut plan.c_star);
-        return Ok(plan);
-    }
-    match p {
-        Param::NA => plan.na += delta,
-        Param::NB => plan.nb += delta,
-        Param::NC => plan.nc += delta,
-        Param::NCells => {
-            plan.na += delta;
-            plan.nb += delta;
-            plan.nc += delta;
-        }
-        Param::Scale | Param::Fluence => {
-            let f = if p == Param::Scale {
-                1.0 + delta
-            } else {
-                1.0 + delta / setup.fluence
-            };
-            plan.r_e_sqr_fluence *= f;
-            plan.i_bg *= f;
-        }
-        Param::DefaultF => plan.default_f += delta,
-        _ => {
-            let o = moved_options(setup, p, delta);
-            let s = resolve(&o, files).map_err(|e| {
-                Error::usage(format!(
-                    "{}: the moved set-up does not resolve: {}",
-                    named(p),
-                    e.message
-                ))
-                .with_flag("-gradients")
-            })?;
-            plan = s.plan;
-        }
-    }
-    Ok(plan)
+    Ok(moved_setup(setup, files, &[(p, delta)])?.plan)
 }
 
 /// What of the plan a parameter may not move (it has no tangent in the kernel), by name.
@@ -402,12 +438,27 @@ fn richardson(fine: &PlanDelta, coarse: &PlanDelta) -> PlanDelta {
     }
 }
 
-/// The tangent of one parameter.
-pub fn plan_delta(setup: &Setup, files: &dyn FileSource, p: Param) -> Result<PlanDelta> {
-    check_applies(setup, p)?;
-    let plan = &setup.plan;
+/// The tangent of one parameter at `base` moved by `offsets` (`moved`: that set-up).
+pub fn plan_delta(
+    base: &Setup,
+    moved: &Setup,
+    files: &dyn FileSource,
+    offsets: &[Offset],
+    p: Param,
+) -> Result<PlanDelta> {
+    check_applies(base, p)?;
+    let plan = &moved.plan;
     let mut d = PlanDelta::zero(plan);
-    if let Some(u) = axis(p) {
+    if axis(p).is_some() {
+        // d/dθ of R_z·R_y·R_x·v0 is a rotation of the current vectors about the rotated axis:
+        // x → R_z·R_y·x, y → R_z·y, z → z
+        let mut later: Vec<Offset> = offsets.to_vec();
+        later.retain(|(q, _)| match p {
+            Param::RotX => matches!(q, Param::RotY | Param::RotZ),
+            Param::RotY => matches!(q, Param::RotZ),
+            _ => false,
+        });
+        let u = rotate_xyz(axis(p).unwrap(), &later);
         let rot = |t: &[Orientation]| -> Vec<Orientation> {
             t.iter()
                 .map(|o| Orientation {
@@ -424,34 +475,44 @@ pub fn plan_delta(setup: &Setup, files: &dyn FileSource, p: Param) -> Result<Pla
         d.c_star = cross(u, plan.c_star);
         return Ok(d);
     }
+    let o = |q| offset_of(offsets, q);
     match p {
         Param::NA => d.n = [1.0, 0.0, 0.0],
         Param::NB => d.n = [0.0, 1.0, 0.0],
         Param::NC => d.n = [0.0, 0.0, 1.0],
         Param::NCells => d.n = [1.0, 1.0, 1.0],
-        Param::Scale => {
-            d.r_e_sqr_fluence = plan.r_e_sqr_fluence;
-            d.i_bg = plan.i_bg;
-        }
-        Param::Fluence => {
-            d.r_e_sqr_fluence = plan.r_e_sqr_fluence / setup.fluence;
-            d.i_bg = plan.i_bg / setup.fluence;
+        Param::Scale | Param::Fluence => {
+            // rf = rf0·(1 + s)·(1 + φ/F0), the background likewise
+            let f0 = base.fluence;
+            let k = if p == Param::Scale {
+                1.0 + if f0 != 0.0 {
+                    o(Param::Fluence) / f0
+                } else {
+                    0.0
+                }
+            } else {
+                (1.0 + o(Param::Scale)) / f0
+            };
+            let (rf0, bg0) = unscaled(base, moved, files, offsets)?;
+            d.r_e_sqr_fluence = rf0 * k;
+            d.i_bg = bg0 * k;
         }
         Param::DefaultF => d.default_f = 1.0,
         Param::Mosaic => {
-            let (t, tf) = mosaic_tangent(plan, setup.mosaic_spread);
+            let (t, tf) = mosaic_tangent(plan, moved.mosaic_spread);
             d.orientations = t;
             d.orientations_first = tf;
         }
         _ => {
             debug_assert!(!analytic(p));
-            let at0 = moved_plan(setup, files, p, 0.0)?;
-            let same = at0.pix0 == plan.pix0
-                && at0.fdet == plan.fdet
-                && at0.sdet == plan.sdet
-                && at0.orientations == plan.orientations
-                && at0.sources == plan.sources
-                && frozen_difference(&at0, plan).is_none();
+            let at0 = moved_plan(base, files, p, 0.0)?;
+            let b = &base.plan;
+            let same = at0.pix0 == b.pix0
+                && at0.fdet == b.fdet
+                && at0.sdet == b.sdet
+                && at0.orientations == b.orientations
+                && at0.sources == b.sources
+                && frozen_difference(&at0, b).is_none();
             if !same {
                 return Err(Error::usage(format!(
                     "{}: this set-up cannot be re-resolved with the parameter as an explicit value (MODEL §10.1)",
@@ -459,9 +520,11 @@ pub fn plan_delta(setup: &Setup, files: &dyn FileSource, p: Param) -> Result<Pla
                 ))
                 .with_flag("-gradients"));
             }
-            let h = step(setup, p);
+            let h = step(base, p);
             let at = |x: f64| -> Result<Plan> {
-                let m = moved_plan(setup, files, p, x)?;
+                let mut off: Vec<Offset> = offsets.to_vec();
+                off.push((p, x));
+                let m = moved_setup(base, files, &off)?.plan;
                 if let Some(what) = frozen_difference(&m, plan) {
                     return Err(Error::usage(format!(
                         "{}: a change of {x:e} {} changes {what} of the set-up, which has no derivative; give it explicitly",
@@ -480,18 +543,52 @@ pub fn plan_delta(setup: &Setup, files: &dyn FileSource, p: Param) -> Result<Pla
     Ok(d)
 }
 
-/// The tangent of the plan for `params` (in order).
+/// r_e²·fluence and the water background of the moved set-up before the scale and fluence
+/// offsets.
+fn unscaled(
+    base: &Setup,
+    moved: &Setup,
+    _files: &dyn FileSource,
+    offsets: &[Offset],
+) -> Result<(f64, f64)> {
+    let o = |q| offset_of(offsets, q);
+    let f0 = base.fluence;
+    let f = (1.0 + o(Param::Scale))
+        * if f0 != 0.0 {
+            1.0 + o(Param::Fluence) / f0
+        } else {
+            1.0
+        };
+    Ok((moved.plan.r_e_sqr_fluence / f, moved.plan.i_bg / f))
+}
+
+/// The tangent of the plan for `params` (in order) at `base` moved by `offsets`, and the
+/// moved set-up.
+pub fn plan_tangent_at(
+    base: &Setup,
+    files: &dyn FileSource,
+    params: &[Param],
+    offsets: &[Offset],
+) -> Result<(Setup, PlanTangent)> {
+    let moved = moved_setup(base, files, offsets)?;
+    let deltas = params
+        .iter()
+        .map(|&p| plan_delta(base, &moved, files, offsets, p))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((
+        moved,
+        PlanTangent {
+            params: params.to_vec(),
+            deltas,
+        },
+    ))
+}
+
+/// The tangent of the plan for `params` (in order) at the set-up itself.
 pub fn plan_tangent(
     setup: &Setup,
     files: &dyn FileSource,
     params: &[Param],
 ) -> Result<PlanTangent> {
-    let deltas = params
-        .iter()
-        .map(|&p| plan_delta(setup, files, p))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(PlanTangent {
-        params: params.to_vec(),
-        deltas,
-    })
+    Ok(plan_tangent_at(setup, files, params, &[])?.1)
 }
