@@ -100,6 +100,9 @@ fn params_and_offsets(
 /// a, b, c (Å), α, β, γ (degrees).
 type Cell = (f64, f64, f64, f64, f64, f64);
 
+/// An f64 image (slow, fast) and a second array.
+type ImageAnd<'py, T> = (Bound<'py, PyArray2<f64>>, Bound<'py, T>);
+
 /// noisify's outputs: noiseless ADU, noisy ADU (or none), SMV header bytes, log lines.
 type Noisified<'py> = (
     Bound<'py, PyArray2<u32>>,
@@ -269,7 +272,7 @@ impl PySession {
         extra: Vec<String>,
         names: Vec<String>,
         offsets: Vec<(String, f64)>,
-    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray3<f64>>)> {
+    ) -> PyResult<ImageAnd<'py, PyArray3<f64>>> {
         let (params, offs) = params_and_offsets(py, &names, &offsets)?;
         let g = interruptible(py, |cancel| {
             self.lock().gradients(&extra, &params, &offs, cancel)
@@ -291,7 +294,7 @@ impl PySession {
         names: Vec<String>,
         weights: PyReadonlyArray2<'py, f64>,
         offsets: Vec<(String, f64)>,
-    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, numpy::PyArray1<f64>>)> {
+    ) -> PyResult<ImageAnd<'py, numpy::PyArray1<f64>>> {
         let (params, offs) = params_and_offsets(py, &names, &offsets)?;
         let (h, w) = (weights.shape()[0], weights.shape()[1]);
         if (h, w) != (self.spixels, self.fpixels) {
