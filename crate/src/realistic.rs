@@ -21,8 +21,8 @@ use crate::files::MemFiles;
 use crate::io::stol::read_stol;
 use crate::noisify::{self, psf::PsfKind, Effects, Psf};
 use crate::nonbragg::{self, options::NonBraggOptions};
-use crate::plan::{HklGrid, Interpolation};
-use crate::resolve::{lattice, structure};
+use crate::plan::HklGrid;
+use crate::resolve::structure;
 use crate::sf::{self, Model, SfOptions, Summary};
 use std::sync::atomic::AtomicBool;
 
@@ -127,16 +127,10 @@ pub fn needed_d_min(prep: &Prepared) -> Result<f64> {
 /// Puts a model's table into a plan prepared with [`SfCache::crystal_words`], as `resolve`
 /// does for `-pdb`: the table, `-default_F` 0 outside it, and the interpolation rule.
 pub fn install_table(prep: &mut Prepared, table: &HklGrid, description: &str) {
-    let o = prep.setup.opts.clone();
-    let plan = &mut prep.setup.plan;
-    plan.hkl = table.clone();
-    plan.default_f = 0.0;
-    plan.interpolation = if structure::interpolate(o.interpolate, lattice::raw_counts(&o), table) {
-        Interpolation::Tricubic
-    } else {
-        Interpolation::Nearest
-    };
-    prep.setup.hkl_source = description.to_string();
+    let setup = &mut prep.setup;
+    structure::install_table(&mut setup.plan, &setup.opts, table.clone());
+    setup.plan.default_f = 0.0;
+    setup.hkl_source = description.to_string();
 }
 
 /// One amorphous material on the spots' detector: nonBragg's options from `words` (sample and
@@ -179,7 +173,7 @@ fn setup_on_plan(
     table: crate::io::stol::StolTable,
 ) -> nonbragg::Setup {
     let mut frame = prep.setup.clone();
-    frame.plan.oversample = o.oversample.max(1) as u32;
+    frame.plan.oversample = o.geo.oversample.max(1) as u32;
     frame.plan.hkl = HklGrid::default();
     let sources = frame
         .plan

@@ -1,4 +1,4 @@
-//! The fuzz targets' bodies (`fuzz/src/lib.rs`) driven by ordinary tests, on stable Rust, as
+//! The fuzz targets' bodies (`fuzz/src/`, one file per target) driven by ordinary tests, on stable Rust, as
 //! part of `npm test`:
 //!
 //! * `regressions`: every input in `fuzz/regressions/<target>/` (each input that ever crashed a

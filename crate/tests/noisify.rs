@@ -167,6 +167,14 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
         "unknown flag '-bogus'",
     );
     assert_error(
+        &r("-bin in.bin -flicer 0.1"),
+        2,
+        "unknown flag '-flicer' (did you mean -flicker?)",
+    );
+    let h = r("-bin in.bin -help");
+    assert_eq!(h.status, 0, "{}", h.stderr);
+    assert!(h.stdout.contains("  -psf gauss|fiber") && h.stdout.contains("  -detpixels n"));
+    assert_error(
         &r("-bin in.bin -psf box"),
         2,
         "-psf: expected gauss or fiber",
@@ -180,7 +188,7 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
     assert_error(
         &r("-bin in.bin -calib_seed -9223372036854775808"),
         2,
-        "-calib_seed: must be a seed from -2147483647 to 2147483647",
+        "-calib_seed: expected a number from -2.14748e+09 to 2.14748e+09, found '-9223372036854775808'",
     );
     assert_error(
         &r("-bin in.bin -readout_noise"),

@@ -313,17 +313,25 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
     expect(
         r("-stol ok.stol -polar 1e300"),
         2,
-        "-polar: must be a number from -1 to 1, found 1e+300",
+        "-polar: expected a number from -1 to 1, found '1e300'",
     );
     // an image beyond single precision is an error, never an output
     expect(r("-stol huge.stol -fluence 1e30"), 1, "not finite");
     expect(
         r("-stol ok.stol -seed -9223372036854775808"),
         2,
-        "-seed: must be a seed from -2147483647 to 2147483647",
+        "-seed: expected a number from -2.14748e+09 to 2.14748e+09",
     );
     expect(r("-stol ok.stol -sourcefile src.txt"), 1, "src.txt line 2");
     expect(r("-stol ok.stol -bogus 3"), 2, "unknown flag '-bogus'");
+    expect(
+        r("-stol ok.stol -thicknes 1"),
+        2,
+        "unknown flag '-thicknes' (did you mean -thickness?)",
+    );
+    let h = r("-stol ok.stol -help");
+    assert_eq!(h.status, 0, "{}", h.stderr);
+    assert!(h.stdout.contains("  -thickness mm") && h.stdout.contains("  -detpixels n"));
     expect(
         r("-stol ok.stol -distance far"),
         2,
@@ -346,4 +354,14 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
     let ok = r("-stol ok.stol -seed 1");
     assert_eq!(ok.status, 0, "{}", ok.stderr);
     assert!(dir.join("n.img").exists());
+    // a shared row's warning, printed once with its prefix
+    let neg = r("-stol ok.stol -distance -100");
+    assert_eq!(neg.status, 0, "{}", neg.stderr);
+    assert!(
+        neg.stderr
+            .contains("WARNING: -distance -100: a negative distance is used as 100 mm")
+            && !neg.stderr.contains("WARNING: WARNING"),
+        "{}",
+        neg.stderr
+    );
 }

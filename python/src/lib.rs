@@ -471,7 +471,7 @@ fn nonbragg_render<'py>(
         let files = CachedFiles::new(files.unwrap_or_default());
         let st = nonbragg::prepare(&o, &files, session::clock_seed())?;
         let (image, omega) =
-            nanobragg::cpu::with_threads(o.threads, || nonbragg::render(&st, &noop, cancel))?;
+            nanobragg::cpu::with_threads(o.geo.threads, || nonbragg::render(&st, &noop, cancel))?;
         let p = st.plan();
         Ok((image, omega, p.spixels, p.fpixels, st.warnings.clone()))
     })?;
@@ -526,7 +526,7 @@ fn noisify_image<'py>(
             Some(h) => h.clone(),
             None => noisify::options::own_header(&prep)?,
         };
-        let mut log = opts.warnings.clone();
+        let mut log = opts.geo.warnings.clone();
         log.extend(prep.log.iter().cloned());
         Ok((d.adu, d.noise.map(|n| n.adu), header, log))
     })?;

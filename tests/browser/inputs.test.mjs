@@ -143,11 +143,13 @@ test('readout clears when the pointer leaves or the parameters change; contrast 
   const box = await page.locator('.nb-canvas').boundingBox();
   const hint = await page.textContent('#readout');
   await page.mouse.move(box.x + box.width / 2 + 40, box.y + box.height / 2 + 10);
-  assert.match(await page.textContent('#readout'), /^d = .*pixel \(/);
+  // d, 2θ and hkl come from the crate through the worker: a moment after the pointer
+  await page.waitForFunction(() => /^d = .*pixel \(/.test(document.getElementById('readout').textContent), null, { timeout: 10_000 });
   await page.mouse.move(box.x - 100, box.y + 10);
   assert.equal(await page.textContent('#readout'), hint, 'cleared on leave');
   await page.mouse.move(box.x + box.width / 2 + 40, box.y + box.height / 2 + 10);
-  assert.match(await page.textContent('#readout'), /^d = .*pixel \(/);
+  // d, 2θ and hkl come from the crate through the worker: a moment after the pointer
+  await page.waitForFunction(() => /^d = .*pixel \(/.test(document.getElementById('readout').textContent), null, { timeout: 10_000 });
   await page.evaluate(() => { const s = document.getElementById('f-distance'); s.value = '120'; s.dispatchEvent(new Event('change')); });
   await waitRendered(page, 2);
   assert.equal(await page.textContent('#readout'), hint, 'cleared when the parameters change');

@@ -15,6 +15,8 @@ test('preset, cursor readout (pixel, I, d, 2θ, hkl) and keyboard zoom', { timeo
   await page.waitForFunction(() => new URL(location.href).searchParams.get('cell') === '5.8 7.1 9.3 81 77 68');
   const box = await page.locator('.nb-canvas').boundingBox();
   await page.mouse.move(box.x + box.width / 2 + 120, box.y + box.height / 2 - 60);
+  // d, 2θ and hkl come from the crate (asked through the worker): wait for them
+  await page.waitForFunction(() => /^d = /.test(document.getElementById('readout').textContent), null, { timeout: 10_000 });
   const text = await page.textContent('#readout');
   assert.match(text, /^d = [\d.]+ Å\s+2θ = [\d.]+°\s+hkl ≈ \(-?\d+ -?\d+ -?\d+\)\s+\[[^\]]+\]\s+I = \S+ photons\s+pixel \(\d+, \d+\)$/);
   // at 1280×720 the hkl is in view (the line is cut at its end, where the pixel position is)

@@ -96,6 +96,7 @@ test('hovering a spot on the image lights its lattice point; hovering a lattice 
   const spot = await spotOnPage(page, 0);
   await page.mouse.move(spot.px + 1, spot.py + 1);
   await page.waitForFunction((h) => document.querySelector('.p3d').dataset.highlight === h, spot.hkl.join(' '), { timeout: 10_000 });
+  await page.waitForFunction(() => /^d = /.test(document.getElementById('readout').textContent), null, { timeout: 10_000 });
   const lit = await page.evaluate(() => {
     const t = window.nanobragg.teach3d;
     return {

@@ -10,18 +10,33 @@ const app = (m: M, v: V3): V3 => [0, 1, 2].map((i) => m[i][0] * v[0] + m[i][1] *
 
 /** A flat detector (MOSFLM-like: beam along +x, fast = -z, slow = +y... any orthonormal axes),
  * `n` pixels of `pixel` m at `dist` m, rotated by `tilt` about the lab y axis through the
- * crystal. The grid is filled with the plane formula: positions the crate would send. */
+ * crystal, λ = 1 Å. The grid is filled with the plane formula: positions, d and the beam centre
+ * as the crate would send them (`predict::pixel_geometry`). */
 function flat(n: number, pixel: number, dist: number, tilt = 0): Geometry {
   const R = rotY(tilt);
   const fdet = app(R, [0, 0, 1]), sdet = app(R, [0, -1, 0]), odet = app(R, [1, 0, 0]);
   const half = (n * pixel) / 2;
   const pix0 = [0, 1, 2].map((c) => dist * odet[c] - half * fdet[c] - half * sdet[c]) as V3;
-  const nodes = [0, 0.25, 0.5, 0.75, 1].map((t) => 0.5 + t * (n - 1));
-  const pos: number[] = [];
-  for (const s of nodes) for (const f of nodes) for (let c = 0; c < 3; c++) pos.push(pix0[c] + f * pixel * fdet[c] + s * pixel * sdet[c]);
+  const nodes = Array.from({ length: 49 }, (_, i) => 0.5 + (i / 48) * (n - 1));
+  const pos: number[] = [], twoTheta: number[] = [], d: number[] = [];
+  for (const s of nodes) {
+    for (const f of nodes) {
+      const p = [0, 1, 2].map((c) => pix0[c] + f * pixel * fdet[c] + s * pixel * sdet[c]);
+      pos.push(...p);
+      const tt = Math.acos(p[0] / Math.hypot(p[0], p[1], p[2]));
+      twoTheta.push(tt / deg);
+      d.push(1 / (2 * Math.sin(tt / 2)));
+    }
+  }
+  // where the beam (+x) meets the plane: t·x = pix0 + f·F + s·S
+  const t = (pix0[0] * odet[0] + pix0[1] * odet[1] + pix0[2] * odet[2]) / odet[0];
+  const rel = [t - pix0[0], -pix0[1], -pix0[2]];
+  const dotv = (a: number[], b: number[]) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+  const beamCentre: [number, number] = [dotv(rel, fdet) / pixel, dotv(rel, sdet) / pixel];
   return {
     width: n, height: n, pixel, pix0, fdet, sdet, odet, beam: [1, 0, 0], lambda: 1e-10,
-    a: [50e-10, 0, 0], b: [0, 50e-10, 0], c: [0, 0, 50e-10], curved: false, distance: dist, grid: { f: nodes, s: nodes, pos },
+    a: [50e-10, 0, 0], b: [0, 50e-10, 0], c: [0, 0, 50e-10], curved: false, distance: dist,
+    spindle: [0, 0, 1], randomMisset: null, grid: { f: nodes, s: nodes, pos, twoTheta, d }, beamCentre,
   };
 }
 
@@ -37,17 +52,16 @@ test('untilted detector: beam centre in the middle, circular rings of radius L·
   const m = new DetectorMap(g);
   const [bf, bs] = m.beamCentre()!;
   assert.ok(Math.abs(bf - 200) < 1e-6 && Math.abs(bs - 200) < 1e-6, `${bf} ${bs}`);
-  const info = m.pixelInfo(200, 200);
-  assert.equal(info.d, Infinity);
   const d = 6; // Å
   const tt = 2 * Math.asin(1 / (2 * d));
   const r = (0.1 * Math.tan(tt)) / 1e-4;
   const seg = m.ring(d).segments;
   assert.ok(seg.length > 40);
   for (let i = 0; i < seg.length; i += 2) assert.ok(Math.abs(Math.hypot(seg[i] - 200, seg[i + 1] - 200) - r) < 0.05 * 400 / 256, `radius ${Math.hypot(seg[i] - 200, seg[i + 1] - 200)} vs ${r}`);
-  // readout: d and hkl at a point of the ring
-  const p = m.pixelInfo(200 + r, 200);
-  assert.ok(Math.abs(p.d - d) < 1e-9 * d + 1e-6, `d ${p.d}`);
+  // positions between the nodes: the plane's (bilinear is exact on a flat detector)
+  const p = m.position(123.4, 321.7);
+  const want = [0, 1, 2].map((c) => g.pix0[c] + 123.4 * g.pixel * g.fdet[c] + 321.7 * g.pixel * g.sdet[c]);
+  for (let c = 0; c < 3; c++) assert.ok(Math.abs(p[c] - want[c]) < 1e-15, `position ${p} vs ${want}`);
 });
 
 test('tilted detector: rings are conics of constant 2θ, beam centre where the beam meets the plane', () => {
@@ -70,14 +84,3 @@ test('tilted detector: rings are conics of constant 2θ, beam centre where the b
   }
 });
 
-test('readout: 2θ, d and hkl from the cell vectors', () => {
-  const g = flat(200, 1e-4, 0.1);
-  const m = new DetectorMap(g);
-  const info = m.pixelInfo(150, 100);
-  assert.ok(Math.abs(info.twoTheta - (planeTwoTheta(g, 150, 100) / deg)) < 1e-9);
-  const lambdaA = 1;
-  assert.ok(Math.abs(info.d - lambdaA / (2 * Math.sin((info.twoTheta * deg) / 2))) < 1e-9);
-  // h = S·a with |S| = 1/d
-  assert.ok(Math.abs(Math.hypot(...info.hkl) - 50 / info.d) < 1e-9);
-  assert.deepEqual(info.nearest, info.hkl.map((x) => Math.round(x) + 0));
-});

@@ -70,3 +70,9 @@ test('store: one change, one notification; args and input errors follow', () => 
   s.setField('N', '');
   assert.equal(s.model.value.N, undefined);
 });
+
+test("a preset's view settings come with it (the lesson's scale); the URL's win", () => {
+  assert.equal(decodeUrl(new URLSearchParams('preset=crystal-size')).view.scaling, 'sqrt');
+  assert.equal(decodeUrl(new URLSearchParams('preset=crystal-size&scaling=log')).view.scaling, 'log');
+  assert.equal(decodeUrl(new URLSearchParams('preset=cubic')).view.scaling, 'log');
+});

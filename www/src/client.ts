@@ -6,7 +6,7 @@
 // that a live request (a frame of a drag) lets a running live render finish and show, so that
 // a drag always shows frames however slow each one is (no starvation).
 import { asBackend, normaliseArgs } from './args';
-import type { Backend, FromWorker, Geometry, HklSummary, ModuleInfo, Precision, Timings, ToWorker } from './protocol';
+import type { Backend, FromWorker, Geometry, HklSummary, ModuleInfo, PixelGeometry, Precision, Timings, ToWorker } from './protocol';
 import type { DetectorEffects, RealisticLayers, RealisticPhase, RealisticRequest, RealisticResult } from './protocol';
 import { crateError } from './protocol';
 export { splitArgs, normaliseArgs, asBackend } from './args';
@@ -129,6 +129,7 @@ export class NanoBraggClient {
    * after a prediction replaced the plan. */
   lastRendered: string[] | null = null;
   private predictions = new Map<number, { resolve: (p: Prediction) => void; reject: (e: Error) => void }>();
+  private pixelQueries = new Map<number, { resolve: (p: PixelGeometry[]) => void; reject: (e: Error) => void }>();
   private lastFilesKey = '';
   private progressTimer = 0;
   info: ModuleInfo | null = null;
@@ -258,6 +259,8 @@ export class NanoBraggClient {
   private rejectPredictions(err: Error) {
     for (const p of this.predictions.values()) p.reject(err);
     this.predictions.clear();
+    for (const p of this.pixelQueries.values()) p.reject(err);
+    this.pixelQueries.clear();
   }
 
   /** Workers restarted because a render did not stop in time (for tests and benchmarks). */
@@ -292,6 +295,12 @@ export class NanoBraggClient {
 
   private onMessage(m: FromWorker) {
     if (this.onRealisticMessage(m)) return;
+    if (m.type === 'pixel-geometry') {
+      const p = this.pixelQueries.get(m.id);
+      this.pixelQueries.delete(m.id);
+      if (p) (m.message ? p.reject(crateError(m.message, m.error)) : p.resolve(m.points!));
+      return;
+    }
     if (m.type === 'predicted') {
       const p = this.predictions.get(m.id);
       this.predictions.delete(m.id);
@@ -347,6 +356,20 @@ export class NanoBraggClient {
         type: 'predict', id, args: normaliseArgs(args).args, files, maxExcitationError: opts.maxExcitationError ?? null,
         columns: opts.columns === true,
       } satisfies ToWorker);
+    });
+  }
+
+  /** The crate's detector geometry at points (`predict::pixel_geometry`: lab position, d, 2θ,
+   * hkl) for the crystal and detector of `args`, with the input files the worker holds (those of
+   * the last render). `points` are continuous pixel coordinates, pixel centres at i + 0.5. The
+   * worker keeps the resolved words, so repeated queries cost the arithmetic only; the plan
+   * it renders and exports is left alone. */
+  async pixelGeometry(args: string | string[], points: [number, number][]): Promise<PixelGeometry[]> {
+    await this.ready;
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pixelQueries.set(id, { resolve, reject });
+      this.worker.postMessage({ type: 'pixel-geometry', id, args: normaliseArgs(args).args, points: points.flat() } satisfies ToWorker);
     });
   }
 

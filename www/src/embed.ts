@@ -22,6 +22,8 @@ import { errorInfo } from './protocol';
 import { ELEMENT_ATTRIBUTES, FILE_KEYS, attrName, createStore, decodeAttributes, type Store } from './state';
 import { ImageView } from './view';
 import { Teach3D } from './panel3d';
+import { followReadout } from './readout';
+import { pixelQuery } from './pixelquery';
 
 let shared: NanoBraggClient | null = null;
 const client = () => (shared ??= new NanoBraggClient({ workerUrl: new URL('./worker.js', import.meta.url) }));
@@ -68,14 +70,15 @@ export class NanoBraggView extends HTMLElement {
     this.view = new ImageView(root.querySelector('.host') as HTMLElement);
     this.syncZoom();
     this.bar = root.querySelector('.bar') as HTMLElement;
-    this.view.onReadout = (r) => {
+    // the crate's d, 2θ and hkl at the pixel, for the words of the image shown
+    followReadout(this.view, pixelQuery(() => client(), () => this.result?.args ?? null), (r, i) => {
       if (!r) return this.status();
-      const i = r.info;
       this.bar.classList.remove('err');
       // d, 2θ and hkl first: a narrow element cuts the line at its end
       const px = `I=${r.value.toPrecision(4)} (${r.f}, ${r.s})`;
-      this.bar.textContent = i ? `d=${i.d.toFixed(2)} Å 2θ=${i.twoTheta.toFixed(2)}° hkl≈(${i.nearest.join(' ')}) ${px}` : px;
-    };
+      const d = i && Number.isFinite(i.d) ? i.d.toFixed(2) : '∞';
+      this.bar.textContent = i ? `d=${d} Å 2θ=${i.two_theta.toFixed(2)}° hkl≈(${i.nearest.join(' ')}) ${px}` : px;
+    });
     effect(() => {
       const v = this.store.view.value;
       this.view.update({ cmap: v.cmap, scaling: v.scaling, contrast: v.contrast, min: v.min, max: v.max, rings: v.rings, beamc: v.beamc });

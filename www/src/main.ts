@@ -1,14 +1,16 @@
-// The app page: parameter form, presets, live rendering with frame pacing, status, downloads,
-// presentation mode and themes. State lives in a Store (state.ts); the page's parts subscribe to
-// its signals. `window.nanobragg.simulate(args, {backend, files})` is the scripting / test API.
+// The app page: it creates the store, the worker client and the image view and wires the page's
+// parts to them: the parameter form (form.ts), the view settings (viewcontrols.ts), theme,
+// presentation, copy link and notices (pagechrome.ts), the 3D view (panel3d.ts), the render loop
+// with frame pacing for a plain state (here) and the realistic chain for a layered one
+// (layered.ts), the readout (readout.ts, the crate's geometry through pixelquery.ts), downloads,
+// teaching controls and file drops. State lives in a Store (state.ts); the parts subscribe to its
+// signals. `window.nanobragg` is the scripting / test API. Overlays on the image (predicted
+// spots, later a measured image) go through `view.overlays` and hook in after the readout.
 import { computed, effect } from '@preact/signals-core';
 import { NanoBraggClient, type Prediction, type SimulateOptions, type SimulateResult } from './client';
-import { GROUPS, PARAMS, PARAM_BY_KEY, type ParamDef } from './params';
+import { PARAM_BY_KEY } from './params';
 import { fieldOfError, previewArgs, previewFactor } from './args';
-import {
-  COLOUR_MAPS, PRESETS, SLIDER_REST, createStore, decodeUrl, encodeUrl, localFiles, parseViewValue, presetOf,
-  type ModelState, type RenderMode, type Theme, type ViewSettings,
-} from './state';
+import { PRESETS, VIEW_DEFAULTS, createStore, decodeUrl, encodeUrl, type ModelState, type RenderMode } from './state';
 import { ImageView } from './view';
 import { downloadName, routeFile } from './files';
 import type { HklSummary } from './protocol';
@@ -17,9 +19,13 @@ import { installTeaching, type Teach } from './teach';
 import { initRealistic } from './realistic';
 import { createForm } from './form';
 import { installReadout } from './readout';
+import { pixelQuery, type PixelQuery } from './pixelquery';
 import { installDownloads } from './downloads';
-import { BUNDLED_MODEL, COMPOSE_KEYS, crystalWords, effectsOf, isLayered, layersOf, materialWords, predictWords, spotsWords } from './layers';
-import { errorInfo, type DetectorChoice, type RealisticPhase, type RealisticResult } from './protocol';
+import { installViewControls } from './viewcontrols';
+import { createLayeredRender } from './layered';
+import { installPageChrome } from './pagechrome';
+import { crystalWords, isLayered, layersOf, predictWords } from './layers';
+import { errorInfo, type DetectorChoice, type RealisticResult } from './protocol';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const initial = decodeUrl(new URL(location.href).searchParams);
@@ -40,8 +46,6 @@ let renderCount = 0;
 /** The realistic chain's image when it is the one shown (null: a plain render is shown), with
  * the state it was rendered from. */
 let realistic: { model: ModelState; result: RealisticResult } | null = null;
-/** A realistic render in flight. */
-let realisticRunning = 0;
 /** Cells of the atomic models the chain has read (the 3D view predicts the shown crystal). */
 const modelCells = new Map<string, number[]>();
 /** Field errors from the simulator (input errors come from the store). */
@@ -62,6 +66,9 @@ declare global {
       teach3d: Teach3D;
       /** Teaching controls: the φ player, taking over a random misset (teach/index.ts). */
       teach?: Teach;
+      /** The crate's geometry (d, 2θ, hkl, lab position) at continuous full-resolution pixel
+       * coordinates of the image shown (pixel centres at i + 0.5): what the readout shows. */
+      pixelGeometry?: PixelQuery;
     };
   }
 }
@@ -83,63 +90,6 @@ for (const p of PRESETS) presetSel.add(new Option(p.label, p.id));
 const { inputs, showFieldErrors: showErrorsOf } = createForm({ store, form, presetSel, setDetector: (v) => setDetector(v) });
 const showFieldErrors = () => showErrorsOf(simErrors);
 
-// ---- view settings ------------------------------------------------------------------------
-const cmapSel = $<HTMLSelectElement>('cmap');
-for (const c of COLOUR_MAPS) cmapSel.add(new Option(c.label, c.value));
-const backendSel = $<HTMLSelectElement>('backend');
-const precisionSel = $<HTMLSelectElement>('precision');
-const scalingSel = $<HTMLSelectElement>('scaling');
-const contrast = $<HTMLInputElement>('contrast');
-const levelMin = $<HTMLInputElement>('level-min');
-const levelMax = $<HTMLInputElement>('level-max');
-const ringsCb = $<HTMLInputElement>('rings');
-const beamCb = $<HTMLInputElement>('beamc');
-const labelsCb = $<HTMLInputElement>('labels');
-
-backendSel.addEventListener('change', () => store.setView({ backend: backendSel.value as ViewSettings['backend'] }));
-precisionSel.addEventListener('change', () => store.setView({ precision: precisionSel.value as ViewSettings['precision'] }));
-cmapSel.addEventListener('change', () => store.setView({ cmap: cmapSel.value as ViewSettings['cmap'] }));
-scalingSel.addEventListener('change', () => store.setView({ scaling: scalingSel.value as ViewSettings['scaling'] }));
-contrast.addEventListener('input', () => store.setView({ contrast: +contrast.value }));
-ringsCb.addEventListener('change', () => store.setView({ rings: ringsCb.checked }));
-beamCb.addEventListener('change', () => store.setView({ beamc: beamCb.checked }));
-labelsCb.addEventListener('change', () => store.setView({ labels: labelsCb.checked }));
-for (const [el, key] of [[levelMin, 'min'], [levelMax, 'max']] as const) {
-  el.addEventListener('change', () => {
-    const r = parseViewValue(key, el.value, key === 'min' ? 'black level' : 'white level');
-    el.setCustomValidity(r.error ?? '');
-    el.title = r.error ?? '';
-    el.classList.toggle('bad', !!r.error);
-    if (!r.error) store.setView({ [key]: r.value as number | null });
-  });
-}
-
-effect(() => {
-  const v = store.view.value;
-  backendSel.value = v.backend;
-  precisionSel.value = v.precision;
-  cmapSel.value = v.cmap;
-  scalingSel.value = v.scaling;
-  contrast.value = String(v.contrast);
-  $('contrast-value').textContent = String(v.contrast);
-  contrast.disabled = v.max !== null;
-  if (document.activeElement !== levelMin) levelMin.value = v.min === null ? '' : String(v.min);
-  if (document.activeElement !== levelMax) levelMax.value = v.max === null ? '' : String(v.max);
-  ringsCb.checked = v.rings;
-  beamCb.checked = v.beamc;
-  labelsCb.checked = v.labels;
-  view.update({ cmap: v.cmap, scaling: v.scaling, contrast: v.contrast, min: v.min, max: v.max, rings: v.rings, beamc: v.beamc });
-  showLevels();
-  applyTheme(v.theme);
-});
-
-function showLevels() {
-  if (!view.hasImage) return;
-  const [lo, hi] = view.imageSize.levels;
-  // greyed, the automatic levels; the 7-character box showed "auto (10" of "auto (1000)"
-  levelMax.placeholder = String(fmtNum(hi));
-  levelMin.placeholder = String(fmtNum(lo));
-}
 
 $('fit').addEventListener('click', () => view.fit());
 
@@ -158,85 +108,19 @@ effect(() => {
 });
 writeUrl();
 
-// ---- theme, presentation, full screen, copy link -------------------------------------------------
-const THEMES: Theme[] = ['auto', 'dark', 'light'];
-function applyTheme(t: Theme) {
-  const was = document.documentElement.dataset.theme ?? 'auto';
-  if (t === 'auto') delete document.documentElement.dataset.theme;
-  else document.documentElement.dataset.theme = t;
-  const label = `Colour theme: ${t}${t === 'auto' ? ' (follows the system)' : ''}`;
-  $('theme').title = label;
-  $('theme').setAttribute('aria-label', label);
-  $('theme').dataset.theme = t;
-  if (was !== t) view.draw(); // the image's surround follows the theme
-}
-matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => view.draw());
-$('theme').addEventListener('click', () => {
-  const t = THEMES[(THEMES.indexOf(store.view.value.theme) + 1) % THEMES.length];
-  store.setView({ theme: t });
-});
-
-function setPresent(on: boolean) {
-  document.body.classList.toggle('present', on);
-  $('present').setAttribute('aria-pressed', String(on));
-  view.large = on;
-  if (on) rest.present = '1';
-  else delete rest.present;
-  store.setView({}); // rewrite the URL
-  view.draw();
-}
-$('present').addEventListener('click', () => setPresent(!document.body.classList.contains('present')));
-$('present-exit').addEventListener('click', () => setPresent(false));
-function toggleFullscreen() {
-  if (document.fullscreenElement) void document.exitFullscreen();
-  else void document.documentElement.requestFullscreen?.().catch(() => {});
-}
-$('fullscreen').addEventListener('click', toggleFullscreen);
-window.addEventListener('keydown', (e) => {
-  const t = e.target as HTMLElement;
-  if (t.closest('input, select, textarea') || e.ctrlKey || e.metaKey || e.altKey) return;
-  if (e.key === 'p' || e.key === 'P') setPresent(!document.body.classList.contains('present'));
-  else if (e.key === 'f' || e.key === 'F') toggleFullscreen();
-  else if (e.key === 'Escape' && document.body.classList.contains('present') && !document.fullscreenElement) setPresent(false);
+// ---- theme, presentation, full screen, copy link, notices and errors (pagechrome.ts) ------------
+const { applyTheme, setPresent, showNotice, showError, clearEstimateNotice } = installPageChrome({
+  store, view, rest, embed,
+  copyUrl: () => {
+    clearTimeout(urlTimer);
+    writeUrl();
+    return location.href;
+  },
 });
 if (rest.present === '1') setPresent(true);
 
-$('copylink').addEventListener('click', async () => {
-  clearTimeout(urlTimer);
-  writeUrl();
-  const url = location.href;
-  const named = localFiles(store.model.value);
-  let copied = true;
-  try {
-    await navigator.clipboard.writeText(url);
-  } catch {
-    copied = false;
-  }
-  const warn = named.length
-    ? ` — note: it names local file${named.length > 1 ? 's' : ''} (${named.join(', ')}) that the link does not carry; whoever opens it must drop ${named.length > 1 ? 'them' : 'it'} in.`
-    : '';
-  showNotice(copied ? `Link copied${warn}` : `Copy this link: ${url}${warn}`, named.length ? 'warn' : 'info');
-});
-
-// ---- notices and errors ------------------------------------------------------------------------------
-const errorBox = $('error');
-const noticeBox = $('notice');
-const noticeText = $('notice-text');
-const closedNotices = new Set<string>();
-function showNotice(text: string, kind: 'info' | 'warn' = 'info') {
-  const show = !!text && !closedNotices.has(text) && !embed;
-  noticeBox.hidden = !show;
-  noticeBox.dataset.kind = kind;
-  noticeText.textContent = text;
-}
-$('notice-close').addEventListener('click', () => {
-  closedNotices.add(noticeText.textContent ?? '');
-  noticeBox.hidden = true;
-});
-function showError(msg: string) {
-  errorBox.hidden = !msg;
-  errorBox.textContent = msg;
-}
+// ---- view settings (viewcontrols.ts) ----------------------------------------------------------
+const showLevels = installViewControls(store, view, (t) => applyTheme(t));
 
 const rsec = initRealistic(document.querySelector('.teach-panel')!, store);
 
@@ -290,7 +174,13 @@ if (rest.view3d === '1') set3d(true);
 // ---- presets --------------------------------------------------------------------------------
 presetSel.addEventListener('change', () => {
   const p = PRESETS.find((p) => p.id === presetSel.value);
-  if (p) store.setModel(p.state);
+  if (p) {
+    store.setModel(p.state);
+    // the lesson's view (the crystal-size preset's linear-ish scale), or back to the defaults'
+    const v = store.view.peek();
+    if (p.view) store.setView(p.view);
+    else if (v.scaling !== VIEW_DEFAULTS.scaling && PRESETS.some((q) => q.view?.scaling === v.scaling)) store.setView({ scaling: VIEW_DEFAULTS.scaling });
+  }
 });
 
 // ---- rendering: frame pacing ------------------------------------------------------------------------
@@ -344,7 +234,7 @@ async function render(mode: RenderMode) {
   }
   if (isLayered(store.model.peek())) return renderLayered(mode);
   if (client.realisticBusy) {
-    realisticRunning++; // its result is no longer wanted
+    layered.supersede(); // its result is no longer wanted
     client.cancelRealistic('superseded by a newer render');
   }
   const built = store.args.value;
@@ -383,6 +273,7 @@ async function render(mode: RenderMode) {
     }
     renderCount++;
     realistic = null;
+    view.backgroundBlack = false;
     view.setImage(r.data, r.width, r.height, r.geometry, scale);
     showLevels();
     window.dispatchEvent(new CustomEvent('nanobragg-frame', {
@@ -396,7 +287,7 @@ async function render(mode: RenderMode) {
     showBackend(r);
     if (r.hkl !== undefined) showHklSummary(r.hkl);
     if (r.notice) showNotice(r.notice, 'info');
-    else if (noticeBox.dataset.kind === 'warn' && /will take/.test(noticeText.textContent ?? '')) showNotice('');
+    else clearEstimateNotice();
     document.body.dataset.rendered = String(renderCount);
   } catch (e) {
     const err = e as Error;
@@ -419,111 +310,18 @@ async function render(mode: RenderMode) {
   }
 }
 
-// ---- the realistic chain: the same state with its layers (layers.ts) -------------------------
-const STAGES: Record<RealisticPhase, string> = {
-  model: 'reading the model', 'structure factors': 'structure factors', spots: 'spots', background: 'background (water, air)', detector: 'detector effects',
-};
-const bundledBytes = new Map<string, Promise<Uint8Array>>();
-function modelFile(name: string): Promise<Uint8Array> {
-  const have = store.files.peek().get(name);
-  if (have) return Promise.resolve(have);
-  if (name !== BUNDLED_MODEL.name) return Promise.reject(new Error(`-pdb ${name}: please choose or drop this file`));
-  if (!bundledBytes.has(name)) {
-    bundledBytes.set(name, fetch(new URL(BUNDLED_MODEL.url, location.href)).then(async (r) => {
-      if (!r.ok) throw new Error(`${BUNDLED_MODEL.url}: ${r.status} ${r.statusText}`);
-      return new Uint8Array(await r.arrayBuffer());
-    }));
-  }
-  return bundledBytes.get(name)!;
-}
-
-/** Only the layers shown or the detector effects differ from the image shown. */
-function composeOnly(m: ModelState): boolean {
-  if (!realistic) return false;
-  const a = realistic.model;
-  for (const k of new Set([...Object.keys(a), ...Object.keys(m)])) if (!COMPOSE_KEYS.has(k) && (a[k] ?? '') !== (m[k] ?? '')) return false;
-  // the noise switch alone does not change the chain's kept layers
-  return true;
-}
-
-async function renderLayered(mode: RenderMode) {
-  // a realistic render takes seconds: a slider drag, a crystal drag or φ play renders when it
-  // ends (the 3D view and the labels follow at once)
-  if (mode === 'preview') {
-    timing.textContent = 'realistic image: renders when the change ends';
-    return;
-  }
-  const m = { ...store.model.peek() };
-  const built = store.args.peek();
-  const { backend, precision } = store.view.peek();
-  const id = ++realisticRunning;
-  cancelBtn.disabled = false;
-  progress.value = 0;
-  progress.classList.add('busy');
-  const t0 = performance.now();
-  let announced = false;
-  let stage = 0;
-  try {
-    let r: RealisticResult;
-    if (composeOnly(m)) {
-      timing.textContent = 'detector effects…';
-      r = await client.realisticCompose(layersOf(m), effectsOf(m));
-      r = { ...realistic!.result, data: r.data, timings: r.timings };
-    } else {
-      const pdb = (m.pdb ?? '').trim();
-      const model = pdb ? { name: pdb, bytes: await modelFile(pdb) } : null;
-      const stages = (pdb ? 5 : 3);
-      r = await client.realistic(
-        {
-          model, files: Object.fromEntries(store.files.peek()), args: spotsWords(built.args), materials: materialWords(m),
-          backend, precision, layers: layersOf(m), effects: effectsOf(m),
-        },
-        {
-          onProgress: (p) => { progress.value = p; },
-          onPhase: (p, cached) => {
-            stage++;
-            // the threaded module reports progress inside a stage; the plain one cannot
-            if (client.info?.memory) progress.value = 0;
-            else progress.removeAttribute('value');
-            const what = p === 'structure factors' ? (cached ? 'structure factors (cached)' : 'computing structure factors') : STAGES[p];
-            timing.textContent = `${what}… (step ${stage} of ${stages})`;
-            rsec.stage(`${what}…`, p === 'structure factors' ? (cached ? 'cached' : 'computing') : undefined);
-          },
-          onEstimate: (ms) => {
-            announced = true;
-            showNotice(`This realistic image will take about ${fmtMs(ms)} on the CPU: Cancel stops it.`, 'warn');
-          },
-        },
-      );
-    }
-    if (id !== realisticRunning) return;
-    if (r.model) modelCells.set(r.model.name, [...r.model.cell]);
+// ---- the realistic chain: the same state with its layers (layered.ts) ------------------------
+const layered = createLayeredRender({
+  store, client, ui: { progress, cancelBtn, timing }, rsec, showNotice, showError,
+  hasImage: () => view.hasImage,
+  shownRealistic: () => realistic,
+  onModelCell: (name, cell) => modelCells.set(name, cell),
+  show: (r, m, ms) => {
     realistic = { model: m, result: r };
-    showRealistic(r, performance.now() - t0);
-    showError('');
-  } catch (e) {
-    const err = e as Error;
-    if (err.name === 'AbortError') {
-      if (err.message === 'cancelled') {
-        timing.textContent = 'cancelled';
-        rsec.stage('cancelled');
-        document.body.dataset.cancelled = String(Date.now());
-      }
-      return;
-    }
-    if (id !== realisticRunning) return;
-    rsec.stage('');
-    showError(`${err.message}${view.hasImage ? ' (the image shows the last good settings)' : ''}`);
-    document.body.dataset.error = String(Date.now());
-  } finally {
-    if (announced) showNotice('');
-    if (id === realisticRunning) {
-      progress.classList.remove('busy');
-      progress.value = 1;
-      cancelBtn.disabled = !client.busy;
-    }
-  }
-}
+    showRealistic(r, ms);
+  },
+});
+const renderLayered = (mode: RenderMode) => layered.render(mode);
 
 function showRealistic(r: RealisticResult, ms: number) {
   const g = r.geometry!;
@@ -535,6 +333,7 @@ function showRealistic(r: RealisticResult, ms: number) {
   };
   lastWasPreview = false;
   fullSize = { w: g.width, h: g.height, pixel: g.pixel };
+  view.backgroundBlack = true; // counts over water, air and noise: black at the background
   view.setImage(r.data, g.width, g.height, g, 1);
   showLevels();
   const t = r.timings;
@@ -623,7 +422,15 @@ cancelBtn.addEventListener('click', () => {
 });
 
 // ---- readout and downloads (readout.ts, downloads.ts): both speak of the image shown ---------
-installReadout(view, $('readout'), () => (realistic ? 'ADU' : 'photons'));
+// d, 2θ and hkl from the crate, for the crystal and detector shown at full resolution
+const readoutQuery = pixelQuery(() => client, () => (last ? teachWords() : null));
+installReadout(view, $('readout'), () => (realistic ? 'ADU' : 'photons'), readoutQuery);
+window.nanobragg.pixelGeometry = readoutQuery;
+
+// ---- overlays on the image shown -----------------------------------------------------------------
+// Drawn by the view after the image, in its coordinates (`view.overlays`, `view.fromDetector`):
+// predicted spots and hkl labels come from panel3d.ts (spots.ts); a measured image over the
+// simulated one installs here.
 
 async function ensureFull() {
   // the worker must hold the full image of the current settings (an API render or prediction
@@ -676,11 +483,3 @@ window.addEventListener('drop', async (e) => {
 const urlErrors = Object.values(initial.errors);
 if (urlErrors.length) showNotice(`Ignored URL parameter${urlErrors.length > 1 ? 's' : ''}: ${urlErrors.join('; ')}`, 'warn');
 client.ready.then(() => showBackend(), (e) => showError((e as Error).message));
-// detector labels from the crate's presets
-client.ready.then(() => {
-  const sel = inputs.get('detector') as HTMLSelectElement;
-  for (const d of detectors()) {
-    const o = [...sel.options].find((o) => o.value === d.name);
-    if (o) o.textContent = `${d.label} (${d.fast_pixels}×${d.slow_pixels}, ${+(d.pixel_mm * 1000).toPrecision(4)} µm)`;
-  }
-}, () => {});

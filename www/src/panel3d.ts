@@ -54,7 +54,8 @@ const CSS = `
 /* the info line below the view gives the hints: a smaller legend hides less of the scene */
 .p3d .nbr-recip .nbr-legend { font-size: 11px; line-height: 1.35; padding: 4px 6px; }
 .p3d .nbr-recip .nbr-legend .hint { display: none; }
-.present .p3d-bar { font-size: 16px; }
+.present .p3d-bar { font-size: 16px; flex-wrap: nowrap; }
+.present .p3d-bar button { font-size: 14px; white-space: nowrap; }
 .present .p3d-bar b { font-size: 18px; }
 .present .p3d-info { font-size: 20px; }
 .present .p3d .nbr-recip .nbr-label { font-size: 18px; }

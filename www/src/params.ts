@@ -2,6 +2,8 @@
 // (state.ts) and the argument builder (args.ts) share. Each field's key is its URL parameter name
 // and (lower-cased) the <nanobragg-view> attribute name. No defaults here: see state.ts.
 
+import DETECTORS from './detectors.json';
+
 export type Kind = 'num' | 'int' | 'vec' | 'choice' | 'bool' | 'file' | 'text';
 export type GroupId = 'crystal' | 'sf' | 'beam' | 'detector' | 'layers' | 'gonio' | 'noise' | 'advanced';
 
@@ -107,11 +109,13 @@ export const PARAMS: ParamDef[] = [
     ],
   },
   {
-    // values: the crate's detector presets (crate/src/detectors.rs); their labels come from the
-    // crate when the worker starts (main.ts)
+    // the crate's detector presets (`presets::PRESETS`, copied to detectors.json and kept equal by
+    // crate/tests/detectors_json.rs): names, labels, pixels and pixel size
     key: 'detector', flag: '-detector', label: 'Detector model', group: 'detector', kind: 'choice', choices: [
       { value: '', label: 'Square pixels (the fields below)', flags: [] },
-      ...['eiger2-4m', 'eiger2-16m', 'pilatus6m', 'mx300'].map((d) => ({ value: d, label: d, flags: ['-detector', d] })),
+      ...DETECTORS.map((d) => ({
+        value: d.name, label: `${d.label} (${d.fast_pixels}×${d.slow_pixels}, ${+(d.pixel_mm * 1000).toPrecision(4)} µm)`, flags: ['-detector', d.name],
+      })),
     ],
   },
   { key: 'distance', flag: '-distance', label: 'Distance', group: 'detector', kind: 'num', unit: 'mm', slider: [20, 1000, 1] },

@@ -3,8 +3,8 @@
 
 // The structured values the crate returns are typed by wasm-bindgen's generated declarations
 // (crate/src/wasm/mod.rs declares them; the build writes them to dist/pkg/nanobragg.d.ts).
-export type { Geometry, HklSummary, PrepareInfo, V3 } from '../dist/pkg/nanobragg';
-import type { Geometry, HklSummary } from '../dist/pkg/nanobragg';
+export type { Geometry, HklSummary, PixelGeometry, PrepareInfo, V3 } from '../dist/pkg/nanobragg';
+import type { Geometry, HklSummary, PixelGeometry } from '../dist/pkg/nanobragg';
 import type { Backend, Precision } from './args';
 export type { Backend, Precision } from './args';
 
@@ -78,6 +78,9 @@ export type ToWorker =
       /** Reflections as typed-array columns (`Prediction::columns`) instead of records. */
       columns?: boolean;
     }
+  /** The detector's geometry at points (`pixel_geometry`): the crystal and detector of `args`
+   * with the files the worker holds; `points` = [f0, s0, f1, s1, …] (pixel centres at i + 0.5). */
+  | { type: 'pixel-geometry'; id: number; args: string[]; points: number[] }
   | { type: 'cancel' }
   /** `realistic`: the realistic chain's image shown (`realistic_export`), else the last render's. */
   | { type: 'export'; id: number; what: 'int' | 'noise' | 'float'; realistic?: boolean }
@@ -109,6 +112,7 @@ export type FromWorker =
   | { type: 'error'; id: number; message: string; cancelled: boolean; error?: CrateErrorInfo }
   | { type: 'exported'; id: number; bytes: Uint8Array | null; message: string }
   | { type: 'predicted'; id: number; prediction: unknown; message: string; error?: CrateErrorInfo }
+  | { type: 'pixel-geometry'; id: number; points: PixelGeometry[] | null; message: string; error?: CrateErrorInfo }
   | { type: 'realistic-phase'; id: number; phase: RealisticPhase; sfCached: boolean }
   | RealisticResult
   | { type: 'realistic-error'; id: number; message: string; cancelled: boolean; error?: CrateErrorInfo };

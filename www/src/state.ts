@@ -45,6 +45,8 @@ export interface Preset {
   state: ModelState;
   /** One or two sentences shown on the page: what to look at (teaching presets). */
   note?: string;
+  /** View settings the lesson needs (applied when the preset is chosen; the URL's win). */
+  view?: Partial<ViewSettings>;
 }
 
 export const PRESETS: Preset[] = [
@@ -67,6 +69,8 @@ export const PRESETS: Preset[] = [
       cell: '5.8 7.1 9.3 81 77 68', lambda: '0.71', N: '25', default_F: '100', distance: '50', detpixels: '512', pixel: '0.3',
       misset: '12 -35 50', oversample: '2', shape: 'round',
     },
+    // on a square-root scale the round crystal's faint outer fringes stay out of the way
+    view: { scaling: 'sqrt' },
     note: 'A small-molecule cell (5.8 × 7.1 × 9.3 Å): its reciprocal lattice is sparse, so the spots lie far apart even with a 0.71 Å beam and the detector at 50 mm. Compare the protein preset, whose spots are ten times closer.',
   },
   {
@@ -81,8 +85,14 @@ export const PRESETS: Preset[] = [
   },
   {
     id: 'crystal-size', label: 'Teach: crystal size vs spot size',
-    state: { cell: '100 100 100 90 90 90', lambda: '6.2', N: '6', default_F: '100', distance: '100', detpixels: '512', pixel: '0.2', shape: 'gauss', oversample: '1' },
-    note: 'A tiny crystal, 6 cells along each edge: each spot is broad (its width goes as 1/N), so every lattice point near the sphere lights up and the spots run together into a grid. Drag the "Cells per axis N" slider up to 20: the spots shrink to a pixel or two and only the dozen lattice points that lie on the sphere remain (zoom in to see them).',
+    state: {
+      cell: '100 100 100 90 90 90', lambda: '6.2', N: '6', default_F: '100', distance: '150', detpixels: '512', pixel: '0.1', shape: 'round', oversample: '1',
+      misset: '5 3 0', phi: '0', osc: '30', phisteps: '60',
+    },
+    // a round crystal: its spot width is 1/N of the spot spacing (upstream's Gaussian shape
+    // scales as 1/N³ and with the cell: no lesson); a square-root scale shows the spots' size
+    view: { scaling: 'sqrt' },
+    note: 'A tiny crystal, 6 cells across, turned 30° during the exposure so that the lattice points crossing the Ewald sphere record their spots. Each spot is broad: its width is about 1/N of the spacing between spots, and points near the sphere light up too. Drag the "Cells per axis N" slider up to 20: the spots shrink to a third of their size and only the points that cross the sphere remain.',
   },
   {
     id: 'mosaic', label: 'Teach: mosaicity',
@@ -194,7 +204,7 @@ export interface Decoded {
 export function decodeUrl(q: URLSearchParams): Decoded {
   const preset = PRESETS.find((p) => p.id === q.get('preset'));
   const model: ModelState = { ...(preset?.state ?? DEFAULT_MODEL) };
-  const view: ViewSettings = { ...VIEW_DEFAULTS };
+  const view: ViewSettings = { ...VIEW_DEFAULTS, ...preset?.view };
   const rest: Record<string, string> = {};
   const errors: Record<string, string> = {};
   for (const [k, v] of q) {

@@ -2,18 +2,19 @@
 // wheel, keyboard), resolution rings, beam centre and a cursor readout. Shared by the app and
 // the <nanobragg-view> element.
 import type { Geometry } from './protocol';
-import { DetectorMap, type PixelInfo } from './geometry';
+import { DetectorMap } from './geometry';
 import type { ColourMap, Scaling, ViewSettings } from './state';
 export { COLOUR_MAPS } from './state';
 
 /** The view settings the image view uses. */
 export type ImageSettings = Pick<ViewSettings, 'cmap' | 'scaling' | 'contrast' | 'min' | 'max' | 'rings' | 'beamc'>;
 
+/** The pixel under the pointer (full-resolution indices) and its value in the image shown; d,
+ * 2θ and hkl come from the crate (readout.ts asks `NanoBraggClient.pixelGeometry`). */
 export interface Readout {
   f: number;
   s: number;
   value: number;
-  info: PixelInfo | null;
 }
 
 // Polynomial fits of matplotlib's viridis and inferno (Matt Zucker, CC0).
@@ -59,12 +60,14 @@ export function colourLut(map: ColourMap): Uint32Array {
   return lut;
 }
 
-/** Black and white levels (photons/pixel): explicit ones, else 0 and max / 10^(contrast/20),
- * but never below `floor` (the image's 99th percentile: at most 1 % of the pixels saturate, so
- * an image of broad spots shows its pattern instead of a flat white-level square). */
-export function levels(settings: ImageSettings, max: number, floor = 0): [number, number] {
-  const lo = settings.min ?? 0;
-  const auto = max > 0 ? Math.max(max / Math.pow(10, settings.contrast / 20), Math.min(floor, max)) : 1;
+/** Black and white levels (photons/pixel): explicit ones, else `black` (0, or a detector
+ * image's background: its median) and black + (max − black) / 10^(contrast/20), but never
+ * below `floor` (the image's 99th percentile: at most 1 % of the pixels saturate, so an image
+ * of broad spots shows its pattern instead of a flat white-level square). */
+export function levels(settings: ImageSettings, max: number, floor = 0, black = 0): [number, number] {
+  const lo = settings.min ?? black;
+  const b = settings.min === null && black < max ? black : 0;
+  const auto = max > 0 ? Math.max(b + (max - b) / Math.pow(10, settings.contrast / 20), Math.min(floor, max)) : 1;
   let hi = settings.max ?? auto;
   if (!(hi > lo)) hi = lo + (Math.abs(lo) || 1) * 1e-6;
   return [lo, hi];
@@ -73,9 +76,9 @@ export function levels(settings: ImageSettings, max: number, floor = 0): [number
 /** Map an image to RGBA with the settings (also used for PNG export). The scaling curve and
  * the colour map are folded into one table over the normalised value, so the per-pixel work
  * is a multiply, a clamp and a lookup. */
-export function colourise(data: Float32Array, settings: ImageSettings, max: number, out: Uint32Array, floor = 0) {
+export function colourise(data: Float32Array, settings: ImageSettings, max: number, out: Uint32Array, floor = 0, black = 0) {
   const lut = colourLut(settings.cmap);
-  const [lo, hi] = levels(settings, max, floor);
+  const [lo, hi] = levels(settings, max, floor, black);
   const N = 4096;
   const table = new Uint32Array(N + 1);
   const logK = 999, logN = 1 / Math.log(1 + logK);
@@ -118,6 +121,11 @@ export class ImageView {
   private max = 0;
   /** The image's 99th percentile (of a sample of its pixels): the floor of the automatic white level. */
   private p99 = 0;
+  /** The automatic black level: 0, or with `backgroundBlack` the image's median. */
+  private black = 0;
+  /** A detector's image over a background (ADU: water, air, noise): the automatic black level
+   * is its median, so that spots stand out from the background instead of mid-grey on grey. */
+  backgroundBlack = false;
   /** What the mouse wheel does over the image: zoom ('always': the app), zoom only with
    * Ctrl/⌘ (a trackpad pinch) or once the image has the focus ('focus': embedded, so that the
    * wheel scrolls the page it sits in), or nothing ('off'). */
@@ -161,7 +169,7 @@ export class ImageView {
     return this.data !== null;
   }
   get imageSize() {
-    return { width: this.w, height: this.h, scale: this.scale, max: this.max, levels: levels(this.settings, this.max, this.p99) };
+    return { width: this.w, height: this.h, scale: this.scale, max: this.max, levels: levels(this.settings, this.max, this.p99, this.black) };
   }
   /** Whether the view follows the container (no user zoom or pan since the last fit). */
   get fitted() {
@@ -181,6 +189,7 @@ export class ImageView {
     for (let i = 0; i < data.length; i++) if (data[i] > max) max = data[i];
     this.max = max;
     this.p99 = percentile(data, 0.99);
+    this.black = this.backgroundBlack ? percentile(data, 0.5) : 0;
     if (!sameDetector) this.autoFit = true;
     this.recolour();
     if (this.autoFit) this.fit();
@@ -200,7 +209,7 @@ export class ImageView {
     this.img.height = this.h;
     const ictx = this.img.getContext('2d')!;
     const id = ictx.createImageData(this.w, this.h);
-    colourise(this.data, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99);
+    colourise(this.data, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black);
     ictx.putImageData(id, 0, 0);
     this.pooled = null;
     this.draw();
@@ -225,7 +234,7 @@ export class ImageView {
     canvas.height = ph;
     const ctx = canvas.getContext('2d')!;
     const id = ctx.createImageData(pw, ph);
-    colourise(maxes, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99);
+    colourise(maxes, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black);
     ctx.putImageData(id, 0, 0);
     this.pooled = { k, canvas };
     return canvas;
@@ -388,11 +397,6 @@ export class ImageView {
     return this.ringList;
   }
 
-  /** d, 2θ and hkl at continuous full-resolution detector coordinates. */
-  geometryAt(f: number, s: number): PixelInfo | null {
-    return this.map ? this.map.pixelInfo(f / this.scale, s / this.scale) : null;
-  }
-
   /** Beam centre in full-resolution detector pixel coordinates (null if the beam misses). */
   get beamCentre(): [number, number] | null {
     return this.beamXY && [this.beamXY[0] * this.scale, this.beamXY[1] * this.scale];
@@ -405,8 +409,7 @@ export class ImageView {
     if (fd < 0 || sd < 0 || fd >= W || sd >= H) return null;
     const f = Math.floor(fd), s = Math.floor(sd);
     const value = this.data[Math.floor(sd / this.scale) * this.w + Math.floor(fd / this.scale)];
-    // the shown image's geometry, at the centre of the full-resolution pixel under the pointer
-    return { f, s, value, info: this.map.pixelInfo((f + 0.5) / this.scale, (s + 0.5) / this.scale) };
+    return { f, s, value };
   }
 
   /** Forget the pointer (the readout clears). */

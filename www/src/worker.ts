@@ -215,6 +215,16 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
     chain = chain.then(() => predict(msg));
     return;
   }
+  if (msg.type === 'pixel-geometry') {
+    chain = chain.then(() => {
+      try {
+        post({ type: 'pixel-geometry', id: msg.id, points: wasm!.pixel_geometry(msg.args, new Float64Array(msg.points)), message: '' });
+      } catch (e) {
+        post({ type: 'pixel-geometry', id: msg.id, points: null, message: errText(e), error: errorInfo(e) });
+      }
+    });
+    return;
+  }
   if (msg.type === 'realistic' || msg.type === 'realistic-compose') {
     const deps: RealisticDeps = {
       wasm: wasm!, post, threads: info?.threads ?? 1, useFiles,

@@ -13,7 +13,10 @@ use crate::error::{Error, Result};
 use crate::vec3::V3;
 
 mod table;
-pub use table::{find, usage, Check, Flag, Group, Handler, Kind, ANGLE, FLAGS, SHORT_USAGE};
+pub use table::{
+    find, help_text, own, shared, usage, Act, Check, Flag, Geometry, Group, Handler, Kind, ANGLE,
+    FLAGS, SHORT_USAGE,
+};
 
 pub const RTD: f64 = 180.0 * std::f64::consts::FRAC_1_PI;
 
@@ -303,18 +306,22 @@ impl Default for Options {
     }
 }
 
-/// The parser: a cursor over the words and the options being built. Flag handlers (`table.rs`)
-/// read their values through it, so every value error names the flag as typed.
-pub struct Parser<'a> {
+/// The parser: a cursor over the words and the options being built (`O`: nanobragg's `Options`,
+/// or a companion program's options). Flag handlers (`table.rs`, and the companion programs'
+/// own rows) read their values through it, so every value error names the flag as typed and
+/// every number passes the row's check.
+pub struct Parser<'a, O = Options> {
     words: &'a [String],
     i: usize,
     /// The flag being handled, as typed (a name or an alias).
     pub flag: &'a str,
-    row: &'static Flag,
-    pub o: Options,
+    /// The row's name and check.
+    name: &'static str,
+    check: Check,
+    pub o: &'a mut O,
 }
 
-impl<'a> Parser<'a> {
+impl<'a, O> Parser<'a, O> {
     /// Words left after the cursor.
     pub fn remaining(&self) -> usize {
         self.words.len() - self.i
@@ -326,8 +333,8 @@ impl<'a> Parser<'a> {
     pub fn skip(&mut self, n: usize) {
         self.i = (self.i + n).min(self.words.len());
     }
-    fn err(&self, what: impl std::fmt::Display) -> Error {
-        Error::usage(format!("{}: {what}", self.flag)).with_flag(self.row.name)
+    pub fn err(&self, what: impl std::fmt::Display) -> Error {
+        Error::usage(format!("{}: {what}", self.flag)).with_flag(self.name)
     }
     /// The next word, as is.
     pub fn text(&mut self) -> Result<String> {
@@ -340,7 +347,7 @@ impl<'a> Parser<'a> {
         }
     }
     fn checked(&self, v: f64, t: &str) -> Result<f64> {
-        match self.row.check.violation(v) {
+        match self.check.violation(v) {
             None => Ok(v),
             Some(want) => Err(self.err(format_args!("expected {want}, found '{t}'"))),
         }
@@ -392,7 +399,9 @@ impl<'a> Parser<'a> {
         }
         Ok(v)
     }
+}
 
+impl Parser<'_, Options> {
     /// `-cell a [b c α β γ]`: up to six numbers, stopping at the next flag (MODEL §2.2). Lengths
     /// b, c ≤ 0 mean a and angles ≤ 0 mean 90° (upstream's rules); a must be positive and every
     /// angle below 180°. Whether the angles make a cell is checked with the crystal.
@@ -496,21 +505,34 @@ pub fn split_args(s: &str) -> Vec<String> {
 
 /// Parse the words after the program name.
 pub fn parse(words: &[String]) -> Result<Options> {
-    let mut p = Parser {
-        words,
-        i: 0,
-        flag: "",
-        row: &FLAGS[0],
-        o: Options::default(),
-    };
-    let mut prev: Option<&Flag> = None;
-    while p.i < words.len() {
-        let arg = words[p.i].as_str();
-        p.i += 1;
+    let mut o = Options::default();
+    parse_with(FLAGS, words, &mut o, |_, _| false)?;
+    Ok(o)
+}
+
+/// Parse `words` with a program's flag table into `o`. A word that is not a flag is offered to
+/// `loose` (noisify takes a bare `…floatimage.bin` as its input), else it is an error that says
+/// which flag it follows; an unknown flag is an error suggesting the table's nearest name.
+pub fn parse_with<O: Geometry>(
+    table: &[Flag<O>],
+    words: &[String],
+    o: &mut O,
+    loose: fn(&str, &mut O) -> bool,
+) -> Result<()> {
+    let mut i = 0;
+    let mut prev: Option<(&Flag<O>, &str)> = None;
+    while i < words.len() {
+        let arg = words[i].as_str();
+        i += 1;
         if !arg.starts_with('-') || arg.len() < 2 {
+            if loose(arg, o) {
+                continue;
+            }
             let after = match prev {
-                Some(f) if f.arity.1 == 0 => format!(" after {}, which takes no value", p.flag),
-                Some(f) => {
+                Some((f, typed)) if f.arity.1 == 0 => {
+                    format!(" after {typed}, which takes no value")
+                }
+                Some((f, typed)) => {
                     let (lo, hi) = f.arity;
                     let n = if lo == hi {
                         format!("{lo}")
@@ -518,7 +540,7 @@ pub fn parse(words: &[String]) -> Result<Options> {
                         format!("{lo} to {hi}")
                     };
                     let s = if hi == 1 { "" } else { "s" };
-                    format!(" after {} {}, which takes {n} value{s}", p.flag, f.values)
+                    format!(" after {typed} {}, which takes {n} value{s}", f.values)
                 }
                 None => String::new(),
             };
@@ -526,19 +548,48 @@ pub fn parse(words: &[String]) -> Result<Options> {
                 "unexpected argument '{arg}'{after} (values must follow a flag)"
             ));
             return Err(match prev {
-                Some(f) => e.with_flag(f.name),
+                Some((f, _)) => e.with_flag(f.name),
                 None => e,
             });
         }
-        let row = find(arg).ok_or_else(|| {
-            crate::flagwords::unknown_flag(arg, FLAGS.iter().flat_map(|f| f.names()))
-        })?;
-        p.flag = arg;
-        p.row = row;
-        (row.handler)(&mut p).map_err(|e| e.with_flag(row.name))?;
-        prev = Some(row);
+        let row = table
+            .iter()
+            .find(|f| f.names().any(|n| n == arg))
+            .ok_or_else(|| {
+                crate::flagwords::unknown_flag(arg, table.iter().flat_map(|f| f.names()))
+            })?;
+        let result = match row.handler {
+            Act::Own(h) => {
+                let mut p = Parser {
+                    words,
+                    i,
+                    flag: arg,
+                    name: row.name,
+                    check: row.check,
+                    o: &mut *o,
+                };
+                let r = h(&mut p);
+                i = p.i;
+                r
+            }
+            Act::Shared(h) => {
+                let mut p = Parser {
+                    words,
+                    i,
+                    flag: arg,
+                    name: row.name,
+                    check: row.check,
+                    o: o.geometry(),
+                };
+                let r = h(&mut p);
+                i = p.i;
+                r
+            }
+        };
+        result.map_err(|e| e.with_flag(row.name))?;
+        prev = Some((row, arg));
     }
-    Ok(p.o)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -558,6 +609,13 @@ mod tests {
         assert_eq!(o.lambda, Some(1.5e-10));
         assert_eq!(o.distance, Some(0.1));
         assert!((o.detector_thick - 450e-6).abs() < 1e-18);
+        // mm → m as upstream: x / 1000 (x * 1e-3 is one ulp off for 189.42 and about one typed
+        // value in seven)
+        let o = p("-distance 189.42 -Xbeam 189.42 -pixel 0.18942 -beamsize 189.42").unwrap();
+        let m = 189.42 / 1000.0;
+        assert_ne!(m, 189.42 * 1e-3);
+        assert_eq!((o.distance, o.xbeam, o.beamsize), (Some(m), Some(m), m));
+        assert_eq!(o.pixel, Some(0.18942 / 1000.0));
     }
 
     #[test]

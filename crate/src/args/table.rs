@@ -1,4 +1,6 @@
-//! The flag table: every flag this program accepts, once. Name, aliases, value words, kind,
+//! The flag tables: every flag nanobragg accepts, once (`FLAGS`), and the rows the companion
+//! programs share from it (`shared`: detector, beam, goniometer and output rows, each defined
+//! once here; `nonbragg` and `noisify` add their own rows, `own`). Each row: Name, aliases, value words, kind,
 //! group, range check and one-line help sit beside the handler that stores the value in
 //! `Options`; the parser's dispatch, the usage text (`usage()`) and the serialisable list the web
 //! front end reads (`api::flag_table()`) are all derived from it.
@@ -9,7 +11,7 @@
 //! arity unless `.arity(min, max)` says otherwise. Checks are applied by the value readers
 //! (`Parser::f64`, `Parser::int`, `Parser::vec3`) in the user's units, before any conversion.
 
-use super::{Backend, Convention, Parser, Pivot, Precision, RTD};
+use super::{Backend, Convention, Options, Parser, Pivot, Precision, RTD};
 use crate::error::{Error, Result};
 use crate::plan::Shape;
 
@@ -35,34 +37,42 @@ pub enum Kind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Group {
+    /// nonbragg's amorphous sample.
+    Sample,
     Crystal,
     StructureFactors,
     Goniometer,
     Beam,
     Detector,
     Output,
+    /// noisify's detector effects.
+    Effects,
     /// Added by this port.
     Port,
 }
 
 impl Group {
-    pub const ALL: [Group; 7] = [
+    pub const ALL: [Group; 9] = [
+        Group::Sample,
         Group::Crystal,
         Group::StructureFactors,
         Group::Goniometer,
         Group::Beam,
         Group::Detector,
         Group::Output,
+        Group::Effects,
         Group::Port,
     ];
     pub fn title(self) -> &'static str {
         match self {
+            Group::Sample => "sample",
             Group::Crystal => "crystal",
             Group::StructureFactors => "structure factors",
             Group::Goniometer => "goniometer",
             Group::Beam => "beam",
             Group::Detector => "detector",
             Group::Output => "output",
+            Group::Effects => "detector effects",
             Group::Port => "added by this port",
         }
     }
@@ -125,11 +135,38 @@ impl Check {
     }
 }
 
-pub type Handler = fn(&mut Parser<'_>) -> Result<()>;
+/// What a row does with its values: reads them through the parser into the options.
+pub type Handler<O = Options> = fn(&mut Parser<'_, O>) -> Result<()>;
 
-/// One row of the table.
-#[derive(Clone, Copy)]
-pub struct Flag {
+/// A row's handler: a shared row stores into nanobragg's `Options` (for a companion program, the
+/// `Options` it holds for its detector and beam, [`Geometry`]); a program's own row into its own
+/// options.
+pub enum Act<O: 'static> {
+    Shared(Handler<Options>),
+    Own(Handler<O>),
+}
+
+impl<O> Clone for Act<O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<O> Copy for Act<O> {}
+
+/// Options that hold nanobragg's `Options` for the shared rows (the detector, beam, goniometer
+/// and output settings they store): nanobragg's own, or a companion program's `geo`.
+pub trait Geometry: 'static {
+    fn geometry(&mut self) -> &mut Options;
+}
+
+impl Geometry for Options {
+    fn geometry(&mut self) -> &mut Options {
+        self
+    }
+}
+
+/// One row of a table.
+pub struct Flag<O: 'static = Options> {
     pub name: &'static str,
     pub aliases: &'static [&'static str],
     pub group: Group,
@@ -143,8 +180,15 @@ pub struct Flag {
     /// (fewer, larger pixels) cannot keep this flag.
     pub pixel_units: bool,
     pub help: &'static str,
-    pub handler: Handler,
+    pub handler: Act<O>,
 }
+
+impl<O> Clone for Flag<O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<O> Copy for Flag<O> {}
 
 const fn count_words(s: &str) -> u8 {
     let b = s.as_bytes();
@@ -161,6 +205,7 @@ const fn count_words(s: &str) -> u8 {
     n
 }
 
+/// A row of nanobragg's table (shareable with the companion programs).
 const fn flag(
     name: &'static str,
     group: Group,
@@ -168,6 +213,27 @@ const fn flag(
     help: &'static str,
     handler: Handler,
 ) -> Flag {
+    row(name, group, values, help, Act::Shared(handler))
+}
+
+/// A companion program's own row.
+pub const fn own<O>(
+    name: &'static str,
+    group: Group,
+    values: &'static str,
+    help: &'static str,
+    handler: Handler<O>,
+) -> Flag<O> {
+    row(name, group, values, help, Act::Own(handler))
+}
+
+const fn row<O>(
+    name: &'static str,
+    group: Group,
+    values: &'static str,
+    help: &'static str,
+    handler: Act<O>,
+) -> Flag<O> {
     let n = count_words(values);
     Flag {
         name,
@@ -183,24 +249,24 @@ const fn flag(
     }
 }
 
-impl Flag {
-    const fn aka(mut self, aliases: &'static [&'static str]) -> Self {
+impl<O> Flag<O> {
+    pub const fn aka(mut self, aliases: &'static [&'static str]) -> Self {
         self.aliases = aliases;
         self
     }
-    const fn kind(mut self, kind: Kind) -> Self {
+    pub const fn kind(mut self, kind: Kind) -> Self {
         self.kind = kind;
         self
     }
-    const fn check(mut self, check: Check) -> Self {
+    pub const fn check(mut self, check: Check) -> Self {
         self.check = check;
         self
     }
-    const fn arity(mut self, min: u8, max: u8) -> Self {
+    pub const fn arity(mut self, min: u8, max: u8) -> Self {
         self.arity = (min, max);
         self
     }
-    const fn pixel_units(mut self) -> Self {
+    pub const fn pixel_units(mut self) -> Self {
         self.pixel_units = true;
         self
     }
@@ -213,6 +279,36 @@ impl Flag {
 /// The row for a word as typed (a name or an alias).
 pub fn find(word: &str) -> Option<&'static Flag> {
     FLAGS.iter().find(|f| f.names().any(|n| n == word))
+}
+
+/// The rows of nanobragg's table named by `names`, for a companion program's table (the program
+/// stores their values in the `Options` it holds, [`Geometry`]). A name that is not a row of
+/// `FLAGS` is a programming error (each program's table test builds its table).
+pub fn shared<O: Geometry>(names: &[&str]) -> Vec<Flag<O>> {
+    names
+        .iter()
+        .map(|n| {
+            let f = FLAGS
+                .iter()
+                .find(|f| f.name == *n)
+                .unwrap_or_else(|| panic!("{n} is not a row of the flag table"));
+            let handler = match f.handler {
+                Act::Shared(h) | Act::Own(h) => Act::Shared(h),
+            };
+            Flag {
+                name: f.name,
+                aliases: f.aliases,
+                group: f.group,
+                kind: f.kind,
+                values: f.values,
+                arity: f.arity,
+                check: f.check,
+                pixel_units: f.pixel_units,
+                help: f.help,
+                handler,
+            }
+        })
+        .collect()
 }
 
 // Limits used by the rows (user units). Counts that multiply into work are checked again as
@@ -276,7 +372,7 @@ pub static FLAGS: &[Flag] = &[
     })
     .check(Within(1e7)),
     flag("-xtalsize", Crystal, "mm", "crystal size along x, y and z (sets the cell counts)", |p| {
-        let v = p.f64()? * 1e-3;
+        let v = p.f64()? / 1000.0;
         p.o.sample_x = v;
         p.o.sample_y = v;
         p.o.sample_z = v;
@@ -285,19 +381,19 @@ pub static FLAGS: &[Flag] = &[
     .aka(&["-samplesize", "-sample_size", "-xtal_size"])
     .check(NonNegative(BIG)),
     flag("-xtal_thick", Crystal, "mm", "crystal size along x (the beam)", |p| {
-        p.o.sample_x = p.f64()? * 1e-3;
+        p.o.sample_x = p.f64()? / 1000.0;
         Ok(())
     })
     .aka(&["-sample_thick", "-sample_x", "-xtal_x"])
     .check(NonNegative(BIG)),
     flag("-xtal_width", Crystal, "mm", "crystal size along y", |p| {
-        p.o.sample_y = p.f64()? * 1e-3;
+        p.o.sample_y = p.f64()? / 1000.0;
         Ok(())
     })
     .aka(&["-sample_width", "-sample_y", "-xtal_y", "-width"])
     .check(NonNegative(BIG)),
     flag("-xtal_height", Crystal, "mm", "crystal size along z", |p| {
-        p.o.sample_z = p.f64()? * 1e-3;
+        p.o.sample_z = p.f64()? / 1000.0;
         Ok(())
     })
     .aka(&["-sample_height", "-sample_z", "-xtal_z", "-height"])
@@ -550,7 +646,7 @@ pub static FLAGS: &[Flag] = &[
     })
     .check(NonNegative(BIG)),
     flag("-beamsize", Beam, "mm", "beam width; the crystal is clipped to it (negative: no clipping)", |p| {
-        p.o.beamsize = p.f64()? * 1e-3;
+        p.o.beamsize = p.f64()? / 1000.0;
         Ok(())
     })
     .check(Within(MM)),
@@ -591,7 +687,7 @@ pub static FLAGS: &[Flag] = &[
         Ok(())
     }),
     flag("-pixel", Detector, "mm", "pixel size", |p| {
-        p.o.pixel = Some(p.f64()? * 1e-3);
+        p.o.pixel = Some(p.f64()? / 1000.0);
         Ok(())
     })
     .check(Positive(1e3)),
@@ -601,7 +697,7 @@ pub static FLAGS: &[Flag] = &[
         p.o.preset = Some(d);
         p.o.fpixels = Some(d.fast_pixels as i64);
         p.o.spixels = Some(d.slow_pixels as i64);
-        p.o.pixel = Some(d.pixel_mm * 1e-3);
+        p.o.pixel = Some(d.pixel_mm / 1000.0);
         Ok(())
     }),
     flag("-detpixels", Detector, "n", "pixels per side", |p| {
@@ -624,19 +720,19 @@ pub static FLAGS: &[Flag] = &[
     .aka(&["-detpixels_y"])
     .check(NonNegative(SIDE)),
     flag("-detsize", Detector, "mm", "detector side (pixel counts take precedence)", |p| {
-        let v = p.f64()? * 1e-3;
+        let v = p.f64()? / 1000.0;
         p.o.detsize_f = Some(v);
         p.o.detsize_s = Some(v);
         Ok(())
     })
     .check(Positive(MM)),
     flag("-detsize_f", Detector, "mm", "detector size along the fast axis", |p| {
-        p.o.detsize_f = Some(p.f64()? * 1e-3);
+        p.o.detsize_f = Some(p.f64()? / 1000.0);
         Ok(())
     })
     .check(Positive(MM)),
     flag("-detsize_s", Detector, "mm", "detector size along the slow axis", |p| {
-        p.o.detsize_s = Some(p.f64()? * 1e-3);
+        p.o.detsize_s = Some(p.f64()? / 1000.0);
         Ok(())
     })
     .check(Positive(MM)),
@@ -651,37 +747,37 @@ pub static FLAGS: &[Flag] = &[
             );
             p.o.warnings.push(w);
         }
-        p.o.distance = Some(v * 1e-3);
+        p.o.distance = Some(v / 1000.0);
         pivot(p, Pivot::Beam);
         Ok(())
     })
     .check(NonZero(MM)),
     flag("-close_distance", Detector, "mm", "sample to detector plane along its normal (sample pivot)", |p| {
-        p.o.close_distance = Some(p.f64()? * 1e-3);
+        p.o.close_distance = Some(p.f64()? / 1000.0);
         pivot(p, Pivot::Sample);
         Ok(())
     })
     .check(NonZero(MM)),
     flag("-Xbeam", Detector, "mm", "beam centre, convention's x", |p| {
-        p.o.xbeam = Some(p.f64()? * 1e-3);
+        p.o.xbeam = Some(p.f64()? / 1000.0);
         pivot(p, Pivot::Beam);
         Ok(())
     })
     .check(Within(MM)),
     flag("-Ybeam", Detector, "mm", "beam centre, convention's y", |p| {
-        p.o.ybeam = Some(p.f64()? * 1e-3);
+        p.o.ybeam = Some(p.f64()? / 1000.0);
         pivot(p, Pivot::Beam);
         Ok(())
     })
     .check(Within(MM)),
     flag("-Xclose", Detector, "mm", "near point, fast", |p| {
-        p.o.xclose = Some(p.f64()? * 1e-3);
+        p.o.xclose = Some(p.f64()? / 1000.0);
         pivot(p, Pivot::Sample);
         Ok(())
     })
     .check(Within(MM)),
     flag("-Yclose", Detector, "mm", "near point, slow", |p| {
-        p.o.yclose = Some(p.f64()? * 1e-3);
+        p.o.yclose = Some(p.f64()? / 1000.0);
         pivot(p, Pivot::Sample);
         Ok(())
     })
@@ -1030,10 +1126,18 @@ pub static FLAGS: &[Flag] = &[
 
 /// The usage text, from the table.
 pub fn usage() -> String {
-    let mut s = String::from(SHORT_USAGE);
+    help_text(SHORT_USAGE, FLAGS)
+}
+
+/// A program's `-help` text: `head`, then every row of `table` by group, aliases included.
+pub fn help_text<O>(head: &str, table: &[Flag<O>]) -> String {
+    let mut s = String::from(head);
     for g in Group::ALL {
+        if !table.iter().any(|f| f.group == g) {
+            continue;
+        }
         s.push_str(&format!("{}:\n", g.title()));
-        for f in FLAGS.iter().filter(|f| f.group == g) {
+        for f in table.iter().filter(|f| f.group == g) {
             let head = if f.values.is_empty() {
                 format!("  {}", f.name)
             } else {

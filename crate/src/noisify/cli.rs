@@ -2,7 +2,7 @@
 //! noiseless and noisy SMV images, a PGM and optionally a miniCBF, printing what upstream prints
 //! (the numbers in the same `%g` form). Output files are written atomically.
 
-use super::options::{self, Prepared, USAGE};
+use super::options::{self, Prepared, SHORT_USAGE};
 use super::psf::{PsfKind, PsfReport};
 use super::{detect, to_u16, Detected, MAX_U16, MAX_U32};
 use crate::cfmt::fmt_g;
@@ -17,7 +17,7 @@ use std::sync::atomic::AtomicBool;
 
 /// Runs the program; returns the exit status (2: command line, 9: no input image, 1: other).
 pub fn run(words: &[String]) -> i32 {
-    crate::cli::finish("noisify", USAGE, run_inner(words))
+    crate::cli::finish("noisify", SHORT_USAGE, run_inner(words))
 }
 
 fn psf_lines(r: &PsfReport, out: &mut impl Write) {
@@ -80,14 +80,19 @@ fn print_settings(p: &Prepared, out: &mut impl Write) {
 
 fn run_inner(words: &[String]) -> Result<()> {
     let opts = options::parse(words)?;
+    if opts.geo.help {
+        print!("{}", options::usage());
+        return Ok(());
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let _ = writeln!(
         out,
         "noisify - add noise to pixels (Rust port of James Holton's program)"
     );
-    for w in &opts.warnings {
-        eprintln!("WARNING: {w}");
+    for w in &opts.geo.warnings {
+        // a shared row's warning may carry nanobragg's prefix already
+        eprintln!("WARNING: {}", w.trim_start_matches("WARNING: "));
     }
     let prep = options::prepare(&opts, &DiskFiles, -crate::resolve::clock_seconds())?;
     for line in &prep.log {
@@ -146,11 +151,11 @@ fn run_inner(words: &[String]) -> Result<()> {
     let _ = writeln!(
         out,
         "writing {} as {} {bytes}-byte integers",
-        opts.intfile,
+        opts.geo.intfile,
         d.adu.len()
     );
-    write_image(&opts.intfile, &header, &d.adu, &int16, opts.bits32)?;
-    if opts.write_pgm {
+    write_image(&opts.geo.intfile, &header, &d.adu, &int16, opts.bits32)?;
+    if opts.geo.write_pgm {
         let pgm: Vec<u8> = int16.iter().map(|&v| v.min(255) as u8).collect();
         let _ = writeln!(out, "writing {} as 1-byte integers", opts.pgmfile);
         let file = crate::io::pgm::write_pgm(prep.width, prep.height, 1.0, &pgm);
@@ -190,7 +195,7 @@ fn run_inner(words: &[String]) -> Result<()> {
             noise16.iter().map(|&v| v as i32).collect()
         };
     }
-    if let Some(name) = &opts.cbffile {
+    if let Some(name) = &opts.geo.cbffile {
         let (info, pixels) = cbf_image(&prep, &d, cbf_pixels);
         let _ = writeln!(out, "writing {name} as miniCBF");
         let file = write_minicbf(&info, prep.width, prep.height, &pixels);
@@ -210,8 +215,8 @@ pub fn cbf_image(prep: &Prepared, d: &Detected, smv_pixels: Vec<i32>) -> (CbfInf
     let mut info = CbfInfo {
         detector: "noisify simulation".into(),
         pixel: prep.pixel,
-        sensor: (opts.sensor_thickness > 0.0)
-            .then(|| ("Silicon".to_string(), opts.sensor_thickness)),
+        sensor: (opts.geo.detector_thick > 0.0)
+            .then(|| ("Silicon".to_string(), opts.geo.detector_thick)),
         exposure: 1.0,
         count_cutoff: if opts.bits32 { MAX_U32 } else { MAX_U16 } as u64,
         wavelength: prep.wavelength,
@@ -221,7 +226,7 @@ pub fn cbf_image(prep: &Prepared, d: &Detected, smv_pixels: Vec<i32>) -> (CbfInf
         angle_increment: prep.osc,
         excluded: 0,
     };
-    let Some(p) = opts.preset else {
+    let Some(p) = opts.geo.preset else {
         return (info, smv_pixels);
     };
     info.detector = p.label.to_string();

@@ -4,219 +4,290 @@
 
 use super::psf::PsfKind;
 use super::{Effects, Psf, DEFAULT_FLUENCE};
+use crate::args::{
+    help_text, own, parse_with, shared, Check, Flag, Geometry, Group, Kind, Options, Parser,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::{FileKind, FileSource};
-use crate::flagwords::FlagWords;
 use crate::io::smv;
+use std::sync::LazyLock;
 
-/// The settings as given (lengths in m).
+/// The settings as given (lengths in m). The detector settings it shares with nanobragg are in
+/// nanobragg's `Options` (`geo`: the pixel grid and size, `-detector`, the header's distance and
+/// beam centre, the sensor thickness for the miniCBF header, fluence, ADC offset, seed and the
+/// int, miniCBF and PGM files).
 #[derive(Clone, Debug)]
 pub struct NoisifyOptions {
+    pub geo: Options,
     pub floatfile: Option<String>,
     /// More float images (`-add FILE`, repeatable), added pixel by pixel to `floatfile` in f32,
     /// in the order given (as `realistic::compose` adds layers).
     pub add: Vec<String>,
-    /// `-detector NAME`: the image must be the preset's size; its module gaps are -1 in the
-    /// miniCBF, its sensor and largest count go to the miniCBF header.
-    pub preset: Option<&'static crate::presets::DetectorPreset>,
-    /// Sensor thickness (m) for the miniCBF header without a preset (`-detector_thick µm`,
-    /// silicon); 0: no sensor line.
-    pub sensor_thickness: f64,
     pub header: Option<String>,
-    pub intfile: String,
     pub pgmfile: String,
     pub noisefile: String,
-    pub cbffile: Option<String>,
-    pub write_pgm: bool,
     pub noise: bool,
     /// Å, written to the header as given.
     pub lambda: f64,
-    pub xbeam: Option<f64>,
-    pub ybeam: Option<f64>,
-    pub distance: f64,
-    pub pixel: f64,
-    pub xpixels: Option<usize>,
-    pub ypixels: Option<usize>,
     pub psf: Option<PsfKind>,
     /// m, stored as upstream's `float`.
     pub psf_fwhm: f32,
     pub psf_radius: i32,
-    pub fluence: f64,
     pub scale: f64,
     pub readout: f64,
     pub flicker: f64,
     pub calibration: f64,
-    pub adc: f64,
     pub gain: f64,
-    /// Stored negated (`-seed N` -> -N); `None`: seeded from the clock.
-    pub seed: Option<i64>,
     pub calib_seed: i64,
     pub bits32: bool,
     /// Degrees: `-phi` and `-osc` as given; `None` takes the `-header`'s OSC_START (or PHI)
     /// and OSC_RANGE, else 0 and 1 (see [`Prepared::phi`]).
     pub phi: Option<f64>,
     pub osc: Option<f64>,
-    pub warnings: Vec<String>,
 }
 
 impl Default for NoisifyOptions {
     fn default() -> Self {
         NoisifyOptions {
+            geo: Options {
+                fluence: DEFAULT_FLUENCE,
+                ..Options::default()
+            },
             floatfile: None,
             add: Vec::new(),
-            preset: None,
-            sensor_thickness: 0.0,
             header: None,
-            intfile: "intimage.img".into(),
             pgmfile: "image.pgm".into(),
             noisefile: "noiseimage.img".into(),
-            cbffile: None,
-            write_pgm: true,
             noise: true,
             lambda: 1.0,
-            xbeam: None,
-            ybeam: None,
-            distance: 0.1,
-            pixel: 1e-4,
-            xpixels: None,
-            ypixels: None,
             psf: None,
             psf_fwhm: 46e-6,
             psf_radius: 0,
-            fluence: DEFAULT_FLUENCE,
             scale: 1.0,
             readout: 0.0,
             flicker: 0.0,
             calibration: 0.03,
-            adc: 40.0,
             gain: 1.0,
-            seed: None,
             calib_seed: 123456789,
             bits32: false,
             phi: None,
             osc: None,
-            warnings: Vec::new(),
         }
     }
 }
 
-pub const USAGE: &str = "\
+impl Geometry for NoisifyOptions {
+    fn geometry(&mut self) -> &mut Options {
+        &mut self.geo
+    }
+}
+
+/// noisify's defaults for what nanobragg leaves unset (m).
+impl NoisifyOptions {
+    pub fn pixel(&self) -> f64 {
+        self.geo.pixel.unwrap_or(1e-4)
+    }
+    /// The header's distance (a negative one is used as positive, as nanobragg's `-distance`
+    /// warns).
+    pub fn distance(&self) -> f64 {
+        self.geo.distance.map_or(0.1, f64::abs)
+    }
+    /// `-detpixels` (or a preset's) along fast and slow.
+    pub fn pixels(&self) -> (Option<i64>, Option<i64>) {
+        (self.geo.fpixels, self.geo.spixels)
+    }
+}
+
+/// The rows noisify shares with nanobragg, by name (their handlers store into `geo`).
+const SHARED: &[&str] = &[
+    "-detector",
+    "-detpixels",
+    "-detpixels_f",
+    "-detpixels_s",
+    "-pixel",
+    "-distance",
+    "-Xbeam",
+    "-Ybeam",
+    "-detector_thick",
+    "-fluence",
+    "-intfile",
+    "-cbffile",
+    "-nopgm",
+    "-adc",
+    "-seed",
+    "-help",
+];
+
+fn warn(p: &mut Parser<'_, NoisifyOptions>, what: String) {
+    p.o.geo.warnings.push(what);
+}
+
+/// A seed: an integer within a C `int` (negated for upstream's generators).
+const SEED: Check = Check::Within(2147483647.0);
+
+/// noisify's own rows.
+static OWN: &[Flag<NoisifyOptions>] = &[
+    own::<NoisifyOptions>("-floatfile", Group::Effects, "FILE", "float image in photons/pixel (raw little-endian f32); also a bare word containing floatimage.bin", |p| {
+        p.o.floatfile = Some(p.text()?);
+        Ok(())
+    })
+    .aka(&["-floatimage", "-bin"])
+    .kind(Kind::InputFile),
+    own::<NoisifyOptions>("-add", Group::Effects, "FILE", "add another float image of the same size (repeatable)", |p| {
+        let f = p.text()?;
+        p.o.add.push(f);
+        Ok(())
+    })
+    .kind(Kind::InputFile),
+    own::<NoisifyOptions>("-header", Group::Detector, "FILE", "copy this SMV header (SIZE1/SIZE2 give the dimensions)", |p| {
+        p.o.header = Some(p.text()?);
+        Ok(())
+    })
+    .kind(Kind::InputFile),
+    own::<NoisifyOptions>("-lambda", Group::Beam, "Å", "wavelength for the header", |p| {
+        p.o.lambda = p.f64()?;
+        Ok(())
+    })
+    .check(Check::Positive(1e10)),
+    own::<NoisifyOptions>("-detsize", Group::Detector, "mm", "accepted, no effect (the size is pixels × pixel size)", |p| {
+        p.f64()?;
+        let w = format!("{} has no effect in noisify (the size is pixels x pixel size); ignored", p.flag);
+        warn(p, w);
+        Ok(())
+    })
+    .aka(&["-detsize_x", "-detsize_y"])
+    .kind(Kind::NoEffect)
+    .check(Check::Positive(1e6)),
+    own::<NoisifyOptions>("-psf", Group::Effects, "gauss|fiber", "point-spread function", |p| {
+        let t = p.text()?;
+        p.o.psf = Some(if t.contains("gauss") {
+            PsfKind::Gauss
+        } else if t.contains("fiber") {
+            PsfKind::Fiber
+        } else {
+            return Err(p.err(format_args!("expected gauss or fiber, found '{t}'")));
+        });
+        Ok(())
+    }),
+    own::<NoisifyOptions>("-psf_radius", Group::Effects, "px", "radius of the point-spread function (0: automatic)", |p| {
+        p.o.psf_radius = p.f64()? as i32;
+        Ok(())
+    })
+    .check(Check::NonNegative(2147483647.0)),
+    own::<NoisifyOptions>("-psf_fwhm", Group::Effects, "µm", "full width at half maximum of the point-spread function", |p| {
+        p.o.psf_fwhm = (p.f64()? / 1e6) as f32;
+        Ok(())
+    })
+    .aka(&["-psf_size", "-psf_width"])
+    .check(Check::NonNegative(1e300)),
+    own::<NoisifyOptions>("-scale", Group::Effects, "s", "photons = scale × fluence × r_e² × value (default 1)", |p| {
+        p.o.scale = p.f64()?;
+        Ok(())
+    }),
+    own::<NoisifyOptions>("-readout_noise", Group::Effects, "ADU", "read-out noise", |p| {
+        p.o.readout = p.f64()?;
+        Ok(())
+    })
+    .aka(&["-readout", "-readnoise"]),
+    own::<NoisifyOptions>("-flicker", Group::Effects, "frac", "beam flicker (relative)", |p| {
+        p.o.flicker = p.f64()?;
+        Ok(())
+    }),
+    own::<NoisifyOptions>("-calibration", Group::Effects, "frac", "pixel calibration error (relative, default 0.03)", |p| {
+        p.o.calibration = p.f64()?;
+        Ok(())
+    }),
+    own::<NoisifyOptions>("-gain", Group::Effects, "ADU/photon", "detector gain (default 1)", |p| {
+        p.o.gain = p.f64()?;
+        Ok(())
+    }),
+    own::<NoisifyOptions>("-adc_offset", Group::Effects, "ADU", "as -adc", |p| {
+        p.o.geo.adc = p.f64()?;
+        Ok(())
+    })
+    .check(Check::Within(1e9)),
+    own::<NoisifyOptions>("-calib_seed", Group::Effects, "n", "seed of the calibration error", |p| {
+        p.o.calib_seed = -p.int()?;
+        Ok(())
+    })
+    .check(SEED),
+    own::<NoisifyOptions>("-badpix_seed", Group::Effects, "n", "accepted, no effect in noisify", |p| {
+        p.int()?;
+        let w = format!("{} has no effect in noisify; ignored", p.flag);
+        warn(p, w);
+        Ok(())
+    })
+    .aka(&["-hotpix_seed"])
+    .kind(Kind::NoEffect)
+    .check(SEED),
+    own::<NoisifyOptions>("-bits", Group::Output, "16|32", "bits per pixel of the SMV images", |p| {
+        p.o.bits32 = match p.int()? {
+            16 => false,
+            32 => true,
+            b => return Err(p.err(format_args!("expected 16 or 32, found {b}"))),
+        };
+        Ok(())
+    }),
+    own::<NoisifyOptions>("-phi", Group::Goniometer, "deg", "start of the oscillation (default: the -header's OSC_START, else 0)", |p| {
+        p.o.phi = Some(p.f64()?);
+        Ok(())
+    }),
+    own::<NoisifyOptions>("-osc", Group::Goniometer, "deg", "width of the oscillation (default: the -header's OSC_RANGE, else 1)", |p| {
+        p.o.osc = Some(p.f64()?);
+        Ok(())
+    }),
+    own::<NoisifyOptions>("-pgmfile", Group::Output, "FILE", "8-bit PGM picture (default image.pgm)", |p| {
+        p.o.pgmfile = p.text()?;
+        Ok(())
+    })
+    .aka(&["-pgmimage"])
+    .kind(Kind::OutputFile),
+    own::<NoisifyOptions>("-noisefile", Group::Output, "FILE", "SMV image with the detector effects (default noiseimage.img)", |p| {
+        p.o.noisefile = p.text()?;
+        Ok(())
+    })
+    .aka(&["-noiseimage"])
+    .kind(Kind::OutputFile),
+    own::<NoisifyOptions>("-nonoise", Group::Output, "", "no noise: no Poisson, read-out, flicker or calibration error", |p| {
+        p.o.noise = false;
+        Ok(())
+    })
+    .kind(Kind::OutputOption),
+];
+
+/// noisify's flag table: the shared rows it accepts, then its own.
+pub fn flags() -> &'static [Flag<NoisifyOptions>] {
+    static TABLE: LazyLock<Vec<Flag<NoisifyOptions>>> = LazyLock::new(|| {
+        let mut t = shared(SHARED);
+        t.extend_from_slice(OWN);
+        t
+    });
+    &TABLE
+}
+
+/// The first lines of the usage text: what a run needs.
+pub const SHORT_USAGE: &str = "\
 usage: noisify -floatfile floatimage.bin [options]
-  -floatfile FILE (or -bin)  float image in photons/pixel (raw little-endian f32)
-  -add FILE                  add another float image of the same size (repeatable)
-  -detector NAME             a real detector (pilatus6m, eiger2-16m, eiger2-4m, mx300): size,
-                             pixel, module gaps (-1 in the miniCBF), sensor, largest count
-  -detector_thick um         silicon sensor thickness for the miniCBF header (no preset)
-  -header FILE               copy this SMV header (SIZE1/SIZE2 give the dimensions)
-  -detpixels n | -detpixels_x n -detpixels_y n   dimensions (default: from the file size)
-  -scale s  -fluence ph/m^2  photons = scale * fluence * r_e^2 * value
-  -gain ADU/photon  -adc ADU  -readout_noise ADU  -flicker frac  -calibration frac
-  -seed n  -calib_seed n     -psf gauss|fiber -psf_fwhm um -psf_radius px  -bits 16|32
-  -pixel mm -distance mm -lambda A -Xbeam mm -Ybeam mm  (header values)
-  -phi deg -osc deg          start and width of the oscillation (default: the -header's
-                             OSC_START and OSC_RANGE, else 0 and 1)
-  -intfile F -noisefile F -pgmfile F -cbffile F  -nonoise -nopgm
+  an image:  -floatfile FILE (photons/pixel, raw little-endian f32)
+  noisify -help lists every flag
 ";
 
-/// Parses noisify's words.
+/// `-help`: the usage text, from the table.
+pub fn usage() -> String {
+    help_text(SHORT_USAGE, flags())
+}
+
+/// Parses noisify's words (upstream takes any bare word containing "floatimage.bin" as the
+/// input).
 pub fn parse(words: &[String]) -> Result<NoisifyOptions> {
     let mut o = NoisifyOptions::default();
-    let mut w = FlagWords::new(words);
-    while let Some(arg) = w.next_flag() {
-        if !arg.starts_with('-') {
-            // upstream takes any word containing "floatimage.bin" as the input
-            if arg.contains("floatimage.bin") {
-                o.floatfile = Some(arg);
-                continue;
-            }
-            return Err(Error::usage(format!(
-                "unexpected argument '{arg}' (values must follow a flag)"
-            )));
+    parse_with(flags(), words, &mut o, |w, o| {
+        let input = w.contains("floatimage.bin");
+        if input {
+            o.floatfile = Some(w.to_string());
         }
-        match arg.as_str() {
-            "-floatfile" | "-floatimage" | "-bin" => o.floatfile = Some(w.text()?),
-            "-add" => o.add.push(w.text()?),
-            "-detector" => {
-                let name = w.text()?;
-                let p = crate::presets::lookup(&name).map_err(|m| w.error(m))?;
-                // the preset's size and pixel; later flags override them
-                o.preset = Some(p);
-                o.xpixels = Some(p.fast_pixels);
-                o.ypixels = Some(p.slow_pixels);
-                o.pixel = p.pixel_mm / 1000.0;
-            }
-            "-detector_thick" => o.sensor_thickness = w.non_negative()? * 1e-6,
-            "-header" => o.header = Some(w.text()?),
-            "-intfile" | "-intimage" => o.intfile = w.text()?,
-            "-pgmfile" | "-pgmimage" => o.pgmfile = w.text()?,
-            "-noisefile" | "-noiseimage" => o.noisefile = w.text()?,
-            "-cbffile" => o.cbffile = Some(w.text()?),
-            "-nonoise" => o.noise = false,
-            "-nopgm" => o.write_pgm = false,
-            "-lambda" => o.lambda = w.positive()?,
-            "-Xbeam" => o.xbeam = Some(w.f64()? / 1000.0),
-            "-Ybeam" => o.ybeam = Some(w.f64()? / 1000.0),
-            "-distance" => o.distance = w.positive()? / 1000.0,
-            "-detsize" | "-detsize_x" | "-detsize_y" => {
-                w.positive()?;
-                o.warnings.push(format!(
-                    "{arg} has no effect in noisify (the size is pixels x pixel size); ignored"
-                ));
-            }
-            "-detpixels" => {
-                let n = w.count()?;
-                o.xpixels = Some(n);
-                o.ypixels = Some(n);
-            }
-            "-detpixels_x" | "-detpixels_f" => o.xpixels = Some(w.count()?),
-            "-detpixels_y" | "-detpixels_s" => o.ypixels = Some(w.count()?),
-            "-pixel" => o.pixel = w.positive()? / 1000.0,
-            "-psf" => {
-                let t = w.text()?;
-                o.psf = Some(if t.contains("gauss") {
-                    PsfKind::Gauss
-                } else if t.contains("fiber") {
-                    PsfKind::Fiber
-                } else {
-                    return Err(w.error(format_args!("expected gauss or fiber, found '{t}'")));
-                });
-            }
-            "-psf_radius" => {
-                let r = w.non_negative()?;
-                if r > i32::MAX as f64 {
-                    return Err(w.error(format_args!("radius {r} is too large")));
-                }
-                o.psf_radius = r as i32;
-            }
-            "-psf_fwhm" | "-psf_size" | "-psf_width" => {
-                o.psf_fwhm = (w.non_negative()? / 1e6) as f32
-            }
-            "-fluence" => o.fluence = w.non_negative()?,
-            "-scale" => o.scale = w.f64()?,
-            "-readout_noise" | "-readout" | "-readnoise" => o.readout = w.f64()?,
-            "-flicker" => o.flicker = w.f64()?,
-            "-calibration" => o.calibration = w.f64()?,
-            "-seed" => o.seed = Some(-w.seed()?),
-            "-calib_seed" => o.calib_seed = -w.seed()?,
-            "-badpix_seed" | "-hotpix_seed" => {
-                w.seed()?;
-                o.warnings
-                    .push(format!("{arg} has no effect in noisify; ignored"));
-            }
-            "-adc" | "-adcoffset" | "-adc_offset" => o.adc = w.f64()?,
-            "-gain" => o.gain = w.f64()?,
-            "-bits" => {
-                o.bits32 = match w.int()? {
-                    16 => false,
-                    32 => true,
-                    b => return Err(w.error(format_args!("expected 16 or 32, found {b}"))),
-                }
-            }
-            "-phi" => o.phi = Some(w.f64()?),
-            "-osc" => o.osc = Some(w.f64()?),
-            _ => return Err(Error::usage(format!("unknown flag '{arg}'"))),
-        }
-    }
+        input
+    })?;
     Ok(o)
 }
 
@@ -293,9 +364,17 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         ));
     };
     let mut log = Vec::new();
-    let (mut xpixels, mut ypixels) = (o.xpixels, o.ypixels);
-    let mut pixel = o.pixel;
-    let mut distance = o.distance;
+    let (mut xpixels, mut ypixels) = match o.pixels() {
+        (Some(0), _) | (_, Some(0)) => {
+            return Err(
+                Error::usage("-detpixels: expected a positive count, found 0")
+                    .with_flag("-detpixels"),
+            )
+        }
+        (x, y) => (x.map(|n| n as usize), y.map(|n| n as usize)),
+    };
+    let mut pixel = o.pixel();
+    let mut distance = o.distance();
     let (mut hdr_xbeam, mut hdr_ybeam) = (None, None);
     let mut hdr_adxv = None;
     let mut wavelength = o.lambda;
@@ -363,7 +442,7 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
             w as u128 * h as u128,
             if o.header.is_some() {
                 " (SIZE1 x SIZE2 of the header)"
-            } else if o.preset.is_some() {
+            } else if o.geo.preset.is_some() {
                 " (-detector, -detpixels)"
             } else {
                 " (-detpixels)"
@@ -389,7 +468,7 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         }
         log.push(format!("adding {n} pixel intensites: {add}"));
     }
-    if let Some(p) = o.preset {
+    if let Some(p) = o.geo.preset {
         if (w, h) != (p.fast_pixels, p.slow_pixels) {
             return Err(Error::input(format!(
                 "-detector {}: the detector is {}x{} pixels but the image is {w}x{h}",
@@ -401,10 +480,10 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
     let detsize_x = pixel * w as f64;
     let detsize_y = pixel * h as f64;
     // the header's beam centre overrides the flags; the default is the middle
-    let xbeam = hdr_xbeam.or(o.xbeam).unwrap_or(detsize_x / 2.0);
+    let xbeam = hdr_xbeam.or(o.geo.xbeam).unwrap_or(detsize_x / 2.0);
     let ybeam = hdr_ybeam
         .map(|y| detsize_y - y / 1000.0)
-        .or(o.ybeam)
+        .or(o.geo.ybeam)
         .unwrap_or(detsize_y / 2.0);
     let beam_fs = hdr_adxv.map_or((xbeam, ybeam), |(x, y)| {
         (x / 1000.0, detsize_y - y / 1000.0)
@@ -416,15 +495,15 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         radius: o.psf_radius,
     });
     let effects = Effects {
-        fluence: o.fluence,
+        fluence: o.geo.fluence,
         scale: o.scale,
         gain: o.gain,
-        adc: o.adc,
+        adc: o.geo.adc,
         readout: if o.noise { o.readout } else { 0.0 },
         flicker: if o.noise { o.flicker } else { 0.0 },
         calibration: if o.noise { o.calibration } else { 0.0 },
         psf,
-        seed: o.seed.unwrap_or(seed),
+        seed: o.geo.seed.unwrap_or(seed),
         calib_seed: o.calib_seed,
         noise: o.noise,
     };
@@ -492,7 +571,7 @@ mod tests {
         );
         assert_eq!(o.psf_fwhm, 100e-6f64 as f32);
         assert!(o.bits32);
-        assert_eq!((o.seed, o.calib_seed), (Some(-5), -9));
+        assert_eq!((o.geo.seed, o.calib_seed), (Some(-5), -9));
         let o = parse(&words("my_floatimage.bin -nonoise")).unwrap();
         assert_eq!(o.floatfile.as_deref(), Some("my_floatimage.bin"));
         assert!(!o.noise);
@@ -504,14 +583,48 @@ mod tests {
         assert_eq!(e("-bogus 1"), "unknown flag '-bogus'");
         assert_eq!(e("-psf box"), "-psf: expected gauss or fiber, found 'box'");
         assert_eq!(e("-bits 8"), "-bits: expected 16 or 32, found 8");
-        assert_eq!(e("-pixel 0"), "-pixel: must be positive, found 0");
+        assert_eq!(
+            e("-pixel 0"),
+            "-pixel: expected a number > 0 and ≤ 1000, found '0'"
+        );
+        assert_eq!(
+            e("-psf_fwhn 1"),
+            "unknown flag '-psf_fwhn' (did you mean -psf_fwhm?)"
+        );
+        // a nanobragg flag noisify does not take
+        assert_eq!(e("-mat a.mat"), "unknown flag '-mat'");
         assert_eq!(e("-gain"), "-gain: missing value");
         assert_eq!(e("-adc ten"), "-adc: expected a number, found 'ten'");
         assert_eq!(
             e("input.bin"),
             "unexpected argument 'input.bin' (values must follow a flag)"
         );
-        assert!(e("-detpixels 0").starts_with("-detpixels: expected a positive count"));
+        let files = MemFiles::default();
+        let e = prepare(
+            &parse(&words("-bin a.bin -detpixels 0")).unwrap(),
+            &files,
+            1,
+        );
+        assert_eq!(
+            e.unwrap_err().message,
+            "-detpixels: expected a positive count, found 0"
+        );
+    }
+
+    #[test]
+    fn help_lists_every_flag() {
+        let u = usage();
+        assert!(u.starts_with("usage: noisify"));
+        for f in flags() {
+            for n in f.names() {
+                assert!(u.contains(n), "{n} missing from the help text");
+            }
+        }
+        assert!(u.contains("detector effects:") && !u.contains("crystal:"));
+        let mut seen = std::collections::HashSet::new();
+        for n in flags().iter().flat_map(|f| f.names()) {
+            assert!(seen.insert(n), "{n} appears twice");
+        }
     }
 
     fn floats(v: &[f32]) -> Vec<u8> {
@@ -650,11 +763,11 @@ mod tests {
         // a preset sets size and pixel (later flags override); the image must be its size
         let o = parse(&words("-detector Pilatus6M -detector_thick 450")).unwrap();
         assert_eq!(
-            (o.xpixels, o.ypixels, o.pixel),
-            (Some(2463), Some(2527), 0.172 / 1000.0)
+            (o.pixels(), o.pixel()),
+            ((Some(2463), Some(2527)), 0.172 / 1000.0)
         );
-        assert_eq!(o.preset.unwrap().name, "pilatus6m");
-        assert_eq!(o.sensor_thickness, 450e-6);
+        assert_eq!(o.geo.preset.unwrap().name, "pilatus6m");
+        assert_eq!(o.geo.detector_thick, 450e-6);
         let e = p("-bin a.bin -detector eiger2-4m -detpixels 2", &files).unwrap_err();
         assert_eq!(
             e.message,

@@ -1,7 +1,7 @@
 //! The `nonbragg` program: upstream nonBragg's flags, outputs and printed lines (the numbers in
 //! the same `%g` form); output files are written atomically.
 
-use super::options::{self, USAGE};
+use super::options::{self, SHORT_USAGE};
 use super::{prepare, render, smv_header, statistics, Setup};
 use crate::cfmt::fmt_g;
 use crate::cli::write_file;
@@ -16,7 +16,7 @@ use std::sync::atomic::AtomicBool;
 
 /// Runs the program; returns the exit status (2: command line, 9: no table, 1: other).
 pub fn run(words: &[String]) -> i32 {
-    crate::cli::finish("nonbragg", USAGE, run_inner(words))
+    crate::cli::finish("nonbragg", SHORT_USAGE, run_inner(words))
 }
 
 fn v3(v: [f64; 3]) -> String {
@@ -54,11 +54,19 @@ fn print_setup(st: &Setup, out: &mut impl Write) -> std::io::Result<()> {
         )?;
     }
     let (dispsteps, dispersion, _) =
-        crate::resolve::sampling::divergence_like(o.dispsteps, o.dispersion, -1.0, 1.0);
-    let (_, hdivrange, hdivstep) =
-        crate::resolve::sampling::divergence_like(o.hdivsteps, o.hdivrange, o.hdivstep, 1.0);
-    let (_, vdivrange, vdivstep) =
-        crate::resolve::sampling::divergence_like(o.vdivsteps, o.vdivrange, o.vdivstep, 1.0);
+        crate::resolve::sampling::divergence_like(o.geo.dispsteps, o.geo.dispersion, -1.0, 1.0);
+    let (_, hdivrange, hdivstep) = crate::resolve::sampling::divergence_like(
+        o.geo.hdivsteps,
+        o.geo.hdivrange,
+        o.geo.hdivstep,
+        1.0,
+    );
+    let (_, vdivrange, vdivstep) = crate::resolve::sampling::divergence_like(
+        o.geo.vdivsteps,
+        o.geo.vdivrange,
+        o.geo.vdivstep,
+        1.0,
+    );
     writeln!(
         out,
         "  {} initialized F points (will cubic-spline interpolate between them)",
@@ -71,18 +79,18 @@ fn print_setup(st: &Setup, out: &mut impl Write) -> std::io::Result<()> {
         fmt_g(dispersion * 100.0),
         dispsteps
     )?;
-    if o.nopolar {
+    if o.geo.nopolar {
         writeln!(out, "  polarization effect disabled")?;
     } else {
-        writeln!(out, "  Kahn polarization factor: {:.6}", o.polar)?;
+        writeln!(out, "  Kahn polarization factor: {:.6}", o.geo.polar)?;
     }
-    if o.curved {
+    if o.geo.curved_det {
         writeln!(
             out,
             "  curved detector: all pixels same distance from origin"
         )?;
     }
-    if o.point_pixel {
+    if o.geo.point_pixel {
         writeln!(out, "  pixel obliquity effect disabled")?;
     }
     if o.fmap {
@@ -139,7 +147,7 @@ fn print_setup(st: &Setup, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "  {} divergence steps", st.divsteps)?;
     writeln!(out, "  {} sources", st.sources.len())?;
     writeln!(out, "  {} pixel oversample steps", p.oversample)?;
-    if o.write_noise {
+    if o.geo.write_noise {
         writeln!(out, "\n  noise image paramters:")?;
         writeln!(out, "  seed: {}", st.noise_seed)?;
     }
@@ -148,6 +156,10 @@ fn print_setup(st: &Setup, out: &mut impl Write) -> std::io::Result<()> {
 
 fn run_inner(words: &[String]) -> Result<()> {
     let o = options::parse(words)?;
+    if o.geo.help {
+        print!("{}", options::usage());
+        return Ok(());
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let _ = writeln!(
@@ -156,19 +168,21 @@ fn run_inner(words: &[String]) -> Result<()> {
     );
     let st = prepare(&o, &DiskFiles, -crate::resolve::clock_seconds())?;
     for w in &st.warnings {
-        eprintln!("WARNING: {w}");
+        // a shared row's warning may carry nanobragg's prefix already
+        eprintln!("WARNING: {}", w.trim_start_matches("WARNING: "));
     }
     let _ = print_setup(&st, &mut out);
     let _ = out.flush();
 
-    let show = o.progress && std::io::stderr().is_terminal();
+    let show = o.geo.progress && std::io::stderr().is_terminal();
     let progress = move |f: f32| {
         if show {
             eprint!("\r{:3.0}% done", f * 100.0);
         }
     };
     let cancel = AtomicBool::new(false);
-    let (image, omega) = crate::cpu::with_threads(o.threads, || render(&st, &progress, &cancel))?;
+    let (image, omega) =
+        crate::cpu::with_threads(o.geo.threads, || render(&st, &progress, &cancel))?;
     if show {
         eprintln!();
     }
@@ -182,7 +196,7 @@ fn run_inner(words: &[String]) -> Result<()> {
     let p = st.plan();
     let stats = statistics(&st, &image);
     write_file(
-        &o.floatfile,
+        &o.geo.floatfile,
         &[&le_bytes(&image)],
         &format!("{} 4-byte floats", image.len()),
         &mut out,
@@ -201,8 +215,8 @@ fn run_inner(words: &[String]) -> Result<()> {
         fmt_g(stats.rms),
         fmt_g(stats.rmsd)
     );
-    let scale = if o.scale > 0.0 {
-        o.scale
+    let scale = if o.geo.scale > 0.0 {
+        o.geo.scale
     } else if stats.max_i > 0.0 {
         55000.0 / stats.max_i
     } else {
@@ -210,16 +224,16 @@ fn run_inner(words: &[String]) -> Result<()> {
     };
     let _ = writeln!(out, "intfile_scale = {}", fmt_g(scale));
     let header = smv_header(&st)?;
-    let ints = int_pixels_roi(p.fpixels, &p.roi, &image, scale, o.adc);
+    let ints = int_pixels_roi(p.fpixels, &p.roi, &image, scale, o.geo.adc);
     write_file(
-        &o.intfile,
+        &o.geo.intfile,
         &[&header, &le_bytes(&ints)],
         "2-byte integers",
         &mut out,
     )?;
-    if o.write_pgm {
-        let pgm_scale = if o.pgmscale > 0.0 {
-            o.pgmscale
+    if o.geo.write_pgm {
+        let pgm_scale = if o.geo.pgmscale > 0.0 {
+            o.geo.pgmscale
         } else if stats.rmsd > 0.0 {
             250.0 / (5.0 * stats.rmsd)
         } else {
@@ -228,29 +242,29 @@ fn run_inner(words: &[String]) -> Result<()> {
         let _ = writeln!(out, "pgm_scale = {}", fmt_g(pgm_scale));
         let bytes = pgm_bytes_roi(p.fpixels, &p.roi, &image, pgm_scale);
         let pgm = crate::io::pgm::write_pgm(p.fpixels, p.spixels, pgm_scale, &bytes);
-        write_file(&o.pgmfile, &[&pgm], "1-byte integers", &mut out)?;
+        write_file(&o.geo.pgmfile, &[&pgm], "1-byte integers", &mut out)?;
     }
-    if o.write_noise {
+    if o.geo.write_noise {
         let (px, sum, overloads) =
-            noise_pixels_roi(p.fpixels, &p.roi, &image, o.adc, st.noise_seed);
+            noise_pixels_roi(p.fpixels, &p.roi, &image, o.geo.adc, st.noise_seed);
         let _ = writeln!(
             out,
             "{sum:.0} photons on noise image ({overloads} overloads)"
         );
         write_file(
-            &o.noisefile,
+            &o.geo.noisefile,
             &[&header, &le_bytes(&px)],
             "2-byte integers",
             &mut out,
         )?;
     }
-    if let Some(name) = &o.cbffile {
+    if let Some(name) = &o.geo.cbffile {
         let mut info = cbf_info(
             &st.frame.det,
-            o.preset,
+            o.geo.preset,
             "nonBragg simulation",
             st.lambda0 * 1e10,
-            o.exposure,
+            o.geo.exposure,
             st.phi0 * crate::args::RTD,
             st.osc * crate::args::RTD,
             0.0,

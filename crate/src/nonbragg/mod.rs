@@ -50,29 +50,29 @@ pub struct Sample {
 /// Fluence and molecules as upstream computes them: `-flux` (if non-zero) gives
 /// `flux·exposure/beamsize²`; height and width larger than the beam are clipped to it.
 pub fn sample(o: &NonBraggOptions) -> Sample {
-    let mut fluence = o.fluence;
-    if o.flux != 0.0 && o.exposure > 0.0 && o.beamsize >= 0.0 {
-        fluence = o.flux * o.exposure / o.beamsize / o.beamsize;
+    let mut fluence = o.geo.fluence;
+    if o.geo.flux != 0.0 && o.geo.exposure > 0.0 && o.geo.beamsize >= 0.0 {
+        fluence = o.geo.flux * o.geo.exposure / o.geo.beamsize / o.geo.beamsize;
     }
     let (x, mut y, mut z) = (o.sample_x, o.sample_y, o.sample_z);
     let mut warnings = Vec::new();
     let g = crate::cfmt::fmt_g;
-    if o.beamsize >= 0.0 {
-        if o.beamsize < y {
+    if o.geo.beamsize >= 0.0 {
+        if o.geo.beamsize < y {
             warnings.push(format!(
                 "WARNING: clipping sample ({} m high) with beam ({} m)",
                 g(y),
-                g(o.beamsize)
+                g(o.geo.beamsize)
             ));
-            y = o.beamsize;
+            y = o.geo.beamsize;
         }
-        if o.beamsize < z {
+        if o.geo.beamsize < z {
             warnings.push(format!(
                 "WARNING: clipping sample ({} m wide) with beam ({} m)",
                 g(z),
-                g(o.beamsize)
+                g(o.geo.beamsize)
             ));
-            z = o.beamsize;
+            z = o.geo.beamsize;
         }
     }
     let volume = x * y * z;
@@ -151,8 +151,10 @@ pub fn prepare(o: &NonBraggOptions, files: &dyn FileSource, clock_seed: i64) -> 
             "no structure-factor table: give -stol FILE (or -4stol FILE, -Q FILE)",
         ));
     };
-    let (fpixels, detsize_x) = pixel_count(o.fpixels, o.detsize_x, o.pixel)?;
-    let (spixels, detsize_y) = pixel_count(o.spixels, o.detsize_y, o.pixel)?;
+    let (given_f, given_s) = o.pixels();
+    let (size_f, size_s) = o.detsize();
+    let (fpixels, detsize_x) = pixel_count(given_f, size_f, o.pixel())?;
+    let (spixels, detsize_y) = pixel_count(given_s, size_s, o.pixel())?;
     if fpixels as u64 * spixels as u64 > 1 << 30 {
         return Err(Error::geometry(format!(
             "-detpixels: a {fpixels}x{spixels} detector is too large"
@@ -161,19 +163,21 @@ pub fn prepare(o: &NonBraggOptions, files: &dyn FileSource, clock_seed: i64) -> 
     }
 
     // beam centre defaults: half a pixel off-centre in opposite directions; ORGX/ORGY win
-    let px = o.pixel;
+    let px = o.pixel();
     let xclose = o
+        .geo
         .orgx
         .map(|v| v * px)
-        .or(o.xclose)
+        .or(o.geo.xclose)
         .unwrap_or((detsize_x - px) / 2.0);
     let yclose = o
+        .geo
         .orgy
         .map(|v| v * px)
-        .or(o.yclose)
+        .or(o.geo.yclose)
         .unwrap_or((detsize_y + px) / 2.0);
-    let xbeam = o.xbeam.unwrap_or(xclose);
-    let ybeam = o.ybeam.unwrap_or(yclose);
+    let xbeam = o.geo.xbeam.unwrap_or(xclose);
+    let ybeam = o.geo.ybeam.unwrap_or(yclose);
 
     let frame = resolve_frame(o, fpixels, spixels, [xclose, yclose], [xbeam, ybeam], files)?;
 
@@ -183,9 +187,9 @@ pub fn prepare(o: &NonBraggOptions, files: &dyn FileSource, clock_seed: i64) -> 
         unit_kind,
     )?;
     let plan = &frame.plan;
-    let lambda0 = o.lambda;
-    let beam = unit(o.beam_vector);
-    let (sources, divsteps) = match &o.sourcefile {
+    let lambda0 = o.lambda();
+    let beam = unit(o.beam_vector());
+    let (sources, divsteps) = match &o.geo.sourcefile {
         // the crate read the file for the geometry; nonBragg also uses the weights
         Some(name) => {
             let rows =
@@ -215,8 +219,12 @@ pub fn prepare(o: &NonBraggOptions, files: &dyn FileSource, clock_seed: i64) -> 
                     lambda: s.lambda,
                 })
                 .collect();
-            let (dispsteps, _, _) =
-                crate::resolve::sampling::divergence_like(o.dispsteps, o.dispersion, -1.0, 1.0);
+            let (dispsteps, _, _) = crate::resolve::sampling::divergence_like(
+                o.geo.dispsteps,
+                o.geo.dispersion,
+                -1.0,
+                1.0,
+            );
             let n = list.len() as i64 / dispsteps.max(1);
             (list, n)
         }
@@ -226,8 +234,8 @@ pub fn prepare(o: &NonBraggOptions, files: &dyn FileSource, clock_seed: i64) -> 
             "source list and geometry disagree".to_string(),
         ));
     }
-    let (_, osc, _) = crate::resolve::sampling::phi(o.phisteps, o.osc, o.phistep);
-    let mut warnings = o.warnings.clone();
+    let (_, osc, _) = crate::resolve::sampling::phi(o.geo.phisteps, o.geo.osc, o.geo.phistep);
+    let mut warnings = o.geo.warnings.clone();
     warnings.extend(frame.det.warnings.iter().cloned());
     Ok(Setup {
         opts: o.clone(),
@@ -237,20 +245,20 @@ pub fn prepare(o: &NonBraggOptions, files: &dyn FileSource, clock_seed: i64) -> 
         divsteps,
         detsize_x,
         detsize_y,
-        phi0: o.phi0,
+        phi0: o.phi0(),
         osc,
         lambda0,
-        noise_seed: o.seed.unwrap_or(clock_seed),
+        noise_seed: o.geo.seed.unwrap_or(clock_seed),
         frame,
         warnings,
     })
 }
 
-/// The detector, beam and sources through the crate's own resolution: nonBragg's fixed frame is
-/// the crate's CUSTOM convention (fast (0,0,1), slow (0,-1,0), beam (1,0,0), polarisation
-/// (0,0,1), two-theta axis (0,1,0), detector normal = fast x slow), with the beam centre nonBragg
-/// chose. The crate's resolution needs a crystal; a one-cell placeholder is given and only the
-/// detector, sources, ROI and mask of the result are used.
+/// The detector, beam and sources through the crate's own resolution of a detector and beam
+/// alone (`resolve::detector_and_beam`: no crystal): nonBragg's fixed frame is the crate's CUSTOM
+/// convention (fast (0,0,1), slow (0,-1,0), beam (1,0,0), polarisation (0,0,1), two-theta axis
+/// (0,1,0), detector normal = fast x slow), with the pixel counts and the beam centre nonBragg
+/// chose (nonBragg's rules, not nanoBragg's: `prepare`).
 fn resolve_frame(
     o: &NonBraggOptions,
     fpixels: usize,
@@ -259,9 +267,9 @@ fn resolve_frame(
     beam_centre: [f64; 2],
     files: &dyn FileSource,
 ) -> Result<crate::resolve::Setup> {
-    let f = unit(o.fdet_vector);
-    let s = unit(o.sdet_vector);
-    let centre = if o.pivot == crate::args::Pivot::Sample {
+    let g = &o.geo;
+    let (fdet, sdet) = (o.fdet_vector(), o.sdet_vector());
+    let centre = if g.pivot == crate::args::Pivot::Sample {
         close
     } else {
         beam_centre
@@ -269,55 +277,48 @@ fn resolve_frame(
     let n = Options {
         // the detector
         convention: Convention::Custom,
-        pivot: o.pivot,
-        pixel: Some(o.pixel),
+        pivot: g.pivot,
+        pixel: Some(o.pixel()),
         fpixels: Some(fpixels as i64),
         spixels: Some(spixels as i64),
-        fdet_vector: Some(o.fdet_vector),
-        sdet_vector: Some(o.sdet_vector),
-        odet_vector: Some(unit(cross(f, s))),
-        beam_vector: Some(o.beam_vector),
-        polar_vector: Some(o.polar_vector),
-        twotheta_axis: Some(o.twotheta_axis),
-        twotheta: o.twotheta,
-        rotx: o.rotx,
-        roty: o.roty,
-        rotz: o.rotz,
-        distance: Some(o.distance),
-        close_distance: o.close_distance,
+        fdet_vector: Some(fdet),
+        sdet_vector: Some(sdet),
+        odet_vector: Some(unit(cross(unit(fdet), unit(sdet)))),
+        beam_vector: Some(o.beam_vector()),
+        polar_vector: Some(o.polar_vector()),
+        twotheta_axis: Some(o.twotheta_axis()),
+        twotheta: g.twotheta,
+        rotx: g.rotx,
+        roty: g.roty,
+        rotz: g.rotz,
+        distance: Some(o.distance()),
+        close_distance: g.close_distance,
         xbeam: Some(centre[0]),
         ybeam: Some(centre[1]),
-        curved_det: o.curved,
-        point_pixel: o.point_pixel,
-        oversample: o.oversample.max(1),
-        roi: o.roi,
+        curved_det: g.curved_det,
+        point_pixel: g.point_pixel,
+        oversample: g.oversample.max(1),
+        roi: g.roi,
         // its module gaps become the mask (resolution's step, as for nanobragg)
-        preset: o.preset,
+        preset: g.preset,
         // the beam
-        lambda: Some(o.lambda),
-        dispersion: o.dispersion,
-        dispsteps: o.dispsteps,
-        hdivrange: o.hdivrange,
-        vdivrange: o.vdivrange,
-        hdivstep: o.hdivstep,
-        vdivstep: o.vdivstep,
-        hdivsteps: o.hdivsteps,
-        vdivsteps: o.vdivsteps,
-        round_div: o.round_div,
-        sourcefile: o.sourcefile.clone(),
-        polar: o.polar,
-        nopolar: o.nopolar,
-        // the placeholder crystal (no Fdump lookup: an empty cache name is never a file)
-        cell: Some([1.0, 1.0, 1.0, 90.0, 90.0, 90.0]),
-        na: Some(1.0),
-        nb: Some(1.0),
-        nc: Some(1.0),
-        default_f: 1.0,
-        dump: String::new(),
+        lambda: Some(o.lambda()),
+        dispersion: g.dispersion,
+        dispsteps: g.dispsteps,
+        hdivrange: g.hdivrange,
+        vdivrange: g.vdivrange,
+        hdivstep: g.hdivstep,
+        vdivstep: g.vdivstep,
+        hdivsteps: g.hdivsteps,
+        vdivsteps: g.vdivsteps,
+        round_div: g.round_div,
+        sourcefile: g.sourcefile.clone(),
+        polar: g.polar,
+        nopolar: g.nopolar,
         seed: Some(-1),
         ..Options::default()
     };
-    crate::resolve::resolve(&n, files)
+    crate::resolve::detector_and_beam(&n, files)
 }
 
 /// Renders the float image (photons/pixel, or F with `-Fmap`); returns it and the summed solid
@@ -465,7 +466,7 @@ pub fn smv_header(setup: &Setup) -> Result<Vec<u8>> {
     push_g(&mut s, "PHI", setup.phi0 * RTD);
     push_g(&mut s, "OSC_START", setup.phi0 * RTD);
     push_g(&mut s, "OSC_RANGE", setup.osc * RTD);
-    push_g(&mut s, "TWOTHETA", setup.opts.twotheta * RTD);
+    push_g(&mut s, "TWOTHETA", setup.opts.geo.twotheta * RTD);
     s.push_str(HEADER_CLOSE);
     pad_header(s)
 }
@@ -534,6 +535,20 @@ mod tests {
         assert!((d.fbeam - 0.01265).abs() < 1e-12 && (d.sbeam - 0.01285).abs() < 1e-12);
         let e = setup("-distance 100", &water()).unwrap_err();
         assert_eq!(e.kind, crate::error::ErrorKind::MissingInput);
+    }
+
+    /// The frame is a detector and a beam alone (`resolve::detector_and_beam`): no crystal, no
+    /// orientations, no structure factors; a preset's gaps are masked as for nanobragg.
+    #[test]
+    fn the_frame_has_no_crystal() {
+        let st = setup("-stol w.stol -detpixels 16 -oversample 2", &water()).unwrap();
+        let (c, p) = (&st.frame.crystal, st.plan());
+        assert_eq!((c.volume, c.a_star), (0.0, [0.0; 3]));
+        assert!(p.orientations.is_empty() && p.hkl.hkls == 0);
+        assert_eq!((p.na, p.oversample, p.sources.len()), (1.0, 2, 1));
+        let st = setup("-stol w.stol -detector pilatus6m", &water()).unwrap();
+        let mask = st.plan().mask.as_ref().expect("the preset's module gaps");
+        assert!(mask.contains(&0) && mask.iter().any(|&m| m != 0));
     }
 
     #[test]

@@ -1,28 +1,29 @@
-//! `nonbragg`'s flags: upstream nonBragg's names and aliases, with the order effects its
-//! substring matching has and real command lines rely on (last flag wins; `-twotheta_axis` also
-//! sets two-theta from its first component; `-samplesize` sets all three sample dimensions, so
-//! it must come before `-thickness`; the last of `-distance -Xbeam -Ybeam` / `-close_distance
-//! -Xclose -Yclose -ORGX -ORGY -twotheta` / `-pivot` picks the pivot). Unlike upstream, an
-//! unknown flag, a missing value or a non-numeric value is an error naming the flag.
+//! `nonbragg`'s flags: one table (`flags()`) of the rows it shares with nanobragg (detector,
+//! beam, goniometer and output rows of `args::FLAGS`, stored in the nanobragg `Options` it holds,
+//! `geo`) and its own (the `.stol` table, the amorphous sample, and the flags whose effect
+//! differs from nanobragg's). Upstream nonBragg's order effects, which its substring matching
+//! has and real command lines rely on, are kept: last flag wins; `-twotheta_axis` also sets
+//! two-theta from its first component; `-samplesize` sets all three sample dimensions, so it must
+//! come before `-thickness`; the last of `-distance -Xbeam -Ybeam` / `-close_distance -Xclose
+//! -Yclose -ORGX -ORGY -twotheta` / `-pivot` picks the pivot. Unlike upstream, an unknown flag
+//! (with the nearest name suggested), a missing value or a value out of range is an error naming
+//! the flag.
 
-use crate::args::{Pivot, ANGLE, RTD};
-use crate::error::{Error, Result};
-use crate::flagwords::FlagWords;
+use crate::args::{
+    help_text, own, parse_with, shared, Check, Flag, Geometry, Group, Kind, Options, Parser,
+};
+use crate::error::Result;
 use crate::io::stol::StolUnit;
 use crate::vec3::V3;
+use std::sync::LazyLock;
 
-/// Settings as given, in upstream's internal units (m, rad, g/m^3).
+/// Settings as given, in upstream's internal units (m, rad, g/m^3). The detector, beam,
+/// goniometer and output settings are nanobragg's (`geo`: not given is `None` there, nonBragg's
+/// defaults come from the accessors below).
 #[derive(Clone, Debug)]
 pub struct NonBraggOptions {
+    pub geo: Options,
     pub stol: Option<(String, StolUnit)>,
-    pub sourcefile: Option<String>,
-    pub floatfile: String,
-    pub intfile: String,
-    pub pgmfile: String,
-    pub noisefile: String,
-    pub cbffile: Option<String>,
-    pub write_noise: bool,
-    pub write_pgm: bool,
     // sample
     pub sample_x: f64,
     pub sample_y: f64,
@@ -31,381 +32,311 @@ pub struct NonBraggOptions {
     pub molecular_weight: f64,
     /// 0: computed from the volume and density.
     pub molecules: f64,
-    // beam
-    pub lambda: f64,
-    pub dispersion: f64,
-    pub dispsteps: i64,
-    pub hdivrange: f64,
-    pub vdivrange: f64,
-    pub hdivstep: f64,
-    pub vdivstep: f64,
-    pub hdivsteps: i64,
-    pub vdivsteps: i64,
-    pub round_div: bool,
-    pub fluence: f64,
-    pub flux: f64,
-    pub exposure: f64,
-    pub beamsize: f64,
-    pub polar: f64,
-    pub nopolar: bool,
-    pub beam_vector: V3,
-    pub polar_vector: V3,
     pub source_distance: f64,
-    // detector
-    pub preset: Option<&'static crate::presets::DetectorPreset>,
-    pub pixel: f64,
-    pub detsize_x: f64,
-    pub detsize_y: f64,
-    pub fpixels: Option<usize>,
-    pub spixels: Option<usize>,
-    pub distance: f64,
-    pub close_distance: Option<f64>,
-    pub xbeam: Option<f64>,
-    pub ybeam: Option<f64>,
-    pub xclose: Option<f64>,
-    pub yclose: Option<f64>,
-    pub orgx: Option<f64>,
-    pub orgy: Option<f64>,
-    pub pivot: Pivot,
-    pub fdet_vector: V3,
-    pub sdet_vector: V3,
-    pub twotheta_axis: V3,
-    pub twotheta: f64,
-    pub rotx: f64,
-    pub roty: f64,
-    pub rotz: f64,
-    pub curved: bool,
-    pub point_pixel: bool,
     pub fmap: bool,
-    pub oversample: i64,
-    pub roi: Option<[i64; 4]>,
-    // output
-    pub scale: f64,
-    pub pgmscale: f64,
-    pub adc: f64,
-    /// Stored negated (`-seed N` -> -N); `None`: from the clock.
-    pub seed: Option<i64>,
-    pub phi0: f64,
-    pub osc: Option<f64>,
-    pub phistep: f64,
-    pub phisteps: i64,
-    pub progress: bool,
-    pub threads: Option<usize>,
-    pub warnings: Vec<String>,
 }
 
 impl Default for NonBraggOptions {
     fn default() -> Self {
         NonBraggOptions {
+            geo: Options::default(),
             stol: None,
-            sourcefile: None,
-            floatfile: "floatimage.bin".into(),
-            intfile: "intimage.img".into(),
-            pgmfile: "image.pgm".into(),
-            noisefile: "noiseimage.img".into(),
-            cbffile: None,
-            write_noise: true,
-            write_pgm: true,
             sample_x: 1e-4,
             sample_y: 1e-4,
             sample_z: 1e-4,
             density: 1.0e6,
             molecular_weight: 18.0,
             molecules: 0.0,
-            lambda: 1.0e-10,
-            dispersion: 0.0,
-            dispsteps: -1,
-            hdivrange: -1.0,
-            vdivrange: -1.0,
-            hdivstep: -1.0,
-            vdivstep: -1.0,
-            hdivsteps: -1,
-            vdivsteps: -1,
-            round_div: true,
-            fluence: 125932015286227086360700780544.0,
-            flux: 0.0,
-            exposure: 1.0,
-            beamsize: 1e-4,
-            polar: 0.0,
-            nopolar: false,
-            beam_vector: [1.0, 0.0, 0.0],
-            polar_vector: [0.0, 0.0, 1.0],
             source_distance: 10.0,
-            preset: None,
-            pixel: 1e-4,
-            detsize_x: 0.1024,
-            detsize_y: 0.1024,
-            fpixels: None,
-            spixels: None,
-            distance: 0.1,
-            close_distance: None,
-            xbeam: None,
-            ybeam: None,
-            xclose: None,
-            yclose: None,
-            orgx: None,
-            orgy: None,
-            pivot: Pivot::Beam,
-            fdet_vector: [0.0, 0.0, 1.0],
-            sdet_vector: [0.0, -1.0, 0.0],
-            twotheta_axis: [0.0, 1.0, 0.0],
-            twotheta: 0.0,
-            rotx: 0.0,
-            roty: 0.0,
-            rotz: 0.0,
-            curved: false,
-            point_pixel: false,
             fmap: false,
-            oversample: -1,
-            roi: None,
-            scale: 0.0,
-            pgmscale: 0.0,
-            adc: 40.0,
-            seed: None,
-            phi0: 0.0,
-            osc: None,
-            phistep: -1.0,
-            phisteps: -1,
-            progress: true,
-            threads: None,
-            warnings: Vec::new(),
         }
     }
 }
 
-pub const USAGE: &str = "\
+impl Geometry for NonBraggOptions {
+    fn geometry(&mut self) -> &mut Options {
+        &mut self.geo
+    }
+}
+
+/// nonBragg's defaults for what nanobragg leaves unset (m, rad).
+impl NonBraggOptions {
+    pub fn lambda(&self) -> f64 {
+        self.geo.lambda.unwrap_or(1.0e-10)
+    }
+    pub fn pixel(&self) -> f64 {
+        self.geo.pixel.unwrap_or(1e-4)
+    }
+    pub fn distance(&self) -> f64 {
+        self.geo.distance.unwrap_or(0.1)
+    }
+    /// The detector's size along fast and slow (`-detsize`; pixel counts take precedence).
+    pub fn detsize(&self) -> (f64, f64) {
+        (
+            self.geo.detsize_f.unwrap_or(0.1024),
+            self.geo.detsize_s.unwrap_or(0.1024),
+        )
+    }
+    pub fn pixels(&self) -> (Option<usize>, Option<usize>) {
+        let n = |v: Option<i64>| v.map(|n| n.max(0) as usize);
+        (n(self.geo.fpixels), n(self.geo.spixels))
+    }
+    pub fn beam_vector(&self) -> V3 {
+        self.geo.beam_vector.unwrap_or([1.0, 0.0, 0.0])
+    }
+    pub fn polar_vector(&self) -> V3 {
+        self.geo.polar_vector.unwrap_or([0.0, 0.0, 1.0])
+    }
+    pub fn fdet_vector(&self) -> V3 {
+        self.geo.fdet_vector.unwrap_or([0.0, 0.0, 1.0])
+    }
+    pub fn sdet_vector(&self) -> V3 {
+        self.geo.sdet_vector.unwrap_or([0.0, -1.0, 0.0])
+    }
+    pub fn twotheta_axis(&self) -> V3 {
+        self.geo.twotheta_axis.unwrap_or([0.0, 1.0, 0.0])
+    }
+    pub fn phi0(&self) -> f64 {
+        self.geo.phi0.unwrap_or(0.0)
+    }
+}
+
+/// The rows nonbragg shares with nanobragg, by name (their handlers store into `geo`).
+const SHARED: &[&str] = &[
+    // beam
+    "-lambda",
+    "-energy",
+    "-dispersion",
+    "-dispsteps",
+    "-divergence",
+    "-hdivrange",
+    "-vdivrange",
+    "-hdivstep",
+    "-vdivstep",
+    "-divsteps",
+    "-hdivsteps",
+    "-vdivsteps",
+    "-round_div",
+    "-square_div",
+    "-sourcefile",
+    "-beam_vector",
+    "-polar_vector",
+    "-polar",
+    "-nopolar",
+    "-fluence",
+    "-flux",
+    "-exposure",
+    "-beamsize",
+    // detector
+    "-detector",
+    "-pixel",
+    "-detpixels",
+    "-detpixels_f",
+    "-detpixels_s",
+    "-detsize",
+    "-detsize_f",
+    "-detsize_s",
+    "-distance",
+    "-close_distance",
+    "-Xbeam",
+    "-Ybeam",
+    "-Xclose",
+    "-Yclose",
+    "-ORGX",
+    "-ORGY",
+    "-pivot",
+    "-fdet_vector",
+    "-sdet_vector",
+    "-twotheta_axis",
+    "-twotheta",
+    "-detector_rotx",
+    "-detector_roty",
+    "-detector_rotz",
+    "-curved_det",
+    "-point_pixel",
+    "-oversample",
+    "-roi",
+    // goniometer (the header's angles)
+    "-phi",
+    "-osc",
+    "-phistep",
+    "-phisteps",
+    // output
+    "-floatfile",
+    "-intfile",
+    "-noisefile",
+    "-cbffile",
+    "-nonoise",
+    "-nopgm",
+    "-scale",
+    "-adc",
+    "-seed",
+    "-progress",
+    "-noprogress",
+    "-threads",
+    "-help",
+];
+
+/// mm → m, a positive length.
+const MM: Check = Check::Positive(1e6);
+
+fn warn(p: &mut Parser<'_, NonBraggOptions>, what: String) {
+    p.o.geo.warnings.push(what);
+}
+
+/// nonbragg's own rows.
+static OWN: &[Flag<NonBraggOptions>] = &[
+    own::<NonBraggOptions>("-stol", Group::StructureFactors, "FILE", "table of sin(θ)/λ (Å⁻¹) and F, one pair per line", |p| {
+        p.o.stol = Some((p.text()?, StolUnit::Stol));
+        Ok(())
+    })
+    .kind(Kind::InputFile),
+    own::<NonBraggOptions>("-4stol", Group::StructureFactors, "FILE", "the table with 4·sin(θ)/λ in its first column", |p| {
+        p.o.stol = Some((p.text()?, StolUnit::FourStol));
+        Ok(())
+    })
+    .kind(Kind::InputFile),
+    own::<NonBraggOptions>("-Q", Group::StructureFactors, "FILE", "the table with Q = 4π·sin(θ)/λ in its first column", |p| {
+        p.o.stol = Some((p.text()?, StolUnit::Q));
+        Ok(())
+    })
+    .kind(Kind::InputFile),
+    own::<NonBraggOptions>("-img", Group::Detector, "FILE", "not supported by this port (comparing with an input image)", |p| {
+        Err(p.err(
+            "comparing with an input image (and -stolout, -ignore, -noreject) is not supported by this port",
+        ))
+    })
+    .kind(Kind::InputFile),
+    own::<NonBraggOptions>("-samplesize", Group::Sample, "mm", "sample size along x, y and z (give it before -thickness)", |p| {
+        let v = p.f64()? / 1000.0;
+        (p.o.sample_x, p.o.sample_y, p.o.sample_z) = (v, v, v);
+        Ok(())
+    })
+    .aka(&["-sample_size"])
+    .check(MM),
+    own::<NonBraggOptions>("-thickness", Group::Sample, "mm", "sample thickness along the beam (x)", |p| {
+        p.o.sample_x = p.f64()? / 1000.0;
+        Ok(())
+    })
+    .aka(&["-thick", "-sample_thick", "-sample_thickness", "-sample_x"])
+    .check(MM),
+    own::<NonBraggOptions>("-width", Group::Sample, "mm", "sample width (y; clipped to the beam)", |p| {
+        p.o.sample_y = p.f64()? / 1000.0;
+        Ok(())
+    })
+    .aka(&["-sample_width", "-sample_y"])
+    .check(MM),
+    own::<NonBraggOptions>("-height", Group::Sample, "mm", "sample height (z; clipped to the beam)", |p| {
+        p.o.sample_z = p.f64()? / 1000.0;
+        Ok(())
+    })
+    .aka(&["-sample_height", "-sample_z"])
+    .check(MM),
+    own::<NonBraggOptions>("-density", Group::Sample, "g/cm³", "sample density (default 1)", |p| {
+        p.o.density = p.f64()? * 1e6;
+        Ok(())
+    })
+    .aka(&["-sample_density"])
+    .check(Check::Positive(1e30)),
+    own::<NonBraggOptions>("-molecules", Group::Sample, "n", "molecules in the illuminated volume (sets the density)", |p| {
+        p.o.molecules = p.f64()?;
+        Ok(())
+    })
+    .aka(&["-sample_molecules"])
+    .check(Check::Positive(1e300)),
+    own::<NonBraggOptions>("-MW", Group::Sample, "g/mol", "molecular weight (default 18)", |p| {
+        p.o.molecular_weight = p.f64()?;
+        Ok(())
+    })
+    .aka(&["-molecular_weight"])
+    .check(Check::Positive(1e30)),
+    own::<NonBraggOptions>("-source_distance", Group::Beam, "mm", "accepted; only a source's direction counts (no effect)", |p| {
+        p.o.source_distance = p.f64()? / 1000.0;
+        warn(p, "-source_distance: only a source's direction counts; no effect".into());
+        Ok(())
+    })
+    .kind(Kind::NoEffect)
+    .check(MM),
+    own::<NonBraggOptions>("-coherent", Group::Beam, "", "accepted, no effect in nonBragg", |p| {
+        warn(p, "-coherent has no effect in nonBragg; ignored".into());
+        Ok(())
+    })
+    .kind(Kind::NoEffect),
+    own::<NonBraggOptions>("-detsize_x", Group::Detector, "mm", "detector size along the fast axis (as -detsize_f)", |p| {
+        p.o.geo.detsize_f = Some(p.f64()? / 1000.0);
+        Ok(())
+    })
+    .check(MM),
+    own::<NonBraggOptions>("-detsize_y", Group::Detector, "mm", "detector size along the slow axis (as -detsize_s)", |p| {
+        p.o.geo.detsize_s = Some(p.f64()? / 1000.0);
+        Ok(())
+    })
+    .check(MM),
+    own::<NonBraggOptions>("-odet_vector", Group::Detector, "x y z", "accepted; nonBragg recomputes it (no effect)", |p| {
+        p.vec3()?;
+        let w = format!("{}: recomputed (or unused) by nonBragg; the value has no effect", p.flag);
+        warn(p, w);
+        Ok(())
+    })
+    .aka(&["-pix0_vector", "-spindle_axis"])
+    .kind(Kind::NoEffect),
+    own::<NonBraggOptions>("-Fmap", Group::Output, "", "write F (the table's value at each pixel) instead of photons", |p| {
+        p.o.fmap = true;
+        Ok(())
+    })
+    .kind(Kind::OutputOption),
+    own::<NonBraggOptions>("-pgmfile", Group::Output, "FILE", "8-bit PGM picture (default image.pgm)", |p| {
+        p.o.geo.pgmfile = p.text()?;
+        Ok(())
+    })
+    .aka(&["-pgmimage"])
+    .kind(Kind::OutputFile),
+    own::<NonBraggOptions>("-pgmscale", Group::Output, "s", "PGM scale (≤ 0: auto)", |p| {
+        p.o.geo.pgmscale = p.f64()?;
+        Ok(())
+    })
+    .kind(Kind::OutputOption),
+    own::<NonBraggOptions>("-gain", Group::Output, "x", "accepted, only used with -img in nonBragg (no effect)", |p| {
+        p.f64()?;
+        warn(p, "-gain is only used with -img in nonBragg; ignored".into());
+        Ok(())
+    })
+    .kind(Kind::NoEffect),
+];
+
+/// nonbragg's flag table: the shared rows it accepts, then its own.
+pub fn flags() -> &'static [Flag<NonBraggOptions>] {
+    static TABLE: LazyLock<Vec<Flag<NonBraggOptions>>> = LazyLock::new(|| {
+        let mut t = shared(SHARED);
+        t.extend_from_slice(OWN);
+        t
+    });
+    &TABLE
+}
+
+/// The first lines of the usage text: what a run needs.
+pub const SHORT_USAGE: &str = "\
 usage: nonbragg -stol water.stol [options]
-  -stol FILE | -4stol FILE | -Q FILE   table of sin(theta)/lambda (or 4 stol, or Q) and F
-  sample:  -thickness mm -samplesize mm -width mm -height mm -density g/cm^3 -MW g/mol
-           -sample_molecules n
-  beam:    -lambda A | -energy eV  -dispersion % -dispsteps n  -divergence mrad -divsteps n
-           -hdivrange -vdivrange -hdivstep -vdivstep -hdivsteps -vdivsteps -round_div -square_div
-           -fluence ph/m^2 | -flux ph/s -exposure s -beamsize mm  -sourcefile FILE
-           -polar K | -nopolar  -polar_vector x y z  -beam_vector x y z
-  detector: -distance mm | -close_distance mm  -detpixels n -pixel mm -detsize mm
-           -Xbeam -Ybeam mm | -Xclose -Yclose mm | -ORGX -ORGY px  -pivot beam|sample
-           -detector_rotx/y/z deg -twotheta deg -twotheta_axis x y z -fdet_vector -sdet_vector
-           -curved_det -point_pixel -oversample n -roi x0 x1 y0 y1  -detector NAME (a preset)
-  output:  -floatfile F -intfile F -pgmfile F -noisefile F -cbffile F -nonoise -nopgm
-           -scale s -pgmscale s -adc ADU -seed n -Fmap  -phi deg -osc deg (header)
-  added by this port: -threads N
+  a table:  -stol FILE (sin(theta)/lambda and F per line; or -4stol FILE, -Q FILE)
+  nonbragg -help lists every flag
 ";
+
+/// `-help`: the usage text, from the table.
+pub fn usage() -> String {
+    help_text(SHORT_USAGE, flags())
+}
 
 /// Parses nonbragg's words.
 pub fn parse(words: &[String]) -> Result<NonBraggOptions> {
     let mut o = NonBraggOptions::default();
-    let mut w = FlagWords::new(words);
-    while let Some(arg) = w.next_flag() {
-        if !arg.starts_with('-') || arg.len() < 2 {
-            return Err(Error::usage(format!(
-                "unexpected argument '{arg}' (values must follow a flag)"
-            )));
-        }
-        match arg.as_str() {
-            // ---- tables and files
-            "-stol" => o.stol = Some((w.text()?, StolUnit::Stol)),
-            "-4stol" => o.stol = Some((w.text()?, StolUnit::FourStol)),
-            "-Q" => o.stol = Some((w.text()?, StolUnit::Q)),
-            "-sourcefile" => o.sourcefile = Some(w.text()?),
-            "-floatfile" | "-floatimage" => o.floatfile = w.text()?,
-            "-intfile" | "-intimage" => o.intfile = w.text()?,
-            "-pgmfile" | "-pgmimage" => o.pgmfile = w.text()?,
-            "-noisefile" | "-noiseimage" => {
-                o.noisefile = w.text()?;
-                o.write_noise = true;
-            }
-            "-cbffile" => o.cbffile = Some(w.text()?),
-            "-nonoise" => o.write_noise = false,
-            "-nopgm" => o.write_pgm = false,
-            "-img" => {
-                return Err(w.error(
-                    "comparing with an input image (and -stolout, -ignore, -noreject) is not supported by this port",
-                ))
-            }
-            // ---- sample
-            "-samplesize" | "-sample_size" => {
-                let v = w.positive()? / 1000.0;
-                (o.sample_x, o.sample_y, o.sample_z) = (v, v, v);
-            }
-            "-thickness" | "-thick" | "-sample_thick" | "-sample_thickness" | "-sample_x" => {
-                o.sample_x = w.positive()? / 1000.0
-            }
-            "-width" | "-sample_width" | "-sample_y" => o.sample_y = w.positive()? / 1000.0,
-            "-height" | "-sample_height" | "-sample_z" => o.sample_z = w.positive()? / 1000.0,
-            "-density" | "-sample_density" => o.density = w.positive()? * 1e6,
-            "-molecules" | "-sample_molecules" => o.molecules = w.positive()?,
-            "-MW" | "-molecular_weight" => o.molecular_weight = w.positive()?,
-            // ---- beam
-            "-lambda" | "-wave" | "-wavelength" => o.lambda = w.positive()? / 1e10,
-            "-energy" => o.lambda = 12398.42 / w.positive()? / 1e10,
-            "-dispersion" => o.dispersion = w.non_negative()? / 100.0,
-            "-dispsteps" => o.dispsteps = w.int()?,
-            "-divergence" => {
-                let v = w.non_negative()? / 1000.0;
-                (o.hdivrange, o.vdivrange) = (v, v);
-            }
-            "-hdivrange" => o.hdivrange = w.non_negative()? / 1000.0,
-            "-vdivrange" => o.vdivrange = w.non_negative()? / 1000.0,
-            "-hdivstep" => o.hdivstep = w.non_negative()? / 1000.0,
-            "-vdivstep" => o.vdivstep = w.non_negative()? / 1000.0,
-            "-hdivsteps" => o.hdivsteps = w.int()?,
-            "-vdivsteps" => o.vdivsteps = w.int()?,
-            "-divsteps" => {
-                let n = w.int()?;
-                (o.hdivsteps, o.vdivsteps) = (n, n);
-            }
-            "-round_div" => o.round_div = true,
-            "-square_div" => o.round_div = false,
-            "-fluence" => o.fluence = w.non_negative()?,
-            "-flux" => o.flux = w.non_negative()?,
-            "-exposure" => o.exposure = w.non_negative()?,
-            "-beamsize" => o.beamsize = w.non_negative()? / 1000.0,
-            "-polar" => {
-                // the Kahn factor: -1..1 (upstream takes any number)
-                o.polar = w.between(-1.0, 1.0)?;
-                o.nopolar = false;
-            }
-            "-nopolar" => o.nopolar = true,
-            "-beam_vector" => o.beam_vector = w.vec3()?,
-            "-polar_vector" => o.polar_vector = w.vec3()?,
-            "-source_distance" => {
-                o.source_distance = w.positive()? / 1000.0;
-                o.warnings
-                    .push("-source_distance: only a source's direction counts; no effect".into());
-            }
-            "-coherent" => o
-                .warnings
-                .push("-coherent has no effect in nonBragg; ignored".into()),
-            // ---- detector
-            "-detector" => {
-                let name = w.text()?;
-                let p = crate::presets::lookup(&name).map_err(|m| w.error(m))?;
-                o.preset = Some(p);
-                o.fpixels = Some(p.fast_pixels);
-                o.spixels = Some(p.slow_pixels);
-                o.pixel = p.pixel_mm / 1000.0;
-            }
-            "-pixel" => o.pixel = w.positive()? / 1000.0,
-            "-detsize" => {
-                let v = w.positive()? / 1000.0;
-                (o.detsize_x, o.detsize_y) = (v, v);
-            }
-            "-detsize_x" | "-detsize_f" => o.detsize_x = w.positive()? / 1000.0,
-            "-detsize_y" | "-detsize_s" => o.detsize_y = w.positive()? / 1000.0,
-            "-detpixels" => {
-                let n = w.count()?;
-                (o.fpixels, o.spixels) = (Some(n), Some(n));
-            }
-            "-detpixels_f" | "-detpixels_x" => o.fpixels = Some(w.count()?),
-            "-detpixels_s" | "-detpixels_y" => o.spixels = Some(w.count()?),
-            "-distance" => {
-                o.distance = w.positive()? / 1000.0;
-                o.pivot = Pivot::Beam;
-            }
-            "-close_distance" => {
-                o.close_distance = Some(w.positive()? / 1000.0);
-                o.pivot = Pivot::Sample;
-            }
-            "-Xbeam" => {
-                o.xbeam = Some(w.f64()? / 1000.0);
-                o.pivot = Pivot::Beam;
-            }
-            "-Ybeam" => {
-                o.ybeam = Some(w.f64()? / 1000.0);
-                o.pivot = Pivot::Beam;
-            }
-            "-Xclose" => {
-                o.xclose = Some(w.f64()? / 1000.0);
-                o.pivot = Pivot::Sample;
-            }
-            "-Yclose" => {
-                o.yclose = Some(w.f64()? / 1000.0);
-                o.pivot = Pivot::Sample;
-            }
-            "-ORGX" => {
-                o.orgx = Some(w.f64()?);
-                o.pivot = Pivot::Sample;
-            }
-            "-ORGY" => {
-                o.orgy = Some(w.f64()?);
-                o.pivot = Pivot::Sample;
-            }
-            "-pivot" => {
-                let v = w.text()?;
-                o.pivot = if v.contains("sample") {
-                    Pivot::Sample
-                } else if v.contains("beam") {
-                    Pivot::Beam
-                } else {
-                    return Err(w.error(format_args!("expected 'sample' or 'beam', found '{v}'")));
-                };
-            }
-            "-fdet_vector" => o.fdet_vector = w.vec3()?,
-            "-sdet_vector" => o.sdet_vector = w.vec3()?,
-            "-odet_vector" | "-pix0_vector" | "-spindle_axis" => {
-                w.vec3()?;
-                o.warnings.push(format!(
-                    "{arg}: recomputed (or unused) by nonBragg; the value has no effect"
-                ));
-            }
-            "-twotheta_axis" => {
-                // within ±ANGLE like -twotheta, which upstream also sets from the first component
-                let v = [
-                    w.between(-ANGLE, ANGLE)?,
-                    w.between(-ANGLE, ANGLE)?,
-                    w.between(-ANGLE, ANGLE)?,
-                ];
-                o.twotheta_axis = v;
-                // upstream's substring match also runs -twotheta with the first component
-                o.twotheta = v[0] / RTD;
-                o.pivot = Pivot::Sample;
-            }
-            "-twotheta" => {
-                o.twotheta = w.between(-ANGLE, ANGLE)? / RTD;
-                o.pivot = Pivot::Sample;
-            }
-            "-detector_rotx" => o.rotx = w.between(-ANGLE, ANGLE)? / RTD,
-            "-detector_roty" => o.roty = w.between(-ANGLE, ANGLE)? / RTD,
-            "-detector_rotz" => o.rotz = w.between(-ANGLE, ANGLE)? / RTD,
-            "-curved_det" => {
-                if w.remaining() >= 1 {
-                    o.curved = true;
-                } else {
-                    o.warnings.push(
-                        "-curved_det as the last argument is ignored (as upstream does)".into(),
-                    );
-                }
-            }
-            "-point_pixel" => o.point_pixel = true,
-            "-Fmap" => o.fmap = true,
-            "-oversample" => o.oversample = w.int()?,
-            "-roi" => o.roi = Some([w.int()?, w.int()?, w.int()?, w.int()?]),
-            // ---- output
-            "-scale" => o.scale = w.f64()?,
-            "-pgmscale" => o.pgmscale = w.f64()?,
-            "-adc" | "-adcoffset" => o.adc = w.f64()?,
-            "-gain" => {
-                w.f64()?;
-                o.warnings
-                    .push("-gain is only used with -img in nonBragg; ignored".into());
-            }
-            "-seed" => o.seed = Some(-w.seed()?),
-            "-phi" => o.phi0 = w.between(-ANGLE, ANGLE)? / RTD,
-            "-osc" => o.osc = Some(w.between(-ANGLE, ANGLE)? / RTD),
-            "-phistep" => o.phistep = w.between(-ANGLE, ANGLE)? / RTD,
-            "-phisteps" => o.phisteps = w.int()?,
-            "-progress" => o.progress = true,
-            "-noprogress" => o.progress = false,
-            "-threads" => o.threads = Some(w.count()?),
-            _ => return Err(Error::usage(format!("unknown flag '{arg}'"))),
-        }
-    }
+    parse_with(flags(), words, &mut o, |_, _| false)?;
     Ok(o)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::{Pivot, RTD};
 
     fn p(s: &str) -> Result<NonBraggOptions> {
         parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
@@ -421,18 +352,27 @@ mod tests {
         assert_eq!(o.density, 1200.0);
         assert_eq!(o.stol, Some(("w.txt".into(), StolUnit::FourStol)));
         let o = p("-Xclose 8.5 -Yclose 11.2 -distance 70").unwrap();
-        assert_eq!(o.pivot, Pivot::Beam);
+        assert_eq!(o.geo.pivot, Pivot::Beam);
         let o = p("-twotheta_axis 3 1 0").unwrap();
-        assert_eq!(o.pivot, Pivot::Sample);
-        assert!((o.twotheta * RTD - 3.0).abs() < 1e-12);
+        assert_eq!(o.geo.pivot, Pivot::Sample);
+        assert!((o.geo.twotheta * RTD - 3.0).abs() < 1e-12);
         let o = p("-noisefile n.img -nonoise").unwrap();
-        assert!(!o.write_noise);
+        assert!(!o.geo.write_noise);
         let o = p("-nonoise -noisefile n.img").unwrap();
-        assert!(o.write_noise);
+        assert!(o.geo.write_noise);
+        // nonBragg's -pgmfile does not undo -nopgm (nanobragg's does)
+        let o = p("-nopgm -pgmfile p.pgm -pgmscale 2").unwrap();
+        assert!(!o.geo.write_pgm);
         let o = p("-detector eiger2-4m -pixel 0.1").unwrap();
+        assert_eq!((o.pixels(), o.pixel()), ((Some(2068), Some(2162)), 1e-4));
+        // upstream's mm -> m: x / 1000 (189.42 * 1e-3 is one ulp away)
+        let o = p("-distance 189.42 -detsize_x 30").unwrap();
+        assert_eq!(o.distance(), 189.42 / 1000.0);
+        assert_eq!(o.detsize(), (0.03, 0.1024));
+        let o = p("").unwrap();
         assert_eq!(
-            (o.fpixels, o.spixels, o.pixel),
-            (Some(2068), Some(2162), 1e-4)
+            (o.lambda(), o.pixel(), o.distance(), o.phi0()),
+            (1e-10, 1e-4, 0.1, 0.0)
         );
     }
 
@@ -441,7 +381,16 @@ mod tests {
         let e = |s: &str| p(s).unwrap_err().message;
         assert_eq!(e("-stol"), "-stol: missing value");
         assert_eq!(e("-bogus"), "unknown flag '-bogus'");
-        assert_eq!(e("-thickness -1"), "-thickness: must be positive, found -1");
+        assert_eq!(
+            e("-thicknes 1"),
+            "unknown flag '-thicknes' (did you mean -thickness?)"
+        );
+        // a nanobragg flag nonbragg does not take
+        assert_eq!(e("-cel 1"), "unknown flag '-cel'");
+        assert_eq!(
+            e("-thickness -1"),
+            "-thickness: expected a number > 0 and ≤ 1e+06, found '-1'"
+        );
         assert_eq!(
             e("-pivot middle"),
             "-pivot: expected 'sample' or 'beam', found 'middle'"
@@ -453,5 +402,26 @@ mod tests {
             e("water.stol"),
             "unexpected argument 'water.stol' (values must follow a flag)"
         );
+        assert_eq!(
+            e("-twotheta_axis 0 0 0"),
+            "-twotheta_axis: 0 0 0 has no direction: give a non-zero vector"
+        );
+    }
+
+    #[test]
+    fn help_lists_every_flag() {
+        let u = usage();
+        assert!(u.starts_with("usage: nonbragg"));
+        for f in flags() {
+            for n in f.names() {
+                assert!(u.contains(n), "{n} missing from the help text");
+            }
+        }
+        assert!(u.contains("sample:") && !u.contains("crystal:"));
+        // one row per name
+        let mut seen = std::collections::HashSet::new();
+        for n in flags().iter().flat_map(|f| f.names()) {
+            assert!(seen.insert(n), "{n} appears twice");
+        }
     }
 }

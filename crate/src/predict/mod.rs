@@ -779,6 +779,19 @@ pub fn hkl_at_pixel(setup: &Setup, fast: f64, slow: f64) -> Result<PixelHkl> {
     Ok(Geometry::new(setup)?.hkl_at(fast, slow))
 }
 
+/// The detector's geometry at points given in pixels (centres at index + 0.5): lab position,
+/// d, 2θ and the fractional and nearest Miller indices (`Geometry::hkl_at`), and where the direct
+/// beam meets the detector (pixels; `None` when it misses). The one query behind the page's
+/// cursor readout, resolution rings and beam centre (wasm `pixel_geometry`, `Geometry`).
+pub fn pixel_geometry(
+    setup: &Setup,
+    points: &[[f64; 2]],
+) -> Result<(Vec<PixelHkl>, Option<[f64; 2]>)> {
+    let g = Geometry::new(setup)?;
+    let at = points.iter().map(|&[f, s]| g.hkl_at(f, s)).collect();
+    Ok((at, g.pixel_of_direction(g.beam)))
+}
+
 pub mod columns;
 pub mod table;
 pub use columns::{Column, ColumnarPrediction, Columns};

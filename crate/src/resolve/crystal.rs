@@ -6,7 +6,8 @@ use crate::error::{Error, Result};
 use crate::rng::{mosaic_rotation_umat, umat2misset, RanState};
 use crate::vec3::{cross, dot, mag, rotxyz, scale, V3};
 
-#[derive(Clone, Debug)]
+/// `Default`: no crystal (`resolve::detector_and_beam`).
+#[derive(Clone, Debug, Default)]
 pub struct Crystal {
     /// Real-space vectors at phi = 0 without mosaic (m).
     pub a0: V3,

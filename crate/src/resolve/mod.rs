@@ -144,31 +144,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
     warnings.extend(sf.warnings);
     let interpolate = structure::interpolate(o.interpolate, raw_n, &sf.hkl);
 
-    let source_list = match &o.sourcefile {
-        Some(name) => {
-            let located =
-                |e: crate::error::Error| e.with_flag("-sourcefile").at_file(name.as_str());
-            let rows = files
-                .read(name, FileKind::Sources)
-                .and_then(|text| io::textcols::read_columns(name, &text, 5))
-                .map_err(located)?;
-            sources::from_file(name, &rows, det.beam, lambda0).map_err(located)?
-        }
-        None => sources::divergence_grid(&smp, o.round_div, &det, lambda0),
-    };
-    if source_list.is_empty() {
-        // upstream divides by zero steps and renders NaN
-        return Err(Error::geometry(format!(
-            "the divergence grid keeps no source: {} × {} points over {} × {} mrad, all outside the \
-             round trim (-round_div); give -divergence (or -hdivrange/-vdivrange), more steps, or \
-             -square_div",
-            smp.hdivsteps,
-            smp.vdivsteps,
-            crate::cfmt::fmt_g(smp.hdivrange * 1000.0),
-            crate::cfmt::fmt_g(smp.vdivrange * 1000.0)
-        )));
-    }
-    let plan_sources = sources::to_plan(&source_list);
+    let plan_sources = source_list(o, files, &smp, &det, lambda0)?;
 
     let umats = orientations::mosaic_umats(
         &mut rng,
@@ -193,40 +169,11 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         smp.thicksteps,
     )?;
 
-    let roi = pixels::roi(o.roi, det.fpixels, det.spixels);
-    let mask = match &headers.mask {
-        Some((name, smv)) => Some(pixels::mask(name, smv, det.fpixels, det.spixels)?),
-        None => None,
-    };
-    pixels::check_selection(&roi, mask.as_deref(), det.fpixels, det.spixels)?;
+    let (roi, mask) = selection(o, &headers, &det)?;
 
     let noise_seed = o.seed.unwrap_or_else(|| -clock_seconds());
 
     let mut plan = Plan {
-        fpixels: det.fpixels,
-        spixels: det.spixels,
-        pixel: det.pixel,
-        oversample: over.value as u32,
-        pix0: det.pix0,
-        fdet: det.fdet,
-        sdet: det.sdet,
-        odet: det.odet,
-        beam: det.beam,
-        close_distance: det.close_distance,
-        distance: det.distance,
-        curved: o.curved_det,
-        point_pixel: o.point_pixel,
-        thicksteps: smp.thicksteps as u32,
-        thickstep: smp.thickstep,
-        thick: smp.thick,
-        mu: smp.mu,
-        roi,
-        mask,
-        sources: plan_sources,
-        polar_k: o.polar,
-        polar_axis: det.polar_axis,
-        nopolar: o.nopolar,
-        dmin: o.dmin,
         phisteps: smp.phisteps as u32,
         mosaic_domains: smp.mosaic_domains as u32,
         orientations: table,
@@ -234,36 +181,31 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         na: n[0],
         nb: n[1],
         nc: n[2],
-        shape: o.shape,
-        fudge: o.fudge,
         a_star: crystal.a_star,
         b_star: crystal.b_star,
         c_star: crystal.c_star,
         hkl: sf.hkl,
-        default_f: o.default_f,
         interpolation: if interpolate {
             Interpolation::Tricubic
         } else {
             Interpolation::Nearest
         },
-        oversample_thick: o.oversample_thick,
-        oversample_polar: o.oversample_polar,
-        oversample_omega: o.oversample_omega,
-        steps,
-        r_e_sqr_fluence: R_E_SQR * beam.fluence,
-        i_bg: scaling::water_background(beam.fluence, o.water),
-        water: o.water != 0.0,
+        ..frame_plan(
+            o,
+            &det,
+            &smp,
+            over.value,
+            (roi, mask),
+            plan_sources,
+            steps,
+            beam.fluence,
+        )
     };
     let mut hkl_source = sf.description;
     if let (Some(model), structure::Origin::Model(name)) = (&model, &sf_origin) {
         let (table, description) =
             structure::model_table(name, model, &plan, &crystal, o, &mut log, &mut warnings)?;
-        plan.hkl = table;
-        plan.interpolation = if structure::interpolate(o.interpolate, raw_n, &plan.hkl) {
-            Interpolation::Tricubic
-        } else {
-            Interpolation::Nearest
-        };
+        structure::install_table(&mut plan, o, table);
         hkl_source = description;
     }
     check_finite(&plan)?;
@@ -301,6 +243,178 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
     };
     pixels::apply_preset_mask(&mut setup);
     Ok(setup)
+}
+
+/// The detector and the beam alone, for a sample without a lattice (nonbragg's amorphous one):
+/// the headers, beam, detector, sampling, sources and pixel selection of [`resolve`], no crystal
+/// and no structure factors. The plan has no orientations, one cell and an empty HKL grid; the
+/// setup's crystal is empty. One sub-pixel unless `-oversample` is given (nothing to
+/// auto-select it from). A `-detector` preset's module gaps join the mask, as in [`resolve`].
+pub fn detector_and_beam(o: &Options, files: &dyn FileSource) -> Result<Setup> {
+    let mut warnings = o.warnings.clone();
+    let headers = header::read_headers(o, files)?;
+    let hv = &headers.values;
+    warnings.extend(hv.warnings.iter().cloned());
+    let beam = beam::resolve_beam(o, hv.lambda)?;
+    warnings.extend(beam.warnings.iter().cloned());
+    let det = resolve_detector(o, &hv.det)?;
+    warnings.extend(det.warnings.iter().cloned());
+    let smp = resolve_sampling(o, hv.osc)?;
+    warnings.extend(smp.warnings.iter().cloned());
+    let oversample = o.oversample.max(1);
+    let plan_sources = source_list(o, files, &smp, &det, beam.lambda0)?;
+    let steps = scaling::steps(
+        plan_sources.len(),
+        smp.mosaic_domains,
+        smp.phisteps,
+        oversample,
+        smp.thicksteps,
+    )?;
+    let selected = selection(o, &headers, &det)?;
+    let plan = frame_plan(
+        o,
+        &det,
+        &smp,
+        oversample,
+        selected,
+        plan_sources,
+        steps,
+        beam.fluence,
+    );
+    check_finite(&plan)?;
+    let mut setup = Setup {
+        opts: o.clone(),
+        det,
+        crystal: Crystal::default(),
+        plan,
+        lambda0: beam.lambda0,
+        phi0: o.phi0.or(hv.phi0).unwrap_or(0.0),
+        osc: smp.osc,
+        phistep: smp.phistep,
+        mosaic_spread: smp.mosaic_spread,
+        fluence: beam.fluence,
+        recommended_oversample: oversample,
+        noise_seed: o.seed.unwrap_or_else(|| -clock_seconds()),
+        hkl_source: String::new(),
+        log: Vec::new(),
+        warnings,
+    };
+    pixels::apply_preset_mask(&mut setup);
+    Ok(setup)
+}
+
+/// Sources from `-sourcefile` or the divergence × dispersion grid (step 8); an empty grid is an
+/// error.
+fn source_list(
+    o: &Options,
+    files: &dyn FileSource,
+    smp: &sampling::Sampling,
+    det: &Detector,
+    lambda0: f64,
+) -> Result<Vec<crate::plan::Source>> {
+    let source_list = match &o.sourcefile {
+        Some(name) => {
+            let located =
+                |e: crate::error::Error| e.with_flag("-sourcefile").at_file(name.as_str());
+            let rows = files
+                .read(name, FileKind::Sources)
+                .and_then(|text| io::textcols::read_columns(name, &text, 5))
+                .map_err(located)?;
+            sources::from_file(name, &rows, det.beam, lambda0).map_err(located)?
+        }
+        None => sources::divergence_grid(smp, o.round_div, det, lambda0),
+    };
+    if source_list.is_empty() {
+        // upstream divides by zero steps and renders NaN
+        return Err(Error::geometry(format!(
+            "the divergence grid keeps no source: {} × {} points over {} × {} mrad, all outside the \
+             round trim (-round_div); give -divergence (or -hdivrange/-vdivrange), more steps, or \
+             -square_div",
+            smp.hdivsteps,
+            smp.vdivsteps,
+            crate::cfmt::fmt_g(smp.hdivrange * 1000.0),
+            crate::cfmt::fmt_g(smp.vdivrange * 1000.0)
+        )));
+    }
+    Ok(sources::to_plan(&source_list))
+}
+
+/// The ROI and the `-mask` file's mask (step 10); an empty selection is an error.
+fn selection(
+    o: &Options,
+    headers: &header::Headers,
+    det: &Detector,
+) -> Result<(crate::plan::Roi, Option<Vec<u8>>)> {
+    let roi = pixels::roi(o.roi, det.fpixels, det.spixels);
+    let mask = match &headers.mask {
+        Some((name, smv)) => Some(pixels::mask(name, smv, det.fpixels, det.spixels)?),
+        None => None,
+    };
+    pixels::check_selection(&roi, mask.as_deref(), det.fpixels, det.spixels)?;
+    Ok((roi, mask))
+}
+
+/// The plan's detector, beam, sources, sampling and scaling (the crystal's parts neutral: no
+/// orientations, one cell, no HKL grid); [`resolve`] fills in the crystal.
+#[allow(clippy::too_many_arguments)]
+fn frame_plan(
+    o: &Options,
+    det: &Detector,
+    smp: &sampling::Sampling,
+    oversample: i64,
+    (roi, mask): (crate::plan::Roi, Option<Vec<u8>>),
+    sources: Vec<crate::plan::Source>,
+    steps: u64,
+    fluence: f64,
+) -> Plan {
+    Plan {
+        fpixels: det.fpixels,
+        spixels: det.spixels,
+        pixel: det.pixel,
+        oversample: oversample as u32,
+        pix0: det.pix0,
+        fdet: det.fdet,
+        sdet: det.sdet,
+        odet: det.odet,
+        beam: det.beam,
+        close_distance: det.close_distance,
+        distance: det.distance,
+        curved: o.curved_det,
+        point_pixel: o.point_pixel,
+        thicksteps: smp.thicksteps as u32,
+        thickstep: smp.thickstep,
+        thick: smp.thick,
+        mu: smp.mu,
+        roi,
+        mask,
+        sources,
+        polar_k: o.polar,
+        polar_axis: det.polar_axis,
+        nopolar: o.nopolar,
+        dmin: o.dmin,
+        phisteps: smp.phisteps as u32,
+        mosaic_domains: smp.mosaic_domains as u32,
+        orientations: Vec::new(),
+        orientations_first: Vec::new(),
+        na: 1.0,
+        nb: 1.0,
+        nc: 1.0,
+        shape: o.shape,
+        fudge: o.fudge,
+        a_star: [0.0; 3],
+        b_star: [0.0; 3],
+        c_star: [0.0; 3],
+        hkl: Default::default(),
+        default_f: o.default_f,
+        interpolation: Interpolation::Nearest,
+        oversample_thick: o.oversample_thick,
+        oversample_polar: o.oversample_polar,
+        oversample_omega: o.oversample_omega,
+        steps,
+        r_e_sqr_fluence: R_E_SQR * fluence,
+        i_bg: scaling::water_background(fluence, o.water),
+        water: o.water != 0.0,
+    }
 }
 
 /// The last guard before the kernels: every number of the plan they read is finite (the steps

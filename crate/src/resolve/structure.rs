@@ -6,7 +6,7 @@ use crate::args::Options;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io;
-use crate::plan::{HklGrid, Plan};
+use crate::plan::{HklGrid, Interpolation, Plan};
 use crate::resolve::crystal::Crystal;
 use crate::sf::{self, Model};
 
@@ -145,6 +145,18 @@ pub fn model_cell(o: &Options, model: Option<&Model>) -> Option<[f64; 6]> {
         }
         _ => o.cell,
     }
+}
+
+/// A model's table in the plan (`-pdb`, and the realistic chain's cached table: one path): the
+/// table, with the interpolation rule applied to it and the options' cell counts.
+pub fn install_table(plan: &mut Plan, o: &Options, table: HklGrid) {
+    let tricubic = interpolate(o.interpolate, super::lattice::raw_counts(o), &table);
+    plan.interpolation = if tricubic {
+        Interpolation::Tricubic
+    } else {
+        Interpolation::Nearest
+    };
+    plan.hkl = table;
 }
 
 /// `-pdb`: the model's structure-factor table for every reflection the detector reaches

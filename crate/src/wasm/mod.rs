@@ -193,11 +193,13 @@ pub fn set_file(name: &str, bytes: Vec<u8>) {
     STATE.with(|st| {
         st.borrow_mut().files.0.insert(name.to_string(), bytes);
     });
+    FILES_GEN.with(|g| g.set(g.get() + 1));
 }
 
 #[wasm_bindgen]
 pub fn clear_files() {
     STATE.with(|st| st.borrow_mut().files.0.clear());
+    FILES_GEN.with(|g| g.set(g.get() + 1));
 }
 
 /// Parse and resolve the flags into a plan; returns the resolved geometry and the plan's size
@@ -219,6 +221,42 @@ pub fn prepare(mut args: Vec<String>) -> Result<JsValue, JsValue> {
         st.prepared = Some(prep);
         st.image = None;
         to_js(&info)
+    })
+}
+
+thread_local! {
+    /// Changes of the input files (`set_file`, `clear_files`): a kept query plan is stale after one.
+    static FILES_GEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The plan `pixel_geometry` answers from: its words, the files' generation, the plan. Kept
+    /// apart from the rendered plan, so that a readout never replaces what the downloads export.
+    static QUERY: RefCell<Option<(Vec<String>, u64, Prepared)>> = const { RefCell::new(None) };
+}
+
+/// The detector's geometry at points `[f0, s0, f1, s1, …]` (continuous pixel coordinates, pixel
+/// centres at index + 0.5) for the crystal and detector of `args` (`-pdb NAME`: the cell of the
+/// model the realistic chain read): `crate::predict::pixel_geometry`, one record per point
+/// (`PixelGeometry`: lab position, d, 2θ, fractional and nearest hkl). The page's cursor readout.
+/// The words are resolved once and kept until other words or other files come.
+#[wasm_bindgen(unchecked_return_type = "PixelGeometry[]")]
+pub fn pixel_geometry(args: Vec<String>, points: Vec<f64>) -> Result<JsValue, JsValue> {
+    let mut words = realistic::with_model_cell(args);
+    if !words.iter().any(|a| a == "-seed") {
+        // as `prepare`: a `-misset random` needs a seed; geometry does not depend on it otherwise
+        words.splice(0..0, ["-seed".to_string(), "1".to_string()]);
+    }
+    let gen = FILES_GEN.with(|g| g.get());
+    QUERY.with(|q| {
+        let mut q = q.borrow_mut();
+        if !q.as_ref().is_some_and(|(w, g, _)| *w == words && *g == gen) {
+            let prep = STATE
+                .with(|st| api::prepare(&words, &st.borrow().files))
+                .map_err(js_err)?;
+            *q = Some((words, gen, prep));
+        }
+        let prep = &q.as_ref().expect("kept").2;
+        let pts: Vec<[f64; 2]> = points.chunks_exact(2).map(|c| [c[0], c[1]]).collect();
+        let (at, _) = crate::predict::pixel_geometry(&prep.setup, &pts).map_err(js_err)?;
+        to_js(&at)
     })
 }
 
@@ -446,8 +484,25 @@ export interface Geometry {
   randomMisset: V3 | null;
   /** Lab positions (m) of sensor-surface points computed by the kernel's own pixel-position
    * function (tilts, two-theta and the curved detector included), on a grid of continuous
-   * pixel coordinates `f[i]`, `s[j]`; `pos` holds x,y,z of node (i, j) at 3*(j*f.length + i). */
-  grid: { f: number[]; s: number[]; pos: number[] };
+   * pixel coordinates `f[i]`, `s[j]`; `pos` holds x,y,z of node (i, j) at 3*(j*f.length + i);
+   * `twoTheta` (degrees) and `d` (Å) at the same nodes (index j*f.length + i) come from
+   * `predict::pixel_geometry` (empty when the plan has no orientation). */
+  grid: { f: number[]; s: number[]; pos: number[]; twoTheta: number[]; d: number[] };
+  /** Where the direct beam meets the detector (pixels, may lie outside it), null when it misses
+   * (`crate::predict::pixel_geometry`). */
+  beamCentre: [number, number] | null;
+}
+
+/** The detector at a point (`crate::predict::PixelHkl`): fractional and nearest Miller indices
+ * (first orientation, nominal beam), scattering vector (1/Å), d (Å; Infinity at the beam), 2θ
+ * (degrees), lab position (m). */
+export interface PixelGeometry {
+  hkl: V3;
+  nearest: [number, number, number];
+  q: V3;
+  d: number;
+  two_theta: number;
+  position: V3;
 }
 
 /** What `prepare` returns. */
@@ -476,6 +531,11 @@ struct Grid {
     f: Vec<f64>,
     s: Vec<f64>,
     pos: Vec<f64>,
+    /// 2θ (degrees) at each node, from `predict::pixel_geometry` (the rings are its contours).
+    #[serde(rename = "twoTheta")]
+    two_theta: Vec<f64>,
+    /// Resolution (Å) at each node (the rings are its contours; infinite at the beam).
+    d: Vec<f64>,
 }
 
 #[derive(Serialize)]
@@ -498,6 +558,8 @@ struct Geometry {
     #[serde(rename = "randomMisset")]
     random_misset: Option<[f64; 3]>,
     grid: Grid,
+    #[serde(rename = "beamCentre")]
+    beam_centre: Option<[f64; 2]>,
 }
 
 /// Cells per detector axis of the position grid (the page interpolates bilinearly inside a
@@ -537,11 +599,18 @@ impl Geometry {
         let fnodes = grid_nodes(p.fpixels.max(1), os);
         let snodes = grid_nodes(p.spixels.max(1), os);
         let mut pos = Vec::with_capacity(fnodes.len() * snodes.len() * 3);
-        for &(ks, _) in &snodes {
-            for &(kf, _) in &fnodes {
+        let mut nodes = Vec::with_capacity(fnodes.len() * snodes.len());
+        for &(ks, s) in &snodes {
+            for &(kf, f) in &fnodes {
                 pos.extend_from_slice(&p.subpixel_position(kf, ks, 0.0));
+                nodes.push([f, s]);
             }
         }
+        // a plan without an orientation has no readout: no rings, no beam centre
+        let (at, beam_centre) =
+            crate::predict::pixel_geometry(&prep.setup, &nodes).unwrap_or((Vec::new(), None));
+        let two_theta = at.iter().map(|x| x.two_theta).collect();
+        let d = at.iter().map(|x| x.d).collect();
         Geometry {
             width: p.fpixels,
             height: p.spixels,
@@ -563,7 +632,10 @@ impl Geometry {
                 f: fnodes.iter().map(|n| n.1).collect(),
                 s: snodes.iter().map(|n| n.1).collect(),
                 pos,
+                two_theta,
+                d,
             },
+            beam_centre,
         }
     }
 }

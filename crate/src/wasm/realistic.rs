@@ -210,6 +210,27 @@ pub fn realistic_prepare(mut args: Vec<String>, with_model: bool) -> Result<JsVa
 /// sends the model's cell and unit F as well). Returns whether the model's table is in the plan.
 #[wasm_bindgen]
 pub fn prepare_with_model(args: Vec<String>) -> Result<bool, JsValue> {
+    let (words, cached) = split_model(args);
+    let Some(model_words) = cached else {
+        super::prepare(words)?;
+        return Ok(false);
+    };
+    let mut words = words;
+    words.extend(model_words);
+    super::prepare(words)?;
+    let d_min = STATE.with(|st| {
+        realistic::needed_d_min(st.borrow().prepared.as_ref().expect("prepared")).map_err(js_err)
+    })?;
+    let covers = RS.with(|rs| rs.borrow().cache.as_ref().is_some_and(|c| c.covers(d_min)));
+    if covers {
+        install()?;
+    }
+    Ok(covers)
+}
+
+/// The words without `-pdb NAME`, and the crystal words of the model the chain read when NAME
+/// is that model.
+fn split_model(args: Vec<String>) -> (Vec<String>, Option<Vec<String>>) {
     let mut words = Vec::with_capacity(args.len());
     let mut name = None;
     let mut it = args.into_iter();
@@ -227,20 +248,15 @@ pub fn prepare_with_model(args: Vec<String>) -> Result<bool, JsValue> {
             .filter(|c| name.as_deref() == Some(c.name.as_str()))
             .map(|c| c.crystal_words())
     });
-    let Some(model_words) = cached else {
-        super::prepare(words)?;
-        return Ok(false);
-    };
-    words.extend(model_words);
-    super::prepare(words)?;
-    let d_min = STATE.with(|st| {
-        realistic::needed_d_min(st.borrow().prepared.as_ref().expect("prepared")).map_err(js_err)
-    })?;
-    let covers = RS.with(|rs| rs.borrow().cache.as_ref().is_some_and(|c| c.covers(d_min)));
-    if covers {
-        install()?;
-    }
-    Ok(covers)
+    (words, cached)
+}
+
+/// `-pdb NAME` replaced by the read model's crystal words (its cell), or dropped: the crystal
+/// the page shows, for a geometry query.
+pub(super) fn with_model_cell(args: Vec<String>) -> Vec<String> {
+    let (mut words, cached) = split_model(args);
+    words.extend(cached.unwrap_or_default());
+    words
 }
 
 /// Put the cached table into the prepared plan.

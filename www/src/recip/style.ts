@@ -36,3 +36,28 @@ export function label(text: string, cls = ''): CSS2DObject {
   el.textContent = text;
   return new CSS2DObject(el);
 }
+
+/** Keep the fixed labels apart: in the order given (most important first), each label that
+ * would cover one already placed moves down below it (the φ axis, 000, a*, b*, c* and k₀ all
+ * start near the origin, and a small view crowds them). Run after each label render. */
+export function separateLabels(order: CSS2DObject[], bounds?: DOMRect) {
+  const placed: { l: number; r: number; t: number; b: number }[] = [];
+  for (const o of order) {
+    const el = o.element;
+    if (!o.visible || el.style.display === 'none' || !el.textContent) continue;
+    const r0 = el.getBoundingClientRect();
+    if (!r0.width) continue;
+    // a label that runs off the view's side moves in (the sphere's label in a narrow view)
+    let dx = 0;
+    if (bounds && r0.width < bounds.width - 8) {
+      if (r0.left < bounds.left + 4) dx = bounds.left + 4 - r0.left;
+      else if (r0.right > bounds.right - 4) dx = bounds.right - 4 - r0.right;
+    }
+    const r = { left: r0.left + dx, right: r0.right + dx, top: r0.top, bottom: r0.bottom, height: r0.height };
+    let dy = 0;
+    const hits = (d: number) => placed.some((p) => r.left < p.r && r.right > p.l && r.top + d < p.b && r.bottom + d > p.t);
+    for (let i = 0; i < 8 && hits(dy); i++) dy += r.height * 0.9;
+    if (dx || dy) el.style.transform += ` translate(${dx.toFixed(1)}px, ${dy.toFixed(1)}px)`;
+    placed.push({ l: r.left, r: r.right, t: r.top + dy, b: r.bottom + dy });
+  }
+}

@@ -12,9 +12,13 @@
 // that triangle (k₀, r, k) and the ray; the detector's footprint on the sphere (its outline seen
 // from C) shows which part of the sphere the detector can record.
 //
-// Its parts: palette.ts (colours), shaders.ts (GLSL), style.ts (CSS, labels), scene-util.ts
-// (vectors, arrows, formats, the GL probe); this file builds the scene from the data and holds
-// the camera, picking and input.
+// Its parts: objects.ts (the three.js objects), detector3d.ts (the detector drawn about the
+// crystal), pointstyle.ts (each point's flag, size and colour weights), picking.ts (screen-space
+// picking), turn.ts (Shift/Alt+drag turns the crystal), framing.ts (where the camera looks from),
+// palette.ts (colours), shaders.ts (GLSL), style.ts (CSS, labels, keeping them apart),
+// scene-util.ts (vectors, arrows, formats, the GL probe). This file holds the view's state: it
+// fills the objects from the data (sphere, shell, beam, spindle, points), runs the render loop,
+// hover and pick, and is the `ReciprocalView` API with its test hooks (`debug`).
 //
 // 10^5 points: one THREE.Points draw with per-point size and flag attributes (sphere impostors in
 // the fragment shader); picking is a screen-space search over the projected points (one pass,
@@ -23,39 +27,34 @@ import {
   BufferAttribute,
   BufferGeometry,
   Color,
-  ConeGeometry,
-  CylinderGeometry,
-  DoubleSide,
   Float32BufferAttribute,
   Group,
   Line,
-  LineBasicMaterial,
   LineDashedMaterial,
-  LineLoop,
-  LineSegments,
   Matrix4,
   Mesh,
   MeshBasicMaterial,
   Object3D,
   PerspectiveCamera,
   Points,
-  Quaternion,
   Scene,
-  ShaderMaterial,
-  SphereGeometry,
   Vector2,
   Vector3,
   WebGLRenderer,
 } from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { CSS2DObject, CSS2DRenderer } from 'three/addons/renderers/CSS2DRenderer.js';
-import { dragRotation } from './rotate';
+import { installTurning } from './turn';
+import { pickPoint } from './picking';
+import { createSceneObjects } from './objects';
+import { buildDetector } from './detector3d';
+import { pointStyle } from './pointstyle';
 import type { PointInfo, RecipData, RecipDebug, RecipViewOptions, ReciprocalView, Theme, V3 } from './types';
 import { reflectionInfo } from './adapter';
 import { PALETTES, hex } from './palette';
-import { POINT_FS, POINT_VS, RING_FS, RING_VS, SPHERE_FS, SPHERE_VS } from './shaders';
-import { injectStyle, label } from './style';
-import { Arrow, add, cross, dot, fmt, fmtExc, len, mul, nice, probeGl, quantile, sub, unit, vec } from './scene-util';
+import { injectStyle, separateLabels } from './style';
+import { defaultDirection, framing, type Frame } from './framing';
+import { Arrow, add, cross, dot, fmt, fmtExc, len, mul, nice, probeGl, sub, unit, vec } from './scene-util';
 
 export function createReciprocalView(container: HTMLElement, opts: RecipViewOptions = {}): ReciprocalView {
   injectStyle();
@@ -92,187 +91,80 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
 
   const scene = new Scene();
   const camera = new PerspectiveCamera(40, 1, 1e-4, 100);
-  // crystal rotation by modified drags: registered before the orbit controls so that it decides
-  // first whether this drag orbits the camera or turns the crystal
+  // crystal rotation by modified drags (turn.ts): registered before the orbit controls so that
+  // it decides first whether this drag orbits the camera or turns the crystal
   const rotateCbs = new Set<(m: [V3, V3, V3]) => void>();
-  let turning: { x: number; y: number; mode: 'tilt' | 'spin'; id: number } | null = null;
-  const onTurnDown = (e: PointerEvent) => {
-    if (e.button !== 0 || !rotateCbs.size || !(e.shiftKey || e.altKey)) return;
-    const b = canvas.getBoundingClientRect();
-    turning = { x: e.clientX - b.left, y: e.clientY - b.top, mode: e.altKey || e.ctrlKey ? 'spin' : 'tilt', id: e.pointerId };
-    controls.enabled = false;
-    canvas.setPointerCapture(e.pointerId);
-  };
-  const onTurnMove = (e: PointerEvent) => {
-    if (!turning || e.pointerId !== turning.id) return;
-    const b = canvas.getBoundingClientRect();
-    const x = e.clientX - b.left, y = e.clientY - b.top;
-    const dx = x - turning.x, dy = y - turning.y;
-    if (!dx && !dy) return;
-    // the camera's frame: right, down, and towards the camera (the trackball's "beam")
-    camera.updateMatrixWorld();
-    const m = camera.matrixWorld.elements;
-    const right: V3 = [m[0], m[1], m[2]], down: V3 = [-m[4], -m[5], -m[6]], back: V3 = [m[8], m[9], m[10]];
-    const o = new Vector3(0, 0, 0).project(camera);
-    const ox = ((o.x + 1) / 2) * canvas.clientWidth, oy = ((1 - o.y) / 2) * canvas.clientHeight;
-    const rot = dragRotation(
-      { mode: turning.mode, dx, dy, sensitivity: 0.3, around: [turning.x - ox, turning.y - oy] },
-      { beam: back, fast: right, slow: down },
-    );
-    turning.x = x;
-    turning.y = y;
-    for (const cb of rotateCbs) cb(rot);
-  };
-  const onTurnUp = (e: PointerEvent) => {
-    if (!turning || e.pointerId !== turning.id) return;
-    turning = null;
-    controls.enabled = true;
-  };
-  canvas.addEventListener('pointerdown', onTurnDown);
-  canvas.addEventListener('pointermove', onTurnMove);
-  canvas.addEventListener('pointerup', onTurnUp);
-  canvas.addEventListener('pointercancel', onTurnUp);
+  const turning = installTurning(canvas, camera, rotateCbs);
   const controls = new OrbitControls(camera, canvas);
   controls.enableDamping = true;
   controls.dampingFactor = 0.12;
   controls.zoomToCursor = true;
   controls.screenSpacePanning = true;
   controls.listenToKeyEvents(canvas); // arrow keys pan when the canvas has focus
+  turning.controls = controls;
 
-  // shared geometries
-  const shaftGeo = new CylinderGeometry(1, 1, 1, 12, 1);
-  const headGeo = new ConeGeometry(1, 1, 16, 1);
-  const sphereGeo = new SphereGeometry(1, 96, 64);
-  const disposables: { dispose(): void }[] = [shaftGeo, headGeo, sphereGeo];
-  const own = <T extends { dispose(): void }>(x: T): T => {
-    disposables.push(x);
-    return x;
-  };
-
-  // ---- lattice points ----
-  // one geometry, two draws sharing the uniforms: the points in or near the diffraction
-  // condition opaque, the rest of the lattice as a translucent haze that does not hide them
-  const pointUniforms = {
-    uScale: { value: 1 }, uMinPx: { value: 1.5 }, uMaxPx: { value: 40 },
-    uAlpha: { value: 1 }, uFarLo: { value: new Color() }, uFarHi: { value: new Color() }, uNear: { value: new Color() },
-    uHotLo: { value: new Color() }, uHotHi: { value: new Color() },
-  };
-  // (`transparent` only to be drawn after the translucent sphere, on top of its tint)
-  const pointMat = own(new ShaderMaterial({ vertexShader: POINT_VS, fragmentShader: POINT_FS, uniforms: pointUniforms, transparent: true }));
-  const hazeMat = own(
-    new ShaderMaterial({
-      vertexShader: POINT_VS, fragmentShader: POINT_FS, transparent: true, depthWrite: false,
-      uniforms: { ...pointUniforms, uAlpha: { value: 0.35 } },
-    }),
-  );
-  // the GPU copy is ordered with the points near the sphere first: `points` draws that range,
-  // `haze` the rest (two geometries sharing the same attributes; each vertex is processed once)
-  let pointGeo = new BufferGeometry();
-  let hazeGeo = new BufferGeometry();
-  const points = new Points(pointGeo, pointMat);
-  const haze = new Points(hazeGeo, hazeMat);
-  points.frustumCulled = false;
-  haze.frustumCulled = false;
-  points.renderOrder = 5;
-  haze.renderOrder = 6;
-  haze.visible = showAll;
-  scene.add(points, haze);
-
-  // ---- Ewald sphere(s) ----
-  const sphereGroup = new Group();
-  scene.add(sphereGroup);
-  const sphereMat = own(
-    new ShaderMaterial({
-      vertexShader: SPHERE_VS, fragmentShader: SPHERE_FS, transparent: true, depthWrite: false, side: DoubleSide,
-      uniforms: { uColor: { value: new Color() }, uAlpha: { value: 0.1 } },
-    }),
-  );
-  const shellMat = own(
-    new ShaderMaterial({
-      vertexShader: SPHERE_VS, fragmentShader: SPHERE_FS, transparent: true, depthWrite: false, side: DoubleSide,
-      uniforms: { uColor: { value: new Color() }, uAlpha: { value: 0.03 } },
-    }),
-  );
-  const sphere = new Mesh(sphereGeo, sphereMat);
-  sphere.renderOrder = 2;
-  sphereGroup.add(sphere);
-  const shellGroup = new Group();
-  sphereGroup.add(shellGroup);
-  const circleMat = own(new LineBasicMaterial({ color: 0, transparent: true, opacity: 0.55 }));
-  const meridians = new Group();
-  sphereGroup.add(meridians);
-
-  // ---- beam, crystal, axes, detector ----
-  const arrows: Arrow[] = [];
-  const mkArrow = (px = 1.3, headPx = 12, maxFrac = 0.04) => {
-    const a = new Arrow(new MeshBasicMaterial({ color: 0 }), shaftGeo, headGeo, px, headPx, maxFrac);
-    arrows.push(a);
-    own(a.material);
-    return a;
-  };
-  const beamArrow = mkArrow(1.6, 16, 0.01);
-  const beamLineMat = own(new LineDashedMaterial({ color: 0, dashSize: 1, gapSize: 1, transparent: true, opacity: 0.7 }));
-  const beamLine = new Line(own(new BufferGeometry()), beamLineMat);
-  scene.add(beamArrow, beamLine);
-  const crystal = new Mesh(own(new SphereGeometry(1, 20, 14)), own(new MeshBasicMaterial({ color: 0 })));
-  scene.add(crystal);
-  const axesGroup = new Group();
-  const axisArrows = [mkArrow(1.5, 11, 0.05), mkArrow(1.5, 11, 0.05), mkArrow(1.5, 11, 0.05)];
-  axesGroup.add(...axisArrows);
-  scene.add(axesGroup);
-  const spindleLine = new Line(own(new BufferGeometry()), own(new LineDashedMaterial({ color: 0, dashSize: 1, gapSize: 1 })));
-  scene.add(spindleLine);
-
-  const detectorGroup = new Group();
-  scene.add(detectorGroup);
-  const detFillMat = own(new MeshBasicMaterial({ color: 0, transparent: true, opacity: 0.1, side: DoubleSide, depthWrite: false }));
-  const detLineMat = own(new LineBasicMaterial({ color: 0 }));
-  const coneMat = own(new LineBasicMaterial({ color: 0, transparent: true, opacity: 0.35 }));
-  const footMat = own(new LineBasicMaterial({ color: 0 }));
-  const detArrowMat = own(new MeshBasicMaterial({ color: 0 }));
-
-  // ---- hover / highlight overlay ----
-  const overlay = new Group();
-  scene.add(overlay);
-  const ringMat = own(
-    new ShaderMaterial({
-      vertexShader: RING_VS, fragmentShader: RING_FS, transparent: true, depthTest: false,
-      uniforms: { uPx: { value: 26 }, uColor: { value: new Color() }, uFill: { value: 0 } },
-    }),
-  );
-  const spotMat = own(
-    new ShaderMaterial({
-      vertexShader: RING_VS, fragmentShader: RING_FS, transparent: true, depthTest: false,
-      uniforms: { uPx: { value: 18 }, uColor: { value: new Color() }, uFill: { value: 1 } },
-    }),
-  );
-  const markerGeo = own(new BufferGeometry());
-  markerGeo.setAttribute('position', new Float32BufferAttribute([0, 0, 0], 3));
-  const marker = new Points(markerGeo, ringMat);
-  marker.renderOrder = 10;
-  marker.frustumCulled = false;
-  const spotGeo = own(new BufferGeometry());
-  spotGeo.setAttribute('position', new Float32BufferAttribute([0, 0, 0], 3));
-  const spot = new Points(spotGeo, spotMat);
-  spot.renderOrder = 10;
-  spot.frustumCulled = false;
-  const kArrow = mkArrow(1.3, 13, 0.03), rArrow = mkArrow(1.3, 13, 0.08);
-  const rayMat = own(new LineDashedMaterial({ color: 0, dashSize: 1, gapSize: 1 }));
-  const ray = new Line(own(new BufferGeometry()), rayMat);
-  const infoLabel = label('', 'info');
-  infoLabel.center.set(-0.06, 0.5); // to the right of the point, not over it
-  overlay.add(marker, spot, kArrow, rArrow, ray, infoLabel);
-  overlay.visible = false;
-
-  // ---- labels ----
-  const lblSphere = label('Ewald sphere', ''), lblCrystal = label('crystal'), lblOrigin = label('000');
-  const lblBeam = label('beam'), lblK0 = label('k₀'), lblDet = label('detector'), lblSpindle = label('φ axis');
-  const lblAxes = [label('a*', 'axis'), label('b*', 'axis'), label('c*', 'axis')];
-  const lblK = label('k'), lblR = label('r = k − k₀');
-  scene.add(lblSphere, lblCrystal, lblOrigin, lblBeam, lblK0, lblDet, lblSpindle, ...lblAxes);
-  overlay.add(lblK, lblR);
-  lblCrystal.center.set(0.5, -0.4);
-  lblOrigin.center.set(-0.15, 1.2);
+  // the objects (objects.ts)
+  const objects = createSceneObjects(scene, showAll);
+  const {
+    shaftGeo,
+    headGeo,
+    sphereGeo,
+    disposables,
+    own,
+    pointUniforms,
+    pointMat,
+    hazeMat,
+    pointGeo: pointGeo_,
+    hazeGeo: hazeGeo_,
+    points,
+    haze,
+    sphereGroup,
+    sphereMat,
+    shellMat,
+    sphere,
+    shellGroup,
+    circleMat,
+    meridians,
+    arrows,
+    mkArrow,
+    beamArrow,
+    beamLineMat,
+    beamLine,
+    crystal,
+    axesGroup,
+    axisArrows,
+    spindleLine,
+    detectorGroup,
+    detFillMat,
+    detLineMat,
+    coneMat,
+    footMat,
+    detArrowMat,
+    overlay,
+    ringMat,
+    spotMat,
+    markerGeo,
+    marker,
+    spotGeo,
+    spot,
+    kArrow,
+    rArrow,
+    rayMat,
+    ray,
+    infoLabel,
+    lblSphere,
+    lblCrystal,
+    lblOrigin,
+    lblBeam,
+    lblK0,
+    lblDet,
+    lblSpindle,
+    lblAxes,
+    lblK,
+    lblR,
+  } = objects;
+  let pointGeo = pointGeo_;
+  let hazeGeo = hazeGeo_;
 
   // ---- state ----
   let data: RecipData | null = null;
@@ -282,8 +174,8 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   let upDir: V3 = [0, 1, 0];
   let latticeRadius = 0.3;
   // per point, in the table's order: world diameter, and (strength, intensity, flag)
-  let sizes = new Float32Array(0);
-  let info = new Float32Array(0);
+  let sizes: Float32Array = new Float32Array(0);
+  let info: Float32Array = new Float32Array(0);
   let gpuPos = new Float32Array(0), gpuSize = new Float32Array(0), gpuInfo = new Float32Array(0);
   let hklIndex: Map<number, number> | null = null;
   let detKappa = 0; // scene units per metre
@@ -452,83 +344,13 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       lblSpindle.visible = false;
     }
 
-    // detector, in real space about the crystal at C, scaled by detKappa
+    // detector, in real space about the crystal at C, scaled by detKappa (detector3d.ts)
     for (const c of detectorGroup.children) if (c instanceof Arrow) arrows.splice(arrows.indexOf(c), 1);
     clearGroup(detectorGroup);
-    detPlane = null;
-    detKappa = 0;
-    let beamEnd = mul(beamDir, R * (detScale - 1));
-    const det = d.detector;
-    if (det && det.outline.length >= 3) {
-      const o = det.outline;
-      // best-fit plane (Newell) and the beam's path length to it
-      const n: V3 = [0, 0, 0];
-      let cen: V3 = [0, 0, 0];
-      for (let i = 0; i < o.length; i++) {
-        const a = o[i], b = o[(i + 1) % o.length];
-        n[0] += (a[1] - b[1]) * (a[2] + b[2]);
-        n[1] += (a[2] - b[2]) * (a[0] + b[0]);
-        n[2] += (a[0] - b[0]) * (a[1] + b[1]);
-        cen = add(cen, a);
-      }
-      cen = mul(cen, 1 / o.length);
-      let nn = unit(n);
-      if (dot(nn, cen) < 0) nn = mul(nn, -1);
-      detPlane = { n: nn, d: dot(nn, cen) };
-      const bd = dot(beamDir, nn);
-      const dist = bd > 1e-6 ? detPlane.d / bd : len(cen);
-      detKappa = (detScale * R) / dist;
-      const toScene = (p: V3): V3 => add(C, mul(p, detKappa));
-      const loop = o.map(toScene);
-      const outline = new LineLoop(new BufferGeometry(), detLineMat);
-      setLine(outline, loop);
-      const fillGeo = new BufferGeometry();
-      const sc = toScene(cen);
-      const tri: number[] = [];
-      for (let i = 0; i < loop.length; i++) tri.push(...sc, ...loop[i], ...loop[(i + 1) % loop.length]);
-      fillGeo.setAttribute('position', new Float32BufferAttribute(tri, 3));
-      const fill = new Mesh(fillGeo, detFillMat);
-      fill.renderOrder = 3;
-      // the cone of directions: crystal to the corners (or outline samples), and the footprint
-      const step = Math.max(1, Math.floor(loop.length / 4));
-      const cone: number[] = [];
-      for (let i = 0; i < loop.length; i += step) cone.push(...C, ...loop[i]);
-      const coneGeo = new BufferGeometry();
-      coneGeo.setAttribute('position', new Float32BufferAttribute(cone, 3));
-      const coneLines = new LineSegments(coneGeo, coneMat);
-      const foot: V3[] = [];
-      for (let i = 0; i < o.length; i++) {
-        const a = o[i], b = o[(i + 1) % o.length];
-        for (let j = 0; j < 24; j++) {
-          const p = add(a, mul(sub(b, a), j / 24));
-          foot.push(add(C, mul(unit(p), R)));
-        }
-      }
-      const footprint = new LineLoop(new BufferGeometry(), footMat);
-      setLine(footprint, foot);
-      detectorGroup.add(fill, outline, coneLines, footprint);
-      // fast/slow arrows at pixel (0,0)
-      if (det.fast && det.slow) {
-        const o0 = loop[0];
-        const size = len(sub(loop[1], loop[0]));
-        for (const [ax, name] of [[det.fast, 'fast'], [det.slow, 'slow']] as [V3, string][]) {
-          const a = new Arrow(detArrowMat, shaftGeo, headGeo, 1, 9, 0.05);
-          arrows.push(a);
-          a.set(o0, add(o0, mul(ax, size * 0.18)));
-          const l = label(name);
-          const lp2 = add(o0, mul(ax, size * 0.22));
-          l.position.set(lp2[0], lp2[1], lp2[2]);
-          detectorGroup.add(a, l);
-        }
-      }
-      const corner = loop[Math.floor(loop.length / 2)];
-      lblDet.position.set(corner[0], corner[1], corner[2]);
-      lblDet.visible = true;
-      // the undeflected beam ends where it meets the detector
-      beamEnd = sub(add(C, mul(beamDir, dist * detKappa)), [0, 0, 0]);
-    } else {
-      lblDet.visible = false;
-    }
+    const placed = buildDetector(objects, d.detector, { C, R, beamDir, detScale }, setLine);
+    detPlane = placed.plane;
+    detKappa = placed.kappa;
+    const beamEnd = placed.beamEnd ?? mul(beamDir, R * (detScale - 1));
     setLine(beamLine, [upstream, C, beamEnd], true);
     beamLineMat.dashSize = R * 0.03;
     beamLineMat.gapSize = R * 0.02;
@@ -537,41 +359,12 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   function buildPoints(d: RecipData) {
     const t = d.reflections;
     const n = t.count;
-    const a = d.axes;
-    const minSpacing = Math.min(len(a.a), len(a.b), len(a.c)) || 1;
-    const nearW = nearWidthOpt ?? minSpacing * 0.01;
-    const strength = t.strength ?? t.intensity;
-    const sRef = quantile(strength, 0.99);
-    // intensities of the points in condition
-    const inI: number[] = [];
-    for (let i = 0; i < n; i++) {
-      const tol = t.tolerance ? t.tolerance[i] : nearW;
-      if (t.inCondition ? t.inCondition[i] : Math.abs(t.excitation[i]) <= tol) inI.push(t.intensity[i]);
-    }
-    inI.sort((x, y) => x - y);
-    const iRef = inI.length ? inI[Math.min(inI.length - 1, Math.floor(0.98 * inI.length))] || 1 : 1;
-    if (sizes.length !== n) {
-      sizes = new Float32Array(n);
-      info = new Float32Array(3 * n);
-    }
-    const base = minSpacing * 0.32;
-    let rmax = 0;
-    for (let i = 0; i < n; i++) {
-      const ts = Math.min(1, Math.sqrt(Math.max(0, strength[i]) / (sRef || 1)));
-      const tol = t.tolerance ? t.tolerance[i] : nearW;
-      const inC = t.inCondition ? t.inCondition[i] === 1 : Math.abs(t.excitation[i]) <= tol;
-      const near = !inC && Math.abs(t.excitation[i]) <= 3 * tol;
-      const flag = inC ? 2 : near ? 1 : 0;
-      info[3 * i] = ts;
-      info[3 * i + 1] = Math.min(1, Math.sqrt(Math.max(0, t.intensity[i]) / iRef));
-      info[3 * i + 2] = flag;
-      sizes[i] = base * (0.35 + 0.65 * ts) * (flag === 2 ? 1.6 : 1);
-      const rr = t.r[3 * i] ** 2 + t.r[3 * i + 1] ** 2 + t.r[3 * i + 2] ** 2;
-      if (rr > rmax) rmax = rr;
-    }
-    latticeRadius = Math.sqrt(rmax) || R * 0.3;
-    let nNear = 0;
-    for (let i = 0; i < n; i++) if (info[3 * i + 2] > 0.5) nNear++;
+    // sizes, flags and colour weights (pointstyle.ts)
+    const st = pointStyle(d, nearWidthOpt, { sizes, info });
+    sizes = st.sizes;
+    info = st.info;
+    latticeRadius = st.rMax || R * 0.3;
+    const nNear = st.nNear;
     const same = pointGeo.getAttribute('position')?.count === n;
     if (!same) {
       pointGeo.dispose();
@@ -694,30 +487,16 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       (pi.fast !== null && pi.slow !== null ? `<br>spot (${pi.fast.toFixed(1)}, ${pi.slow.toFixed(1)}) px` : '');
   }
 
-  // ---- camera ----
+  // ---- camera (framing.ts) ----
+  const frameNow = (): Frame => ({ R, latticeRadius, beamDir, upDir, hasDetector: !!data?.detector, detScale, aspect: camera.aspect });
   function cameraFor(view: 'overview' | 'lattice') {
-    const side = cross(beamDir, upDir);
-    const dir = unit(add(add(side, mul(upDir, 0.35)), mul(beamDir, -0.25)));
     camera.up.set(upDir[0], upDir[1], upDir[2]);
     resize();
-    const aspect = Math.max(0.4, camera.aspect || 1);
-    const fit = aspect < 1.2 ? 1.2 / aspect : 1;
-    if (view === 'overview') {
-      // from upstream of the sphere (−2R) to the detector (detectorScale − 1 radii past O)
-      // (and the whole lattice when it reaches farther)
-      const hasDet = !!data?.detector;
-      const lo = Math.min(-2 * R, -latticeRadius), hi = Math.max(hasDet ? (detScale - 1) * R : 0, latticeRadius);
-      const target = mul(beamDir, (lo + hi) / 2);
-      const dist = (hi - lo) * 1.75 * fit;
-      controls.target.set(target[0], target[1], target[2]);
-      const p = add(target, mul(dir, dist));
-      camera.position.set(p[0], p[1], p[2]);
-    } else {
-      const dist = latticeRadius * 3.4 * fit;
-      controls.target.set(0, 0, 0);
-      const p = mul(dir, dist);
-      camera.position.set(p[0], p[1], p[2]);
-    }
+    const f = frameNow();
+    const { target, dist } = framing(f, view);
+    controls.target.set(target[0], target[1], target[2]);
+    const p = add(target, mul(defaultDirection(f), dist));
+    camera.position.set(p[0], p[1], p[2]);
     controls.minDistance = Math.min(R, latticeRadius) * 1e-3;
     controls.maxDistance = R * 30;
     controls.update();
@@ -727,11 +506,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   let fitted: { R: number; lattice: number } | null = null;
   /** The overview distance for the current sphere and lattice, along the current direction. */
   function refit() {
-    const hasDet = !!data?.detector;
-    const lo = Math.min(-2 * R, -latticeRadius), hi = Math.max(hasDet ? (detScale - 1) * R : 0, latticeRadius);
-    const target = mul(beamDir, (lo + hi) / 2);
-    const aspect = Math.max(0.4, camera.aspect || 1);
-    const dist = (hi - lo) * 1.75 * (aspect < 1.2 ? 1.2 / aspect : 1);
+    const { target, dist } = framing(frameNow(), 'overview');
     const from = camera.position.clone().sub(controls.target);
     const dir = from.lengthSq() > 0 ? from.normalize() : vec(unit(cross(beamDir, upDir)));
     controls.target.set(target[0], target[1], target[2]);
@@ -785,28 +560,12 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     renderer.render(scene, camera);
     placeInfo();
     labels.render(scene, camera);
-    separateLabels();
+    separateLabels(labelOrder, canvas.getBoundingClientRect());
     renders++;
   }
 
-  /** Keep the fixed labels apart: in order of importance, each label that would cover one
-   * already placed moves down below it (the φ axis, 000, a*, b*, c* and k₀ all start near the
-   * origin, and a small view crowds them). */
-  function separateLabels() {
-    const labelOrder = [lblOrigin, ...lblAxes, lblSpindle, lblK0, lblCrystal, lblBeam, lblSphere, lblDet, lblK, lblR];
-    const placed: { l: number; r: number; t: number; b: number }[] = [];
-    for (const o of labelOrder) {
-      const el = o.element;
-      if (!o.visible || el.style.display === 'none' || !el.textContent) continue;
-      const r = el.getBoundingClientRect();
-      if (!r.width) continue;
-      let dy = 0;
-      const hits = (d: number) => placed.some((p) => r.left < p.r && r.right > p.l && r.top + d < p.b && r.bottom + d > p.t);
-      for (let i = 0; i < 8 && hits(dy); i++) dy += r.height * 0.9;
-      if (dy) el.style.transform += ` translateY(${dy.toFixed(1)}px)`;
-      placed.push({ l: r.left, r: r.right, t: r.top + dy, b: r.bottom + dy });
-    }
-  }
+  // the fixed labels, most important first (style.ts separateLabels keeps them apart)
+  const labelOrder = [lblOrigin, ...lblAxes, lblSpindle, lblK0, lblCrystal, lblBeam, lblSphere, lblDet, lblK, lblR];
 
   /** The hover box goes left of its point when it would run off the view's right edge. */
   const infoAt = new Vector3();
@@ -834,51 +593,19 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     if (!frame && !disposed) frame = requestAnimationFrame(tick);
   }
 
-  // ---- picking (screen space) ----
+  // ---- picking (screen space, picking.ts) ----
   const projView = new Matrix4();
   function pickAt(x: number, y: number): number {
     if (!data) return -1;
-    const t = data.reflections;
-    const n = t.count;
-    const W = canvas.clientWidth, H = canvas.clientHeight;
     camera.updateMatrixWorld();
     projView.multiplyMatrices(camera.projectionMatrix, camera.matrixWorldInverse);
-    const m = projView.elements;
     const r = renderer.getPixelRatio();
-    const scale = pointMat.uniforms.uScale.value / r; // CSS px per world unit at distance 1
-    const minPx = pointMat.uniforms.uMinPx.value / r, maxPx = pointMat.uniforms.uMaxPx.value / r;
-    const reach = maxPx / 2 + 3;
-    const pos = t.r;
-    // under the cursor: the point in the condition before one near it before the haze, then the
-    // front-most; otherwise the nearest within 6 px
-    let best = -1, bestKey = Infinity, near = -1, nearD = 36;
-    for (let i = 0; i < n; i++) {
-      const flag = info[3 * i + 2];
-      if (!showAll && flag < 0.5) continue;
-      const px = pos[3 * i], py = pos[3 * i + 1], pz = pos[3 * i + 2];
-      const w = m[3] * px + m[7] * py + m[11] * pz + m[15];
-      if (w <= camera.near) continue;
-      const sx = ((m[0] * px + m[4] * py + m[8] * pz + m[12]) / w + 1) * 0.5 * W;
-      const dx = sx - x;
-      if (dx > reach || dx < -reach) continue;
-      const sy = (1 - (m[1] * px + m[5] * py + m[9] * pz + m[13]) / w) * 0.5 * H;
-      const dy = sy - y;
-      if (dy > reach || dy < -reach) continue;
-      const mp = flag > 1.5 ? minPx * 2 : flag > 0.5 ? minPx * 1.4 : minPx * 0.75;
-      const rad = Math.min(maxPx, Math.max(mp, (sizes[i] * scale) / w)) / 2;
-      const d2 = dx * dx + dy * dy;
-      if (d2 <= (rad + 1) * (rad + 1)) {
-        const k = w - flag * 1e6 * camera.far;
-        if (k < bestKey) {
-          bestKey = k;
-          best = i;
-        }
-      } else if (d2 < nearD) {
-        nearD = d2;
-        near = i;
-      }
-    }
-    return best >= 0 ? best : near;
+    return pickPoint(x, y, {
+      r: data.reflections.r, count: data.reflections.count, info, sizes, showAll, projView: projView.elements,
+      near: camera.near, far: camera.far, width: canvas.clientWidth, height: canvas.clientHeight,
+      scale: pointMat.uniforms.uScale.value / r, // CSS px per world unit at distance 1
+      minPx: pointMat.uniforms.uMinPx.value / r, maxPx: pointMat.uniforms.uMaxPx.value / r,
+    });
   }
 
   function doHover() {
@@ -896,7 +623,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     return { x: e.clientX - b.left, y: e.clientY - b.top };
   }
   const onMove = (e: PointerEvent) => {
-    if (e.buttons || turning) {
+    if (e.buttons || turning.active) {
       // orbiting: no hover
       return;
     }
@@ -910,7 +637,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     requestRender();
   };
   const onDown = (e: PointerEvent) => {
-    if (turning) return;
+    if (turning.active) return;
     const p = local(e);
     down = { ...p, buttons: e.button };
   };
@@ -1008,11 +735,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       canvas.removeEventListener('pointerleave', onLeave);
       canvas.removeEventListener('pointerdown', onDown);
       canvas.removeEventListener('pointerup', onUp);
-      canvas.removeEventListener('pointerdown', onTurnDown);
-      canvas.removeEventListener('pointermove', onTurnMove);
-      canvas.removeEventListener('pointerup', onTurnUp);
-      canvas.removeEventListener('pointercancel', onTurnUp);
-      rotateCbs.clear();
+      turning.dispose();
       controls.removeEventListener('change', requestRender);
       controls.dispose();
       hoverCbs.clear();

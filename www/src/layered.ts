@@ -1,0 +1,144 @@
+// Rendering a layered state (layers.ts: an atomic model, water or air, detector effects) through
+// the crate's realistic chain in the worker: model → structure factors (cached) → spots →
+// background → detector effects, with progress, honest stage names and Cancel; a change of the
+// shown layers or the detector effects alone composes again from the kept layers. A slider or
+// crystal drag renders when it ends. main.ts shows the result (`show`).
+import type { NanoBraggClient } from './client';
+import { BUNDLED_MODEL, COMPOSE_KEYS, effectsOf, layersOf, materialWords, spotsWords } from './layers';
+import type { RealisticPhase, RealisticResult } from './protocol';
+import type { initRealistic } from './realistic';
+import type { ModelState, RenderMode, Store } from './state';
+
+function fmtMs(ms: number) {
+  return ms < 1000 ? `${ms.toFixed(0)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 0)} s`;
+}
+
+export interface LayeredRender {
+  render(mode: RenderMode): Promise<void>;
+  /** A newer plain render replaces the image: the result in flight is no longer wanted. */
+  supersede(): void;
+}
+
+export function createLayeredRender(o: {
+  store: Store;
+  client: NanoBraggClient;
+  ui: { progress: HTMLProgressElement; cancelBtn: HTMLButtonElement; timing: HTMLElement };
+  rsec: ReturnType<typeof initRealistic>;
+  showNotice: (text: string, kind?: 'info' | 'warn') => void;
+  showError: (msg: string) => void;
+  hasImage: () => boolean;
+  /** The realistic image shown and the state it came from (null: a plain render is shown). */
+  shownRealistic: () => { model: ModelState; result: RealisticResult } | null;
+  /** The cell (a b c α β γ) of a model the chain read. */
+  onModelCell: (name: string, cell: number[]) => void;
+  show: (r: RealisticResult, m: ModelState, ms: number) => void;
+}): LayeredRender {
+  /** The realistic render whose result is wanted. */
+  let running = 0;
+  const STAGES: Record<RealisticPhase, string> = {
+    model: 'reading the model', 'structure factors': 'structure factors', spots: 'spots', background: 'background (water, air)', detector: 'detector effects',
+  };
+  const bundledBytes = new Map<string, Promise<Uint8Array>>();
+  function modelFile(name: string): Promise<Uint8Array> {
+    const have = o.store.files.peek().get(name);
+    if (have) return Promise.resolve(have);
+    if (name !== BUNDLED_MODEL.name) return Promise.reject(new Error(`-pdb ${name}: please choose or drop this file`));
+    if (!bundledBytes.has(name)) {
+      bundledBytes.set(name, fetch(new URL(BUNDLED_MODEL.url, location.href)).then(async (r) => {
+        if (!r.ok) throw new Error(`${BUNDLED_MODEL.url}: ${r.status} ${r.statusText}`);
+        return new Uint8Array(await r.arrayBuffer());
+      }));
+    }
+    return bundledBytes.get(name)!;
+  }
+
+  /** Only the layers shown or the detector effects differ from the image shown. */
+  function composeOnly(m: ModelState): boolean {
+    const shown = o.shownRealistic();
+    if (!shown) return false;
+    const a = shown.model;
+    for (const k of new Set([...Object.keys(a), ...Object.keys(m)])) if (!COMPOSE_KEYS.has(k) && (a[k] ?? '') !== (m[k] ?? '')) return false;
+    // the noise switch alone does not change the chain's kept layers
+    return true;
+  }
+
+  async function renderLayered(mode: RenderMode) {
+    // a realistic render takes seconds: a slider drag, a crystal drag or φ play renders when it
+    // ends (the 3D view and the labels follow at once)
+    if (mode === 'preview') {
+      o.ui.timing.textContent = 'realistic image: renders when the change ends';
+      return;
+    }
+    const m = { ...o.store.model.peek() };
+    const built = o.store.args.peek();
+    const { backend, precision } = o.store.view.peek();
+    const id = ++running;
+    o.ui.cancelBtn.disabled = false;
+    o.ui.progress.value = 0;
+    o.ui.progress.classList.add('busy');
+    const t0 = performance.now();
+    let announced = false;
+    let stage = 0;
+    try {
+      let r: RealisticResult;
+      if (composeOnly(m)) {
+        o.ui.timing.textContent = 'detector effects…';
+        r = await o.client.realisticCompose(layersOf(m), effectsOf(m));
+        r = { ...o.shownRealistic()!.result, data: r.data, timings: r.timings };
+      } else {
+        const pdb = (m.pdb ?? '').trim();
+        const model = pdb ? { name: pdb, bytes: await modelFile(pdb) } : null;
+        const stages = (pdb ? 5 : 3);
+        r = await o.client.realistic(
+          {
+            model, files: Object.fromEntries(o.store.files.peek()), args: spotsWords(built.args), materials: materialWords(m),
+            backend, precision, layers: layersOf(m), effects: effectsOf(m),
+          },
+          {
+            onProgress: (p) => { o.ui.progress.value = p; },
+            onPhase: (p, cached) => {
+              stage++;
+              // the threaded module reports progress inside a stage; the plain one cannot
+              if (o.client.info?.memory) o.ui.progress.value = 0;
+              else o.ui.progress.removeAttribute('value');
+              const what = p === 'structure factors' ? (cached ? 'structure factors (cached)' : 'computing structure factors') : STAGES[p];
+              o.ui.timing.textContent = `${what}… (step ${stage} of ${stages})`;
+              o.rsec.stage(`${what}…`, p === 'structure factors' ? (cached ? 'cached' : 'computing') : undefined);
+            },
+            onEstimate: (ms) => {
+              announced = true;
+              o.showNotice(`This realistic image will take about ${fmtMs(ms)} on the CPU: Cancel stops it.`, 'warn');
+            },
+          },
+        );
+      }
+      if (id !== running) return;
+      if (r.model) o.onModelCell(r.model.name, [...r.model.cell]);
+      o.show(r, m, performance.now() - t0);
+      o.showError('');
+    } catch (e) {
+      const err = e as Error;
+      if (err.name === 'AbortError') {
+        if (err.message === 'cancelled') {
+          o.ui.timing.textContent = 'cancelled';
+          o.rsec.stage('cancelled');
+          document.body.dataset.cancelled = String(Date.now());
+        }
+        return;
+      }
+      if (id !== running) return;
+      o.rsec.stage('');
+      o.showError(`${err.message}${o.hasImage() ? ' (the image shows the last good settings)' : ''}`);
+      document.body.dataset.error = String(Date.now());
+    } finally {
+      if (announced) o.showNotice('');
+      if (id === running) {
+        o.ui.progress.classList.remove('busy');
+        o.ui.progress.value = 1;
+        o.ui.cancelBtn.disabled = !o.client.busy;
+      }
+    }
+  }
+
+  return { render: renderLayered, supersede: () => { running++; } };
+}
