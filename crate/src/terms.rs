@@ -322,18 +322,19 @@ pub fn sincg_f64(x: f64, n: f64) -> f64 {
     }
 }
 
-/// Derivatives of [`sincg_f64`]: (d/dx, d/dN) of sin(x·N)/sin(x) on the full argument
-/// (MODEL §10.2). At x = 0 (the value N) they are (0, 1). Near another zero of sin x with an
-/// integer N the quotient rule cancels, so there d/dx comes from the series of sin(Ny)/sin(y) in
-/// y = x − mπ (sign (−1)^{m(N−1)}); d/dN is the full-index form's (it grows like m/y there,
-/// as the formula's does).
+/// [`sincg_f64`] with its derivatives: (value, d/dx, d/dN) of sin(x·N)/sin(x) on the full
+/// argument (MODEL §10.2); the value from the same sines as [`sincg_f64`] (bit for bit). At
+/// x = 0 (the value N) the derivatives are (0, 1). Near another zero of sin x with an integer N
+/// the quotient rule cancels, so there d/dx comes from the series of sin(Ny)/sin(y) in
+/// y = x − mπ (sign (−1)^{m(N−1)}); d/dN is the full-index form's (it grows like m/y there, as
+/// the formula's does).
 #[inline(always)]
-pub fn sincg_f64_d(x: f64, n: f64) -> (f64, f64) {
+pub fn sincg_f64_d(x: f64, n: f64) -> (f64, f64, f64) {
     if x == 0.0 {
-        return (0.0, 1.0);
+        return (n, 0.0, 1.0);
     }
-    let (sx, cx) = x.sin_cos();
-    let (snx, cnx) = (x * n).sin_cos();
+    let (sx, cx) = (x.sin(), x.cos());
+    let (snx, cnx) = ((x * n).sin(), (x * n).cos());
     let m = (x / PI).round();
     let y = x - m * PI;
     let dx = if n.fract() == 0.0 && (n * y).abs() < 1e-4 {
@@ -344,7 +345,7 @@ pub fn sincg_f64_d(x: f64, n: f64) -> (f64, f64) {
     } else {
         (n * cnx * sx - snx * cx) / (sx * sx)
     };
-    (dx, x * cnx / sx)
+    (snx / sx, dx, x * cnx / sx)
 }
 
 /// Upstream's sinc3 (libm sin, cos).
@@ -399,14 +400,16 @@ pub fn lattice_square_f64_d(
     nb: f64,
     nc: f64,
 ) -> (f64, [f64; 3], [f64; 3]) {
-    let f = lattice_square_f64(h, k, l, na, nb, nc);
+    // the value as `lattice_square_f64` forms it: 1, times each factor with N > 1 in turn
+    let mut f = 1.0;
     let mut g = [1.0; 3];
     let mut dx = [0.0; 3];
     let mut dn = [0.0; 3];
     for (i, (x, n)) in [(h, na), (k, nb), (l, nc)].into_iter().enumerate() {
         if n > 1.0 {
-            g[i] = sincg_f64(PI * x, n);
-            let (d, e) = sincg_f64_d(PI * x, n);
+            let (v, d, e) = sincg_f64_d(PI * x, n);
+            f *= v;
+            g[i] = v;
             dx[i] = PI * d;
             dn[i] = e;
         }
