@@ -318,6 +318,27 @@ pub fn finish(program: &str, usage: &str, result: Result<()>) -> i32 {
 }
 
 /// Run the program; returns the process exit status.
+/// The tangent image files of `-gradients`/`-gradfile` (`PREFIX_<name>.bin`), checked: the
+/// two flags go together.
+fn gradient_files(o: &args::Options) -> Result<Vec<String>> {
+    match (&o.gradfile, o.gradients.is_empty()) {
+        (None, true) => Ok(Vec::new()),
+        (Some(_), true) => Err(Error::usage(
+            "-gradfile: give the parameters with -gradients (e.g. -gradients rot_x,cell_a)",
+        )
+        .with_flag("-gradfile")),
+        (None, false) => Err(Error::usage(
+            "-gradients: give -gradfile PREFIX (the derivatives go to PREFIX_<name>.bin)",
+        )
+        .with_flag("-gradients")),
+        (Some(prefix), false) => Ok(o
+            .gradients
+            .iter()
+            .map(|p| format!("{prefix}_{}.bin", p.name()))
+            .collect()),
+    }
+}
+
 pub fn run(words: &[String]) -> i32 {
     finish("nanobragg", args::SHORT_USAGE, run_inner(words))
 }
@@ -330,7 +351,8 @@ fn run_inner(words: &[String]) -> Result<()> {
         return Ok(());
     }
     let prep = api::prepare_options(&o, &DiskFiles)?;
-    io::atomic::check_outputs(&[
+    let grad_files = gradient_files(&o)?;
+    let mut outputs: Vec<(&str, Option<&str>)> = vec![
         ("-floatfile", Some(&o.floatfile)),
         ("-intfile", Some(&o.intfile)),
         ("-pgmfile", o.write_pgm.then_some(&o.pgmfile)),
@@ -344,7 +366,9 @@ fn run_inner(words: &[String]) -> Result<()> {
             "-dump (structure-factor cache)",
             (o.hkl.is_some() || o.pdb.is_some()).then_some(o.dump.as_str()),
         ),
-    ])?;
+    ];
+    outputs.extend(grad_files.iter().map(|f| ("-gradfile", Some(f.as_str()))));
+    io::atomic::check_outputs(&outputs)?;
     let threads = o
         .threads
         .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()));
@@ -403,7 +427,40 @@ fn run_inner(words: &[String]) -> Result<()> {
     }
     let t_setup = t0.elapsed();
     let t1 = Instant::now();
-    let image = render(&prep, o.threads)?.image;
+    let image = if o.gradients.is_empty() {
+        render(&prep, o.threads)?.image
+    } else {
+        // the tangent kernel's image is the f64 kernel's; in f32 mode the image is rendered
+        // as usual and the derivatives (f64) beside it
+        let g = crate::cpu::with_threads(o.threads, || {
+            api::render_gradients(
+                &prep,
+                &DiskFiles,
+                &o.gradients,
+                &|_| {},
+                &std::sync::atomic::AtomicBool::new(false),
+            )
+        })?;
+        for (i, name) in grad_files.iter().enumerate() {
+            let t: Vec<f32> = g.tangent(i).iter().map(|&v| v as f32).collect();
+            write_file(
+                name,
+                &[&output::le_bytes(&t)],
+                &format!(
+                    "∂image/∂{} (photons/pixel per {}) as {} 4-byte floats",
+                    g.params[i].name(),
+                    g.params[i].unit(),
+                    t.len()
+                ),
+                &mut out,
+            )?;
+        }
+        if o.precision == api::Precision::F64 {
+            g.image
+        } else {
+            render(&prep, o.threads)?.image
+        }
+    };
     let t_render = t1.elapsed();
     let t2 = Instant::now();
     if o.printout {

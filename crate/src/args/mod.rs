@@ -184,6 +184,10 @@ pub struct Options {
     pub help: bool,
     /// Warnings produced while parsing (printed by the CLI).
     pub warnings: Vec<String>,
+    /// `-gradients LIST`: the parameters to differentiate (MODEL §10).
+    pub gradients: Vec<crate::tangent::Param>,
+    /// `-gradfile PREFIX`: tangent images go to `PREFIX_<name>.bin`.
+    pub gradfile: Option<String>,
 }
 
 impl Default for Options {
@@ -302,6 +306,8 @@ impl Default for Options {
             force: false,
             help: false,
             warnings: Vec::new(),
+            gradients: Vec::new(),
+            gradfile: None,
         }
     }
 }
@@ -734,6 +740,7 @@ mod tests {
                 .split_whitespace()
                 .map(|v| match v {
                     "FILE" => "x.txt",
+                    "LIST" => "rot_x",
                     v if v.contains('|') => v.split('|').next().unwrap(),
                     _ => "1",
                 })

@@ -1099,6 +1099,17 @@ pub static FLAGS: &[Flag] = &[
         Ok(())
     })
     .kind(Ours),
+    flag("-gradients", Port, "LIST", "derivatives of the image for these parameters (rot_x,cell_a,distance,…; MODEL §10), written with -gradfile", |p| {
+        let v = p.text()?;
+        p.o.gradients = crate::tangent::Param::parse_list(&v, p.flag)?;
+        Ok(())
+    })
+    .kind(Ours),
+    flag("-gradfile", Port, "PREFIX", "one f32 image per -gradients parameter: PREFIX_<name>.bin", |p| {
+        p.o.gradfile = Some(p.text()?);
+        Ok(())
+    })
+    .kind(Ours),
     flag("-threads", Port, "n", "CPU threads (default: all cores; at most 4 per core)", |p| {
         p.o.threads = Some(p.int()? as usize);
         Ok(())

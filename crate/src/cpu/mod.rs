@@ -38,6 +38,7 @@ pub mod pixel32;
 pub mod pixel64;
 pub mod poll;
 pub mod row32;
+pub mod tangent;
 
 use crate::error::{Error, Result};
 pub use crate::plan::Precision;

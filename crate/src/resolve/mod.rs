@@ -33,6 +33,7 @@ pub mod sampling;
 pub mod scaling;
 pub mod sources;
 pub mod structure;
+pub mod tangent;
 
 use crate::args::{Options, RTD};
 use crate::error::{Error, Result};
