@@ -146,6 +146,8 @@ async function buildTs() {
     external: ['./pkg/*', './pkg-parallel/*'],
   };
   await esbuild.build({ ...common, entryPoints: { worker: 'www/src/worker.ts' }, outdir: dist });
+  // the measured-image worker (www/src/measured/worker.ts): decodes dropped images with the plain module
+  await esbuild.build({ ...common, entryPoints: { 'measured-worker': 'www/src/measured/worker.ts' }, outdir: dist });
   // The page and the element load the reciprocal-space view (three.js) lazily: code splitting
   // puts it in its own chunk (chunks/view3d-*.js), fetched when the 3D view is first opened.
   // One build per entry, so that each entry stays one file apart from that chunk.

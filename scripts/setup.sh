@@ -5,7 +5,8 @@
 # CPU), python3-fabio (miniCBF read-back), dials (the DIALS round trip), slurm-wlm and munge (the
 # dataset tool's Slurm test) and, for the Python
 # package (`python/`), a virtual environment target/pyvenv with maturin, pytest and numpy from
-# PyPI (`setup.sh python` does only that). Nothing is downloaded from outside the package
+# PyPI, and Debian's python3-torch with a venv target/pyvenv-torch over it for the PyTorch
+# bridge's test (`setup.sh python` does only those). Nothing is downloaded from outside the package
 # registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,11 @@ if [ "$what" = all ] || [ "$what" = test ]; then
   # a single-node Slurm for the dataset engine's test (scripts/slurm_local.sh)
   [ -x /usr/sbin/slurmctld ] || need_apt+=(slurm-wlm)
   [ -x /usr/sbin/munged ] || need_apt+=(munge)
+fi
+# the PyTorch bridge's test (python/tests_torch/): Debian's torch (PyPI's wheel pulls GBs of
+# CUDA), for Debian's /usr/bin/python3
+if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
+  /usr/bin/python3 -c 'import torch' 2>/dev/null || need_apt+=(python3-torch)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== apt-get install ${need_apt[*]}"
@@ -45,6 +51,20 @@ if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
   if ! "$VENV/bin/python" -c 'import h5py, ray' 2>/dev/null; then
     echo "== pip install h5py ray (into $VENV)"
     "$VENV/bin/pip" install --quiet 'h5py>=3.8' 'ray>=2.9'
+  fi
+  # measured images (crate/tests/measured.rs runs scripts/make_measured.py): EIGER-style NeXus
+  # with hdf5plugin's bitshuffle-LZ4 and LZ4 filters, miniCBF and SMV read back with fabio
+  if ! "$VENV/bin/python" -c 'import hdf5plugin, fabio' 2>/dev/null; then
+    echo "== pip install hdf5plugin fabio (into $VENV)"
+    "$VENV/bin/pip" install --quiet 'hdf5plugin>=4' 'fabio>=2023'
+  fi
+  # the torch bridge's test: a venv over Debian's python3 and its site packages (torch, numpy),
+  # with pytest
+  TVENV=target/pyvenv-torch
+  [ -x "$TVENV/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$TVENV"
+  if ! "$TVENV/bin/python" -c 'import pytest, torch' 2>/dev/null; then
+    echo "== pip install pytest (into $TVENV)"
+    "$TVENV/bin/pip" install --quiet 'pytest>=7'
   fi
 fi
 [ "$what" = python ] && exit 0

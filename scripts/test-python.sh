@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Python part of `npm test`: builds the wheel of `python/` with maturin (abi3, CPython >= 3.10),
 # installs it into the virtual environment that scripts/setup.sh made (target/pyvenv), and runs
-# the pytest suite (python/tests/) against the installed package and the CLI binaries. pytest's
+# the pytest suite (python/tests/) against the installed package and the CLI binaries, then the
+# PyTorch bridge's test (python/tests_torch/) with Debian's python3-torch (target/pyvenv-torch). pytest's
 # exit status is this script's: no test collected (exit 5) fails like a failed test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,8 @@ source scripts/timing.sh
 # the same (release) build profile as scripts/test-rust.sh: shared artefacts, no LTO
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 VENV=target/pyvenv
-if [ ! -x "$VENV/bin/maturin" ] || ! "$VENV/bin/python" -c 'import pytest, numpy, h5py, ray' 2>/dev/null; then
+if [ ! -x "$VENV/bin/maturin" ] || ! "$VENV/bin/python" -c 'import pytest, numpy, h5py, ray' 2>/dev/null \
+  || ! target/pyvenv-torch/bin/python -c 'import pytest, torch' 2>/dev/null; then
   bash scripts/setup.sh python
 fi
 rm -rf target/wheels
@@ -25,5 +27,12 @@ step "cargo build --release (the CLI programs the Python tests compare with)" \
 # run from outside python/ so that `import nanobragg` is the installed wheel, not the source
 step "pytest (python/tests/: the installed package)" \
   env NANOBRAGG_CLI="$PWD/target/release/nanobragg" "$VENV/bin/python" -m pytest python/tests \
+  -p no:cacheprovider -q -rfE
+# the PyTorch bridge (nanobragg.torch, gradcheck): the same wheel (abi3) in the venv over Debian's
+# python3 and python3-torch
+step "pip install the wheel into target/pyvenv-torch" \
+  target/pyvenv-torch/bin/pip install --quiet --force-reinstall --no-deps target/wheels/nanobragg-*.whl
+step "pytest (python/tests_torch/: the PyTorch bridge, gradcheck in float64)" \
+  env NANOBRAGG_CLI="$PWD/target/release/nanobragg" target/pyvenv-torch/bin/python -m pytest python/tests_torch \
   -p no:cacheprovider -q -rfE
 summary

@@ -15,6 +15,7 @@ step "setup (install what is missing)" bash scripts/setup.sh test
 bash scripts/test-rust.sh
 step "miniCBF files read back by fabio (scripts/check_cbf.py)" /usr/bin/python3 scripts/check_cbf.py --run target/release
 step "DIALS round trip: import, find spots, index (scripts/dials_roundtrip.py)" /usr/bin/python3 scripts/dials_roundtrip.py --run target/release --nexus
+step "DIALS reads multi-panel NXmx panel for panel (scripts/dials_panels.py)" /usr/bin/python3 scripts/dials_panels.py --run target/release
 bash scripts/test-python.sh
 # npm packages: install when any listed in package.json is missing (npm ls fails then)
 if ! npm ls --depth=0 >/dev/null 2>&1; then

@@ -106,6 +106,26 @@ struct Chunk {
     _pad2: u32,
 }
 
+// Keep in sync with `layout::GpuPanel`. One detector panel: reference point (the corner of
+// stored pixel (0, 0) on the panel's plane) and axes as df64 pairs, close distance (x of
+// `close`), and its rectangle in the stored image. A pixel takes the first panel holding it;
+// a pixel of none records 0.
+struct Panel {
+    pix0_hi: vec4<f32>,
+    pix0_lo: vec4<f32>,
+    fdet_hi: vec4<f32>,
+    fdet_lo: vec4<f32>,
+    sdet_hi: vec4<f32>,
+    sdet_lo: vec4<f32>,
+    odet_hi: vec4<f32>,
+    odet_lo: vec4<f32>,
+    close: vec4<f32>,
+    f0: u32,
+    s0: u32,
+    nf: u32,
+    ns: u32,
+}
+
 // Keep in sync with `layout::GpuSource`.
 struct Source {
     // xyz: incident direction (unit, along propagation); w: 1/lambda (1/m).
@@ -139,6 +159,7 @@ struct Term {
 @group(0) @binding(6) var<storage, read_write> image: array<f32>;
 // See FLAGS_SWITCH and FLAGS_HEADER_WORDS.
 @group(0) @binding(7) var<storage, read_write> flags: array<atomic<u32>>;
+@group(0) @binding(8) var<storage, read> panels: array<Panel>;
 
 fn df_zero_a() -> u32 {
     return P.zero_a;
@@ -217,15 +238,29 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
     }
 
+    var panel = NO_PIXEL;
+    for (var i = 0u; i < arrayLength(&panels); i++) {
+        let q = panels[i];
+        if fpixel - q.f0 < q.nf && spixel - q.s0 < q.ns {
+            panel = i;
+            break;
+        }
+    }
+    if panel == NO_PIXEL {
+        image[idx] = 0.0;
+        return;
+    }
+    let D = panels[panel];
+
     let ov_thick = has(FLAG_OVERSAMPLE_THICK);
     let ov_polar = has(FLAG_OVERSAMPLE_POLAR);
     let ov_omega = has(FLAG_OVERSAMPLE_OMEGA);
     let no_skip = has(FLAG_WATER);
     let n = P.oversample;
-    let pix0 = df3_from(P.pix0_hi, P.pix0_lo);
-    let fdet = df3_from(P.fdet_hi, P.fdet_lo);
-    let sdet = df3_from(P.sdet_hi, P.sdet_lo);
-    let odet = df3_from(P.odet_hi, P.odet_lo);
+    let pix0 = df3_from(D.pix0_hi, D.pix0_lo);
+    let fdet = df3_from(D.fdet_hi, D.fdet_lo);
+    let sdet = df3_from(D.sdet_hi, D.sdet_lo);
+    let odet = df3_from(D.odet_hi, D.odet_lo);
     let sub = P.sub_thick.xy;
     let thickstep = P.sub_thick.zw;
     let distance = P.dist.xy;
@@ -264,10 +299,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
                 let d = df3_scale(pos, inv_r);
                 let d32 = d.hi;
                 if omega == 0.0 || ov_omega {
-                    omega = solid_angle(inv_r.x, P.dist.w, P.dist.z, has(FLAG_POINT_PIXEL));
+                    omega = solid_angle(inv_r.x, P.dist.w, D.close.x, has(FLAG_POINT_PIXEL));
                 }
                 if capture == 0.0 || ov_thick {
-                    capture = capture_fraction(f32(t), P.mu_step, dot(d32, P.odet_hi.xyz));
+                    capture = capture_fraction(f32(t), P.mu_step, dot(d32, D.odet_hi.xyz));
                 }
                 for (var src = 0u; src < P.n_sources; src++) {
                     let S = sources[src];

@@ -219,17 +219,8 @@ pub fn nexus_geometry(prep: &Prepared) -> io::nexus::NxGeometry {
     io::nexus::NxGeometry {
         beam: d.beam,
         wavelength: s.lambda0 * 1e10,
-        panels: vec![io::nexus::NxPanel {
-            name: "module".into(),
-            fast_pixels: d.fpixels,
-            slow_pixels: d.spixels,
-            pixel: d.pixel,
-            origin: d.pix0,
-            fast: d.fdet,
-            slow: d.sdet,
-            data_origin: (0, 0),
-        }],
-        image_size: (d.fpixels, d.spixels),
+        panels: nexus_panels(plan),
+        image_size: (plan.fpixels, plan.spixels),
         sensor_material: material.into(),
         sensor_thickness: thickness,
         // the int image's limit
@@ -243,6 +234,66 @@ pub fn nexus_geometry(prep: &Prepared) -> io::nexus::NxGeometry {
             .preset
             .map_or("nanoBragg simulation".to_string(), |p| p.label.to_string()),
     }
+}
+
+/// The plan's panels as NXdetector_module groups: one panel is `module` (as before panels);
+/// several keep their names (`/` and `.` made `_`) when these are distinct and sort in panel
+/// order, else each is prefixed `mNN_` with its index: readers (dxtbx through h5py) list a
+/// group's members in name order, and the panel order must survive.
+fn nexus_panels(plan: &crate::plan::Plan) -> Vec<io::nexus::NxPanel> {
+    let mut names: Vec<String> = if plan.panels.len() == 1 {
+        vec!["module".to_string()]
+    } else {
+        plan.panels
+            .iter()
+            .map(|p| p.name.replace(['/', '.'], "_"))
+            .collect()
+    };
+    if names.windows(2).any(|w| w[0] >= w[1]) || names.iter().any(|n| n.is_empty()) {
+        let w = (names.len() - 1).to_string().len();
+        for (i, n) in names.iter_mut().enumerate() {
+            *n = format!("m{i:0w$}_{n}");
+        }
+    }
+    plan.panels
+        .iter()
+        .zip(names)
+        .map(|(p, name)| io::nexus::NxPanel {
+            name,
+            fast_pixels: p.size[0],
+            slow_pixels: p.size[1],
+            pixel: p.pixel,
+            origin: p.origin,
+            fast: p.fdet,
+            slow: p.sdet,
+            data_origin: (p.data_origin[0], p.data_origin[1]),
+        })
+        .collect()
+}
+
+/// The rendered detector as a CrystFEL geometry file (`-geomout`): the NXmx file's panels, for
+/// its `/entry/data/data` (CrystFEL reads no NeXus geometry).
+pub fn geom_file(prep: &Prepared) -> String {
+    let plan = prep.plan();
+    let panels: Vec<io::geom::LabPanel> = nexus_panels(plan)
+        .into_iter()
+        .zip(&plan.panels)
+        .map(|(n, p)| io::geom::LabPanel {
+            name: n.name,
+            data_origin: p.data_origin,
+            size: p.size,
+            pixel: p.pixel,
+            origin: p.origin,
+            fast: p.fdet,
+            slow: p.sdet,
+            saturation: p.saturation,
+        })
+        .collect();
+    let what = match plan.panels.len() {
+        1 => "one panel".to_string(),
+        n => format!("{n} panels"),
+    };
+    io::geom::write_geom(&panels, prep.setup.lambda0 * 1e10, &what)
 }
 
 /// Prints `writing NAME as WHAT` and writes the file atomically.
@@ -267,6 +318,27 @@ pub fn finish(program: &str, usage: &str, result: Result<()>) -> i32 {
 }
 
 /// Run the program; returns the process exit status.
+/// The tangent image files of `-gradients`/`-gradfile` (`PREFIX_<name>.bin`), checked: the
+/// two flags go together.
+fn gradient_files(o: &args::Options) -> Result<Vec<String>> {
+    match (&o.gradfile, o.gradients.is_empty()) {
+        (None, true) => Ok(Vec::new()),
+        (Some(_), true) => Err(Error::usage(
+            "-gradfile: give the parameters with -gradients (e.g. -gradients rot_x,cell_a)",
+        )
+        .with_flag("-gradfile")),
+        (None, false) => Err(Error::usage(
+            "-gradients: give -gradfile PREFIX (the derivatives go to PREFIX_<name>.bin)",
+        )
+        .with_flag("-gradients")),
+        (Some(prefix), false) => Ok(o
+            .gradients
+            .iter()
+            .map(|p| format!("{prefix}_{}.bin", p.name()))
+            .collect()),
+    }
+}
+
 pub fn run(words: &[String]) -> i32 {
     finish("nanobragg", args::SHORT_USAGE, run_inner(words))
 }
@@ -279,7 +351,8 @@ fn run_inner(words: &[String]) -> Result<()> {
         return Ok(());
     }
     let prep = api::prepare_options(&o, &DiskFiles)?;
-    io::atomic::check_outputs(&[
+    let grad_files = gradient_files(&o)?;
+    let mut outputs: Vec<(&str, Option<&str>)> = vec![
         ("-floatfile", Some(&o.floatfile)),
         ("-intfile", Some(&o.intfile)),
         ("-pgmfile", o.write_pgm.then_some(&o.pgmfile)),
@@ -287,12 +360,15 @@ fn run_inner(words: &[String]) -> Result<()> {
         ("-predict", o.predict.as_deref()),
         ("-cbffile", o.cbffile.as_deref()),
         ("-nexus", o.nexus.as_deref()),
+        ("-geomout", o.geomout.as_deref()),
         ("-hklout", o.hklout.as_deref()),
         (
             "-dump (structure-factor cache)",
             (o.hkl.is_some() || o.pdb.is_some()).then_some(o.dump.as_str()),
         ),
-    ])?;
+    ];
+    outputs.extend(grad_files.iter().map(|f| ("-gradfile", Some(f.as_str()))));
+    io::atomic::check_outputs(&outputs)?;
     let threads = o
         .threads
         .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()));
@@ -334,7 +410,12 @@ fn run_inner(words: &[String]) -> Result<()> {
         )?;
     }
     if let Some(name) = &o.predict {
-        let pred = crate::predict::predict(&prep.setup, &Default::default())?;
+        // what is on the image: in-condition spots of a still, crossings of an oscillation
+        let opts = crate::predict::PredictOptions {
+            on_image: true,
+            ..Default::default()
+        };
+        let pred = crate::predict::predict(&prep.setup, &opts)?;
         let table = crate::predict::table(&pred);
         let n = table.lines().count() - 1;
         write_file(
@@ -346,7 +427,40 @@ fn run_inner(words: &[String]) -> Result<()> {
     }
     let t_setup = t0.elapsed();
     let t1 = Instant::now();
-    let image = render(&prep, o.threads)?.image;
+    let image = if o.gradients.is_empty() {
+        render(&prep, o.threads)?.image
+    } else {
+        // the tangent kernel's image is the f64 kernel's; in f32 mode the image is rendered
+        // as usual and the derivatives (f64) beside it
+        let g = crate::cpu::with_threads(o.threads, || {
+            api::render_gradients(
+                &prep,
+                &DiskFiles,
+                &o.gradients,
+                &|_| {},
+                &std::sync::atomic::AtomicBool::new(false),
+            )
+        })?;
+        for (i, name) in grad_files.iter().enumerate() {
+            let t: Vec<f32> = g.tangent(i).iter().map(|&v| v as f32).collect();
+            write_file(
+                name,
+                &[&output::le_bytes(&t)],
+                &format!(
+                    "∂image/∂{} (photons/pixel per {}) as {} 4-byte floats",
+                    g.params[i].name(),
+                    g.params[i].unit(),
+                    t.len()
+                ),
+                &mut out,
+            )?;
+        }
+        if o.precision == api::Precision::F64 {
+            g.image
+        } else {
+            render(&prep, o.threads)?.image
+        }
+    };
     let t_render = t1.elapsed();
     let t2 = Instant::now();
     if o.printout {
@@ -428,6 +542,10 @@ fn run_inner(words: &[String]) -> Result<()> {
             n => format!("NXmx ({n} images of the oscillation)"),
         };
         write_file(name, &[&file], &what, &mut out)?;
+    }
+    if let Some(name) = &o.geomout {
+        let text = geom_file(&prep);
+        write_file(name, &[text.as_bytes()], "CrystFEL geometry", &mut out)?;
     }
     drop(pixels);
     if o.write_pgm {

@@ -35,6 +35,8 @@ pub enum FileKind {
     FloatImage,
     /// `-expt`: a DIALS experiment list (JSON).
     Experiment,
+    /// `-geom`: a CrystFEL geometry file (text).
+    Geometry,
 }
 
 impl FileKind {
@@ -52,6 +54,7 @@ impl FileKind {
     /// | stol table | 16 MiB | tables have a few hundred lines |
     /// | float image | 1 GiB | a 16384 x 16384 detector of f32 pixels |
     /// | DIALS experiment list | 64 MiB | per-image scan arrays of long sweeps, many experiments |
+    /// | CrystFEL geometry | 16 MiB | AGIPD/JUNGFRAU files of hundreds of panels are ~100 KB |
     pub const fn max_bytes(self) -> u64 {
         match self {
             FileKind::Hkl => 1024 * MIB,
@@ -63,6 +66,7 @@ impl FileKind {
             FileKind::Stol => 16 * MIB,
             FileKind::FloatImage => 1024 * MIB,
             FileKind::Experiment => 64 * MIB,
+            FileKind::Geometry => 16 * MIB,
         }
     }
 
@@ -78,6 +82,7 @@ impl FileKind {
             FileKind::Stol => "structure factor vs. sin(theta)/lambda tables",
             FileKind::FloatImage => "float images",
             FileKind::Experiment => "DIALS experiment lists",
+            FileKind::Geometry => "CrystFEL geometry files",
         }
     }
 

@@ -31,6 +31,7 @@ pub mod rng;
 pub mod session;
 pub mod sf;
 pub mod stats;
+pub mod tangent;
 pub mod terms;
 pub mod vec3;
 pub mod wasm;

@@ -136,9 +136,75 @@ impl Roi {
     }
 }
 
+/// One flat panel of the detector (MODEL §3.6): its pixels, axes and place in the lab, and its
+/// rectangle in the stored image. Today's single-panel detector (every convention, pivot, tilt
+/// and two-theta rule) is one panel covering the whole image; a multi-panel detector (a preset's
+/// modules, a DIALS `.expt`, a CrystFEL `.geom`) is several, rendered in the same pass.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Panel {
+    pub name: String,
+    /// First stored-image pixel of the panel (fast, slow) and its pixel counts (fast, slow).
+    pub data_origin: [usize; 2],
+    pub size: [usize; 2],
+    /// Pixel pitch (m): the plan's `pixel` (one pitch for all panels of a render).
+    pub pixel: f64,
+    /// Lab position (m) of the outer corner of the panel's first pixel.
+    pub origin: V3,
+    pub fdet: V3,
+    pub sdet: V3,
+    /// Normal: for panels read from files `±fdet × sdet`, pointing away from the sample;
+    /// upstream's `odet` otherwise.
+    pub odet: V3,
+    /// The kernels' reference point (m): where the corner of stored-image pixel (0, 0) would be
+    /// on this panel's plane (`origin − fdet·pixel·data_origin[0] − sdet·pixel·data_origin[1]`).
+    /// A pixel's position is computed from it with the stored-image indices, in upstream's
+    /// association order, so panels cut from one plane (a preset's modules, a split) keep the
+    /// plane's reference and render bit-identical pixels to the whole plane.
+    pub pix0: V3,
+    /// Sample to the panel's plane along `odet` (m; the solid angle's obliquity).
+    pub close_distance: f64,
+    /// Sensor thickness (m) and attenuation (1/m): the plan's `thick` and `mu`.
+    pub thick: f64,
+    pub mu: f64,
+    /// Counts at and above which a pixel is saturated (0 = not stated); trusted range of values.
+    pub saturation: f64,
+    pub trusted: [f64; 2],
+}
+
+impl Panel {
+    /// Whether stored-image pixel `(f, s)` belongs to this panel.
+    #[inline(always)]
+    pub fn contains(&self, f: usize, s: usize) -> bool {
+        f.wrapping_sub(self.data_origin[0]) < self.size[0]
+            && s.wrapping_sub(self.data_origin[1]) < self.size[1]
+    }
+    /// The panel's pixels `f0..f0+nf`, `s0..s0+ns` (stored-image indices) as a panel of their
+    /// own, with the same plane and reference point (so its pixels render bit-identically).
+    pub fn sub_panel(&self, name: &str, f0: usize, s0: usize, nf: usize, ns: usize) -> Panel {
+        let mut p = self.clone();
+        p.name = name.to_string();
+        p.data_origin = [f0, s0];
+        p.size = [nf, ns];
+        for c in 0..3 {
+            p.origin[c] = self.pix0[c]
+                + self.fdet[c] * (self.pixel * f0 as f64)
+                + self.sdet[c] * (self.pixel * s0 as f64);
+        }
+        p
+    }
+    /// The reference point of a panel whose first pixel's corner is `origin`.
+    pub fn reference(origin: V3, fdet: V3, sdet: V3, pixel: f64, data_origin: [usize; 2]) -> V3 {
+        let (df, ds) = (pixel * data_origin[0] as f64, pixel * data_origin[1] as f64);
+        [0, 1, 2].map(|c| origin[c] - fdet[c] * df - sdet[c] * ds)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Plan {
     // ---- detector ----
+    /// The panels (at least one; one for every single-panel detector, curved included). The
+    /// fields `pix0`, `fdet`, `sdet`, `odet` and `close_distance` below are the first panel's.
+    pub panels: Vec<Panel>,
     pub fpixels: usize,
     pub spixels: usize,
     /// Pixel pitch (m).
@@ -219,13 +285,84 @@ impl Plan {
     }
     /// Lab-frame position (m) of sub-pixel (`sub_f`, `sub_s`) (indices over the whole detector
     /// in sub-pixel units) in the sensor layer at depth `odet` (MODEL §3.6, §3.8), with
-    /// upstream's association order.
+    /// upstream's association order, on the panel that holds the pixel (the first panel's plane
+    /// for a pixel of none).
     #[inline(always)]
     pub fn subpixel_position(&self, sub_f: usize, sub_s: usize, odet: f64) -> V3 {
+        let n = self.oversample.max(1) as usize;
+        let panel = self.panel_at(sub_f / n, sub_s / n).unwrap_or(0);
+        self.panel_subpixel_position(&self.panels[panel], sub_f, sub_s, odet)
+    }
+
+    /// As [`Plan::subpixel_position`], on a given panel (the kernels' form).
+    #[inline(always)]
+    pub fn panel_subpixel_position(
+        &self,
+        panel: &Panel,
+        sub_f: usize,
+        sub_s: usize,
+        odet: f64,
+    ) -> V3 {
         let sub = self.pixel / self.oversample as f64;
         let fdet = sub * (sub_f as f64) + sub / 2.0;
         let sdet = sub * (sub_s as f64) + sub / 2.0;
-        self.detector_point(fdet, sdet, odet)
+        self.panel_point(panel, fdet, sdet, odet)
+    }
+
+    /// The panel holding stored-image pixel `(f, s)`, if any (the first listed wins).
+    #[inline(always)]
+    pub fn panel_at(&self, f: usize, s: usize) -> Option<usize> {
+        self.panels.iter().position(|p| p.contains(f, s))
+    }
+
+    /// The run of row `s` that starts at pixel `f`: its end (exclusive) and the panel of its
+    /// pixels (None: pixels of no panel).
+    pub fn row_run(&self, f: usize, s: usize) -> (usize, Option<usize>) {
+        match self.panel_at(f, s) {
+            Some(i) => {
+                let p = &self.panels[i];
+                let mut end = p.data_origin[0] + p.size[0];
+                // an earlier-listed panel that starts inside the run takes over from there
+                for q in &self.panels[..i] {
+                    if q.data_origin[0] > f
+                        && q.data_origin[0] < end
+                        && s.wrapping_sub(q.data_origin[1]) < q.size[1]
+                    {
+                        end = q.data_origin[0];
+                    }
+                }
+                (end.min(self.fpixels), Some(i))
+            }
+            None => {
+                let next = self
+                    .panels
+                    .iter()
+                    .filter(|q| {
+                        q.data_origin[0] > f && s.wrapping_sub(q.data_origin[1]) < q.size[1]
+                    })
+                    .map(|q| q.data_origin[0])
+                    .min()
+                    .unwrap_or(self.fpixels);
+                (next.min(self.fpixels), None)
+            }
+        }
+    }
+
+    /// [`Plan::detector_point`] on a given panel's plane.
+    #[inline(always)]
+    pub fn panel_point(&self, panel: &Panel, fdet: f64, sdet: f64, odet: f64) -> V3 {
+        let mut pos = [0.0; 3];
+        for c in 0..3 {
+            pos[c] = ((fdet * panel.fdet[c] + sdet * panel.sdet[c]) + odet * panel.odet[c])
+                + panel.pix0[c];
+        }
+        if self.curved {
+            let a1 = pos[1] / self.distance;
+            let a2 = pos[2] / self.distance;
+            let w = rotaxis(scale(self.beam, self.distance), panel.sdet, a1);
+            pos = rotaxis(w, panel.fdet, a2);
+        }
+        pos
     }
 
     /// Lab-frame position (m) of the point `fdet` m along the fast axis and `sdet` m along the
@@ -256,6 +393,8 @@ impl Plan {
                 .mask
                 .as_ref()
                 .is_none_or(|m| m[s * self.fpixels + f] != 0)
+            && (self.panels.len() == 1 && self.panels[0].contains(f, s)
+                || self.panel_at(f, s).is_some())
     }
 }
 

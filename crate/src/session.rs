@@ -223,6 +223,33 @@ impl Session {
         })
     }
 
+    /// The image of the base configuration with `extra` words, moved by `offsets`, and its
+    /// derivatives with respect to `params` there (MODEL §10; CPU, f64).
+    pub fn gradients(
+        &self,
+        extra: &[String],
+        params: &[api::Param],
+        offsets: &[api::Offset],
+        cancel: &AtomicBool,
+    ) -> Result<api::Gradients> {
+        let prep = self.prepare_with(extra)?;
+        api::render_gradients_at(&prep, &self.files, params, offsets, &|_| {}, cancel)
+    }
+
+    /// The vector–Jacobian product of `weights` (one per pixel, fast-major) there, with the
+    /// image (f64).
+    pub fn vjp(
+        &self,
+        extra: &[String],
+        params: &[api::Param],
+        offsets: &[api::Offset],
+        weights: &[f64],
+        cancel: &AtomicBool,
+    ) -> Result<(Vec<f64>, Vec<f64>)> {
+        let prep = self.prepare_with(extra)?;
+        api::vjp_at(&prep, &self.files, params, offsets, weights, cancel)
+    }
+
     /// The GPU adapter, once the renderer opened one.
     pub fn gpu_adapter(&self) -> Option<String> {
         self.renderer.gpu_adapter()

@@ -322,6 +322,32 @@ pub fn sincg_f64(x: f64, n: f64) -> f64 {
     }
 }
 
+/// [`sincg_f64`] with its derivatives: (value, d/dx, d/dN) of sin(x·N)/sin(x) on the full
+/// argument (MODEL §10.2); the value from the same sines as [`sincg_f64`] (bit for bit). At
+/// x = 0 (the value N) the derivatives are (0, 1). Near another zero of sin x with an integer N
+/// the quotient rule cancels, so there d/dx comes from the series of sin(Ny)/sin(y) in
+/// y = x − mπ (sign (−1)^{m(N−1)}); d/dN is the full-index form's (it grows like m/y there, as
+/// the formula's does).
+#[inline(always)]
+pub fn sincg_f64_d(x: f64, n: f64) -> (f64, f64, f64) {
+    if x == 0.0 {
+        return (n, 0.0, 1.0);
+    }
+    let (sx, cx) = (x.sin(), x.cos());
+    let (snx, cnx) = ((x * n).sin(), (x * n).cos());
+    let m = (x / PI).round();
+    let y = x - m * PI;
+    let dx = if n.fract() == 0.0 && (n * y).abs() < 1e-4 {
+        let odd = ((m as i64).rem_euclid(2) == 1) && ((n as i64 - 1).rem_euclid(2) == 1);
+        let sign = if odd { -1.0 } else { 1.0 };
+        let n2 = n * n;
+        sign * (n * (1.0 - n2) * y / 3.0 + n * (3.0 * n2 - 7.0) * (n2 - 1.0) * y * y * y / 90.0)
+    } else {
+        (n * cnx * sx - snx * cx) / (sx * sx)
+    };
+    (snx / sx, dx, x * cnx / sx)
+}
+
 /// Upstream's sinc3 (libm sin, cos).
 #[inline(always)]
 pub fn sinc3_f64(x: f64) -> f64 {
@@ -329,6 +355,21 @@ pub fn sinc3_f64(x: f64) -> f64 {
         1.0
     } else {
         3.0 * (x.sin() / x - x.cos()) / (x * x)
+    }
+}
+
+/// sinc3′(x)/x for [`sinc3_f64`] (finite at 0: −1/5; the series below |x| = 1e-2, where the
+/// closed form cancels).
+#[inline(always)]
+pub fn sinc3_f64_d_over_x(x: f64) -> f64 {
+    if x.abs() < 1e-2 {
+        let x2 = x * x;
+        -0.2 + x2 / 70.0 - x2 * x2 / 2520.0
+    } else {
+        let (s, c) = x.sin_cos();
+        let u = s / x - c;
+        let du = (x * c - s) / (x * x) + s;
+        3.0 * (du / (x * x) - 2.0 * u / (x * x * x)) / x
     }
 }
 
@@ -348,11 +389,73 @@ pub fn lattice_square_f64(h: f64, k: f64, l: f64, na: f64, nb: f64, nc: f64) -> 
     f
 }
 
+/// [`lattice_square_f64`] with its derivatives: (F, dF/d(h,k,l), dF/d(Na,Nb,Nc)). An axis with
+/// N ≤ 1 contributes the constant 1 (the switch at N = 1 is not differentiated).
+#[inline(always)]
+pub fn lattice_square_f64_d(
+    h: f64,
+    k: f64,
+    l: f64,
+    na: f64,
+    nb: f64,
+    nc: f64,
+) -> (f64, [f64; 3], [f64; 3]) {
+    // the value as `lattice_square_f64` forms it: 1, times each factor with N > 1 in turn
+    let mut f = 1.0;
+    let mut g = [1.0; 3];
+    let mut dx = [0.0; 3];
+    let mut dn = [0.0; 3];
+    for (i, (x, n)) in [(h, na), (k, nb), (l, nc)].into_iter().enumerate() {
+        if n > 1.0 {
+            let (v, d, e) = sincg_f64_d(PI * x, n);
+            f *= v;
+            g[i] = v;
+            dx[i] = PI * d;
+            dn[i] = e;
+        }
+    }
+    let others = [g[1] * g[2], g[0] * g[2], g[0] * g[1]];
+    (
+        f,
+        std::array::from_fn(|i| dx[i] * others[i]),
+        std::array::from_fn(|i| dn[i] * others[i]),
+    )
+}
+
 /// Upstream's round lattice factor (δ = index − nearest index).
 #[inline(always)]
 pub fn lattice_round_f64(dh: f64, dk: f64, dl: f64, na: f64, nb: f64, nc: f64, fudge: f64) -> f64 {
     let hrad2 = ((dh * dh) * na) * na + ((dk * dk) * nb) * nb + ((dl * dl) * nc) * nc;
     ((na * nb) * nc) * 0.723601254558268 * sinc3_f64(PI * (hrad2 * fudge).sqrt())
+}
+
+/// [`lattice_round_f64`] with its derivatives: (F, dF/d(δh,δk,δl), dF/d(Na,Nb,Nc)).
+#[inline(always)]
+pub fn lattice_round_f64_d(
+    dh: f64,
+    dk: f64,
+    dl: f64,
+    na: f64,
+    nb: f64,
+    nc: f64,
+    fudge: f64,
+) -> (f64, [f64; 3], [f64; 3]) {
+    let f = lattice_round_f64(dh, dk, dl, na, nb, nc, fudge);
+    let hrad2 = ((dh * dh) * na) * na + ((dk * dk) * nb) * nb + ((dl * dl) * nc) * nc;
+    let x = PI * (hrad2 * fudge).sqrt();
+    let nabc = (na * nb) * nc;
+    let c = 0.723601254558268;
+    // dF/dhrad2 = nabc·c·sinc3′(x)·dx/dhrad2, dx/dhrad2 = π²·fudge/(2x)
+    let df_dr = nabc * c * sinc3_f64_d_over_x(x) * PI * PI * fudge / 2.0;
+    let s3 = sinc3_f64(x);
+    let d = [dh, dk, dl];
+    let n = [na, nb, nc];
+    let others = [nb * nc, na * nc, na * nb];
+    (
+        f,
+        std::array::from_fn(|i| df_dr * 2.0 * d[i] * n[i] * n[i]),
+        std::array::from_fn(|i| others[i] * c * s3 + df_dr * 2.0 * d[i] * d[i] * n[i]),
+    )
 }
 
 /// Upstream's [`shape_r2`]: per component `(δh·a* + δk·b*) + δl·c*`, then left to right.
@@ -372,10 +475,49 @@ pub fn shape_r2_f64(
     ((d[0] * d[0] + d[1] * d[1]) + d[2] * d[2]) * na * na * nb * nb * nc * nc
 }
 
+/// [`shape_r2_f64`] with its derivatives: (r2, dr2/d(δh,δk,δl), dr2/d(Na,Nb,Nc),
+/// dr2/d(a*, b*, c*)).
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[inline(always)]
+pub fn shape_r2_f64_d(
+    dh: f64,
+    dk: f64,
+    dl: f64,
+    a_star: V3,
+    b_star: V3,
+    c_star: V3,
+    na: f64,
+    nb: f64,
+    nc: f64,
+) -> (f64, [f64; 3], [f64; 3], [V3; 3]) {
+    let r2 = shape_r2_f64(dh, dk, dl, a_star, b_star, c_star, na, nb, nc);
+    let d: V3 = std::array::from_fn(|c| (dh * a_star[c] + dk * b_star[c]) + dl * c_star[c]);
+    let n6 = na * na * nb * nb * nc * nc;
+    let n = [na, nb, nc];
+    let idx = [dh, dk, dl];
+    (
+        r2,
+        [
+            2.0 * n6 * dot(d, a_star),
+            2.0 * n6 * dot(d, b_star),
+            2.0 * n6 * dot(d, c_star),
+        ],
+        std::array::from_fn(|i| if n[i] != 0.0 { 2.0 * r2 / n[i] } else { 0.0 }),
+        std::array::from_fn(|i| d.map(|x| 2.0 * n6 * idx[i] * x)),
+    )
+}
+
 /// Upstream's Gaussian lattice factor.
 #[inline(always)]
 pub fn lattice_gauss_f64(r2: f64, nabc: f64, fudge: f64) -> f64 {
     nabc * (-(r2 / 0.63 * fudge)).exp()
+}
+
+/// [`lattice_gauss_f64`] with (dF/dr2, dF/dnabc).
+#[inline(always)]
+pub fn lattice_gauss_f64_d(r2: f64, nabc: f64, fudge: f64) -> (f64, f64, f64) {
+    let f = lattice_gauss_f64(r2, nabc, fudge);
+    (f, -f * fudge / 0.63, (-(r2 / 0.63 * fudge)).exp())
 }
 
 /// Upstream's top-hat lattice factor.
@@ -386,6 +528,14 @@ pub fn lattice_tophat_f64(r2: f64, nabc: f64, fudge: f64) -> f64 {
     } else {
         0.0
     }
+}
+
+/// [`lattice_tophat_f64`] with (dF/dr2, dF/dnabc): the top hat is flat inside and its edge is
+/// not differentiated (MODEL §10.2), so dF/dr2 = 0; inside, F = nabc.
+#[inline(always)]
+pub fn lattice_tophat_f64_d(r2: f64, nabc: f64, fudge: f64) -> (f64, f64, f64) {
+    let f = lattice_tophat_f64(r2, nabc, fudge);
+    (f, 0.0, if f != 0.0 { 1.0 } else { 0.0 })
 }
 
 /// Upstream's Kahn factor: ψ from atan2, then cos 2ψ.
@@ -404,6 +554,34 @@ pub fn polarization_f64(k: f64, frame: &PolarFrame, d: V3) -> f64 {
     0.5 * (1.0 + c2sq - k * (2.0 * psi).cos() * s2sq)
 }
 
+/// [`polarization_f64`] with its gradient with respect to the unit direction `d` (a tangent of
+/// `d` is perpendicular to it, so the re-normalisation inside adds nothing).
+#[inline(always)]
+pub fn polarization_f64_d(k: f64, frame: &PolarFrame, d: V3) -> (f64, V3) {
+    let v = polarization_f64(k, frame, d);
+    let d = unit(d);
+    let c2 = dot(frame.i, d);
+    let s2sq = 1.0 - c2 * c2;
+    let (mut cos2psi, mut dcos) = (1.0, [0.0; 3]);
+    if k != 0.0 {
+        let e = dot(d, frame.e_in);
+        let b = dot(d, frame.b_in);
+        let psi = -b.atan2(e);
+        cos2psi = (2.0 * psi).cos();
+        let den = e * e + b * b;
+        if den > 0.0 {
+            let s2 = (2.0 * psi).sin();
+            // dψ/dd = −(E·b_in − B·e_in)/(E² + B²); d cos 2ψ = −2 sin 2ψ dψ
+            dcos =
+                std::array::from_fn(|c| 2.0 * s2 * (e * frame.b_in[c] - b * frame.e_in[c]) / den);
+        }
+    }
+    let g = std::array::from_fn(|c| {
+        0.5 * (2.0 * c2 * frame.i[c] - k * (dcos[c] * s2sq - cos2psi * 2.0 * c2 * frame.i[c]))
+    });
+    (v, g)
+}
+
 /// Upstream's capture fraction: the difference of two exponentials (layer `t`, step and μ in
 /// metres, ρ = d·o).
 #[inline(always)]
@@ -413,6 +591,16 @@ pub fn capture_fraction_f64(t: u32, thickstep: f64, mu: f64, rho: f64) -> f64 {
         - ((((-(t + 1)) as f64 * thickstep) * mu) / rho).exp()
 }
 
+/// [`capture_fraction_f64`] with d/dρ.
+#[inline(always)]
+pub fn capture_fraction_f64_d(t: u32, thickstep: f64, mu: f64, rho: f64) -> (f64, f64) {
+    let v = capture_fraction_f64(t, thickstep, mu, rho);
+    let c0 = t as f64 * thickstep * mu;
+    let c1 = (t as f64 + 1.0) * thickstep * mu;
+    let r2 = rho * rho;
+    (v, (-c0 / rho).exp() * c0 / r2 - (-c1 / rho).exp() * c1 / r2)
+}
+
 /// Upstream's solid angle from R.
 #[inline(always)]
 pub fn solid_angle_f64(r: f64, pixel2: f64, close_distance: f64, point_pixel: bool) -> f64 {
@@ -420,6 +608,22 @@ pub fn solid_angle_f64(r: f64, pixel2: f64, close_distance: f64, point_pixel: bo
         (1.0 / r) / r
     } else {
         ((pixel2 / r) / r) * close_distance / r
+    }
+}
+
+/// [`solid_angle_f64`] with (dΩ/dR, dΩ/d close_distance).
+#[inline(always)]
+pub fn solid_angle_f64_d(
+    r: f64,
+    pixel2: f64,
+    close_distance: f64,
+    point_pixel: bool,
+) -> (f64, f64, f64) {
+    let v = solid_angle_f64(r, pixel2, close_distance, point_pixel);
+    if point_pixel {
+        (v, -2.0 * v / r, 0.0)
+    } else {
+        (v, -3.0 * v / r, pixel2 / (r * r * r))
     }
 }
 
@@ -480,6 +684,17 @@ pub fn f_nearest(g: &HklGrid, default_f: f64, h0: f64, k0: f64, l0: f64) -> f64 
     }
 }
 
+/// Whether [`f_nearest`] returns `default_f` at (h0, k0, l0) (no table, or outside it): there F
+/// is `default_F` itself and its derivative with respect to `default_F` is 1 (MODEL §10.2).
+#[inline]
+pub fn f_nearest_is_default(g: &HklGrid, h0: f64, k0: f64, l0: f64) -> bool {
+    let within = |x: f64, lo: i32, hi: i32| x >= lo as f64 && x <= hi as f64;
+    !(g.hkls != 0
+        && within(h0, g.h_min, g.h_max)
+        && within(k0, g.k_min, g.k_max)
+        && within(l0, g.l_min, g.l_max))
+}
+
 /// x minus each node of the 4-point stencil floor(x) − 1 … floor(x) + 2 (`xf` = floor(x)):
 /// with the nodes as f64 integers these are upstream's differences to the bit. WGSL: from a
 /// df64 x, `(x.hi − node) + x.lo`.
@@ -510,6 +725,16 @@ pub fn polint4(dx: [f64; 4], y: [f64; 4]) -> f64 {
         + ((dx[0] * dx[2]) * dx[3]) * y[1] / 2.0
         + ((dx[0] * dx[1]) * dx[3]) * y[2] / -2.0
         + ((dx[0] * dx[1]) * dx[2]) * y[3] / 6.0
+}
+
+/// d/dx of [`polint4`] (each difference moves with x).
+#[inline(always)]
+pub fn polint4_d(dx: [f64; 4], y: [f64; 4]) -> f64 {
+    let p = |a: f64, b: f64, c: f64| a * b + a * c + b * c;
+    p(dx[1], dx[2], dx[3]) * y[0] / -6.0
+        + p(dx[0], dx[2], dx[3]) * y[1] / 2.0
+        + p(dx[0], dx[1], dx[3]) * y[2] / -2.0
+        + p(dx[0], dx[1], dx[2]) * y[3] / 6.0
 }
 
 /// Tricubic structure factor: [`polint4`] along l for each (h, k) node pair, then along k, then
@@ -553,6 +778,30 @@ pub fn f_tricubic_at(g: &HklGrid, h: f64, k: f64, l: f64) -> f64 {
         node_diffs(k, kf),
         node_diffs(l, lf),
     )
+}
+
+/// Gradient of [`f_tricubic_at`] with respect to (h, k, l): the interpolant differentiated
+/// (MODEL §10.2). The caller has checked [`stencil_leaves_table`].
+pub fn f_tricubic_d(g: &HklGrid, h: f64, k: f64, l: f64) -> [f64; 3] {
+    let (hf, kf, lf) = (h.floor(), k.floor(), l.floor());
+    let (dh, dk, dl) = (node_diffs(h, hf), node_diffs(k, kf), node_diffs(l, lf));
+    let ih = hf as i32 - 1 - g.h_min;
+    let ik = kf as i32 - 1 - g.k_min;
+    let il = lf as i32 - 1 - g.l_min;
+    let (mut th, mut th_k, mut th_l) = ([0.0; 4], [0.0; 4], [0.0; 4]);
+    for a in 0..4 {
+        let (mut tk, mut tk_l) = ([0.0; 4], [0.0; 4]);
+        for b in 0..4 {
+            let ys: [f64; 4] =
+                std::array::from_fn(|c| g.at(ih + a as i32, ik + b as i32, il + c as i32));
+            tk[b] = polint4(dl, ys);
+            tk_l[b] = polint4_d(dl, ys);
+        }
+        th[a] = polint4(dk, tk);
+        th_k[a] = polint4_d(dk, tk);
+        th_l[a] = polint4(dk, tk_l);
+    }
+    [polint4_d(dh, th), polint4(dh, th_k), polint4(dh, th_l)]
 }
 
 #[cfg(test)]

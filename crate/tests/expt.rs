@@ -1,6 +1,7 @@
 //! `-expt FILE` (a DIALS experiment list, `io::expt`) through the CLI: a tilted panel lands where
 //! the file says (nanoBragg's printed DIALS origin and detector axes, mapped to dxtbx's frame),
-//! the crystal's real-space vectors are the file's, and several panels are a clear error. DIALS
+//! the crystal's real-space vectors are the file's, several panels render stacked (their bad
+//! geometry is a clear error). DIALS
 //! itself reads back a render from an `.expt` in `scripts/dials_roundtrip.py`.
 
 mod common;
@@ -107,12 +108,25 @@ fn expt_places_the_panel_and_the_crystal() {
 #[test]
 fn expt_errors_name_file_and_key() {
     let dir = scratch("expt-bad");
+    // several panels render (stacked down the stored image); their errors name the file
     std::fs::write(dir.join("two.expt"), expt(&format!("{PANEL}, {PANEL}"))).unwrap();
-    let r = run(&dir, "-expt two.expt -default_F 10 -nopgm -nonoise");
+    let r = run(
+        &dir,
+        "-expt two.expt -default_F 10 -N 2 -oversample 1 -nopgm -nonoise -floatfile f.bin -intfile i.img",
+    );
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("2 panels from two.expt"), "{}", r.stdout);
+    assert_eq!(
+        std::fs::metadata(dir.join("f.bin")).unwrap().len(),
+        200 * 360 * 4
+    );
+    let skew = PANEL.replace("[0.0, -1.0, 0.0]", "[0.5, -1.0, 0.0]");
+    std::fs::write(dir.join("skew.expt"), expt(&format!("{PANEL}, {skew}"))).unwrap();
+    let r = run(&dir, "-expt skew.expt -default_F 10 -nopgm -nonoise");
     assert_eq!(r.status, 1, "{}", r.stderr);
     assert!(
         r.stderr.contains(
-            "two.expt: detector.panels: 2 panels: this version renders a detector of one panel"
+            "skew.expt: panel panel1: fast and slow axes must be non-zero and perpendicular"
         ),
         "{}",
         r.stderr

@@ -4,7 +4,9 @@
 //! `crate::terms`, the self-test op codes, the `FMA_FUSED` override) has the same value in both.
 #![cfg(feature = "gpu")]
 
-use nanobragg::gpu::layout::{self, Chunk, GpuSource, GpuStruct, GpuTerm, Params, SelfTestParams};
+use nanobragg::gpu::layout::{
+    self, Chunk, GpuPanel, GpuSource, GpuStruct, GpuTerm, Params, SelfTestParams,
+};
 use nanobragg::gpu::selftest::Op;
 use nanobragg::gpu::shaders;
 use nanobragg::plan::Shape;
@@ -119,6 +121,7 @@ fn kernel_validates_and_matches_rust_layout() {
     check_struct::<Chunk>(&m);
     check_struct::<GpuSource>(&m);
     check_struct::<GpuTerm>(&m);
+    check_struct::<GpuPanel>(&m);
 }
 
 #[test]

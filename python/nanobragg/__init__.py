@@ -25,10 +25,11 @@ from .errors import (
 from .images import read_cbf, read_float, read_smv, write_cbf, write_float, write_smv
 from .chain import noisify, nonbragg
 from .sf import StructureFactors, structure_factors
-from .simulator import Simulator
+from .simulator import GRADIENT_PARAMETERS, Simulator
 
 __all__ = [
     "Simulator",
+    "GRADIENT_PARAMETERS",
     "Crystal",
     "Beam",
     "Detector",

@@ -11,7 +11,16 @@ from . import _nanobragg
 from .config import Beam, Crystal, Detector, _port_words, field_of_flag, override_words
 from .errors import Error
 
-__all__ = ["Simulator"]
+__all__ = ["Simulator", "GRADIENT_PARAMETERS"]
+
+#: The parameters ``render(gradients=...)``, ``vjp`` and :mod:`nanobragg.torch` differentiate by
+#: (units: rad for rot_*, Å for cell lengths and lambda, degrees for angles, mosaic and det_rot*,
+#: mm for distance and beam_*, cells for n_*, relative for scale, photons/m² for fluence).
+GRADIENT_PARAMETERS = (
+    "rot_x", "rot_y", "rot_z", "cell_a", "cell_b", "cell_c", "cell_alpha", "cell_beta",
+    "cell_gamma", "n_a", "n_b", "n_c", "n_cells", "mosaic", "distance", "beam_x", "beam_y",
+    "det_rotx", "det_roty", "det_rotz", "lambda", "fluence", "scale", "default_F",
+)
 
 _NO_FDUMP = "/dev/null/no-Fdump.bin"
 
@@ -135,15 +144,49 @@ class Simulator:
             raise TypeError("render(): a structure-factor table or source list cannot be overridden; make a new Simulator")
         return words
 
-    def render(self, **overrides: Any) -> np.ndarray:
+    def render(self, gradients: Optional[Sequence[str]] = None, **overrides: Any):
         """Photons per pixel, float32 (slow, fast). The GIL is released while rendering;
-        Ctrl-C cancels (KeyboardInterrupt)."""
+        Ctrl-C cancels (KeyboardInterrupt).
+
+        With ``gradients=["rot_x", "cell_a", "distance", ...]`` (the parameters of
+        :data:`GRADIENT_PARAMETERS`, MODEL §10 of the repository's docs) it returns
+        ``(image, tangents)``: the image as float64 (its float32 rounding is the plain render)
+        and the derivatives ∂pixel/∂parameter as a float64 array (P, slow, fast), computed in
+        the same pass on the CPU."""
         extra = self._extra(overrides)
+        if gradients is not None:
+            names = _gradient_names(gradients)
+            try:
+                return self._s.gradients(extra, names, [])
+            except Error as e:
+                raise _name_field(e) from None
         try:
             image, self.engine, self.notices = self._s.render(extra)
         except Error as e:
             raise _name_field(e) from None
         return image
+
+    def vjp(self, weights: np.ndarray, gradients: Sequence[str], **overrides: Any) -> np.ndarray:
+        """The vector–Jacobian product: for each parameter of ``gradients``, the sum over pixels
+        of ``weights`` (a (slow, fast) array) times ∂pixel/∂parameter, float64 (P,), without
+        keeping the tangent images (what an optimiser needs for a loss's gradient)."""
+        extra = self._extra(overrides)
+        w = np.ascontiguousarray(weights, dtype=np.float64)
+        try:
+            return self._s.vjp(extra, _gradient_names(gradients), w, [])[1]
+        except Error as e:
+            raise _name_field(e) from None
+
+    def _at(self, names: Sequence[str], offsets: Sequence[float], weights: Optional[np.ndarray] = None):
+        """The PyTorch bridge's forward (image at the offsets) and backward (VJP there)."""
+        off = [(n, float(v)) for n, v in zip(names, offsets)]
+        try:
+            if weights is None:
+                return self._s.gradients([], [], off)[0]
+            w = np.ascontiguousarray(weights, dtype=np.float64)
+            return self._s.vjp([], list(names), w, off)[1]
+        except Error as e:
+            raise _name_field(e) from None
 
     def render_many(self, orientations: Optional[Iterable] = None, *, overrides: Optional[Iterable[Mapping[str, Any]]] = None) -> np.ndarray:
         """A batch of renders as one float32 array (n, slow, fast): one per misset triple of
@@ -166,13 +209,15 @@ class Simulator:
             raise _name_field(e) from None
 
     def predict(self, *, all_reflections: bool = False, **overrides: Any) -> np.ndarray:
-        """The reflections the CLI's ``-predict`` table lists (those whose ray meets the
-        detector), as a numpy structured array: h, k, l, fast, slow (pixels), d_A,
-        two_theta_deg, excitation_error_per_A, F, intensity, partiality, phi_deg, on_detector,
-        in_condition. ``all_reflections=True``: every lattice point within the resolution
-        limit (fast/slow NaN where the ray misses the detector plane)."""
+        """The reflections the CLI's ``-predict`` table lists (what is on the image: the spots in
+        the diffraction condition of a still, every crossing of the Ewald sphere of an
+        oscillation at its φ; those whose ray meets the detector), as a numpy structured
+        array: h, k, l, fast, slow (pixels), d_A, two_theta_deg, excitation_error_per_A, F,
+        intensity, partiality, phi_deg, on_detector, in_condition. ``all_reflections=True``:
+        every lattice point within the resolution limit (fast/slow NaN where the ray misses the
+        detector plane)."""
         try:
-            cols = self._s.predict(self._extra(overrides))
+            cols = self._s.predict(self._extra(overrides), not all_reflections)
         except Error as e:
             raise _name_field(e) from None
         n = len(cols["h"])
@@ -198,6 +243,12 @@ class Simulator:
     def __repr__(self) -> str:
         s, f = self.shape
         return f"<nanobragg.Simulator {f}x{s} pixels>"
+
+
+def _gradient_names(gradients: Any) -> list:
+    if isinstance(gradients, str):
+        return [w for w in gradients.replace(",", " ").split() if w]
+    return [str(g) for g in gradients]
 
 
 def _flat(image: np.ndarray, shape: tuple) -> np.ndarray:

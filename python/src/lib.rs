@@ -73,8 +73,35 @@ fn interruptible<T: Send>(
 
 fn noop(_: f32) {}
 
+/// Parameter names (`gradients=`) and offsets by name, checked by the crate (an unknown name
+/// names `gradients` and the nearest parameter).
+fn params_and_offsets(
+    py: Python<'_>,
+    names: &[String],
+    offsets: &[(String, f64)],
+) -> PyResult<(Vec<api::Param>, Vec<api::Offset>)> {
+    let params = if names.is_empty() {
+        Vec::new()
+    } else {
+        api::parse_params(&names.join(","), "gradients").map_err(|e| to_py(py, e))?
+    };
+    let offs = offsets
+        .iter()
+        .map(|(n, v)| {
+            Ok((
+                api::Param::parse(n, "offsets").map_err(|e| to_py(py, e))?,
+                *v,
+            ))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((params, offs))
+}
+
 /// a, b, c (Å), α, β, γ (degrees).
 type Cell = (f64, f64, f64, f64, f64, f64);
+
+/// An f64 image (slow, fast) and a second array.
+type ImageAnd<'py, T> = (Bound<'py, PyArray2<f64>>, Bound<'py, T>);
 
 /// noisify's outputs: noiseless ADU, noisy ADU (or none), SMV header bytes, log lines.
 type Noisified<'py> = (
@@ -242,6 +269,60 @@ impl PySession {
         ))
     }
 
+    /// The image (float64, (slow, fast)) at the setup with `extra` words moved by `offsets`
+    /// ((name, offset) pairs), and its derivatives with respect to `names` there ((P, slow,
+    /// fast) float64) (the crate's `Session::gradients`).
+    #[pyo3(signature = (extra, names, offsets=Vec::new()))]
+    fn gradients<'py>(
+        &self,
+        py: Python<'py>,
+        extra: Vec<String>,
+        names: Vec<String>,
+        offsets: Vec<(String, f64)>,
+    ) -> PyResult<ImageAnd<'py, PyArray3<f64>>> {
+        let (params, offs) = params_and_offsets(py, &names, &offsets)?;
+        let g = interruptible(py, |cancel| {
+            self.lock().gradients(&extra, &params, &offs, cancel)
+        })?;
+        let (s_, f_, n) = (g.spixels, g.fpixels, params.len());
+        let img = g.image_f64.into_pyarray(py).reshape([s_, f_])?;
+        let t = Array3::from_shape_vec((n, s_, f_), g.tangents)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        Ok((img, t.into_pyarray(py)))
+    }
+
+    /// The vector–Jacobian product of `weights` ((slow, fast) float64) with respect to `names`
+    /// at the setup moved by `offsets`; returns (image float64, products (P,) float64).
+    #[pyo3(signature = (extra, names, weights, offsets=Vec::new()))]
+    fn vjp<'py>(
+        &self,
+        py: Python<'py>,
+        extra: Vec<String>,
+        names: Vec<String>,
+        weights: PyReadonlyArray2<'py, f64>,
+        offsets: Vec<(String, f64)>,
+    ) -> PyResult<ImageAnd<'py, numpy::PyArray1<f64>>> {
+        let (params, offs) = params_and_offsets(py, &names, &offsets)?;
+        let (h, w) = (weights.shape()[0], weights.shape()[1]);
+        if (h, w) != (self.spixels, self.fpixels) {
+            return Err(to_py(
+                py,
+                NbError::usage(format!(
+                    "weights: expected a ({}, {}) array (slow, fast), got ({h}, {w})",
+                    self.spixels, self.fpixels
+                )),
+            ));
+        }
+        let wv: Vec<f64> = weights.as_array().iter().copied().collect();
+        let (img, g) = interruptible(py, |cancel| {
+            self.lock().vjp(&extra, &params, &offs, &wv, cancel)
+        })?;
+        Ok((
+            img.into_pyarray(py).reshape([self.spixels, self.fpixels])?,
+            g.into_pyarray(py),
+        ))
+    }
+
     /// Renders each word list of `extras` in turn into one (N, slow, fast) array.
     fn render_many<'py>(
         &self,
@@ -270,13 +351,24 @@ impl PySession {
         Ok(a.into_pyarray(py))
     }
 
-    /// The `-predict` table's columns: a dict name -> 1-D array (with `extra` words appended).
-    #[pyo3(signature = (extra=Vec::new()))]
-    fn predict<'py>(&self, py: Python<'py>, extra: Vec<String>) -> PyResult<Bound<'py, PyDict>> {
+    /// The prediction's columns: a dict name -> 1-D array (with `extra` words appended); with
+    /// `on_image` what is on the image (the `-predict` table's reflections), else every lattice
+    /// point within the resolution limit.
+    #[pyo3(signature = (extra=Vec::new(), on_image=false))]
+    fn predict<'py>(
+        &self,
+        py: Python<'py>,
+        extra: Vec<String>,
+        on_image: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let cols = interruptible(py, |_| {
             let s = self.lock();
             let prep = s.prepare_with(&extra)?;
-            let pred = predict::predict(&prep.setup, &predict::PredictOptions::default())?;
+            let opts = predict::PredictOptions {
+                on_image,
+                ..Default::default()
+            };
+            let pred = predict::predict(&prep.setup, &opts)?;
             Ok(prediction_columns(&pred))
         })?;
         let d = PyDict::new(py);

@@ -160,6 +160,22 @@ test('README 3D snippet: the element and the iframe open the 3D view (no isolati
   await frame.waitForFunction(() => document.querySelector('.p3d')?.dataset.points, null, { timeout: 120_000 });
   const n = await frame.evaluate(() => window.nanobragg.teach3d.view.debug.counts());
   assert.ok(n.points > 1000 && n.spheres >= 1, JSON.stringify(n));
+  // the element's hkl labels (a 450-px image): none over another label, another labelled spot's
+  // ring, a resolution ring's label or the beam centre
+  await page.waitForFunction(() => document.querySelector('nanobragg-view').teach3d?.spots.lastLabels.length >= 5, null, { timeout: 60_000 });
+  const drawn = await page.evaluate(() => {
+    const el = document.querySelector('nanobragg-view');
+    return { labels: el.teach3d.spots.lastLabels, other: el.view.drawnBoxes };
+  });
+  const meet = (a, b) => a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3];
+  for (const [i, a] of drawn.labels.entries()) {
+    for (const o of drawn.other) assert.ok(!meet(a.box, o), `label ${a.hkl} over a ring label or the beam centre ${o}`);
+    for (const [j, b] of drawn.labels.entries()) {
+      if (i === j) continue;
+      assert.ok(!meet(a.box, b.box), `labels ${a.hkl} and ${b.hkl} overlap`);
+      assert.ok(!meet(a.box, [b.x - 6, b.y - 6, b.x + 6, b.y + 6]), `label ${a.hkl} over the spot ${b.hkl}`);
+    }
+  }
   await page.screenshot({ path: join(ARTIFACTS, 'readme-view3d.png') });
   assert.deepEqual(errors, []);
 });

@@ -87,6 +87,21 @@ test('the preset\'s still is the page\'s image: downloads, URL, 3D view, labels,
   assert.ok(await page.isHidden('#notice'), 'the announcement goes once the image is shown');
   assert.match(await page.textContent('#timing'), /2068×2162 realistic/);
   await page.screenshot({ path: join(ARTIFACTS, 'realistic-still-1280.png') });
+  // the spots stand out of the noise, at fit and zoomed in: the preset's square-root scale, black
+  // at the background's median, its top (99.9th percentile) in the lightest tenth of the range,
+  // most spot pixels in the darker half of the grey scale
+  assert.equal(await page.inputValue('#scaling'), 'sqrt');
+  const lv = await page.evaluate(() => {
+    const [lo, hi] = window.nanobragg.view.imageSize.levels;
+    const v = Array.from(window.nanobraggRealistic.data).filter((x) => x >= 0).sort((a, b) => a - b);
+    const top = v[Math.floor(0.999 * v.length)];
+    const spots = v.filter((x) => x > 300);
+    return { lo, hi, top, median: v[v.length >> 1], spots: spots.length, dark: spots.filter((x) => Math.sqrt((x - lo) / (hi - lo)) >= 0.5).length };
+  });
+  console.log('levels over the background:', JSON.stringify(lv));
+  assert.ok(Math.abs(lv.lo - lv.median) <= 2, `black at the median: ${JSON.stringify(lv)}`);
+  assert.ok((lv.top - lv.lo) / (lv.hi - lv.lo) <= 0.12, `the noise stays light: ${JSON.stringify(lv)}`);
+  assert.ok(lv.spots > 20 && lv.dark >= 0.5 * lv.spots, `the spots are dark: ${JSON.stringify(lv)}`);
   // the preset's note and the section sit at the top of the panel, in view at 1280×720
   const top = await page.evaluate(() => ({ note: document.getElementById('preset-note').getBoundingClientRect().top, hidden: document.getElementById('preset-note').hidden }));
   assert.ok(!top.hidden && top.note < 300, `preset note at ${top.note} px`);

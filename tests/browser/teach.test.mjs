@@ -165,6 +165,25 @@ test('misset sliders set the orientation; a random misset is taken over without 
   await page.close();
 });
 
+test('a random misset seeded from the clock (no -misset_seed) is taken over as the orientation on screen', { timeout: 240_000 }, async () => {
+  // upstream draws it from the clock's second: only the plan of the image shown knows it (a new
+  // plan a second later draws another one)
+  const { page, errors } = await open(env.ctx, `${env.base}/${BASE}&misset=random&misset_seed=`);
+  await waitRendered(page, 1);
+  await waitFull(page, 0);
+  const rnd = await shown(page);
+  await page.waitForTimeout(1200);
+  await page.evaluate(() => window.nanobragg.teach.takeOverRandom());
+  await waitFull(page, rnd.count);
+  const m = angles(await urlMisset(page));
+  assert.equal(m.length, 3, `misset now angles: ${m}`);
+  const r = pearson(rnd.data, (await shown(page)).data);
+  console.log(`# clock-seeded random misset taken over as ${m.join(' ')}: image correlation ${r.toFixed(5)}`);
+  assert.ok(r > 0.99, `the same orientation (correlation ${r})`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test("drags turn about the crate's own spindle axis (Geometry.spindle): the conventions' axes", { timeout: 240_000 }, async () => {
   const { page, errors } = await open(env.ctx, `${env.base}/${BASE}`);
   await waitRendered(page, 1);

@@ -109,6 +109,8 @@ export interface PredictOptions {
   maxExcitationError?: number;
   /** Reflections as columns (10^5 points without 10^5 objects). */
   columns?: boolean;
+  /** Only what is on the image: the spots of a still, the crossings of an oscillation (any cell). */
+  onImage?: boolean;
 }
 
 /** Progress (0..1, read from shared memory), the chain's phases, and the estimate of a long
@@ -354,7 +356,7 @@ export class NanoBraggClient {
       this.lastRendered = null;
       this.worker.postMessage({
         type: 'predict', id, args: normaliseArgs(args).args, files, maxExcitationError: opts.maxExcitationError ?? null,
-        columns: opts.columns === true,
+        columns: opts.columns === true, onImage: opts.onImage === true,
       } satisfies ToWorker);
     });
   }

@@ -21,10 +21,11 @@ import { createForm } from './form';
 import { installReadout } from './readout';
 import { pixelQuery, type PixelQuery } from './pixelquery';
 import { installDownloads } from './downloads';
+import { installMeasured, type MeasuredCompare } from './measured';
 import { installViewControls } from './viewcontrols';
 import { createLayeredRender } from './layered';
 import { installPageChrome } from './pagechrome';
-import { crystalWords, isLayered, layersOf, predictWords } from './layers';
+import { isLayered, layersOf, predictWords } from './layers';
 import { errorInfo, type DetectorChoice, type RealisticResult } from './protocol';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -42,6 +43,8 @@ if (embed) view.wheel = 'focus';
 /** Frames shown so far, the last one and whether it was a preview. */
 let last: SimulateResult | null = null;
 let lastWasPreview = false;
+/** The settings (the store's words) the image shown was rendered from. */
+let lastBuilt = '';
 let renderCount = 0;
 /** The realistic chain's image when it is the one shown (null: a plain render is shown), with
  * the state it was rendered from. */
@@ -66,6 +69,8 @@ declare global {
       teach3d: Teach3D;
       /** Teaching controls: the φ player, taking over a random misset (teach/index.ts). */
       teach?: Teach;
+      /** The measured image beside and over the simulation (measured/index.ts). */
+      measured?: MeasuredCompare;
       /** The crate's geometry (d, 2θ, hkl, lab position) at continuous full-resolution pixel
        * coordinates of the image shown (pixel centres at i + 0.5): what the readout shows. */
       pixelGeometry?: PixelQuery;
@@ -263,6 +268,7 @@ async function render(mode: RenderMode) {
       onEstimate: (ms, b) => showNotice(`This render will take about ${fmtMs(ms)} on the ${b === 'gpu' ? 'GPU' : 'CPU'}: Cancel stops it.`, 'warn'),
     });
     last = r;
+    lastBuilt = built.args.join('\n');
     lastWasPreview = scale > 1;
     if (!lastWasPreview) {
       fullSize = { w: r.width, h: r.height, pixel: r.geometry.pixel };
@@ -331,6 +337,7 @@ function showRealistic(r: RealisticResult, ms: number) {
     width: g.width, height: g.height, data: r.data, backend: r.backend, threads: client.info?.threads ?? 1, adapter: '', notice: '',
     geometry: g, timings: { prepare: 0, render: r.timings.total, total: ms }, args: built.args, warnings: r.warnings,
   };
+  lastBuilt = built.args.join('\n');
   lastWasPreview = false;
   fullSize = { w: g.width, h: g.height, pixel: g.pixel };
   view.backgroundBlack = true; // counts over water, air and noise: black at the background
@@ -448,22 +455,23 @@ const save = installDownloads({
 window.nanobragg.teach = installTeaching({
   store, view, client,
   geometry: () => last?.geometry ?? null,
-  words: () => {
-    const m = store.model.peek();
-    if (!isLayered(m)) return store.args.peek().args;
-    const pdb = (m.pdb ?? '').trim();
-    return pdb && !modelCells.has(pdb) ? null : crystalWords(store.args.peek().args, modelCells.get(pdb) ?? null);
-  },
+  shownGeometry: () => (last && lastBuilt === store.args.peek().args.join('\n') ? last.geometry : null),
   save: (blob, name) => save(blob, name, blob.type),
   png: () => $('dl-png').click(),
   name: (ext) => downloadName(store.model.peek(), { width: fullSize.w || (last?.width ?? 0), height: fullSize.h || (last?.height ?? 0) }, 'png').replace(/\.png$/, `.${ext}`),
   notice: showNotice,
 });
 
+// ---- a measured image beside and over the simulation (measured/) ----------------------------------
+const measured = installMeasured({ store, client, view, host: $('canvas-host'), stage: $('stage'), notice: showNotice });
+window.nanobragg.measured = measured;
+
 // ---- drag and drop anywhere: routed by content ---------------------------------------------------
 window.addEventListener('dragover', (e) => e.preventDefault());
 window.addEventListener('drop', async (e) => {
   e.preventDefault();
+  // measured images (miniCBF, NeXus/HDF5 with their data files, with a DIALS .expt) open beside the simulation
+  if (await measured.openFiles(Array.from(e.dataTransfer?.files ?? []))) return;
   const notes: string[] = [];
   for (const f of Array.from(e.dataTransfer?.files ?? [])) {
     const bytes = new Uint8Array(await f.arrayBuffer());

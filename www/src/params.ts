@@ -62,6 +62,7 @@ export const PARAMS: ParamDef[] = [
       { value: 'gauss', label: 'Gaussian', flags: yes('-gauss_xtal') },
       { value: 'tophat', label: 'Top-hat', flags: yes('-tophat_spots') },
     ],
+    help: "Gaussian and top-hat are upstream's: their spot width scales as 1/N³ and with the cell in Å (MODEL.md C-QUIRK 16), so N changes them far more than it would a real crystal's; square and round scale as 1/N",
   },
   { key: 'fudge', flag: '-fudge', label: 'Shape fudge factor', group: 'crystal', kind: 'num' },
   // ---- structure factors ----
@@ -138,6 +139,8 @@ export const PARAMS: ParamDef[] = [
   { key: 'oversample', flag: '-oversample', label: 'Sub-pixels per axis', group: 'detector', kind: 'int', slider: [1, 8, 1] },
   { key: 'roi', flag: '-roi', label: 'Region of interest xmin xmax ymin ymax', group: 'detector', kind: 'vec', n: [4, 4], unit: 'px' },
   { key: 'mask', flag: '-mask', label: 'Mask image (SMV; 0 = skip pixel)', group: 'detector', kind: 'file' },
+  { key: 'expt', flag: '-expt', label: 'DIALS experiment (.expt)', group: 'detector', kind: 'file', help: 'detector, beam, spindle and the crystal orientation DIALS refined; replaces the detector fields' },
+  { key: 'geom', flag: '-geom', label: 'CrystFEL geometry (.geom)', group: 'detector', kind: 'file', help: 'panels (corner, fs/ss vectors, res, clen), bad regions as masks; replaces the detector fields (docs/geometry.md)' },
   { key: 'img', flag: '-img', label: 'Header from an SMV image', group: 'detector', kind: 'file', help: 'detector size, distance, beam centre, wavelength; later fields override' },
   { key: 'dmin', flag: '-dmin', label: 'Resolution limit', group: 'detector', kind: 'num', unit: 'Å' },
   // ---- layers (the realistic chain) ----

@@ -38,7 +38,7 @@ export class PredictionFeed {
 
   /** `position`: the page's pixel -> lab mapping, so that the 3D view draws a spot exactly where
    * the image shows it. */
-  constructor(private client: NanoBraggClient, private position?: (f: number, s: number) => V3) {}
+  constructor(private client: NanoBraggClient, private position?: (f: number, s: number) => V3, private onImage = false) {}
 
   onChange(cb: (p: Predicted | null, error: string) => void): () => void {
     this.listeners.add(cb);
@@ -74,7 +74,7 @@ export class PredictionFeed {
     let result: Predicted | null = null;
     let error = '';
     try {
-      const p = (await this.client.predict(req.args, { files: req.files, columns: true, maxExcitationError: req.maxExcitationError })) as unknown as CratePrediction;
+      const p = (await this.client.predict(req.args, { files: req.files, columns: true, maxExcitationError: req.maxExcitationError, onImage: this.onImage })) as unknown as CratePrediction;
       result = { data: fromPrediction(p, this.position), args: req.args, ms: performance.now() - t0, nearOnly: req.maxExcitationError !== undefined };
     } catch (e) {
       const err = e as Error;

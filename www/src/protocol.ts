@@ -77,6 +77,8 @@ export type ToWorker =
       maxExcitationError: number | null;
       /** Reflections as typed-array columns (`Prediction::columns`) instead of records. */
       columns?: boolean;
+      /** Only what is on the image (the crate's `PredictOptions::on_image`). */
+      onImage?: boolean;
     }
   /** The detector's geometry at points (`pixel_geometry`): the crystal and detector of `args`
    * with the files the worker holds; `points` = [f0, s0, f1, s1, …] (pixel centres at i + 0.5). */

@@ -37,7 +37,10 @@ export function initRealistic(host: HTMLElement, store: Store): RealisticSection
   const status = q('rl-status');
 
   const still = PRESETS.find((p) => p.id === 'protein-still')!;
-  q('rl-preset').addEventListener('click', () => store.setModel(still.state));
+  q('rl-preset').addEventListener('click', () => {
+    store.setModel(still.state);
+    if (still.view) store.setView(still.view); // its scale, as the Preset menu gives it
+  });
   modelSel.addEventListener('change', () => store.setField('pdb', modelSel.value));
   store.model.subscribe((m) => {
     const v = (m.pdb ?? '').trim();

@@ -35,7 +35,7 @@ export class SpotOverlay {
   private hovered = -1;
   private marked = -1;
   /** Labels drawn by the last draw (hkl and CSS position), for tests. */
-  lastLabels: { hkl: V3; x: number; y: number }[] = [];
+  lastLabels: { hkl: V3; x: number; y: number; box: [number, number, number, number] }[] = [];
   /** The reflection under the cursor changed (null: none). */
   onHover: (s: SpotInfo | null) => void = () => {};
 
@@ -148,7 +148,9 @@ export class SpotOverlay {
     ctx.font = `600 ${fontPx}px system-ui, sans-serif`;
     ctx.textBaseline = 'alphabetic';
     const W = this.view.canvas.clientWidth, H = this.view.canvas.clientHeight;
-    const boxes: [number, number, number, number][] = [];
+    // the ring labels and the beam centre, then each label and its spot's ring: nothing drawn
+    // over another (small elements crowd them)
+    const boxes: [number, number, number, number][] = [...this.view.drawnBoxes];
     // a gap of a few pixels between labels, so that two side by side do not read as one
     const gap = large ? 10 : 6;
     const free = (b: [number, number, number, number]) => boxes.every((o) => b[0] > o[2] + gap || b[2] < o[0] - gap || b[1] > o[3] + 2 || b[3] < o[1] - 2);
@@ -162,15 +164,16 @@ export class SpotOverlay {
       const lx = x + ringR + 2 + w > W ? x - ringR - 2 - w : x + ringR + 2;
       const ly = y - ringR * 0.4;
       const box: [number, number, number, number] = [lx - 2, ly - fontPx, lx + w + 2, ly + 3];
-      if (!force && !free(box)) return false;
-      boxes.push(box);
+      const spot: [number, number, number, number] = [x - ringR, y - ringR, x + ringR, y + ringR];
+      if (!force && !(free(box) && free(spot))) return false;
+      boxes.push(box, spot);
       ctx.strokeStyle = halo;
       ctx.lineWidth = large ? 5 : 3.5;
       ctx.lineJoin = 'round';
       ctx.strokeText(text, lx, ly);
       ctx.fillStyle = colour;
       ctx.fillText(text, lx, ly);
-      this.lastLabels.push({ hkl: [t.hkl[3 * i], t.hkl[3 * i + 1], t.hkl[3 * i + 2]], x, y });
+      this.lastLabels.push({ hkl: [t.hkl[3 * i], t.hkl[3 * i + 1], t.hkl[3 * i + 2]], x, y, box });
       return true;
     };
     const ring = (i: number, colour: string, width: number, r: number) => {

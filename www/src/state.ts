@@ -117,7 +117,10 @@ export const PRESETS: Preset[] = [
       misset_seed: '3', misset: 'random', flux: '1e12', exposure: '0.5', beamsize: '0.001', oversample: '1',
       water: '20', air: '10', detnoise: '1', gain: '1', seed: '1',
     },
-    note: 'A real still: a 1 µm crystal of PDB 1PFE in a 1 µm beam on an EIGER2 X 4M, over the water and air scattering, with the photon-counting noise. Its structure factors are computed from the atoms once, then cached. Zoom in (wheel or pinch on the image) to see the spots; the readout is in ADU.',
+    // sparse spots a few times above a noisy background: a square-root scale (a log scale turns
+    // the noise grey) with the automatic levels of a background image (view.ts `levels`)
+    view: { scaling: 'sqrt' },
+    note: 'A real still: a 1 µm crystal of PDB 1PFE in a 1 µm beam on an EIGER2 X 4M, over the water and air scattering, with the photon-counting noise. Its structure factors are computed from the atoms once, then cached. Its spots are small (a micro-crystal in a parallel beam: one to three pixels each), dark over the light noise: zoom in (wheel or pinch on the image) to see their shape; the readout is in ADU.',
   },
 ];
 

@@ -63,11 +63,19 @@ export function colourLut(map: ColourMap): Uint32Array {
 /** Black and white levels (photons/pixel): explicit ones, else `black` (0, or a detector
  * image's background: its median) and black + (max − black) / 10^(contrast/20), but never
  * below `floor` (the image's 99th percentile: at most 1 % of the pixels saturate, so an image
- * of broad spots shows its pattern instead of a flat white-level square). */
-export function levels(settings: ImageSettings, max: number, floor = 0, black = 0): [number, number] {
+ * of broad spots shows its pattern instead of a flat white-level square). A detector image over
+ * a background also gives `top`, the background's top (its 99.9th percentile: noise, water
+ * ring): its automatic white level is black + 10 (top − black) at contrast 30 (each 20 more
+ * divides the range by ten), so the noise stays within the lightest part of the scale and the
+ * spots, sparse and a few times above it, come out dark at any zoom (a range from the maximum
+ * would put the brightest spot at the top and every other spot in the noise). */
+export function levels(settings: ImageSettings, max: number, floor = 0, black = 0, top = 0): [number, number] {
   const lo = settings.min ?? black;
   const b = settings.min === null && black < max ? black : 0;
-  const auto = max > 0 ? Math.max(b + (max - b) / Math.pow(10, settings.contrast / 20), Math.min(floor, max)) : 1;
+  const auto = max <= 0 ? 1
+    : settings.min === null && top > b
+      ? Math.min(max, b + 10 * (top - b) * Math.pow(10, (30 - settings.contrast) / 20))
+      : Math.max(b + (max - b) / Math.pow(10, settings.contrast / 20), Math.min(floor, max));
   let hi = settings.max ?? auto;
   if (!(hi > lo)) hi = lo + (Math.abs(lo) || 1) * 1e-6;
   return [lo, hi];
@@ -76,9 +84,9 @@ export function levels(settings: ImageSettings, max: number, floor = 0, black = 
 /** Map an image to RGBA with the settings (also used for PNG export). The scaling curve and
  * the colour map are folded into one table over the normalised value, so the per-pixel work
  * is a multiply, a clamp and a lookup. */
-export function colourise(data: Float32Array, settings: ImageSettings, max: number, out: Uint32Array, floor = 0, black = 0) {
+export function colourise(data: Float32Array, settings: ImageSettings, max: number, out: Uint32Array, floor = 0, black = 0, top = 0) {
   const lut = colourLut(settings.cmap);
-  const [lo, hi] = levels(settings, max, floor, black);
+  const [lo, hi] = levels(settings, max, floor, black, top);
   const N = 4096;
   const table = new Uint32Array(N + 1);
   const logK = 999, logN = 1 / Math.log(1 + logK);
@@ -112,7 +120,7 @@ export class ImageView {
   /** The image reduced by the largest value of each k×k block, for views that show several
    * image pixels per screen pixel: a spot of one pixel stays visible instead of being averaged
    * away (detector viewers do the same). Rebuilt when the data, the colours or k change. */
-  private pooled: { k: number; canvas: HTMLCanvasElement } | null = null;
+  private pooled: { k: number; canvas: HTMLCanvasElement; kEff: number } | null = null;
   private data: Float32Array | null = null;
   private w = 0;
   private h = 0;
@@ -123,6 +131,8 @@ export class ImageView {
   private p99 = 0;
   /** The automatic black level: 0, or with `backgroundBlack` the image's median. */
   private black = 0;
+  /** With `backgroundBlack`, the background's top (99.9th percentile), else 0 (see `levels`). */
+  private top = 0;
   /** A detector's image over a background (ADU: water, air, noise): the automatic black level
    * is its median, so that spots stand out from the background instead of mid-grey on grey. */
   backgroundBlack = false;
@@ -132,6 +142,7 @@ export class ImageView {
   wheel: 'always' | 'focus' | 'off' = 'always';
   /** Geometry of the image shown (in its own pixels: multiply by `scale` for the detector's). */
   private map: DetectorMap | null = null;
+  private geom: Geometry | null = null;
   private ringList: { d: number; segments: number[] }[] = [];
   private beamXY: [number, number] | null = null;
   settings: ImageSettings = { cmap: 'inverted-grey', scaling: 'log', contrast: 30, min: null, max: null, rings: true, beamc: true };
@@ -151,6 +162,13 @@ export class ImageView {
   /** Extra drawing over the image (spot markers, hkl labels: spots.ts), called at the end of
    * each draw with the context in CSS pixels; use `fromDetector` for positions. */
   overlays: ((ctx: CanvasRenderingContext2D) => void)[] = [];
+  /** Called after each draw and after each new image (the measured-image comparison keeps its
+   * view's zoom and pan equal to this one's: measured/compare.ts). */
+  onDraw: (() => void) | null = null;
+  onImage: (() => void) | null = null;
+  /** Boxes (CSS px: x0, y0, x1, y1) of the ring labels and the beam centre drawn by the last
+   * draw, for overlays that place their own labels beside them. */
+  drawnBoxes: [number, number, number, number][] = [];
 
   constructor(private host: HTMLElement) {
     this.canvas = document.createElement('canvas');
@@ -169,31 +187,61 @@ export class ImageView {
     return this.data !== null;
   }
   get imageSize() {
-    return { width: this.w, height: this.h, scale: this.scale, max: this.max, levels: levels(this.settings, this.max, this.p99, this.black) };
+    return { width: this.w, height: this.h, scale: this.scale, max: this.max, levels: levels(this.settings, this.max, this.p99, this.black, this.top) };
   }
   /** Whether the view follows the container (no user zoom or pan since the last fit). */
   get fitted() {
     return this.autoFit;
   }
 
-  setImage(data: Float32Array, w: number, h: number, geometry: Geometry, scale = 1) {
-    const sameDetector = this.map && this.w * this.scale === w * scale && this.h * this.scale === h * scale;
+  setImage(data: Float32Array, w: number, h: number, geometry: Geometry | null, scale = 1) {
+    const sameDetector = this.data !== null && this.w * this.scale === w * scale && this.h * this.scale === h * scale;
     this.data = data;
     this.w = w;
     this.h = h;
     this.scale = scale;
-    this.map = new DetectorMap(geometry);
-    this.ringList = this.map.ringResolutions().map((d) => this.map!.ring(d));
-    this.beamXY = this.map.beamCentre();
+    this.geom = geometry;
+    this.pyramid = [];
+    // no geometry (a measured image before its detector is simulated): no rings, beam or d
+    this.map = geometry ? new DetectorMap(geometry) : null;
+    this.ringList = this.map ? this.map.ringResolutions().map((d) => this.map!.ring(d)) : [];
+    this.beamXY = this.map ? this.map.beamCentre() : null;
     let max = 0;
     for (let i = 0; i < data.length; i++) if (data[i] > max) max = data[i];
     this.max = max;
     this.p99 = percentile(data, 0.99);
     this.black = this.backgroundBlack ? percentile(data, 0.5) : 0;
+    this.top = this.backgroundBlack ? percentile(data, 0.999) : 0;
     if (!sameDetector) this.autoFit = true;
     this.recolour();
     if (this.autoFit) this.fit();
     this.emitReadout();
+    this.onImage?.();
+  }
+
+  /** The crate's geometry of the image shown (null: none given). */
+  get geometry(): Geometry | null {
+    return this.geom;
+  }
+
+  /** The image shown (its own pixels; `scale` detector pixels each), for comparisons. */
+  get image(): { data: Float32Array; w: number; h: number; scale: number } | null {
+    return this.data && { data: this.data, w: this.w, h: this.h, scale: this.scale };
+  }
+
+  /** Zoom (CSS px per detector pixel), the detector point at the view's centre, and whether the
+   * view follows its container (fitted). */
+  get viewport() {
+    return { zoom: this.zoom, cx: this.cx, cy: this.cy, autoFit: this.autoFit };
+  }
+
+  setViewport(v: { zoom: number; cx: number; cy: number; autoFit: boolean }) {
+    if (v.zoom === this.zoom && v.cx === this.cx && v.cy === this.cy && v.autoFit === this.autoFit) return;
+    this.zoom = v.zoom;
+    this.cx = v.cx;
+    this.cy = v.cy;
+    this.autoFit = v.autoFit;
+    this.draw();
   }
 
   update(settings: Partial<ImageSettings>) {
@@ -209,23 +257,50 @@ export class ImageView {
     this.img.height = this.h;
     const ictx = this.img.getContext('2d')!;
     const id = ictx.createImageData(this.w, this.h);
-    colourise(this.data, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black);
+    colourise(this.data, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black, this.top);
     ictx.putImageData(id, 0, 0);
     this.pooled = null;
     this.draw();
   }
 
-  /** The block-maximum image for a reduction of k (k ≥ 2), cached. */
-  private pooledImage(k: number): HTMLCanvasElement {
-    if (this.pooled?.k === k) return this.pooled.canvas;
-    const { w, h } = this;
-    const data = this.data!;
-    const pw = Math.ceil(w / k), ph = Math.ceil(h / k);
+  /** Block maxima over 2×2, 4×4, 8×8, … (each level from the one before), kept while the data
+   * holds: a zoom step then reduces a level already four or more times smaller than the image
+   * instead of the whole image (a 16-megapixel detector stays responsive). */
+  private pyramid: { k: number; w: number; h: number; data: Float32Array }[] = [];
+
+  private level(p: number): { k: number; w: number; h: number; data: Float32Array } {
+    if (p <= 1) return { k: 1, w: this.w, h: this.h, data: this.data! };
+    const hit = this.pyramid.find((l) => l.k === p);
+    if (hit) return hit;
+    const prev = this.level(p / 2);
+    const w = Math.ceil(prev.w / 2), h = Math.ceil(prev.h / 2);
+    const out = new Float32Array(w * h).fill(-Infinity);
+    for (let y = 0; y < prev.h; y++) {
+      const row = y * prev.w, orow = (y >> 1) * w;
+      for (let x = 0; x < prev.w; x++) {
+        const v = prev.data[row + x], i = orow + (x >> 1);
+        if (v > out[i]) out[i] = v;
+      }
+    }
+    const l = { k: p, w, h, data: out };
+    this.pyramid.push(l);
+    return l;
+  }
+
+  /** The block-maximum image for a reduction of at least k (k ≥ 2), cached: blocks of
+   * `kEff` = a multiple of a power of two p ≤ k/2 (at most 1.5 k), reduced from level p. */
+  private pooledImage(k: number): { canvas: HTMLCanvasElement; kEff: number } {
+    if (this.pooled?.k === k) return this.pooled;
+    let p = 1;
+    while (p * 4 <= k) p *= 2;
+    const src = this.level(p);
+    const b = Math.ceil(k / p);
+    const pw = Math.ceil(src.w / b), ph = Math.ceil(src.h / b);
     const maxes = new Float32Array(pw * ph).fill(-Infinity);
-    for (let y = 0; y < h; y++) {
-      const row = y * w, prow = ((y / k) | 0) * pw;
-      for (let x = 0; x < w; x++) {
-        const v = data[row + x], i = prow + ((x / k) | 0);
+    for (let y = 0; y < src.h; y++) {
+      const row = y * src.w, prow = ((y / b) | 0) * pw;
+      for (let x = 0; x < src.w; x++) {
+        const v = src.data[row + x], i = prow + ((x / b) | 0);
         if (v > maxes[i]) maxes[i] = v;
       }
     }
@@ -234,10 +309,10 @@ export class ImageView {
     canvas.height = ph;
     const ctx = canvas.getContext('2d')!;
     const id = ctx.createImageData(pw, ph);
-    colourise(maxes, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black);
+    colourise(maxes, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black, this.top);
     ctx.putImageData(id, 0, 0);
-    this.pooled = { k, canvas };
-    return canvas;
+    this.pooled = { k, canvas, kEff: b * p };
+    return this.pooled;
   }
 
   /** PNG of the image at its own resolution with the current colours. */
@@ -312,6 +387,12 @@ export class ImageView {
   }
 
   draw() {
+    this.paint();
+    this.onDraw?.();
+  }
+
+  private paint() {
+    this.drawnBoxes = [];
     const ctx = this.ctx;
     const dpr = window.devicePixelRatio || 1;
     const r = { width: this.cssW, height: this.cssH };
@@ -326,15 +407,22 @@ export class ImageView {
     // image pixels per device pixel: beyond 1.5, draw the block maxima (see `pooled`), with
     // blocks large enough that the reduced image is drawn at least 1:1 (no further averaging)
     const per = 1 / (this.zoom * this.scale * dpr);
-    const pool = per > 1.5 ? Math.ceil(per) : 1;
+    // a detector image's spots are a pixel or two on a noisy background: any reduction would
+    // average them into the noise, so its block maxima start as soon as it is drawn below 1:1
+    const pool = per > (this.backgroundBlack ? 1.02 : 1.5) ? Math.ceil(per) : 1;
     if (pool >= 2) {
       // drawn at least 1:1: nearest sampling keeps each block's maximum whole
       ctx.imageSmoothingEnabled = false;
-      ctx.drawImage(this.pooledImage(pool), 0, 0, this.w / pool, this.h / pool, x0, y0, dw, dh);
+      const { canvas, kEff } = this.pooledImage(pool);
+      ctx.drawImage(canvas, 0, 0, this.w / kEff, this.h / kEff, x0, y0, dw, dh);
     } else {
       ctx.drawImage(this.img, 0, 0, this.w, this.h, x0, y0, dw, dh);
     }
-    if (!this.map) return;
+    // overlays (spot markers) need no geometry of their own
+    if (!this.map) {
+      for (const o of this.overlays) o(ctx);
+      return;
+    }
     const k = this.scale; // overlay coordinates are in the shown image's pixels
     const accent = this.settings.cmap === 'inverted-grey' || this.settings.cmap === 'grey' ? '#d0342c' : '#38d9f5';
     const big = this.large ? 2 : 1;
@@ -362,6 +450,7 @@ export class ImageView {
         ctx.stroke();
         if (best) {
           const label = `${+ring.d.toPrecision(3)} Å`;
+          this.drawnBoxes.push([best[0] + 1, best[1] - 3 - fontPx, best[0] + 5 + ctx.measureText(label).width, best[1] - 1]);
           if (this.large) {
             ctx.lineWidth = 4;
             ctx.strokeStyle = this.settings.cmap === 'inverted-grey' ? 'rgba(255,255,255,.85)' : 'rgba(0,0,0,.7)';
@@ -376,6 +465,7 @@ export class ImageView {
     if (this.settings.beamc && this.beamXY) {
       const [x, y] = this.fromDetector(this.beamXY[0] * k, this.beamXY[1] * k);
       const arm = 8 * big;
+      this.drawnBoxes.push([x - arm, y - arm, x + arm, y + arm]);
       ctx.strokeStyle = accent;
       ctx.lineWidth = 1.5 * big;
       ctx.beginPath();
@@ -403,7 +493,7 @@ export class ImageView {
   }
 
   readoutAt(x: number, y: number): Readout | null {
-    if (!this.data || !this.map) return null;
+    if (!this.data) return null;
     const [fd, sd] = this.toDetector(x, y);
     const W = this.w * this.scale, H = this.h * this.scale;
     if (fd < 0 || sd < 0 || fd >= W || sd >= H) return null;

@@ -110,7 +110,7 @@ function predict(msg: Extract<ToWorker, { type: 'predict' }>) {
     // an atomic model: the realistic chain's (its cell and cached structure factors)
     if (msg.args.includes('-pdb')) wasm!.prepare_with_model(msg.args);
     else wasm!.prepare(msg.args);
-    post({ type: 'predicted', id: msg.id, prediction: wasm!.predict(msg.maxExcitationError ?? undefined, msg.columns === true), message: '' });
+    post({ type: 'predicted', id: msg.id, prediction: wasm!.predict(msg.maxExcitationError ?? undefined, msg.columns === true, msg.onImage === true), message: '' });
   } catch (e) {
     post({ type: 'predicted', id: msg.id, prediction: null, message: errText(e), error: errorInfo(e) });
   }

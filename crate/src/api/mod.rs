@@ -17,12 +17,14 @@ mod backend;
 mod bytes;
 mod cost;
 mod flags;
+mod gradients;
 mod renderer;
 
 pub use backend::*;
 pub use bytes::*;
 pub use cost::*;
 pub use flags::*;
+pub use gradients::*;
 pub use renderer::*;
 
 /// A parsed and resolved configuration, ready to render.

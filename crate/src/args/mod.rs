@@ -60,6 +60,10 @@ pub struct Options {
     pub mat: Option<String>,
     /// `-expt FILE`: a DIALS experiment list (`io::expt`), applied by `resolve`.
     pub expt: Option<String>,
+    /// `-geom FILE`: a CrystFEL geometry file (`io::geom`), applied by `resolve`.
+    pub geom: Option<String>,
+    /// `-geomout FILE`: the rendered detector as a CrystFEL geometry file.
+    pub geomout: Option<String>,
     /// The crystal of an `-expt` file as a MOSFLM matrix (set by `resolve`, not a flag).
     pub mat_values: Option<[[f64; 3]; 3]>,
     pub img: Option<String>,
@@ -180,6 +184,10 @@ pub struct Options {
     pub help: bool,
     /// Warnings produced while parsing (printed by the CLI).
     pub warnings: Vec<String>,
+    /// `-gradients LIST`: the parameters to differentiate (MODEL §10).
+    pub gradients: Vec<crate::tangent::Param>,
+    /// `-gradfile PREFIX`: tangent images go to `PREFIX_<name>.bin`.
+    pub gradfile: Option<String>,
 }
 
 impl Default for Options {
@@ -191,6 +199,8 @@ impl Default for Options {
             dump: "Fdump.bin".into(),
             mat: None,
             expt: None,
+            geom: None,
+            geomout: None,
             mat_values: None,
             img: None,
             mask: None,
@@ -296,6 +306,8 @@ impl Default for Options {
             force: false,
             help: false,
             warnings: Vec::new(),
+            gradients: Vec::new(),
+            gradfile: None,
         }
     }
 }
@@ -728,6 +740,7 @@ mod tests {
                 .split_whitespace()
                 .map(|v| match v {
                     "FILE" => "x.txt",
+                    "LIST" => "rot_x",
                     v if v.contains('|') => v.split('|').next().unwrap(),
                     _ => "1",
                 })

@@ -980,10 +980,20 @@ pub static FLAGS: &[Flag] = &[
     })
     .kind(OutputFile),
     // DIALS geometry in (issue 18 §1, io/expt.rs)
-    flag("-expt", Port, "FILE", "DIALS experiment list (.expt): its one panel, beam, spindle, scan start/width and crystal A matrix replace those flags", |p| {
+    flag("-expt", Port, "FILE", "DIALS experiment list (.expt): its panels (the hierarchy flattened), beam, spindle, scan start/width and crystal A matrix replace those flags", |p| {
         p.o.expt = Some(p.text()?);
         Ok(())
     }),
+    // CrystFEL geometry in and out (issue 18 §1, io/geom.rs)
+    flag("-geom", Port, "FILE", "CrystFEL geometry (.geom): its panels replace the detector flags (and -expt's panels); a stated photon_energy/wavelength replaces -lambda; bad regions, no_index and mask_edge_pixels join the mask", |p| {
+        p.o.geom = Some(p.text()?);
+        Ok(())
+    }),
+    flag("-geomout", Port, "FILE", "CrystFEL geometry (.geom) of the rendered detector, for the -nexus file's /entry/data/data", |p| {
+        p.o.geomout = Some(p.text()?);
+        Ok(())
+    })
+    .kind(OutputFile),
     // NXmx output (issue 18/19: the one NeXus writer, io/nexus.rs)
     flag("-nexus", Port, "FILE", "NeXus/NXmx (HDF5) file of the int image, or of a rotation series with -nexus_images", |p| {
         p.o.nexus = Some(p.text()?);
@@ -1086,6 +1096,17 @@ pub static FLAGS: &[Flag] = &[
                 )))
             }
         };
+        Ok(())
+    })
+    .kind(Ours),
+    flag("-gradients", Port, "LIST", "derivatives of the image for these parameters (rot_x,cell_a,distance,…; MODEL §10), written with -gradfile", |p| {
+        let v = p.text()?;
+        p.o.gradients = crate::tangent::Param::parse_list(&v, p.flag)?;
+        Ok(())
+    })
+    .kind(Ours),
+    flag("-gradfile", Port, "PREFIX", "one f32 image per -gradients parameter: PREFIX_<name>.bin", |p| {
+        p.o.gradfile = Some(p.text()?);
         Ok(())
     })
     .kind(Ours),

@@ -5,10 +5,16 @@
 //! program and ours end to end on the same command line, interleaved, and prints the ratios.
 //!
 //! usage: nanobragg-bench [--quick] [--cases a1024,a4096,b] [--reps N] [--gpu] [--gpu-reps N]
+//!        nanobragg-bench --gradients [--cases …] [--reps N]
 //!
 //! `--gpu` adds the GPU backend (a build with the `gpu` feature): cold = first render in a new
 //! process including device, self-test and pipeline creation; warm = median of `--gpu-reps`
-//! (default 10) further renders. Case names: `a<N>` is case (a) at N×N pixels, `b` is case (b).
+//! (default 10) further renders. Case names: `a<N>` is case (a) at N×N pixels, `b` is case (b),
+//! `b<N>` case (b) at N×N pixels.
+//!
+//! `--gradients`: in one process, interleaved, the f64 image alone against the image with the
+//! tangents of 10 parameters (`api::render_gradients`, host tangent included) and against the
+//! vector–Jacobian product of the same 10 (`api::vjp`); medians and their ratios.
 
 use nanobragg::api::{self, Backend, Precision};
 use nanobragg::files::MemFiles;
@@ -22,6 +28,7 @@ const CASE_B: &str = "-cell 70 80 90 85 95 105 -misset 10 5 3 -lambda 1.5 -N 10 
 fn case_args(name: &str) -> String {
     match name {
         "b" => CASE_B.to_string(),
+        n if n.starts_with('b') => format!("{CASE_B} -detpixels {}", &n[1..]),
         n if n.starts_with('a') => format!("{CASE_A} -detpixels {}", &n[1..]),
         n => panic!("unknown case {n}"),
     }
@@ -131,6 +138,7 @@ fn main() {
                 reps = argv[i].parse().expect("--reps N");
             }
             "--gpu" => gpu = true,
+            "--gradients" => {}
             "--gpu-reps" => {
                 i += 1;
                 gpu_reps = argv[i].parse().expect("--gpu-reps N");
@@ -141,6 +149,10 @@ fn main() {
             }
         }
         i += 1;
+    }
+    if argv.iter().any(|a| a == "--gradients") {
+        gradients(&cases, reps);
+        return;
     }
     let me = std::env::current_exe().unwrap();
     let threads = std::thread::available_parallelism()
@@ -239,5 +251,52 @@ fn main() {
             );
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// `--gradients`: the cost of the tangents of 10 parameters against the image alone.
+fn gradients(cases: &[String], reps: usize) {
+    use nanobragg::api::Param::*;
+    let params = [
+        RotX, RotY, RotZ, CellA, CellB, CellC, NCells, Distance, BeamX, Lambda,
+    ];
+    let names: Vec<&str> = params.iter().map(|p| p.name()).collect();
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    println!(
+        "nanobragg-bench --gradients: {threads} threads, median of {reps}, interleaved; parameters {}",
+        names.join(",")
+    );
+    println!(
+        "{:<7} {:>12} {:>14} {:>10} {:>12} {:>10}",
+        "case", "image_ms", "tangents_ms", "ratio", "vjp_ms", "ratio"
+    );
+    for case in cases {
+        let files = MemFiles::default();
+        let prep = api::prepare(&api::split_args(&case_args(case)), &files).expect("prepare");
+        let cancel = AtomicBool::new(false);
+        let w = vec![1.0; prep.plan().pixel_count()];
+        let (mut ti, mut tt, mut tv) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..reps {
+            let t0 = Instant::now();
+            api::render_cpu(prep.plan(), Precision::F64, &|_| {}, &cancel).unwrap();
+            ti.push(t0.elapsed().as_secs_f64());
+            let t0 = Instant::now();
+            api::render_gradients(&prep, &files, &params, &|_| {}, &cancel).unwrap();
+            tt.push(t0.elapsed().as_secs_f64());
+            let t0 = Instant::now();
+            api::vjp(&prep, &files, &params, &w, &cancel).unwrap();
+            tv.push(t0.elapsed().as_secs_f64());
+        }
+        let (i, t, v) = (median(&mut ti), median(&mut tt), median(&mut tv));
+        println!(
+            "{case:<7} {:>12.1} {:>14.1} {:>10.2} {:>12.1} {:>10.2}",
+            i * 1e3,
+            t * 1e3,
+            t / i,
+            v * 1e3,
+            v / i
+        );
     }
 }

@@ -38,6 +38,7 @@ pub mod pixel32;
 pub mod pixel64;
 pub mod poll;
 pub mod row32;
+pub mod tangent;
 
 use crate::error::{Error, Result};
 pub use crate::plan::Precision;
@@ -191,9 +192,33 @@ pub fn render_with(
             let quiet = Poll::new(cancel, None);
             if let (Some((fck, block)), None) = (kernel.row_block(), only_after) {
                 let mut exact = [false; row32::BLOCK];
-                for f0 in (0..fp).step_by(row32::BLOCK) {
-                    let len = row32::BLOCK.min(fp - f0);
-                    if !block(fck, s, f0, len, &mut row[f0..f0 + len], &mut exact, &poll) {
+                // blocks within each run of one panel's pixels (a run of no panel stays 0)
+                let mut blocks = Vec::new();
+                let mut at = 0;
+                while at < fp {
+                    let (end, panel) = plan.row_run(at, s);
+                    let end = end.max(at + 1);
+                    if let Some(i) = panel {
+                        blocks.extend(
+                            (at..end)
+                                .step_by(row32::BLOCK)
+                                .map(|f0| (i, f0, row32::BLOCK.min(end - f0))),
+                        );
+                    }
+                    at = end;
+                }
+                for (i, f0, len) in blocks {
+                    let pan = &plan.panels[i];
+                    if !block(
+                        fck,
+                        pan,
+                        s,
+                        f0,
+                        len,
+                        &mut row[f0..f0 + len],
+                        &mut exact,
+                        &poll,
+                    ) {
                         return Err(Error::cancelled());
                     }
                     for j in 0..len {

@@ -12,8 +12,8 @@ use crate::vec3::{dot, mag, unitize, V3};
 /// What distinguishes the f64 and f32 kernels inside the shared loop.
 pub trait Factors {
     fn plan(&self) -> &Plan;
-    /// Solid angle at distance `r` (m).
-    fn solid_angle(&self, r: f64) -> f64;
+    /// Solid angle at distance `r` (m) on a panel at `close_distance` (m).
+    fn solid_angle(&self, r: f64, close_distance: f64) -> f64;
     /// Capture fraction of sensor layer `t` for a ray with ρ = d·o.
     fn capture(&self, t: u32, rho: f64) -> f64;
     /// Kahn polarisation factor for source `source` and diffracted direction `d`.
@@ -82,6 +82,14 @@ pub fn render<K: Factors, const TRACE: bool>(
 ) -> Option<PixelOut> {
     let p = ep.plan();
     let n = p.oversample as usize;
+    let Some(panel) = p.panel_at(fpixel, spixel).map(|i| &p.panels[i]) else {
+        // a pixel of no panel (a gap between panels) records nothing
+        return Some(PixelOut {
+            value: 0.0,
+            triggered: false,
+            exact: false,
+        });
+    };
     let mut first_seq = first_sequence;
     let mut st = PixelState {
         interp: interpolate,
@@ -97,13 +105,14 @@ pub fn render<K: Factors, const TRACE: bool>(
         capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
         for subs in 0..n {
             for subf in 0..n {
-                let pos = p.subpixel_position(fpixel * n + subf, spixel * n + subs, odet);
+                let pos =
+                    p.panel_subpixel_position(panel, fpixel * n + subf, spixel * n + subs, odet);
                 let (d, r) = unitize(pos);
                 if omega == 0.0 || p.oversample_omega {
-                    omega = ep.solid_angle(r);
+                    omega = ep.solid_angle(r, panel.close_distance);
                 }
                 if capture == 0.0 || p.oversample_thick {
-                    capture = ep.capture(t, dot(d, p.odet));
+                    capture = ep.capture(t, dot(d, panel.odet));
                 }
                 for (si, src) in p.sources.iter().enumerate() {
                     let i = src.incident;

@@ -83,7 +83,6 @@ pub struct FastCtx<'a> {
     pub b_star: [f32; 3],
     pub c_star: [f32; 3],
     pub pixel2: f32,
-    pub close_distance: f32,
     /// thickstep·μ (dimensionless per unit ρ).
     pub mu_step: f32,
     /// 1/dmin^2 (1/m^2), 0 = off.
@@ -127,7 +126,6 @@ impl<'a> FastCtx<'a> {
             b_star: f32x3(plan.b_star),
             c_star: f32x3(plan.c_star),
             pixel2: (plan.pixel * plan.pixel) as f32,
-            close_distance: plan.close_distance as f32,
             mu_step: (plan.thickstep * plan.mu) as f32,
             inv_dmin2: if plan.dmin > 0.0 {
                 1.0 / (plan.dmin * plan.dmin)
@@ -211,11 +209,11 @@ impl Factors for FastCtx<'_> {
         self.plan
     }
     #[inline(always)]
-    fn solid_angle(&self, r: f64) -> f64 {
+    fn solid_angle(&self, r: f64, close_distance: f64) -> f64 {
         solid_angle(
             (1.0 / r) as f32,
             self.pixel2,
-            self.close_distance,
+            close_distance as f32,
             self.plan.point_pixel,
         ) as f64
     }

@@ -60,9 +60,9 @@ impl Factors for ExactCtx<'_> {
         self.plan
     }
     #[inline(always)]
-    fn solid_angle(&self, r: f64) -> f64 {
+    fn solid_angle(&self, r: f64, close_distance: f64) -> f64 {
         let p = self.plan;
-        solid_angle_f64(r, self.pixel2, p.close_distance, p.point_pixel)
+        solid_angle_f64(r, self.pixel2, close_distance, p.point_pixel)
     }
     #[inline(always)]
     fn capture(&self, t: u32, rho: f64) -> f64 {

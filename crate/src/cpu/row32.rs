@@ -8,7 +8,7 @@
 
 use super::pixel32::FastCtx;
 use super::poll::{Poll, POLL_TERMS};
-use crate::plan::{Interpolation, Plan, Shape};
+use crate::plan::{Interpolation, Panel, Plan, Shape};
 use crate::terms::{
     capture_fraction, f_nearest, index_ok, is_exact_bragg, lattice_square, polarization,
     round_even_f64, solid_angle,
@@ -28,20 +28,22 @@ pub fn applies(p: &Plan) -> bool {
 }
 
 /// Renders a block; returns false when the render was cancelled.
-pub type BlockFn = fn(&FastCtx, usize, usize, usize, &mut [f32], &mut [bool], &Poll) -> bool;
+pub type BlockFn =
+    fn(&FastCtx, &Panel, usize, usize, usize, &mut [f32], &mut [bool], &Poll) -> bool;
 
 avx2_versions!(
     /// The row-block kernel for this CPU.
-    pub fn select => block_body(fc: &FastCtx, s: usize, f0: usize, len: usize, out: &mut [f32], exact_out: &mut [bool], poll: &Poll) -> bool
+    pub fn select => block_body(fc: &FastCtx, pan: &Panel, s: usize, f0: usize, len: usize, out: &mut [f32], exact_out: &mut [bool], poll: &Poll) -> bool
 );
 
-/// Render pixels `f0..f0+len` of row `s` into `out[..len]`; `exact_out[j]` is set for pixels
+/// Render pixels `f0..f0+len` of row `s` (all on panel `pan`) into `out[..len]`; `exact_out[j]` is set for pixels
 /// that fall under the exact-Bragg rule (to be redone by `pixel64`). Returns false when the
 /// render was cancelled (the cancel flag is read every `POLL_TERMS` orientations' worth of
 /// terms).
 #[inline(always)]
 fn block_body(
     fc: &FastCtx,
+    pan: &Panel,
     s: usize,
     f0: usize,
     len: usize,
@@ -70,6 +72,7 @@ fn block_body(
     let soa = &fc.soa;
     // orientations per look at the cancel flag (at least one)
     let per_poll = (POLL_TERMS / len.max(1)).max(1);
+    let close = pan.close_distance as f32;
     for t in 0..p.thicksteps as usize {
         let odet = t as f64 * p.thickstep;
         capture[..len].fill(if p.thick == 0.0 { 1.0 } else { 0.0 });
@@ -82,20 +85,23 @@ fn block_body(
                 let step = n as i32;
                 for j in 0..len {
                     let fdet = sub * ((base + j as i32 * step) as f64) + sub / 2.0;
-                    let x = ((fdet * p.fdet[0] + sdet * p.sdet[0]) + odet * p.odet[0]) + p.pix0[0];
-                    let y = ((fdet * p.fdet[1] + sdet * p.sdet[1]) + odet * p.odet[1]) + p.pix0[1];
-                    let z = ((fdet * p.fdet[2] + sdet * p.sdet[2]) + odet * p.odet[2]) + p.pix0[2];
+                    let x = ((fdet * pan.fdet[0] + sdet * pan.sdet[0]) + odet * pan.odet[0])
+                        + pan.pix0[0];
+                    let y = ((fdet * pan.fdet[1] + sdet * pan.sdet[1]) + odet * pan.odet[1])
+                        + pan.pix0[1];
+                    let z = ((fdet * pan.fdet[2] + sdet * pan.sdet[2]) + odet * pan.odet[2])
+                        + pan.pix0[2];
                     let inv_r = 1.0 / (x * x + y * y + z * z).sqrt();
                     dx[j] = x * inv_r;
                     dy[j] = y * inv_r;
                     dz[j] = z * inv_r;
-                    let om = solid_angle(inv_r as f32, fc.pixel2, fc.close_distance, p.point_pixel);
+                    let om = solid_angle(inv_r as f32, fc.pixel2, close, p.point_pixel);
                     omega[j] = if omega[j] == 0.0 { om as f64 } else { omega[j] };
                 }
                 if capture[0] == 0.0 {
                     // first sub-pixel of a layer: absorption in this layer (scalar: exp)
                     for j in 0..len {
-                        let rho = dx[j] * p.odet[0] + dy[j] * p.odet[1] + dz[j] * p.odet[2];
+                        let rho = dx[j] * pan.odet[0] + dy[j] * pan.odet[1] + dz[j] * pan.odet[2];
                         capture[j] = capture_fraction(t as f32, fc.mu_step, rho as f32) as f64;
                     }
                 }

@@ -105,6 +105,28 @@ gpu_struct! {
 }
 
 gpu_struct! {
+    /// One detector panel (WGSL `Panel`, the `panels` storage array; `plan::Panel`): the
+    /// reference point and axes as df64 `(x, y, z, 0)` pairs, its close distance, and its
+    /// rectangle in the stored image. The kernel takes the first panel holding its pixel.
+    GpuPanel as "Panel" {
+        pix0_hi: [f32; 4],
+        pix0_lo: [f32; 4],
+        fdet_hi: [f32; 4],
+        fdet_lo: [f32; 4],
+        sdet_hi: [f32; 4],
+        sdet_lo: [f32; 4],
+        odet_hi: [f32; 4],
+        odet_lo: [f32; 4],
+        /// (close_distance, 0, 0, 0), metres.
+        close: [f32; 4],
+        f0: u32,
+        s0: u32,
+        nf: u32,
+        ns: u32,
+    }
+}
+
+gpu_struct! {
     /// One source (WGSL `Source`): incident direction + 1/lambda, polarisation frame.
     GpuSource as "Source" {
         incident: [f32; 4],
@@ -245,6 +267,34 @@ pub fn first_sequence_pixel(plan: &Plan) -> u32 {
         }
     }
     NO_PIXEL
+}
+
+/// The plan's panels for the kernel.
+pub fn pack_panels(plan: &Plan) -> Vec<GpuPanel> {
+    plan.panels
+        .iter()
+        .map(|p| {
+            let (pix0_hi, pix0_lo) = df_vec(p.pix0, 0.0);
+            let (fdet_hi, fdet_lo) = df_vec(p.fdet, 0.0);
+            let (sdet_hi, sdet_lo) = df_vec(p.sdet, 0.0);
+            let (odet_hi, odet_lo) = df_vec(p.odet, 0.0);
+            GpuPanel {
+                pix0_hi,
+                pix0_lo,
+                fdet_hi,
+                fdet_lo,
+                sdet_hi,
+                sdet_lo,
+                odet_hi,
+                odet_lo,
+                close: [p.close_distance as f32, 0.0, 0.0, 0.0],
+                f0: to_u32(p.data_origin[0]),
+                s0: to_u32(p.data_origin[1]),
+                nf: to_u32(p.size[0]),
+                ns: to_u32(p.size[1]),
+            }
+        })
+        .collect()
 }
 
 /// Whether the plan asks for tricubic interpolation that the kernel can do (a table exists).

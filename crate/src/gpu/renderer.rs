@@ -18,7 +18,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::context::{read_buffer, request_device, scope_error, wait_for, Clock};
-use super::layout::{self, Chunk, GpuSource, GpuTerm, Params, FLAGS_HEADER_WORDS, NO_PIXEL};
+use super::layout::{
+    self, Chunk, GpuPanel, GpuSource, GpuTerm, Params, FLAGS_HEADER_WORDS, NO_PIXEL,
+};
 use super::selftest;
 use super::shaders;
 use crate::error::{Error, Result};
@@ -66,6 +68,7 @@ struct ShapeKey {
     mask: u64,
     image: u64,
     flags: u64,
+    panels: u64,
 }
 
 struct Resources {
@@ -79,9 +82,10 @@ struct Resources {
     /// Tricubic switch pixel and exact-Bragg bits (`layout::FLAGS_*`).
     flags: wgpu::Buffer,
     flags_readback: wgpu::Buffer,
+    panels: wgpu::Buffer,
     bind_group: wgpu::BindGroup,
-    /// Hashes of the last uploaded params, sources, terms, hkl, mask.
-    uploaded: [Option<u64>; 5],
+    /// Hashes of the last uploaded params, sources, terms, hkl, mask, panels.
+    uploaded: [Option<u64>; 6],
 }
 
 /// The WGSL kernel on a wgpu device. Create once ([`GpuRenderer::new`] or
@@ -202,6 +206,7 @@ impl GpuRenderer {
                 layout_entry(5, B::Storage { read_only: true }),
                 layout_entry(6, B::Storage { read_only: false }),
                 layout_entry(7, B::Storage { read_only: false }),
+                layout_entry(8, B::Storage { read_only: true }),
             ],
         });
         let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -406,6 +411,7 @@ impl GpuRenderer {
         let readback = buf("image readback", key.image, U::MAP_READ | U::COPY_DST);
         let flags = buf("flags", key.flags, U::STORAGE | U::COPY_DST | U::COPY_SRC);
         let flags_readback = buf("flags readback", key.flags, U::MAP_READ | U::COPY_DST);
+        let panels = buf("panels", key.panels, U::STORAGE | U::COPY_DST);
         let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("nanobragg kernel"),
             layout: &self.bind_layout,
@@ -442,6 +448,10 @@ impl GpuRenderer {
                     binding: 7,
                     resource: flags.as_entire_binding(),
                 },
+                wgpu::BindGroupEntry {
+                    binding: 8,
+                    resource: panels.as_entire_binding(),
+                },
             ],
         });
         self.stats.buffers_created += created;
@@ -456,8 +466,9 @@ impl GpuRenderer {
             readback,
             flags,
             flags_readback,
+            panels,
             bind_group,
-            uploaded: [None; 5],
+            uploaded: [None; 6],
         });
     }
 
@@ -492,6 +503,7 @@ impl GpuRenderer {
             Vec::new()
         };
         let mask: Vec<u32> = layout::pack_mask(plan).unwrap_or_default();
+        let panels: Vec<GpuPanel> = layout::pack_panels(plan);
         let pixels = plan.pixel_count();
         let image_bytes = (pixels * size_of::<f32>()) as u64;
         let bytes = |v: usize| v as u64;
@@ -515,6 +527,7 @@ impl GpuRenderer {
             mask: storage_size(size_of_val(&mask[..])),
             image: storage_size(pixels * size_of::<f32>()),
             flags: (layout::flags_words(pixels) * size_of::<u32>()) as u64,
+            panels: storage_size(size_of_val(&panels[..])),
         };
         let cold = self.res.as_ref().is_none_or(|r| r.key != key);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -537,6 +550,7 @@ impl GpuRenderer {
             upload(2, &res.terms, bytemuck::cast_slice(&terms));
             upload(3, &res.hkl, bytemuck::cast_slice(&hkl));
             upload(4, &res.mask, bytemuck::cast_slice(&mask));
+            upload(5, &res.panels, bytemuck::cast_slice(&panels));
             queue.write_buffer(&res.flags, 0, bytemuck::cast_slice(&layout::flags_header()));
         }
         let header_bytes = (FLAGS_HEADER_WORDS * size_of::<u32>()) as u64;

@@ -14,18 +14,38 @@
 //! What the file states replaces the corresponding flags wherever they stand (detector size,
 //! pixel, vectors, beam centre and distance, beam direction, wavelength, spindle, crystal
 //! orientation); `-phi`/`-osc` given on the command line win over the scan's first image.
-//! Several panels are refused with a clear error (multi-panel rendering: issue 18 §1). The
-//! sensor (material, thickness) is not taken over: nanoBragg's sensor needs an attenuation
-//! depth the file does not hold (`-detector_thick`, `-detector_abs`).
+//! A detector of several panels is flattened: each panel's global frame is its `hierarchy`
+//! group frames composed with its local one (dxtbx writes panels' and groups' vectors relative to
+//! their parent: fast = F·f_x + S·f_y + N·f_z, origin = O + F·o_x + S·o_y + N·o_z with the
+//! parent's fast F, slow S, normal N = F × S and origin O); the panels are stacked down the
+//! stored image in the file's order (panel k's first row after panel k−1's last), which is also
+//! how the NXmx file written from it places them. The sensor (material, thickness) is not taken
+//! over: nanoBragg's sensor needs an attenuation depth the file does not hold
+//! (`-detector_thick`, `-detector_abs`).
 
 use crate::error::{Error, Result};
 use serde_json::Value;
 
 type V3 = [f64; 3];
 
+/// One panel in dxtbx's lab frame (global: the hierarchy applied), mm.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExptPanel {
+    pub name: String,
+    pub origin: V3,
+    pub fast: V3,
+    pub slow: V3,
+    pub pixel: f64,
+    pub image_size: (usize, usize),
+    /// Trusted range of counts (`trusted_range`; [0, 0] when absent).
+    pub trusted: [f64; 2],
+}
+
 /// What the first experiment of a list says (dxtbx frame, mm, Å, degrees).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Expt {
+    /// Every panel (the fields `origin` … `image_size` below are the first's).
+    pub panels: Vec<ExptPanel>,
     /// Sample to source (dxtbx's beam `direction`), unit.
     pub beam_to_source: V3,
     pub wavelength: f64,
@@ -124,34 +144,29 @@ pub fn parse_expt(name: &str, bytes: &[u8]) -> Result<Expt> {
     let panels = get(name, det, "panels")?
         .as_array()
         .ok_or_else(|| err(name, "panels", "expected a list"))?;
-    if panels.len() != 1 {
-        return Err(err(
-            name,
-            "detector.panels",
-            format_args!(
-                "{} panels: this version renders a detector of one panel (multi-panel \
-                 detectors are not supported yet)",
-                panels.len()
-            ),
-        ));
+    if panels.is_empty() {
+        return Err(err(name, "detector.panels", "no panel"));
     }
-    let p = &panels[0];
-    let px: [f64; 2] = nums(name, p, "pixel_size")?;
-    if !(px[0] > 0.0) || (px[0] - px[1]).abs() > 1e-12 * px[0] {
-        return Err(err(
-            name,
-            "pixel_size",
-            format_args!("{} x {} mm: nanoBragg's pixels are square", px[0], px[1]),
-        ));
+    // the global frame of each panel: its hierarchy groups' frames composed with its own
+    let mut frames: Vec<Option<Frame>> = vec![None; panels.len()];
+    match det.get("hierarchy") {
+        Some(h) => walk(name, h, IDENTITY, panels, &mut frames, 0)?,
+        None => {
+            for (i, p) in panels.iter().enumerate() {
+                frames[i] = Some(compose(name, IDENTITY, p)?);
+            }
+        }
     }
-    let size: [f64; 2] = nums(name, p, "image_size")?;
-    if !(size[0] >= 1.0 && size[1] >= 1.0 && size[0].fract() == 0.0 && size[1].fract() == 0.0) {
-        return Err(err(
-            name,
-            "image_size",
-            "expected two positive whole numbers",
-        ));
+    let mut out = Vec::with_capacity(panels.len());
+    for (i, (p, frame)) in panels.iter().zip(frames).enumerate() {
+        let frame = match frame {
+            Some(f) => f,
+            // a panel the hierarchy does not list: dxtbx places it in the lab frame
+            None => compose(name, IDENTITY, p)?,
+        };
+        out.push(panel(name, i, p, frame)?);
     }
+    let p0 = out[0].clone();
     let gonio = model(name, &root, exp, "goniometer")?;
     let ident = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
     let (setting, fixed) = match gonio {
@@ -202,16 +217,113 @@ pub fn parse_expt(name: &str, bytes: &[u8]) -> Result<Expt> {
         return Err(err(name, "wavelength", "must be positive"));
     }
     Ok(Expt {
+        panels: out,
         beam_to_source: unit(name, "direction", nums(name, beam, "direction")?)?,
         wavelength,
-        origin: nums(name, p, "origin")?,
-        fast: unit(name, "fast_axis", nums(name, p, "fast_axis")?)?,
-        slow: unit(name, "slow_axis", nums(name, p, "slow_axis")?)?,
-        pixel: px[0],
-        image_size: (size[0] as usize, size[1] as usize),
+        origin: p0.origin,
+        fast: p0.fast,
+        slow: p0.slow,
+        pixel: p0.pixel,
+        image_size: p0.image_size,
         axis,
         scan,
         crystal,
+    })
+}
+
+/// A frame of the hierarchy: (fast, slow, origin), global.
+type Frame = (V3, V3, V3);
+const IDENTITY: Frame = ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]);
+
+fn cross(a: V3, b: V3) -> V3 {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+/// A node's local frame (its `fast_axis`, `slow_axis`, `origin`) in its parent's global frame.
+fn compose(name: &str, parent: Frame, node: &Value) -> Result<Frame> {
+    let (pf, ps, po) = parent;
+    let pn = cross(pf, ps);
+    let local = |v: V3| [0, 1, 2].map(|c| pf[c] * v[0] + ps[c] * v[1] + pn[c] * v[2]);
+    let f = unit(name, "fast_axis", nums(name, node, "fast_axis")?)?;
+    let s = unit(name, "slow_axis", nums(name, node, "slow_axis")?)?;
+    let o: V3 = nums(name, node, "origin")?;
+    let lo = local(o);
+    Ok((local(f), local(s), [0, 1, 2].map(|c| po[c] + lo[c])))
+}
+
+/// Walks the `hierarchy` tree: groups compose their frames, leaves (`{"panel": i}`) get theirs.
+fn walk(
+    name: &str,
+    node: &Value,
+    parent: Frame,
+    panels: &[Value],
+    frames: &mut [Option<Frame>],
+    depth: usize,
+) -> Result<()> {
+    if depth > 64 {
+        return Err(err(name, "hierarchy", "nested more than 64 deep"));
+    }
+    if let Some(i) = node.get("panel") {
+        let i = i
+            .as_u64()
+            .map(|i| i as usize)
+            .filter(|&i| i < panels.len())
+            .ok_or_else(|| err(name, "hierarchy.panel", "not an index of detector.panels"))?;
+        frames[i] = Some(compose(name, parent, &panels[i])?);
+        return Ok(());
+    }
+    let here = compose(name, parent, node)?;
+    if let Some(children) = node.get("children") {
+        let children = children
+            .as_array()
+            .ok_or_else(|| err(name, "hierarchy.children", "expected a list"))?;
+        for c in children {
+            walk(name, c, here, panels, frames, depth + 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// Panel `i` with its global frame.
+fn panel(name: &str, i: usize, p: &Value, (fast, slow, origin): Frame) -> Result<ExptPanel> {
+    let px: [f64; 2] = nums(name, p, "pixel_size")?;
+    if !(px[0] > 0.0) || (px[0] - px[1]).abs() > 1e-12 * px[0] {
+        return Err(err(
+            name,
+            "pixel_size",
+            format_args!("{} x {} mm: nanoBragg's pixels are square", px[0], px[1]),
+        ));
+    }
+    let size: [f64; 2] = nums(name, p, "image_size")?;
+    if !(size[0] >= 1.0 && size[1] >= 1.0 && size[0].fract() == 0.0 && size[1].fract() == 0.0) {
+        return Err(err(
+            name,
+            "image_size",
+            "expected two positive whole numbers",
+        ));
+    }
+    let trusted = if p.get("trusted_range").is_some() {
+        nums(name, p, "trusted_range")?
+    } else {
+        [0.0, 0.0]
+    };
+    let label = p
+        .get("name")
+        .and_then(|n| n.as_str())
+        .filter(|n| !n.is_empty())
+        .map_or_else(|| format!("panel{i}"), str::to_string);
+    Ok(ExptPanel {
+        name: label,
+        origin,
+        fast: unit(name, "fast_axis", fast)?,
+        slow: unit(name, "slow_axis", slow)?,
+        pixel: px[0],
+        image_size: (size[0] as usize, size[1] as usize),
+        trusted,
     })
 }
 
@@ -247,6 +359,40 @@ pub(crate) mod tests {
         assert_eq!(to_nanobragg([1.0, 2.0, 3.0]), [-3.0, 2.0, 1.0]);
     }
 
+    /// A detector of two panels under a group, as dxtbx writes it (local vectors); the first
+    /// panel's global frame was printed by dxtbx itself (`Panel.get_origin()` etc.).
+    #[test]
+    fn hierarchy_is_flattened_as_dxtbx_does() {
+        let text = r#"{"experiment": [{"beam": 0, "detector": 0}],
+          "beam": [{"direction": [0.0, 0.0, 1.0], "wavelength": 1.0}],
+          "detector": [{"panels": [
+            {"name": "a", "fast_axis": [1.0, 0.0, 0.0], "slow_axis": [0.0, 1.0, 0.0],
+             "origin": [1.0, 2.0, 3.0], "image_size": [10, 20], "pixel_size": [0.1, 0.1],
+             "trusted_range": [-1, 65535]},
+            {"name": "", "fast_axis": [1.0, 0.0, 0.0], "slow_axis": [0.0, 1.0, 0.0],
+             "origin": [0.0, 0.0, 0.0], "image_size": [10, 20], "pixel_size": [0.1, 0.1]}],
+           "hierarchy": {"fast_axis": [1.0, 0.0, 0.0], "slow_axis": [0.0, -1.0, 0.0],
+             "origin": [-10.0, 10.0, -100.0], "children": [
+               {"fast_axis": [0.0, 1.0, 0.0], "slow_axis": [1.0, 0.0, 0.0],
+                "origin": [5.0, 6.0, 7.0], "children": [{"panel": 0}]},
+               {"panel": 1}]}}]}"#;
+        let e = parse_expt("h.expt", text.as_bytes()).unwrap();
+        assert_eq!(e.panels.len(), 2);
+        let a = &e.panels[0];
+        assert_eq!(
+            (a.fast, a.slow, a.origin),
+            ([0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [-3.0, 3.0, -104.0])
+        );
+        assert_eq!((a.name.as_str(), a.trusted), ("a", [-1.0, 65535.0]));
+        let b = &e.panels[1];
+        assert_eq!(
+            (b.fast, b.slow, b.origin),
+            ([1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [-10.0, 10.0, -100.0])
+        );
+        assert_eq!(b.name, "panel1");
+        assert_eq!(e.origin, a.origin);
+    }
+
     #[test]
     fn errors_name_file_and_key() {
         let e = |text: &str| parse_expt("x.expt", text.as_bytes()).unwrap_err().message;
@@ -256,11 +402,7 @@ pub(crate) mod tests {
             r#""image_size": [512, 400]}]"#,
             r#""image_size": [512, 400]}, {"origin": [0,0,0]}]"#,
         );
-        assert_eq!(
-            e(&two),
-            "x.expt: detector.panels: 2 panels: this version renders a detector of one panel \
-             (multi-panel detectors are not supported yet)"
-        );
+        assert_eq!(e(&two), "x.expt: fast_axis: missing");
         let rect = ONE.replace("[0.1, 0.1]", "[0.1, 0.2]");
         assert_eq!(
             e(&rect),

@@ -2,11 +2,15 @@
 //! text, SMV headers) and writing outputs (SMV, PGM, miniCBF) atomically.
 
 pub mod atomic;
+pub mod bitshuffle;
 pub mod cbf;
 pub mod cbf_read;
 pub mod expt;
+pub mod geom;
+pub mod h5image;
 pub mod hkl;
 pub mod matfile;
+pub mod measured;
 pub mod nexus;
 pub mod pgm;
 pub mod smv;

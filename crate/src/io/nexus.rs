@@ -10,7 +10,8 @@
 //!     beam                    NXbeam    incident_wavelength (Å)
 //!     detector                NXdetector  sensor_material/thickness, saturation_value,
 //!                                       underload_value, x/y_pixel_size, count_time,
-//!                                       pixel_mask (bit 0: gap between modules), depends_on
+//!                                       pixel_mask (bit 0: gap between modules; left out
+//!                                       when a module is narrower than the image), depends_on
 //!       transformations/detector_origin   translation to the first module's frame
 //!       <panel name>          NXdetector_module, one per panel: data_origin/size/stride,
 //!                             module_offset, fast_pixel_direction, slow_pixel_direction
@@ -282,7 +283,11 @@ pub fn write_nxmx_frames(g: &NxGeometry, images: &[&[i32]], frames: &NxFrames) -
     det.create_dataset("underload_value")
         .with_i64_data(&[0])
         .with_shape(&[]);
-    if let Some(m) = &g.mask {
+    // dxtbx 3.12 (Debian's DIALS) slices `pixel_mask` per module as a numpy view and fails
+    // ("numpy array is non-c-contiguous") when a module is narrower than the image: there the
+    // mask is left out (the gaps belong to no module, other masked pixels are -1 in the data)
+    let mask_readable = g.panels.len() == 1 || g.panels.iter().all(|p| p.fast_pixels == w);
+    if let Some(m) = g.mask.as_ref().filter(|_| mask_readable) {
         let mask: Vec<u32> = m.iter().map(|&v| (v == 0) as u32).collect();
         det.create_dataset("pixel_mask")
             .with_u32_data(&mask)

@@ -40,6 +40,10 @@ pub struct PredictOptions {
     pub max_excitation_error: Option<f64>,
     /// Refuse (a clear error suggesting -dmin) when more points than this would be listed.
     pub max_points: usize,
+    /// List what is on the image instead of every lattice point (`rotation::predict_on_image`):
+    /// the points in the diffraction condition of a still, every sphere crossing of an
+    /// oscillation with its φ; only the shell near the sphere is enumerated.
+    pub on_image: bool,
 }
 
 impl Default for PredictOptions {
@@ -47,6 +51,7 @@ impl Default for PredictOptions {
         PredictOptions {
             max_excitation_error: None,
             max_points: 2_000_000,
+            on_image: false,
         }
     }
 }
@@ -237,23 +242,26 @@ impl<'a> Geometry<'a> {
         // resolution: the detector's largest |d̂ − beam| (flat: on its outline, where the angle
         // from the beam is largest; the interior grid covers curved mappings), for the
         // shortest wavelength and the most divergent source
-        let (fp, sp) = (plan.fpixels as f64, plan.spixels as f64);
         let mut reach = 0.0f64;
-        let mut visit = |f: f64, s: f64| {
-            let d = unit(g.position(f, s));
-            reach = reach.max(mag(sub(d, beam)));
-        };
-        for i in 0..=plan.fpixels {
-            visit(i as f64, 0.0);
-            visit(i as f64, sp);
-        }
-        for j in 0..=plan.spixels {
-            visit(0.0, j as f64);
-            visit(fp, j as f64);
-        }
-        for i in 0..=16 {
-            for j in 0..=16 {
-                visit(fp * i as f64 / 16.0, sp * j as f64 / 16.0);
+        for pan in &plan.panels {
+            let mut visit = |f: f64, s: f64| {
+                let pos = plan.panel_point(pan, f * plan.pixel, s * plan.pixel, 0.0);
+                reach = reach.max(mag(sub(unit(pos), beam)));
+            };
+            let [f0, s0] = pan.data_origin.map(|x| x as f64);
+            let (fp, sp) = (pan.size[0] as f64, pan.size[1] as f64);
+            for i in 0..=pan.size[0] {
+                visit(f0 + i as f64, s0);
+                visit(f0 + i as f64, s0 + sp);
+            }
+            for j in 0..=pan.size[1] {
+                visit(f0, s0 + j as f64);
+                visit(f0 + fp, s0 + j as f64);
+            }
+            for i in 0..=16 {
+                for j in 0..=16 {
+                    visit(f0 + fp * i as f64 / 16.0, s0 + sp * j as f64 / 16.0);
+                }
             }
         }
         let mut rmax = (kmax * (reach + spread)).min(2.0 * kmax);
@@ -264,37 +272,63 @@ impl<'a> Geometry<'a> {
         Ok(g)
     }
 
-    /// Lab-frame position (m) of a detector point given in pixels (pixel centres at
-    /// index + 0.5), on the sensor's front face: the kernels' mapping (`Plan::detector_point`).
+    /// Lab-frame position (m) of a detector point given in pixels of the stored image (pixel
+    /// centres at index + 0.5), on the sensor's front face of the panel holding it (the first
+    /// panel's plane for a point of none): the kernels' mapping (`Plan::panel_point`).
     pub fn position(&self, fast: f64, slow: f64) -> V3 {
         let p = self.plan;
-        p.detector_point(fast * p.pixel, slow * p.pixel, 0.0)
+        let i = self.panel_of(fast, slow).unwrap_or(0);
+        p.panel_point(&p.panels[i], fast * p.pixel, slow * p.pixel, 0.0)
+    }
+
+    /// The panel holding the stored-image point (fast, slow) (pixels), if any.
+    pub fn panel_of(&self, fast: f64, slow: f64) -> Option<usize> {
+        if !(fast >= 0.0 && slow >= 0.0 && fast < 1e15 && slow < 1e15) {
+            return None;
+        }
+        self.plan
+            .panel_at(fast.floor() as usize, slow.floor() as usize)
+    }
+
+    /// Where the ray along `dir` meets a flat panel's plane, in stored-image pixels.
+    fn flat_pixel(&self, pan: &crate::plan::Panel, dir: V3) -> Option<[f64; 2]> {
+        let p = self.plan;
+        let (f, s) = (pan.fdet, pan.sdet);
+        // t·dir = pix0 + F·f + S·s: the plane spanned by f and s (not necessarily ⟂ odet)
+        let n = cross(f, s);
+        let den = dot(dir, n);
+        let t = dot(pan.pix0, n) / den;
+        if !(t > 0.0) || !t.is_finite() {
+            return None;
+        }
+        let rel = sub(scale(dir, t), pan.pix0);
+        let (ff, fs, ss) = (dot(f, f), dot(f, s), dot(s, s));
+        let (rf, rs) = (dot(rel, f), dot(rel, s));
+        let det = ff * ss - fs * fs;
+        let fm = (rf * ss - rs * fs) / det;
+        let sm = (rs * ff - rf * fs) / det;
+        Some([fm / p.pixel, sm / p.pixel])
     }
 
     /// Where the ray from the sample along the unit vector `dir` meets the detector surface,
     /// in pixels (fast, slow): `position` inverted. `None` when it does not (flat: the ray is
     /// parallel to the plane or points away; curved: upstream's mapping is degenerate or
     /// does not reach that direction).
+    /// Several panels: the first panel whose pixels the ray meets, else `None`.
     pub fn pixel_of_direction(&self, dir: V3) -> Option<[f64; 2]> {
         let p = self.plan;
-        let (f, s) = (p.fdet, p.sdet);
-        if !p.curved {
-            // t·dir = pix0 + F·f + S·s: the plane spanned by f and s (not necessarily ⟂ odet)
-            let n = cross(f, s);
-            let den = dot(dir, n);
-            let t = dot(p.pix0, n) / den;
-            if !(t > 0.0) || !t.is_finite() {
-                return None;
-            }
-            let rel = sub(scale(dir, t), p.pix0);
-            let (ff, fs, ss) = (dot(f, f), dot(f, s), dot(s, s));
-            let (rf, rs) = (dot(rel, f), dot(rel, s));
-            let det = ff * ss - fs * fs;
-            let fm = (rf * ss - rs * fs) / det;
-            let sm = (rs * ff - rf * fs) / det;
-            return Some([fm / p.pixel, sm / p.pixel]);
+        if p.curved {
+            return self.curved_pixel(dir);
         }
-        self.curved_pixel(dir)
+        if p.panels.len() == 1 {
+            return self.flat_pixel(&p.panels[0], dir);
+        }
+        p.panels.iter().find_map(|pan| {
+            self.flat_pixel(pan, dir).filter(|&[f, s]| {
+                let (df, ds) = (f - pan.data_origin[0] as f64, s - pan.data_origin[1] as f64);
+                (0.0..pan.size[0] as f64).contains(&df) && (0.0..pan.size[1] as f64).contains(&ds)
+            })
+        })
     }
 
     /// Inverse of the curved mapping (MODEL §3.8, C-QUIRK 13): the point is
@@ -492,8 +526,21 @@ impl<'a> Geometry<'a> {
 
     /// The record for (h, k, l), or `None` outside the resolution limit or the window.
     pub fn reflection(&self, h: i64, k: i64, l: i64, window: Option<f64>) -> Option<Reflection> {
+        let (r, delta, _, _) = self.locate(h, k, l, window)?;
+        Some(self.record(h, k, l, r, delta))
+    }
+
+    /// The record of (h, k, l) at reference vector `r`, turned by `delta` (rad) about the
+    /// spindle from phi0: where its spot lands, ε, tolerance, intensity at that orientation.
+    fn record(&self, h: i64, k: i64, l: i64, r: V3, delta: f64) -> Reflection {
         let p = self.plan;
-        let (r, delta, v, eps) = self.locate(h, k, l, window)?;
+        let r_spot = if delta == 0.0 {
+            r
+        } else {
+            rotaxis(r, self.spindle, delta)
+        };
+        let v = add(r_spot, self.s0);
+        let eps = mag(v) - self.k;
         let (hf, kf, lf) = (h as f64, k as f64, l as f64);
         let rl = mag(r);
         let vl = mag(v);
@@ -538,7 +585,7 @@ impl<'a> Geometry<'a> {
         let f = f_nearest(&p.hkl, p.default_f, hf, kf, lf);
         let pos = px.map(|[fx, sx]| self.position(fx, sx));
         let intensity = self.intensity(f, latt, n, pos);
-        Some(Reflection {
+        Reflection {
             h: h as i32,
             k: k as i32,
             l: l as i32,
@@ -560,7 +607,7 @@ impl<'a> Geometry<'a> {
             } else {
                 0.0
             },
-        })
+        }
     }
 
     /// Peak pixel value estimate (photons/pixel) for one source, domain and phi step, as the
@@ -667,6 +714,9 @@ impl<'a> Geometry<'a> {
 
 /// Predict the reflections of a resolved setup (see the module documentation).
 pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
+    if opts.on_image {
+        return rotation::predict_on_image(setup, opts);
+    }
     let g = Geometry::new(setup)?;
     let window = opts.max_excitation_error;
     let volume = dot(g.real[0], cross(g.real[1], g.real[2])).abs();
@@ -738,6 +788,11 @@ pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
     // SAFETY: the chunks tile the first `n` slots and every slot of every chunk was written
     // (each row wrote exactly its count, asserted above; a panic never reaches this line)
     unsafe { reflections.set_len(n) };
+    Ok(assemble(setup, &g, reflections))
+}
+
+/// The prediction around its reflections: beam, basis, spindle, detector outline.
+fn assemble(setup: &Setup, g: &Geometry, reflections: Vec<Reflection>) -> Prediction {
     let p = &setup.plan;
     let (fp, sp) = (p.fpixels as f64, p.spixels as f64);
     let mut detector_outline = Vec::with_capacity(64);
@@ -752,7 +807,7 @@ pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
             detector_outline.push(g.position(f0 + df * t, s0 + ds * t));
         }
     }
-    Ok(Prediction {
+    Prediction {
         wavelength: setup.lambda0 / M_PER_A,
         beam: g.beam,
         s0: g.s0,
@@ -770,7 +825,52 @@ pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
         fpixels: p.fpixels,
         spixels: p.spixels,
         reflections,
-    })
+    }
+}
+
+/// Which panel a stored-image point is on, with its lab position, d and 2θ.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PixelPanel {
+    /// The panel holding the point (index into `Plan::panels`) and its name; None in a gap.
+    pub panel: Option<usize>,
+    pub panel_name: Option<String>,
+    /// The point in the panel's own pixels (fast, slow from its first pixel's outer corner).
+    pub panel_pixel: Option<[f64; 2]>,
+    /// Lab-frame position (m), on the panel's front face (the first panel's plane in a gap).
+    pub position: V3,
+    /// Resolution (Å) and 2θ (degrees) at the nominal wavelength and beam.
+    pub d: f64,
+    pub two_theta: f64,
+}
+
+/// The panel at a stored-image point (pixels, centres at index + 0.5): its index and name, the
+/// point in the panel's own pixels, the lab position, d and 2θ, from the kernels' mapping
+/// (`pixel_geometry` gives the same position, d and 2θ with the Miller indices).
+pub fn pixel_panel(setup: &Setup, fast: f64, slow: f64) -> PixelPanel {
+    let p = &setup.plan;
+    let panel = if fast >= 0.0 && slow >= 0.0 && fast < 1e15 && slow < 1e15 {
+        p.panel_at(fast.floor() as usize, slow.floor() as usize)
+    } else {
+        None
+    };
+    let pan = &p.panels[panel.unwrap_or(0)];
+    let pos = p.panel_point(pan, fast * p.pixel, slow * p.pixel, 0.0);
+    let d = unit(pos);
+    let k = M_PER_A / setup.lambda0;
+    let q = scale(sub(d, unit(p.beam)), k);
+    PixelPanel {
+        panel,
+        panel_name: panel.map(|i| p.panels[i].name.clone()),
+        panel_pixel: panel.map(|_| {
+            [
+                fast - pan.data_origin[0] as f64,
+                slow - pan.data_origin[1] as f64,
+            ]
+        }),
+        position: pos,
+        d: 1.0 / mag(q),
+        two_theta: dot(d, unit(p.beam)).clamp(-1.0, 1.0).acos() * DEG,
+    }
 }
 
 /// Fractional and nearest Miller indices at a detector point (pixels, centres at index + 0.5):
@@ -793,6 +893,7 @@ pub fn pixel_geometry(
 }
 
 pub mod columns;
+pub mod rotation;
 pub mod table;
 pub use columns::{Column, ColumnarPrediction, Columns};
 pub use table::{table, TABLE_HEADER};

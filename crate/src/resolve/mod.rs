@@ -27,11 +27,13 @@ pub mod header;
 pub mod lattice;
 pub mod limits;
 pub mod orientations;
+pub mod panels;
 pub mod pixels;
 pub mod sampling;
 pub mod scaling;
 pub mod sources;
 pub mod structure;
+pub mod tangent;
 
 use crate::args::{Options, RTD};
 use crate::error::{Error, Result};
@@ -71,20 +73,50 @@ pub struct Setup {
 
 pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
     // -expt: the DIALS file's geometry and crystal replace the flags' (io/expt.rs)
-    let with_expt;
-    let o = match &opts.expt {
-        Some(name) => {
-            let bytes = files
-                .read(name, crate::files::FileKind::Experiment)
-                .map_err(|e| e.with_flag("-expt").at_file(name.as_str()))?;
-            let e = crate::io::expt::parse_expt(name, &bytes)?;
-            let (mut o, mat) = expt::apply(opts, &e, name)?;
-            o.mat_values = mat.or(o.mat_values);
-            with_expt = o;
-            &with_expt
+    // -geom: a CrystFEL file's panels replace the detector (and -expt's panels)
+    let mut with_expt = None;
+    let mut file_panels: Option<(String, Vec<panels::PanelSpec>)> = None;
+    let mut geom = None;
+    if let Some(name) = &opts.expt {
+        let bytes = files
+            .read(name, crate::files::FileKind::Experiment)
+            .map_err(|e| e.with_flag("-expt").at_file(name.as_str()))?;
+        let e = crate::io::expt::parse_expt(name, &bytes)?;
+        let (mut o, mat) = expt::apply(opts, &e, name)?;
+        o.mat_values = mat.or(o.mat_values);
+        if e.panels.len() > 1 {
+            file_panels = Some((name.clone(), panels::from_expt(&e)));
         }
-        None => opts,
-    };
+        with_expt = Some(o);
+    }
+    if let Some(name) = &opts.geom {
+        let bytes = files
+            .read(name, crate::files::FileKind::Geometry)
+            .map_err(|e| e.with_flag("-geom").at_file(name.as_str()))?;
+        let g = crate::io::geom::parse_geom(name, &bytes)?;
+        let o = with_expt.get_or_insert_with(|| opts.clone());
+        if let Some(wl) = g.wavelength {
+            o.lambda = Some(wl * 1e-10);
+        }
+        if !g.ignored.is_empty() {
+            o.warnings.push(format!(
+                "WARNING: -geom {name}: without effect on the simulation: {}",
+                g.ignored.join(", ")
+            ));
+        }
+        file_panels = Some((name.clone(), panels::from_geom(&g)));
+        geom = Some(g);
+    }
+    if let (Some(o), Some((name, specs))) = (with_expt.as_mut(), &file_panels) {
+        if o.curved_det {
+            return Err(Error::geometry(format!(
+                "{name}: a detector of several flat panels cannot also be curved (-curved_det)"
+            ))
+            .with_flag("-curved_det"));
+        }
+        panels::place_options(o, specs);
+    }
+    let o = with_expt.as_ref().unwrap_or(opts);
     let mut log = Vec::new();
     let mut warnings = o.warnings.clone();
 
@@ -200,6 +232,29 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
             beam.fluence,
         )
     };
+    if let Some((name, specs)) = &file_panels {
+        plan.panels = panels::from_specs(name, specs, plan.thick, plan.mu)?;
+        let p0 = &plan.panels[0];
+        (plan.pix0, plan.fdet, plan.sdet, plan.odet) = (p0.pix0, p0.fdet, p0.sdet, p0.odet);
+        plan.close_distance = p0.close_distance;
+        if let Some(m) = geom
+            .as_ref()
+            .and_then(|g| g.mask(plan.fpixels, plan.spixels))
+        {
+            plan.mask = Some(match plan.mask.take() {
+                Some(old) => old.iter().zip(&m).map(|(a, b)| a & b).collect(),
+                None => m,
+            });
+        }
+        panels::mask_gaps(&mut plan);
+        log.push(format!(
+            "detector of {} panels from {name}, stored as {}x{} pixels",
+            plan.panels.len(),
+            plan.fpixels,
+            plan.spixels
+        ));
+        pixels::check_selection(&plan.roi, plan.mask.as_deref(), plan.fpixels, plan.spixels)?;
+    }
     let mut hkl_source = sf.description;
     if let (Some(model), structure::Origin::Model(name)) = (&model, &sf_origin) {
         let (table, description) =
@@ -367,6 +422,7 @@ fn frame_plan(
     fluence: f64,
 ) -> Plan {
     Plan {
+        panels: vec![panels::single(det, smp.thick, smp.mu)],
         fpixels: det.fpixels,
         spixels: det.spixels,
         pixel: det.pixel,

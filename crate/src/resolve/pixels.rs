@@ -68,8 +68,9 @@ pub fn check_selection(
     Ok(())
 }
 
-/// A `-detector` preset's module gaps join the plan's mask, when the detector still has the
-/// preset's pixel counts (later flags may have changed them; then a warning says so).
+/// A `-detector` preset's module gaps join the plan's mask, and its modules become the plan's
+/// panels (`panels::preset_modules`), when the detector still has the preset's pixel counts
+/// (later flags may have changed them; then a warning says so).
 pub fn apply_preset_mask(setup: &mut Setup) {
     let Some(p) = setup.opts.preset else { return };
     let plan = &mut setup.plan;
@@ -89,6 +90,10 @@ pub fn apply_preset_mask(setup: &mut Setup) {
             .collect(),
         None => gaps,
     });
+    // the modules become the detector's panels (a flat detector with the preset's pixels)
+    if let Some(modules) = crate::resolve::panels::preset_modules(plan, p) {
+        plan.panels = modules;
+    }
 }
 
 #[cfg(test)]

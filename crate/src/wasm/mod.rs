@@ -24,6 +24,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use wasm_bindgen::prelude::*;
 
+mod measured; // measured images read for the overlay (io::measured)
 mod realistic; // the realistic-image chain: model → structure factors, background, detector
 
 #[cfg(feature = "parallel")]
@@ -738,9 +739,14 @@ impl HklSummary {
 /// index + 0.5, `null` where the ray misses the detector. `max_excitation_error` (1/Å) lists
 /// only the points near the Ewald sphere. With `columns` the reflections come as typed-array
 /// bytes instead (`columns: { count, hkl, r, …, flags }`, `Prediction::columns`): 10⁵ points
-/// without 10⁵ objects.
+/// without 10⁵ objects. `on_image`: what is on the image only (`PredictOptions::on_image`: the
+/// spots of a still, the crossings of an oscillation; any cell size).
 #[wasm_bindgen]
-pub fn predict(max_excitation_error: Option<f64>, columns: bool) -> Result<JsValue, JsValue> {
+pub fn predict(
+    max_excitation_error: Option<f64>,
+    columns: bool,
+    on_image: Option<bool>,
+) -> Result<JsValue, JsValue> {
     STATE.with(|st| {
         let st = st.borrow();
         let prep = st
@@ -749,6 +755,7 @@ pub fn predict(max_excitation_error: Option<f64>, columns: bool) -> Result<JsVal
             .ok_or_else(|| js_err("no plan prepared"))?;
         let opts = crate::predict::PredictOptions {
             max_excitation_error,
+            on_image: on_image.unwrap_or(false),
             ..Default::default()
         };
         let pred = crate::predict::predict(&prep.setup, &opts).map_err(js_err)?;

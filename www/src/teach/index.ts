@@ -17,8 +17,8 @@ export interface TeachOptions {
   client: NanoBraggClient;
   /** Geometry of the image shown (null before the first). */
   geometry: () => Geometry | null;
-  /** The words of the crystal shown (a model's cell in place of the model); null while unknown. */
-  words: () => string[] | null;
+  /** Geometry of the image shown when it was rendered from the current settings, else null. */
+  shownGeometry: () => Geometry | null;
   save: (blob: Blob, name: string) => void;
   png: () => void;
   name: (ext: 'webm') => string;
@@ -65,19 +65,22 @@ export function installTeaching(o: TeachOptions): Teach {
   function setAngles(a: V3, live: boolean) {
     store.setField('misset', formatMisset(a), live ? 'preview' : 'full');
   }
-  /** The misset angles the crate drew for `-misset random` (`Geometry.randomMisset` of a
-   * one-pixel render of the crystal shown). */
+  /** The misset angles the crate drew for `-misset random`: the resolved orientation of the
+   * image shown (`Geometry.randomMisset` of its prepared plan; without `-misset_seed` upstream
+   * seeds it from the clock, so only the shown image's plan knows the angles on screen). Before
+   * the image of the current settings arrives, its frame is awaited. */
   async function takeOverRandom(): Promise<V3 | null> {
     if (parseMisset(store.model.peek().misset) !== 'random') return angles();
     resolving ??= (async () => {
       const model = store.model.peek();
-      const one = ['-roi', '0', '0', '0', '0'];
       try {
-        const words = o.words();
-        const g = words
-          ? (await o.client.simulate([...words, ...one], { channel: 'teach-r', backend: 'cpu', files: Object.fromEntries(store.files.peek()) })).geometry
-          : o.geometry();
-        const drawn = g?.randomMisset;
+        let g = o.shownGeometry();
+        while (!g) {
+          await new Promise((ok) => window.addEventListener('nanobragg-frame', ok, { once: true }));
+          if (parseMisset(store.model.peek().misset) !== 'random') return angles();
+          g = o.shownGeometry();
+        }
+        const drawn = g.randomMisset;
         if (!drawn) throw new Error('the crate drew no random orientation');
         const a = [...drawn] as V3;
         if (store.model.peek().misset?.trim() === 'random') {

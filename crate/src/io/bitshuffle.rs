@@ -1,0 +1,197 @@
+//! The two LZ4 HDF5 filters EIGER data files use, decoded: bitshuffle (filter 32008, with or
+//! without its LZ4 stage; the format of the bitshuffle library's `bshuf_h5filter`) and the plain
+//! HDF5 LZ4 filter (32004). `hdf5-pure` decodes deflate and shuffle itself but has no hook for
+//! other filters, so `io::h5image` reads such chunks' bytes and decodes them here.
+
+/// HDF5's registered identifier of the bitshuffle filter.
+pub const FILTER_BITSHUFFLE: u16 = 32008;
+/// HDF5's registered identifier of the LZ4 filter.
+pub const FILTER_LZ4: u16 = 32004;
+/// The bitshuffle filter's compression code (its fifth client value) for LZ4.
+const BSHUF_LZ4: u32 = 2;
+
+fn be64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+fn be32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// Undoes the bit transposition of one block of `n` elements (`n` a multiple of 8) of
+/// `size` bytes each: in the shuffled block, row `8·j + b` (of `n/8` bytes) holds bit `b` of
+/// byte `j` of every element, element `i` in bit `i % 8` of byte `i / 8`.
+pub fn bitunshuffle_block(input: &[u8], out: &mut [u8], n: usize, size: usize) {
+    debug_assert!(n.is_multiple_of(8) && input.len() == n * size && out.len() == n * size);
+    let row = n / 8;
+    for j in 0..size {
+        for g in 0..row {
+            // the 8×8 bits of byte j of elements 8g..8g+8: row b = bit b of each element
+            let mut x = 0u64;
+            for b in 0..8 {
+                x |= (input[(8 * j + b) * row + g] as u64) << (8 * b);
+            }
+            if x == 0 {
+                for k in 0..8 {
+                    out[(8 * g + k) * size + j] = 0;
+                }
+                continue;
+            }
+            let x = transpose8(x).to_le_bytes();
+            for k in 0..8 {
+                out[(8 * g + k) * size + j] = x[k];
+            }
+        }
+    }
+}
+
+/// Transposes the 8×8 bit matrix whose row i is byte i and column j bit j (Hacker's Delight
+/// §7-3, three swaps of 1×1, 2×2 and 4×4 blocks).
+fn transpose8(mut x: u64) -> u64 {
+    let mut t = (x ^ (x >> 7)) & 0x00AA_00AA_00AA_00AA;
+    x = x ^ t ^ (t << 7);
+    t = (x ^ (x >> 14)) & 0x0000_CCCC_0000_CCCC;
+    x = x ^ t ^ (t << 14);
+    t = (x ^ (x >> 28)) & 0x0000_0000_F0F0_F0F0;
+    x ^ t ^ (t << 28)
+}
+
+/// Decodes one chunk written by the bitshuffle filter: a 12-byte header (uncompressed bytes,
+/// u64 big-endian; block size in bytes, u32 big-endian), then each block (with LZ4: a u32
+/// big-endian compressed length and the LZ4 block), then the `n % 8` elements left over,
+/// copied unshuffled. `cd` is the filter's client data (`[.., .., element size, block size,
+/// compression]`). Errors say what is wrong (the caller names file and dataset).
+pub fn bitshuffle_decode(chunk: &[u8], cd: &[u32], elem: usize) -> Result<Vec<u8>, String> {
+    let lz4 = cd.get(4).copied() == Some(BSHUF_LZ4);
+    if let Some(&c) = cd.get(4) {
+        if c != 0 && c != BSHUF_LZ4 {
+            return Err(format!(
+                "bitshuffle compression {c} is not supported (0 none, 2 LZ4 are)"
+            ));
+        }
+    }
+    if elem == 0 {
+        return Err("element size 0".into());
+    }
+    let short = || "the bitshuffle chunk is truncated".to_string();
+    let total = be64(chunk, 0).ok_or_else(short)? as usize;
+    let block_bytes = be32(chunk, 8).ok_or_else(short)? as usize;
+    if !total.is_multiple_of(elem) || !block_bytes.is_multiple_of(elem) {
+        return Err(format!(
+            "bitshuffle chunk of {total} bytes in blocks of {block_bytes} bytes for {elem}-byte elements"
+        ));
+    }
+    let block = block_bytes / elem;
+    if block == 0 || !block.is_multiple_of(8) {
+        return Err(format!(
+            "bitshuffle block of {block} elements (a multiple of 8 expected)"
+        ));
+    }
+    let n = total / elem;
+    let mut out = vec![0u8; total];
+    let mut tmp = vec![0u8; block_bytes];
+    let mut at = 12usize;
+    let mut done = 0usize; // elements
+    while n - done >= 8 {
+        let m = block.min((n - done) / 8 * 8);
+        let bytes = m * elem;
+        let src: &[u8] = if lz4 {
+            let len = be32(chunk, at).ok_or_else(short)? as usize;
+            at += 4;
+            let comp = chunk.get(at..at + len).ok_or_else(short)?;
+            at += len;
+            let got = lz4_flex::block::decompress_into(comp, &mut tmp[..bytes])
+                .map_err(|e| format!("an LZ4 block does not decode ({e})"))?;
+            if got != bytes {
+                return Err(format!("an LZ4 block gave {got} bytes, {bytes} expected"));
+            }
+            &tmp[..bytes]
+        } else {
+            let s = chunk.get(at..at + bytes).ok_or_else(short)?;
+            at += bytes;
+            s
+        };
+        bitunshuffle_block(src, &mut out[done * elem..done * elem + bytes], m, elem);
+        done += m;
+    }
+    let rest = (n - done) * elem;
+    let tail = chunk.get(at..at + rest).ok_or_else(short)?;
+    out[done * elem..].copy_from_slice(tail);
+    Ok(out)
+}
+
+/// Decodes one chunk written by the HDF5 LZ4 filter (32004): the uncompressed size (u64
+/// big-endian), the block size (u32 big-endian), then per block a u32 big-endian compressed
+/// length and the block (stored as is when that length equals the block's size).
+pub fn lz4_filter_decode(chunk: &[u8]) -> Result<Vec<u8>, String> {
+    let short = || "the LZ4 chunk is truncated".to_string();
+    let total = be64(chunk, 0).ok_or_else(short)? as usize;
+    let block = be32(chunk, 8).ok_or_else(short)? as usize;
+    if block == 0 && total > 0 {
+        return Err("LZ4 block size 0".into());
+    }
+    let mut out = vec![0u8; total];
+    let (mut at, mut done) = (12usize, 0usize);
+    while done < total {
+        let want = block.min(total - done);
+        let len = be32(chunk, at).ok_or_else(short)? as usize;
+        at += 4;
+        let comp = chunk.get(at..at + len).ok_or_else(short)?;
+        at += len;
+        if len == want {
+            out[done..done + want].copy_from_slice(comp);
+        } else {
+            let got = lz4_flex::block::decompress_into(comp, &mut out[done..done + want])
+                .map_err(|e| format!("an LZ4 block does not decode ({e})"))?;
+            if got != want {
+                return Err(format!("an LZ4 block gave {got} bytes, {want} expected"));
+            }
+        }
+        done += want;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The forward transposition, written from the definition (test only).
+    fn bitshuffle_block(input: &[u8], n: usize, size: usize) -> Vec<u8> {
+        let mut out = vec![0u8; n * size];
+        for i in 0..n {
+            for j in 0..size {
+                for b in 0..8 {
+                    if input[i * size + j] >> b & 1 != 0 {
+                        out[(8 * j + b) * (n / 8) + i / 8] |= 1 << (i % 8);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn unshuffle_inverts_the_transposition() {
+        let data: Vec<u8> = (0..64u32 * 4).map(|i| (i * 37 % 251) as u8).collect();
+        let sh = bitshuffle_block(&data, 64, 4);
+        let mut back = vec![0u8; data.len()];
+        bitunshuffle_block(&sh, &mut back, 64, 4);
+        assert_eq!(back, data);
+    }
+
+    #[test]
+    fn uncompressed_bitshuffle_chunk_with_leftover() {
+        // 21 u16 elements, blocks of 8: two blocks of 8, then 5 left over copied as is
+        let vals: Vec<u16> = (0..21).map(|i| i * 1000 + 7).collect();
+        let raw: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut chunk = (raw.len() as u64).to_be_bytes().to_vec();
+        chunk.extend((16u32).to_be_bytes());
+        chunk.extend(bitshuffle_block(&raw[..16], 8, 2));
+        chunk.extend(bitshuffle_block(&raw[16..32], 8, 2));
+        chunk.extend(&raw[32..]);
+        assert_eq!(bitshuffle_decode(&chunk, &[0, 3, 2, 8, 0], 2).unwrap(), raw);
+        let e = bitshuffle_decode(&chunk[..30], &[0, 3, 2, 8, 0], 2).unwrap_err();
+        assert!(e.contains("truncated"), "{e}");
+    }
+}
