@@ -98,7 +98,7 @@ test('nanobragg.predict: the readout\'s hkl at each predicted spot is the spot\'
   assert.ok(r.n >= 5, `${r.n} spots`);
   assert.deepEqual(r.bad, []);
   // the pointer over one spot: the readout names its hkl
-  const box = await page.locator('.nb-canvas').boundingBox();
+  const box = await page.locator('#canvas-host > .nb-canvas').boundingBox();
   const [x, y] = await page.evaluate(([f, s]) => window.nanobragg.view.fromDetector(f, s), [r.first.fast, r.first.slow]);
   await page.mouse.move(box.x + x, box.y + y);
   const want = new RegExp(`hkl ≈ \\(${r.first.h} ${r.first.k} ${r.first.l}\\)`);
@@ -137,7 +137,7 @@ test('readout at known pixels: the crate\'s d, 2θ and hkl (flat detector worked
     if (r > 0) assert.ok(Math.abs(Math.hypot(...g.hkl) - 50 / g.d) < 1e-9 * 50 / g.d);
   }
   // under the pointer: the readout shows the crate's numbers for the pixel's centre
-  const box = await page.locator('.nb-canvas').boundingBox();
+  const box = await page.locator('#canvas-host > .nb-canvas').boundingBox();
   const [x, y] = await page.evaluate(() => window.nanobragg.view.fromDetector(900.5, 300.5));
   await page.mouse.move(box.x + x, box.y + y);
   await page.waitForFunction(() => /pixel \(900, 300\)/.test(document.getElementById('readout').textContent) && /^d = /.test(document.getElementById('readout').textContent), null, { timeout: 10_000 });

@@ -140,7 +140,7 @@ test('dropped files go to their field by content; the HKL summary; downloads nam
 test('readout clears when the pointer leaves or the parameters change; contrast value and explicit levels', { timeout: 120_000 }, async () => {
   const { page } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=256`);
   await waitRendered(page, 1);
-  const box = await page.locator('.nb-canvas').boundingBox();
+  const box = await page.locator('#canvas-host > .nb-canvas').boundingBox();
   const hint = await page.textContent('#readout');
   await page.mouse.move(box.x + box.width / 2 + 40, box.y + box.height / 2 + 10);
   // d, 2θ and hkl come from the crate through the worker: a moment after the pointer

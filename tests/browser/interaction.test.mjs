@@ -13,7 +13,7 @@ test('preset, cursor readout (pixel, I, d, 2θ, hkl) and keyboard zoom', { timeo
   await page.selectOption('#preset', 'triclinic');
   await waitRendered(page, 2);
   await page.waitForFunction(() => new URL(location.href).searchParams.get('cell') === '5.8 7.1 9.3 81 77 68');
-  const box = await page.locator('.nb-canvas').boundingBox();
+  const box = await page.locator('#canvas-host > .nb-canvas').boundingBox();
   await page.mouse.move(box.x + box.width / 2 + 120, box.y + box.height / 2 - 60);
   // d, 2θ and hkl come from the crate (asked through the worker): wait for them
   await page.waitForFunction(() => /^d = /.test(document.getElementById('readout').textContent), null, { timeout: 10_000 });
@@ -38,7 +38,7 @@ test('preset, cursor readout (pixel, I, d, 2θ, hkl) and keyboard zoom', { timeo
   assert.ok(lv.width <= lv.box - 4, `white level placeholder fits: ${JSON.stringify(lv)}`);
   await page.screenshot({ path: join(ARTIFACTS, 'app-triclinic-readout.png') });
   // keyboard: focus the image and zoom in; the readout under the same point changes pixel
-  await page.focus('.nb-canvas');
+  await page.focus('#canvas-host > .nb-canvas');
   await page.keyboard.press('+');
   await page.keyboard.press('+');
   await page.mouse.move(box.x + box.width / 2 + 121, box.y + box.height / 2 - 60);

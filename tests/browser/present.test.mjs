@@ -45,7 +45,7 @@ for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 108
       assert.equal(st.form, 'none', 'the form is hidden');
       assert.ok(st.orientation > 40, 'the orientation sliders stay');
       assert.ok(st.readoutPx >= 24, `readout ${st.readoutPx}px`);
-      const box = await page.locator('.nb-canvas').boundingBox();
+      const box = await page.locator('#canvas-host > .nb-canvas').boundingBox();
       await page.mouse.move(box.x + box.width * 0.7, box.y + box.height * 0.3);
       await page.screenshot({ path: join(ARTIFACTS, `present-${tag}-presentation.png`) });
       // a notice appearing shrinks the view: it re-fits
@@ -54,7 +54,7 @@ for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 108
       f = await imageFits(page);
       assert.ok(f.inside, `after a notice: ${JSON.stringify(f.r)}`);
       // once the user zooms, resizes keep the zoom
-      await page.focus('.nb-canvas');
+      await page.focus('#canvas-host > .nb-canvas');
       await page.keyboard.press('+');
       const zoomed = await page.evaluate(() => window.nanobragg.view.imageRect());
       await page.evaluate(() => { document.getElementById('notice').hidden = true; });

@@ -111,7 +111,7 @@ test('the preset\'s still is the page\'s image: downloads, URL, 3D view, labels,
   assert.ok(frames.some((f) => f.width === 2068 && f.height === 2162 && f.realistic && f.unit === 'ADU'), JSON.stringify(frames));
 
   // the readout speaks of ADU
-  const box = await page.locator('.nb-canvas').boundingBox();
+  const box = await page.locator('#canvas-host > .nb-canvas').boundingBox();
   await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * 0.6);
   await page.waitForFunction(() => /I = /.test(document.getElementById('readout').textContent));
   assert.match(await page.textContent('#readout'), /ADU/);
@@ -302,7 +302,7 @@ test('Shift+drag on the still turns the shown crystal and renders the still agai
   await waitShown(page, 1);
   const before = await page.evaluate(() => ({ data: window.nanobraggRealistic.data.slice(), misset: window.nanobragg.state().misset }));
   assert.equal(before.misset, 'random');
-  const box = await page.locator('.nb-canvas').boundingBox();
+  const box = await page.locator('#canvas-host > .nb-canvas').boundingBox();
   const x = box.x + box.width / 2, y = box.y + box.height / 2;
   await page.keyboard.down('Shift');
   await page.mouse.move(x, y);

@@ -43,7 +43,7 @@ function rotationBetween(a, b) {
 }
 
 async function dragOnImage(page, { dx, dy, modifiers = [], from = [0.5, 0.5] }) {
-  const box = await page.locator('.nb-canvas').boundingBox();
+  const box = await page.locator('#canvas-host > .nb-canvas').boundingBox();
   const x = box.x + box.width * from[0], y = box.y + box.height * from[1];
   for (const m of modifiers) await page.keyboard.down(m);
   await page.mouse.move(x, y);
