@@ -2,10 +2,10 @@
 //! distance, beam centre, scale, …: any [`Param`]) to a target image by robust least squares on
 //! the pixels around the spots, with the Jacobian from the tangent kernel.
 //!
-//! The optimiser is Levenberg–Marquardt (Marquardt's diagonal scaling) with iteratively
-//! reweighted least squares for the robust loss, on the normal equations `(JᵀWJ + λ·diag)δ =
-//! −JᵀWr` of the P parameters (P ≤ 24, solved by Cholesky): each step is one pass of the tangent
-//! kernel (the image and its P tangents at the trial values).
+//! The optimiser is the `levenberg-marquardt` crate (MINPACK's `lmder` in Rust, on nalgebra;
+//! trust region with Marquardt's diagonal scaling, QR of the Jacobian). The robust loss ρ
+//! enters as residuals r̃ = sign(r)·√(2ρ(r)) (½Σr̃² = Σρ). Each evaluation is one pass of the
+//! tangent kernel: the image and its P tangents at the trial values.
 //!
 //! Residuals: `r = (model − target)/σ` with the Poisson variance `σ² = max(target, 0) + 1` in
 //! the first cycle and `σ² = max(model, 0) + 1` (the model at the cycle's start) after, fixed
@@ -22,6 +22,8 @@ use crate::files::FileSource;
 use crate::resolve::tangent::{plan_tangent_at, Offset};
 use crate::resolve::Setup;
 use crate::tangent::Param;
+use levenberg_marquardt::{LeastSquaresProblem, LevenbergMarquardt, TerminationReason};
+use nalgebra::{DMatrix, DVector, Dyn, VecStorage, U1};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The loss on a pixel's normalised residual r.
@@ -90,7 +92,7 @@ pub struct FitOptions {
     /// Starting offsets from the set-up's values (public units; parameters not named start at 0).
     pub start: Vec<Offset>,
     pub loss: Loss,
-    /// Levenberg–Marquardt iterations (accepted or not) at most, over all cycles.
+    /// Evaluations of the model (passes of the tangent kernel) at most, over all cycles.
     pub max_iterations: usize,
     /// Pixel selections at most (see the module's doc).
     pub cycles: usize,
@@ -108,7 +110,7 @@ impl FitOptions {
             params: params.to_vec(),
             start: Vec::new(),
             loss: Loss::Huber(3.0),
-            max_iterations: 60,
+            max_iterations: 100,
             cycles: 3,
             spot_radius: 2,
             spot_threshold: 0.01,
@@ -120,7 +122,7 @@ impl FitOptions {
 /// One accepted step, as the progress callback sees it.
 #[derive(Clone, Debug)]
 pub struct FitStep {
-    /// Iterations so far (accepted or not).
+    /// Evaluations of the model so far in this cycle.
     pub iteration: usize,
     pub cycle: usize,
     /// The cost per selected pixel (Σρ(r)/n).
@@ -135,9 +137,9 @@ pub struct Fit {
     pub params: Vec<Param>,
     /// The fitted offsets from the set-up's values (one per parameter, public units).
     pub values: Vec<f64>,
-    /// The cost per selected pixel at the start and after each accepted step.
+    /// The cost per selected pixel at each cycle's start and at each new lowest point.
     pub history: Vec<f64>,
-    /// Levenberg–Marquardt iterations (each one pass of the tangent kernel).
+    /// Evaluations of the model (each one pass of the tangent kernel: image and tangents).
     pub iterations: usize,
     pub cycles: usize,
     /// The last cycle ended on the tolerance (not on `max_iterations`).
@@ -217,85 +219,131 @@ fn select(model: &[f64], target: &[f64], nf: usize, ns: usize, o: &FitOptions) -
     (0..nf * ns).filter(|&i| sel[i]).collect()
 }
 
-/// The cost, and the normal equations' matrix JᵀWJ and right side JᵀWr on the pixels `sel`.
-fn normal(
-    e: &Eval,
-    target: &[f64],
-    var: &[f64],
-    sel: &[usize],
-    np: usize,
-    loss: Loss,
-) -> (f64, Vec<f64>, Vec<f64>) {
-    let n = e.image.len();
-    let mut a = vec![0.0; np * np];
-    let mut g = vec![0.0; np];
-    let mut cost = 0.0;
-    let mut row = vec![0.0; np];
-    for &i in sel {
-        let sig = var[i].sqrt();
-        let r = (e.image[i] - target[i]) / sig;
-        cost += loss.rho(r);
-        let w = loss.weight(r);
-        for p in 0..np {
-            row[p] = e.tangents[p * n + i] / sig;
-        }
-        for p in 0..np {
-            g[p] += w * row[p] * r;
-            for q in 0..=p {
-                a[p * np + q] += w * row[p] * row[q];
-            }
-        }
-    }
-    for p in 0..np {
-        for q in 0..p {
-            a[q * np + p] = a[p * np + q];
-        }
-    }
-    (cost, a, g)
-}
-
 fn cost_on(image: &[f64], target: &[f64], var: &[f64], sel: &[usize], loss: Loss) -> f64 {
     sel.iter()
         .map(|&i| loss.rho((image[i] - target[i]) / var[i].sqrt()))
         .sum()
 }
 
-/// Solves the symmetric positive definite system `m·x = b` by Cholesky; None when not definite.
-fn cholesky_solve(m: &[f64], b: &[f64], n: usize) -> Option<Vec<f64>> {
-    let mut l = vec![0.0; n * n];
-    for i in 0..n {
-        for j in 0..=i {
-            let mut s = m[i * n + j];
-            for k in 0..j {
-                s -= l[i * n + k] * l[j * n + k];
-            }
-            if i == j {
-                if !(s > 0.0) {
-                    return None;
+/// One cycle's problem for the `levenberg-marquardt` crate: the robust residuals
+/// r̃ = sign(r)·√(2ρ(r)) (so that ½Σr̃² = Σρ(r)) on the selected pixels and their Jacobian
+/// (dr̃/dr = ρ′(r)/√(2ρ(r))·sign(r), times the tangents over σ). The last two evaluations are
+/// kept: the crate goes back to the previous point after a rejected step.
+struct Problem<'a> {
+    setup: &'a Setup,
+    files: &'a dyn FileSource,
+    params: &'a [Param],
+    target: &'a [f64],
+    var: &'a [f64],
+    sel: &'a [usize],
+    loss: Loss,
+    cancel: &'a AtomicBool,
+    cur: (Vec<f64>, Eval),
+    prev: Option<(Vec<f64>, Eval)>,
+    error: Option<Error>,
+    evaluations: usize,
+    best: f64,
+    best_x: Vec<f64>,
+    history: &'a mut Vec<f64>,
+    progress: &'a mut dyn FnMut(&FitStep),
+    cycle: usize,
+}
+
+impl Problem<'_> {
+    fn r(&self, i: usize) -> (f64, f64) {
+        let e = &self.cur.1;
+        let sig = self.var[i].sqrt();
+        ((e.image[i] - self.target[i]) / sig, sig)
+    }
+}
+
+impl LeastSquaresProblem<f64, Dyn, Dyn> for Problem<'_> {
+    type ResidualStorage = VecStorage<f64, Dyn, U1>;
+    type JacobianStorage = VecStorage<f64, Dyn, Dyn>;
+    type ParameterStorage = VecStorage<f64, Dyn, U1>;
+
+    fn set_params(&mut self, x: &DVector<f64>) {
+        let x: Vec<f64> = x.iter().copied().collect();
+        if x == self.cur.0 || self.error.is_some() {
+            return;
+        }
+        if self.prev.as_ref().is_some_and(|p| p.0 == x) {
+            let p = self.prev.take().unwrap();
+            self.prev = Some(std::mem::replace(&mut self.cur, p));
+            return;
+        }
+        if self.cancel.load(Ordering::Relaxed) {
+            self.error = Some(Error::cancelled());
+            return;
+        }
+        match evaluate(self.setup, self.files, self.params, &x, self.cancel) {
+            Ok(e) => {
+                self.evaluations += 1;
+                let old = std::mem::replace(&mut self.cur, (x, e));
+                self.prev = Some(old);
+                let cost = cost_on(
+                    &self.cur.1.image,
+                    self.target,
+                    self.var,
+                    self.sel,
+                    self.loss,
+                );
+                if cost < self.best {
+                    self.best = cost;
+                    self.best_x = self.cur.0.clone();
+                    let per = cost / self.sel.len() as f64;
+                    self.history.push(per);
+                    (self.progress)(&FitStep {
+                        iteration: self.evaluations,
+                        cycle: self.cycle,
+                        cost: per,
+                        values: self.cur.0.clone(),
+                    });
                 }
-                l[i * n + i] = s.sqrt();
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    fn params(&self) -> DVector<f64> {
+        DVector::from_vec(self.cur.0.clone())
+    }
+
+    fn residuals(&self) -> Option<DVector<f64>> {
+        if self.error.is_some() {
+            return None;
+        }
+        Some(DVector::from_iterator(
+            self.sel.len(),
+            self.sel.iter().map(|&i| {
+                let r = self.r(i).0;
+                r.signum() * (2.0 * self.loss.rho(r)).sqrt()
+            }),
+        ))
+    }
+
+    fn jacobian(&self) -> Option<DMatrix<f64>> {
+        if self.error.is_some() {
+            return None;
+        }
+        let (np, n) = (self.params.len(), self.cur.1.image.len());
+        let t = &self.cur.1.tangents;
+        let mut j = DMatrix::zeros(self.sel.len(), np);
+        for (row, &i) in self.sel.iter().enumerate() {
+            let (r, sig) = self.r(i);
+            let rho = self.loss.rho(r);
+            // dr̃/dr: ρ′/√(2ρ)·sign r = √(w²r²/(2ρ)), 1 at r = 0 for every loss here
+            let d = if rho > 0.0 {
+                self.loss.weight(r) * r.abs() / (2.0 * rho).sqrt()
             } else {
-                l[i * n + j] = s / l[j * n + j];
+                1.0
+            };
+            for p in 0..np {
+                j[(row, p)] = d * t[p * n + i] / sig;
             }
         }
+        Some(j)
     }
-    let mut y = vec![0.0; n];
-    for i in 0..n {
-        let mut s = b[i];
-        for k in 0..i {
-            s -= l[i * n + k] * y[k];
-        }
-        y[i] = s / l[i * n + i];
-    }
-    let mut x = vec![0.0; n];
-    for i in (0..n).rev() {
-        let mut s = y[i];
-        for k in i + 1..n {
-            s -= l[k * n + i] * x[k];
-        }
-        x[i] = s / l[i * n + i];
-    }
-    Some(x)
 }
 
 /// Fits `o.params` of `setup` to `target` (photons per pixel, fast-major, the detector's size).
@@ -359,17 +407,16 @@ pub fn fit(
     let mut e = evaluate(setup, files, &o.params, &x, cancel)?;
     let mut sel = select(&e.image, target, nf, ns, o);
     let mut history = Vec::new();
-    let mut iterations = 0;
+    let mut evaluations = 1;
     let mut cycles = 0;
     let mut converged = false;
-    while cycles < o.cycles.max(1) && iterations < o.max_iterations {
+    while cycles < o.cycles.max(1) && evaluations < o.max_iterations {
         cycles += 1;
         if sel.is_empty() {
             return Err(Error::usage(
                 "fit: no spot in the model or the target image to fit on",
             ));
         }
-        let npix = sel.len() as f64;
         // the Poisson variance: the target's counts in the first cycle (the model's spots may
         // be elsewhere), the model's at the cycle's start after
         let var: Vec<f64> = if cycles == 1 {
@@ -377,56 +424,52 @@ pub fn fit(
         } else {
             e.image.iter().map(|&m| m.max(0.0) + 1.0).collect()
         };
-        let (mut cost, mut a, mut g) = normal(&e, target, &var, &sel, np, o.loss);
-        history.push(cost / npix);
-        let mut lambda = 1e-3;
-        converged = false;
-        while iterations < o.max_iterations {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(Error::cancelled());
-            }
-            iterations += 1;
-            let mut m = a.clone();
-            for p in 0..np {
-                let d = a[p * np + p].max(1e-300);
-                m[p * np + p] = a[p * np + p] + lambda * d;
-                if a[p * np + p] == 0.0 {
-                    m[p * np + p] = 1.0; // a parameter that moves no selected pixel stays
-                }
-            }
-            let neg: Vec<f64> = g.iter().map(|v| -v).collect();
-            let Some(delta) = cholesky_solve(&m, &neg, np) else {
-                lambda *= 10.0;
-                continue;
-            };
-            let trial: Vec<f64> = x.iter().zip(&delta).map(|(a, b)| a + b).collect();
-            let et = evaluate(setup, files, &o.params, &trial, cancel)?;
-            let ct = cost_on(&et.image, target, &var, &sel, o.loss);
-            if ct.is_finite() && ct < cost {
-                let drop = (cost - ct) / cost.max(1e-300);
-                x = trial;
-                e = et;
-                let (c, a2, g2) = normal(&e, target, &var, &sel, np, o.loss);
-                (cost, a, g) = (c, a2, g2);
-                history.push(cost / npix);
-                progress(&FitStep {
-                    iteration: iterations,
-                    cycle: cycles,
-                    cost: cost / npix,
-                    values: x.clone(),
-                });
-                lambda = (lambda / 10.0).max(1e-12);
-                if drop < o.tolerance {
-                    converged = true;
-                    break;
-                }
-            } else {
-                lambda *= 10.0;
-                if lambda > 1e12 {
-                    converged = true; // no step lowers the cost: a minimum on this selection
-                    break;
-                }
-            }
+        let start_cost = cost_on(&e.image, target, &var, &sel, o.loss);
+        history.push(start_cost / sel.len() as f64);
+        let left = o.max_iterations - evaluations;
+        let problem = Problem {
+            setup,
+            files,
+            params: &o.params,
+            target,
+            var: &var,
+            sel: &sel,
+            loss: o.loss,
+            cancel,
+            cur: (x.clone(), e),
+            prev: None,
+            error: None,
+            evaluations: 0,
+            best: start_cost,
+            best_x: x.clone(),
+            history: &mut history,
+            progress: &mut *progress,
+            cycle: cycles,
+        };
+        let lm = LevenbergMarquardt::new()
+            .with_ftol(o.tolerance)
+            .with_patience((left / (np + 1)).max(1));
+        let (problem, report) = lm.minimize(problem);
+        evaluations += problem.evaluations;
+        if let Some(err) = problem.error {
+            return Err(err);
+        }
+        // the lowest point seen (where the crate ends, unless a trial was the last evaluation)
+        if problem.cur.0 == problem.best_x {
+            (x, e) = problem.cur;
+        } else if let Some(p) = problem.prev.filter(|p| p.0 == problem.best_x) {
+            (x, e) = p;
+        } else {
+            x = problem.best_x;
+            e = evaluate(setup, files, &o.params, &x, cancel)?;
+            evaluations += 1;
+        }
+        converged = report.termination.was_successful();
+        if !converged && !matches!(report.termination, TerminationReason::LostPatience) {
+            return Err(Error::usage(format!(
+                "fit: the least-squares solver stopped: {:?}",
+                report.termination
+            )));
         }
         let next = select(&e.image, target, nf, ns, o);
         // at least two cycles: the second weighs by the model's variance
@@ -439,7 +482,7 @@ pub fn fit(
         params: o.params.clone(),
         values: x,
         history,
-        iterations,
+        iterations: evaluations,
         cycles,
         converged,
         pixels: sel.len(),

@@ -185,7 +185,7 @@ class Simulator:
         start: Optional[Mapping[str, float]] = None,
         loss: str = "huber",
         loss_scale: float = 3.0,
-        max_iterations: int = 60,
+        max_iterations: int = 100,
         cycles: int = 3,
         spot_radius: int = 2,
         spot_threshold: float = 0.01,

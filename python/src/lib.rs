@@ -331,7 +331,7 @@ impl PySession {
     /// Fits the parameters `names` to `target` ((slow, fast) float64) at the setup with `extra`
     /// words (the crate's `api::fit`); returns (offsets (P,) float64, cost history, iterations,
     /// cycles, converged, selected pixels, model image at the fit (slow, fast) float64).
-    #[pyo3(signature = (extra, names, target, start=Vec::new(), loss="huber".to_string(), loss_scale=3.0, max_iterations=60, cycles=3, spot_radius=2, spot_threshold=0.01, tolerance=1e-8))]
+    #[pyo3(signature = (extra, names, target, start=Vec::new(), loss="huber".to_string(), loss_scale=3.0, max_iterations=100, cycles=3, spot_radius=2, spot_threshold=0.01, tolerance=1e-8))]
     fn fit<'py>(
         &self,
         py: Python<'py>,
