@@ -252,3 +252,29 @@ fn convergence_radius() {
         }
     }
 }
+
+/// The same fit on a 256×256 detector of 0.1 mm pixels (the same field of view, 16× the
+/// pixels): time and errors; run with `--ignored --nocapture`.
+#[test]
+#[ignore]
+fn larger_detector_timing() {
+    let args = ARGS
+        .replace("-pixel 0.4 -detpixels 64", "-pixel 0.1 -detpixels 256")
+        .replace("-fluence 3e29", "-fluence 4.8e30");
+    let prep = api::prepare(&api::split_args(&args), &DiskFiles).unwrap();
+    let truth = truth_off(0.5, 0.005);
+    let t = target(&prep, &truth, 7);
+    let cancel = AtomicBool::new(false);
+    let t0 = Instant::now();
+    let o = FitOptions::new(&ORIENT_CELL);
+    let fit = api::fit(&prep, &DiskFiles, &t, &o, &mut |_| {}, &cancel).unwrap();
+    let (rot, cell) = errors(&fit, &truth);
+    println!(
+        "256x256: {} evaluations, {} pixels, {:.2} s; error {rot:.4}° / {:.4} %",
+        fit.iterations,
+        fit.pixels,
+        t0.elapsed().as_secs_f64(),
+        cell * 100.0
+    );
+    assert!(rot <= 0.02 && cell <= 5e-4);
+}
