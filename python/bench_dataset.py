@@ -3,6 +3,7 @@ the dataset engines end to end (render + labels + compression + NXmx writing + r
 manifest), 1 and 2 local workers, Ray on this machine, bytes per image.
 
     target/pyvenv/bin/python python/bench_dataset.py [--quick] [--cases light512,light1024,eiger]
+    target/pyvenv/bin/python python/bench_dataset.py --stages --n 8   # CPU time per stage
 """
 
 import argparse
@@ -86,12 +87,39 @@ def engine(spec, **kw):
     return {"images_per_s": spec.n_images / wall, "bytes_per_image": sizes / spec.n_images, "seconds": wall, **res}
 
 
+def stages(n):
+    """CPU time (this process, all threads) per realistic image of each stage of an NXmx shard:
+    render + chain, the crate's writer, and the h5py pass that adds the labels. CPU time, not
+    wall time: it holds on a loaded machine."""
+    from nanobragg.dataset import nexus, shards
+
+    spec = spec_in(tempfile.mkdtemp(prefix="nbstage"), EIGER.format(n=n, k=n))
+    r = dataset.Renderer(spec)
+    r.image(0)  # the background, once per worker
+    t = time.process_time()
+    images, labels = shards.render_shard(spec, 0, r)
+    out = {"render_chain": (time.process_time() - t) / n}
+    sim, meta = r.simulator(None), shards._meta(spec, 0)
+    for rep in range(2):
+        t = time.process_time()
+        sim._s.nxmx(images, 0.0, 0.0, nexus.SATURATION, still=True)
+        t1 = time.process_time()
+        nexus.shard_bytes(sim, images, labels, meta, None, still=True)
+        t2 = time.process_time()
+        out[f"writer_{rep}"] = (t1 - t) / n
+        out[f"writer_plus_h5py_{rep}"] = (t2 - t1) / n
+    print("stages (CPU s per image)", json.dumps(out), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="light512,light1024,eiger")
+    ap.add_argument("--stages", action="store_true", help="only the realistic shard's stages (CPU time)")
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--ray", action="store_true", help="also through Ray (local, 2 CPUs)")
     a = ap.parse_args()
+    if a.stages:
+        return stages(max(2, a.n // 4))
     tmp = tempfile.mkdtemp(prefix="nbbench")
     out = {}
     for case in a.cases.split(","):

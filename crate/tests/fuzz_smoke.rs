@@ -42,8 +42,10 @@ fn files_in(dir: &Path) -> Vec<PathBuf> {
 
 /// The environment variable that makes this test binary a replay child.
 const REPLAY_VAR: &str = "NANOBRAGG_FUZZ_REPLAY";
-/// Longest a replayed input may run.
+/// Most CPU time a replayed input may use (see [`Watchdog`]).
 const REPLAY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest wall time a replayed input may run, however little CPU time it gets.
+const REPLAY_TIMEOUT_WALL: Duration = Duration::from_secs(120);
 
 /// The replay child's entry point (run by `regressions` only: `<target> <file>` in
 /// `REPLAY_VAR`).
@@ -70,7 +72,7 @@ fn replay(target: &str, file: &Path) -> Outcome {
         REPLAY_VAR,
         &format!("{target} {}", file.display()),
     );
-    let start = std::time::Instant::now();
+    let dog = Watchdog::new(c.id(), REPLAY_TIMEOUT, REPLAY_TIMEOUT_WALL);
     loop {
         if let Some(status) = c.try_wait().unwrap() {
             let err = read_all(c.stderr.take());
@@ -87,10 +89,10 @@ fn replay(target: &str, file: &Path) -> Outcome {
                 .unwrap_or_else(|| format!("exit status {status}"));
             return Outcome::Failed(why);
         }
-        if start.elapsed() > REPLAY_TIMEOUT {
+        if let Some(why) = dog.hung() {
             let _ = c.kill();
             let _ = c.wait();
-            return Outcome::Failed(format!("still running after {REPLAY_TIMEOUT:?} (hang)"));
+            return Outcome::Failed(format!("hang: {why}"));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -313,8 +315,80 @@ fn smoke_inputs(target: &str, known: &KnownOpen) -> impl Iterator<Item = Vec<u8>
 /// The environment variable that makes this test binary a smoke-run child:
 /// `<target> <first input> <inputs> <progress file>`.
 const SMOKE_VAR: &str = "NANOBRAGG_FUZZ_SMOKE";
-/// An input of a smoke run that takes longer is a hang (inputs take milliseconds).
+/// An input of a smoke run that takes more CPU time than this is a hang (inputs take
+/// milliseconds). CPU time, not wall time: on a loaded machine an input that needs 0.3 s of CPU
+/// can take 4 s of wall time (where the child's CPU time cannot be read, wall time stands in).
 const SMOKE_HANG: Duration = Duration::from_secs(3);
+/// An input of a smoke run that makes no progress for this long in wall time is a hang whatever
+/// its CPU time (a child blocked without spinning: waiting on a lock or a pipe).
+const SMOKE_HANG_WALL: Duration = Duration::from_secs(60);
+
+/// CPU time (user + system, all threads) a running child process has used so far, from
+/// `/proc/<pid>/stat`; `None` where that cannot be read.
+fn cpu_time(pid: u32) -> Option<Duration> {
+    #[cfg(target_os = "linux")]
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // the fields after the command name, which is in parentheses and may hold spaces
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the line (11 and 12 after the name)
+        let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// The watchdog of a child process: whether it has made no progress for too long since
+/// [`Watchdog::progressed`] was last called: more than `cpu` of CPU time (wall time where CPU
+/// time cannot be read), or more than `wall` of wall time.
+struct Watchdog {
+    pid: u32,
+    cpu: Duration,
+    wall: Duration,
+    since: std::time::Instant,
+    cpu_since: Option<Duration>,
+}
+
+impl Watchdog {
+    fn new(pid: u32, cpu: Duration, wall: Duration) -> Self {
+        Watchdog {
+            pid,
+            cpu,
+            wall,
+            since: std::time::Instant::now(),
+            cpu_since: cpu_time(pid),
+        }
+    }
+
+    fn progressed(&mut self) {
+        self.since = std::time::Instant::now();
+        self.cpu_since = cpu_time(self.pid);
+    }
+
+    /// `Some(why)` when the child counts as hung.
+    fn hung(&self) -> Option<String> {
+        let wall = self.since.elapsed();
+        if wall > self.wall {
+            return Some(format!("no progress for {wall:.1?} of wall time"));
+        }
+        match (self.cpu_since, cpu_time(self.pid)) {
+            (Some(a), Some(b)) => (b.saturating_sub(a) > self.cpu).then(|| {
+                format!(
+                    "no progress for {:.1?} of CPU time ({wall:.1?} of wall time)",
+                    b - a
+                )
+            }),
+            _ => (wall > self.cpu).then(|| format!("no progress for {wall:.1?}")),
+        }
+    }
+}
 /// Memory of a child process (replay or smoke run): libFuzzer's default limit.
 const CHILD_MEMORY: u64 = 2 << 30;
 
@@ -462,10 +536,11 @@ fn smoke(target: &str, inputs: usize) {
         let (out, err) = (c.stdout.take(), c.stderr.take());
         let reader = std::thread::spawn(move || read_all(out));
         let err_reader = std::thread::spawn(move || read_all(err));
-        let (mut last, mut since) = (None, std::time::Instant::now());
+        let mut last = None;
+        let mut dog = Watchdog::new(c.id(), SMOKE_HANG, SMOKE_HANG_WALL);
         let status = loop {
             if let Some(st) = c.try_wait().unwrap() {
-                break Some(st);
+                break Ok(st);
             }
             let index = std::fs::read(&progress).ok().and_then(|b| {
                 let nl = b.iter().position(|&c| c == b'\n')?;
@@ -473,11 +548,11 @@ fn smoke(target: &str, inputs: usize) {
             });
             if index != last {
                 last = index;
-                since = std::time::Instant::now();
-            } else if since.elapsed() > SMOKE_HANG {
+                dog.progressed();
+            } else if let Some(why) = dog.hung() {
                 let _ = c.kill();
                 let _ = c.wait();
-                break None;
+                break Err(why);
             }
             std::thread::sleep(Duration::from_millis(10));
         };
@@ -488,14 +563,14 @@ fn smoke(target: &str, inputs: usize) {
                 hits[k.trim().parse::<usize>().unwrap()] += 1;
             }
         }
-        if status.is_some_and(|s| s.success()) {
+        if status.as_ref().is_ok_and(|s| s.success()) {
             break;
         }
         // The input that failed is the last one the child recorded.
         let (index, input) = read_record(&progress).unwrap_or((first, Vec::new()));
         let why = match status {
-            None => format!("hangs (no progress for {SMOKE_HANG:?})"),
-            Some(_) => stdout
+            Err(why) => format!("hangs ({why})"),
+            Ok(status) => stdout
                 .lines()
                 .find_map(|l| l.strip_prefix("SMOKE-FAIL "))
                 .map(|m| format!("panicked: {m}"))
@@ -541,6 +616,58 @@ fn smoke(target: &str, inputs: usize) {
             ));
         }
     }
+}
+
+/// The watchdog judges a spinning child by its CPU time and a blocked one by wall time.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_watchdog_catches_spinning_and_blocked_children() {
+    use std::process::Command;
+    let wait_hung = |c: &mut std::process::Child, dog: &Watchdog, within: Duration| {
+        let t = std::time::Instant::now();
+        let why = loop {
+            if let Some(why) = dog.hung() {
+                break Some(why);
+            }
+            if t.elapsed() > within {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let _ = c.kill();
+        let _ = c.wait();
+        why
+    };
+    // a busy loop: hung after 0.3 s of CPU time, long before the wall limit
+    let mut spin = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let dog = Watchdog::new(
+        spin.id(),
+        Duration::from_millis(300),
+        Duration::from_secs(600),
+    );
+    let why = wait_hung(&mut spin, &dog, Duration::from_secs(300)).expect("a spinning child");
+    assert!(why.contains("of CPU time"), "{why}");
+    // a sleeping child uses no CPU time: not hung by the CPU limit ...
+    let mut idle = Command::new("sleep").arg("30").spawn().unwrap();
+    let dog = Watchdog::new(
+        idle.id(),
+        Duration::from_millis(100),
+        Duration::from_secs(600),
+    );
+    let why = wait_hung(&mut idle, &dog, Duration::from_secs(1));
+    assert!(why.is_none(), "{why:?}");
+    // ... but by the wall limit
+    let mut idle = Command::new("sleep").arg("30").spawn().unwrap();
+    let dog = Watchdog::new(
+        idle.id(),
+        Duration::from_millis(100),
+        Duration::from_millis(500),
+    );
+    let why = wait_hung(&mut idle, &dog, Duration::from_secs(10)).expect("a blocked child");
+    assert!(why.contains("of wall time"), "{why}");
 }
 
 // A few seconds in all on a 2-core machine (release build).

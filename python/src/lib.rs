@@ -215,8 +215,10 @@ impl PySession {
     /// The crate's NXmx file (`io::nexus::write_nxmx`, the CLI's `-nexus` layout) of `frames`
     /// ((n, slow, fast) int32 counts) with this setup's geometry (`cli::nexus_geometry`),
     /// frame k at φ = `phi_start_deg` + k·`osc_deg`, `saturation` the largest trusted count
-    /// (None: the CLI's 65535), for the dataset tool (`nanobragg.dataset`).
-    #[pyo3(signature = (frames, phi_start_deg, osc_deg, saturation=None))]
+    /// (None: the CLI's 65535), for the dataset tool (`nanobragg.dataset`); `still`: no rotation
+    /// scan (`io::nexus::NxFrames`), `wavelengths`: one λ (Å) per frame.
+    #[pyo3(signature = (frames, phi_start_deg, osc_deg, saturation=None, still=false, wavelengths=None))]
+    #[allow(clippy::too_many_arguments)]
     fn nxmx<'py>(
         &self,
         py: Python<'py>,
@@ -224,6 +226,8 @@ impl PySession {
         phi_start_deg: f64,
         osc_deg: f64,
         saturation: Option<i64>,
+        still: bool,
+        wavelengths: Option<Vec<f64>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let mut g = nanobragg::cli::nexus_geometry(self.lock().prepared());
         g.phi_start = phi_start_deg;
@@ -245,7 +249,10 @@ impl PySession {
         let flat: Vec<i32> = a.iter().copied().collect();
         let refs: Vec<&[i32]> = (0..n).map(|k| &flat[k * w * h..(k + 1) * w * h]).collect();
         let bytes = py
-            .detach(|| io::nexus::write_nxmx(&g, &refs))
+            .detach(|| {
+                let frames = io::nexus::NxFrames { still, wavelengths };
+                io::nexus::write_nxmx_frames(&g, &refs, &frames)
+            })
             .map_err(|e| to_py(py, e))?;
         Ok(PyBytes::new(py, &bytes))
     }

@@ -31,7 +31,7 @@ args = "-cell 78 78 38 90 90 90 -default_F 3000 -N 6 -lambda 1.0 -distance 80 -d
 threads = 1
 [vary]
 orientation = "uniform"
-distance_mm = {{ dist = "uniform", low = 70, high = 90 }}
+wavelength_A = {{ dist = "uniform", low = 0.9, high = 1.1 }}
 fluence_ph_per_m2 = {{ dist = "lognormal", mean = 55.3, sd = 0.5 }}
 N = {{ dist = "grid", values = [4, 6] }}
 """
@@ -70,17 +70,19 @@ def test_images_labels_and_geometry(tmp_path):
         for j, i in enumerate((2, 3)):
             p = dataset.image_params(spec, i)
             assert np.array_equal(lab["rotation"][j], p["rotation"])
-            assert lab["distance_mm"][j] == p["distance_mm"] and lab["N"][j] == p["N"]
+            assert lab["wavelength_A"][j] == p["wavelength_A"] and lab["N"][j] == p["N"]
             assert lab["noise_seed"][j] == p["noise_seed"] and lab["mosaic_seed"][j] == p["mosaic_seed"]
             # the image is the Python API's render with the labels' values
             sim = nb.Simulator.from_args(list(spec.args) + ["-precision", "f32", "-backend", "cpu", "-threads", "1"])
-            img = sim.render(rotation=p["rotation"].tolist(), distance_mm=p["distance_mm"], N=p["N"],
+            img = sim.render(rotation=p["rotation"].tolist(), wavelength_A=p["wavelength_A"], N=p["N"],
                              fluence_ph_per_m2=p["fluence_ph_per_m2"], mosaic_seed=p["mosaic_seed"])
             assert np.array_equal(data[j], np.rint(img.astype(np.float64)).astype(np.int32))
             assert data[j].max() > 0
         assert f["/entry/dataset/spec"][()].decode() == spec.text
         assert f["/entry/definition"][()] == b"NXmx"
-        assert f["/entry/instrument/beam/incident_wavelength"][()] == pytest.approx(1.0)
+        # the varied λ: one per frame (the labels'), not the base's 1.0
+        assert list(f["/entry/instrument/beam/incident_wavelength"][()]) == list(lab["wavelength_A"][:])
+        assert "depends_on" not in f["/entry/sample"]  # stills
         o = f["/entry/instrument/detector/transformations/detector_origin"]
         # MOSFLM's default beam centre (9.6 + 0.2)/2 = 4.9 mm, plus half a pixel: the first
         # pixel's outer corner is at (5.0, 5.0, 80) mm in McStas
@@ -93,6 +95,8 @@ def test_images_labels_and_geometry(tmp_path):
             assert np.array_equal(d[i], dataset.read_image(spec, i))
         assert list(f["/entry/labels/index"][:]) == list(range(6))
         assert f["/entry/labels/rotation"].shape == (6, 3, 3)
+        lam = [dataset.image_params(spec, i)["wavelength_A"] for i in range(6)]
+        assert list(f["/entry/instrument/beam/incident_wavelength"][()]) == lam
 
 
 def test_pure_shards_any_workers_any_order_and_alone(tmp_path):
@@ -225,7 +229,7 @@ def test_npz_output(tmp_path):
         assert meta["first_image"] == 3 and meta["spec"] == spec.text
         sim = nb.Simulator.from_args(list(spec.args) + ["-precision", "f32", "-backend", "cpu", "-threads", "1"])
         p = dataset.image_params(spec, 3)
-        img = sim.render(rotation=p["rotation"].tolist(), distance_mm=p["distance_mm"], N=p["N"],
+        img = sim.render(rotation=p["rotation"].tolist(), wavelength_A=p["wavelength_A"], N=p["N"],
                          fluence_ph_per_m2=p["fluence_ph_per_m2"], mosaic_seed=p["mosaic_seed"])
         assert np.array_equal(z["images"][0], img)
     first = (tmp_path / "out/shard-00000.npz").read_bytes()
@@ -391,6 +395,6 @@ def test_list_of_models(tmp_path):
     for i, name in enumerate(("hem_p1.pdb", "4hhh_frag.pdb")):
         p = dataset.image_params(spec, i)
         sim = nb.Simulator.from_args(list(spec.args) + ["-pdb", str(models / name), "-precision", "f32", "-backend", "cpu", "-threads", "1"])
-        img = sim.render(rotation=p["rotation"].tolist(), distance_mm=p["distance_mm"], N=p["N"],
+        img = sim.render(rotation=p["rotation"].tolist(), wavelength_A=p["wavelength_A"], N=p["N"],
                          fluence_ph_per_m2=p["fluence_ph_per_m2"], mosaic_seed=p["mosaic_seed"])
         assert np.array_equal(imgs[i], np.rint(img.astype(np.float64)).astype(np.int32))

@@ -86,3 +86,28 @@ def test_dials_imports_shards_and_master(tmp_path, series):
         first = dataset.read_image(spec, 0).ravel()
         assert g["first"] == [int(x) for x in first[::37]]
         assert first.max() > 0
+
+
+def test_dials_reads_stills_of_a_series_and_per_frame_wavelengths(tmp_path):
+    """`dataset.still = true` writes a rotation series as stills (no scan); a varied λ is one
+    `incident_wavelength` per frame, which DIALS gives each still (shard and master)."""
+    if not shutil.which("dials.import"):
+        pytest.fail("dials.import is not installed (scripts/setup.sh test installs Debian's dials)")
+    text = SPEC.format(k=3).replace("seed = 5", "seed = 5\nstill = true")
+    text += "rotation = { start_deg = 10, width_deg = 0.25, count = 3 }\n"
+    text += 'wavelength_A = { dist = "uniform", low = 1.0, high = 1.4 }\n'
+    (tmp_path / "spec.toml").write_text(text)
+    spec = dataset.load_spec(str(tmp_path / "spec.toml"))
+    assert spec.still and spec.rotation is not None
+    dataset.run_local(spec, workers=1, progress=False)
+    dataset.finalize(spec)
+    out = tmp_path / "out"
+    lam = [dataset.image_params(spec, i)["wavelength_A"] for i in range(6)]
+    # one crystal (and λ) per rotation series: the master's six frames have two wavelengths
+    assert lam[:3] == [lam[0]] * 3 and lam[3:] == [lam[3]] * 3 and lam[0] != lam[3]
+    for name, want in (("shard-00001.h5", lam[3:]), ("master.h5", lam)):
+        log = dials(out, "dials.import", name, f"output.experiments={name}.expt")
+        assert f"num stills: {len(want)}" in log, log
+        got = read_back(out, f"{name}.expt")
+        assert all(g["scan"] is None for g in got)
+        assert [g["wavelength"] for g in got] == pytest.approx(want, rel=1e-12)

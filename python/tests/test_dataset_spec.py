@@ -17,6 +17,10 @@ args = "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -lambda 1 -distance 100 -
 """
 
 
+# varied detector geometry is for npz datasets only (test_nxmx_refuses_a_varied_detector)
+NPZ = BASE.replace("seed = 3", "seed = 3\nformat = \"npz\"")
+
+
 def spec(extra="", base=BASE):
     return parse_spec(base + extra)
 
@@ -63,6 +67,26 @@ def test_refused_naming_the_key(extra, key, words):
     refused(BASE + extra, key, *words)
 
 
+@pytest.mark.parametrize("key", ["distance_mm", "beam_center_mm", "twotheta_deg", "rotz_deg"])
+def test_nxmx_refuses_a_varied_detector(key):
+    """dxtbx reads one detector per NXmx file: a per-image detector geometry is npz only; a
+    per-image λ is written per frame (test_dataset_dials.py)."""
+    vary = f"[vary]\n{key} = {{ dist = 'uniform', low = 1, high = 2 }}\n"
+    refused(BASE + vary, f"vary.{key}", "first frame", "npz")
+    assert spec(vary, base=NPZ).varied_names == [key]
+    assert spec("[vary]\nwavelength_A = { dist = 'uniform', low = 1, high = 2 }\n").varied_names == ["wavelength_A"]
+
+
+def test_still_key():
+    assert spec().still
+    rot = "[vary]\nrotation = { start_deg = 0, width_deg = 1, count = 4 }\n"
+    b = BASE.replace("n_images = 12", "n_images = 8")
+    assert not spec(rot, base=b).still
+    assert spec(rot, base=b.replace("seed = 3", "seed = 3\nstill = true")).still
+    refused(BASE.replace("seed = 3", "seed = 3\nstill = false"), "dataset.still", "needs vary.rotation")
+    refused(BASE.replace("seed = 3", "seed = 3\nstill = 1"), "dataset.still", "true or false")
+
+
 def test_dataset_keys_and_bounds():
     refused("[dataset]\nn_images = 0\nseed = 1\n[base]\n", "dataset.n_images", "below")
     refused(BASE.replace("n_images = 12", "n_images = 100000000"), "dataset.n_images", "beyond the bound 10000000")
@@ -88,7 +112,7 @@ distance_mm = { dist = "uniform", low = 90, high = 110 }
 mosaic_spread_deg = { dist = "lognormal", mean = -2, sd = 0.3 }
 cell_A_deg = { dist = "normal", mean = [100, 100, 100, 90, 90, 90], sd = [1, 1, 1, 0, 0, 0] }
 N = { dist = "grid", values = [3, 5, 7] }
-""")
+""", base=NPZ)
     a = [dataset.image_params(s, i) for i in range(12)]
     b = [dataset.image_params(s, i) for i in reversed(range(12))][::-1]
     for x, y in zip(a, b):
@@ -122,7 +146,7 @@ def test_rotation_series_one_crystal_per_series():
 orientation = "uniform"
 rotation = { start_deg = 10, width_deg = 0.5, count = 4 }
 distance_mm = { dist = "uniform", low = 90, high = 110 }
-""", base=BASE.replace("n_images = 12", "n_images = 8").replace("shard_size = 5", "shard_size = 4"))
+""", base=NPZ.replace("n_images = 12", "n_images = 8").replace("shard_size = 5", "shard_size = 4"))
     p = [dataset.image_params(s, i) for i in range(8)]
     assert [x["phi_deg"] for x in p] == [10, 10.5, 11, 11.5] * 2
     assert all(np.array_equal(x["rotation"], p[0]["rotation"]) for x in p[:4])

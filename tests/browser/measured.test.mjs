@@ -7,7 +7,7 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, mkdtempSync } from 'node:fs';
+import { readFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open, waitRendered, ARTIFACTS, ROOT, setup } from './helpers.mjs';
@@ -141,6 +141,25 @@ test('the modes place the measured view beside, over, blinking and as the differ
   // errors name the file: an EIGER master without its data file
   await page.setInputFiles('.mbar .mfile', [join(dir, 'eiger_master.h5')]);
   await page.waitForFunction(() => /eiger_master\.h5: .*eiger_data_000001\.h5, which was not given/.test(document.getElementById('notice-text').textContent), null, { timeout: 30_000 });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a CrystFEL .geom dropped or opened becomes the simulation\'s -geom: its panels are rendered', { timeout: 240_000 }, async () => {
+  // one 100 × 100 plane cut in two panels at ss 40 (crate/tests/panels.rs checks the kernels on
+  // the same cut); the page must render the file's detector, 100 × 100 pixels of 0.1 mm
+  const geom = join(dir, 'two.geom');
+  writeFileSync(geom, 'photon_energy = 12398.419843320026 eV\nres = 10000\nclen = 0.1 m\n' +
+    'a/min_fs = 0\na/max_fs = 99\na/min_ss = 0\na/max_ss = 39\na/fs = -1.0x\na/ss = -1.0y\na/corner_x = 48.5\na/corner_y = 51.0\n' +
+    'b/min_fs = 0\nb/max_fs = 99\nb/min_ss = 40\nb/max_ss = 99\nb/fs = -1.0x\nb/ss = -1.0y\nb/corner_x = 48.5\nb/corner_y = 11.0\n');
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.setInputFiles('.mbar .mfile', [geom]);
+  await page.waitForFunction(() => window.nanobragg.lastRender().result?.width === 100 && window.nanobragg.lastRender().result?.height === 100 && !window.nanobragg.lastRender().preview, null, { timeout: 120_000 });
+  assert.match(page.url(), /geom=two\.geom/);
+  assert.match(await page.textContent('.mbar'), /two\.geom: the simulation uses its panels \(-geom\)/);
+  const px = await page.evaluate(() => window.nanobragg.lastRender().result.geometry.pixel);
+  assert.ok(Math.abs(px - 0.1) < 1e-9, `pixel ${px} mm`);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -9,6 +9,7 @@ test('measured files are told by content', () => {
   assert.equal(measuredKind(enc('{\nHEADER_BYTES=512;\nDIM=2;\n}')), 'smv');
   assert.equal(measuredKind(enc('###CBF: VERSION 1.5\ndata_x\n')), 'cbf');
   assert.equal(measuredKind(enc('{\n  "__id__": "ExperimentList",\n  "experiment": []\n}')), 'expt');
+  assert.equal(measuredKind(enc('; CrystFEL\nclen = 0.1\np0/min_fs = 0\np0/fs = x\n')), 'geom');
   assert.equal(measuredKind(enc('1 2 3 100\n')), null);
   assert.equal(masterOf(['x_data_000001.h5', 'x_master.h5']), 1);
   assert.equal(masterOf(['a.h5', 'b.h5']), 0);

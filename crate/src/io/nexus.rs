@@ -145,7 +145,40 @@ fn nx_error(what: impl std::fmt::Display) -> Error {
 /// A complete NXmx file: `images` are the frames (each `image_size.0 * image_size.1` counts,
 /// fast index first), frame k covering φ from `phi_start + k·osc` to `+ osc`.
 pub fn write_nxmx(g: &NxGeometry, images: &[&[i32]]) -> Result<Vec<u8>> {
+    write_nxmx_frames(g, images, &NxFrames::default())
+}
+
+/// What may differ between the frames of a file beyond [`NxGeometry`] (the dataset tool's
+/// stills and per-image λ). NXmx allows per-frame detector positions too, but dxtbx reads the
+/// detector of the first frame only, so a per-image distance or beam centre is not offered.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NxFrames {
+    /// Stills: `/entry/sample/depends_on` is not written, so dxtbx reads each frame as a still
+    /// (no scan), not as a rotation sweep (the φ arrays stay, for the record).
+    pub still: bool,
+    /// One wavelength (Å) per frame, written as `incident_wavelength` of shape (frames): dxtbx
+    /// gives frame k the beam of entry k. `None`: the geometry's one wavelength.
+    pub wavelengths: Option<Vec<f64>>,
+}
+
+/// [`write_nxmx`] with per-frame options ([`NxFrames`]).
+pub fn write_nxmx_frames(g: &NxGeometry, images: &[&[i32]], frames: &NxFrames) -> Result<Vec<u8>> {
     let (w, h) = g.image_size;
+    if let Some(l) = &frames.wavelengths {
+        if l.len() != images.len() {
+            return Err(nx_error(format_args!(
+                "{} wavelengths for {} frames",
+                l.len(),
+                images.len()
+            )));
+        }
+        if let Some(k) = l.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
+            return Err(nx_error(format_args!(
+                "the wavelength of frame {k} is {}, not a positive number",
+                l[k]
+            )));
+        }
+    }
     if images.is_empty() {
         return Err(nx_error("no image to write"));
     }
@@ -200,10 +233,18 @@ pub fn write_nxmx(g: &NxGeometry, images: &[&[i32]]) -> Result<Vec<u8>> {
 
     let mut beam = inst.create_group("beam");
     beam.set_attr("NX_class", text("NXbeam"));
-    beam.create_dataset("incident_wavelength")
-        .with_f64_data(&[g.wavelength])
-        .with_shape(&[])
-        .set_attr("units", text("angstrom"));
+    match &frames.wavelengths {
+        None => beam
+            .create_dataset("incident_wavelength")
+            .with_f64_data(&[g.wavelength])
+            .with_shape(&[])
+            .set_attr("units", text("angstrom")),
+        Some(l) => beam
+            .create_dataset("incident_wavelength")
+            .with_f64_data(l)
+            .with_shape(&[l.len() as u64])
+            .set_attr("units", text("angstrom")),
+    };
     inst.add_group(beam.finish());
 
     let mut det = inst.create_group("detector");
@@ -320,11 +361,13 @@ pub fn write_nxmx(g: &NxGeometry, images: &[&[i32]]) -> Result<Vec<u8>> {
     let mut sample = entry.create_group("sample");
     sample.set_attr("NX_class", text("NXsample"));
     scalar_str(&mut sample, "name", "simulated crystal")?;
-    scalar_str(
-        &mut sample,
-        "depends_on",
-        "/entry/sample/transformations/phi",
-    )?;
+    if !frames.still {
+        scalar_str(
+            &mut sample,
+            "depends_on",
+            "/entry/sample/transformations/phi",
+        )?;
+    }
     let mut st = sample.create_group("transformations");
     st.set_attr("NX_class", text("NXtransformations"));
     let (axis, _) = unit_or_x(apply(&r, g.spindle));
@@ -463,6 +506,40 @@ mod tests {
             .dataset("entry/instrument/beam/incident_wavelength")
             .unwrap();
         assert_eq!(wl.read_f64().unwrap(), vec![0.98]);
+    }
+
+    #[test]
+    fn stills_and_per_frame_wavelengths() {
+        let g = geometry();
+        let (a, b) = ([1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, 12]);
+        let frames = NxFrames {
+            still: true,
+            wavelengths: Some(vec![0.9, 1.1]),
+        };
+        let f = File::from_bytes(write_nxmx_frames(&g, &[&a, &b], &frames).unwrap()).unwrap();
+        assert!(f.dataset("entry/sample/depends_on").is_err());
+        let wl = f
+            .dataset("entry/instrument/beam/incident_wavelength")
+            .unwrap();
+        assert_eq!(wl.shape().unwrap(), vec![2]);
+        assert_eq!(wl.read_f64().unwrap(), vec![0.9, 1.1]);
+        // the default: a sweep, one wavelength
+        let f = File::from_bytes(write_nxmx(&g, &[&a, &b]).unwrap()).unwrap();
+        assert!(f.dataset("entry/sample/depends_on").is_ok());
+        let bad = |l: Vec<f64>| {
+            let frames = NxFrames {
+                still: false,
+                wavelengths: Some(l),
+            };
+            write_nxmx_frames(&g, &[&a, &b], &frames)
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(bad(vec![1.0]), "NeXus writer: 1 wavelengths for 2 frames");
+        assert_eq!(
+            bad(vec![1.0, f64::NAN]),
+            "NeXus writer: the wavelength of frame 1 is NaN, not a positive number"
+        );
     }
 
     #[test]

@@ -69,7 +69,7 @@ def finalize(spec: Spec, checksums: bool = True) -> str:
     meta = {"spec": spec.text, "n_images": spec.n_images, "n_shards": spec.n_shards, "master_seed": spec.seed}
     r = Renderer(spec)
     model = int(labels["model"][0]) if "model" in labels else None
-    data = master_bytes(r.simulator(model), shards, shape, labels, meta)
+    data = master_bytes(r.simulator(model), shards, shape, labels, meta, still=spec.still)
     p = os.path.join(spec.output, "master.h5")
     write_atomic(p, data)
     return p

@@ -6,8 +6,11 @@ what a dataset needs beside the images:
 * ``/entry/labels`` (NXcollection): one row per image: index, crystal, frame, seeds,
   orientation matrix, every varied parameter;
 * ``/entry/dataset`` (NXcollection): the description's text, the shard's index and images;
-* stills (no rotation series): ``/entry/sample/depends_on`` is removed, so dxtbx reads each
-  frame as a still rather than a zero-width sweep.
+
+Stills (``dataset.still``, the default without a rotation series) are written by the crate
+without ``/entry/sample/depends_on``, so dxtbx reads each frame as a still rather than a sweep;
+a varied λ (``vary.wavelength_A`` / ``vary.energy_eV``) is written as one
+``incident_wavelength`` per frame, which dxtbx reads frame by frame.
 
 The master file is the crate's file of one frame, its ``/entry/data/data`` replaced by a
 virtual dataset over the shards' frames (hdf5-pure writes no virtual datasets), its φ arrays by
@@ -95,13 +98,27 @@ def _frames(labels: Dict[str, np.ndarray], n: int):
     return 0.0, 0.0
 
 
+HC_EV_A = 12398.42
+"""hc in eV·Å, the crate's ``-energy`` conversion."""
+
+
+def wavelengths(labels: Dict[str, np.ndarray]) -> Optional[List[float]]:
+    """One λ (Å) per image where the labels vary it, else None."""
+    if "wavelength_A" in labels:
+        return [float(x) for x in labels["wavelength_A"]]
+    if "energy_eV" in labels:
+        return [HC_EV_A / float(x) for x in labels["energy_eV"]]
+    return None
+
+
 def shard_bytes(sim, images: np.ndarray, labels: Dict[str, np.ndarray], meta: Dict[str, object],
-                reflections: Optional[Dict[str, np.ndarray]] = None) -> bytes:
-    """One shard: ``images`` (n, slow, fast) int32 counts, through the crate's writer;
-    ``reflections`` (``dataset.predict``): columns of every image's predicted reflections in
-    ``/entry/reflections`` (``image`` is the image index)."""
+                reflections: Optional[Dict[str, np.ndarray]] = None, still: bool = True) -> bytes:
+    """One shard: ``images`` (n, slow, fast) int32 counts, through the crate's writer (``still``:
+    no rotation scan); ``reflections`` (``dataset.predict``): columns of every image's predicted
+    reflections in ``/entry/reflections`` (``image`` is the image index)."""
     phi0, osc = _frames(labels, len(images))
-    crate = sim._s.nxmx(np.ascontiguousarray(images, np.int32), phi0, osc, SATURATION)
+    crate = sim._s.nxmx(np.ascontiguousarray(images, np.int32), phi0, osc, SATURATION, still=still,
+                        wavelengths=wavelengths(labels))
 
     def add(f):
         lab = _group(f["/entry"], "labels", "NXcollection")
@@ -112,13 +129,12 @@ def shard_bytes(sim, images: np.ndarray, labels: Dict[str, np.ndarray], meta: Di
             rf = _group(f["/entry"], "reflections", "NXcollection")
             for k, v in reflections.items():
                 _ds(rf, k, v)
-        if "phi_deg" not in labels:
-            del f["/entry/sample/depends_on"]
 
     return _edit(crate, add)
 
 
-def master_bytes(sim, shards: List[dict], shape, labels: Dict[str, np.ndarray], meta: Dict[str, object]) -> bytes:
+def master_bytes(sim, shards: List[dict], shape, labels: Dict[str, np.ndarray], meta: Dict[str, object],
+                 still: bool = True) -> bytes:
     """The master file: the crate's tree, ``/entry/data/data`` and every labels column virtual
     datasets over the shards (``shards``: ``file`` relative to the master, ``start``, ``stop``)."""
     import h5py
@@ -126,7 +142,8 @@ def master_bytes(sim, shards: List[dict], shape, labels: Dict[str, np.ndarray], 
     n = shards[-1]["stop"]
     h, w = shape
     phi0, osc = _frames(labels, n)
-    crate = sim._s.nxmx(np.zeros((1, h, w), np.int32), phi0, osc, SATURATION)
+    crate = sim._s.nxmx(np.zeros((1, h, w), np.int32), phi0, osc, SATURATION, still=still)
+    lam = wavelengths(labels)
 
     def edit(f):
         del f["/entry/data/data"]
@@ -141,8 +158,13 @@ def master_bytes(sim, shards: List[dict], shape, labels: Dict[str, np.ndarray], 
             d = _ds(st, name, values.astype(np.float64))
             for k, v in attrs.items():
                 d.attrs[k] = v
-        if "phi_deg" not in labels:
-            del f["/entry/sample/depends_on"]
+        if lam is not None:
+            b = f["/entry/instrument/beam"]
+            attrs = dict(b["incident_wavelength"].attrs)
+            del b["incident_wavelength"]
+            d = _ds(b, "incident_wavelength", np.asarray(lam, np.float64))
+            for k, v in attrs.items():
+                d.attrs[k] = v
         lab = _group(f["/entry"], "labels", "NXcollection")
         for k, v in labels.items():
             lay = h5py.VirtualLayout(shape=v.shape, dtype=v.dtype)

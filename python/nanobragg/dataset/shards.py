@@ -180,7 +180,8 @@ def shard_file_bytes(spec: Spec, shard: int, renderer: Optional[Renderer] = None
         return npz_bytes(images, labels, meta, refl)
     from .nexus import shard_bytes
 
-    return shard_bytes(r.simulator(None if "model" not in labels else int(labels["model"][0])), images, labels, meta, refl)
+    return shard_bytes(r.simulator(None if "model" not in labels else int(labels["model"][0])), images, labels, meta, refl,
+                       still=spec.still)
 
 
 def write_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None, progress=None, force: bool = False) -> Optional[dict]:

@@ -12,6 +12,7 @@ See ``docs/datasets.md`` for the format; in short::
     scale = 1.0               # nxmx only: counts = round(photons * scale), stored as int32
     output = "out"            # the dataset's folder (relative to the spec file)
     predict = false           # also store each image's predicted reflections (shards only)
+    still = true              # nxmx: frames as stills (default unless vary.rotation: sweeps)
 
     [base]                    # the experiment: upstream flag words and/or the typed configuration
     args = "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -lambda 1 -distance 100 -detpixels 128"
@@ -25,7 +26,7 @@ See ``docs/datasets.md`` for the format; in short::
     [vary]                    # what changes from image to image
     orientation = "uniform"   # uniform on SO(3) (or "fixed")
     rotation = { start_deg = 0, width_deg = 0.5, count = 90 }   # rotation series of `count` frames
-    distance_mm = { dist = "uniform", low = 90, high = 110 }
+    wavelength_A = { dist = "uniform", low = 0.97, high = 1.03 }   # nxmx: one λ per frame
     cell_A_deg = { dist = "normal", mean = [78, 78, 38, 90, 90, 90], sd = [0.5, 0.5, 0.3, 0, 0, 0] }
     N = { dist = "grid", values = [5, 10, 20] }
     model = { dist = "choice", values = ["a.pdb", "b.cif"] }
@@ -61,6 +62,8 @@ MAX_SHARD_BYTES = 16 * 2**30
 """The largest uncompressed shard (16 GiB): a worker holds one shard's images in memory."""
 
 FORMATS = ("nxmx", "npz")
+DETECTOR_GEOMETRY = ("distance_mm", "beam_center_mm", "twotheta_deg", "rotx_deg", "roty_deg", "rotz_deg")
+"""Varied parameters that move the detector: npz only (NXmx readers take one detector per file)."""
 DISTS = ("uniform", "normal", "lognormal", "choice", "grid")
 
 _FIELDS = {f.name: (cls.__name__, f) for cls in (Crystal, Beam, Detector) for f in dataclasses.fields(cls)}
@@ -154,6 +157,8 @@ class Spec:
     background: Optional[str]
     noise: Optional[str]
     predict: bool = False
+    still: bool = True
+    """NXmx frames written as stills (no rotation scan); false: each rotation series a sweep."""
     text: str = field(repr=False, default="")
     """The description's text (stored in every shard and the manifest)."""
 
@@ -190,7 +195,7 @@ def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None)
     v = _Validator(path)
     v.keys(doc, "", {"dataset", "base", "vary", "chain"})
     ds = v.table(doc, "dataset", required=True)
-    v.keys(ds, "dataset", {"n_images", "shard_size", "seed", "format", "scale", "output", "predict"})
+    v.keys(ds, "dataset", {"n_images", "shard_size", "seed", "format", "scale", "output", "predict", "still"})
     n_images = v.integer(ds, "dataset.n_images", required=True, low=1, high=MAX_IMAGES)
     shard_size = v.integer(ds, "dataset.shard_size", default=min(n_images, 100), low=1, high=n_images)
     seed = v.integer(ds, "dataset.seed", required=True, low=0, high=2**63 - 1)
@@ -253,6 +258,12 @@ def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None)
     if rotation is not None and any(x.name == "phi_deg" for x in variations):
         raise SpecError(path, "vary.phi_deg", "cannot vary together with vary.rotation (which sets φ)")
 
+    still = ds.get("still", rotation is None)
+    if not isinstance(still, bool):
+        raise SpecError(path, "dataset.still", f"expected true or false, got {still!r}")
+    if not still and rotation is None:
+        raise SpecError(path, "dataset.still", "false (a rotation sweep) needs vary.rotation")
+
     chain = v.table(doc, "chain")
     v.keys(chain, "chain", {"background", "noise"})
     background = v.text(chain, "chain.background", default=None)
@@ -262,11 +273,18 @@ def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None)
         if geo:
             raise SpecError(path, "chain.background", f"one background serves the whole dataset: it cannot be combined with a varied geometry (vary.{geo[0]})")
 
+    if fmt == "nxmx":
+        geo = [x.name for x in variations if x.name in DETECTOR_GEOMETRY]
+        if geo:
+            raise SpecError(path, f"vary.{geo[0]}", "a per-image detector geometry cannot be written to NXmx shards "
+                            "(dxtbx reads the detector of the first frame only): keep it fixed, or use "
+                            "dataset.format = \"npz\"")
+
     spec = Spec(path=path, n_images=n_images, shard_size=shard_size, seed=seed, format=fmt, scale=scale,
                 output=out, args=args, crystal=parts["crystal"], beam=parts["beam"],
                 detector=parts["detector"], precision=precision, backend=backend, threads=threads,
                 orientation=orientation, rotation=rotation, variations=tuple(variations), background=background,
-                noise=noise, predict=predict, text=text)
+                noise=noise, predict=predict, still=still, text=text)
     _check_base(spec)
     return spec
 

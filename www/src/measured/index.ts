@@ -85,7 +85,7 @@ export class MeasuredCompare {
     bar.setAttribute('aria-label', 'Measured image');
     bar.innerHTML =
       `<button type="button" class="mopen" title="Open a measured image: SMV, miniCBF, or an EIGER NeXus master with its data files (select them together); a DIALS .expt with it sets the crystal">Open measured image…</button>` +
-      `<input type="file" class="mfile" multiple hidden accept=".img,.smv,.cbf,.h5,.hdf5,.nxs,.expt,.json">` +
+      `<input type="file" class="mfile" multiple hidden accept=".img,.smv,.cbf,.h5,.hdf5,.nxs,.expt,.json,.geom">` +
       `<span class="mname mopen-only"></span>` +
       `<label class="mopen-only">Show <select class="mmode">${MODES.map(([v, l]) => `<option value="${v}">${l}</option>`).join('')}</select></label>` +
       `<label class="mopen-only mblend-l" title="Blend: all measured at the left, all simulated at the right">measured <input class="mblend" type="range" min="0" max="1" step="0.01" value="0.5" aria-label="Blend: measured to simulated"> simulated</label>` +
@@ -177,7 +177,8 @@ export class MeasuredCompare {
     return t;
   }
 
-  /** Files dropped on the page or chosen: true if they were measured images (or a `.expt`). */
+  /** Files dropped on the page or chosen: true if they were measured images (or a `.expt` or a
+   * CrystFEL `.geom`, which become the simulation's `-expt` / `-geom`). */
   async openFiles(files: File[], chosen = false): Promise<boolean> {
     const t0 = performance.now();
     const read = await Promise.all(files.map(async (f) => ({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) })));
@@ -185,7 +186,13 @@ export class MeasuredCompare {
     // SMV dropped on the page stays the simulation's header (-img); chosen here, it is measured
     const images = read.filter((_, i) => kinds[i] === 'hdf5' || kinds[i] === 'cbf' || (chosen && kinds[i] === 'smv'));
     const expt = read.find((_, i) => kinds[i] === 'expt');
-    if (!images.length && !expt) return false;
+    const geom = read.find((_, i) => kinds[i] === 'geom');
+    if (!images.length && !expt && !geom) return false;
+    if (geom) {
+      this.d.store.addFile(geom.name, geom.bytes);
+      this.d.store.setField('geom', geom.name);
+      this.note(`${geom.name}: the simulation uses its panels (-geom)`);
+    }
     if (expt) {
       this.d.store.addFile(expt.name, expt.bytes);
       this.d.store.setField('expt', expt.name);

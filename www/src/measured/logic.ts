@@ -2,17 +2,19 @@
 // dropped file is, the form fields a file's geometry sets, and the difference image.
 import { PARAMS, type ModelState } from '../params';
 
-export type MeasuredKind = 'smv' | 'cbf' | 'hdf5' | 'expt' | null;
+export type MeasuredKind = 'smv' | 'cbf' | 'hdf5' | 'expt' | 'geom' | null;
 
 const HDF5 = [0x89, 0x48, 0x44, 0x46, 0x0d, 0x0a, 0x1a, 0x0a];
 
-/** What a file is, by content: an SMV image, a miniCBF, an HDF5 file, a DIALS experiment list. */
+/** What a file is, by content: an SMV image, a miniCBF, an HDF5 file, a DIALS experiment list,
+ * a CrystFEL geometry file (a panel's `name/fs`, `/ss`, `/corner_x` … line). */
 export function measuredKind(bytes: Uint8Array): MeasuredKind {
   if (HDF5.every((b, i) => bytes[i] === b)) return 'hdf5';
   const head = new TextDecoder('latin1').decode(bytes.subarray(0, Math.min(bytes.length, 4096)));
   if (/^\{\s*\n?\s*HEADER_BYTES\s*=/.test(head)) return 'smv';
   if (head.startsWith('###CBF') || /_array_data\.data|x-CBF_BYTE_OFFSET/i.test(head)) return 'cbf';
   if (/^\s*\{/.test(head) && /"__id__"\s*:\s*"ExperimentList"/.test(head)) return 'expt';
+  if (/^[ \t]*[A-Za-z0-9_]+\/(fs|ss|corner_x|corner_y|min_fs|max_fs|min_ss|max_ss)[ \t]*=/m.test(head)) return 'geom';
   return null;
 }
 
