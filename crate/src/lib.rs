@@ -25,6 +25,7 @@ pub mod plan;
 pub mod predict;
 pub mod presets;
 pub mod realistic;
+pub mod refine;
 pub mod resolve;
 pub mod rng;
 #[cfg(not(target_arch = "wasm32"))]

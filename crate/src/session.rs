@@ -250,6 +250,20 @@ impl Session {
         api::vjp_at(&prep, &self.files, params, offsets, weights, cancel)
     }
 
+    /// Fits `options.params` to `target` (photons per pixel, fast-major) at the setup with
+    /// `extra` words (`api::fit`).
+    pub fn fit(
+        &self,
+        extra: &[String],
+        target: &[f64],
+        options: &api::FitOptions,
+        progress: &mut dyn FnMut(&api::FitStep),
+        cancel: &AtomicBool,
+    ) -> Result<api::Fit> {
+        let prep = self.prepare_with(extra)?;
+        api::fit(&prep, &self.files, target, options, progress, cancel)
+    }
+
     /// The GPU adapter, once the renderer opened one.
     pub fn gpu_adapter(&self) -> Option<String> {
         self.renderer.gpu_adapter()

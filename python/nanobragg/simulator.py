@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _nanobragg
 from .config import Beam, Crystal, Detector, _port_words, field_of_flag, override_words
-from .errors import Error
+from .errors import Error, UsageError
 
 __all__ = ["Simulator", "GRADIENT_PARAMETERS"]
 
@@ -176,6 +176,55 @@ class Simulator:
             return self._s.vjp(extra, _gradient_names(gradients), w, [])[1]
         except Error as e:
             raise _name_field(e) from None
+
+    def fit(
+        self,
+        target: np.ndarray,
+        params: Sequence[str],
+        *,
+        start: Optional[Mapping[str, float]] = None,
+        loss: str = "huber",
+        loss_scale: float = 3.0,
+        max_iterations: int = 100,
+        cycles: int = 3,
+        spot_radius: int = 2,
+        spot_threshold: float = 0.01,
+        tolerance: float = 1e-8,
+        **overrides: Any,
+    ) -> dict:
+        """Fits ``params`` (names of :data:`GRADIENT_PARAMETERS`: ``rot_x``, ``cell_a``,
+        ``distance``, ``beam_x``, ``scale``, ...) to ``target`` (photons per pixel, (slow,
+        fast)) by robust least squares on the pixels around the spots (Levenberg–Marquardt on
+        the derivative engine's Jacobian; the crate's ``refine``, ARCHITECTURE.md). ``loss``:
+        ``"huber"``, ``"cauchy"`` (scale ``loss_scale``, in σ of the Poisson noise) or
+        ``"squared"``; ``start``: offsets to start from.
+
+        Returns a dict: ``values`` ({name: fitted offset from the simulator's value, in the
+        parameter's unit: rad for rotations, Å for cell edges, mm for distance and beam
+        centre, relative for scale}), ``history`` (cost per selected pixel at the start and
+        after each accepted step), ``iterations``, ``cycles``, ``converged``, ``pixels`` (the
+        last selection's size) and ``image`` (the model at the fit, float64)."""
+        extra = self._extra(overrides)
+        names = _gradient_names(params)
+        t = np.ascontiguousarray(target, dtype=np.float64)
+        if t.ndim != 2:
+            raise UsageError(f"fit: target must be a (slow, fast) array, got {t.ndim} dimension(s)")
+        st = [(str(k), float(v)) for k, v in (start or {}).items()]
+        try:
+            values, history, iterations, cycles_run, converged, pixels, image = self._s.fit(
+                extra, names, t, st, loss, float(loss_scale), int(max_iterations), int(cycles),
+                int(spot_radius), float(spot_threshold), float(tolerance))
+        except Error as e:
+            raise _name_field(e) from None
+        return {
+            "values": {n: float(v) for n, v in zip(names, values)},
+            "history": list(history),
+            "iterations": iterations,
+            "cycles": cycles_run,
+            "converged": converged,
+            "pixels": pixels,
+            "image": image,
+        }
 
     def _at(self, names: Sequence[str], offsets: Sequence[float], weights: Optional[np.ndarray] = None):
         """The PyTorch bridge's forward (image at the offsets) and backward (VJP there)."""

@@ -97,6 +97,18 @@ fn params_and_offsets(
     Ok((params, offs))
 }
 
+/// What `Session.fit` returns: offsets, cost history, iterations, cycles, converged, pixels,
+/// the model image at the fit.
+type FitOut<'py> = (
+    Bound<'py, numpy::PyArray1<f64>>,
+    Vec<f64>,
+    usize,
+    usize,
+    bool,
+    usize,
+    Bound<'py, PyArray2<f64>>,
+);
+
 /// a, b, c (Å), α, β, γ (degrees).
 type Cell = (f64, f64, f64, f64, f64, f64);
 
@@ -320,6 +332,65 @@ impl PySession {
         Ok((
             img.into_pyarray(py).reshape([self.spixels, self.fpixels])?,
             g.into_pyarray(py),
+        ))
+    }
+
+    /// Fits the parameters `names` to `target` ((slow, fast) float64) at the setup with `extra`
+    /// words (the crate's `api::fit`); returns (offsets (P,) float64, cost history, iterations,
+    /// cycles, converged, selected pixels, model image at the fit (slow, fast) float64).
+    #[pyo3(signature = (extra, names, target, start=Vec::new(), loss="huber".to_string(), loss_scale=3.0, max_iterations=100, cycles=3, spot_radius=2, spot_threshold=0.01, tolerance=1e-8))]
+    fn fit<'py>(
+        &self,
+        py: Python<'py>,
+        extra: Vec<String>,
+        names: Vec<String>,
+        target: PyReadonlyArray2<'py, f64>,
+        start: Vec<(String, f64)>,
+        loss: String,
+        loss_scale: f64,
+        max_iterations: usize,
+        cycles: usize,
+        spot_radius: usize,
+        spot_threshold: f64,
+        tolerance: f64,
+    ) -> PyResult<FitOut<'py>> {
+        let params = api::parse_params(&names.join(","), "params").map_err(|e| to_py(py, e))?;
+        let start = start
+            .iter()
+            .map(|(n, v)| Ok((api::Param::parse(n, "start").map_err(|e| to_py(py, e))?, *v)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let (h, w) = (target.shape()[0], target.shape()[1]);
+        if (h, w) != (self.spixels, self.fpixels) {
+            return Err(to_py(
+                py,
+                NbError::usage(format!(
+                    "target: expected a ({}, {}) array (slow, fast), got ({h}, {w})",
+                    self.spixels, self.fpixels
+                )),
+            ));
+        }
+        let mut o = api::FitOptions::new(&params);
+        o.start = start;
+        o.loss = api::Loss::parse(&loss, loss_scale).map_err(|e| to_py(py, e))?;
+        o.max_iterations = max_iterations;
+        o.cycles = cycles;
+        o.spot_radius = spot_radius;
+        o.spot_threshold = spot_threshold;
+        o.tolerance = tolerance;
+        let t: Vec<f64> = target.as_array().iter().copied().collect();
+        let f = interruptible(py, |cancel| {
+            self.lock().fit(&extra, &t, &o, &mut |_| {}, cancel)
+        })?;
+        Ok((
+            f.values.into_pyarray(py),
+            f.history,
+            f.iterations,
+            f.cycles,
+            f.converged,
+            f.pixels,
+            f.image
+                .into_pyarray(py)
+                .reshape([self.spixels, self.fpixels])?,
         ))
     }
 

@@ -5,6 +5,7 @@ use super::Prepared;
 use crate::cpu;
 use crate::error::Result;
 use crate::files::FileSource;
+pub use crate::refine::{Fit, FitOptions, FitStep, Loss};
 pub use crate::resolve::tangent::Offset;
 pub use crate::tangent::Param;
 use std::sync::atomic::AtomicBool;
@@ -117,4 +118,19 @@ pub fn moved_plan(
 pub fn render_f64(plan: &crate::plan::Plan, cancel: &AtomicBool) -> Result<Vec<f64>> {
     let t = crate::tangent::PlanTangent::default();
     Ok(cpu::tangent::render(plan, &t, &|_| {}, cancel)?.image)
+}
+
+/// Fits `options.params` of the set-up to `target` (photons per pixel, fast-major) by robust
+/// least squares on the pixels around the spots (Levenberg–Marquardt on the tangent kernel's
+/// Jacobian; `refine`): the fitted offsets from the set-up's values, the cost history and the
+/// iterations. `progress` sees every accepted step.
+pub fn fit(
+    prep: &Prepared,
+    files: &dyn FileSource,
+    target: &[f64],
+    options: &FitOptions,
+    progress: &mut dyn FnMut(&FitStep),
+    cancel: &AtomicBool,
+) -> Result<Fit> {
+    crate::refine::fit(&prep.setup, files, target, options, progress, cancel)
 }
