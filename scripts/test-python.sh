@@ -15,15 +15,18 @@ if [ ! -x "$VENV/bin/maturin" ] || ! "$VENV/bin/python" -c 'import pytest, numpy
   || ! target/pyvenv-torch/bin/python -c 'import pytest, torch' 2>/dev/null; then
   bash scripts/setup.sh python
 fi
+# the tests compare with the CLI programs (nanobragg, nonbragg, noisify): built with the workspace's
+# features as `cargo test --workspace --all-features` builds them (scripts/test-rust.sh), so after it
+# this is a no-op and the Python tests compare with the very binaries the Rust tests ran; before the
+# wheel, whose build would otherwise make cargo rebuild the library here
+step "cargo build --release (the CLI programs the Python tests compare with)" \
+  cargo build --workspace --release --all-features --bins
 rm -rf target/wheels
 step "maturin build --release (python/: the wheel)" \
   "$VENV/bin/maturin" build --release --manifest-path python/Cargo.toml --out target/wheels \
   --interpreter "$VENV/bin/python" --quiet
 step "pip install the wheel into target/pyvenv" \
   "$VENV/bin/pip" install --quiet --force-reinstall --no-deps target/wheels/nanobragg-*.whl
-# the tests compare with the CLI programs (nanobragg, nonbragg, noisify)
-step "cargo build --release (the CLI programs the Python tests compare with)" \
-  cargo build --release -p nanobragg --bins
 # run from outside python/ so that `import nanobragg` is the installed wheel, not the source
 step "pytest (python/tests/: the installed package)" \
   env NANOBRAGG_CLI="$PWD/target/release/nanobragg" "$VENV/bin/python" -m pytest python/tests \
