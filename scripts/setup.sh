@@ -29,6 +29,8 @@ fi
 # CUDA), for Debian's /usr/bin/python3
 if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
   /usr/bin/python3 -c 'import torch' 2>/dev/null || need_apt+=(python3-torch)
+  # its venv (target/pyvenv-torch) is made by Debian's python3, whose venv module is a package
+  /usr/bin/python3 -c 'import ensurepip, venv' 2>/dev/null || need_apt+=(python3-venv)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== apt-get install ${need_apt[*]}"
