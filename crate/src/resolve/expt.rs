@@ -3,7 +3,7 @@
 //! width (unless `-phi`/`-osc` are given) and the crystal as a MOSFLM matrix. See `io::expt` for
 //! the frames and what replaces which flags.
 
-use crate::args::{Convention, Options, Pivot, RTD};
+use crate::args::{Options, RTD};
 use crate::error::{Error, Result};
 use crate::io::expt::{to_nanobragg, Expt};
 
@@ -37,32 +37,18 @@ pub fn apply(o: &Options, e: &Expt, name: &str) -> Result<(Options, Option<[[f64
     }
     let n = cross(f, s);
     let pix0 = to_nanobragg(e.origin).map(|x| x * 1e-3);
-    o.convention = Convention::Custom;
-    o.pivot = Pivot::Sample;
-    o.fdet_vector = Some(f);
-    o.sdet_vector = Some(s);
-    o.odet_vector = Some(n);
+    super::panels::custom_plane(
+        &mut o,
+        [f, s, n],
+        pix0,
+        e.pixel * 1e-3,
+        [e.image_size.0, e.image_size.1],
+    );
     o.beam_vector = Some(to_nanobragg(e.beam_to_source).map(|x| -x));
     if let Some(a) = e.axis {
         o.spindle_axis = Some(to_nanobragg(a));
     }
     o.lambda = Some(e.wavelength * 1e-10);
-    o.pixel = Some(e.pixel * 1e-3);
-    o.fpixels = Some(e.image_size.0 as i64);
-    o.spixels = Some(e.image_size.1 as i64);
-    o.detsize_f = None;
-    o.detsize_s = None;
-    let (fclose, sclose, close) = (-dot(pix0, f), -dot(pix0, s), dot(pix0, n));
-    o.xclose = Some(fclose);
-    o.yclose = Some(sclose);
-    o.xbeam = Some(fclose);
-    o.ybeam = Some(sclose);
-    o.close_distance = Some(close);
-    o.distance = None;
-    o.orgx = None;
-    o.orgy = None;
-    (o.twotheta, o.rotx, o.roty, o.rotz) = (0.0, 0.0, 0.0, 0.0);
-    o.twotheta_axis = None;
     if let Some((start, width)) = e.scan {
         if o.phi0.is_none() {
             o.phi0 = Some(start / RTD);

@@ -136,15 +136,29 @@ pub fn place_options(o: &mut Options, specs: &[PanelSpec]) {
     let n = cross(f, s);
     let (fp, sp) = image_extent(specs);
     let pix0 = Panel::reference(first.origin, f, s, first.pixel, first.data_origin);
+    custom_plane(o, [f, s, n], pix0, first.pixel, [fp, sp]);
+    if o.beam_vector.is_none() {
+        o.beam_vector = Some([1.0, 0.0, 0.0]);
+    }
+}
+
+/// A CUSTOM, SAMPLE-pivot detector with unit axes `[f, s, n]`, first-pixel corner `pix0` (m),
+/// pitch `pixel` (m) and `[fast, slow]` pixels: the flags every other placement sets are cleared
+/// (sizes, distance, ORGX/ORGY, rotations, two-theta) and the beam centre is where `pix0` puts it
+/// (`-expt` with one panel, and the whole-detector frame of several panels).
+pub fn custom_plane(
+    o: &mut Options,
+    [f, s, n]: [V3; 3],
+    pix0: V3,
+    pixel: f64,
+    [fp, sp]: [usize; 2],
+) {
     o.convention = Convention::Custom;
     o.pivot = Pivot::Sample;
     o.fdet_vector = Some(f);
     o.sdet_vector = Some(s);
     o.odet_vector = Some(n);
-    if o.beam_vector.is_none() {
-        o.beam_vector = Some([1.0, 0.0, 0.0]);
-    }
-    o.pixel = Some(first.pixel);
+    o.pixel = Some(pixel);
     o.fpixels = Some(fp as i64);
     o.spixels = Some(sp as i64);
     o.detsize_f = None;
