@@ -325,3 +325,50 @@ fn cli_follows_the_backend() {
     }
     assert_eq!(common::read_f32(&dir.join("ours_float.bin")), g.image);
 }
+
+/// Pixels under the exact-Bragg rule (a symmetric set-up: a 300 Å cube, N = 50) take their
+/// value and tangents from the f64 tangent kernel, as images take theirs from the f64 kernel.
+#[test]
+fn exact_bragg_pixels_from_the_f64_kernel() {
+    let case = "precision_cubic300_N50";
+    let params = [RotX, NCells];
+    let prep = prepare(case, "");
+    let (moved, t) =
+        nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &params, &[])
+            .unwrap();
+    let (d, q) = gpu_support::device();
+    let mut r = pollster::block_on(GpuRenderer::new_with_device(d, q)).unwrap();
+    r.render_tangents_blocking(&moved.plan, &t).unwrap();
+    let flagged = r.exact_fixup().pixels.clone();
+    assert!(!flagged.is_empty(), "{case}: no exact-Bragg pixel flagged");
+    let cancel = AtomicBool::new(false);
+    let g = with_renderer(|r| {
+        r.render_gradients(
+            &prep,
+            &DiskFiles,
+            &params,
+            &[],
+            Backend::Gpu,
+            Precision::F32,
+            &|_| {},
+            &cancel,
+        )
+    })
+    .unwrap()
+    .gradients;
+    let cpu = api::render_gradients(&prep, &DiskFiles, &params, &|_| {}, &cancel).unwrap();
+    for &i in &flagged {
+        assert_eq!(
+            g.image[i].to_bits(),
+            cpu.image[i].to_bits(),
+            "{case} pixel {i}"
+        );
+        for j in 0..params.len() {
+            assert_eq!(g.tangent(j)[i], cpu.tangent(j)[i], "{case} pixel {i}");
+        }
+    }
+    println!(
+        "{case}: {} pixels from the f64 tangent kernel",
+        flagged.len()
+    );
+}
