@@ -431,8 +431,9 @@ fn run_inner(words: &[String]) -> Result<()> {
         render(&prep, o.threads)?.image
     } else {
         // on the engine of the backend policy: the CPU's tangent kernel (its image is the f64
-        // kernel's; in f32 mode the image is rendered as usual and the derivatives beside it),
-        // or the GPU's (the image and f32 derivatives in one pass)
+        // kernel's; with -precision f32 the derivatives come from the f32 tangent kernel and the
+        // image is rendered as usual beside them), or the GPU's (the image and f32 derivatives
+        // in one pass)
         let r = api::Renderer::new(o.threads).render_gradients(
             &prep,
             &DiskFiles,
