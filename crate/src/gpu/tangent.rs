@@ -7,9 +7,10 @@
 //!   orientation table or a wavelength, as the tangents of the (source, orientation) term
 //!   records appended to the terms buffer (`layout::pack_tangent`).
 //! * The output is one buffer of `1 + P` planes (the image, then the tangents, parameter-major),
-//!   read back whole. When the planes of all parameters exceed the device's largest storage
-//!   binding (or [`MAX_TAN_PARAMS`]), the parameters are split into passes, each rendering the
-//!   image again (the first pass's image is kept).
+//!   read back whole. When the planes of all parameters (or their term tangents beside the
+//!   terms) exceed the device's largest storage binding, or there are more than
+//!   [`MAX_TAN_PARAMS`], the parameters are split into passes, each rendering the image again
+//!   (the first pass's image is kept).
 //! * Pixels under the exact-Bragg rule are reported ([`GpuRenderer::exact_fixup`]) for the
 //!   caller to render with the f64 tangent kernel, as for images.
 //!
@@ -43,15 +44,24 @@ pub struct GpuTangents {
 
 impl GpuRenderer {
     /// Parameters per pass for `plan` on this device: what the largest storage binding holds
-    /// as planes besides the image, at most [`MAX_TAN_PARAMS`]; 0 when not even one tangent
-    /// plane fits.
+    /// as planes besides the image, and as blocks of term tangents besides the terms (every
+    /// parameter counted as moving the terms), at most [`MAX_TAN_PARAMS`]; 0 when not even one
+    /// fits.
     pub fn tangent_params_per_pass(&self, plan: &Plan) -> usize {
         let limits = self.device().limits();
         let max = limits
             .max_storage_buffer_binding_size
             .min(limits.max_buffer_size);
         let plane = (plan.pixel_count().max(1) * size_of::<f32>()) as u64;
+        let tables = if layout::first_sequence_pixel(plan) != NO_PIXEL {
+            2
+        } else {
+            1
+        };
+        let block = (plan.sources.len() * plan.orientations.len() * tables).max(1) as u64
+            * size_of::<layout::GpuTerm>() as u64;
         ((max / plane) as usize)
+            .min((max / block) as usize)
             .saturating_sub(1)
             .min(MAX_TAN_PARAMS)
             .min(self.tan_per_pass.unwrap_or(MAX_TAN_PARAMS))
@@ -80,8 +90,8 @@ impl GpuRenderer {
         let per = self.tangent_params_per_pass(plan);
         if per == 0 && np > 0 {
             return Err(Error::gpu(format!(
-                "a {}x{} image and one tangent image exceed this GPU's storage-buffer limit; \
-                 use the CPU backend",
+                "a {}x{} image and one tangent image (or the terms and their tangents) exceed \
+                 this GPU's storage-buffer limit; use the CPU backend",
                 plan.fpixels, plan.spixels
             )));
         }
