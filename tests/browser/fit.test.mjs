@@ -13,10 +13,10 @@ import { importTs } from '../unit/helpers.mjs';
 const env = setup({ webgpu: false });
 const R = await importTs('www/src/recip/rotate.ts');
 
-/** A still of a small orthorhombic crystal on a 128² detector: spots a few pixels wide. */
+/** The teaching crystal made orthorhombic (100 × 110 × 120 Å at 6.2 Å) on a 128² detector. */
 const MISSET = [10, 20, 30];
-const CELL = [60, 70, 80];
-const BASE = `?cell=${CELL.join('+')}+90+90+90&lambda=1.5&N=5&default_F=100&distance=100&detpixels=128&pixel=0.4&misset=${MISSET.join('+')}&shape=gauss&oversample=1&backend=cpu&precision=f64`;
+const CELL = [100, 110, 120];
+const BASE = `?cell=${CELL.join('+')}+90+90+90&lambda=6.2&N=10&default_F=100&distance=100&detpixels=128&pixel=0.8&misset=${MISSET.join('+')}&shape=gauss&oversample=1&backend=cpu&precision=f64`;
 
 /** The angle (degrees) of the rotation between two misset triples. */
 function angleBetween(a, b) {

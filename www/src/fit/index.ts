@@ -171,8 +171,9 @@ export class FitPanel {
       this.costs = [];
       this.cycles = [];
       this.plot();
+      const was = store.model.peek().misset || '0 0 0';
       store.setModel(withFitted(store.model.peek(), f));
-      this.status(`Target: the image at misset ${store.model.peek().misset ?? '0 0 0'}${cell ? `, cell ${cell.map((v) => fmtField(v)).join(' ')}` : ''}. The crystal is now turned ${deg}° about each axis${cell ? ` and its edges changed by ${pct} %` : ''}: press Fit to bring it back.`);
+      this.status(`Perturbed: the crystal is turned ${deg}° about each lab axis${cell ? ` and its cell edges changed by ${pct} %` : ''} from the target's misset ${was}${cell ? ` and cell ${cell.slice(0, 3).map((v) => fmtField(v)).join(' ')}` : ''}. Press Fit to bring it back.`);
     } catch (e) {
       this.status((e as Error).message, 'error');
     }
