@@ -11,7 +11,7 @@ import type { Store } from '../state';
 import type { ImageView } from '../view';
 import type { MeasuredCompare } from '../measured';
 import type { FitStepInfo, Geometry } from '../protocol';
-import { GROUPS, fmtField, paramsOf, perturbation, plotPoints, withFitted } from './logic';
+import { GROUPS, fmtField, paramsOf, peaks, perturbation, plotPoints, withFitted } from './logic';
 
 export interface ShownImage {
   data: Float32Array;
@@ -80,6 +80,7 @@ export class FitPanel {
       `<button type="button" class="fmake">Target = this image; perturb</button> by <input class="fdeg" type="number" min="0" max="10" step="0.1" value="0.5" aria-label="Perturbation angle (degrees)">° and ` +
       `<input class="fpct" type="number" min="0" max="10" step="0.1" value="0.5" aria-label="Perturbation of the cell edges (%)">% of the cell</span>` +
       `<button type="button" class="frun" disabled>Fit</button><button type="button" class="fcancel" disabled>Cancel</button>` +
+      `<label class="fgroup" title="Ring the target's spots on the simulated image (the teacher's target)"><input class="fmarks" type="checkbox" checked> target spots</label>` +
       `<canvas class="fplot" width="180" height="44" role="img" aria-label="Residual: cost per pixel against the fit's steps (log scale)"></canvas>` +
       `<span class="ftarget"></span>` +
       `<p class="fstatus" aria-live="polite"></p>`;
@@ -88,6 +89,8 @@ export class FitPanel {
     this.q('.fmake').addEventListener('click', () => void this.perturb());
     this.q('.frun').addEventListener('click', () => void this.run());
     this.q('.fcancel').addEventListener('click', () => this.cancel());
+    this.q('.fmarks').addEventListener('change', () => d.view.draw());
+    d.view.overlays.push((ctx) => this.drawTargetSpots(ctx));
     // the button that opens it, in the measured image's bar
     const open = document.createElement('button');
     open.type = 'button';
@@ -105,6 +108,7 @@ export class FitPanel {
     this.d.measured.bar.querySelector('.fitopen')!.setAttribute('aria-expanded', String(show));
     this.refresh();
     window.dispatchEvent(new Event('resize')); // the stage's height changed
+    this.d.view.draw();
   }
 
   /** The target of a fit now: the measured image on the simulation's detector, else the
@@ -123,6 +127,31 @@ export class FitPanel {
 
   private chosen(): string[] {
     return Array.from(this.bar.querySelectorAll<HTMLInputElement>('.fparams input:checked')).map((i) => i.dataset.group!);
+  }
+
+  /** The teacher's target's spots (pixel centres), ringed on the simulated image. */
+  targetPeaks: [number, number][] = [];
+
+  private drawTargetSpots(ctx: CanvasRenderingContext2D) {
+    const shown = this.d.view.image;
+    const t = this.target;
+    if (this.bar.hidden || !t || !this.targetPeaks.length || !this.q<HTMLInputElement>('.fmarks').checked) return;
+    if (!shown || shown.w * shown.scale !== t.width || shown.h * shown.scale !== t.height) return;
+    const [x0, y0] = this.d.view.fromDetector(0, 0);
+    const [x1] = this.d.view.fromDetector(1, 0);
+    const r = Math.max(4, Math.min(12, 2.5 * Math.abs(x1 - x0)));
+    ctx.save();
+    ctx.lineWidth = 1.5;
+    ctx.strokeStyle = '#1a9e3a';
+    ctx.beginPath();
+    for (const [f, s] of this.targetPeaks) {
+      const [x, y] = this.d.view.fromDetector(f, s);
+      ctx.moveTo(x + r, y);
+      ctx.arc(x, y, r, 0, 2 * Math.PI);
+    }
+    ctx.stroke();
+    void y0;
+    ctx.restore();
   }
 
   /** The measured image the scale was last switched on for. */
@@ -168,6 +197,7 @@ export class FitPanel {
       if (params.includes('cell_a')) cell = (await client.fittedValues(shown.args, files, 'cell_a,cell_b,cell_c', [0, 0, 0])).cell;
       const f = await client.fittedValues(shown.args, files, params.join(','), perturbation(params, deg, pct, cell));
       this.target = { ...shown, data: shown.data.slice() };
+      this.targetPeaks = peaks(this.target.data, shown.width, shown.height);
       this.costs = [];
       this.cycles = [];
       this.plot();
@@ -287,10 +317,11 @@ export class FitPanel {
       const fin = this.costs.filter((v) => Number.isFinite(v) && v > 0);
       ctx.fillStyle = dark ? '#bbb' : '#555';
       ctx.font = '10px system-ui, sans-serif';
+      // the line falls from the top left to the bottom right: the labels go in the other corners
       ctx.textAlign = 'right';
       ctx.fillText(Math.max(...fin).toPrecision(2), c.width - 3, 11);
-      if (fin.length > 1) ctx.fillText(Math.min(...fin).toPrecision(2), c.width - 3, c.height - 4);
       ctx.textAlign = 'left';
+      if (fin.length > 1) ctx.fillText(Math.min(...fin).toPrecision(2), 3, c.height - 4);
     } else {
       ctx.fillStyle = dark ? '#999' : '#777';
       ctx.font = '11px system-ui, sans-serif';
