@@ -17,8 +17,8 @@
 //! * **Cell** → `-cell a b c α β γ` (upstream's defaults filled in: b, c ≤ 0 mean a, angles
 //!   ≤ 0 mean 90°), as `resolve::tangent` moves it.
 //! * **Distance** → `-distance` (or `-close_distance` when the set-up gave that), mm.
-//! * **Beam centre** → `-Xbeam`/`-Ybeam` (mm, the set-up's convention: the value
-//!   `resolve::tangent` moves, given or derived).
+//! * **Beam centre** → `-Xbeam` and `-Ybeam` (mm, the set-up's convention: the value
+//!   `resolve::tangent` moves, given or derived), both when either is fitted.
 //! * **Scale and fluence** → `-fluence` (photons/m²): the set-up's fluence × (1 + scale) ×
 //!   (1 + Δfluence / fluence).
 //! * **Wavelength** → `-lambda` (Å), **mosaic spread** → `-mosaic` (°), **cell counts** →
@@ -169,11 +169,10 @@ pub fn fitted_values(setup: &Setup, offsets: &[(Param, f64)]) -> Result<Fitted> 
             (None, None) => ("-distance".to_string(), det.distance * 1e3 + d),
         });
     }
-    if let Some(d) = get(Param::BeamX) {
-        out.xbeam = Some(o.xbeam.unwrap_or(det.xbeam) * 1e3 + d);
-    }
-    if let Some(d) = get(Param::BeamY) {
-        out.ybeam = Some(o.ybeam.unwrap_or(det.ybeam) * 1e3 + d);
+    // the beam centre as a pair (a form or a keyword may hold both): the one not fitted as it is
+    if get(Param::BeamX).is_some() || get(Param::BeamY).is_some() {
+        out.xbeam = Some(o.xbeam.unwrap_or(det.xbeam) * 1e3 + get(Param::BeamX).unwrap_or(0.0));
+        out.ybeam = Some(o.ybeam.unwrap_or(det.ybeam) * 1e3 + get(Param::BeamY).unwrap_or(0.0));
     }
     let rots = [Param::DetRotX, Param::DetRotY, Param::DetRotZ];
     if rots.iter().any(|&p| get(p).is_some()) {
@@ -379,6 +378,10 @@ mod tests {
         let f = fitted_values(&s, &off).unwrap();
         assert_eq!(f.distance, Some(("-distance".to_string(), 101.5)));
         assert!((f.xbeam.unwrap() - 4.25).abs() < 1e-12);
+        // one of the pair fitted: both given, the other as it is
+        let g = fitted_values(&s, &[(Param::BeamX, 0.5)]).unwrap();
+        assert!((g.xbeam.unwrap() - 5.0).abs() < 1e-12);
+        assert_eq!(g.ybeam, Some(s.det.ybeam * 1e3));
         // -Ybeam not given: the derived centre (32 × 0.3 mm / 2 = 4.8 mm in MOSFLM) + 0.125
         assert!((f.ybeam.unwrap() - (s.det.ybeam * 1e3 + 0.125)).abs() < 1e-12);
         assert!((f.fluence.unwrap() / 1.5e24 - 1.0).abs() < 1e-12);

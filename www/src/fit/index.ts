@@ -79,7 +79,7 @@ export class FitPanel {
       `<span class="fgroup fperturb" title="For teaching: the image shown becomes the target, then the crystal is turned by this angle about each lab axis and its cell edges changed by this share; Fit brings them back">` +
       `<button type="button" class="fmake">Target = this image; perturb</button> by <input class="fdeg" type="number" min="0" max="10" step="0.1" value="0.5" aria-label="Perturbation angle (degrees)">° and ` +
       `<input class="fpct" type="number" min="0" max="10" step="0.1" value="0.5" aria-label="Perturbation of the cell edges (%)">% of the cell</span>` +
-      `<button type="button" class="frun" disabled>Fit</button><button type="button" class="fcancel" disabled>Cancel</button>` +
+      `<button type="button" class="frun" disabled title="Refine the chosen parameters against the target (the crate's least-squares fit)">Start fit</button><button type="button" class="fcancel" disabled>Cancel</button>` +
       `<label class="fgroup" title="Ring the target's spots on the simulated image (the teacher's target)"><input class="fmarks" type="checkbox" checked> target spots</label>` +
       `<canvas class="fplot" width="180" height="44" role="img" aria-label="Residual: cost per pixel against the fit's steps (log scale)"></canvas>` +
       `<span class="ftarget"></span>` +
@@ -203,7 +203,7 @@ export class FitPanel {
       this.plot();
       const was = store.model.peek().misset || '0 0 0';
       store.setModel(withFitted(store.model.peek(), f));
-      this.status(`Perturbed: the crystal is turned ${deg}° about each lab axis${cell ? ` and its cell edges changed by ${pct} %` : ''} from the target's misset ${was}${cell ? ` and cell ${cell.slice(0, 3).map((v) => fmtField(v)).join(' ')}` : ''}. Press Fit to bring it back.`);
+      this.status(`Perturbed: the crystal is turned ${deg}° about each lab axis${cell ? ` and its cell edges changed by ${pct} %` : ''} from the target's misset ${was}${cell ? ` and cell ${cell.slice(0, 3).map((v) => fmtField(v)).join(' ')}` : ''}. Press Start fit to bring it back.`);
     } catch (e) {
       this.status((e as Error).message, 'error');
     }
@@ -262,7 +262,7 @@ export class FitPanel {
       const h = r.history;
       this.status(`Fitted in ${r.iterations} evaluations, ${(r.ms / 1000).toFixed(1)} s on ${r.pixels.toLocaleString('en')} pixels near the spots: ${this.describe(r.fitted)}` +
         (h.length > 1 ? ` · cost/pixel ${h[0].toPrecision(3)} → ${h[h.length - 1].toPrecision(3)}` : '') +
-        (r.converged ? '.' : ' (stopped at the evaluation limit: press Fit again to go on).'));
+        (r.converged ? '.' : ' (stopped at the evaluation limit: press Start fit again to go on).'));
       window.dispatchEvent(new CustomEvent('nanobragg-fit-done', { detail: { ...this.result } }));
     } catch (e) {
       const err = e as Error;

@@ -31,7 +31,7 @@ export function paramsOf(chosen: Iterable<string>): string[] {
 /** A number for a form field: `digits` decimals, trailing zeros dropped. */
 export function fmtField(v: number, digits = 4): string {
   if (!Number.isFinite(v)) return String(v);
-  if (v !== 0 && (Math.abs(v) >= 1e7 || Math.abs(v) < 1e-3)) return v.toPrecision(7).replace(/\.?0+e/, 'e');
+  if (v !== 0 && (Math.abs(v) >= 1e7 || Math.abs(v) < 1e-3)) return v.toExponential(6).replace(/\.?0+e/, 'e');
   const s = v.toFixed(digits).replace(/\.?0+$/, '');
   return s === '-0' ? '0' : s;
 }
