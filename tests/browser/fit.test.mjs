@@ -117,3 +117,37 @@ test('perturb + fit recovers the orientation and cell; the plot falls; the URL h
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('a measured image: the page\'s own Poisson-noisy SMV, opened as measured, is fitted (orientation, cell, scale)', { timeout: 120_000 }, async () => {
+  const url = BASE.replace('detpixels=128&pixel=0.8', 'detpixels=256&pixel=0.4') + '&fluence=1e26&seed=7';
+  const { page, errors } = await open(env.ctx, `${env.base}/${url}`);
+  await waitRendered(page, 1);
+  await idle(page);
+  await page.evaluate(async () => { window.__smv = await window.nanobragg.client.exportImage('noise'); });
+  // the crystal moved in the form (the teacher's button moves it the same way), then the file
+  let n = await page.evaluate(() => window.nanobragg.lastRender().count);
+  await page.click('.fitopen');
+  await page.click('.fitbar .fmake');
+  await waitRendered(page, n + 1);
+  await idle(page);
+  n = await page.evaluate(() => window.nanobragg.lastRender().count);
+  await page.evaluate(() => window.nanobragg.measured.openFiles([new File([window.__smv], 'shot.img')], true));
+  await waitRendered(page, n + 1); // the file's geometry rendered
+  await idle(page);
+  assert.match(await page.textContent('.fitbar .ftarget'), /measured image shot\.img \(less its median, 40, as background\)/);
+  assert.equal(await page.locator('.fitbar input[data-group="scale"]').isChecked(), true, 'the scale is fitted with a measured image');
+  await page.click('.fitbar .frun');
+  await page.waitForFunction(() => !window.nanobragg.fit.running, null, { timeout: 60_000 });
+  const r = await page.evaluate(() => window.nanobragg.fit.result);
+  assert.ok(r, await page.textContent('.fitbar .fstatus'));
+  const err = angleBetween(MISSET, r.misset);
+  assert.ok(err < 0.05, `orientation within ${err}° of the truth`);
+  for (let i = 0; i < 3; i++) assert.ok(Math.abs(r.cell[i] / CELL[i] - 1) < 1e-3, `cell ${r.cell}`);
+  const st = await page.evaluate(() => window.nanobragg.state());
+  assert.ok(Math.abs(Number(st.fluence) / 1e26 - 1) < 0.05, `fluence ${st.fluence}`);
+  console.log(`measured: ${r.iterations} evaluations, ${(r.ms / 1000).toFixed(1)} s; orientation error ${err.toFixed(4)}°, cell ${r.cell.slice(0, 3).map((v) => v.toFixed(3)).join(' ')}, fluence ${st.fluence}`);
+  await idle(page);
+  await page.screenshot({ path: join(ARTIFACTS, 'fit-measured-1280.png') });
+  assert.deepEqual(errors, []);
+  await page.close();
+});

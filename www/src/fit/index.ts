@@ -11,7 +11,7 @@ import type { Store } from '../state';
 import type { ImageView } from '../view';
 import type { MeasuredCompare } from '../measured';
 import type { FitStepInfo, Geometry } from '../protocol';
-import { GROUPS, fmtField, paramsOf, peaks, perturbation, plotPoints, withFitted } from './logic';
+import { GROUPS, fmtField, median, paramsOf, peaks, perturbation, plotPoints, withFitted } from './logic';
 
 export interface ShownImage {
   data: Float32Array;
@@ -81,7 +81,7 @@ export class FitPanel {
       `<input class="fpct" type="number" min="0" max="10" step="0.1" value="0.5" aria-label="Perturbation of the cell edges (%)">% of the cell</span>` +
       `<button type="button" class="frun" disabled title="Refine the chosen parameters against the target (the crate's least-squares fit)">Start fit</button><button type="button" class="fcancel" disabled>Cancel</button>` +
       `<label class="fgroup" title="Ring the target's spots on the simulated image (the teacher's target)"><input class="fmarks" type="checkbox" checked> target spots</label>` +
-      `<canvas class="fplot" width="180" height="44" role="img" aria-label="Residual: cost per pixel against the fit's steps (log scale)"></canvas>` +
+      `<canvas class="fplot" width="180" height="44" role="img" aria-label="Residual: cost per pixel against the fit's steps (log scale)" title="Cost per pixel at each accepted step (log scale); a dashed line starts a new cycle, which weighs the pixels anew"></canvas>` +
       `<span class="ftarget"></span>` +
       `<p class="fstatus" aria-live="polite"></p>`;
     d.after.insertAdjacentElement('afterend', bar);
@@ -117,8 +117,10 @@ export class FitPanel {
     const shown = this.d.shown();
     const m = this.d.measured.info;
     if (m && shown && m.width === shown.width && m.height === shown.height) {
-      // flagged pixels (gaps, bad pixels: −1) count as no photons
-      return { data: m.pixels.map((v) => (v < 0 ? 0 : v)), label: `measured image ${m.name}` };
+      // the fit has no background term yet: the image's median is taken off as a flat background
+      // (a detector's offset, water and air), and flagged pixels (gaps, bad pixels: −1) count as none
+      const bg = median(m.pixels);
+      return { data: m.pixels.map((v) => (v < 0 ? 0 : Math.max(0, v - bg))), label: `measured image ${m.name} (less its median, ${fmtField(bg, 1)}, as background)` };
     }
     const t = this.target;
     if (t && shown && t.width === shown.width && t.height === shown.height) return { data: t.data, label: 'the image before the perturbation' };
@@ -136,13 +138,14 @@ export class FitPanel {
     const shown = this.d.view.image;
     const t = this.target;
     if (this.bar.hidden || !t || !this.targetPeaks.length || !this.q<HTMLInputElement>('.fmarks').checked) return;
+    if (this.currentTarget()?.data !== t.data) return; // the measured image is the target
     if (!shown || shown.w * shown.scale !== t.width || shown.h * shown.scale !== t.height) return;
     const [x0, y0] = this.d.view.fromDetector(0, 0);
     const [x1] = this.d.view.fromDetector(1, 0);
     const r = Math.max(4, Math.min(12, 2.5 * Math.abs(x1 - x0)));
     ctx.save();
     ctx.lineWidth = 1.5;
-    ctx.strokeStyle = '#1a9e3a';
+    ctx.strokeStyle = '#f08c00'; // not the measured overlay's green
     ctx.beginPath();
     for (const [f, s] of this.targetPeaks) {
       const [x, y] = this.d.view.fromDetector(f, s);
@@ -259,9 +262,8 @@ export class FitPanel {
       this.d.setFitting(false);
       store.setModel(withFitted(base, r.fitted));
       this.result = { misset: r.fitted.misset, cell: r.fitted.cell, ms: r.ms, iterations: r.iterations, converged: r.converged };
-      const h = r.history;
       this.status(`Fitted in ${r.iterations} evaluations, ${(r.ms / 1000).toFixed(1)} s on ${r.pixels.toLocaleString('en')} pixels near the spots: ${this.describe(r.fitted)}` +
-        (h.length > 1 ? ` · cost/pixel ${h[0].toPrecision(3)} → ${h[h.length - 1].toPrecision(3)}` : '') +
+        this.costDrop() +
         (r.converged ? '.' : ' (stopped at the evaluation limit: press Start fit again to go on).'));
       window.dispatchEvent(new CustomEvent('nanobragg-fit-done', { detail: { ...this.result } }));
     } catch (e) {
@@ -276,6 +278,15 @@ export class FitPanel {
       window.dispatchEvent(new CustomEvent('nanobragg-fit-done', { detail: { error: err.message, cancelled: err.name === 'AbortError' } }));
     }
     this.refresh();
+  }
+
+  /** The cost from the first accepted step to the last (each cycle weighs the pixels anew, so
+   * the costs of two cycles are not strictly comparable: said when there were several). */
+  private costDrop(): string {
+    const n = this.costs.length;
+    if (n < 2) return '';
+    const cyc = new Set(this.cycles).size;
+    return ` · cost/pixel ${this.costs[0].toPrecision(3)} → ${this.costs[n - 1].toPrecision(3)}${cyc > 1 ? ` over ${cyc} cycles (each weighs the pixels anew)` : ''}`;
   }
 
   cancel() {
@@ -305,6 +316,21 @@ export class FitPanel {
     ctx.strokeStyle = dark ? '#7fb7ff' : '#1f5fbf';
     ctx.fillStyle = ctx.strokeStyle;
     ctx.lineWidth = 1.5;
+    // a new cycle weighs the pixels anew (the model's variance), so its cost may start higher
+    ctx.save();
+    ctx.setLineDash([3, 3]);
+    ctx.strokeStyle = dark ? '#777' : '#aaa';
+    ctx.lineWidth = 1;
+    pts.forEach((p, i) => {
+      if (i > 0 && this.cycles[i] !== this.cycles[i - 1]) {
+        const x = (p.x + pts[i - 1].x) / 2;
+        ctx.beginPath();
+        ctx.moveTo(x, 0);
+        ctx.lineTo(x, c.height);
+        ctx.stroke();
+      }
+    });
+    ctx.restore();
     ctx.beginPath();
     pts.forEach((p, i) => {
       if (i === 0 || this.cycles[i] !== this.cycles[i - 1]) ctx.moveTo(p.x, p.y);
