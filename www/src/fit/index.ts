@@ -48,6 +48,7 @@ const STYLE = `
 .fitbar .fstatus { flex-basis: 100%; margin: 0; font-variant-numeric: tabular-nums; color: var(--muted, #555); }
 .fitbar .fstatus[data-kind="error"] { color: #b00020; }
 .fitbar .ftarget { color: var(--muted, #555); }
+.fitbar .fclose { margin-left: auto; }
 `;
 
 export class FitPanel {
@@ -83,6 +84,7 @@ export class FitPanel {
       `<label class="fgroup" title="Ring the target's spots on the simulated image (the teacher's target)"><input class="fmarks" type="checkbox" checked> target spots</label>` +
       `<canvas class="fplot" width="180" height="44" role="img" aria-label="Residual: cost per pixel against the fit's steps (log scale)" title="Cost per pixel at each accepted step (log scale); a dashed line starts a new cycle, which weighs the pixels anew"></canvas>` +
       `<span class="ftarget"></span>` +
+      `<button type="button" class="fclose" aria-label="Close Fit to image" title="Close (a fit running goes on; Cancel stops it)">×</button>` +
       `<p class="fstatus" aria-live="polite"></p>`;
     d.after.insertAdjacentElement('afterend', bar);
     this.q = <T extends HTMLElement>(sel: string) => bar.querySelector(sel) as T;
@@ -90,6 +92,7 @@ export class FitPanel {
     this.q('.frun').addEventListener('click', () => void this.run());
     this.q('.fcancel').addEventListener('click', () => this.cancel());
     this.q('.fmarks').addEventListener('change', () => d.view.draw());
+    this.q('.fclose').addEventListener('click', () => this.toggle(false));
     d.view.overlays.push((ctx) => this.drawTargetSpots(ctx));
     // the button that opens it, in the measured image's bar
     const open = document.createElement('button');
@@ -138,7 +141,8 @@ export class FitPanel {
     const shown = this.d.view.image;
     const t = this.target;
     if (this.bar.hidden || !t || !this.targetPeaks.length || !this.q<HTMLInputElement>('.fmarks').checked) return;
-    if (this.currentTarget()?.data !== t.data) return; // the measured image is the target
+    const m = this.d.measured.info;
+    if (m && m.width === t.width && m.height === t.height) return; // the measured image is the target
     if (!shown || shown.w * shown.scale !== t.width || shown.h * shown.scale !== t.height) return;
     const [x0, y0] = this.d.view.fromDetector(0, 0);
     const [x1] = this.d.view.fromDetector(1, 0);
