@@ -11,8 +11,9 @@ test('the fitted flag values land in their form fields, nothing else moves', () 
   assert.deepEqual(withFitted(m, f), { cell: '100.1235 100 100 90 90 90', misset: '10 -20.5 30', distance: '101.25', N: '10', Xbeam: '25.6', Ybeam: '25.6' });
   assert.deepEqual(withFitted(m, { ...none, distance: ['-close_distance', 80] }), { ...m, close_distance: '80' });
   assert.equal(withFitted(m, { ...none, fluence: 1.23456789e24 }).fluence, '1.23457e+24');
-  assert.equal(fmtField(-0.00001), '-1e-5');
-  assert.equal(fmtField(-0.00004, 4), '-4e-5');
+  assert.equal(fmtField(-1.789e-15), '0', 'a fitted misset of 1e-15° is 0 in the form');
+  assert.equal(fmtField(-0.00012), '-0.0001');
+  assert.equal(fmtField(2.5e9), '2.5e+9');
   assert.equal(fmtField(0), '0');
 });
 

@@ -28,10 +28,12 @@ export function paramsOf(chosen: Iterable<string>): string[] {
   return GROUPS.filter((g) => on.has(g.id)).flatMap((g) => g.params);
 }
 
-/** A number for a form field: `digits` decimals, trailing zeros dropped. */
+/** A number for a form field: `digits` decimals (1e-4° of a misset, 1e-4 Å of a cell edge:
+ * far below what a fit resolves), trailing zeros dropped. */
 export function fmtField(v: number, digits = 4): string {
   if (!Number.isFinite(v)) return String(v);
-  if (v !== 0 && (Math.abs(v) >= 1e7 || Math.abs(v) < 1e-3)) return v.toExponential(6).replace(/\.?0+e/, 'e');
+  // large values in exponent form; small ones to `digits` decimals (a misset of 1e-15° is 0)
+  if (Math.abs(v) >= 1e7) return v.toExponential(6).replace(/\.?0+e/, 'e');
   const s = v.toFixed(digits).replace(/\.?0+$/, '');
   return s === '-0' ? '0' : s;
 }
