@@ -475,7 +475,7 @@ window.nanobragg.measured = measured;
 
 // ---- fit to image (fit/): the measured image, or a perturbed copy of the image shown --------------
 const fitPanel = installFit({
-  store, client, view, measured, after: measured.bar, notice: showNotice,
+  store, client, view, measured, after: measured.bar, notice: showNotice, realistic: () => !!realistic,
   shown: () => (last && !realistic && !lastWasPreview && lastBuilt === store.args.peek().args.join('\n')
     ? { data: last.data, width: last.width, height: last.height, geometry: last.geometry, args: last.args }
     : null),

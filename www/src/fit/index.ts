@@ -30,6 +30,8 @@ export interface FitDeps {
   after: HTMLElement;
   /** The full-resolution plain image shown and its words (null: none, a preview, a realistic image). */
   shown: () => ShownImage | null;
+  /** The image shown is the realistic chain's (the fit works on the plain simulation). */
+  realistic: () => boolean;
   /** While a fit runs the page renders nothing itself (the fit sends its images). */
   setFitting: (on: boolean) => void;
   notice: (text: string, kind?: 'info' | 'warn') => void;
@@ -174,7 +176,9 @@ export class FitPanel {
     }
     const t = this.currentTarget();
     const shown = this.d.shown();
-    this.q('.ftarget').textContent = t
+    this.q('.ftarget').textContent = this.d.realistic()
+      ? 'The fit works on the plain simulation: switch the realistic layers off (model, water and air, detector effects).'
+      : t
       ? `Target: ${t.label}.`
       : this.d.measured.info
         ? 'Target: the measured image, once the simulation is of its detector.'
