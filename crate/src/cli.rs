@@ -430,13 +430,15 @@ fn run_inner(words: &[String]) -> Result<()> {
     let image = if o.gradients.is_empty() {
         render(&prep, o.threads)?.image
     } else {
-        // the tangent kernel's image is the f64 kernel's; in f32 mode the image is rendered
-        // as usual and the derivatives (f64) beside it
+        // the tangent kernel's image is the f64 kernel's; with -precision f32 the derivatives
+        // come from the f32 tangent kernel and the image is rendered as usual beside them
         let g = crate::cpu::with_threads(o.threads, || {
-            api::render_gradients(
+            api::render_gradients_with(
                 &prep,
                 &DiskFiles,
                 &o.gradients,
+                &[],
+                o.precision,
                 &|_| {},
                 &std::sync::atomic::AtomicBool::new(false),
             )

@@ -1,7 +1,8 @@
 //! Derivatives of the image (MODEL §10): the image and one tangent image per parameter, or the
-//! vector–Jacobian product for a pixel weight map, on the CPU in f64.
+//! vector–Jacobian product for a pixel weight map, on the CPU in f64 (default) or with the f32
+//! terms (`*_with`, `Precision::F32`: `cpu::tangent32`, MODEL §10.5).
 
-use super::Prepared;
+use super::{Precision, Prepared};
 use crate::cpu;
 use crate::error::Result;
 use crate::files::FileSource;
@@ -17,7 +18,8 @@ pub struct Gradients {
     pub params: Vec<Param>,
     pub fpixels: usize,
     pub spixels: usize,
-    /// The image (photons/pixel), bit for bit the f64 kernel's.
+    /// The image (photons/pixel): in f64 bit for bit the f64 kernel's; in f32 the f32 tangent
+    /// kernel's (the f32 terms, within ~1e-6 of the f32 kernel's image).
     pub image: Vec<f32>,
     /// The same image before the f32 rounding.
     pub image_f64: Vec<f64>,
@@ -63,10 +65,36 @@ pub fn render_gradients_at(
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
 ) -> Result<Gradients> {
+    render_gradients_with(
+        prep,
+        files,
+        params,
+        offsets,
+        Precision::F64,
+        progress,
+        cancel,
+    )
+}
+
+/// [`render_gradients_at`] in the arithmetic `precision`: `F64` (the f64 tangent kernel, the
+/// default of the other functions) or `F32` (the f32 terms and their f32 derivatives,
+/// `cpu::tangent32`, MODEL §10.5). The plan's tangent is resolved in f64 either way.
+pub fn render_gradients_with(
+    prep: &Prepared,
+    files: &dyn FileSource,
+    params: &[Param],
+    offsets: &[Offset],
+    precision: Precision,
+    progress: &(dyn Fn(f32) + Sync),
+    cancel: &AtomicBool,
+) -> Result<Gradients> {
     cpu::tangent::check_supported(prep.plan())?;
     let (moved, t) = crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
     let plan = &moved.plan;
-    let r = cpu::tangent::render(plan, &t, progress, cancel)?;
+    let r = match precision {
+        Precision::F64 => cpu::tangent::render(plan, &t, progress, cancel)?,
+        Precision::F32 => cpu::tangent32::render(plan, &t, progress, cancel)?,
+    };
     Ok(Gradients {
         params: params.to_vec(),
         fpixels: plan.fpixels,
@@ -99,9 +127,33 @@ pub fn vjp_at(
     weights: &[f64],
     cancel: &AtomicBool,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
+    vjp_with(
+        prep,
+        files,
+        params,
+        offsets,
+        weights,
+        Precision::F64,
+        cancel,
+    )
+}
+
+/// [`vjp_at`] in the arithmetic `precision` (see [`render_gradients_with`]).
+pub fn vjp_with(
+    prep: &Prepared,
+    files: &dyn FileSource,
+    params: &[Param],
+    offsets: &[Offset],
+    weights: &[f64],
+    precision: Precision,
+    cancel: &AtomicBool,
+) -> Result<(Vec<f64>, Vec<f64>)> {
     cpu::tangent::check_supported(prep.plan())?;
     let (moved, t) = crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
-    cpu::tangent::vjp(&moved.plan, &t, weights, cancel)
+    match precision {
+        Precision::F64 => cpu::tangent::vjp(&moved.plan, &t, weights, cancel),
+        Precision::F32 => cpu::tangent32::vjp(&moved.plan, &t, weights, cancel),
+    }
 }
 
 /// The plan of `prep` with every parameter of `offsets` moved (public units), for checks by

@@ -5,7 +5,7 @@
 //! program and ours end to end on the same command line, interleaved, and prints the ratios.
 //!
 //! usage: nanobragg-bench [--quick] [--cases a1024,a4096,b] [--reps N] [--gpu] [--gpu-reps N]
-//!        nanobragg-bench --gradients [--cases …] [--reps N]
+//!        nanobragg-bench --gradients [--f32] [--cases …] [--reps N]
 //!
 //! `--gpu` adds the GPU backend (a build with the `gpu` feature): cold = first render in a new
 //! process including device, self-test and pipeline creation; warm = median of `--gpu-reps`
@@ -14,7 +14,9 @@
 //!
 //! `--gradients`: in one process, interleaved, the f64 image alone against the image with the
 //! tangents of 10 parameters (`api::render_gradients`, host tangent included) and against the
-//! vector–Jacobian product of the same 10 (`api::vjp`); medians and their ratios.
+//! vector–Jacobian product of the same 10 (`api::vjp`); medians and their ratios. With `--f32`
+//! the same in f32: the f32 image alone (`api::render_cpu`, f32) against the f32 tangent kernel
+//! (`api::render_gradients_with`/`vjp_with`, `Precision::F32`).
 
 use nanobragg::api::{self, Backend, Precision};
 use nanobragg::files::MemFiles;
@@ -138,7 +140,7 @@ fn main() {
                 reps = argv[i].parse().expect("--reps N");
             }
             "--gpu" => gpu = true,
-            "--gradients" => {}
+            "--gradients" | "--f32" => {}
             "--gpu-reps" => {
                 i += 1;
                 gpu_reps = argv[i].parse().expect("--gpu-reps N");
@@ -151,7 +153,12 @@ fn main() {
         i += 1;
     }
     if argv.iter().any(|a| a == "--gradients") {
-        gradients(&cases, reps);
+        let precision = if argv.iter().any(|a| a == "--f32") {
+            Precision::F32
+        } else {
+            Precision::F64
+        };
+        gradients(&cases, reps, precision);
         return;
     }
     let me = std::env::current_exe().unwrap();
@@ -255,7 +262,7 @@ fn main() {
 }
 
 /// `--gradients`: the cost of the tangents of 10 parameters against the image alone.
-fn gradients(cases: &[String], reps: usize) {
+fn gradients(cases: &[String], reps: usize, precision: Precision) {
     use nanobragg::api::Param::*;
     let params = [
         RotX, RotY, RotZ, CellA, CellB, CellC, NCells, Distance, BeamX, Lambda,
@@ -265,7 +272,7 @@ fn gradients(cases: &[String], reps: usize) {
         .map(|n| n.get())
         .unwrap_or(1);
     println!(
-        "nanobragg-bench --gradients: {threads} threads, median of {reps}, interleaved; parameters {}",
+        "nanobragg-bench --gradients: {precision:?}, {threads} threads, median of {reps}, interleaved; parameters {}",
         names.join(",")
     );
     println!(
@@ -280,13 +287,14 @@ fn gradients(cases: &[String], reps: usize) {
         let (mut ti, mut tt, mut tv) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
             let t0 = Instant::now();
-            api::render_cpu(prep.plan(), Precision::F64, &|_| {}, &cancel).unwrap();
+            api::render_cpu(prep.plan(), precision, &|_| {}, &cancel).unwrap();
             ti.push(t0.elapsed().as_secs_f64());
             let t0 = Instant::now();
-            api::render_gradients(&prep, &files, &params, &|_| {}, &cancel).unwrap();
+            api::render_gradients_with(&prep, &files, &params, &[], precision, &|_| {}, &cancel)
+                .unwrap();
             tt.push(t0.elapsed().as_secs_f64());
             let t0 = Instant::now();
-            api::vjp(&prep, &files, &params, &w, &cancel).unwrap();
+            api::vjp_with(&prep, &files, &params, &[], &w, precision, &cancel).unwrap();
             tv.push(t0.elapsed().as_secs_f64());
         }
         let (i, t, v) = (median(&mut ti), median(&mut tt), median(&mut tv));

@@ -48,7 +48,7 @@ pub fn check_supported(p: &Plan) -> Result<()> {
 }
 
 /// Per-render context: the plan, its tangent, and which parameters move what.
-struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     p: &'a Plan,
     t: &'a PlanTangent,
     frames: Vec<PolarFrame>,
@@ -62,7 +62,7 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    fn new(p: &'a Plan, t: &'a PlanTangent) -> Self {
+    pub(super) fn new(p: &'a Plan, t: &'a PlanTangent) -> Self {
         let which = |f: &dyn Fn(&crate::tangent::PlanDelta) -> bool| -> Vec<usize> {
             (0..t.deltas.len()).filter(|&i| f(&t.deltas[i])).collect()
         };
@@ -85,7 +85,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// Scratch space of one worker.
-struct Scratch {
+pub(super) struct Scratch {
     di: Vec<f64>,
     dd: Vec<V3>,
     domega: Vec<f64>,
@@ -94,7 +94,7 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn new(np: usize) -> Self {
+    pub(super) fn new(np: usize) -> Self {
         Scratch {
             di: vec![0.0; np],
             dd: vec![[0.0; 3]; np],
@@ -107,7 +107,7 @@ impl Scratch {
 
 /// One pixel: its value and its tangents (into `out`, one per parameter); `triggered` when a
 /// tricubic stencil left the table here.
-fn pixel(
+pub(super) fn pixel(
     c: &Ctx,
     fpixel: usize,
     spixel: usize,
