@@ -167,18 +167,67 @@ pub fn sincg_delta(d: f32, n: f32) -> f32 {
     p[0] / p[1]
 }
 
-/// sin(πr)/(πr) for |r| ≤ 1/2: the polynomial of [`sinpi_poly`] without its factor r, times
-/// 1/π (1 at r = 0, no division).
+/// The polynomial P of [`sinpi_poly`] (sin(πr) = r·P(r²), the same Horner steps): one
+/// evaluation gives both sin(πr) (`r * P`, bit for bit [`sinpi_poly`]) and sin(πr)/(πr) (`P/π`).
 #[inline(always)]
-pub fn sinc_pi_poly(r: f32) -> f32 {
+fn sinpi_p(r: f32) -> f32 {
     let z = r * r;
     let mut p = 0.000_466_302_8 * z - 0.007_370_431;
     p = p * z + 0.082_145_89;
     p = p * z - 0.599_264_5;
     p = p * z + 2.550_164;
     p = p * z - 5.167_712_7;
-    p = p * z + std::f32::consts::PI;
-    p * std::f32::consts::FRAC_1_PI
+    p * z + std::f32::consts::PI
+}
+
+/// sin(πr)/(πr) for |r| ≤ 1/2: the polynomial of [`sinpi_poly`] without its factor r, times
+/// 1/π (1 at r = 0, no division).
+#[inline(always)]
+pub fn sinc_pi_poly(r: f32) -> f32 {
+    sinpi_p(r) * std::f32::consts::FRAC_1_PI
+}
+
+/// [`grating_parts`] and [`sincg_delta_d`] from one set of polynomials (the parts bit for bit
+/// [`grating_parts`]'s): each sine and cosine of the reduced arguments once.
+#[inline(always)]
+fn grating_d(d: f32, n: f32, m: f32) -> ([f32; 2], [f32; 3]) {
+    use std::f32::consts::{FRAC_1_PI, PI};
+    let x = n * d;
+    let r = x - round_even(x);
+    let small = x.abs() < GRATING_SMALL;
+    let pn = sinpi_p(r);
+    let p1 = sinpi_p(d);
+    // (−1)^j sin(πNδ) with j = round(Nδ), and sin(πδ): grating_parts' numerator and denominator
+    let num = r * pn;
+    let den = d * p1;
+    let parts = [if small { n } else { num }, if small { 1.0 } else { den }];
+    let v = parts[0] / parts[1];
+    // (−1)^j cos(πNδ)
+    let c = cospi_poly(r);
+    let u = PI * x;
+    // (−1)^j S(πNδ), (−1)^j T(πNδ) (the series of `sinc3_pi` below |u| = 1, where j = 0), S(πδ),
+    // T(πδ)
+    let s_n = if x.abs() < 0.5 {
+        pn * FRAC_1_PI
+    } else {
+        num / u
+    };
+    let t_n = if u.abs() < 1.0 {
+        sinc3_pi(x)
+    } else {
+        3.0 * (num / u - c) / (u * u)
+    };
+    let s_1 = p1 * FRAC_1_PI;
+    let t_1 = sinc3_pi(d);
+    let dd = PI * (n * (PI * d) * (1.0 / 3.0)) * (s_n * t_1 - (n * n) * t_n * s_1) / (s_1 * s_1);
+    let dn = if m == 0.0 {
+        c / s_1
+    } else if den == 0.0 {
+        0.0
+    } else {
+        PI * (m + d) * c / den
+    };
+    (parts, [v, dd, dn])
 }
 
 /// [`sincg_delta`] with its derivatives: `[value, d/dδ, d/dN]` (MODEL §10.5), the value bit for
@@ -194,35 +243,10 @@ pub fn sinc_pi_poly(r: f32) -> f32 {
 ///   value N at δ = 0 has d/dN = 1); 0 at an exact-Bragg point (δ = 0, m ≠ 0, where the kernels
 ///   take the f64 path).
 ///
-/// Every sine and cosine is of a reduced argument (|r| ≤ 1/2).
+/// Every sine and cosine is of a reduced argument (|r| ≤ 1/2), each evaluated once.
 #[inline(always)]
 pub fn sincg_delta_d(d: f32, n: f32, m: f32) -> [f32; 3] {
-    use std::f32::consts::PI;
-    let v = sincg_delta(d, n);
-    let x = n * d;
-    let j = round_even(x);
-    let r = x - j;
-    let sgn = if is_odd(j) { -1.0 } else { 1.0 };
-    // (−1)^j S(πNδ), (−1)^j T(πNδ), S(πδ), T(πδ)
-    let s_n = if x.abs() < 0.5 {
-        sinc_pi_poly(x)
-    } else {
-        sinpi_poly(r) / (PI * x)
-    };
-    let t_n = sgn * sinc3_pi(x);
-    let s_1 = sinc_pi_poly(d);
-    let t_1 = sinc3_pi(d);
-    let dd = PI * (n * (PI * d) * (1.0 / 3.0)) * (s_n * t_1 - (n * n) * t_n * s_1) / (s_1 * s_1);
-    let c = cospi_poly(r);
-    let den = sinpi_poly(d);
-    let dn = if m == 0.0 {
-        c / s_1
-    } else if den == 0.0 {
-        0.0
-    } else {
-        PI * (m + d) * c / den
-    };
-    [v, dd, dn]
+    grating_d(d, n, m).1
 }
 
 /// Square (parallelepiped) lattice factor from the index offsets δh, δk, δl (up to sign): the
@@ -252,14 +276,17 @@ pub type LatticeD = (f32, [f32; 3], [f32; 3]);
 /// its to the bit). An axis with N ≤ 1 contributes the constant 1 (MODEL §10.2).
 #[inline(always)]
 pub fn lattice_square_d(d: [f32; 3], m: [f32; 3], n: [f32; 3]) -> LatticeD {
-    let f = lattice_square(d[0], d[1], d[2], n[0], n[1], n[2]);
-    let g: [[f32; 3]; 3] = std::array::from_fn(|a| {
+    let parts: [([f32; 2], [f32; 3]); 3] = std::array::from_fn(|a| {
         if n[a] > 1.0 {
-            sincg_delta_d(d[a], n[a], m[a])
+            grating_d(d[a], n[a], m[a])
         } else {
-            [1.0, 0.0, 0.0]
+            ([1.0, 1.0], [1.0, 0.0, 0.0])
         }
     });
+    // the value as `lattice_square` forms it (one division for the three axes)
+    let f = (parts[0].0[0] * parts[1].0[0] * parts[2].0[0])
+        / (parts[0].0[1] * parts[1].0[1] * parts[2].0[1]);
+    let g = parts.map(|p| p.1);
     let others = [g[1][0] * g[2][0], g[0][0] * g[2][0], g[0][0] * g[1][0]];
     (
         f,

@@ -122,42 +122,65 @@ fn sincg_delta(d: f32, n: f32) -> f32 {
     return p.x / p.y;
 }
 
-// sin(pi r)/(pi r) for |r| <= 1/2: sinpi_poly's polynomial without its factor r, times 1/pi.
-fn sinc_pi_poly(r: f32) -> f32 {
+// The polynomial P of sinpi_poly (sin(pi r) = r P(r^2), the same Horner steps).
+fn sinpi_p(r: f32) -> f32 {
     let z = r * r;
     var p = 0.0004663028 * z - 0.007370431;
     p = p * z + 0.08214589;
     p = p * z - 0.5992645;
     p = p * z + 2.550164;
     p = p * z - 5.1677127;
-    p = p * z + 3.1415927;
-    return p * 0.31830987;
+    return p * z + 3.1415927;
 }
 
-// (value, d/d delta, d/dN) of sincg_delta; m the nearest integer (see terms.rs sincg_delta_d).
-fn sincg_delta_d(d: f32, n: f32, m: f32) -> vec3<f32> {
-    let v = sincg_delta(d, n);
+// sin(pi r)/(pi r) for |r| <= 1/2: sinpi_poly's polynomial without its factor r, times 1/pi.
+fn sinc_pi_poly(r: f32) -> f32 {
+    return sinpi_p(r) * 0.31830987;
+}
+
+// grating_parts (x, y) and sincg_delta_d (z, w, and the third) from one set of polynomials.
+struct GratingD {
+    parts: vec2<f32>,
+    d: vec3<f32>,
+}
+
+fn grating_d(d: f32, n: f32, m: f32) -> GratingD {
     let x = n * d;
-    let j = round_even(x);
-    let r = x - j;
-    let sgn = select(1.0, -1.0, is_odd(j));
-    var s_n = sinc_pi_poly(x);
+    let r = x - round_even(x);
+    let small = abs(x) < GRATING_SMALL;
+    let pn = sinpi_p(r);
+    let p1 = sinpi_p(d);
+    let num = r * pn;
+    let den = d * p1;
+    let parts = vec2<f32>(select(num, n, small), select(den, 1.0, small));
+    let v = parts.x / parts.y;
+    let c = cospi_poly(r);
+    let u = 3.1415927 * x;
+    var s_n = pn * 0.31830987;
     if abs(x) >= 0.5 {
-        s_n = sinpi_poly(r) / (3.1415927 * x);
+        s_n = num / u;
     }
-    let t_n = sgn * sinc3_pi(x);
-    let s_1 = sinc_pi_poly(d);
+    var t_n = 0.0;
+    if abs(u) < 1.0 {
+        t_n = sinc3_pi(x);
+    } else {
+        t_n = 3.0 * (num / u - c) / (u * u);
+    }
+    let s_1 = p1 * 0.31830987;
     let t_1 = sinc3_pi(d);
     let dd = 3.1415927 * (n * (3.1415927 * d) * (1.0 / 3.0)) * (s_n * t_1 - (n * n) * t_n * s_1) / (s_1 * s_1);
-    let c = cospi_poly(r);
-    let den = sinpi_poly(d);
     var dn = 0.0;
     if m == 0.0 {
         dn = c / s_1;
     } else if den != 0.0 {
         dn = 3.1415927 * (m + d) * c / den;
     }
-    return vec3<f32>(v, dd, dn);
+    return GratingD(parts, vec3<f32>(v, dd, dn));
+}
+
+// (value, d/d delta, d/dN) of sincg_delta; m the nearest integer (see terms.rs sincg_delta_d).
+fn sincg_delta_d(d: f32, n: f32, m: f32) -> vec3<f32> {
+    return grating_d(d, n, m).d;
 }
 
 // Square lattice factor from the index offsets (up to sign); axes with N <= 1 contribute 1.
@@ -181,19 +204,22 @@ struct LatticeD {
 }
 
 fn lattice_square_d(d: vec3<f32>, m: vec3<f32>, n: vec3<f32>) -> LatticeD {
-    let f = lattice_square(d.x, d.y, d.z, n.x, n.y, n.z);
-    var g0 = vec3<f32>(1.0, 0.0, 0.0);
-    var g1 = vec3<f32>(1.0, 0.0, 0.0);
-    var g2 = vec3<f32>(1.0, 0.0, 0.0);
+    var a = GratingD(vec2<f32>(1.0, 1.0), vec3<f32>(1.0, 0.0, 0.0));
+    var b = a;
+    var c = a;
     if n.x > 1.0 {
-        g0 = sincg_delta_d(d.x, n.x, m.x);
+        a = grating_d(d.x, n.x, m.x);
     }
     if n.y > 1.0 {
-        g1 = sincg_delta_d(d.y, n.y, m.y);
+        b = grating_d(d.y, n.y, m.y);
     }
     if n.z > 1.0 {
-        g2 = sincg_delta_d(d.z, n.z, m.z);
+        c = grating_d(d.z, n.z, m.z);
     }
+    let f = (a.parts.x * b.parts.x * c.parts.x) / (a.parts.y * b.parts.y * c.parts.y);
+    let g0 = a.d;
+    let g1 = b.d;
+    let g2 = c.d;
     let others = vec3<f32>(g1.x * g2.x, g0.x * g2.x, g0.x * g1.x);
     return LatticeD(f, vec3<f32>(g0.y, g1.y, g2.y) * others, vec3<f32>(g0.z, g1.z, g2.z) * others);
 }
