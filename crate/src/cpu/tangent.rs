@@ -406,6 +406,36 @@ pub fn render(
     Ok(TangentImages { image, tangents })
 }
 
+/// The pixels of a GPU render under the exact-Bragg rule (`plan::ExactFixup`, as
+/// `cpu::apply_exact_fixup` for images): their values and tangents from this kernel (f64),
+/// written into the GPU's `image` and parameter-major `tangents`.
+pub fn apply_exact_fixup(
+    p: &Plan,
+    t: &PlanTangent,
+    image: &mut [f32],
+    tangents: &mut [f64],
+    fixup: &crate::plan::ExactFixup,
+) {
+    if fixup.pixels.is_empty() {
+        return;
+    }
+    let c = Ctx::new(p, t);
+    let np = t.deltas.len();
+    let npx = p.pixel_count();
+    let mut sc = Scratch::new(np);
+    let mut out = vec![0f64; np];
+    for &i in &fixup.pixels {
+        let (f, s) = (i % p.fpixels, i / p.fpixels);
+        let interp = fixup.tricubic && fixup.interp_switch.is_none_or(|q| i <= q);
+        let first = Some(i) == fixup.first_pixel;
+        let (v, _) = pixel(&c, f, s, first, interp, &mut sc, &mut out);
+        image[i] = v as f32;
+        for (j, &o) in out.iter().enumerate() {
+            tangents[j * npx + i] = o;
+        }
+    }
+}
+
 /// The vector–Jacobian product: Σ_pixels weight·∂value/∂parameter for each parameter of `t`,
 /// without keeping a tangent image (rows reduced in order, so the result does not depend on the
 /// thread count). Also returns the image. Plans with tricubic interpolation take the full
