@@ -147,6 +147,25 @@ fn check_applies(setup: &Setup, p: Param) -> Result<()> {
             refuse("default_F enters linearly only without an -hkl table (its blank entries are filled with it)")
         }
         Param::Fluence if setup.fluence == 0.0 => refuse("the fluence is 0"),
+        Param::Distance
+        | Param::BeamX
+        | Param::BeamY
+        | Param::DetRotX
+        | Param::DetRotY
+        | Param::DetRotZ
+            if setup.opts.geom.is_some() || setup.opts.expt.is_some() =>
+        {
+            // the file's panels replace the detector options: moving the option moves nothing
+            // (the derivative would be an all-zero image, not the detector's)
+            let (flag, name) = match (&setup.opts.geom, &setup.opts.expt) {
+                (Some(g), _) => ("-geom", g),
+                (None, Some(e)) => ("-expt", e),
+                _ => unreachable!(),
+            };
+            refuse(&format!(
+                "the detector comes from {flag} {name}, whose panels do not move with the detector options"
+            ))
+        }
         _ => Ok(()),
     }
 }
