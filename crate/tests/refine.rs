@@ -176,6 +176,48 @@ fn fits_distance_beam_centre_and_scale_too_up_to_the_distance_cell_degeneracy() 
     );
 }
 
+/// The pixel-subset entry of the tangent kernel (what the fit evaluates) gives each listed
+/// pixel's value and tangents bit for bit as the whole render, in the list's order; an index
+/// outside the detector is an error.
+#[test]
+fn pixel_subset_matches_the_whole_render() {
+    let prep = prepare();
+    let never = AtomicBool::new(false);
+    let params = [Param::RotX, Param::CellB, Param::Distance, Param::Scale];
+    let off = [(Param::RotX, 0.01), (Param::CellB, 0.2)];
+    let (moved, t) =
+        nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &params, &off)
+            .unwrap();
+    let whole = nanobragg::cpu::tangent::render(&moved.plan, &t, &|_| {}, &never).unwrap();
+    let n = 64 * 64;
+    let pixels: Vec<usize> = (0..300).map(|k| (k * 2654435761usize) % n).collect();
+    let sub = nanobragg::cpu::tangent::render_pixels(&moved.plan, &t, &pixels, &never).unwrap();
+    assert!(sub.image.iter().any(|&v| v > 0.0));
+    for (k, &i) in pixels.iter().enumerate() {
+        assert_eq!(
+            sub.image[k].to_bits(),
+            whole.image[i].to_bits(),
+            "pixel {i}"
+        );
+        for j in 0..params.len() {
+            assert_eq!(
+                sub.tangents[j * pixels.len() + k].to_bits(),
+                whole.tangents[j * n + i].to_bits(),
+                "pixel {i}, parameter {j}"
+            );
+        }
+    }
+    let Err(e) = nanobragg::cpu::tangent::render_pixels(&moved.plan, &t, &[n], &never) else {
+        panic!("an index outside the detector was accepted");
+    };
+    assert!(
+        e.message
+            .contains("index 4096 is outside the 64×64 detector"),
+        "{}",
+        e.message
+    );
+}
+
 #[test]
 fn errors_name_the_problem() {
     let prep = prepare();

@@ -5,7 +5,7 @@ use super::Prepared;
 use crate::cpu;
 use crate::error::Result;
 use crate::files::FileSource;
-pub use crate::refine::{Fit, FitOptions, FitStep, Loss};
+pub use crate::refine::{Background, Fit, FitOptions, FitStep, Loss};
 pub use crate::resolve::tangent::Offset;
 pub use crate::tangent::Param;
 use std::sync::atomic::AtomicBool;
