@@ -857,8 +857,10 @@ pub fn fit(
 /// start values) are indexed with the current crystal (nearest integers, kept within 0.25 on
 /// every axis), and the crystal's rotations and cell moved to bring a·q, b·q, c·q onto those
 /// integers (Gauss–Newton with Levenberg's damping, the Jacobian from the plan's tangent);
-/// the lowest-resolution third of the spots first (their indices are the least ambiguous),
-/// then two thirds, then all, indexing again at each cycle.
+/// the lowest-resolution eighth of the spots first (their indices are the least ambiguous),
+/// then a quarter, half, all, indexing again at each cycle; then each spot on the mosaic
+/// domain that puts it nearest its indices (the target's spots are made by the set-up's own
+/// domains), until the indexing holds.
 mod centroid {
     use super::*;
     use crate::predict::Geometry;
@@ -1162,14 +1164,13 @@ mod centroid {
         let mut used = 0;
         let mut prev: Vec<Indexed> = Vec::new();
         let mut at_x = Some(start);
-        // the unrotated crystal on a third, two thirds, all of the spots; then each spot on
-        // the mosaic domain that puts it nearest its indices, until the indexing holds
-        for cycle in 0..5 {
-            let share = [1.0 / 3.0, 2.0 / 3.0][..]
-                .get(cycle)
-                .copied()
-                .unwrap_or(1.0);
-            let domains = cycle >= 3;
+        // the unrotated crystal on an eighth, a quarter, half, all of the spots (the lowest
+        // resolutions first); then each spot on the mosaic domain that puts it nearest its
+        // indices, until the indexing holds
+        const SHARES: [f64; 4] = [0.125, 0.25, 0.5, 1.0];
+        for cycle in 0..SHARES.len() + 2 {
+            let share = SHARES.get(cycle).copied().unwrap_or(1.0);
+            let domains = cycle >= SHARES.len();
             let n_use = ((obs.len() as f64 * share).ceil() as usize).min(obs.len());
             let moved = match at_x.take() {
                 Some(m) => m,

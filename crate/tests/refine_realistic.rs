@@ -231,7 +231,7 @@ fn full_detector_timing() {
 fn convergence_radius() {
     let (prep, target) = realistic_target("", true);
     let mut cases: Vec<(String, Vec<(Param, f64)>)> = Vec::new();
-    for deg in [0.5, 1.0, 1.5, 2.0, 3.0, 4.0] {
+    for deg in [0.5, 1.0, 1.5, 2.0, 2.5, 3.0] {
         for (name, p) in [
             ("rot_x", Param::RotX),
             ("rot_y", Param::RotY),
@@ -240,7 +240,7 @@ fn convergence_radius() {
             cases.push((format!("{name} {deg}°"), vec![(p, deg * DEG)]));
         }
     }
-    for share in [0.005, 0.01, 0.02, 0.03, 0.05] {
+    for share in [0.005, 0.01, 0.02, 0.03, 0.04, 0.05] {
         cases.push((
             format!("cell {} %", share * 100.0),
             start(0.0, share)[3..].to_vec(),
@@ -248,10 +248,12 @@ fn convergence_radius() {
     }
     for (deg, share) in [
         (0.5, 0.005),
+        (0.75, 0.0075),
+        (1.0, 0.005),
+        (0.5, 0.01),
         (1.0, 0.01),
         (1.5, 0.01),
         (2.0, 0.02),
-        (3.0, 0.02),
     ] {
         cases.push((
             format!("all {deg}° / {} %", share * 100.0),
