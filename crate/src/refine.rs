@@ -5,16 +5,26 @@
 //! The optimiser is the `levenberg-marquardt` crate (MINPACK's `lmder` in Rust, on nalgebra;
 //! trust region with Marquardt's diagonal scaling, QR of the Jacobian). The robust loss ρ
 //! enters as residuals r̃ = sign(r)·√(2ρ(r)) (½Σr̃² = Σρ). Each evaluation is one pass of the
-//! tangent kernel: the image and its P tangents at the trial values.
+//! tangent kernel on the selected pixels only (`cpu::tangent::render_pixels`): their values and
+//! P tangents at the trial values, so a 4M-pixel detector costs what its spot pixels cost.
+//!
+//! Target: photons, or ADU with the caller's `gain` and `adc` (ADU = gain·photons + adc, as
+//! noisify and the realistic chain write them). Background ([`Background`]): none, or a smooth
+//! map estimated once from the target (`Local`: block means with the spots clipped,
+//! bilinear), subtracted from it and added to the variance (MODEL §10.4 says why a map rather
+//! than per-spot annuli or nuisance parameters). Sharp spots started far off: the spot-centroid
+//! stage (`centroids`, `centroid::refine` at the end of this file) first.
 //!
 //! Residuals: `r = (model − target)/σ` with the Poisson variance `σ² = max(target, 0) + 1` in
-//! the first cycle and `σ² = max(model, 0) + 1` (the model at the cycle's start) after, fixed
-//! within a cycle so that the weights do not move with each step. Pixels: those within
+//! the first cycle and `σ² = max(model + background, 0) + 1` (the model at the cycle's start)
+//! after, fixed within a cycle so that the weights do not move with each step. Pixels: those within
 //! `spot_radius` pixels of a spot pixel, a spot pixel being one of the model at the current values
 //! (a predicted spot) or of the target (an observed one) above its median by `spot_threshold` of
 //! its range (and, for the target, by 5σ of the median's Poisson noise). The selection is made
 //! again at the values a cycle ends at; the fit stops when the selection no longer changes or
-//! after `cycles` cycles (two at least, the second weighted by the model).
+//! after `cycles` cycles (two at least, the second weighted by the model). On a detector of
+//! more than [`FULL_RENDER_PIXELS`] the model's spots come from the prediction (`predict`)
+//! rather than a whole render, and the resolved parameters' tangents are kept per cycle.
 
 use crate::cpu;
 use crate::error::{Error, Result};
@@ -27,8 +37,6 @@ use crate::tangent::{Param, PlanDelta, PlanTangent};
 use levenberg_marquardt::{LeastSquaresProblem, LevenbergMarquardt, TerminationReason};
 use nalgebra::{DMatrix, DVector, Dyn, VecStorage, U1};
 use std::sync::atomic::{AtomicBool, Ordering};
-
-// the centroid stage is `centroid::refine`, at the end of this file
 
 /// The loss on a pixel's normalised residual r.
 #[derive(Clone, Copy, Debug, PartialEq)]
