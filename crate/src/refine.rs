@@ -125,6 +125,10 @@ pub struct FitOptions {
     /// Start with the spot-centroid stage (see the module's doc): orientation and cell from
     /// the observed spots' positions, for starts beyond the pixel fit's reach (sharp spots).
     pub centroids: bool,
+    /// [`Fit::image`] over the whole detector (true), or only on the last selection's pixels
+    /// on a detector of more than [`FULL_RENDER_PIXELS`] (false: the whole image of a 4M-pixel
+    /// detector costs the tangent kernel more than the fit).
+    pub whole_image: bool,
 }
 
 /// What lies under the spots in the target.
@@ -168,6 +172,7 @@ impl FitOptions {
             gain: 1.0,
             adc: 0.0,
             centroids: false,
+            whole_image: true,
         }
     }
 }
@@ -200,8 +205,8 @@ pub struct Fit {
     /// Pixels in the last selection.
     pub pixels: usize,
     /// The model image at the fitted values (f64, fast-major, photons without the
-    /// background): every pixel on a detector of at most [`FULL_RENDER_PIXELS`], the selected
-    /// pixels only (0 elsewhere) on a larger one.
+    /// background): every pixel, or with `whole_image` false on a detector of more than
+    /// [`FULL_RENDER_PIXELS`] the last selection's pixels only (0 elsewhere).
     pub image: Vec<f64>,
     /// Spots the centroid stage used (0 without it).
     pub centroid_spots: usize,
@@ -831,7 +836,7 @@ pub fn fit(
             break;
         }
     }
-    let image = if nf * ns <= FULL_RENDER_PIXELS {
+    let image = if nf * ns <= FULL_RENDER_PIXELS || o.whole_image {
         render_whole(setup, files, &o.params, &x, cancel)?
     } else {
         let ev = match e {

@@ -264,6 +264,18 @@ impl Session {
         api::fit(&prep, &self.files, target, options, progress, cancel)
     }
 
+    /// The set-up with `extra` words moved by a fit's offsets (`params` with `values`) as the
+    /// values of the user's flags (`api::fitted_values`).
+    pub fn fitted_values(
+        &self,
+        extra: &[String],
+        params: &[api::Param],
+        values: &[f64],
+    ) -> Result<api::Fitted> {
+        let prep = self.prepare_with(extra)?;
+        api::fitted_values(&prep, params, values)
+    }
+
     /// The GPU adapter, once the renderer opened one.
     pub fn gpu_adapter(&self) -> Option<String> {
         self.renderer.gpu_adapter()

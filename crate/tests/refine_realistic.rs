@@ -160,6 +160,9 @@ fn options(start: Vec<(Param, f64)>) -> FitOptions {
     o.gain = DETECTOR.gain;
     o.adc = DETECTOR.adc;
     o.centroids = true;
+    // the model image at the fit on the selected pixels only (the whole 4M-pixel image would
+    // cost the tangent kernel more than the fit)
+    o.whole_image = false;
     o
 }
 

@@ -214,7 +214,11 @@ class Simulator:
         parameter's unit: rad for rotations, Å for cell edges, mm for distance and beam
         centre, relative for scale}), ``history`` (cost per selected pixel at the start and
         after each accepted step), ``iterations``, ``cycles``, ``converged``, ``pixels`` (the
-        last selection's size) and ``image`` (the model at the fit, float64)."""
+        last selection's size), ``image`` (the model at the fit, float64) and ``fitted``: the
+        fitted set-up as keyword values (``misset_deg``, ``cell_A_deg``, ``distance_mm`` or
+        ``close_distance_mm``, ``beam_center_mm``, ``fluence_ph_per_m2``, ...: the crate's
+        ``fitted_values``), so that ``sim.render(**fit["fitted"])`` renders the fitted
+        set-up."""
         extra = self._extra(overrides)
         names = _gradient_names(params)
         t = np.ascontiguousarray(target, dtype=np.float64)
@@ -222,7 +226,7 @@ class Simulator:
             raise UsageError(f"fit: target must be a (slow, fast) array, got {t.ndim} dimension(s)")
         st = [(str(k), float(v)) for k, v in (start or {}).items()]
         try:
-            values, history, iterations, cycles_run, converged, pixels, image = self._s.fit(
+            values, history, iterations, cycles_run, converged, pixels, image, words = self._s.fit(
                 extra, names, t, st, loss, float(loss_scale), int(max_iterations), int(cycles),
                 int(spot_radius), float(spot_threshold), float(tolerance), str(background),
                 int(background_block), float(gain), float(adc), bool(centroids))
@@ -236,6 +240,7 @@ class Simulator:
             "converged": converged,
             "pixels": pixels,
             "image": image,
+            "fitted": _fitted_keywords(words),
         }
 
     def _at(self, names: Sequence[str], offsets: Sequence[float], weights: Optional[np.ndarray] = None):
@@ -317,3 +322,33 @@ def _flat(image: np.ndarray, shape: tuple) -> np.ndarray:
     if a.size != shape[0] * shape[1]:
         raise ValueError(f"image has {a.size} pixels, the detector {shape[1]}x{shape[0]}")
     return a.reshape(-1)
+
+
+# The crate's fitted flags (``Fitted::words``) → the keyword fields of ``Crystal``, ``Beam`` and
+# ``Detector`` (config.py) that take them.
+_FITTED_FIELDS = {
+    "-misset": "misset_deg", "-cell": "cell_A_deg", "-distance": "distance_mm",
+    "-close_distance": "close_distance_mm", "-fluence": "fluence_ph_per_m2", "-lambda": "wavelength_A",
+    "-mosaic": "mosaic_spread_deg", "-default_F": "default_F",
+    "-detector_rotx": "rotx_deg", "-detector_roty": "roty_deg", "-detector_rotz": "rotz_deg",
+}
+
+
+def _fitted_keywords(words: Sequence[str]) -> dict:
+    flags: dict = {}
+    flag = None
+    for w in words:
+        try:
+            flags[flag].append(float(w))
+        except (ValueError, KeyError):
+            flag = w
+            flags[flag] = []
+    out: dict = {}
+    for flag, vals in flags.items():
+        if flag in _FITTED_FIELDS:
+            out[_FITTED_FIELDS[flag]] = tuple(vals) if len(vals) > 1 else vals[0]
+    if "-Xbeam" in flags and "-Ybeam" in flags:
+        out["beam_center_mm"] = (flags["-Xbeam"][0], flags["-Ybeam"][0])
+    if "-Na" in flags:
+        out["N"] = (flags["-Na"][0], flags["-Nb"][0], flags["-Nc"][0])
+    return out

@@ -1,5 +1,6 @@
 """Refinement from Python (issue 20 §3): Simulator.fit recovers orientation and cell from a
-Poisson-noisy still started 0.5° / 0.5 % off, through the crate's api::fit."""
+Poisson-noisy still started 0.5° / 0.5 % off, through the crate's api::fit; the fitted values
+as keywords render the fitted model."""
 
 import math
 import time
@@ -37,6 +38,13 @@ def test_fit_recovers_orientation_and_cell_from_a_noisy_still():
     # the model at the fit is the image at the fitted offsets
     at = sim._at(NAMES, [fit["values"][n] for n in NAMES])
     np.testing.assert_allclose(fit["image"], at, rtol=1e-12, atol=1e-9)
+    # the fitted values as keywords: rendering them is the model at the fit (a still, no mosaic)
+    kw = fit["fitted"]
+    assert set(kw) == {"misset_deg", "cell_A_deg", "fluence_ph_per_m2"}
+    assert len(kw["misset_deg"]) == 3 and len(kw["cell_A_deg"]) == 6
+    for got, edge, n in zip(kw["cell_A_deg"], (70, 80, 90), ("cell_a", "cell_b", "cell_c")):
+        assert abs(got - (edge + fit["values"][n])) < 1e-9
+    np.testing.assert_allclose(sim.render(**kw), fit["image"], rtol=1e-5, atol=1e-3)
 
 
 def test_fit_errors_name_the_problem():

@@ -6,6 +6,7 @@ use crate::cpu;
 use crate::error::Result;
 use crate::files::FileSource;
 pub use crate::refine::{Background, Fit, FitOptions, FitStep, Loss};
+pub use crate::resolve::fitted::Fitted;
 pub use crate::resolve::tangent::Offset;
 pub use crate::tangent::Param;
 use std::sync::atomic::AtomicBool;
@@ -133,4 +134,20 @@ pub fn fit(
     cancel: &AtomicBool,
 ) -> Result<Fit> {
     crate::refine::fit(&prep.setup, files, target, options, progress, cancel)
+}
+
+/// The set-up moved by a fit's offsets (`params` with `values`, as `Fit` and `FitStep` give
+/// them) as the values of the user's flags: `-misset`, `-cell`, `-distance`, `-Xbeam`/`-Ybeam`,
+/// `-fluence`, … (`resolve::fitted`), so that a form, a URL or a command line reproduces the
+/// fitted set-up.
+pub fn fitted_values(prep: &Prepared, params: &[Param], values: &[f64]) -> Result<Fitted> {
+    if params.len() != values.len() {
+        return Err(crate::error::Error::usage(format!(
+            "fit: {} parameters but {} values",
+            params.len(),
+            values.len()
+        )));
+    }
+    let offsets: Vec<Offset> = params.iter().copied().zip(values.iter().copied()).collect();
+    crate::resolve::fitted::fitted_values(&prep.setup, &offsets)
 }
