@@ -193,6 +193,11 @@ class Simulator:
         spot_radius: int = 2,
         spot_threshold: float = 0.01,
         tolerance: float = 1e-8,
+        background: str = "none",
+        background_block: int = 32,
+        gain: float = 1.0,
+        adc: float = 0.0,
+        centroids: bool = False,
         **overrides: Any,
     ) -> dict:
         """Fits ``params`` (names of :data:`GRADIENT_PARAMETERS`: ``rot_x``, ``cell_a``,
@@ -200,7 +205,13 @@ class Simulator:
         fast)) by robust least squares on the pixels around the spots (Levenberg–Marquardt on
         the derivative engine's Jacobian; the crate's ``refine``, ARCHITECTURE.md). ``loss``:
         ``"huber"``, ``"cauchy"`` (scale ``loss_scale``, in σ of the Poisson noise) or
-        ``"squared"``; ``start``: offsets to start from.
+        ``"squared"``; ``start``: offsets to start from. ``gain`` and ``adc``: the target is in
+        ADU = gain·photons + adc (noisify's and the realistic chain's); ``background``:
+        ``"none"`` (the target holds the spots alone) or ``"local"`` (a smooth background
+        estimated from the target per block of ``background_block`` pixels, subtracted and
+        added to the variance); ``centroids``: start with the spot-centroid stage (the target's
+        spots indexed, orientation and cell fitted to their positions), for sharp spots started
+        beyond the pixel fit's reach (MODEL.md §10.4).
 
         Returns a dict: ``values`` ({name: fitted offset from the simulator's value, in the
         parameter's unit: rad for rotations, Å for cell edges, mm for distance and beam
@@ -220,7 +231,8 @@ class Simulator:
         try:
             values, history, iterations, cycles_run, converged, pixels, image, words = self._s.fit(
                 extra, names, t, st, loss, float(loss_scale), int(max_iterations), int(cycles),
-                int(spot_radius), float(spot_threshold), float(tolerance))
+                int(spot_radius), float(spot_threshold), float(tolerance), str(background),
+                int(background_block), float(gain), float(adc), bool(centroids))
         except Error as e:
             raise _name_field(e) from None
         return {

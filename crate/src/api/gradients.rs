@@ -12,7 +12,7 @@ use super::{choose_backend, Backend, Engine, Precision, Prepared, Renderer};
 use crate::cpu;
 use crate::error::{ErrorKind, Result};
 use crate::files::FileSource;
-pub use crate::refine::{Fit, FitOptions, FitStep, Loss};
+pub use crate::refine::{Background, Fit, FitOptions, FitStep, Loss};
 pub use crate::resolve::fitted::Fitted;
 pub use crate::resolve::tangent::Offset;
 pub use crate::tangent::Param;

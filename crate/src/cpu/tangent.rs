@@ -436,6 +436,74 @@ pub fn apply_exact_fixup(
     }
 }
 
+/// [`render`] on a list of pixels only (stored indices `slow·fpixels + fast`, any order): their
+/// values and tangents (`params × pixels.len()`, parameter-major, in the list's order), each
+/// pixel computed as `render` computes it (bit for bit), so that a fit on a few thousand spot
+/// pixels of a large detector costs what those pixels cost. Pixels outside the detector are an
+/// error, pixels it does not render (mask, ROI, gaps) are 0. Plans with tricubic interpolation
+/// take the full render (its raster-order switch-off needs every pixel before).
+pub fn render_pixels(
+    p: &Plan,
+    t: &PlanTangent,
+    pixels: &[usize],
+    cancel: &AtomicBool,
+) -> Result<TangentImages> {
+    check_supported(p)?;
+    let np = t.deltas.len();
+    let npx = p.pixel_count();
+    if let Some(&bad) = pixels.iter().find(|&&i| i >= npx) {
+        return Err(Error::usage(format!(
+            "pixels: index {bad} is outside the {}×{} detector",
+            p.fpixels, p.spixels
+        )));
+    }
+    let n = pixels.len();
+    if p.interpolation == Interpolation::Tricubic {
+        let r = render(p, t, &|_| {}, cancel)?;
+        let image = pixels.iter().map(|&i| r.image[i]).collect();
+        let mut tangents = vec![0f64; np * n];
+        for j in 0..np {
+            for (k, &i) in pixels.iter().enumerate() {
+                tangents[j * n + k] = r.tangents[j * npx + i];
+            }
+        }
+        return Ok(TangentImages { image, tangents });
+    }
+    let c = Ctx::new(p, t);
+    let fp = p.fpixels;
+    let first = first_rendered_pixel(p);
+    let stride = np.max(1);
+    let mut image = vec![0f64; n];
+    let mut tan = vec![0f64; n * stride];
+    const CHUNK: usize = 64;
+    image
+        .par_chunks_mut(CHUNK)
+        .zip(tan.par_chunks_mut(CHUNK * stride))
+        .zip(pixels.par_chunks(CHUNK))
+        .try_for_each(|((vals, tans), idx)| -> Result<()> {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::cancelled());
+            }
+            let mut sc = Scratch::new(np);
+            for (k, &i) in idx.iter().enumerate() {
+                let (f, s) = (i % fp, i / fp);
+                if !p.renders(f, s) {
+                    continue;
+                }
+                let out = &mut tans[k * stride..k * stride + np];
+                vals[k] = pixel(&c, f, s, Some(i) == first, false, &mut sc, out).0;
+            }
+            Ok(())
+        })?;
+    let mut tangents = vec![0f64; np * n];
+    for k in 0..n {
+        for j in 0..np {
+            tangents[j * n + k] = tan[k * stride + j];
+        }
+    }
+    Ok(TangentImages { image, tangents })
+}
+
 /// The vector–Jacobian product: Σ_pixels weight·∂value/∂parameter for each parameter of `t`,
 /// without keeping a tangent image (rows reduced in order, so the result does not depend on the
 /// thread count). Also returns the image. Plans with tricubic interpolation take the full
