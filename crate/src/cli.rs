@@ -372,7 +372,8 @@ fn run_inner(words: &[String]) -> Result<()> {
     let threads = o
         .threads
         .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()));
-    let cost = api::estimate_cost(&prep, api::thread_count(threads).0.unwrap_or(1));
+    let cost = api::estimate_cost(&prep, api::thread_count(threads).0.unwrap_or(1))
+        .with_tangents(&prep, o.gradients.len());
     if !o.force {
         cost.check_budget(o.precision)?;
     }

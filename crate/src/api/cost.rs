@@ -26,8 +26,11 @@ pub struct Cost {
     pub terms_per_pixel: f64,
     /// `pixels × terms_per_pixel`.
     pub terms: f64,
-    /// Memory for the images (float, SMV, noise, PGM) and the plan's tables.
+    /// Memory for the images (float, SMV, noise, PGM), the tangent images if any
+    /// ([`Cost::with_tangents`]) and the plan's tables.
     pub bytes: f64,
+    /// Tangent images counted in `bytes` (`-gradients`; 0 for an image alone).
+    pub tangents: f64,
     /// Rough CPU time in seconds on `threads` threads, f64 and f32.
     pub seconds_f64: f64,
     pub seconds_f32: f64,
@@ -65,6 +68,7 @@ pub fn estimate_cost(prep: &Prepared, threads: usize) -> Cost {
         terms_per_pixel,
         terms,
         bytes: image_bytes + table_bytes,
+        tangents: 0.0,
         seconds_f64: terms / (CPU_TERMS_PER_SECOND_F64 * t),
         seconds_f32: terms / (CPU_TERMS_PER_SECOND_F32 * t),
         threads: t,
@@ -72,6 +76,14 @@ pub fn estimate_cost(prep: &Prepared, threads: usize) -> Cost {
 }
 
 impl Cost {
+    /// The cost with `params` tangent images beside the image (`-gradients`): each held in f64
+    /// (8 bytes per pixel) and written in f32 (4 more), over the whole detector.
+    pub fn with_tangents(mut self, prep: &Prepared, params: usize) -> Self {
+        self.tangents = params as f64;
+        self.bytes += prep.plan().pixel_count() as f64 * params as f64 * 12.0;
+        self
+    }
+
     /// Rough CPU seconds at `precision`.
     pub fn seconds(&self, precision: Precision) -> f64 {
         match precision {
@@ -110,9 +122,13 @@ impl Cost {
                 g(CLI_MAX_TERMS)
             )
         } else if self.bytes > CLI_MAX_BYTES {
+            let what = if self.tangents > 0.0 {
+                format!("its image, {} tangent images and tables", self.tangents)
+            } else {
+                "its images and tables".to_string()
+            };
             format!(
-                "this render needs {} GiB of memory for its images and tables, more than the \
-                 budget of {} GiB",
+                "this render needs {} GiB of memory for {what}, more than the budget of {} GiB",
                 gib(self.bytes),
                 gib(CLI_MAX_BYTES)
             )

@@ -174,6 +174,30 @@ mod tests {
     }
 
     #[test]
+    fn cost_counts_tangent_images() {
+        // 8192² pixels: the image fits the memory budget, 24 tangent images (f64 held, f32
+        // written) do not
+        let files = crate::files::MemFiles::default();
+        let prep = prepare(
+            &split_args("-cell 100 100 100 90 90 90 -default_F 1 -detpixels 8192"),
+            &files,
+        )
+        .unwrap();
+        let c = estimate_cost(&prep, 2);
+        assert!(c.check_budget(Precision::F32).is_ok());
+        let n = 8192.0 * 8192.0;
+        let g = c.with_tangents(&prep, 24);
+        assert_eq!(g.bytes - c.bytes, n * 24.0 * 12.0);
+        let e = g.check_budget(Precision::F32).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Limit);
+        assert!(
+            e.message.starts_with("this render needs 18.6 GiB of memory for its image, 24 tangent images and tables, more than the budget of 8 GiB: give -force"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
     fn non_finite_images_are_errors() {
         let prep = prepare(
             &split_args("-cell 100 100 100 90 90 90 -default_F 1 -detpixels 4"),

@@ -202,6 +202,14 @@ fn move_option(setup: &Setup, o: &mut crate::args::Options, p: Param, delta: f64
             };
             c[i] += delta;
             o.cell = Some(c);
+            // a crystal size (-xtalsize, -xtal_thick …) makes the cell counts a step function of
+            // the cell (ceil(size / |axis|)): the counts are held at the set-up's (MODEL §10.2),
+            // the derivative of the image everywhere but on a step
+            if o.sample_x > 0.0 || o.sample_y > 0.0 || o.sample_z > 0.0 {
+                let p = &setup.plan;
+                (o.na, o.nb, o.nc) = (Some(p.na), Some(p.nb), Some(p.nc));
+                (o.sample_x, o.sample_y, o.sample_z) = (0.0, 0.0, 0.0);
+            }
         }
         Param::Mosaic => o.mosaic_spread += delta / RTD,
         Param::Distance => {
