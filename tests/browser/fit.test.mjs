@@ -4,7 +4,8 @@
 // move while it runs, the residual plot's points fall, and the fitted misset and cell are in the
 // URL. Cancel stops a fit and leaves the form holding the values of the image shown; an unsupported
 // set-up is the crate's error in the bar. The page's own noisy SMV opened as the measured image is
-// fitted too. Screenshots
+// fitted too, its 40 ADU offset under the crate's local background (scale within 5 %), and the
+// measured view's levels are the realistic still's (black at the median). Screenshots
 // of a fit running and finished go to tests/artifacts/fit-*-1280.png.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -150,7 +151,21 @@ test('a measured image: the page\'s own Poisson-noisy SMV, opened as measured, i
   await page.evaluate(() => window.nanobragg.measured.openFiles([new File([window.__smv], 'shot.img')], true));
   await waitRendered(page, n + 1); // the file's geometry rendered
   await idle(page);
-  assert.match(await page.textContent('.fitbar .ftarget'), /measured image shot\.img \(less its median, 40, as background\)/);
+  // the target's background (noisify's 40 ADU offset) is the crate's local map, its units said
+  assert.match(await page.textContent('.fitbar .ftarget'), /measured image shot\.img \(gain 1, offset 0 assumed: .*background: the crate's local map\)/);
+  // the file's beam centre (128.5 pixels of 0.4 mm) reaches the form without float noise
+  assert.equal((await page.evaluate(() => window.nanobragg.state())).Xbeam, '51.4');
+  // the measured view's levels are the realistic still's: black at the median (the offset), few
+  // pixels at the white level (with levels from 0 to the maximum's share, nearly all were)
+  const lv = await page.evaluate(() => {
+    const m = window.nanobragg.measured;
+    const [lo, hi] = m.mview.imageSize.levels;
+    const px = m.info.pixels;
+    let over = 0;
+    for (const v of px) if (v >= hi) over++;
+    return { lo, hi, over: over / px.length };
+  });
+  assert.ok(Math.abs(lv.lo - 40) < 3 && lv.hi > lv.lo && lv.over < 0.02, `measured view levels ${JSON.stringify(lv)}`);
   assert.equal(await page.locator('.fitbar input[data-group="scale"]').isChecked(), true, 'the scale is fitted with a measured image');
   await page.click('.fitbar .frun');
   await page.waitForFunction(() => !window.nanobragg.fit.running, null, { timeout: 60_000 });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { difference, masterOf, measuredKind, simScale, withFileGeometry } from '../../www/src/measured/logic';
+import { difference, masterOf, measuredKind, simScale, tidyValue, withFileGeometry } from '../../www/src/measured/logic';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 
@@ -20,6 +20,13 @@ test("a file's geometry replaces the detector fields it conflicts with", () => {
   const { model: next, set } = withFileGeometry(model, [['-detpixels_f', '131'], ['-detpixels_s', '97'], ['-pixel', '0.1'], ['-distance', '150'], ['-Xbeam', '4.75'], ['-Ybeam', '6.45']]);
   assert.deepEqual(next, { cell: '100 100 100 90 90 90', lambda: '6.2', distance: '150', detpixels_f: '131', detpixels_s: '97', pixel: '0.1', Xbeam: '4.75', Ybeam: '6.45' });
   assert.deepEqual(set, ['detpixels_f', 'detpixels_s', 'pixel', 'distance', 'Xbeam', 'Ybeam']);
+});
+
+test("a file's numbers reach the form without float noise", () => {
+  const { model } = withFileGeometry({}, [['-Xbeam', '51.400000000000006'], ['-Ybeam', '6.45'], ['-pixel', '0.000172'], ['-lambda', '0.97625999999999995']]);
+  assert.deepEqual(model, { Xbeam: '51.4', Ybeam: '6.45', pixel: '0.000172', lambda: '0.97626' });
+  assert.equal(tidyValue('1 -0.30000000000000004 1.0000000000000002e-10'), '1 -0.3 1e-10');
+  assert.equal(tidyValue('1.0 100.000 12345.6789012'), '1.0 100.000 12345.6789012'); // 12 digits or fewer: as written
 });
 
 test('the difference scales the simulation onto the trusted measured counts', () => {

@@ -140,6 +140,12 @@ export interface FitRequest {
   params: string;
   /** Starting offsets, one per parameter (or empty). */
   start: number[];
+  /** What lies under the spots in the target (`api::Background`): `none`, or `local` (the
+   * crate's smooth map from the target: a measured image's water, air and offset). */
+  background: 'none' | 'local';
+  /** The target's units: ADU = gain·photons + adc (1 and 0: photons). */
+  gain: number;
+  adc: number;
   maxIterations: number;
   /** Send the model image with each step (the live view). */
   images: boolean;

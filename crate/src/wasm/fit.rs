@@ -105,17 +105,22 @@ fn image_at(
 }
 
 /// Fits `params` (comma-separated names: `rot_x,rot_y,rot_z,cell_a,…`) of the set-up of `args`
-/// (with the module's files) to `target` (photons per pixel, the detector's size, fast-major),
-/// starting from the offsets `start` (one per parameter, or empty), in at most `max_iterations`
-/// evaluations. `on_step(FitStepInfo)` is called at the start and at every accepted step (with
+/// (with the module's files) to `target` (the detector's size, fast-major; ADU = `gain`·photons
+/// + `adc`, photons for 1 and 0), with the `background` model under the spots (`none`, `local`:
+/// `api::Background`), starting from the offsets `start` (one per parameter, or empty), in at
+/// most `max_iterations` evaluations. `on_step(FitStepInfo)` is called at the start and at every accepted step (with
 /// the model image when `images`). Cancel: the module's cancel flag (an error of kind
 /// "cancelled").
+#[allow(clippy::too_many_arguments)] // the binding's flat JavaScript arguments
 #[wasm_bindgen(unchecked_return_type = "FitInfo")]
 pub fn fit(
     args: Vec<String>,
     target: Vec<f32>,
     params: &str,
     start: Vec<f64>,
+    background: &str,
+    gain: f64,
+    adc: f64,
     max_iterations: usize,
     images: bool,
     #[wasm_bindgen(unchecked_param_type = "(step: FitStepInfo) => void")]
@@ -124,6 +129,7 @@ pub fn fit(
     let t0 = js_sys::Date::now();
     CANCEL.store(false, Ordering::SeqCst);
     let params = api::parse_params(params, "fit").map_err(js_err)?;
+    let background = api::Background::parse(background).map_err(js_err)?;
     if !start.is_empty() && start.len() != params.len() {
         return Err(js_err(format!(
             "fit: {} start values for {} parameters",
@@ -140,6 +146,9 @@ pub fn fit(
         let mut options = api::FitOptions::new(&params);
         options.max_iterations = max_iterations.max(2);
         options.start = params.iter().copied().zip(start.iter().copied()).collect();
+        options.background = background;
+        options.gain = gain;
+        options.adc = adc;
         let x0: Vec<f64> = if start.is_empty() {
             vec![0.0; params.len()]
         } else {

@@ -10,8 +10,8 @@ import type { NanoBraggClient } from '../client';
 import type { Store } from '../state';
 import type { ImageView } from '../view';
 import type { MeasuredCompare } from '../measured';
-import type { FitStepInfo, Geometry } from '../protocol';
-import { GROUPS, fmtField, median, paramsOf, peaks, perturbation, plotPoints, withFitted } from './logic';
+import type { FitRequest, FitStepInfo, Geometry } from '../protocol';
+import { GROUPS, fmtField, paramsOf, peaks, perturbation, plotPoints, withFitted } from './logic';
 
 export interface ShownImage {
   data: Float32Array;
@@ -19,6 +19,15 @@ export interface ShownImage {
   height: number;
   geometry: Geometry;
   args: string[];
+}
+
+/** A fit's target and what the crate is told of it (`FitRequest`). */
+export interface FitTarget {
+  data: Float32Array;
+  label: string;
+  background: FitRequest['background'];
+  gain: number;
+  adc: number;
 }
 
 export interface FitDeps {
@@ -117,18 +126,25 @@ export class FitPanel {
   }
 
   /** The target of a fit now: the measured image on the simulation's detector, else the
-   * teacher's target when the detector is still its size. */
-  currentTarget(): { data: Float32Array; label: string } | null {
+   * teacher's target when the detector is still its size. With the target, what the crate is
+   * told of it: its background model and units (`FitOptions`). */
+  currentTarget(): FitTarget | null {
     const shown = this.d.shown();
     const m = this.d.measured.info;
     if (m && shown && m.width === shown.width && m.height === shown.height) {
-      // the fit has no background term yet: the image's median is taken off as a flat background
-      // (a detector's offset, water and air), and flagged pixels (gaps, bad pixels: −1) count as none
-      const bg = median(m.pixels);
-      return { data: m.pixels.map((v) => (v < 0 ? 0 : Math.max(0, v - bg))), label: `measured image ${m.name} (less its median, ${fmtField(bg, 1)}, as background)` };
+      // a measured image: its water, air and detector offset are the crate's local background
+      // (a smooth map from the image, spots clipped); neither the file nor the page knows the
+      // detector's gain or ADC offset, so counts are taken as photons (the offset goes into the
+      // background, the gain into the fitted scale). Flagged pixels (gaps, bad pixels: −1) count
+      // as 0: the fit takes no mask of the target.
+      const data = m.untrusted ? m.pixels.map((v) => (v < 0 ? 0 : v)) : m.pixels;
+      return {
+        data, background: 'local', gain: 1, adc: 0,
+        label: `measured image ${m.name} (gain 1, offset 0 assumed: the file says neither, the fitted scale takes the gain; background: the crate's local map)`,
+      };
     }
     const t = this.target;
-    if (t && shown && t.width === shown.width && t.height === shown.height) return { data: t.data, label: 'the image before the perturbation' };
+    if (t && shown && t.width === shown.width && t.height === shown.height) return { data: t.data, background: 'none', gain: 1, adc: 0, label: 'the image before the perturbation' };
     return null;
   }
 
@@ -251,7 +267,7 @@ export class FitPanel {
     const geometry = shown.geometry;
     try {
       const r = await client.fit(
-        { args: store.args.peek().args, files: Object.fromEntries(store.files.peek()), target: t.data, params: params.join(','), start: [], maxIterations, images: true },
+        { args: store.args.peek().args, files: Object.fromEntries(store.files.peek()), target: t.data, background: t.background, gain: t.gain, adc: t.adc, params: params.join(','), start: [], maxIterations, images: true },
         (step) => {
           this.lastStep = step;
           if (Number.isFinite(step.cost)) {

@@ -111,9 +111,3 @@ export function peaks(data: ArrayLike<number>, w: number, h: number, max = 400):
   out.sort((a, b) => b.v - a.v);
   return out.slice(0, max).map((p) => [p.f + 0.5, p.s + 0.5]);
 }
-
-/** The median of the pixels that are not flagged (≥ 0). */
-export function median(data: ArrayLike<number>): number {
-  const v = Array.from(data).filter((x) => x >= 0).sort((a, b) => a - b);
-  return v.length ? v[v.length >> 1] : 0;
-}

@@ -122,6 +122,7 @@ export class MeasuredCompare {
     mhost.hidden = true;
     d.stage.appendChild(mhost);
     this.mview = new ImageView(mhost);
+    this.mview.backgroundBlack = true; // counts over water, air and an offset: levels as the realistic still's
     this.mview.canvas.setAttribute('aria-label', 'Measured detector image. Arrow keys pan, + and - zoom, 0 fits.');
     this.tags = { sim: this.tag(d.host, 'simulated'), measured: this.tag(mhost, 'measured') };
 

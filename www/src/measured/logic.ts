@@ -29,6 +29,16 @@ export function masterOf(names: string[]): number {
  * a mask of another size, an energy that would override the wavelength. */
 export const CLEARED_BY_FILE = ['detector', 'detpixels', 'detsize', 'img', 'convention', 'roi', 'mask', 'energy'];
 
+/** A flag's value as the form shows it: each number to 12 significant digits, so the float
+ * noise of a conversion (51.400000000000006 mm) does not land in the form and the URL; a number
+ * of 12 digits or fewer is kept as written. */
+export function tidyValue(value: string): string {
+  return value.replace(/[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?/g, (t) => {
+    const digits = (t.split(/[eE]/)[0].match(/\d/g) ?? []).length;
+    return digits > 12 ? String(Number(Number(t).toPrecision(12))) : t;
+  });
+}
+
 /** The model with a file's geometry ([flag, value] words from the crate) in its fields. */
 export function withFileGeometry(model: ModelState, words: [string, string][]): { model: ModelState; set: string[] } {
   const next: ModelState = { ...model };
@@ -37,7 +47,7 @@ export function withFileGeometry(model: ModelState, words: [string, string][]): 
   for (const [flag, value] of words) {
     const p = PARAMS.find((q) => q.flag === flag);
     if (!p) continue;
-    next[p.key] = value;
+    next[p.key] = tidyValue(value);
     set.push(p.key);
   }
   return { model: next, set };
