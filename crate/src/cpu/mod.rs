@@ -204,6 +204,22 @@ pub fn render_with(
                     ) {
                         return Err(Error::cancelled());
                     }
+                    // a block wholly rendered (no mask, inside the ROI: the block is on one
+                    // panel's run) without the first pixel: only its reports
+                    let roi = &plan.roi;
+                    let row0 = s * fp + f0;
+                    if plan.mask.is_none()
+                        && roi.contains(f0, s)
+                        && roi.contains(f0 + len - 1, s)
+                        && first.is_none_or(|i| i < row0 || i >= row0 + len)
+                    {
+                        if exact[..len].contains(&true) {
+                            (0..len)
+                                .filter(|&j| exact[j])
+                                .for_each(|j| report(row0 + j));
+                        }
+                        continue;
+                    }
                     for j in 0..len {
                         let f = f0 + j;
                         let idx = s * fp + f;
