@@ -65,6 +65,23 @@ const OP_GUARDS: u32 = 20u;
 const OP_F_NEAREST: u32 = 21u;
 const OP_F_TRICUBIC: u32 = 22u;
 const OP_POLINT4: u32 = 23u;
+const OP_GRATING_D: u32 = 24u;
+const OP_LATTICE_SQUARE_D: u32 = 25u;
+const OP_LATTICE_ROUND_D: u32 = 26u;
+const OP_SHAPE_R2_D: u32 = 27u;
+const OP_GAUSS_TOPHAT_D: u32 = 28u;
+const OP_POLARIZATION_D: u32 = 29u;
+const OP_CAPTURE_SOLID_ANGLE_D: u32 = 30u;
+const OP_F_TRICUBIC_D: u32 = 31u;
+const OP_POLINT4_D: u32 = 32u;
+
+// One part of a lattice factor's derivatives: (value, dF/d delta) for part 0, (value, dF/dN) else.
+fn lattice_part(l: LatticeD, part: f32) -> vec4<f32> {
+    if part == 0.0 {
+        return vec4<f32>(l.v, l.d_hkl);
+    }
+    return vec4<f32>(l.v, l.d_n);
+}
 
 @compute @workgroup_size(64, 1, 1)
 fn selftest(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -180,6 +197,69 @@ fn selftest(@builtin(global_invocation_id) gid: vec3<u32>) {
         }
         case OP_POLINT4: {
             r = vec4<f32>(polint4(a, b), 0.0, 0.0, 0.0);
+        }
+        case OP_GRATING_D: {
+            // (d, N, m, y) -> (sincg_delta_d(d, N, m), sinc3_pi_d_over_x(y))
+            r = vec4<f32>(sincg_delta_d(a.x, a.y, a.z), sinc3_pi_d_over_x(a.w));
+        }
+        case OP_LATTICE_SQUARE_D: {
+            // deltas a.xyz, nearest integers b.xyz, N c.xyz, part d.w
+            r = lattice_part(lattice_square_d(a.xyz, b.xyz, c.xyz), d.w);
+        }
+        case OP_LATTICE_ROUND_D: {
+            // deltas a.xyz, fudge a.w, N c.xyz, part d.w
+            r = lattice_part(lattice_round_d(a.xyz, c.xyz, a.w), d.w);
+        }
+        case OP_SHAPE_R2_D: {
+            // deltas a.xyz, part a.w; a* b.xyz, Na b.w; b* c.xyz, Nb c.w; c* d.xyz, Nc d.w
+            let s = shape_r2_d(a.xyz, b.xyz, c.xyz, d.xyz, vec3<f32>(b.w, c.w, d.w));
+            var v = s.d_hkl;
+            if a.w == 1.0 {
+                v = s.d_n;
+            } else if a.w >= 2.0 {
+                v = s.d_star[i32(a.w) - 2];
+            }
+            r = vec4<f32>(s.r2, v);
+        }
+        case OP_GAUSS_TOPHAT_D: {
+            // (r2, nabc, fudge, 0 Gauss / 1 top hat)
+            if a.w == 0.0 {
+                r = vec4<f32>(lattice_gauss_d(a.x, a.y, a.z), 0.0);
+            } else {
+                r = vec4<f32>(lattice_tophat_d(a.x, a.y, a.z), 0.0);
+            }
+        }
+        case OP_POLARIZATION_D: {
+            // as OP_POLARIZATION -> (P, dP/dd)
+            r = polarization_d(a.w, a.xyz, b.xyz, c.xyz, d.xyz);
+        }
+        case OP_CAPTURE_SOLID_ANGLE_D: {
+            // (t, mu_step, rho, 0) -> (capture_fraction_d, 0, 0); (inv_r, pixel^2, close, point) b
+            // with a.w = 1 -> (solid_angle_d, 0)
+            if a.w == 0.0 {
+                r = vec4<f32>(capture_fraction_d(a.x, a.y, a.z), 0.0, 0.0);
+            } else {
+                r = vec4<f32>(solid_angle_d(b.x, b.y, b.z, b.w != 0.0), 0.0);
+            }
+        }
+        case OP_F_TRICUBIC_D: {
+            // as OP_F_TRICUBIC -> (dF/dh, dF/dk, dF/dl or 0, stencil leaves the table)
+            let g = box_of(c, d);
+            let h = vec2<f32>(a.x, b.x);
+            let k = vec2<f32>(a.y, b.y);
+            let l = vec2<f32>(a.z, b.z);
+            let leaves = stencil_leaves_table(g, h, k, l);
+            var gr = vec3<f32>(0.0);
+            if !leaves {
+                let hf = df_floor(h);
+                let kf = df_floor(k);
+                let lf = df_floor(l);
+                gr = f_tricubic_d(g, hf, kf, lf, node_diffs(h, hf), node_diffs(k, kf), node_diffs(l, lf));
+            }
+            r = vec4<f32>(gr, flag(leaves));
+        }
+        case OP_POLINT4_D: {
+            r = vec4<f32>(polint4_d(a, b), 0.0, 0.0, 0.0);
         }
         default: {}
     }

@@ -466,17 +466,25 @@ fn run_inner(o: args::Options, t0: Instant) -> Result<()> {
     let image = if o.gradients.is_empty() {
         render(&prep, o.threads)?.image
     } else {
-        // the tangent kernel's image is the f64 kernel's; in f32 mode the image is rendered
-        // as usual and the derivatives (f64) beside it
-        let g = crate::cpu::with_threads(o.threads, || {
-            api::render_gradients(
-                &prep,
-                &DiskFiles,
-                &o.gradients,
-                &|_| {},
-                &std::sync::atomic::AtomicBool::new(false),
-            )
-        })?;
+        // on the engine of the backend policy: the CPU's tangent kernel (its image is the f64
+        // kernel's; with -precision f32 the derivatives come from the f32 tangent kernel and the
+        // image is rendered as usual beside them), or the GPU's (the image and f32 derivatives
+        // in one pass)
+        let r = api::Renderer::new(o.threads).render_gradients(
+            &prep,
+            &DiskFiles,
+            &o.gradients,
+            &[],
+            o.backend,
+            o.precision,
+            &|_| {},
+            &std::sync::atomic::AtomicBool::new(false),
+        )?;
+        for n in &r.notices {
+            eprintln!("{n}");
+        }
+        let on_gpu = r.engine == api::Engine::Gpu;
+        let g = r.gradients;
         for (i, name) in grad_files.iter().enumerate() {
             let t: Vec<f32> = g.tangent(i).iter().map(|&v| v as f32).collect();
             write_file(
@@ -491,7 +499,7 @@ fn run_inner(o: args::Options, t0: Instant) -> Result<()> {
                 &mut out,
             )?;
         }
-        if o.precision == api::Precision::F64 {
+        if o.precision == api::Precision::F64 || on_gpu {
             g.image
         } else {
             render(&prep, o.threads)?.image

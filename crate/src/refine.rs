@@ -5,23 +5,35 @@
 //! The optimiser is the `levenberg-marquardt` crate (MINPACK's `lmder` in Rust, on nalgebra;
 //! trust region with Marquardt's diagonal scaling, QR of the Jacobian). The robust loss ρ
 //! enters as residuals r̃ = sign(r)·√(2ρ(r)) (½Σr̃² = Σρ). Each evaluation is one pass of the
-//! tangent kernel: the image and its P tangents at the trial values.
+//! tangent kernel on the selected pixels only (`cpu::tangent::render_pixels`): their values and
+//! P tangents at the trial values, so a 4M-pixel detector costs what its spot pixels cost.
+//!
+//! Target: photons, or ADU with the caller's `gain` and `adc` (ADU = gain·photons + adc, as
+//! noisify and the realistic chain write them). Background ([`Background`]): none, or a smooth
+//! map estimated once from the target (`Local`: block means with the spots clipped,
+//! bilinear), subtracted from it and added to the variance (MODEL §10.4 says why a map rather
+//! than per-spot annuli or nuisance parameters). Sharp spots started far off: the spot-centroid
+//! stage (`centroids`, `centroid::refine` at the end of this file) first.
 //!
 //! Residuals: `r = (model − target)/σ` with the Poisson variance `σ² = max(target, 0) + 1` in
-//! the first cycle and `σ² = max(model, 0) + 1` (the model at the cycle's start) after, fixed
-//! within a cycle so that the weights do not move with each step. Pixels: those within
+//! the first cycle and `σ² = max(model + background, 0) + 1` (the model at the cycle's start)
+//! after, fixed within a cycle so that the weights do not move with each step. Pixels: those within
 //! `spot_radius` pixels of a spot pixel, a spot pixel being one of the model at the current values
 //! (a predicted spot) or of the target (an observed one) above its median by `spot_threshold` of
 //! its range (and, for the target, by 5σ of the median's Poisson noise). The selection is made
 //! again at the values a cycle ends at; the fit stops when the selection no longer changes or
-//! after `cycles` cycles (two at least, the second weighted by the model).
+//! after `cycles` cycles (two at least, the second weighted by the model). On a detector of
+//! more than [`FULL_RENDER_PIXELS`] the model's spots come from the prediction (`predict`)
+//! rather than a whole render, and the resolved parameters' tangents are kept per cycle.
 
 use crate::cpu;
 use crate::error::{Error, Result};
 use crate::files::FileSource;
-use crate::resolve::tangent::{plan_tangent_at, Offset};
+use crate::plan::Plan;
+use crate::predict::{predict, PredictOptions};
+use crate::resolve::tangent::{analytic, moved_setup, plan_delta, plan_tangent_at, Offset};
 use crate::resolve::Setup;
-use crate::tangent::Param;
+use crate::tangent::{Param, PlanDelta, PlanTangent};
 use levenberg_marquardt::{LeastSquaresProblem, LevenbergMarquardt, TerminationReason};
 use nalgebra::{DMatrix, DVector, Dyn, VecStorage, U1};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -102,6 +114,46 @@ pub struct FitOptions {
     pub spot_threshold: f64,
     /// Stop a cycle when an accepted step lowers the cost by less than this share.
     pub tolerance: f64,
+    /// What lies under the spots in the target (see [`Background`]).
+    pub background: Background,
+    /// Side (pixels) of the blocks of the [`Background::Local`] estimate.
+    pub background_block: usize,
+    /// The target's units: ADU = `gain`·photons + `adc` (noisify's and the realistic chain's
+    /// gain and ADC offset); photons for gain 1 and offset 0.
+    pub gain: f64,
+    pub adc: f64,
+    /// Start with the spot-centroid stage (see the module's doc): orientation and cell from
+    /// the observed spots' positions, for starts beyond the pixel fit's reach (sharp spots).
+    pub centroids: bool,
+    /// [`Fit::image`] over the whole detector (true), or only on the last selection's pixels
+    /// on a detector of more than [`FULL_RENDER_PIXELS`] (false: the whole image of a 4M-pixel
+    /// detector costs the tangent kernel more than the fit).
+    pub whole_image: bool,
+}
+
+/// What lies under the spots in the target.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Background {
+    /// Nothing: the target holds the spots alone (or its background was subtracted).
+    None,
+    /// A smooth background estimated once from the target (the water and air scattering of a
+    /// real still): per block of `background_block`² pixels, the mean of the rendered pixels
+    /// within 4σ above the block's median (spots clipped), interpolated bilinearly between
+    /// block centres. It is subtracted from the target and added to the Poisson variance.
+    Local,
+}
+
+impl Background {
+    /// A background model by name: `none`, `local`.
+    pub fn parse(name: &str) -> Result<Background> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "none" | "" => Ok(Background::None),
+            "local" => Ok(Background::Local),
+            other => Err(Error::usage(format!(
+                "background: unknown background model '{other}'; the models are none, local"
+            ))),
+        }
+    }
 }
 
 impl FitOptions {
@@ -115,6 +167,12 @@ impl FitOptions {
             spot_radius: 2,
             spot_threshold: 0.01,
             tolerance: 1e-8,
+            background: Background::None,
+            background_block: 32,
+            gain: 1.0,
+            adc: 0.0,
+            centroids: false,
+            whole_image: true,
         }
     }
 }
@@ -146,29 +204,116 @@ pub struct Fit {
     pub converged: bool,
     /// Pixels in the last selection.
     pub pixels: usize,
-    /// The model image at the fitted values (f64, fast-major).
+    /// The model image at the fitted values (f64, fast-major, photons without the
+    /// background): every pixel, or with `whole_image` false on a detector of more than
+    /// [`FULL_RENDER_PIXELS`] the last selection's pixels only (0 elsewhere).
     pub image: Vec<f64>,
+    /// Spots the centroid stage used (0 without it).
+    pub centroid_spots: usize,
 }
+
+/// Detectors up to this many pixels are rendered whole to select the model's spots and for
+/// [`Fit::image`]; larger ones use the prediction (`predict`) and the selected pixels only.
+pub const FULL_RENDER_PIXELS: usize = 1 << 18;
 
 struct Eval {
     image: Vec<f64>,
     tangents: Vec<f64>,
 }
 
+/// Tangents of the parameters the resolution moves (cell, distance, beam centre, …: each is
+/// four resolutions, Richardson's differences), kept from an earlier point of the fit; `None`
+/// for the analytic ones (rotations, scale, N, …), computed at every point.
+type Kept = Vec<Option<PlanDelta>>;
+
+/// On a large detector each resolution costs tens of ms (its mask, its panels): the tangents
+/// of the resolved parameters are computed once per cycle and kept ([`Kept`]); the Jacobian is
+/// then that of the cycle's start for them (the residuals stay exact). A small detector
+/// computes them at every point.
+fn kept_at(
+    setup: &Setup,
+    files: &dyn FileSource,
+    params: &[Param],
+    x: &[f64],
+) -> Result<Option<Kept>> {
+    let p = &setup.plan;
+    if p.fpixels * p.spixels <= FULL_RENDER_PIXELS {
+        return Ok(None);
+    }
+    let offsets: Vec<Offset> = params.iter().copied().zip(x.iter().copied()).collect();
+    let moved = moved_setup(setup, files, &offsets)?;
+    params
+        .iter()
+        .map(|&q| {
+            if analytic(q) {
+                Ok(None)
+            } else {
+                plan_delta(setup, &moved, files, &offsets, q).map(Some)
+            }
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+/// The moved set-up at `x` and its tangent for `params` (the resolved ones from `kept`).
+fn tangent_at(
+    setup: &Setup,
+    files: &dyn FileSource,
+    params: &[Param],
+    x: &[f64],
+    kept: Option<&Kept>,
+) -> Result<(Setup, PlanTangent)> {
+    let offsets: Vec<Offset> = params.iter().copied().zip(x.iter().copied()).collect();
+    let Some(kept) = kept else {
+        return plan_tangent_at(setup, files, params, &offsets);
+    };
+    let moved = moved_setup(setup, files, &offsets)?;
+    let deltas = params
+        .iter()
+        .zip(kept)
+        .map(|(&q, k)| match k {
+            Some(d) => Ok(d.clone()),
+            None => plan_delta(setup, &moved, files, &offsets, q),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((
+        moved,
+        PlanTangent {
+            params: params.to_vec(),
+            deltas,
+        },
+    ))
+}
+
+/// The model and its tangents at `x` on the pixels `sel` (in its order).
 fn evaluate(
     setup: &Setup,
     files: &dyn FileSource,
     params: &[Param],
     x: &[f64],
+    sel: &[usize],
+    kept: Option<&Kept>,
     cancel: &AtomicBool,
 ) -> Result<Eval> {
-    let offsets: Vec<Offset> = params.iter().copied().zip(x.iter().copied()).collect();
-    let (moved, t) = plan_tangent_at(setup, files, params, &offsets)?;
-    let r = cpu::tangent::render(&moved.plan, &t, &|_| {}, cancel)?;
+    let (moved, t) = tangent_at(setup, files, params, x, kept)?;
+    let r = cpu::tangent::render_pixels(&moved.plan, &t, sel, cancel)?;
     Ok(Eval {
         image: r.image,
         tangents: r.tangents,
     })
+}
+
+/// The whole model image at `x` (no tangents).
+fn render_whole(
+    setup: &Setup,
+    files: &dyn FileSource,
+    params: &[Param],
+    x: &[f64],
+    cancel: &AtomicBool,
+) -> Result<Vec<f64>> {
+    let offsets: Vec<Offset> = params.iter().copied().zip(x.iter().copied()).collect();
+    let moved = moved_setup(setup, files, &offsets)?;
+    Ok(cpu::tangent::render(&moved.plan, &PlanTangent::default(), &|_| {}, cancel)?.image)
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -181,24 +326,103 @@ fn median(v: &[f64]) -> f64 {
     s[m]
 }
 
-/// The pixels (indices, fast-major) within `radius` of a spot pixel of `model` or `target`.
-fn select(model: &[f64], target: &[f64], nf: usize, ns: usize, o: &FitOptions) -> Vec<usize> {
-    let mut spot = vec![false; nf * ns];
-    let mark = |img: &[f64], noise: bool, spot: &mut Vec<bool>| {
-        let med = median(img);
-        let max = img.iter().fold(f64::MIN, |m, &v| m.max(v));
-        let mut thr = med + o.spot_threshold * (max - med);
-        if noise {
-            thr = thr.max(med + 5.0 * (med.max(0.0) + 1.0).sqrt());
+/// Marks the spot pixels of `img` (fast-major): above its median by `spot_threshold` of its
+/// range and, for a noisy target, by 5σ of the median's Poisson noise.
+fn mark(img: &[f64], noise: bool, o: &FitOptions, spot: &mut [bool]) {
+    let med = median(img);
+    let max = img.iter().fold(f64::MIN, |m, &v| m.max(v));
+    let mut thr = med + o.spot_threshold * (max - med);
+    if noise {
+        thr = thr.max(med + 5.0 * (med.max(0.0) + 1.0).sqrt());
+    }
+    for (s, &v) in spot.iter_mut().zip(img) {
+        if v > thr && max > med {
+            *s = true;
         }
-        for (s, &v) in spot.iter_mut().zip(img) {
-            if v > thr && max > med {
-                *s = true;
+    }
+}
+
+/// 5σ of the Poisson noise of a background of `b` photons.
+fn noise5(b: f64) -> f64 {
+    5.0 * (b.max(0.0) + 1.0).sqrt()
+}
+
+/// The pixels (indices, fast-major, ascending) within `spot_radius` of a spot pixel of the
+/// model at `x` or of the target `y` (photons, background subtracted), among those the
+/// detector renders. The model's spots: its whole image on a small detector, the predicted
+/// spots (`predict`, what is on the image) on a large one; with a background, a spot pixel of
+/// the target is 5σ above the background's noise, one of the model above the lower of that and
+/// `spot_threshold` of its range.
+#[allow(clippy::too_many_arguments)]
+fn select(
+    setup: &Setup,
+    files: &dyn FileSource,
+    x: &[f64],
+    y: &[f64],
+    bg: Option<&[f64]>,
+    o: &FitOptions,
+    cancel: &AtomicBool,
+) -> Result<Vec<usize>> {
+    let p = &setup.plan;
+    let (nf, ns) = (p.fpixels, p.spixels);
+    let mut spot = vec![false; nf * ns];
+    match bg {
+        None => mark(y, true, o, &mut spot),
+        Some(b) => {
+            for i in 0..nf * ns {
+                spot[i] = y[i] > noise5(b[i]);
             }
         }
+    }
+    let bg_thr = |i: usize, range_thr: f64| match bg {
+        Some(b) => range_thr.min(noise5(b[i])),
+        None => range_thr,
     };
-    mark(model, false, &mut spot);
-    mark(target, true, &mut spot);
+    if nf * ns <= FULL_RENDER_PIXELS {
+        let model = render_whole(setup, files, &o.params, x, cancel)?;
+        match bg {
+            None => mark(&model, false, o, &mut spot),
+            Some(_) => {
+                let med = median(&model);
+                let max = model.iter().fold(f64::MIN, |m, &v| m.max(v));
+                let range_thr = med + o.spot_threshold * (max - med);
+                for (i, &v) in model.iter().enumerate() {
+                    if v > bg_thr(i, range_thr) && max > med {
+                        spot[i] = true;
+                    }
+                }
+            }
+        }
+    } else {
+        let offsets: Vec<Offset> = o.params.iter().copied().zip(x.iter().copied()).collect();
+        let moved = moved_setup(setup, files, &offsets)?;
+        let pred = predict(
+            &moved,
+            &PredictOptions {
+                on_image: true,
+                ..PredictOptions::default()
+            },
+        )?;
+        let spots: Vec<(usize, f64)> = pred
+            .reflections
+            .iter()
+            .filter(|r| r.on_detector && r.in_condition)
+            .filter_map(|r| match (r.fast, r.slow) {
+                (Some(f), Some(s)) if f >= 0.0 && s >= 0.0 => {
+                    let (f, s) = (f.floor() as usize, s.floor() as usize);
+                    (f < nf && s < ns).then_some((s * nf + f, r.intensity))
+                }
+                _ => None,
+            })
+            .collect();
+        let max = spots.iter().fold(0f64, |m, s| m.max(s.1));
+        let range_thr = o.spot_threshold * max;
+        for (i, v) in spots {
+            if v > bg_thr(i, range_thr) {
+                spot[i] = true;
+            }
+        }
+    }
     let r = o.spot_radius as isize;
     let mut sel = vec![false; nf * ns];
     for s in 0..ns {
@@ -216,19 +440,103 @@ fn select(model: &[f64], target: &[f64], nf: usize, ns: usize, o: &FitOptions) -
             }
         }
     }
-    (0..nf * ns).filter(|&i| sel[i]).collect()
+    Ok((0..nf * ns)
+        .filter(|&i| sel[i] && p.renders(i % nf, i / nf))
+        .collect())
 }
 
-fn cost_on(image: &[f64], target: &[f64], var: &[f64], sel: &[usize], loss: Loss) -> f64 {
-    sel.iter()
-        .map(|&i| loss.rho((image[i] - target[i]) / var[i].sqrt()))
+/// The [`Background::Local`] estimate of `y` (photons, fast-major) on the pixels the plan
+/// renders (the others get the nearest block's value).
+fn background_map(y: &[f64], p: &Plan, block: usize) -> Vec<f64> {
+    let (nf, ns) = (p.fpixels, p.spixels);
+    let block = block.max(2);
+    let (bf, bs) = (nf.div_ceil(block), ns.div_ceil(block));
+    let mut est: Vec<Option<f64>> = vec![None; bf * bs];
+    let mut vals = Vec::with_capacity(block * block);
+    for j in 0..bs {
+        for i in 0..bf {
+            vals.clear();
+            for s in j * block..((j + 1) * block).min(ns) {
+                for f in i * block..((i + 1) * block).min(nf) {
+                    if p.renders(f, s) {
+                        vals.push(y[s * nf + f]);
+                    }
+                }
+            }
+            if vals.len() < 16 {
+                continue;
+            }
+            let med = median(&vals);
+            let cut = med + 4.0 * (med.max(0.0) + 1.0).sqrt();
+            let (sum, n) = vals
+                .iter()
+                .filter(|&&v| v <= cut)
+                .fold((0.0, 0usize), |(a, n), &v| (a + v, n + 1));
+            est[j * bf + i] = Some(if n > 0 { sum / n as f64 } else { med });
+        }
+    }
+    // blocks without enough pixels: the mean of their estimated neighbours, growing outwards
+    if est.iter().all(|e| e.is_none()) {
+        return vec![0.0; nf * ns];
+    }
+    while est.iter().any(|e| e.is_none()) {
+        let prev = est.clone();
+        for j in 0..bs {
+            for i in 0..bf {
+                if prev[j * bf + i].is_some() {
+                    continue;
+                }
+                let (mut sum, mut n) = (0.0, 0);
+                for (dj, di) in [(-1isize, 0isize), (1, 0), (0, -1), (0, 1)] {
+                    let (jj, ii) = (j as isize + dj, i as isize + di);
+                    if jj >= 0 && ii >= 0 && (jj as usize) < bs && (ii as usize) < bf {
+                        if let Some(v) = prev[jj as usize * bf + ii as usize] {
+                            sum += v;
+                            n += 1;
+                        }
+                    }
+                }
+                if n > 0 {
+                    est[j * bf + i] = Some(sum / n as f64);
+                }
+            }
+        }
+    }
+    let est: Vec<f64> = est.into_iter().map(|e| e.unwrap_or(0.0)).collect();
+    // bilinear between block centres (clamped at the edges)
+    let coord = |x: usize, nb: usize| -> (usize, usize, f64) {
+        let c = (x as f64 + 0.5) / block as f64 - 0.5;
+        if c <= 0.0 {
+            return (0, 0, 0.0);
+        }
+        let i0 = (c.floor() as usize).min(nb - 1);
+        let i1 = (i0 + 1).min(nb - 1);
+        (i0, i1, if i1 == i0 { 0.0 } else { c - i0 as f64 })
+    };
+    let mut out = vec![0.0; nf * ns];
+    for s in 0..ns {
+        let (j0, j1, v) = coord(s, bs);
+        for f in 0..nf {
+            let (i0, i1, u) = coord(f, bf);
+            let a = est[j0 * bf + i0] * (1.0 - u) + est[j0 * bf + i1] * u;
+            let b = est[j1 * bf + i0] * (1.0 - u) + est[j1 * bf + i1] * u;
+            out[s * nf + f] = a * (1.0 - v) + b * v;
+        }
+    }
+    out
+}
+
+fn cost_on(image: &[f64], target: &[f64], var: &[f64], loss: Loss) -> f64 {
+    (0..image.len())
+        .map(|k| loss.rho((image[k] - target[k]) / var[k].sqrt()))
         .sum()
 }
 
 /// One cycle's problem for the `levenberg-marquardt` crate: the robust residuals
 /// r̃ = sign(r)·√(2ρ(r)) (so that ½Σr̃² = Σρ(r)) on the selected pixels and their Jacobian
 /// (dr̃/dr = ρ′(r)/√(2ρ(r))·sign(r), times the tangents over σ). The last two evaluations are
-/// kept: the crate goes back to the previous point after a rejected step.
+/// kept: the crate goes back to the previous point after a rejected step. `target` and `var`
+/// are per selected pixel (in `sel`'s order).
 struct Problem<'a> {
     setup: &'a Setup,
     files: &'a dyn FileSource,
@@ -236,6 +544,7 @@ struct Problem<'a> {
     target: &'a [f64],
     var: &'a [f64],
     sel: &'a [usize],
+    kept: Option<&'a Kept>,
     loss: Loss,
     cancel: &'a AtomicBool,
     cur: (Vec<f64>, Eval),
@@ -250,10 +559,10 @@ struct Problem<'a> {
 }
 
 impl Problem<'_> {
-    fn r(&self, i: usize) -> (f64, f64) {
+    fn r(&self, k: usize) -> (f64, f64) {
         let e = &self.cur.1;
-        let sig = self.var[i].sqrt();
-        ((e.image[i] - self.target[i]) / sig, sig)
+        let sig = self.var[k].sqrt();
+        ((e.image[k] - self.target[k]) / sig, sig)
     }
 }
 
@@ -276,18 +585,20 @@ impl LeastSquaresProblem<f64, Dyn, Dyn> for Problem<'_> {
             self.error = Some(Error::cancelled());
             return;
         }
-        match evaluate(self.setup, self.files, self.params, &x, self.cancel) {
+        match evaluate(
+            self.setup,
+            self.files,
+            self.params,
+            &x,
+            self.sel,
+            self.kept,
+            self.cancel,
+        ) {
             Ok(e) => {
                 self.evaluations += 1;
                 let old = std::mem::replace(&mut self.cur, (x, e));
                 self.prev = Some(old);
-                let cost = cost_on(
-                    &self.cur.1.image,
-                    self.target,
-                    self.var,
-                    self.sel,
-                    self.loss,
-                );
+                let cost = cost_on(&self.cur.1.image, self.target, self.var, self.loss);
                 if cost < self.best {
                     self.best = cost;
                     self.best_x = self.cur.0.clone();
@@ -315,8 +626,8 @@ impl LeastSquaresProblem<f64, Dyn, Dyn> for Problem<'_> {
         }
         Some(DVector::from_iterator(
             self.sel.len(),
-            self.sel.iter().map(|&i| {
-                let r = self.r(i).0;
+            (0..self.sel.len()).map(|k| {
+                let r = self.r(k).0;
                 r.signum() * (2.0 * self.loss.rho(r)).sqrt()
             }),
         ))
@@ -326,11 +637,11 @@ impl LeastSquaresProblem<f64, Dyn, Dyn> for Problem<'_> {
         if self.error.is_some() {
             return None;
         }
-        let (np, n) = (self.params.len(), self.cur.1.image.len());
+        let (np, n) = (self.params.len(), self.sel.len());
         let t = &self.cur.1.tangents;
-        let mut j = DMatrix::zeros(self.sel.len(), np);
-        for (row, &i) in self.sel.iter().enumerate() {
-            let (r, sig) = self.r(i);
+        let mut j = DMatrix::zeros(n, np);
+        for k in 0..n {
+            let (r, sig) = self.r(k);
             let rho = self.loss.rho(r);
             // dr̃/dr: ρ′/√(2ρ)·sign r = √(w²r²/(2ρ)), 1 at r = 0 for every loss here
             let d = if rho > 0.0 {
@@ -339,15 +650,16 @@ impl LeastSquaresProblem<f64, Dyn, Dyn> for Problem<'_> {
                 1.0
             };
             for p in 0..np {
-                j[(row, p)] = d * t[p * n + i] / sig;
+                j[(k, p)] = d * t[p * n + k] / sig;
             }
         }
         Some(j)
     }
 }
 
-/// Fits `o.params` of `setup` to `target` (photons per pixel, fast-major, the detector's size).
-/// `progress` sees every accepted step; `cancel` stops the fit (an error).
+/// Fits `o.params` of `setup` to `target` (fast-major, the detector's size; photons, or ADU
+/// with `o.gain` and `o.adc`). `progress` sees every accepted step; `cancel` stops the fit (an
+/// error).
 pub fn fit(
     setup: &Setup,
     files: &dyn FileSource,
@@ -386,6 +698,12 @@ pub fn fit(
             )));
         }
     }
+    if !(o.gain > 0.0 && o.gain.is_finite() && o.adc.is_finite()) {
+        return Err(Error::usage(format!(
+            "fit: the gain must be > 0 ADU per photon and the ADC offset finite, got gain {} and offset {}",
+            o.gain, o.adc
+        )));
+    }
     if let Some(i) = target.iter().position(|v| !v.is_finite()) {
         return Err(Error::usage(format!(
             "fit: the target image's pixel {i} (fast {}, slow {}) is not finite",
@@ -404,12 +722,33 @@ pub fn fit(
                 .map_or(0.0, |&(_, v)| v)
         })
         .collect();
-    let mut e = evaluate(setup, files, &o.params, &x, cancel)?;
-    let mut sel = select(&e.image, target, nf, ns, o);
+    // the target in photons, and the background under it
+    let photons: Vec<f64> = if o.gain == 1.0 && o.adc == 0.0 {
+        target.to_vec()
+    } else {
+        target.iter().map(|&v| (v - o.adc) / o.gain).collect()
+    };
+    let bg = match o.background {
+        Background::None => None,
+        Background::Local => Some(background_map(&photons, &setup.plan, o.background_block)),
+    };
+    let y: Vec<f64> = match &bg {
+        None => photons.clone(),
+        Some(b) => photons.iter().zip(b).map(|(v, b)| v - b).collect(),
+    };
+    let mut centroid_spots = 0;
+    let mut evaluations = 0;
+    if o.centroids {
+        let c = centroid::refine(setup, files, &y, bg.as_deref(), o, &x, cancel)?;
+        x = c.values;
+        centroid_spots = c.spots;
+        evaluations += c.evaluations;
+    }
+    let mut sel = select(setup, files, &x, &y, bg.as_deref(), o, cancel)?;
     let mut history = Vec::new();
-    let mut evaluations = 1;
     let mut cycles = 0;
     let mut converged = false;
+    let mut e: Option<Eval> = None;
     while cycles < o.cycles.max(1) && evaluations < o.max_iterations {
         cycles += 1;
         if sel.is_empty() {
@@ -417,26 +756,40 @@ pub fn fit(
                 "fit: no spot in the model or the target image to fit on",
             ));
         }
-        // the Poisson variance: the target's counts in the first cycle (the model's spots may
-        // be elsewhere), the model's at the cycle's start after
-        let var: Vec<f64> = if cycles == 1 {
-            target.iter().map(|&t| t.max(0.0) + 1.0).collect()
-        } else {
-            e.image.iter().map(|&m| m.max(0.0) + 1.0).collect()
+        let kept = kept_at(setup, files, &o.params, &x)?;
+        let ev = match e.take() {
+            Some(ev) => ev,
+            None => {
+                evaluations += 1;
+                evaluate(setup, files, &o.params, &x, &sel, kept.as_ref(), cancel)?
+            }
         };
-        let start_cost = cost_on(&e.image, target, &var, &sel, o.loss);
+        let b_at = |i: usize| bg.as_ref().map_or(0.0, |b| b[i]);
+        // the Poisson variance (spots and background): the target's counts in the first cycle
+        // (the model's spots may be elsewhere), the model's at the cycle's start after
+        let var: Vec<f64> = if cycles == 1 {
+            sel.iter().map(|&i| photons[i].max(0.0) + 1.0).collect()
+        } else {
+            sel.iter()
+                .zip(&ev.image)
+                .map(|(&i, &m)| (m + b_at(i)).max(0.0) + 1.0)
+                .collect()
+        };
+        let tsel: Vec<f64> = sel.iter().map(|&i| y[i]).collect();
+        let start_cost = cost_on(&ev.image, &tsel, &var, o.loss);
         history.push(start_cost / sel.len() as f64);
-        let left = o.max_iterations - evaluations;
+        let left = o.max_iterations.saturating_sub(evaluations);
         let problem = Problem {
             setup,
             files,
             params: &o.params,
-            target,
+            target: &tsel,
             var: &var,
             sel: &sel,
+            kept: kept.as_ref(),
             loss: o.loss,
             cancel,
-            cur: (x.clone(), e),
+            cur: (x.clone(), ev),
             prev: None,
             error: None,
             evaluations: 0,
@@ -455,15 +808,16 @@ pub fn fit(
             return Err(err);
         }
         // the lowest point seen (where the crate ends, unless a trial was the last evaluation)
-        if problem.cur.0 == problem.best_x {
-            (x, e) = problem.cur;
+        let ev = if problem.cur.0 == problem.best_x {
+            x = problem.cur.0;
+            Some(problem.cur.1)
         } else if let Some(p) = problem.prev.filter(|p| p.0 == problem.best_x) {
-            (x, e) = p;
+            x = p.0;
+            Some(p.1)
         } else {
             x = problem.best_x;
-            e = evaluate(setup, files, &o.params, &x, cancel)?;
-            evaluations += 1;
-        }
+            None
+        };
         converged = report.termination.was_successful();
         if !converged && !matches!(report.termination, TerminationReason::LostPatience) {
             return Err(Error::usage(format!(
@@ -471,13 +825,30 @@ pub fn fit(
                 report.termination
             )));
         }
-        let next = select(&e.image, target, nf, ns, o);
+        let next = select(setup, files, &x, &y, bg.as_deref(), o, cancel)?;
         // at least two cycles: the second weighs by the model's variance
-        if next == sel && cycles >= 2 {
-            break;
+        let done = next == sel && cycles >= 2;
+        if next == sel {
+            e = ev;
         }
         sel = next;
+        if done {
+            break;
+        }
     }
+    let image = if nf * ns <= FULL_RENDER_PIXELS || o.whole_image {
+        render_whole(setup, files, &o.params, &x, cancel)?
+    } else {
+        let ev = match e {
+            Some(ev) => ev,
+            None => evaluate(setup, files, &o.params, &x, &sel, None, cancel)?,
+        };
+        let mut img = vec![0.0; nf * ns];
+        for (&i, &v) in sel.iter().zip(&ev.image) {
+            img[i] = v;
+        }
+        img
+    };
     Ok(Fit {
         params: o.params.clone(),
         values: x,
@@ -486,6 +857,357 @@ pub fn fit(
         cycles,
         converged,
         pixels: sel.len(),
-        image: e.image,
+        image,
+        centroid_spots,
     })
+}
+
+/// The spot-centroid stage (MODEL §10.4): orientation and cell from the positions of the
+/// target's spots, as an indexing program refines them, before the pixel fit. A still of a
+/// real crystal has spots a few pixels wide that a 0.5° error moves by more than their width,
+/// and out of the diffraction condition: the pixel residuals then see no overlap to follow.
+/// The observed spots' scattering vectors q (from their centroids, through the detector at the
+/// start values) are indexed with the current crystal (nearest integers, kept within 0.25 on
+/// every axis), and the crystal's rotations and cell moved to bring a·q, b·q, c·q onto those
+/// integers (Gauss–Newton with Levenberg's damping, the Jacobian from the plan's tangent);
+/// the lowest-resolution eighth of the spots first (their indices are the least ambiguous),
+/// then a quarter, half, all, indexing again at each cycle; then each spot on the mosaic
+/// domain that puts it nearest its indices (the target's spots are made by the set-up's own
+/// domains), until the indexing holds.
+mod centroid {
+    use super::*;
+    use crate::predict::Geometry;
+    use crate::vec3::{dot, mag, V3};
+
+    const M_PER_A: f64 = 1e-10;
+
+    pub(super) struct Outcome {
+        pub values: Vec<f64>,
+        pub spots: usize,
+        pub evaluations: usize,
+    }
+
+    fn moves(p: Param) -> bool {
+        matches!(
+            p,
+            Param::RotX
+                | Param::RotY
+                | Param::RotZ
+                | Param::CellA
+                | Param::CellB
+                | Param::CellC
+                | Param::CellAlpha
+                | Param::CellBeta
+                | Param::CellGamma
+        )
+    }
+
+    /// Connected spot pixels (8-neighbours): centroid (fast, slow; pixel centres at index +
+    /// 0.5) weighted by the signal, and the signal.
+    fn components(spot: &[bool], y: &[f64], nf: usize, ns: usize) -> Vec<(f64, f64, f64)> {
+        let mut seen = vec![false; spot.len()];
+        let mut out = Vec::new();
+        let mut stack = Vec::new();
+        for start in 0..spot.len() {
+            if !spot[start] || seen[start] {
+                continue;
+            }
+            seen[start] = true;
+            stack.push(start);
+            let (mut sw, mut sf, mut ss) = (0.0, 0.0, 0.0);
+            while let Some(i) = stack.pop() {
+                let (f, s) = (i % nf, i / nf);
+                let w = y[i].max(0.0);
+                sw += w;
+                sf += w * (f as f64 + 0.5);
+                ss += w * (s as f64 + 0.5);
+                for ds in -1isize..=1 {
+                    for df in -1isize..=1 {
+                        let (ff, sss) = (f as isize + df, s as isize + ds);
+                        if ff < 0 || sss < 0 || ff as usize >= nf || sss as usize >= ns {
+                            continue;
+                        }
+                        let j = sss as usize * nf + ff as usize;
+                        if spot[j] && !seen[j] {
+                            seen[j] = true;
+                            stack.push(j);
+                        }
+                    }
+                }
+            }
+            if sw > 0.0 {
+                out.push((sf / sw, ss / sw, sw));
+            }
+        }
+        out
+    }
+
+    fn offsets(params: &[Param], x: &[f64]) -> Vec<Offset> {
+        params.iter().copied().zip(x.iter().copied()).collect()
+    }
+
+    /// a, b, c (Å) of every orientation of the plan's table (a still: one per mosaic domain;
+    /// domain 0 is the unrotated crystal).
+    fn real_of(plan: &Plan) -> Result<Vec<[V3; 3]>> {
+        if plan.orientations.is_empty() {
+            return Err(Error::geometry("fit: the plan has no crystal orientation"));
+        }
+        Ok(plan
+            .orientations
+            .iter()
+            .map(|o| [o.a, o.b, o.c].map(|v| v.map(|c| c / M_PER_A)))
+            .collect())
+    }
+
+    /// A spot indexed: its number, its indices, and the orientation (mosaic domain) it is
+    /// assigned to.
+    type Indexed = (usize, [f64; 3], usize);
+
+    /// Σ over the indexed spots of ((a_i·q − h_i)/|a_i⁰|)², a_i of the spot's domain.
+    fn cost(real: &[[V3; 3]], norm: &[f64; 3], obs: &[V3], idx: &[Indexed]) -> f64 {
+        idx.iter()
+            .map(|&(k, h, m)| {
+                (0..3)
+                    .map(|a| ((dot(real[m][a], obs[k]) - h[a]) / norm[a]).powi(2))
+                    .sum::<f64>()
+            })
+            .sum()
+    }
+
+    /// Indexes the spots `obs[..n]` with the orientations `real` (only domain 0 unless
+    /// `domains`): for each, the domain whose indices lie nearest integers, kept when they lie
+    /// within 0.25 of them on every axis.
+    fn index(real: &[[V3; 3]], norm: &[f64; 3], obs: &[V3], domains: bool) -> Vec<Indexed> {
+        let nd = if domains { real.len() } else { 1 };
+        obs.iter()
+            .enumerate()
+            .filter_map(|(k, q)| {
+                let mut best: Option<(f64, [f64; 3], usize)> = None;
+                for (m, r) in real.iter().enumerate().take(nd) {
+                    let frac = r.map(|a| dot(a, *q));
+                    let near = frac.map(f64::round);
+                    let ok = (0..3).all(|a| (frac[a] - near[a]).abs() < 0.25)
+                        && near.iter().any(|&v| v != 0.0);
+                    let d: f64 = (0..3)
+                        .map(|a| ((frac[a] - near[a]) / norm[a]).powi(2))
+                        .sum();
+                    if ok && best.is_none_or(|b| d < b.0) {
+                        best = Some((d, near, m));
+                    }
+                }
+                best.map(|(_, h, m)| (k, h, m))
+            })
+            .collect()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn gauss_newton(
+        setup: &Setup,
+        files: &dyn FileSource,
+        params: &[Param],
+        sub: &[usize],
+        x0: &[f64],
+        norm: &[f64; 3],
+        obs: &[V3],
+        idx: &[Indexed],
+        moved0: Setup,
+        evals: &mut usize,
+        cancel: &AtomicBool,
+    ) -> Result<(Vec<f64>, Setup)> {
+        let sub_params: Vec<Param> = sub.iter().map(|&j| params[j]).collect();
+        let ps = sub.len();
+        let mut x = x0.to_vec();
+        let mut lambda = 1e-3;
+        // the resolved parameters' tangents once (as the pixel fit's cycles keep them)
+        let all: Vec<Offset> = offsets(params, &x);
+        let kept: Kept = sub_params
+            .iter()
+            .map(|&q| {
+                if analytic(q) {
+                    Ok(None)
+                } else {
+                    plan_delta(setup, &moved0, files, &all, q).map(Some)
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut at_x = Some(moved0);
+        for _ in 0..20 {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::cancelled());
+            }
+            let all = offsets(params, &x);
+            let moved = match at_x.take() {
+                Some(m) => m,
+                None => {
+                    *evals += 1;
+                    moved_setup(setup, files, &all)?
+                }
+            };
+            let deltas = sub_params
+                .iter()
+                .zip(&kept)
+                .map(|(&q, k)| match k {
+                    Some(d) => Ok(d.clone()),
+                    None => plan_delta(setup, &moved, files, &all, q),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let real = real_of(&moved.plan)?;
+            // d(a, b, c)/dθ per parameter and orientation
+            let dreal: Vec<Vec<[V3; 3]>> = deltas
+                .iter()
+                .map(|d| {
+                    (0..real.len())
+                        .map(|m| {
+                            d.orientations.get(m).map_or([[0.0; 3]; 3], |o| {
+                                [o.a, o.b, o.c].map(|v| v.map(|c| c / M_PER_A))
+                            })
+                        })
+                        .collect()
+                })
+                .collect();
+            let c0 = cost(&real, norm, obs, idx);
+            let mut a = DMatrix::<f64>::zeros(ps, ps);
+            let mut g = DVector::<f64>::zeros(ps);
+            for &(k, h, m) in idx {
+                for ax in 0..3 {
+                    let r = (dot(real[m][ax], obs[k]) - h[ax]) / norm[ax];
+                    let jrow: Vec<f64> = (0..ps)
+                        .map(|j| dot(dreal[j][m][ax], obs[k]) / norm[ax])
+                        .collect();
+                    for i in 0..ps {
+                        g[i] += jrow[i] * r;
+                        for j in 0..ps {
+                            a[(i, j)] += jrow[i] * jrow[j];
+                        }
+                    }
+                }
+            }
+            let mut accepted = None;
+            for _ in 0..10 {
+                let mut m = a.clone();
+                for i in 0..ps {
+                    m[(i, i)] += lambda * a[(i, i)].max(1e-300);
+                }
+                let Some(step) = m.lu().solve(&(-&g)) else {
+                    lambda *= 10.0;
+                    continue;
+                };
+                let mut xt = x.clone();
+                for (i, &j) in sub.iter().enumerate() {
+                    xt[j] += step[i];
+                }
+                let trial = moved_setup(setup, files, &offsets(params, &xt))?;
+                *evals += 1;
+                let c1 = cost(&real_of(&trial.plan)?, norm, obs, idx);
+                if c1 < c0 {
+                    accepted = Some((xt, c1, trial));
+                    lambda = (lambda / 10.0).max(1e-9);
+                    break;
+                }
+                lambda *= 10.0;
+            }
+            match accepted {
+                Some((xt, c1, trial)) => {
+                    x = xt;
+                    at_x = Some(trial);
+                    if c0 - c1 <= 1e-6 * c0 {
+                        break;
+                    }
+                }
+                None => {
+                    at_x = Some(moved);
+                    break;
+                }
+            }
+        }
+        let moved = match at_x {
+            Some(m) => m,
+            None => moved_setup(setup, files, &offsets(params, &x))?,
+        };
+        Ok((x, moved))
+    }
+
+    pub(super) fn refine(
+        setup: &Setup,
+        files: &dyn FileSource,
+        y: &[f64],
+        bg: Option<&[f64]>,
+        o: &FitOptions,
+        x0: &[f64],
+        cancel: &AtomicBool,
+    ) -> Result<Outcome> {
+        let p = &setup.plan;
+        let (nf, ns) = (p.fpixels, p.spixels);
+        let params = &o.params;
+        let sub: Vec<usize> = (0..params.len()).filter(|&j| moves(params[j])).collect();
+        let none = Outcome {
+            values: x0.to_vec(),
+            spots: 0,
+            evaluations: 0,
+        };
+        if sub.is_empty() {
+            return Ok(none);
+        }
+        let mut spot = vec![false; nf * ns];
+        match bg {
+            Some(b) => {
+                for (i, s) in spot.iter_mut().enumerate() {
+                    *s = y[i] > noise5(b[i]);
+                }
+            }
+            None => mark(y, true, o, &mut spot),
+        }
+        for (i, s) in spot.iter_mut().enumerate() {
+            *s &= p.renders(i % nf, i / nf);
+        }
+        let start = moved_setup(setup, files, &offsets(params, x0))?;
+        let g = Geometry::new(&start)?;
+        let mut obs: Vec<V3> = components(&spot, y, nf, ns)
+            .into_iter()
+            .map(|(f, s, _)| g.hkl_at(f, s).q)
+            .collect();
+        obs.sort_by(|a, b| mag(*a).total_cmp(&mag(*b)));
+        if obs.len() < 2 * sub.len() + 3 {
+            return Ok(none);
+        }
+        let real0 = real_of(&start.plan)?;
+        let norm = real0[0].map(mag);
+        let mut x = x0.to_vec();
+        let mut evals = 0;
+        let mut used = 0;
+        let mut prev: Vec<Indexed> = Vec::new();
+        let mut at_x = Some(start);
+        // the unrotated crystal on an eighth, a quarter, half, all of the spots (the lowest
+        // resolutions first); then each spot on the mosaic domain that puts it nearest its
+        // indices, until the indexing holds
+        const SHARES: [f64; 4] = [0.125, 0.25, 0.5, 1.0];
+        for cycle in 0..SHARES.len() + 2 {
+            let share = SHARES.get(cycle).copied().unwrap_or(1.0);
+            let domains = cycle >= SHARES.len();
+            let n_use = ((obs.len() as f64 * share).ceil() as usize).min(obs.len());
+            let moved = match at_x.take() {
+                Some(m) => m,
+                None => moved_setup(setup, files, &offsets(params, &x))?,
+            };
+            let idx = index(&real_of(&moved.plan)?, &norm, &obs[..n_use], domains);
+            if idx.len() < sub.len() + 3 {
+                break;
+            }
+            if idx == prev && domains {
+                break;
+            }
+            let (xn, moved) = gauss_newton(
+                setup, files, params, &sub, &x, &norm, &obs, &idx, moved, &mut evals, cancel,
+            )?;
+            x = xn;
+            at_x = Some(moved);
+            used = idx.len();
+            prev = idx;
+        }
+        Ok(Outcome {
+            values: x,
+            spots: used,
+            evaluations: evals,
+        })
+    }
 }

@@ -224,7 +224,8 @@ impl Session {
     }
 
     /// The image of the base configuration with `extra` words, moved by `offsets`, and its
-    /// derivatives with respect to `params` there (MODEL §10; CPU, f64).
+    /// derivatives with respect to `params` there (MODEL §10; CPU, in the configuration's
+    /// `-precision`: the f64 tangent kernel, or the f32 one with `-precision f32`).
     pub fn gradients(
         &self,
         extra: &[String],
@@ -233,11 +234,20 @@ impl Session {
         cancel: &AtomicBool,
     ) -> Result<api::Gradients> {
         let prep = self.prepare_with(extra)?;
-        api::render_gradients_at(&prep, &self.files, params, offsets, &|_| {}, cancel)
+        let precision = prep.options().precision;
+        api::render_gradients_with(
+            &prep,
+            &self.files,
+            params,
+            offsets,
+            precision,
+            &|_| {},
+            cancel,
+        )
     }
 
     /// The vector–Jacobian product of `weights` (one per pixel, fast-major) there, with the
-    /// image (f64).
+    /// image (f64 numbers; the arithmetic of the configuration's `-precision`).
     pub fn vjp(
         &self,
         extra: &[String],
@@ -247,7 +257,16 @@ impl Session {
         cancel: &AtomicBool,
     ) -> Result<(Vec<f64>, Vec<f64>)> {
         let prep = self.prepare_with(extra)?;
-        api::vjp_at(&prep, &self.files, params, offsets, weights, cancel)
+        let precision = prep.options().precision;
+        api::vjp_with(
+            &prep,
+            &self.files,
+            params,
+            offsets,
+            weights,
+            precision,
+            cancel,
+        )
     }
 
     /// Fits `options.params` to `target` (photons per pixel, fast-major) at the setup with
@@ -262,6 +281,18 @@ impl Session {
     ) -> Result<api::Fit> {
         let prep = self.prepare_with(extra)?;
         api::fit(&prep, &self.files, target, options, progress, cancel)
+    }
+
+    /// The set-up with `extra` words moved by a fit's offsets (`params` with `values`) as the
+    /// values of the user's flags (`api::fitted_values`).
+    pub fn fitted_values(
+        &self,
+        extra: &[String],
+        params: &[api::Param],
+        values: &[f64],
+    ) -> Result<api::Fitted> {
+        let prep = self.prepare_with(extra)?;
+        api::fitted_values(&prep, params, values)
     }
 
     /// The GPU adapter, once the renderer opened one.

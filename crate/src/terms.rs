@@ -167,6 +167,88 @@ pub fn sincg_delta(d: f32, n: f32) -> f32 {
     p[0] / p[1]
 }
 
+/// The polynomial P of [`sinpi_poly`] (sin(πr) = r·P(r²), the same Horner steps): one
+/// evaluation gives both sin(πr) (`r * P`, bit for bit [`sinpi_poly`]) and sin(πr)/(πr) (`P/π`).
+#[inline(always)]
+fn sinpi_p(r: f32) -> f32 {
+    let z = r * r;
+    let mut p = 0.000_466_302_8 * z - 0.007_370_431;
+    p = p * z + 0.082_145_89;
+    p = p * z - 0.599_264_5;
+    p = p * z + 2.550_164;
+    p = p * z - 5.167_712_7;
+    p * z + std::f32::consts::PI
+}
+
+/// sin(πr)/(πr) for |r| ≤ 1/2: the polynomial of [`sinpi_poly`] without its factor r, times
+/// 1/π (1 at r = 0, no division).
+#[inline(always)]
+pub fn sinc_pi_poly(r: f32) -> f32 {
+    sinpi_p(r) * std::f32::consts::FRAC_1_PI
+}
+
+/// [`grating_parts`] and [`sincg_delta_d`] from one set of polynomials (the parts bit for bit
+/// [`grating_parts`]'s): each sine and cosine of the reduced arguments once.
+#[inline(always)]
+fn grating_d(d: f32, n: f32, m: f32) -> ([f32; 2], [f32; 3]) {
+    use std::f32::consts::{FRAC_1_PI, PI};
+    let x = n * d;
+    let r = x - round_even(x);
+    let small = x.abs() < GRATING_SMALL;
+    let pn = sinpi_p(r);
+    let p1 = sinpi_p(d);
+    // (−1)^j sin(πNδ) with j = round(Nδ), and sin(πδ): grating_parts' numerator and denominator
+    let num = r * pn;
+    let den = d * p1;
+    let parts = [if small { n } else { num }, if small { 1.0 } else { den }];
+    let v = parts[0] / parts[1];
+    // (−1)^j cos(πNδ)
+    let c = cospi_poly(r);
+    let u = PI * x;
+    // (−1)^j S(πNδ), (−1)^j T(πNδ) (the series of `sinc3_pi` below |u| = 1, where j = 0), S(πδ),
+    // T(πδ)
+    let s_n = if x.abs() < 0.5 {
+        pn * FRAC_1_PI
+    } else {
+        num / u
+    };
+    let t_n = if u.abs() < 1.0 {
+        sinc3_pi(x)
+    } else {
+        3.0 * (num / u - c) / (u * u)
+    };
+    let s_1 = p1 * FRAC_1_PI;
+    let t_1 = sinc3_pi(d);
+    let dd = PI * (n * (PI * d) * (1.0 / 3.0)) * (s_n * t_1 - (n * n) * t_n * s_1) / (s_1 * s_1);
+    let dn = if m == 0.0 {
+        c / s_1
+    } else if den == 0.0 {
+        0.0
+    } else {
+        PI * (m + d) * c / den
+    };
+    (parts, [v, dd, dn])
+}
+
+/// [`sincg_delta`] with its derivatives: `[value, d/dδ, d/dN]` (MODEL §10.5), the value bit for
+/// bit [`sincg_delta`]'s and the derivatives in its sign convention (the sign (−1)^j of the
+/// reduced numerator, j = round(Nδ), is kept, so value·derivative is sign-free). `m` is the
+/// integer nearest the index (h = m + δ), needed only by d/dN.
+///
+/// * d/dδ without the quotient rule's cancellation at small δ: with y = πδ, S(u) = sin u/u and
+///   T(u) = sinc3(u) = 3(sin u − u cos u)/u³ (so S′(u) = −u·T(u)/3),
+///   d/dδ = π·(N·y/3)·[S(Ny)·T(y) − N²·T(Ny)·S(y)]/S(y)², all factors bounded (0 at δ = 0).
+/// * d/dN is that of upstream's full-index formula sin(πNh)/sin(πh) (as `sincg_f64_d`, MODEL
+///   §10.2): π·h·cos(πNδ)/sin(πδ) in this sign convention; cos(πN δ)/S(πδ) where m = 0 (the
+///   value N at δ = 0 has d/dN = 1); 0 at an exact-Bragg point (δ = 0, m ≠ 0, where the kernels
+///   take the f64 path).
+///
+/// Every sine and cosine is of a reduced argument (|r| ≤ 1/2), each evaluated once.
+#[inline(always)]
+pub fn sincg_delta_d(d: f32, n: f32, m: f32) -> [f32; 3] {
+    grating_d(d, n, m).1
+}
+
 /// Square (parallelepiped) lattice factor from the index offsets δh, δk, δl (up to sign): the
 /// product of the grating factors of the axes with N > 1 (upstream applies none where N ≤ 1),
 /// one division for the three axes.
@@ -183,6 +265,34 @@ pub fn lattice_square(dh: f32, dk: f32, dl: f32, na: f32, nb: f32, nc: f32) -> f
         * (if ub { b[1] } else { 1.0 })
         * (if uc { c[1] } else { 1.0 });
     num / den
+}
+
+/// Partial derivatives of a lattice factor with respect to its own inputs: (F, dF/d(δh,δk,δl),
+/// dF/d(Na,Nb,Nc)) (the f64 family returns the same triple).
+pub type LatticeD = (f32, [f32; 3], [f32; 3]);
+
+/// [`lattice_square`] with its derivatives (F, dF/dδ, dF/dN) from [`sincg_delta_d`] per axis
+/// (`m` the nearest integers, for d/dN), in [`lattice_square`]'s sign convention (the value is
+/// its to the bit). An axis with N ≤ 1 contributes the constant 1 (MODEL §10.2).
+#[inline(always)]
+pub fn lattice_square_d(d: [f32; 3], m: [f32; 3], n: [f32; 3]) -> LatticeD {
+    let parts: [([f32; 2], [f32; 3]); 3] = std::array::from_fn(|a| {
+        if n[a] > 1.0 {
+            grating_d(d[a], n[a], m[a])
+        } else {
+            ([1.0, 1.0], [1.0, 0.0, 0.0])
+        }
+    });
+    // the value as `lattice_square` forms it (one division for the three axes)
+    let f = (parts[0].0[0] * parts[1].0[0] * parts[2].0[0])
+        / (parts[0].0[1] * parts[1].0[1] * parts[2].0[1]);
+    let g = parts.map(|p| p.1);
+    let others = [g[1][0] * g[2][0], g[0][0] * g[2][0], g[0][0] * g[1][0]];
+    (
+        f,
+        std::array::from_fn(|a| g[a][1] * others[a]),
+        std::array::from_fn(|a| g[a][2] * others[a]),
+    )
 }
 
 /// sinc3(πy) = 3(sin x − x cos x)/x³ at x = πy. Below |x| = 1 the series to x¹⁰ (the closed
@@ -202,11 +312,53 @@ pub fn sinc3_pi(y: f32) -> f32 {
     3.0 * (sinpi(y) / x - cospi(y)) / (x * x)
 }
 
+/// sinc3′(x)/x at x = πy (finite at 0: −1/5), for the derivative of [`lattice_round`]: below
+/// |x| = 2 its series to x¹² (truncation below 1e-9 relative; the closed form cancels there),
+/// above it 3·(sin x/x − sinc3(x))/x² with the reduced [`sinpi`] and [`sinc3_pi`].
+#[inline(always)]
+pub fn sinc3_pi_d_over_x(y: f32) -> f32 {
+    let x = std::f32::consts::PI * y;
+    if x.abs() < 2.0 {
+        let x2 = x * x;
+        let mut p = -1.0 / 529296768000.0;
+        p = p * x2 + 1.0 / 2594592000.0;
+        p = p * x2 - 1.0 / 17297280.0;
+        p = p * x2 + 1.0 / 166320.0;
+        p = p * x2 - 1.0 / 2520.0;
+        p = p * x2 + 1.0 / 70.0;
+        p = p * x2 - 0.2;
+        return p;
+    }
+    3.0 * (sinpi(y) / x - sinc3_pi(y)) / (x * x)
+}
+
 /// Round (spherical) lattice factor from δh, δk, δl = index − upstream's nearest index.
 #[inline(always)]
 pub fn lattice_round(dh: f32, dk: f32, dl: f32, na: f32, nb: f32, nc: f32, fudge: f32) -> f32 {
     let hrad2 = ((dh * dh) * na) * na + ((dk * dk) * nb) * nb + ((dl * dl) * nc) * nc;
     ((na * nb) * nc) * 0.723_601_3 * sinc3_pi((hrad2 * fudge).sqrt())
+}
+
+/// [`lattice_round`] with its derivatives (F, dF/dδ, dF/dN) (the value is its to the bit):
+/// dF/d(hrad2) = N_aN_bN_c·0.7236·π²·fudge/2·sinc3′(x)/x, x = π√(hrad2·fudge).
+#[inline(always)]
+pub fn lattice_round_d(d: [f32; 3], n: [f32; 3], fudge: f32) -> LatticeD {
+    use std::f32::consts::PI;
+    let f = lattice_round(d[0], d[1], d[2], n[0], n[1], n[2], fudge);
+    let hrad2 = ((d[0] * d[0]) * n[0]) * n[0]
+        + ((d[1] * d[1]) * n[1]) * n[1]
+        + ((d[2] * d[2]) * n[2]) * n[2];
+    let y = (hrad2 * fudge).sqrt();
+    let c = 0.723_601_3;
+    let nabc = (n[0] * n[1]) * n[2];
+    let df_dr = nabc * c * sinc3_pi_d_over_x(y) * (0.5 * PI * PI) * fudge;
+    let s3 = sinc3_pi(y);
+    let others = [n[1] * n[2], n[0] * n[2], n[0] * n[1]];
+    (
+        f,
+        std::array::from_fn(|a| df_dr * 2.0 * d[a] * n[a] * n[a]),
+        std::array::from_fn(|a| others[a] * c * s3 + df_dr * 2.0 * d[a] * d[a] * n[a]),
+    )
 }
 
 /// The squared reciprocal-space distance times N⁶ of the Gaussian and top-hat shapes (MODEL
@@ -227,6 +379,30 @@ pub fn shape_r2(
     (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) * na * na * nb * nb * nc * nc
 }
 
+/// [`shape_r2`] with its derivatives: (r2, dr2/dδ, dr2/dN, dr2/d(a*, b*, c*)) (the value is its
+/// to the bit; `star` = [a*, b*, c*]).
+#[allow(clippy::type_complexity)]
+#[inline(always)]
+pub fn shape_r2_d(
+    d: [f32; 3],
+    star: [[f32; 3]; 3],
+    n: [f32; 3],
+) -> (f32, [f32; 3], [f32; 3], [[f32; 3]; 3]) {
+    let r2 = shape_r2(
+        d[0], d[1], d[2], star[0], star[1], star[2], n[0], n[1], n[2],
+    );
+    let v: [f32; 3] =
+        std::array::from_fn(|c| d[0] * star[0][c] + d[1] * star[1][c] + d[2] * star[2][c]);
+    let n6 = n[0] * n[0] * n[1] * n[1] * n[2] * n[2];
+    let dot3 = |x: [f32; 3], y: [f32; 3]| x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
+    (
+        r2,
+        std::array::from_fn(|a| 2.0 * n6 * dot3(v, star[a])),
+        std::array::from_fn(|a| if n[a] != 0.0 { 2.0 * r2 / n[a] } else { 0.0 }),
+        std::array::from_fn(|a| v.map(|x| 2.0 * n6 * d[a] * x)),
+    )
+}
+
 /// Below this exponent f64 `exp` is exactly 0 (upstream then skips the term); f32 `exp`
 /// underflows from about −104 on, so the fast Gaussian decides its skip with this bound.
 pub const GAUSS_F64_UNDERFLOW: f32 = -745.1332;
@@ -235,6 +411,13 @@ pub const GAUSS_F64_UNDERFLOW: f32 = -745.1332;
 #[inline(always)]
 pub fn lattice_gauss(r2: f32, nabc: f32, fudge: f32) -> f32 {
     nabc * (-(r2 / 0.63 * fudge)).exp()
+}
+
+/// [`lattice_gauss`] with its derivatives: `[F, dF/dr2, dF/dnabc]` (F bit for bit).
+#[inline(always)]
+pub fn lattice_gauss_d(r2: f32, nabc: f32, fudge: f32) -> [f32; 3] {
+    let e = (-(r2 / 0.63 * fudge)).exp();
+    [nabc * e, -(nabc * e) * fudge / 0.63, e]
 }
 
 /// Whether upstream's f64 Gaussian lattice factor is exactly 0 (the term is skipped).
@@ -251,6 +434,14 @@ pub fn lattice_tophat(r2: f32, nabc: f32, fudge: f32) -> f32 {
     } else {
         0.0
     }
+}
+
+/// [`lattice_tophat`] with its derivatives `[F, dF/dr2, dF/dnabc]`: flat inside, the edge not
+/// differentiated (MODEL §10.2), so dF/dr2 = 0; inside F = nabc.
+#[inline(always)]
+pub fn lattice_tophat_d(r2: f32, nabc: f32, fudge: f32) -> [f32; 3] {
+    let f = lattice_tophat(r2, nabc, fudge);
+    [f, 0.0, if f != 0.0 { 1.0 } else { 0.0 }]
 }
 
 // ------------------------------------------------------------ fast: polarisation, geometry
@@ -273,6 +464,39 @@ pub fn polarization(k: f32, i: [f32; 3], d: [f32; 3], e_in: [f32; 3], b_in: [f32
         }
     }
     0.5 * (1.0 + c2sq - k * cos2psi * s2sq)
+}
+
+/// [`polarization`] with its gradient with respect to the unit direction `d` (a tangent of `d`
+/// is perpendicular to it): (P, dP/dd); P bit for bit. With E, B as there,
+/// d cos 2ψ/dd = 4EB·(B·E_in − E·B_in)/(E² + B²)².
+#[inline(always)]
+pub fn polarization_d(
+    k: f32,
+    i: [f32; 3],
+    d: [f32; 3],
+    e_in: [f32; 3],
+    b_in: [f32; 3],
+) -> (f32, [f32; 3]) {
+    let v = polarization(k, i, d, e_in, b_in);
+    let dot3 = |x: [f32; 3], y: [f32; 3]| x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
+    let c2 = dot3(i, d);
+    let s2sq = 1.0 - c2 * c2;
+    let mut cos2psi = 1.0;
+    let mut dcos = [0.0f32; 3];
+    if k != 0.0 {
+        let e = dot3(d, e_in);
+        let b = dot3(d, b_in);
+        let den = e * e + b * b;
+        if den > 0.0 {
+            cos2psi = (e * e - b * b) / den;
+            let w = (4.0 * (e / den)) * (b / den);
+            dcos = std::array::from_fn(|c| w * (b * e_in[c] - e * b_in[c]));
+        }
+    }
+    let g = std::array::from_fn(|c| {
+        0.5 * (2.0 * c2 * i[c] - k * (dcos[c] * s2sq - cos2psi * 2.0 * c2 * i[c]))
+    });
+    (v, g)
 }
 
 /// 1 − exp(−x) without cancellation for small x: below |x| = 0.1 the series to x⁷ (truncation
@@ -299,6 +523,16 @@ pub fn capture_fraction(t: f32, mu_step: f32, rho: f32) -> f32 {
     (-t * x).exp() * one_minus_exp_neg(x)
 }
 
+/// [`capture_fraction`] with its derivative: `[value, d/dρ]` (value bit for bit), with
+/// x = μ·step/ρ: d/dρ = −(x/ρ)·exp(−t·x)·(exp(−x) − t·(1 − exp(−x))).
+#[inline(always)]
+pub fn capture_fraction_d(t: f32, mu_step: f32, rho: f32) -> [f32; 2] {
+    let v = capture_fraction(t, mu_step, rho);
+    let x = mu_step / rho;
+    let dv = -(x / rho) * (-t * x).exp() * ((-x).exp() - t * one_minus_exp_neg(x));
+    [v, dv]
+}
+
 /// Solid angle of a pixel (MODEL §3.9) from 1/R: pixel²·close_distance/R³, or 1/R² for
 /// `-point_pixel`.
 #[inline(always)]
@@ -307,6 +541,17 @@ pub fn solid_angle(inv_r: f32, pixel2: f32, close_distance: f32, point_pixel: bo
         inv_r * inv_r
     } else {
         pixel2 * close_distance * (inv_r * inv_r * inv_r)
+    }
+}
+
+/// [`solid_angle`] with its derivatives: `[Ω, dΩ/dR, dΩ/d close_distance]` (Ω bit for bit).
+#[inline(always)]
+pub fn solid_angle_d(inv_r: f32, pixel2: f32, close_distance: f32, point_pixel: bool) -> [f32; 3] {
+    let v = solid_angle(inv_r, pixel2, close_distance, point_pixel);
+    if point_pixel {
+        [v, -2.0 * v * inv_r, 0.0]
+    } else {
+        [v, -3.0 * v * inv_r, pixel2 * (inv_r * inv_r * inv_r)]
     }
 }
 
@@ -982,5 +1227,320 @@ mod tests {
         assert!((u + 1e-4).exp() > 0.0 && (u - 1e-4).exp() == 0.0);
         // and the shape guards: a huge index is as unusable as NaN
         assert!(!index_ok(3e9) && index_ok(2e9));
+    }
+
+    /// |got − want| ≤ tol·scale, with the worst ratio kept for the report.
+    fn near(worst: &mut f64, got: f32, want: f64, scale: f64, tol: f64, what: &str) {
+        let e = (got as f64 - want).abs() / scale;
+        *worst = worst.max(e);
+        assert!(
+            e <= tol,
+            "{what}: f32 {got:e} vs f64 {want:e} ({e:e} of {scale:e} > {tol:e})"
+        );
+    }
+
+    /// The sign of the delta form against upstream's full-index grating factor at integer N:
+    /// (−1)^(j + m(N+1)), j = round(Nδ) (see [`sincg_delta_d`]).
+    fn conv_sign(d: f32, n: f32, m: f32) -> f64 {
+        let j = round_even(n * d) as i64;
+        if (j + m as i64 * (n as i64 + 1)).rem_euclid(2) == 1 {
+            -1.0
+        } else {
+            1.0
+        }
+    }
+
+    /// Scale of d/dN of the grating factor at (δ, N, m) against which its f32 error is judged:
+    /// (|h| + 1)/|sin πδ| times the size of its f32 argument N·δ (whose rounding it carries).
+    fn dn_scale(d: f32, n: f64, m: f64) -> f64 {
+        let d = d as f64;
+        (m.abs() + d.abs() + 1.0) / (PI * d).sin().abs().max(1e-30) * (n * d.abs()).max(1.0)
+    }
+
+    fn xorshift(s: &mut u64) -> f64 {
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        (*s >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Each f32 derivative term against its f64 counterpart (`*_f64_d`, itself checked against
+    /// finite differences through the images in `crate/tests/gradients.rs`), and its value
+    /// against the f32 term's to the bit.
+    #[test]
+    fn f32_derivatives_match_f64_derivatives() {
+        let mut s = 0x2545f4914f6cdd1du64;
+        // grating factor: h = m + δ (δ an f32), the f64 formula on the full index
+        let (mut wv, mut wd, mut wn) = (0f64, 0f64, 0f64);
+        for &n in &[2.0f64, 3.0, 5.0, 10.0, 50.0, 1000.0] {
+            for &m in &[0.0f64, 1.0, -3.0, 37.0, 500.0] {
+                let mut ds: Vec<f32> = vec![1e-7, -3e-6, 1e-5 / n as f32, 0.5, -0.5, 0.25, 0.01];
+                ds.extend((0..300).map(|_| (xorshift(&mut s) - 0.5) as f32));
+                ds.extend((0..100).map(|_| ((xorshift(&mut s) - 0.5) * (4.0 / n).min(1.0)) as f32));
+                for d in ds {
+                    let h = m + d as f64;
+                    let (v64, dx64, dn64) = sincg_f64_d(PI * h, n);
+                    let [v, dd, dn] = sincg_delta_d(d, n as f32, m as f32);
+                    assert_eq!(v.to_bits(), sincg_delta(d, n as f32).to_bits());
+                    let sign = conv_sign(d, n as f32, m as f32);
+                    let what = format!("N={n} m={m} d={d:e}");
+                    // value: against the f64 formula at πδ (on the full index upstream's value
+                    // carries the rounding of π·h, the reason for the exact-Bragg rule)
+                    let _ = v64;
+                    let shift = if (m as i64 * (n as i64 - 1)).rem_euclid(2) == 1 {
+                        -1.0
+                    } else {
+                        1.0
+                    };
+                    near(
+                        &mut wv,
+                        v,
+                        sign * shift * sincg_f64(PI * d as f64, n),
+                        n,
+                        2e-6,
+                        &what,
+                    );
+                    // d/dh peaks near N²·π/4. The reference is the f64 formula at πδ (m = 0,
+                    // sign (−1)^(m(N−1))): on the full index π·h the f64 quotient rule carries
+                    // the rounding of π·h amplified by 1/(Nπδ)² (16 % at h = 500 − 3e-6, N = 50)
+                    let _ = dx64;
+                    let dx_ref = shift * sincg_f64_d(PI * d as f64, n).1;
+                    near(&mut wd, dd, sign * PI * dx_ref, n * n * PI, 2e-6, &what);
+                    // d/dN grows like h/δ and carries the rounding of the f32 argument Nδ
+                    let sc = dn_scale(d, n, m);
+                    // plus the f64 formula's own rounding of π·h (relative |h|·ε/|δ|)
+                    let f64_err = dn64.abs() * h.abs() * 2e-10 / (d as f64).abs().max(1e-30);
+                    near(
+                        &mut wn,
+                        dn,
+                        sign * dn64,
+                        dn64.abs() + sc + f64_err,
+                        2e-6,
+                        &what,
+                    );
+                }
+            }
+        }
+        eprintln!("sincg_delta_d worst: value {wv:.1e}, d/dh {wd:.1e}, d/dN {wn:.1e}");
+        // lattice factors from three axes, N <= 1 included
+        let mut w = [0f64; 8];
+        for &(na, nb, nc) in &[
+            (5.0f64, 5.0, 5.0),
+            (1.0, 10.0, 3.0),
+            (50.0, 2.0, 1.0),
+            (20.0, 30.0, 40.0),
+        ] {
+            for _ in 0..300 {
+                let d = [0; 3].map(|_| (xorshift(&mut s) - 0.5) as f32);
+                let m = [2.0f32, -1.0, 7.0];
+                let n = [na as f32, nb as f32, nc as f32];
+                let hk: [f64; 3] = std::array::from_fn(|a| m[a] as f64 + d[a] as f64);
+                let fudge = 0.5 + xorshift(&mut s);
+                let what = format!("N=({na},{nb},{nc}) d={d:?}");
+                let nabc = na * nb * nc;
+                // square
+                let (v64, dx64, dn64) = lattice_square_f64_d(hk[0], hk[1], hk[2], na, nb, nc);
+                let (v, dx, dn) = lattice_square_d(d, m, n);
+                assert_eq!(
+                    v.to_bits(),
+                    lattice_square(d[0], d[1], d[2], n[0], n[1], n[2]).to_bits()
+                );
+                let sign: f64 = (0..3)
+                    .filter(|&a| n[a] > 1.0)
+                    .map(|a| conv_sign(d[a], n[a], m[a]))
+                    .product();
+                near(&mut w[0], v, sign * v64, nabc, 4e-6, &what);
+                for a in 0..3 {
+                    let nn = [na, nb, nc][a];
+                    near(
+                        &mut w[1],
+                        dx[a],
+                        sign * dx64[a],
+                        nabc * nn * PI,
+                        4e-6,
+                        &what,
+                    );
+                    let sc = dn_scale(d[a], nn, m[a] as f64) * nabc / nn;
+                    near(
+                        &mut w[2],
+                        dn[a],
+                        sign * dn64[a],
+                        dn64[a].abs() + sc,
+                        4e-6,
+                        &what,
+                    );
+                }
+                // round
+                let (v64, dx64, dn64) =
+                    lattice_round_f64_d(d[0] as f64, d[1] as f64, d[2] as f64, na, nb, nc, fudge);
+                let (v, dx, dn) = lattice_round_d(d, n, fudge as f32);
+                assert_eq!(
+                    v.to_bits(),
+                    lattice_round(d[0], d[1], d[2], n[0], n[1], n[2], fudge as f32).to_bits()
+                );
+                near(&mut w[3], v, v64, nabc, 4e-6, &what);
+                for a in 0..3 {
+                    let nn = [na, nb, nc][a];
+                    near(&mut w[4], dx[a], dx64[a], nabc * nn, 8e-6, &what);
+                    near(&mut w[5], dn[a], dn64[a], nabc / nn, 8e-6, &what);
+                }
+                // Gaussian and top hat through r2
+                let star64 = [
+                    [0.012, 0.001, 0.0],
+                    [0.0, 0.0125, 0.002],
+                    [0.001, 0.0, 0.0111],
+                ];
+                let star = star64.map(|v| v.map(|x| x as f32));
+                let d64 = d.map(|x| x as f64);
+                let (r64, rd64, rn64, rs64) = shape_r2_f64_d(
+                    d64[0], d64[1], d64[2], star64[0], star64[1], star64[2], na, nb, nc,
+                );
+                let (r2, rd, rn, rs) = shape_r2_d(d, star, n);
+                assert_eq!(
+                    r2.to_bits(),
+                    shape_r2(d[0], d[1], d[2], star[0], star[1], star[2], n[0], n[1], n[2])
+                        .to_bits()
+                );
+                let n6 = nabc * nabc;
+                let scale = n6 * 0.0125 * 0.0125;
+                near(&mut w[6], r2, r64, scale, 4e-6, &what);
+                for a in 0..3 {
+                    near(
+                        &mut w[6],
+                        rd[a],
+                        rd64[a],
+                        scale * 4.0 / 0.0125 * 0.0125,
+                        8e-6,
+                        &what,
+                    );
+                    near(
+                        &mut w[6],
+                        rn[a],
+                        rn64[a],
+                        scale / [na, nb, nc][a],
+                        8e-6,
+                        &what,
+                    );
+                    for c in 0..3 {
+                        near(&mut w[6], rs[a][c], rs64[a][c], scale / 0.0125, 8e-6, &what);
+                    }
+                }
+                let [g, g_r2, g_n] = lattice_gauss_d(r2, nabc as f32, fudge as f32);
+                assert_eq!(
+                    g.to_bits(),
+                    lattice_gauss(r2, nabc as f32, fudge as f32).to_bits()
+                );
+                let (g64, g_r264, g_n64) = lattice_gauss_f64_d(r2 as f64, nabc, fudge);
+                near(&mut w[7], g, g64, nabc, 4e-6, &what);
+                near(&mut w[7], g_r2, g_r264, nabc * fudge / 0.63, 4e-6, &what);
+                near(&mut w[7], g_n, g_n64, 1.0, 4e-6, &what);
+                let t = lattice_tophat_d(r2, nabc as f32, fudge as f32);
+                let t64 = lattice_tophat_f64_d(r2 as f64, nabc, fudge);
+                assert_eq!(t.map(|x| x as f64), [t64.0, t64.1, t64.2], "{what}");
+            }
+        }
+        eprintln!("lattice worst: {w:?}");
+        // polarisation: gradient along directions perpendicular to d
+        let frame = PolarFrame::new([1.0, 0.0, 0.0], [0.0, 0.0, 1.0]);
+        let f32v = |v: V3| v.map(|x| x as f32);
+        let mut wp = 0f64;
+        for _ in 0..500 {
+            let d = unit([0; 3].map(|_| xorshift(&mut s) - 0.5));
+            let k = [0.0, 0.5, 0.99, 1.0][(xorshift(&mut s) * 4.0) as usize % 4];
+            let d32 = f32v(d);
+            let (v, g) = polarization_d(
+                k as f32,
+                f32v(frame.i),
+                d32,
+                f32v(frame.e_in),
+                f32v(frame.b_in),
+            );
+            // the f64 term on the f32-rounded direction (the inputs' own rounding aside)
+            let dd = unit(d32.map(|x| x as f64));
+            let (v64, g64) = polarization_f64_d(k, &frame, dd);
+            let what = format!("d={d:?} k={k}");
+            near(&mut wp, v, v64, 1.0, 4e-7, &what);
+            // only the component perpendicular to d matters (the kernel's dd ⟂ d)
+            let t = unit(cross(dd, [0.3, -0.7, 0.2]));
+            let (a, b) = (
+                g.iter().zip(t).map(|(x, y)| *x as f64 * y).sum::<f64>(),
+                dot(g64, t),
+            );
+            near(&mut wp, a as f32, b, 1.0, 2e-6, &what);
+        }
+        eprintln!("polarization_d worst {wp:.1e}");
+        // capture fraction and solid angle
+        let mut wc = 0f64;
+        for &(t, step, mu, rho) in &[
+            (0u32, 1e-6, 300.0, 0.9),
+            (3, 5e-5, 2000.0, 0.7),
+            (1, 1e-4, 1e5, 1.0),
+            (0, 2e-4, 3e4, 0.3),
+            (2, 1e-5, 1e3, 0.99),
+        ] {
+            let [v, dv] = capture_fraction_d(t as f32, (step * mu) as f32, rho as f32);
+            assert_eq!(
+                v.to_bits(),
+                capture_fraction(t as f32, (step * mu) as f32, rho as f32).to_bits()
+            );
+            let (v64, dv64) = capture_fraction_f64_d(t, step, mu, rho);
+            let what = format!("t={t} step={step} mu={mu} rho={rho}");
+            near(&mut wc, v, v64, v64, 4e-6, &what);
+            near(&mut wc, dv, dv64, dv64.abs() + v64 / rho, 4e-6, &what);
+        }
+        for &(r, point) in &[(0.1f64, false), (0.234, false), (0.1, true), (0.5, true)] {
+            let [w0, w_r, w_c] = solid_angle_d((1.0 / r) as f32, 1e-8, 0.1, point);
+            assert_eq!(
+                w0.to_bits(),
+                solid_angle((1.0 / r) as f32, 1e-8, 0.1, point).to_bits()
+            );
+            let (w64, w_r64, w_c64) = solid_angle_f64_d(r, 1e-8, 0.1, point);
+            near(&mut wc, w0, w64, w64, 4e-7, "solid angle");
+            near(&mut wc, w_r, w_r64, w_r64.abs(), 4e-7, "dΩ/dR");
+            near(
+                &mut wc,
+                w_c,
+                w_c64,
+                w_c64.abs().max(1e-30),
+                4e-7,
+                "dΩ/dclose",
+            );
+        }
+        eprintln!("capture/solid angle worst {wc:.1e}");
+    }
+
+    #[test]
+    fn sinc3_derivative_series_joins_formula() {
+        for &y in &[
+            0.0f32,
+            1e-4,
+            0.1,
+            0.3,
+            0.3175,
+            0.3185,
+            0.5,
+            0.6355,
+            0.6372,
+            0.64,
+            1.3,
+            7.7,
+            std::f32::consts::FRAC_2_PI,
+            std::f32::consts::FRAC_2_PI * (1.0 + f32::EPSILON),
+        ] {
+            let want = sinc3_f64_d_over_x(PI * y as f64);
+            let got = sinc3_pi_d_over_x(y) as f64;
+            assert!((got - want).abs() < 2e-7, "y={y}: {got} vs {want}");
+        }
+        for &r in &[0.0f32, 1e-6, 0.1, 0.49, -0.5] {
+            let want = if r == 0.0 {
+                1.0
+            } else {
+                (PI * r as f64).sin() / (PI * r as f64)
+            };
+            assert!(
+                (sinc_pi_poly(r) as f64 - want).abs() < 2e-7,
+                "sinc_pi_poly({r})"
+            );
+        }
     }
 }

@@ -5,7 +5,8 @@
 #![cfg(feature = "gpu")]
 
 use nanobragg::gpu::layout::{
-    self, Chunk, GpuPanel, GpuSource, GpuStruct, GpuTerm, Params, SelfTestParams,
+    self, Chunk, GpuPanel, GpuSource, GpuStruct, GpuTanParam, GpuTerm, Params, SelfTestParams,
+    TanParams,
 };
 use nanobragg::gpu::selftest::Op;
 use nanobragg::gpu::shaders;
@@ -154,6 +155,101 @@ fn kernel_constants_match_rust() {
     check_u32(&m, "FLAGS_SWITCH", layout::FLAGS_SWITCH as u32);
     check_u32(&m, "FLAGS_HEADER_WORDS", layout::FLAGS_HEADER_WORDS as u32);
     check_shared_constants(&m);
+}
+
+/// The tangent kernel (the image kernel's module and `shaders/tangent.wgsl`) validates, its
+/// structs match `layout`'s, and its constants the Rust values.
+#[test]
+fn tangent_kernel_validates_and_matches_rust_layout() {
+    let (m, _) = module(&shaders::tangent_source());
+    let ep = m
+        .entry_points
+        .iter()
+        .find(|e| e.name == shaders::TANGENT_ENTRY)
+        .expect("tangent entry point");
+    assert_eq!(&ep.workgroup_size[..2], &shaders::KERNEL_WORKGROUP[..]);
+    check_struct::<GpuTanParam>(&m);
+    check_struct::<TanParams>(&m);
+    check_struct::<Params>(&m);
+    check_struct::<GpuTerm>(&m);
+    check_u32(&m, "MAX_TAN_PARAMS", layout::MAX_TAN_PARAMS as u32);
+    for &(name, bit) in layout::TAN_BITS {
+        check_u32(&m, name, bit);
+    }
+    // the params array's length is MAX_TAN_PARAMS (its size is checked by check_struct)
+    assert_eq!(
+        TanParams::FIELDS[4].2,
+        layout::MAX_TAN_PARAMS * size_of::<GpuTanParam>()
+    );
+}
+
+/// The tangent pass's packing: a parameter that moves the terms gets a block of term tangents
+/// laid out as the image's terms, equal to the central difference of `pack_terms` (the term
+/// records as functions of the plan), and its uniform carries the plan tangent's fields.
+#[test]
+fn tangent_packing_is_the_terms_derivative() {
+    use nanobragg::api;
+    use nanobragg::files::MemFiles;
+    use nanobragg::tangent::Param;
+    let words = api::split_args(
+        "-cell 70 80 90 75 85 95 -misset 15 25 35 -N 5 -lambda 1.2 -distance 120 -detpixels 16 \
+         -default_F 100 -dispersion 4 -dispsteps 2 -mosaic 0.3 -mosaic_dom 3",
+    );
+    let prep = api::prepare(&words, &MemFiles::default()).unwrap();
+    let params = [Param::RotX, Param::Lambda, Param::Distance, Param::NCells];
+    let (moved, t) = nanobragg::resolve::tangent::plan_tangent_at(
+        &prep.setup,
+        &MemFiles::default(),
+        &params,
+        &[],
+    )
+    .unwrap();
+    let plan = &moved.plan;
+    let (u, blocks) = layout::pack_tangent(plan, &t, &[0, 1, 2, 3], false);
+    let block = plan.sources.len() * plan.orientations.len();
+    assert_eq!((u.count, u.block as usize), (4, block));
+    // rot_x (terms and a*) and lambda move the terms (blocks 0, 1); distance the detector;
+    // n_cells N
+    assert_eq!(blocks.len(), 2 * block);
+    let k = |i: usize| u.params[i].kind;
+    assert_eq!(
+        k(0)[..2],
+        [layout::TAN_MOVES_TERMS | layout::TAN_MOVES_RECIPROCAL, 0]
+    );
+    assert_eq!(k(1)[..2], [layout::TAN_MOVES_TERMS, 1]);
+    assert_eq!(k(2)[0], layout::TAN_MOVES_DETECTOR);
+    assert_eq!(k(3)[0], layout::TAN_MOVES_N);
+    assert_eq!(u.params[3].dn, [1.0, 1.0, 1.0, 0.0]);
+    assert_eq!(u.params[2].dpix0, {
+        let d = &t.deltas[2].pix0;
+        [d[0] as f32, d[1] as f32, d[2] as f32, 0.0]
+    });
+    // block 1 (lambda) against the central difference of the packed terms in λ
+    let h = 1e-6;
+    let moved_terms = |x: f64| {
+        let p = api::moved_plan(&prep, &MemFiles::default(), &[(Param::Lambda, x)]).unwrap();
+        layout::pack_terms(&p, false)
+    };
+    let (plus, minus) = (moved_terms(h), moved_terms(-h));
+    let val = |t: &GpuTerm| -> [f64; 12] {
+        let v = |hi: [f32; 4], lo: [f32; 4]| -> [f64; 4] {
+            std::array::from_fn(|c| hi[c] as f64 + lo[c] as f64)
+        };
+        let (a, b, c) = (v(t.h_hi, t.h_lo), v(t.k_hi, t.k_lo), v(t.l_hi, t.l_lo));
+        std::array::from_fn(|i| [a, b, c][i / 4][i % 4])
+    };
+    for e in 0..block {
+        let (p, m, got) = (val(&plus[e]), val(&minus[e]), val(&blocks[block + e]));
+        for c in 0..12 {
+            let fd = (p[c] - m[c]) / (2.0 * h);
+            let scale = p[c].abs().max(1.0);
+            assert!(
+                (fd - got[c]).abs() <= 1e-5 * scale,
+                "term {e} component {c}: {} vs finite difference {fd}",
+                got[c]
+            );
+        }
+    }
 }
 
 #[test]

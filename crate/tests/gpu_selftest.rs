@@ -929,3 +929,431 @@ fn structure_factor_lookups_match_rust_twins() {
         );
     }
 }
+
+// ------------------------------------------------------------------ derivative twins (§10.5)
+// Every `*_d` function of shaders/shared/terms.wgsl against its Rust twin in `crate::terms`,
+// with the policy of the value twins above: within `bound` ulp, or within an absolute floor set
+// by the derivative's own scale (where it crosses zero or a difference cancels), the worst
+// printed. Each value returned beside the derivatives is checked to the value twin's bound.
+
+/// One part of a derivative result: the value and three partials.
+fn check4(w: &mut [Worst; 2], got: [f32; 4], want: (f32, [f32; 3]), what: &str) {
+    w[0].check(got[0], want.0, format!("value {what}"));
+    for c in 0..3 {
+        w[1].check(got[1 + c], want.1[c], format!("[{c}] {what}"));
+    }
+}
+
+#[test]
+fn grating_and_lattice_derivatives_match_rust_twins() {
+    let c = ctx();
+    let mut rng = Rng(31);
+    // sincg_delta_d over the grating's domain, three nearest integers; sinc3_pi_d_over_x beside
+    let two_over_pi = 2.0 * std::f32::consts::FRAC_1_PI;
+    let up = |x: f32, n: u32| f32::from_bits(x.to_bits() + n);
+    let mut cases = Vec::new();
+    for n in [2.0f32, 5.0, 10.0, 50.0, 1000.0] {
+        for d in grating_deltas(n, &mut rng) {
+            for m in [0.0f32, 3.0, -7.0] {
+                let y = match cases.len() % 5 {
+                    0 => two_over_pi,
+                    1 => up(two_over_pi, 1),
+                    2 => f32::from_bits(two_over_pi.to_bits() - 1),
+                    _ => d * 7.0,
+                };
+                cases.push([d, n, m, y]);
+            }
+        }
+    }
+    let inputs: Vec<_> = cases
+        .iter()
+        .map(|&x| v4(x, [0.0; 4], [0.0; 4], [0.0; 4]))
+        .collect();
+    let out = c.run(Op::GratingD, &inputs);
+    let mut wv = Worst::new("sincg_delta_d value", 8, 0.0);
+    let mut wd = Worst::new("sincg_delta_d d/dδ", 16, 0.0);
+    let mut wn = Worst::new("sincg_delta_d d/dN", 16, 0.0);
+    let mut ws = Worst::new("sinc3_pi_d_over_x", 16, 0.0);
+    for (x, r) in cases.iter().zip(&out) {
+        let [d, n, m, y] = *x;
+        let what = format!("d={d:e} N={n} m={m}");
+        ws.abs_floor = 4e-8;
+        ws.check(r[3], terms::sinc3_pi_d_over_x(y), format!("y={y:e}"));
+        if d.abs() > 0.5 {
+            continue;
+        }
+        let want = terms::sincg_delta_d(d, n, m);
+        wv.check(r[0], want[0], &what);
+        // d/dδ crosses zero at the side lobes' peaks: floor 1e-6 of its scale N²π
+        wd.abs_floor = 1e-6 * n * n * std::f32::consts::PI;
+        wd.check(r[1], want[1], &what);
+        // d/dN = π·h·cos(πNδ)/sin(πδ) carries the rounding of Nδ through the cosine
+        let sd = (std::f32::consts::PI * d).sin().abs().max(1e-30);
+        wn.abs_floor = 1e-6 * (m.abs() + d.abs() + 1.0) / sd * (n * d.abs()).max(1.0);
+        wn.check(r[2], want[2], &what);
+    }
+    assert_eq!(out[0][0], 2.0, "exact Bragg: N");
+    assert_eq!(out[0][1], 0.0, "exact Bragg: d/dδ = 0");
+    assert_eq!(out[0][2], 1.0, "h = 0: d/dN = 1");
+
+    // lattice_square_d and lattice_round_d, both parts
+    let mut sq = Vec::new();
+    for (na, nb, nc) in [
+        (5.0f32, 5.0, 5.0),
+        (1.0, 10.0, 3.0),
+        (50.0, 2.0, 1.0),
+        (1000.0, 1000.0, 1000.0),
+    ] {
+        sq.push([
+            [0.0, 0.0, 0.0, 1.0],
+            [0.0, 2.0, -3.0, 0.0],
+            [na, nb, nc, 0.0],
+        ]);
+        sq.push([
+            [0.5, -0.5, 0.25, 0.7],
+            [1.0, 0.0, 4.0, 0.0],
+            [na, nb, nc, 0.0],
+        ]);
+        for _ in 0..100 {
+            let d = [0; 3].map(|_| rng.uniform(-0.5, 0.5) as f32);
+            let m = [0; 3].map(|_| rng.uniform(-20.0, 20.0).round() as f32);
+            sq.push([
+                [d[0], d[1], d[2], rng.uniform(0.2, 2.0) as f32],
+                [m[0], m[1], m[2], 0.0],
+                [na, nb, nc, 0.0],
+            ]);
+        }
+    }
+    let mut ws = [
+        Worst::new("lattice_square_d value", 16, 0.0),
+        Worst::new("lattice_square_d", 24, 0.0),
+    ];
+    let mut wr = [
+        Worst::new("lattice_round_d value", 24, 0.0),
+        Worst::new("lattice_round_d", 24, 0.0),
+    ];
+    for part in [0.0f32, 1.0] {
+        let inputs: Vec<_> = sq
+            .iter()
+            .map(|x| v4(x[0], x[1], x[2], [0.0, 0.0, 0.0, part]))
+            .collect();
+        let out_sq = c.run(Op::LatticeSquareD, &inputs);
+        let out_round = c.run(Op::LatticeRoundD, &inputs);
+        for ((x, s), r) in sq.iter().zip(&out_sq).zip(&out_round) {
+            let d = [x[0][0], x[0][1], x[0][2]];
+            let m = [x[1][0], x[1][1], x[1][2]];
+            let n = [x[2][0], x[2][1], x[2][2]];
+            let fudge = x[0][3];
+            let nabc = n[0] * n[1] * n[2];
+            let what = format!("{x:?} part {part}");
+            let (v, dd, dn) = terms::lattice_square_d(d, m, n);
+            // floors: 1e-6 of each partial's scale (the N-partial of an axis grows like h/δ)
+            let sd: f32 = (0..3)
+                .map(|a| {
+                    let s = (std::f32::consts::PI * d[a]).sin().abs().max(1e-30);
+                    (m[a].abs() + 1.0) / s * (n[a] * d[a].abs()).max(1.0)
+                })
+                .fold(0.0, f32::max);
+            ws[1].abs_floor = if part == 0.0 {
+                1e-6 * nabc * n.iter().fold(0f32, |a, b| a.max(*b)) * 4.0
+            } else {
+                1e-6 * nabc * sd
+            };
+            check4(&mut ws, *s, (v, if part == 0.0 { dd } else { dn }), &what);
+            let (v, dd, dn) = terms::lattice_round_d(d, n, fudge);
+            wr[0].abs_floor = 1e-6 * nabc;
+            wr[1].abs_floor = 1e-6 * nabc * n.iter().fold(0f32, |a, b| a.max(*b));
+            check4(&mut wr, *r, (v, if part == 0.0 { dd } else { dn }), &what);
+        }
+    }
+}
+
+#[test]
+fn shape_polarization_capture_and_solid_angle_derivatives_match_rust_twins() {
+    let c = ctx();
+    let mut rng = Rng(32);
+    // shape_r2_d, its five parts; lattice_gauss_d and lattice_tophat_d on its r2
+    let a_star = [0.01f32, 0.0, 0.0];
+    let b_star = [0.001f32, 0.0125, 0.0];
+    let c_star = [0.0f32, 0.002, 0.0111];
+    let mut cases = Vec::new();
+    for n in [[5.0f32, 5.0, 5.0], [10.0, 3.0, 1.0], [100.0, 100.0, 100.0]] {
+        for _ in 0..60 {
+            let d = [0; 3].map(|_| rng.uniform(-0.5, 0.5) as f32);
+            cases.push((d, n, rng.uniform(0.3, 3.0) as f32));
+        }
+        cases.push(([0.0; 3], n, 1.0));
+    }
+    let mut wr = [
+        Worst::new("shape_r2_d value", 12, 0.0),
+        Worst::new("shape_r2_d", 16, 0.0),
+    ];
+    let mut wg = [
+        Worst::new("lattice_gauss_d value", 0, 0.0),
+        Worst::new("lattice_gauss_d", 0, 0.0),
+    ];
+    let w3 = |v: [f32; 3], x: f32| [v[0], v[1], v[2], x];
+    let mut gauss_in = Vec::new();
+    for part in 0..5 {
+        let inputs: Vec<_> = cases
+            .iter()
+            .map(|(d, n, _)| {
+                v4(
+                    w3(*d, part as f32),
+                    w3(a_star, n[0]),
+                    w3(b_star, n[1]),
+                    w3(c_star, n[2]),
+                )
+            })
+            .collect();
+        let out = c.run(Op::ShapeR2D, &inputs);
+        for ((d, n, fudge), r) in cases.iter().zip(&out) {
+            let (r2, dd, dn, ds) = terms::shape_r2_d(*d, [a_star, b_star, c_star], *n);
+            let want = match part {
+                0 => dd,
+                1 => dn,
+                p => ds[p - 2],
+            };
+            let n6 = (n[0] * n[1] * n[2]).powi(2);
+            // floors: the partials are sums of products over the three axes
+            wr[1].abs_floor = 1e-6 * n6 * 0.0125 * 0.0125 * 4.0;
+            check4(
+                &mut wr,
+                *r,
+                (r2, want),
+                &format!("{d:?} N={n:?} part {part}"),
+            );
+            if part == 0 {
+                gauss_in.push((r2, n[0] * n[1] * n[2], *fudge));
+            }
+        }
+    }
+    let mut inputs = Vec::new();
+    for &(r2, nabc, fudge) in &gauss_in {
+        for t in [0.0f32, 1.0] {
+            inputs.push(v4([r2, nabc, fudge, t], [0.0; 4], [0.0; 4], [0.0; 4]));
+        }
+    }
+    // the top hat's edge
+    for f in [0.3969f32 * 0.999, 0.3969 * 1.001] {
+        inputs.push(v4([f, 125.0, 1.0, 1.0], [0.0; 4], [0.0; 4], [0.0; 4]));
+    }
+    let out = c.run(Op::GaussTophatD, &inputs);
+    for (x, r) in inputs.iter().zip(&out) {
+        let [r2, nabc, fudge, t] = x[0];
+        if t == 0.0 {
+            let want = terms::lattice_gauss_d(r2, nabc, fudge);
+            let arg = (r2 / 0.63 * fudge) as f64;
+            // WGSL exp: 3 + 2|x| ulp (as lattice_gauss), then one product and one division
+            for w in wg.iter_mut() {
+                w.bound = (3.0 + 14.0 * arg).ceil() as u64 + 4;
+                w.abs_floor = f32::MIN_POSITIVE * nabc * fudge / 0.63;
+            }
+            wg[0].check(r[0], want[0], format!("arg -{arg}"));
+            wg[1].check(r[1], want[1], format!("d/dr2 arg -{arg}"));
+            wg[1].check(r[2], want[2], format!("d/dnabc arg -{arg}"));
+        } else {
+            let want = terms::lattice_tophat_d(r2, nabc, fudge);
+            assert_eq!(
+                [r[0], r[1], r[2]],
+                want,
+                "lattice_tophat_d({r2}, {nabc}, {fudge})"
+            );
+        }
+    }
+    assert_eq!(out[out.len() - 2][2], 1.0);
+    assert_eq!(out[out.len() - 1][2], 0.0);
+
+    // polarization_d
+    let unit = |v: [f64; 3]| {
+        let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+        v.map(|x| x / n)
+    };
+    let frame = terms::PolarFrame::new([1.0, 0.0, 0.0], [0.0, 0.0, 1.0]);
+    let f32v = |v: [f64; 3]| [v[0] as f32, v[1] as f32, v[2] as f32, 0.0];
+    let mut dirs = vec![
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, 1.0],
+        [0.999, 0.001, 0.0],
+    ];
+    dirs.extend((0..150).map(|_| unit([0; 3].map(|_| rng.uniform(-1.0, 1.0)))));
+    let mut pol = Vec::new();
+    for d in dirs {
+        for k in [0.0f32, 0.5, 0.99, 1.0] {
+            let mut i = f32v(frame.i);
+            i[3] = k;
+            pol.push(v4(i, f32v(unit(d)), f32v(frame.e_in), f32v(frame.b_in)));
+        }
+    }
+    let out = c.run(Op::PolarizationD, &pol);
+    let mut wp = [
+        Worst::new("polarization_d value", 8, 2f32.powi(-22)),
+        Worst::new("polarization_d", 16, 4e-7),
+    ];
+    let s3 = |v: [f32; 4]| [v[0], v[1], v[2]];
+    for (x, r) in pol.iter().zip(&out) {
+        let want = terms::polarization_d(x[0][3], s3(x[0]), s3(x[1]), s3(x[2]), s3(x[3]));
+        check4(&mut wp, *r, want, &format!("{x:?}"));
+    }
+
+    // capture_fraction_d and solid_angle_d
+    let mut cap = Vec::new();
+    for x in [1e-8f32, 1e-4, 0.0099, 0.0999, 0.1, 0.1001, 0.5, 3.0, 30.0] {
+        for t in [0.0f32, 1.0, 4.0] {
+            for rho in [1.0f32, 0.7, 0.2] {
+                cap.push(v4([t, x * rho, rho, 0.0], [0.0; 4], [0.0; 4], [0.0; 4]));
+            }
+        }
+    }
+    for _ in 0..100 {
+        let point = if rng.next_u64() & 1 == 0 { 0.0 } else { 1.0 };
+        cap.push(v4(
+            [0.0, 0.0, 1.0, 1.0],
+            [
+                rng.uniform(1.0, 20.0) as f32,
+                1e-8,
+                rng.uniform(0.05, 0.5) as f32,
+                point,
+            ],
+            [0.0; 4],
+            [0.0; 4],
+        ));
+    }
+    let out = c.run(Op::CaptureSolidAngleD, &cap);
+    let mut wc = Worst::new("capture_fraction_d", 0, 0.0);
+    let mut ws = Worst::new("solid_angle_d", 6, 0.0);
+    for (x, r) in cap.iter().zip(&out) {
+        if x[0][3] == 0.0 {
+            let [t, mu_step, rho, _] = x[0];
+            let xx = (mu_step / rho) as f64;
+            let cancel = if xx < 0.1 {
+                1.0
+            } else {
+                1.0 / (1.0 - (-xx).exp())
+            };
+            // as capture_fraction: exp's 3 + 2|x| ulp per factor, the cancellation of 1 − e^−x;
+            // and d/dρ's bracket e^−x − t(1 − e^−x) crosses zero (floor: its terms' size)
+            let want = terms::capture_fraction_d(t, mu_step, rho);
+            wc.bound = (8.0 + 2.0 * (t as f64 + 1.0) * xx + 8.0 * cancel).ceil() as u64;
+            wc.abs_floor = 0.0;
+            wc.check(r[0], want[0], format!("t={t} mu_step={mu_step} rho={rho}"));
+            wc.bound += 8;
+            wc.abs_floor =
+                1e-6 * (xx / rho as f64 * (-(t as f64) * xx).exp() * (1.0 + t as f64)) as f32;
+            wc.check(
+                r[1],
+                want[1],
+                format!("d/dρ t={t} mu_step={mu_step} rho={rho}"),
+            );
+        } else {
+            let [inv_r, px2, close, point] = x[1];
+            let want = terms::solid_angle_d(inv_r, px2, close, point != 0.0);
+            for k in 0..3 {
+                ws.check(r[k], want[k], format!("[{k}] {:?}", x[1]));
+            }
+        }
+    }
+}
+
+#[test]
+fn tricubic_derivative_matches_rust_twin() {
+    let c = ctx();
+    let f = |h: f64, k: f64, l: f64| 50.0 + 0.5 * h * h * h - k * k + 2.0 * l + 0.1 * h * k * l;
+    let (g, t32) = table(-5, 5, f);
+    let peak = g.data.iter().fold(0f64, |m, v| m.max(v.abs()));
+    let (lo, range) = box_inputs(&g, true);
+    let mut rng = Rng(33);
+    let mut xs: Vec<f64> = vec![
+        -3.0,
+        3.0,
+        -0.3,
+        -1e-9,
+        0.0,
+        1e-9,
+        0.999_999_999,
+        2.5,
+        3.0001,
+        -3.0001,
+        3.1,
+        -3.15,
+    ];
+    xs.extend((0..40).map(|_| rng.uniform(-3.2, 3.2)));
+    let mut cases = Vec::new();
+    let mut want = Vec::new();
+    for (i, &h) in xs.iter().enumerate() {
+        let k = xs[(i * 7 + 3) % xs.len()];
+        let l = xs[(i * 13 + 5) % xs.len()];
+        let (dh, dk, dl) = (df(h), df(k), df(l));
+        cases.push(v4(
+            [dh[0], dk[0], dl[0], 0.0],
+            [dh[1], dk[1], dl[1], 0.0],
+            lo,
+            range,
+        ));
+        let (h, k, l) = (f64_of(dh), f64_of(dk), f64_of(dl));
+        let leaves = terms::stencil_leaves_table(&g, h, k, l);
+        let grad = if leaves {
+            [0.0; 3]
+        } else {
+            terms::f_tricubic_d(&g, h, k, l)
+        };
+        want.push((h, k, l, leaves, grad));
+    }
+    let out = c.run_with_table(Op::FTricubicD, &cases, &t32);
+    let mut worst = 0f64;
+    for (&(h, k, l, leaves, grad), r) in want.iter().zip(&out) {
+        assert_eq!(r[3] != 0.0, leaves, "stencil_leaves_table({h}, {k}, {l})");
+        for a in 0..3 {
+            // as f_tricubic: relative to the table's peak (the gradient is of its size)
+            let rel = (r[a] as f64 - grad[a]).abs() / peak;
+            worst = worst.max(rel);
+            assert!(
+                rel < 2e-6,
+                "f_tricubic_d({h}, {k}, {l})[{a}]: GPU {} vs Rust {} ({rel:e} of the peak)",
+                r[a],
+                grad[a]
+            );
+        }
+    }
+    eprintln!("f_tricubic_d           worst {worst:.2e} of the table's peak (bound 2e-6)");
+    let leaving = want.iter().filter(|w| w.3).count();
+    assert!(
+        leaving >= 3 && want.len() - leaving >= 20,
+        "{leaving} of {} leave",
+        want.len()
+    );
+    // the gradient of a cubic is exact: at (0.3, -1.7, 2.2) against the analytic one
+    let (h, k, l) = (0.3, -1.7, 2.2);
+    let exact = [
+        1.5 * h * h + 0.1 * k * l,
+        -2.0 * k + 0.1 * h * l,
+        2.0 + 0.1 * h * k,
+    ];
+    let got = terms::f_tricubic_d(&g, h, k, l);
+    for a in 0..3 {
+        assert!(
+            (got[a] - exact[a]).abs() < 1e-9,
+            "f_tricubic_d exact for a cubic"
+        );
+    }
+
+    // polint4_d alone
+    let mut cases = Vec::new();
+    let mut want = Vec::new();
+    for _ in 0..200 {
+        let x = rng.uniform(-50.0, 50.0);
+        let dx = terms::node_diffs(x, x.floor()).map(|v| v as f32);
+        let y = [0; 4].map(|_| rng.uniform(-100.0, 100.0) as f32);
+        cases.push(v4(dx, y, [0.0; 4], [0.0; 4]));
+        want.push(terms::polint4_d(dx.map(f64::from), y.map(f64::from)));
+    }
+    let out = c.run(Op::Polint4D, &cases);
+    for (w, r) in want.iter().zip(&out) {
+        assert!(
+            (r[0] as f64 - w).abs() < 1e-5 * 100.0,
+            "polint4_d: GPU {} vs Rust {w}",
+            r[0]
+        );
+    }
+}

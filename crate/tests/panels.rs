@@ -287,6 +287,36 @@ fn cut_geom() -> String {
 const CRYSTAL: &str = "-cell 60 70 80 90 90 90 -misset 5 10 15 -default_F 100 -N 10 -oversample 2";
 
 #[test]
+fn detector_derivatives_are_refused_for_a_file_detector() {
+    // the panels of -geom do not move with -distance, -Xbeam, -detector_rot*: a derivative by
+    // those would be an all-zero image; the crystal's are fine
+    use nanobragg::tangent::Param;
+    let dir = scratch("geom-grad");
+    std::fs::write(dir.join("one.geom"), ONE_GEOM).unwrap();
+    let words: Vec<String> = api::split_args(&format!("{CRYSTAL} -geom one.geom"))
+        .into_iter()
+        .map(|w| {
+            if w.ends_with(".geom") {
+                dir.join(&w).to_string_lossy().into_owned()
+            } else {
+                w
+            }
+        })
+        .collect();
+    let prep = api::prepare(&words, &DiskFiles).expect("prepare");
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    for p in [Param::Distance, Param::BeamY, Param::DetRotZ] {
+        let e = api::render_gradients(&prep, &DiskFiles, &[p], &|_| {}, &cancel).unwrap_err();
+        assert!(
+            e.message.contains("the detector comes from -geom") && e.message.contains("one.geom"),
+            "{}",
+            e.message
+        );
+        assert_eq!(e.flag.as_deref(), Some("-gradients"));
+    }
+}
+
+#[test]
 fn a_geom_file_cut_in_two_renders_the_whole_panel() {
     let dir = scratch("geom-cut");
     std::fs::write(dir.join("one.geom"), ONE_GEOM).unwrap();

@@ -176,6 +176,87 @@ fn fits_distance_beam_centre_and_scale_too_up_to_the_distance_cell_degeneracy() 
     );
 }
 
+/// A target in ADU (gain 2, offset 40) over a background (40 photons, sloping to 60 across the
+/// detector), with Poisson noise: the local background model and the stated gain and offset
+/// bring back orientation and cell from 0.5° / 0.5 % off, and the scale.
+#[test]
+fn recovers_orientation_and_cell_over_a_background_in_adu() {
+    let prep = prepare();
+    let truth = truth_off(0.5, 0.005);
+    let cancel = AtomicBool::new(false);
+    let plan = api::moved_plan(&prep, &DiskFiles, &truth).unwrap();
+    let clean = api::render_f64(&plan, &cancel).unwrap();
+    let (mut st, mut noise, mut idum) = (RanState::new(), Noise::new(), -13i64);
+    let t: Vec<f64> = clean
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let bg = 40.0 + 20.0 * (i % 64) as f64 / 63.0;
+            2.0 * noise.poidev(&mut st, (v + bg) as f32, &mut idum) as f64 + 40.0
+        })
+        .collect();
+    let mut o = FitOptions::new(&ORIENT_CELL);
+    o.background = api::Background::Local;
+    o.background_block = 16;
+    o.gain = 2.0;
+    o.adc = 40.0;
+    let t0 = Instant::now();
+    let fit = api::fit(&prep, &DiskFiles, &t, &o, &mut |_| {}, &cancel).unwrap();
+    let (rot, cell) = errors(&fit, &truth);
+    println!(
+        "over a background, in ADU: {} iterations, {:.2} s; error {rot:.4}° / {:.4} %, scale {:.4}",
+        fit.iterations,
+        t0.elapsed().as_secs_f64(),
+        cell * 100.0,
+        fit.values[6]
+    );
+    assert!(rot <= 0.02, "orientation off by {rot}°");
+    assert!(cell <= 5e-4, "cell off by {} %", cell * 100.0);
+    assert!(fit.values[6].abs() < 0.05, "scale off by {}", fit.values[6]);
+}
+
+/// The pixel-subset entry of the tangent kernel (what the fit evaluates) gives each listed
+/// pixel's value and tangents bit for bit as the whole render, in the list's order; an index
+/// outside the detector is an error.
+#[test]
+fn pixel_subset_matches_the_whole_render() {
+    let prep = prepare();
+    let never = AtomicBool::new(false);
+    let params = [Param::RotX, Param::CellB, Param::Distance, Param::Scale];
+    let off = [(Param::RotX, 0.01), (Param::CellB, 0.2)];
+    let (moved, t) =
+        nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &params, &off)
+            .unwrap();
+    let whole = nanobragg::cpu::tangent::render(&moved.plan, &t, &|_| {}, &never).unwrap();
+    let n = 64 * 64;
+    let pixels: Vec<usize> = (0..300).map(|k| (k * 2654435761usize) % n).collect();
+    let sub = nanobragg::cpu::tangent::render_pixels(&moved.plan, &t, &pixels, &never).unwrap();
+    assert!(sub.image.iter().any(|&v| v > 0.0));
+    for (k, &i) in pixels.iter().enumerate() {
+        assert_eq!(
+            sub.image[k].to_bits(),
+            whole.image[i].to_bits(),
+            "pixel {i}"
+        );
+        for j in 0..params.len() {
+            assert_eq!(
+                sub.tangents[j * pixels.len() + k].to_bits(),
+                whole.tangents[j * n + i].to_bits(),
+                "pixel {i}, parameter {j}"
+            );
+        }
+    }
+    let Err(e) = nanobragg::cpu::tangent::render_pixels(&moved.plan, &t, &[n], &never) else {
+        panic!("an index outside the detector was accepted");
+    };
+    assert!(
+        e.message
+            .contains("index 4096 is outside the 64×64 detector"),
+        "{}",
+        e.message
+    );
+}
+
 #[test]
 fn errors_name_the_problem() {
     let prep = prepare();
@@ -201,6 +282,13 @@ fn errors_name_the_problem() {
         .message
         .contains("unknown loss 'tukey'"));
     assert!(Loss::parse("huber", 0.0).is_err());
+    assert!(api::Background::parse("flat")
+        .unwrap_err()
+        .message
+        .contains("unknown background model 'flat'; the models are none, local"));
+    let mut o4 = FitOptions::new(&[Param::RotX]);
+    o4.gain = 0.0;
+    assert!(fit(&vec![0.0; n], &o4).contains("the gain must be > 0 ADU per photon"));
 }
 
 /// How far off the fit still converges (orientation and cell off together, every axis and

@@ -152,7 +152,9 @@ class Simulator:
         :data:`GRADIENT_PARAMETERS`, MODEL §10 of the repository's docs) it returns
         ``(image, tangents)``: the image as float64 (its float32 rounding is the plain render)
         and the derivatives ∂pixel/∂parameter as a float64 array (P, slow, fast), computed in
-        the same pass on the CPU."""
+        the same pass on the CPU. With ``precision="f32"`` both come from the f32 terms and
+        their f32 derivatives (MODEL §10.5; the image then within ~1e-6 of the plain f32
+        render, the tangents within ~1e-4 of the largest f64 tangent)."""
         extra = self._extra(overrides)
         if gradients is not None:
             names = _gradient_names(gradients)
@@ -169,7 +171,8 @@ class Simulator:
     def vjp(self, weights: np.ndarray, gradients: Sequence[str], **overrides: Any) -> np.ndarray:
         """The vector–Jacobian product: for each parameter of ``gradients``, the sum over pixels
         of ``weights`` (a (slow, fast) array) times ∂pixel/∂parameter, float64 (P,), without
-        keeping the tangent images (what an optimiser needs for a loss's gradient)."""
+        keeping the tangent images (what an optimiser needs for a loss's gradient); in the
+        simulator's ``precision``."""
         extra = self._extra(overrides)
         w = np.ascontiguousarray(weights, dtype=np.float64)
         try:
@@ -190,6 +193,11 @@ class Simulator:
         spot_radius: int = 2,
         spot_threshold: float = 0.01,
         tolerance: float = 1e-8,
+        background: str = "none",
+        background_block: int = 32,
+        gain: float = 1.0,
+        adc: float = 0.0,
+        centroids: bool = False,
         **overrides: Any,
     ) -> dict:
         """Fits ``params`` (names of :data:`GRADIENT_PARAMETERS`: ``rot_x``, ``cell_a``,
@@ -197,13 +205,23 @@ class Simulator:
         fast)) by robust least squares on the pixels around the spots (Levenberg–Marquardt on
         the derivative engine's Jacobian; the crate's ``refine``, ARCHITECTURE.md). ``loss``:
         ``"huber"``, ``"cauchy"`` (scale ``loss_scale``, in σ of the Poisson noise) or
-        ``"squared"``; ``start``: offsets to start from.
+        ``"squared"``; ``start``: offsets to start from. ``gain`` and ``adc``: the target is in
+        ADU = gain·photons + adc (noisify's and the realistic chain's); ``background``:
+        ``"none"`` (the target holds the spots alone) or ``"local"`` (a smooth background
+        estimated from the target per block of ``background_block`` pixels, subtracted and
+        added to the variance); ``centroids``: start with the spot-centroid stage (the target's
+        spots indexed, orientation and cell fitted to their positions), for sharp spots started
+        beyond the pixel fit's reach (MODEL.md §10.4).
 
         Returns a dict: ``values`` ({name: fitted offset from the simulator's value, in the
         parameter's unit: rad for rotations, Å for cell edges, mm for distance and beam
         centre, relative for scale}), ``history`` (cost per selected pixel at the start and
         after each accepted step), ``iterations``, ``cycles``, ``converged``, ``pixels`` (the
-        last selection's size) and ``image`` (the model at the fit, float64)."""
+        last selection's size), ``image`` (the model at the fit, float64) and ``fitted``: the
+        fitted set-up as keyword values (``misset_deg``, ``cell_A_deg``, ``distance_mm`` or
+        ``close_distance_mm``, ``beam_center_mm``, ``fluence_ph_per_m2``, ...: the crate's
+        ``fitted_values``), so that ``sim.render(**fit["fitted"])`` renders the fitted
+        set-up."""
         extra = self._extra(overrides)
         names = _gradient_names(params)
         t = np.ascontiguousarray(target, dtype=np.float64)
@@ -211,9 +229,10 @@ class Simulator:
             raise UsageError(f"fit: target must be a (slow, fast) array, got {t.ndim} dimension(s)")
         st = [(str(k), float(v)) for k, v in (start or {}).items()]
         try:
-            values, history, iterations, cycles_run, converged, pixels, image = self._s.fit(
+            values, history, iterations, cycles_run, converged, pixels, image, words = self._s.fit(
                 extra, names, t, st, loss, float(loss_scale), int(max_iterations), int(cycles),
-                int(spot_radius), float(spot_threshold), float(tolerance))
+                int(spot_radius), float(spot_threshold), float(tolerance), str(background),
+                int(background_block), float(gain), float(adc), bool(centroids))
         except Error as e:
             raise _name_field(e) from None
         return {
@@ -224,6 +243,7 @@ class Simulator:
             "converged": converged,
             "pixels": pixels,
             "image": image,
+            "fitted": _fitted_keywords(words),
         }
 
     def _at(self, names: Sequence[str], offsets: Sequence[float], weights: Optional[np.ndarray] = None):
@@ -305,3 +325,33 @@ def _flat(image: np.ndarray, shape: tuple) -> np.ndarray:
     if a.size != shape[0] * shape[1]:
         raise ValueError(f"image has {a.size} pixels, the detector {shape[1]}x{shape[0]}")
     return a.reshape(-1)
+
+
+# The crate's fitted flags (``Fitted::words``) → the keyword fields of ``Crystal``, ``Beam`` and
+# ``Detector`` (config.py) that take them.
+_FITTED_FIELDS = {
+    "-misset": "misset_deg", "-cell": "cell_A_deg", "-distance": "distance_mm",
+    "-close_distance": "close_distance_mm", "-fluence": "fluence_ph_per_m2", "-lambda": "wavelength_A",
+    "-mosaic": "mosaic_spread_deg", "-default_F": "default_F",
+    "-detector_rotx": "rotx_deg", "-detector_roty": "roty_deg", "-detector_rotz": "rotz_deg",
+}
+
+
+def _fitted_keywords(words: Sequence[str]) -> dict:
+    flags: dict = {}
+    flag = None
+    for w in words:
+        try:
+            flags[flag].append(float(w))
+        except (ValueError, KeyError):
+            flag = w
+            flags[flag] = []
+    out: dict = {}
+    for flag, vals in flags.items():
+        if flag in _FITTED_FIELDS:
+            out[_FITTED_FIELDS[flag]] = tuple(vals) if len(vals) > 1 else vals[0]
+    if "-Xbeam" in flags and "-Ybeam" in flags:
+        out["beam_center_mm"] = (flags["-Xbeam"][0], flags["-Ybeam"][0])
+    if "-Na" in flags:
+        out["N"] = (flags["-Na"][0], flags["-Nb"][0], flags["-Nc"][0])
+    return out

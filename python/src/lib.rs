@@ -107,6 +107,7 @@ type FitOut<'py> = (
     bool,
     usize,
     Bound<'py, PyArray2<f64>>,
+    Vec<String>,
 );
 
 /// a, b, c (Å), α, β, γ (degrees).
@@ -337,8 +338,10 @@ impl PySession {
 
     /// Fits the parameters `names` to `target` ((slow, fast) float64) at the setup with `extra`
     /// words (the crate's `api::fit`); returns (offsets (P,) float64, cost history, iterations,
-    /// cycles, converged, selected pixels, model image at the fit (slow, fast) float64).
-    #[pyo3(signature = (extra, names, target, start=Vec::new(), loss="huber".to_string(), loss_scale=3.0, max_iterations=100, cycles=3, spot_radius=2, spot_threshold=0.01, tolerance=1e-8))]
+    /// cycles, converged, selected pixels, model image at the fit (slow, fast) float64, the fitted
+    /// set-up as flag words: `-misset x y z -cell …`).
+    #[pyo3(signature = (extra, names, target, start=Vec::new(), loss="huber".to_string(), loss_scale=3.0, max_iterations=100, cycles=3, spot_radius=2, spot_threshold=0.01, tolerance=1e-8, background="none".to_string(), background_block=32, gain=1.0, adc=0.0, centroids=false))]
+    #[allow(clippy::too_many_arguments)]
     fn fit<'py>(
         &self,
         py: Python<'py>,
@@ -353,6 +356,11 @@ impl PySession {
         spot_radius: usize,
         spot_threshold: f64,
         tolerance: f64,
+        background: String,
+        background_block: usize,
+        gain: f64,
+        adc: f64,
+        centroids: bool,
     ) -> PyResult<FitOut<'py>> {
         let params = api::parse_params(&names.join(","), "params").map_err(|e| to_py(py, e))?;
         let start = start
@@ -377,10 +385,21 @@ impl PySession {
         o.spot_radius = spot_radius;
         o.spot_threshold = spot_threshold;
         o.tolerance = tolerance;
+        o.background = api::Background::parse(&background).map_err(|e| to_py(py, e))?;
+        o.background_block = background_block;
+        o.gain = gain;
+        o.adc = adc;
+        o.centroids = centroids;
         let t: Vec<f64> = target.as_array().iter().copied().collect();
         let f = interruptible(py, |cancel| {
             self.lock().fit(&extra, &t, &o, &mut |_| {}, cancel)
         })?;
+        // the fitted set-up as the values of its flags (`api::fitted_values`)
+        let words = self
+            .lock()
+            .fitted_values(&extra, &f.params, &f.values)
+            .map_err(|e| to_py(py, e))?
+            .words();
         Ok((
             f.values.into_pyarray(py),
             f.history,
@@ -391,6 +410,7 @@ impl PySession {
             f.image
                 .into_pyarray(py)
                 .reshape([self.spixels, self.fpixels])?,
+            words,
         ))
     }
 

@@ -1,5 +1,6 @@
 """Refinement from Python (issue 20 §3): Simulator.fit recovers orientation and cell from a
-Poisson-noisy still started 0.5° / 0.5 % off, through the crate's api::fit."""
+Poisson-noisy still started 0.5° / 0.5 % off, through the crate's api::fit; the fitted values
+as keywords render the fitted model."""
 
 import math
 import time
@@ -37,6 +38,13 @@ def test_fit_recovers_orientation_and_cell_from_a_noisy_still():
     # the model at the fit is the image at the fitted offsets
     at = sim._at(NAMES, [fit["values"][n] for n in NAMES])
     np.testing.assert_allclose(fit["image"], at, rtol=1e-12, atol=1e-9)
+    # the fitted values as keywords: rendering them is the model at the fit (a still, no mosaic)
+    kw = fit["fitted"]
+    assert set(kw) == {"misset_deg", "cell_A_deg", "fluence_ph_per_m2"}
+    assert len(kw["misset_deg"]) == 3 and len(kw["cell_A_deg"]) == 6
+    for got, edge, n in zip(kw["cell_A_deg"], (70, 80, 90), ("cell_a", "cell_b", "cell_c")):
+        assert abs(got - (edge + fit["values"][n])) < 1e-9
+    np.testing.assert_allclose(sim.render(**kw), fit["image"], rtol=1e-5, atol=1e-3)
 
 
 def test_fit_errors_name_the_problem():
@@ -47,3 +55,27 @@ def test_fit_errors_name_the_problem():
         sim.fit(np.zeros((64, 64)), params=["rotx"])
     with pytest.raises(nb.UsageError, match=r"unknown loss 'tukey'"):
         sim.fit(np.zeros((64, 64)), params=["rot_x"], loss="tukey")
+
+
+def test_fit_in_adu_over_a_background():
+    """The target in ADU (gain 2, offset 40) over a background (a flat 30 photons plus a slope
+    to 50 across the detector), with Poisson noise: the local background model and the stated
+    gain and offset bring back orientation and cell from 0.5° / 0.5 % off."""
+    sim = nb.Simulator.from_args(ARGS)
+    truth = {"rot_x": 0.5 * DEG, "rot_y": -0.5 * DEG, "rot_z": 0.5 * DEG,
+             "cell_a": 0.005 * 70, "cell_b": -0.005 * 80, "cell_c": 0.005 * 90, "scale": 0.0}
+    clean = sim._at(list(truth), list(truth.values()))
+    bg = 30.0 + 20.0 * np.linspace(0, 1, 64)[None, :] * np.ones((64, 1))
+    target = 2.0 * np.random.default_rng(9).poisson(clean + bg).astype(np.float64) + 40.0
+    t0 = time.perf_counter()
+    fit = sim.fit(target, params=NAMES, background="local", background_block=16, gain=2.0, adc=40.0)
+    print(f"fit over a background: {fit['iterations']} iterations, {time.perf_counter() - t0:.2f} s")
+    for n in ["rot_x", "rot_y", "rot_z"]:
+        assert abs(fit["values"][n] - truth[n]) / DEG <= 0.02, n
+    for n, edge in [("cell_a", 70), ("cell_b", 80), ("cell_c", 90)]:
+        assert abs(fit["values"][n] - truth[n]) / edge <= 5e-4, n
+    assert abs(fit["values"]["scale"]) < 0.05
+    with pytest.raises(nb.UsageError, match=r"unknown background model 'flat'"):
+        sim.fit(target, params=["rot_x"], background="flat")
+    with pytest.raises(nb.UsageError, match=r"the gain must be > 0"):
+        sim.fit(target, params=["rot_x"], gain=0.0)

@@ -14,6 +14,25 @@
 //
 // The including shader defines `fn hkl_value(i: u32) -> f32`: entry i of the structure-factor
 // table (padded, l fastest; see HklBox).
+//
+// Derivative twins (MODEL §10.5; terms.rs `*_d`, each beside its term here too). Each returns the
+// term's value (bit for bit the value function's, same operations) and its partial derivatives
+// with respect to its own inputs, in this order:
+//   sincg_delta_d(d, n, m)               -> vec3(value, d/dδ, d/dN); m = nearest integer (h = m + δ)
+//   lattice_square_d(d, m, n: vec3)      -> LatticeD(v, d_hkl = dF/dδ, d_n = dF/dN)
+//   lattice_round_d(d, n: vec3, fudge)   -> LatticeD(v, d_hkl = dF/dδ, d_n = dF/dN)
+//   shape_r2_d(d, a*, b*, c*, n: vec3)   -> ShapeR2D(r2, d_hkl = dr2/dδ, d_n = dr2/dN,
+//                                            d_star = mat3x3 columns dr2/da*, dr2/db*, dr2/dc*)
+//   lattice_gauss_d(r2, nabc, fudge)     -> vec3(F, dF/dr2, dF/dnabc)
+//   lattice_tophat_d(r2, nabc, fudge)    -> vec3(F, 0, 1 inside / 0 outside)
+//   polarization_d(k, i, d, E_in, B_in)  -> vec4(P, dP/dd.xyz) (d unit; use with dd ⟂ d)
+//   capture_fraction_d(t, mu_step, rho)  -> vec2(value, d/dρ)
+//   solid_angle_d(inv_r, px², close, pt) -> vec3(Ω, dΩ/dR, dΩ/d close_distance)
+//   polint4_d(dx, y)                     -> d/dx of polint4
+//   f_tricubic_d(g, hf, kf, lf, dh, dk, dl) -> vec3(dF/dh, dF/dk, dF/dl) (value: f_tricubic)
+// The square lattice factor's value and derivatives share a sign convention (the factor is used
+// squared): F·dF is sign-free. d/dN is that of upstream's full-index formula (hence m); it is 0 at
+// an exact-Bragg point, whose pixel the host renders in f64 anyway.
 
 // ---- guards ----
 
@@ -103,6 +122,67 @@ fn sincg_delta(d: f32, n: f32) -> f32 {
     return p.x / p.y;
 }
 
+// The polynomial P of sinpi_poly (sin(pi r) = r P(r^2), the same Horner steps).
+fn sinpi_p(r: f32) -> f32 {
+    let z = r * r;
+    var p = 0.0004663028 * z - 0.007370431;
+    p = p * z + 0.08214589;
+    p = p * z - 0.5992645;
+    p = p * z + 2.550164;
+    p = p * z - 5.1677127;
+    return p * z + 3.1415927;
+}
+
+// sin(pi r)/(pi r) for |r| <= 1/2: sinpi_poly's polynomial without its factor r, times 1/pi.
+fn sinc_pi_poly(r: f32) -> f32 {
+    return sinpi_p(r) * 0.31830987;
+}
+
+// grating_parts (x, y) and sincg_delta_d (z, w, and the third) from one set of polynomials.
+struct GratingD {
+    parts: vec2<f32>,
+    d: vec3<f32>,
+}
+
+fn grating_d(d: f32, n: f32, m: f32) -> GratingD {
+    let x = n * d;
+    let r = x - round_even(x);
+    let small = abs(x) < GRATING_SMALL;
+    let pn = sinpi_p(r);
+    let p1 = sinpi_p(d);
+    let num = r * pn;
+    let den = d * p1;
+    let parts = vec2<f32>(select(num, n, small), select(den, 1.0, small));
+    let v = parts.x / parts.y;
+    let c = cospi_poly(r);
+    let u = 3.1415927 * x;
+    var s_n = pn * 0.31830987;
+    if abs(x) >= 0.5 {
+        s_n = num / u;
+    }
+    var t_n = 0.0;
+    if abs(u) < 1.0 {
+        t_n = sinc3_pi(x);
+    } else {
+        t_n = 3.0 * (num / u - c) / (u * u);
+    }
+    let s_1 = p1 * 0.31830987;
+    let t_1 = sinc3_pi(d);
+    let dd = 3.1415927 * (n * (3.1415927 * d) * (1.0 / 3.0)) * (s_n * t_1 - (n * n) * t_n * s_1) / (s_1 * s_1);
+    var dn = 0.0;
+    if m == 0.0 {
+        dn = c / s_1;
+    } else if den != 0.0 {
+        dn = 3.1415927 * (m + d) * c / den;
+    }
+    return GratingD(parts, vec3<f32>(v, dd, dn));
+}
+
+// (value, d/d delta, d/dN) of sincg_delta; m the nearest integer (see terms.rs sincg_delta_d).
+fn sincg_delta_d(d: f32, n: f32, m: f32) -> vec3<f32> {
+    return grating_d(d, n, m).d;
+}
+
 // Square lattice factor from the index offsets (up to sign); axes with N <= 1 contribute 1.
 fn lattice_square(dh: f32, dk: f32, dl: f32, na: f32, nb: f32, nc: f32) -> f32 {
     let a = grating_parts(dh, na);
@@ -114,6 +194,34 @@ fn lattice_square(dh: f32, dk: f32, dl: f32, na: f32, nb: f32, nc: f32) -> f32 {
     let num = select(1.0, a.x, ua) * select(1.0, b.x, ub) * select(1.0, c.x, uc);
     let den = select(1.0, a.y, ua) * select(1.0, b.y, ub) * select(1.0, c.y, uc);
     return num / den;
+}
+
+// A lattice factor with its partial derivatives: value, dF/d(dh, dk, dl), dF/d(Na, Nb, Nc).
+struct LatticeD {
+    v: f32,
+    d_hkl: vec3<f32>,
+    d_n: vec3<f32>,
+}
+
+fn lattice_square_d(d: vec3<f32>, m: vec3<f32>, n: vec3<f32>) -> LatticeD {
+    var a = GratingD(vec2<f32>(1.0, 1.0), vec3<f32>(1.0, 0.0, 0.0));
+    var b = a;
+    var c = a;
+    if n.x > 1.0 {
+        a = grating_d(d.x, n.x, m.x);
+    }
+    if n.y > 1.0 {
+        b = grating_d(d.y, n.y, m.y);
+    }
+    if n.z > 1.0 {
+        c = grating_d(d.z, n.z, m.z);
+    }
+    let f = (a.parts.x * b.parts.x * c.parts.x) / (a.parts.y * b.parts.y * c.parts.y);
+    let g0 = a.d;
+    let g1 = b.d;
+    let g2 = c.d;
+    let others = vec3<f32>(g1.x * g2.x, g0.x * g2.x, g0.x * g1.x);
+    return LatticeD(f, vec3<f32>(g0.y, g1.y, g2.y) * others, vec3<f32>(g0.z, g1.z, g2.z) * others);
 }
 
 // 3 (sin x - x cos x)/x^3 at x = pi y: series below |x| = 1, closed form above.
@@ -131,9 +239,38 @@ fn sinc3_pi(y: f32) -> f32 {
     return 3.0 * (sinpi(y) / x - cospi(y)) / (x * x);
 }
 
+// sinc3'(x)/x at x = pi y: series to x^12 below |x| = 2, 3 (sin x/x - sinc3(x))/x^2 above.
+fn sinc3_pi_d_over_x(y: f32) -> f32 {
+    let x = 3.1415927 * y;
+    if abs(x) < 2.0 {
+        let x2 = x * x;
+        var p = -1.0 / 529296768000.0;
+        p = p * x2 + 1.0 / 2594592000.0;
+        p = p * x2 - 1.0 / 17297280.0;
+        p = p * x2 + 1.0 / 166320.0;
+        p = p * x2 - 1.0 / 2520.0;
+        p = p * x2 + 1.0 / 70.0;
+        p = p * x2 - 0.2;
+        return p;
+    }
+    return 3.0 * (sinpi(y) / x - sinc3_pi(y)) / (x * x);
+}
+
 fn lattice_round(dh: f32, dk: f32, dl: f32, na: f32, nb: f32, nc: f32, fudge: f32) -> f32 {
     let hrad2 = ((dh * dh) * na) * na + ((dk * dk) * nb) * nb + ((dl * dl) * nc) * nc;
     return ((na * nb) * nc) * 0.7236013 * sinc3_pi(sqrt(hrad2 * fudge));
+}
+
+fn lattice_round_d(d: vec3<f32>, n: vec3<f32>, fudge: f32) -> LatticeD {
+    let f = lattice_round(d.x, d.y, d.z, n.x, n.y, n.z, fudge);
+    let hrad2 = ((d.x * d.x) * n.x) * n.x + ((d.y * d.y) * n.y) * n.y + ((d.z * d.z) * n.z) * n.z;
+    let y = sqrt(hrad2 * fudge);
+    let c = 0.7236013;
+    let nabc = (n.x * n.y) * n.z;
+    let df_dr = nabc * c * sinc3_pi_d_over_x(y) * (0.5 * 3.1415927 * 3.1415927) * fudge;
+    let s3 = sinc3_pi(y);
+    let others = vec3<f32>(n.y * n.z, n.x * n.z, n.x * n.y);
+    return LatticeD(f, df_dr * 2.0 * d * n * n, others * c * s3 + df_dr * 2.0 * d * d * n);
 }
 
 fn shape_r2(dh: f32, dk: f32, dl: f32, a_star: vec3<f32>, b_star: vec3<f32>, c_star: vec3<f32>, na: f32, nb: f32, nc: f32) -> f32 {
@@ -141,11 +278,37 @@ fn shape_r2(dh: f32, dk: f32, dl: f32, a_star: vec3<f32>, b_star: vec3<f32>, c_s
     return (d.x * d.x + d.y * d.y + d.z * d.z) * na * na * nb * nb * nc * nc;
 }
 
+// shape_r2 with dr2/d(dh, dk, dl), dr2/d(Na, Nb, Nc) and dr2/d(a*, b*, c*) (matrix columns).
+struct ShapeR2D {
+    r2: f32,
+    d_hkl: vec3<f32>,
+    d_n: vec3<f32>,
+    d_star: mat3x3<f32>,
+}
+
+fn shape_r2_d(d: vec3<f32>, a_star: vec3<f32>, b_star: vec3<f32>, c_star: vec3<f32>, n: vec3<f32>) -> ShapeR2D {
+    let r2 = shape_r2(d.x, d.y, d.z, a_star, b_star, c_star, n.x, n.y, n.z);
+    let v = d.x * a_star + d.y * b_star + d.z * c_star;
+    let n6 = n.x * n.x * n.y * n.y * n.z * n.z;
+    let dot3 = vec3<f32>(
+        v.x * a_star.x + v.y * a_star.y + v.z * a_star.z,
+        v.x * b_star.x + v.y * b_star.y + v.z * b_star.z,
+        v.x * c_star.x + v.y * c_star.y + v.z * c_star.z,
+    );
+    let dn = select(vec3<f32>(0.0), 2.0 * r2 / n, n != vec3<f32>(0.0));
+    return ShapeR2D(r2, 2.0 * n6 * dot3, dn, mat3x3<f32>(2.0 * n6 * d.x * v, 2.0 * n6 * d.y * v, 2.0 * n6 * d.z * v));
+}
+
 // f64 exp is exactly 0 below this (upstream skips the term); f32 exp underflows near -104.
 const GAUSS_F64_UNDERFLOW: f32 = -745.1332;
 
 fn lattice_gauss(r2: f32, nabc: f32, fudge: f32) -> f32 {
     return nabc * exp(-(r2 / 0.63 * fudge));
+}
+
+fn lattice_gauss_d(r2: f32, nabc: f32, fudge: f32) -> vec3<f32> {
+    let e = exp(-(r2 / 0.63 * fudge));
+    return vec3<f32>(nabc * e, -(nabc * e) * fudge / 0.63, e);
 }
 
 fn gauss_underflows(r2: f32, fudge: f32) -> bool {
@@ -157,6 +320,11 @@ fn lattice_tophat(r2: f32, nabc: f32, fudge: f32) -> f32 {
         return nabc;
     }
     return 0.0;
+}
+
+fn lattice_tophat_d(r2: f32, nabc: f32, fudge: f32) -> vec3<f32> {
+    let f = lattice_tophat(r2, nabc, fudge);
+    return vec3<f32>(f, 0.0, select(0.0, 1.0, f != 0.0));
 }
 
 // ---- polarisation, geometry ----
@@ -178,6 +346,27 @@ fn polarization(k: f32, i: vec3<f32>, d: vec3<f32>, e_in: vec3<f32>, b_in: vec3<
     return 0.5 * (1.0 + c2sq - k * cos2psi * s2sq);
 }
 
+// (P, dP/dd): d cos 2psi/dd = 4EB (B E_in - E B_in)/(E^2 + B^2)^2.
+fn polarization_d(k: f32, i: vec3<f32>, d: vec3<f32>, e_in: vec3<f32>, b_in: vec3<f32>) -> vec4<f32> {
+    let v = polarization(k, i, d, e_in, b_in);
+    let c2 = i.x * d.x + i.y * d.y + i.z * d.z;
+    let s2sq = 1.0 - c2 * c2;
+    var cos2psi = 1.0;
+    var dcos = vec3<f32>(0.0);
+    if k != 0.0 {
+        let e = d.x * e_in.x + d.y * e_in.y + d.z * e_in.z;
+        let b = d.x * b_in.x + d.y * b_in.y + d.z * b_in.z;
+        let den = e * e + b * b;
+        if den > 0.0 {
+            cos2psi = (e * e - b * b) / den;
+            let w = (4.0 * (e / den)) * (b / den);
+            dcos = w * (b * e_in - e * b_in);
+        }
+    }
+    let g = 0.5 * (2.0 * c2 * i - k * (dcos * s2sq - cos2psi * 2.0 * c2 * i));
+    return vec4<f32>(v, g);
+}
+
 // 1 - exp(-x): series to x^7 below |x| = 0.1, the difference above.
 fn one_minus_exp_neg(x: f32) -> f32 {
     if abs(x) < 0.1 {
@@ -197,11 +386,26 @@ fn capture_fraction(t: f32, mu_step: f32, rho: f32) -> f32 {
     return exp(-t * x) * one_minus_exp_neg(x);
 }
 
+fn capture_fraction_d(t: f32, mu_step: f32, rho: f32) -> vec2<f32> {
+    let v = capture_fraction(t, mu_step, rho);
+    let x = mu_step / rho;
+    let dv = -(x / rho) * exp(-t * x) * (exp(-x) - t * one_minus_exp_neg(x));
+    return vec2<f32>(v, dv);
+}
+
 fn solid_angle(inv_r: f32, pixel2: f32, close_distance: f32, point_pixel: bool) -> f32 {
     if point_pixel {
         return inv_r * inv_r;
     }
     return pixel2 * close_distance * (inv_r * inv_r * inv_r);
+}
+
+fn solid_angle_d(inv_r: f32, pixel2: f32, close_distance: f32, point_pixel: bool) -> vec3<f32> {
+    let v = solid_angle(inv_r, pixel2, close_distance, point_pixel);
+    if point_pixel {
+        return vec3<f32>(v, -2.0 * v * inv_r, 0.0);
+    }
+    return vec3<f32>(v, -3.0 * v * inv_r, pixel2 * (inv_r * inv_r * inv_r));
 }
 
 // ---- structure factors ----
@@ -258,6 +462,18 @@ fn polint4(dx: vec4<f32>, y: vec4<f32>) -> f32 {
         + ((dx.x * dx.y) * dx.z) * y.w / 6.0;
 }
 
+fn polint4_d_pair(a: f32, b: f32, c: f32) -> f32 {
+    return a * b + a * c + b * c;
+}
+
+// d/dx of polint4 (each difference moves with x).
+fn polint4_d(dx: vec4<f32>, y: vec4<f32>) -> f32 {
+    return polint4_d_pair(dx.y, dx.z, dx.w) * y.x / -6.0
+        + polint4_d_pair(dx.x, dx.z, dx.w) * y.y / 2.0
+        + polint4_d_pair(dx.x, dx.y, dx.w) * y.z / -2.0
+        + polint4_d_pair(dx.x, dx.y, dx.z) * y.w / 6.0;
+}
+
 // Tricubic structure factor: along l, then k, then h (upstream's order).
 fn f_tricubic(g: HklBox, hf: f32, kf: f32, lf: f32, dh: vec4<f32>, dk: vec4<f32>, dl: vec4<f32>) -> f32 {
     let ih = i32(hf) - 1 - g.lo.x;
@@ -278,4 +494,33 @@ fn f_tricubic(g: HklBox, hf: f32, kf: f32, lf: f32, dh: vec4<f32>, dk: vec4<f32>
         tmp_h[a] = polint4(dk, tmp_k);
     }
     return polint4(dh, tmp_h);
+}
+
+// Gradient of f_tricubic with respect to (h, k, l) (terms.rs f_tricubic_d, from the floors and
+// node differences as f_tricubic takes them). The caller has checked stencil_leaves_table.
+fn f_tricubic_d(g: HklBox, hf: f32, kf: f32, lf: f32, dh: vec4<f32>, dk: vec4<f32>, dl: vec4<f32>) -> vec3<f32> {
+    let ih = i32(hf) - 1 - g.lo.x;
+    let ik = i32(kf) - 1 - g.lo.y;
+    let il = i32(lf) - 1 - g.lo.z;
+    var th = vec4<f32>(0.0);
+    var th_k = vec4<f32>(0.0);
+    var th_l = vec4<f32>(0.0);
+    for (var a = 0; a < 4; a++) {
+        var tk = vec4<f32>(0.0);
+        var tk_l = vec4<f32>(0.0);
+        for (var b = 0; b < 4; b++) {
+            let ys = vec4<f32>(
+                hkl_at(g, ih + a, ik + b, il),
+                hkl_at(g, ih + a, ik + b, il + 1),
+                hkl_at(g, ih + a, ik + b, il + 2),
+                hkl_at(g, ih + a, ik + b, il + 3),
+            );
+            tk[b] = polint4(dl, ys);
+            tk_l[b] = polint4_d(dl, ys);
+        }
+        th[a] = polint4(dk, tk);
+        th_k[a] = polint4_d(dk, tk);
+        th_l[a] = polint4(dk, tk_l);
+    }
+    return vec3<f32>(polint4_d(dh, th), polint4(dh, th_k), polint4(dh, th_l));
 }

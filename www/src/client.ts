@@ -8,6 +8,7 @@
 import { asBackend, normaliseArgs } from './args';
 import type { Backend, FromWorker, Geometry, HklSummary, ModuleInfo, PixelGeometry, Precision, Timings, ToWorker } from './protocol';
 import type { DetectorEffects, RealisticLayers, RealisticPhase, RealisticRequest, RealisticResult } from './protocol';
+import type { Fitted, FitInfo, FitRequest, FitStepInfo } from './protocol';
 import { crateError } from './protocol';
 export { splitArgs, normaliseArgs, asBackend } from './args';
 
@@ -263,6 +264,12 @@ export class NanoBraggClient {
     this.predictions.clear();
     for (const p of this.pixelQueries.values()) p.reject(err);
     this.pixelQueries.clear();
+    for (const p of this.fittedQueries.values()) p.reject(err);
+    this.fittedQueries.clear();
+    if (this.fitJob) {
+      this.fitJob.reject(err);
+      this.fitJob = null;
+    }
   }
 
   /** Workers restarted because a render did not stop in time (for tests and benchmarks). */
@@ -297,6 +304,7 @@ export class NanoBraggClient {
 
   private onMessage(m: FromWorker) {
     if (this.onRealisticMessage(m)) return;
+    if (this.onFitMessage(m)) return;
     if (m.type === 'pixel-geometry') {
       const p = this.pixelQueries.get(m.id);
       this.pixelQueries.delete(m.id);
@@ -478,6 +486,88 @@ export class NanoBraggClient {
       job.resolve(m);
     } else if (m.type === 'realistic-error') {
       this.realJob = null;
+      job.reject(m.cancelled ? abortError('cancelled') : crateError(m.message, m.error));
+    }
+    return true;
+  }
+
+  // ---- the fit to an image (fit/): one at a time ----------------------------------------------
+  private fitJob: { id: number; resolve: (r: FitInfo) => void; reject: (e: Error) => void; onStep: (s: FitStepInfo) => void } | null = null;
+  private fitStopping = 0;
+  private fittedQueries = new Map<number, { resolve: (f: Fitted) => void; reject: (e: Error) => void }>();
+
+  /** Fit parameters of the set-up of `req.args` to `req.target` (`api::fit` in the worker);
+   * `onStep` sees the start and every accepted step. Rejects with the crate's error, or an
+   * AbortError when cancelled (`cancelFit`). Renders wait behind it in the worker. */
+  async fit(req: Omit<FitRequest, 'type' | 'id' | 'files'> & { files?: SimulateOptions['files'] }, onStep: (s: FitStepInfo) => void): Promise<FitInfo> {
+    if (this.fitJob) this.cancelFit('superseded by a newer fit');
+    await this.ready;
+    const id = this.nextId++;
+    this.lastFilesKey = '\u0001'; // the fit installs the files: the next render sends them again
+    return new Promise<FitInfo>((resolve, reject) => {
+      this.fitJob = { id, resolve, reject, onStep };
+      const target = req.target.slice();
+      this.worker.postMessage({ ...req, type: 'fit', id, files: encodeFiles(req.files), target } satisfies FitRequest, [target.buffer]);
+    });
+  }
+
+  /** Stop the fit: the shared cancel flag (read between and inside the model's evaluations),
+   * else (plain module, or no answer within the grace period) a worker restart. */
+  cancelFit(why = 'cancelled') {
+    const job = this.fitJob;
+    if (!job) return;
+    this.fitJob = null;
+    job.reject(abortError(why));
+    const info = this.info;
+    const hard = () => {
+      this.fitStopping = 0;
+      this.failAll(abortError(why));
+      this.worker.terminate();
+      this.restarts++;
+      this.info = null;
+      this.spawn();
+    };
+    if (info?.memory) {
+      Atomics.store(new Uint8Array(info.memory.buffer), info.cancelPtr, 1);
+      this.worker.postMessage({ type: 'cancel' } satisfies ToWorker);
+      this.fitStopping = job.id;
+      setTimeout(() => { if (this.fitStopping === job.id) hard(); }, 1000);
+    } else hard();
+  }
+
+  get fitBusy() {
+    return this.fitJob !== null;
+  }
+
+  /** The set-up of `args` moved by offsets (`values`, one per parameter of `params`) as the
+   * values of its flags (the crate's `fitted_values`). */
+  async fittedValues(args: string[], files: SimulateOptions['files'], params: string, values: number[]): Promise<Fitted> {
+    await this.ready;
+    const id = this.nextId++;
+    this.lastFilesKey = '\u0001';
+    return new Promise((resolve, reject) => {
+      this.fittedQueries.set(id, { resolve, reject });
+      this.worker.postMessage({ type: 'fitted-values', id, args, files: encodeFiles(files), params, values } satisfies ToWorker);
+    });
+  }
+
+  private onFitMessage(m: FromWorker): boolean {
+    if (m.type === 'fitted-values') {
+      const q = this.fittedQueries.get(m.id);
+      this.fittedQueries.delete(m.id);
+      if (q) (m.fitted ? q.resolve(m.fitted) : q.reject(crateError(m.message, m.error)));
+      return true;
+    }
+    if (m.type !== 'fit-step' && m.type !== 'fit-result' && m.type !== 'fit-error') return false;
+    if (m.id === this.fitStopping && m.type !== 'fit-step') this.fitStopping = 0;
+    const job = this.fitJob;
+    if (!job || job.id !== m.id) return true;
+    if (m.type === 'fit-step') job.onStep(m.step);
+    else if (m.type === 'fit-result') {
+      this.fitJob = null;
+      job.resolve(m.result);
+    } else {
+      this.fitJob = null;
       job.reject(m.cancelled ? abortError('cancelled') : crateError(m.message, m.error));
     }
     return true;

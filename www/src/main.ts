@@ -22,6 +22,7 @@ import { installReadout } from './readout';
 import { pixelQuery, type PixelQuery } from './pixelquery';
 import { installDownloads } from './downloads';
 import { installMeasured, type MeasuredCompare } from './measured';
+import { installFit, type FitPanel } from './fit';
 import { installViewControls } from './viewcontrols';
 import { createLayeredRender } from './layered';
 import { installPageChrome } from './pagechrome';
@@ -53,6 +54,8 @@ let realistic: { model: ModelState; result: RealisticResult } | null = null;
 const modelCells = new Map<string, number[]>();
 /** Field errors from the simulator (input errors come from the store). */
 let simErrors: Record<string, string> = {};
+/** A fit is running (fit/): it sends the images shown, the page renders nothing itself. */
+let fitting = false;
 
 // ---- API for scripts and tests ----------------------------------------------------------
 declare global {
@@ -71,6 +74,8 @@ declare global {
       teach?: Teach;
       /** The measured image beside and over the simulation (measured/index.ts). */
       measured?: MeasuredCompare;
+      /** "Fit to image" (fit/index.ts). */
+      fit?: FitPanel;
       /** The crate's geometry (d, 2θ, hkl, lab position) at continuous full-resolution pixel
        * coordinates of the image shown (pixel centres at i + 0.5): what the readout shows. */
       pixelGeometry?: PixelQuery;
@@ -230,6 +235,7 @@ effect(() => {
 });
 
 async function render(mode: RenderMode) {
+  if (fitting) return;
   simErrors = {};
   const inputErrs = store.inputErrors.value;
   showFieldErrors();
@@ -421,6 +427,7 @@ function showBackend(r?: SimulateResult) {
 }
 
 cancelBtn.addEventListener('click', () => {
+  if (client.fitBusy) fitPanel.cancel();
   if (client.realisticBusy) client.cancelRealistic();
   client.cancel('ui');
   cancelBtn.disabled = true;
@@ -465,6 +472,23 @@ window.nanobragg.teach = installTeaching({
 // ---- a measured image beside and over the simulation (measured/) ----------------------------------
 const measured = installMeasured({ store, client, view, host: $('canvas-host'), stage: $('stage'), notice: showNotice });
 window.nanobragg.measured = measured;
+
+// ---- fit to image (fit/): the measured image, or a perturbed copy of the image shown --------------
+const fitPanel = installFit({
+  store, client, view, measured, after: measured.bar, notice: showNotice, realistic: () => !!realistic,
+  shown: () => (last && !realistic && !lastWasPreview && lastBuilt === store.args.peek().args.join('\n')
+    ? { data: last.data, width: last.width, height: last.height, geometry: last.geometry, args: last.args }
+    : null),
+  setFitting: (on) => {
+    fitting = on;
+    cancelBtn.disabled = !on && !client.busy;
+    progress.classList.toggle('busy', on);
+    if (on) progress.removeAttribute('value');
+    else progress.value = 1;
+  },
+});
+window.nanobragg.fit = fitPanel;
+window.addEventListener('nanobragg-frame', () => fitPanel.refresh());
 
 // ---- drag and drop anywhere: routed by content ---------------------------------------------------
 window.addEventListener('dragover', (e) => e.preventDefault());

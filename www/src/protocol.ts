@@ -87,7 +87,9 @@ export type ToWorker =
   /** `realistic`: the realistic chain's image shown (`realistic_export`), else the last render's. */
   | { type: 'export'; id: number; what: 'int' | 'noise' | 'float'; realistic?: boolean }
   | RealisticRequest
-  | RealisticCompose;
+  | RealisticCompose
+  | FitRequest
+  | { type: 'fitted-values'; id: number; args: string[]; files: Record<string, Uint8Array> | null; params: string; values: number[] };
 
 export type FromWorker =
   | { type: 'ready'; info: ModuleInfo }
@@ -117,7 +119,31 @@ export type FromWorker =
   | { type: 'pixel-geometry'; id: number; points: PixelGeometry[] | null; message: string; error?: CrateErrorInfo }
   | { type: 'realistic-phase'; id: number; phase: RealisticPhase; sfCached: boolean }
   | RealisticResult
-  | { type: 'realistic-error'; id: number; message: string; cancelled: boolean; error?: CrateErrorInfo };
+  | { type: 'realistic-error'; id: number; message: string; cancelled: boolean; error?: CrateErrorInfo }
+  | { type: 'fit-step'; id: number; step: FitStepInfo }
+  | { type: 'fit-result'; id: number; result: FitInfo }
+  | { type: 'fit-error'; id: number; message: string; cancelled: boolean; error?: CrateErrorInfo }
+  | { type: 'fitted-values'; id: number; fitted: Fitted | null; message: string; error?: CrateErrorInfo };
+
+// ---- the fit to an image (www/src/fit/, crate/src/wasm/fit.rs) --------------------------------
+export type { Fitted, FitInfo, FitStepInfo } from '../dist/pkg/nanobragg';
+import type { Fitted, FitInfo, FitStepInfo } from '../dist/pkg/nanobragg';
+
+/** Fit `params` of the set-up of `args` to `target` (the detector's size, photons/pixel). */
+export interface FitRequest {
+  type: 'fit';
+  id: number;
+  args: string[];
+  files: Record<string, Uint8Array> | null;
+  target: Float32Array;
+  /** Comma-separated parameter names (`rot_x,cell_a,…`). */
+  params: string;
+  /** Starting offsets, one per parameter (or empty). */
+  start: number[];
+  maxIterations: number;
+  /** Send the model image with each step (the live view). */
+  images: boolean;
+}
 
 // ---- the realistic-image chain (www/src/realistic.ts, www/src/realistic-worker.ts) ----------
 export type { DetectorChoice, DetectorEffects, ModelInfo, SfInfo } from '../dist/pkg/nanobragg';

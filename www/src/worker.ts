@@ -172,6 +172,21 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
   );
 }
 
+/** The fit (crate/src/wasm/fit.rs): each accepted step posted as it comes (the page shows it
+ * while this thread is still in the fit); Cancel raises the module's flag. */
+function fit(msg: Extract<ToWorker, { type: 'fit' }>) {
+  const w = wasm!;
+  useFiles(msg.files);
+  try {
+    const result = w.fit(msg.args, msg.target, msg.params, new Float64Array(msg.start), msg.maxIterations, msg.images, (step) => {
+      post({ type: 'fit-step', id: msg.id, step }, step.image ? [step.image.buffer] : []);
+    });
+    post({ type: 'fit-result', id: msg.id, result }, [result.image.buffer]);
+  } catch (e) {
+    post({ type: 'fit-error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled', error: errorInfo(e) });
+  }
+}
+
 function errText(e: unknown): string {
   if (e instanceof Error) return e.message;
   return String(e);
@@ -231,6 +246,21 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
       ensureGpu: () => ensureGpu().then(() => gpu.state === 'ready'),
     };
     chain = chain.then(() => (msg.type === 'realistic' ? realisticRun(msg, deps) : realisticCompose(msg, deps)));
+    return;
+  }
+  if (msg.type === 'fit') {
+    chain = chain.then(() => fit(msg));
+    return;
+  }
+  if (msg.type === 'fitted-values') {
+    chain = chain.then(() => {
+      try {
+        useFiles(msg.files);
+        post({ type: 'fitted-values', id: msg.id, fitted: wasm!.fitted_values(msg.args, msg.params, new Float64Array(msg.values)), message: '' });
+      } catch (e) {
+        post({ type: 'fitted-values', id: msg.id, fitted: null, message: errText(e), error: errorInfo(e) });
+      }
+    });
     return;
   }
   if (msg.type === 'render') {

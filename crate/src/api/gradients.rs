@@ -1,11 +1,19 @@
 //! Derivatives of the image (MODEL §10): the image and one tangent image per parameter, or the
-//! vector–Jacobian product for a pixel weight map, on the CPU in f64.
+//! vector–Jacobian product for a pixel weight map, on the CPU in f64 (default) or with the f32
+//! terms (`*_with`, `Precision::F32`: `cpu::tangent32`, MODEL §10.5); or on the engine of the
+//! backend policy (`Renderer::render_gradients`, `Renderer::vjp`: the GPU's tangent kernel,
+//! f32 tangents, MODEL §10.6).
 
-use super::Prepared;
+#[cfg(feature = "gpu")]
+use super::check_image;
+#[cfg(not(target_arch = "wasm32"))]
+use super::renderer::block_on;
+use super::{choose_backend, Backend, Engine, Precision, Prepared, Renderer};
 use crate::cpu;
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 use crate::files::FileSource;
-pub use crate::refine::{Fit, FitOptions, FitStep, Loss};
+pub use crate::refine::{Background, Fit, FitOptions, FitStep, Loss};
+pub use crate::resolve::fitted::Fitted;
 pub use crate::resolve::tangent::Offset;
 pub use crate::tangent::Param;
 use std::sync::atomic::AtomicBool;
@@ -16,7 +24,8 @@ pub struct Gradients {
     pub params: Vec<Param>,
     pub fpixels: usize,
     pub spixels: usize,
-    /// The image (photons/pixel), bit for bit the f64 kernel's.
+    /// The image (photons/pixel): in f64 bit for bit the f64 kernel's; in f32 the f32 tangent
+    /// kernel's (the f32 terms, within ~1e-6 of the f32 kernel's image).
     pub image: Vec<f32>,
     /// The same image before the f32 rounding.
     pub image_f64: Vec<f64>,
@@ -62,10 +71,36 @@ pub fn render_gradients_at(
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
 ) -> Result<Gradients> {
+    render_gradients_with(
+        prep,
+        files,
+        params,
+        offsets,
+        Precision::F64,
+        progress,
+        cancel,
+    )
+}
+
+/// [`render_gradients_at`] in the arithmetic `precision`: `F64` (the f64 tangent kernel, the
+/// default of the other functions) or `F32` (the f32 terms and their f32 derivatives,
+/// `cpu::tangent32`, MODEL §10.5). The plan's tangent is resolved in f64 either way.
+pub fn render_gradients_with(
+    prep: &Prepared,
+    files: &dyn FileSource,
+    params: &[Param],
+    offsets: &[Offset],
+    precision: Precision,
+    progress: &(dyn Fn(f32) + Sync),
+    cancel: &AtomicBool,
+) -> Result<Gradients> {
     cpu::tangent::check_supported(prep.plan())?;
     let (moved, t) = crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
     let plan = &moved.plan;
-    let r = cpu::tangent::render(plan, &t, progress, cancel)?;
+    let r = match precision {
+        Precision::F64 => cpu::tangent::render(plan, &t, progress, cancel)?,
+        Precision::F32 => cpu::tangent32::render(plan, &t, progress, cancel)?,
+    };
     Ok(Gradients {
         params: params.to_vec(),
         fpixels: plan.fpixels,
@@ -98,9 +133,33 @@ pub fn vjp_at(
     weights: &[f64],
     cancel: &AtomicBool,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
+    vjp_with(
+        prep,
+        files,
+        params,
+        offsets,
+        weights,
+        Precision::F64,
+        cancel,
+    )
+}
+
+/// [`vjp_at`] in the arithmetic `precision` (see [`render_gradients_with`]).
+pub fn vjp_with(
+    prep: &Prepared,
+    files: &dyn FileSource,
+    params: &[Param],
+    offsets: &[Offset],
+    weights: &[f64],
+    precision: Precision,
+    cancel: &AtomicBool,
+) -> Result<(Vec<f64>, Vec<f64>)> {
     cpu::tangent::check_supported(prep.plan())?;
     let (moved, t) = crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
-    cpu::tangent::vjp(&moved.plan, &t, weights, cancel)
+    match precision {
+        Precision::F64 => cpu::tangent::vjp(&moved.plan, &t, weights, cancel),
+        Precision::F32 => cpu::tangent32::vjp(&moved.plan, &t, weights, cancel),
+    }
 }
 
 /// The plan of `prep` with every parameter of `offsets` moved (public units), for checks by
@@ -133,4 +192,228 @@ pub fn fit(
     cancel: &AtomicBool,
 ) -> Result<Fit> {
     crate::refine::fit(&prep.setup, files, target, options, progress, cancel)
+}
+
+/// The set-up moved by a fit's offsets (`params` with `values`, as `Fit` and `FitStep` give
+/// them) as the values of the user's flags: `-misset`, `-cell`, `-distance`, `-Xbeam`/`-Ybeam`,
+/// `-fluence`, … (`resolve::fitted`), so that a form, a URL or a command line reproduces the
+/// fitted set-up.
+pub fn fitted_values(prep: &Prepared, params: &[Param], values: &[f64]) -> Result<Fitted> {
+    if params.len() != values.len() {
+        return Err(crate::error::Error::usage(format!(
+            "fit: {} parameters but {} values",
+            params.len(),
+            values.len()
+        )));
+    }
+    let offsets: Vec<Offset> = params.iter().copied().zip(values.iter().copied()).collect();
+    crate::resolve::fitted::fitted_values(&prep.setup, &offsets)
+}
+
+/// Derivatives rendered by [`Renderer::render_gradients`]: where, and why not where asked.
+#[derive(Clone, Debug)]
+pub struct RenderedGradients {
+    pub gradients: Gradients,
+    pub engine: Engine,
+    /// Why it was not rendered where asked (GPU unavailable under `auto`), or threads capped.
+    pub notices: Vec<String>,
+}
+
+impl Renderer {
+    /// [`render_gradients_with`] on the engine of the one backend policy ([`choose_backend`]):
+    /// the CPU tangent kernel (f64 or f32 by `precision`), or the GPU's (`gpu::tangent`: the image as the GPU image
+    /// kernel renders it, tangents in f32, the exact-Bragg pixels from the f64 tangent kernel),
+    /// falling back to the CPU where the policy allows. The same parameters are refused with
+    /// the same errors on both (`cpu::tangent::check_supported`, the plan's tangent).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn render_gradients_async(
+        &mut self,
+        prep: &Prepared,
+        files: &dyn FileSource,
+        params: &[Param],
+        offsets: &[Offset],
+        backend: Backend,
+        precision: Precision,
+        progress: &(dyn Fn(f32) + Sync),
+        cancel: &AtomicBool,
+    ) -> Result<RenderedGradients> {
+        cpu::tangent::check_supported(prep.plan())?;
+        let choice = choose_backend(backend, precision);
+        let mut notices = self.take_notices();
+        let (moved, t) =
+            crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
+        if choice.engine == Engine::Gpu {
+            match self.gpu_tangents(&moved.plan, &t, progress, cancel).await {
+                Ok((image, tangents)) => {
+                    return Ok(RenderedGradients {
+                        gradients: Gradients {
+                            params: params.to_vec(),
+                            fpixels: moved.plan.fpixels,
+                            spixels: moved.plan.spixels,
+                            image_f64: image.iter().map(|&v| v as f64).collect(),
+                            image,
+                            tangents,
+                        },
+                        engine: Engine::Gpu,
+                        notices,
+                    })
+                }
+                Err(e) if choice.fallback_to_cpu && e.kind == ErrorKind::Gpu => {
+                    notices.push(format!(
+                        "GPU backend unavailable ({}); rendering on the CPU",
+                        e.message
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let plan = &moved.plan;
+        let r = cpu::with_threads(self.threads(), || match precision {
+            Precision::F64 => cpu::tangent::render(plan, &t, progress, cancel),
+            Precision::F32 => cpu::tangent32::render(plan, &t, progress, cancel),
+        })?;
+        Ok(RenderedGradients {
+            gradients: Gradients {
+                params: params.to_vec(),
+                fpixels: plan.fpixels,
+                spixels: plan.spixels,
+                image: r.image.iter().map(|&v| v as f32).collect(),
+                image_f64: r.image,
+                tangents: r.tangents,
+            },
+            engine: Engine::Cpu,
+            notices,
+        })
+    }
+
+    /// [`vjp_at`] on the engine of the one backend policy (see
+    /// [`Renderer::render_gradients_async`]): the GPU's tangent images are read back and
+    /// reduced on the host in f64, in raster order (`gpu::tangent`). Returns the image (f64),
+    /// the products and the engine.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn vjp_async(
+        &mut self,
+        prep: &Prepared,
+        files: &dyn FileSource,
+        params: &[Param],
+        offsets: &[Offset],
+        weights: &[f64],
+        backend: Backend,
+        precision: Precision,
+        cancel: &AtomicBool,
+    ) -> Result<(Vec<f64>, Vec<f64>, Engine)> {
+        cpu::tangent::check_supported(prep.plan())?;
+        let choice = choose_backend(backend, precision);
+        let (moved, t) =
+            crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
+        let plan = &moved.plan;
+        if choice.engine == Engine::Gpu {
+            let npx = plan.pixel_count();
+            if weights.len() != npx {
+                return Err(crate::error::Error::usage(format!(
+                    "weights: expected {npx} values (the {}×{} image), got {}",
+                    plan.fpixels,
+                    plan.spixels,
+                    weights.len()
+                )));
+            }
+            match self.gpu_tangents(plan, &t, &|_| {}, cancel).await {
+                Ok((image, tangents)) => {
+                    let g = tangents
+                        .chunks(npx.max(1))
+                        .take(params.len())
+                        .map(|plane| plane.iter().zip(weights).map(|(a, w)| a * w).sum())
+                        .collect();
+                    return Ok((image.iter().map(|&v| v as f64).collect(), g, Engine::Gpu));
+                }
+                Err(e) if choice.fallback_to_cpu && e.kind == ErrorKind::Gpu => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let (image, g) = cpu::with_threads(self.threads(), || match precision {
+            Precision::F64 => cpu::tangent::vjp(plan, &t, weights, cancel),
+            Precision::F32 => cpu::tangent32::vjp(plan, &t, weights, cancel),
+        })?;
+        Ok((image, g, Engine::Cpu))
+    }
+
+    /// Blocking [`Renderer::render_gradients_async`] (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn render_gradients(
+        &mut self,
+        prep: &Prepared,
+        files: &dyn FileSource,
+        params: &[Param],
+        offsets: &[Offset],
+        backend: Backend,
+        precision: Precision,
+        progress: &(dyn Fn(f32) + Sync),
+        cancel: &AtomicBool,
+    ) -> Result<RenderedGradients> {
+        block_on(self.render_gradients_async(
+            prep, files, params, offsets, backend, precision, progress, cancel,
+        ))
+    }
+
+    /// Blocking [`Renderer::vjp_async`] (native only).
+    #[cfg(not(target_arch = "wasm32"))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn vjp(
+        &mut self,
+        prep: &Prepared,
+        files: &dyn FileSource,
+        params: &[Param],
+        offsets: &[Offset],
+        weights: &[f64],
+        backend: Backend,
+        precision: Precision,
+        cancel: &AtomicBool,
+    ) -> Result<(Vec<f64>, Vec<f64>, Engine)> {
+        block_on(self.vjp_async(
+            prep, files, params, offsets, weights, backend, precision, cancel,
+        ))
+    }
+
+    /// The GPU tangent kernel on `plan`, its exact-Bragg pixels from the f64 tangent kernel:
+    /// the image (checked finite) and the tangents (f64, parameter-major).
+    #[cfg(feature = "gpu")]
+    async fn gpu_tangents(
+        &mut self,
+        plan: &crate::plan::Plan,
+        t: &crate::tangent::PlanTangent,
+        progress: &(dyn Fn(f32) + Sync),
+        cancel: &AtomicBool,
+    ) -> Result<(Vec<f32>, Vec<f64>)> {
+        let gpu = self.gpu_renderer().await?;
+        let out = gpu
+            .render_tangents(plan, t, &mut |p| progress(p), cancel)
+            .await;
+        let r = match out {
+            Ok(r) => r,
+            Err(e) => {
+                self.gpu_failed(&e);
+                return Err(e);
+            }
+        };
+        let fixup = self.gpu_renderer().await?.exact_fixup().clone();
+        let mut image = r.image;
+        let mut tangents: Vec<f64> = r.tangents.iter().map(|&v| v as f64).collect();
+        cpu::tangent::apply_exact_fixup(plan, t, &mut image, &mut tangents, &fixup);
+        check_image(plan, &image)?;
+        Ok((image, tangents))
+    }
+
+    #[cfg(not(feature = "gpu"))]
+    async fn gpu_tangents(
+        &mut self,
+        _plan: &crate::plan::Plan,
+        _t: &crate::tangent::PlanTangent,
+        _progress: &(dyn Fn(f32) + Sync),
+        _cancel: &AtomicBool,
+    ) -> Result<(Vec<f32>, Vec<f64>)> {
+        Err(crate::error::Error::gpu(
+            "-backend gpu: this nanobragg was built without the gpu feature",
+        ))
+    }
 }

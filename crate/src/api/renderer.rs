@@ -152,6 +152,36 @@ impl Renderer {
         None
     }
 
+    /// The opened GPU renderer (opening it on first use), for the other GPU kernels of `api`
+    /// (the tangent kernel, `api::gradients`).
+    #[cfg(feature = "gpu")]
+    pub(super) async fn gpu_renderer(&mut self) -> Result<&mut crate::gpu::GpuRenderer> {
+        self.init_gpu().await?;
+        match &mut self.gpu {
+            GpuSlot::Ready(r) => Ok(r),
+            _ => unreachable!(),
+        }
+    }
+
+    /// After a GPU kernel failed with `e`: a device lost or a kernel failure
+    /// (`ErrorKind::Gpu`) means this GPU is not tried again.
+    #[cfg(feature = "gpu")]
+    pub(super) fn gpu_failed(&mut self, e: &Error) {
+        if e.kind == ErrorKind::Gpu {
+            self.gpu = GpuSlot::Failed(e.message.clone());
+        }
+    }
+
+    /// Notices waiting to be reported (threads capped), taken.
+    pub(super) fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
+    }
+
+    /// The CPU thread count of this renderer.
+    pub(super) fn threads(&self) -> Option<usize> {
+        self.threads
+    }
+
     #[cfg(feature = "gpu")]
     async fn render_gpu(
         &mut self,
@@ -234,7 +264,7 @@ fn adapter_name(r: &crate::gpu::GpuRenderer) -> String {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
+pub(super) fn block_on<F: std::future::Future>(f: F) -> F::Output {
     #[cfg(feature = "gpu")]
     {
         pollster::block_on(f)

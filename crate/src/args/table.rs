@@ -1130,7 +1130,7 @@ pub static FLAGS: &[Flag] = &[
         Ok(())
     })
     .kind(Ours),
-    flag("-gradients", Port, "LIST", "derivatives of the image for these parameters (rot_x,cell_a,distance,…; MODEL §10), written with -gradfile", |p| {
+    flag("-gradients", Port, "LIST", "derivatives of the image for these parameters (rot_x,cell_a,distance,…; MODEL §10; in the -precision), written with -gradfile", |p| {
         let v = p.text()?;
         p.o.gradients = crate::tangent::Param::parse_list(&v, p.flag)?;
         Ok(())

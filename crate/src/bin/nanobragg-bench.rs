@@ -5,7 +5,7 @@
 //! program and ours end to end on the same command line, interleaved, and prints the ratios.
 //!
 //! usage: nanobragg-bench [--quick] [--cases a1024,a4096,b] [--reps N] [--gpu] [--gpu-reps N]
-//!        nanobragg-bench --gradients [--cases …] [--reps N]
+//!        nanobragg-bench --gradients [--f32 | --gpu] [--cases …] [--reps N]
 //!
 //! `--gpu` adds the GPU backend (a build with the `gpu` feature): cold = first render in a new
 //! process including device, self-test and pipeline creation; warm = median of `--gpu-reps`
@@ -20,7 +20,13 @@
 //!
 //! `--gradients`: in one process, interleaved, the f64 image alone against the image with the
 //! tangents of 10 parameters (`api::render_gradients`, host tangent included) and against the
-//! vector–Jacobian product of the same 10 (`api::vjp`); medians and their ratios.
+//! vector–Jacobian product of the same 10 (`api::vjp`); medians and their ratios. With `--f32`
+//! the same in f32: the f32 image alone (`api::render_cpu`, f32) against the f32 tangent kernel
+//! (`api::render_gradients_with`/`vjp_with`, `Precision::F32`). With `--gpu` the same on the
+//! GPU (warm, after one untimed round): the image kernel alone (`Renderer::render`), the image
+//! and 10 tangents (`Renderer::render_gradients`, host tangent and read-back included), the
+//! tangent kernel alone on a resolved plan tangent (`GpuRenderer::render_tangents`), and the
+//! VJP (`Renderer::vjp`: tangents read back and reduced on the host).
 
 use nanobragg::api::{self, Backend, Precision};
 use nanobragg::files::MemFiles;
@@ -144,7 +150,7 @@ fn main() {
                 reps = argv[i].parse().expect("--reps N");
             }
             "--gpu" => gpu = true,
-            "--gradients" => {}
+            "--gradients" | "--f32" => {}
             "--gpu-reps" => {
                 i += 1;
                 gpu_reps = argv[i].parse().expect("--gpu-reps N");
@@ -157,7 +163,16 @@ fn main() {
         i += 1;
     }
     if argv.iter().any(|a| a == "--gradients") {
-        gradients(&cases, reps);
+        if gpu {
+            gpu_gradients(&cases, reps);
+            return;
+        }
+        let precision = if argv.iter().any(|a| a == "--f32") {
+            Precision::F32
+        } else {
+            Precision::F64
+        };
+        gradients(&cases, reps, precision);
         return;
     }
     let me = std::env::current_exe().unwrap();
@@ -329,7 +344,7 @@ fn main() {
 }
 
 /// `--gradients`: the cost of the tangents of 10 parameters against the image alone.
-fn gradients(cases: &[String], reps: usize) {
+fn gradients(cases: &[String], reps: usize, precision: Precision) {
     use nanobragg::api::Param::*;
     let params = [
         RotX, RotY, RotZ, CellA, CellB, CellC, NCells, Distance, BeamX, Lambda,
@@ -339,7 +354,7 @@ fn gradients(cases: &[String], reps: usize) {
         .map(|n| n.get())
         .unwrap_or(1);
     println!(
-        "nanobragg-bench --gradients: {threads} threads, median of {reps}, interleaved; parameters {}",
+        "nanobragg-bench --gradients: {precision:?}, {threads} threads, median of {reps}, interleaved; parameters {}",
         names.join(",")
     );
     println!(
@@ -354,13 +369,14 @@ fn gradients(cases: &[String], reps: usize) {
         let (mut ti, mut tt, mut tv) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
             let t0 = Instant::now();
-            api::render_cpu(prep.plan(), Precision::F64, &|_| {}, &cancel).unwrap();
+            api::render_cpu(prep.plan(), precision, &|_| {}, &cancel).unwrap();
             ti.push(t0.elapsed().as_secs_f64());
             let t0 = Instant::now();
-            api::render_gradients(&prep, &files, &params, &|_| {}, &cancel).unwrap();
+            api::render_gradients_with(&prep, &files, &params, &[], precision, &|_| {}, &cancel)
+                .unwrap();
             tt.push(t0.elapsed().as_secs_f64());
             let t0 = Instant::now();
-            api::vjp(&prep, &files, &params, &w, &cancel).unwrap();
+            api::vjp_with(&prep, &files, &params, &[], &w, precision, &cancel).unwrap();
             tv.push(t0.elapsed().as_secs_f64());
         }
         let (i, t, v) = (median(&mut ti), median(&mut tt), median(&mut tv));
@@ -373,4 +389,111 @@ fn gradients(cases: &[String], reps: usize) {
             v / i
         );
     }
+}
+
+/// `--gradients --gpu`: the GPU's image and 10 tangents against its image alone (warm).
+#[cfg(feature = "gpu")]
+fn gpu_gradients(cases: &[String], reps: usize) {
+    use nanobragg::api::Param::*;
+    let params = [
+        RotX, RotY, RotZ, CellA, CellB, CellC, NCells, Distance, BeamX, Lambda,
+    ];
+    let names: Vec<&str> = params.iter().map(|p| p.name()).collect();
+    let mut r = api::Renderer::new(None);
+    let mut kernel = nanobragg::gpu::GpuRenderer::new_blocking().expect("GPU");
+    println!(
+        "nanobragg-bench --gradients --gpu: {}, median of {reps}, interleaved, warm; parameters {}",
+        pollster::block_on(r.init_gpu()).expect("GPU"),
+        names.join(",")
+    );
+    println!(
+        "{:<7} {:>10} {:>13} {:>7} {:>11} {:>7} {:>10} {:>7} {:>7}",
+        "case",
+        "image_ms",
+        "gradients_ms",
+        "ratio",
+        "kernel_ms",
+        "ratio",
+        "vjp_ms",
+        "ratio",
+        "passes"
+    );
+    let cancel = AtomicBool::new(false);
+    for case in cases {
+        let files = MemFiles::default();
+        let prep = api::prepare(&api::split_args(&case_args(case)), &files).expect("prepare");
+        let (moved, t) =
+            nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &files, &params, &[])
+                .expect("plan tangent");
+        let w = vec![1.0; prep.plan().pixel_count()];
+        let (mut ti, mut tg, mut tk, mut tv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut passes = 0;
+        for rep in 0..=reps {
+            let t0 = Instant::now();
+            r.render(prep.plan(), Backend::Gpu, Precision::F32, &|_| {}, &cancel)
+                .unwrap();
+            let i = t0.elapsed().as_secs_f64();
+            let t0 = Instant::now();
+            r.render_gradients(
+                &prep,
+                &files,
+                &params,
+                &[],
+                Backend::Gpu,
+                Precision::F32,
+                &|_| {},
+                &cancel,
+            )
+            .unwrap();
+            let g = t0.elapsed().as_secs_f64();
+            let t0 = Instant::now();
+            passes = kernel
+                .render_tangents_blocking(&moved.plan, &t)
+                .unwrap()
+                .passes;
+            let k = t0.elapsed().as_secs_f64();
+            let t0 = Instant::now();
+            r.vjp(
+                &prep,
+                &files,
+                &params,
+                &[],
+                &w,
+                Backend::Gpu,
+                Precision::F32,
+                &cancel,
+            )
+            .unwrap();
+            let v = t0.elapsed().as_secs_f64();
+            if rep > 0 {
+                ti.push(i);
+                tg.push(g);
+                tk.push(k);
+                tv.push(v);
+            }
+        }
+        let (i, g, k, v) = (
+            median(&mut ti),
+            median(&mut tg),
+            median(&mut tk),
+            median(&mut tv),
+        );
+        println!(
+            "{case:<7} {:>10.1} {:>13.1} {:>7.2} {:>11.1} {:>7.2} {:>10.1} {:>7.2} {:>7}",
+            i * 1e3,
+            g * 1e3,
+            g / i,
+            k * 1e3,
+            k / i,
+            v * 1e3,
+            v / i,
+            passes
+        );
+    }
+}
+
+#[cfg(not(feature = "gpu"))]
+fn gpu_gradients(_cases: &[String], _reps: usize) {
+    eprintln!("--gradients --gpu: this build has no gpu feature");
+    std::process::exit(2);
 }

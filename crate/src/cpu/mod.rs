@@ -39,6 +39,7 @@ pub mod pixel64;
 pub mod poll;
 pub mod row32;
 pub mod tangent;
+pub mod tangent32;
 
 use crate::error::{Error, Result};
 pub use crate::plan::Precision;

@@ -48,7 +48,7 @@ pub fn check_supported(p: &Plan) -> Result<()> {
 }
 
 /// Per-render context: the plan, its tangent, and which parameters move what.
-struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     p: &'a Plan,
     t: &'a PlanTangent,
     frames: Vec<PolarFrame>,
@@ -62,7 +62,7 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    fn new(p: &'a Plan, t: &'a PlanTangent) -> Self {
+    pub(super) fn new(p: &'a Plan, t: &'a PlanTangent) -> Self {
         let which = |f: &dyn Fn(&crate::tangent::PlanDelta) -> bool| -> Vec<usize> {
             (0..t.deltas.len()).filter(|&i| f(&t.deltas[i])).collect()
         };
@@ -85,7 +85,7 @@ impl<'a> Ctx<'a> {
 }
 
 /// Scratch space of one worker.
-struct Scratch {
+pub(super) struct Scratch {
     di: Vec<f64>,
     dd: Vec<V3>,
     domega: Vec<f64>,
@@ -94,7 +94,7 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn new(np: usize) -> Self {
+    pub(super) fn new(np: usize) -> Self {
         Scratch {
             di: vec![0.0; np],
             dd: vec![[0.0; 3]; np],
@@ -107,7 +107,7 @@ impl Scratch {
 
 /// One pixel: its value and its tangents (into `out`, one per parameter); `triggered` when a
 /// tricubic stencil left the table here.
-fn pixel(
+pub(super) fn pixel(
     c: &Ctx,
     fpixel: usize,
     spixel: usize,
@@ -403,6 +403,104 @@ pub fn render(
         }
     }
     progress(1.0);
+    Ok(TangentImages { image, tangents })
+}
+
+/// The pixels of a GPU render under the exact-Bragg rule (`plan::ExactFixup`, as
+/// `cpu::apply_exact_fixup` for images): their values and tangents from this kernel (f64),
+/// written into the GPU's `image` and parameter-major `tangents`.
+pub fn apply_exact_fixup(
+    p: &Plan,
+    t: &PlanTangent,
+    image: &mut [f32],
+    tangents: &mut [f64],
+    fixup: &crate::plan::ExactFixup,
+) {
+    if fixup.pixels.is_empty() {
+        return;
+    }
+    let c = Ctx::new(p, t);
+    let np = t.deltas.len();
+    let npx = p.pixel_count();
+    let mut sc = Scratch::new(np);
+    let mut out = vec![0f64; np];
+    for &i in &fixup.pixels {
+        let (f, s) = (i % p.fpixels, i / p.fpixels);
+        let interp = fixup.tricubic && fixup.interp_switch.is_none_or(|q| i <= q);
+        let first = Some(i) == fixup.first_pixel;
+        let (v, _) = pixel(&c, f, s, first, interp, &mut sc, &mut out);
+        image[i] = v as f32;
+        for (j, &o) in out.iter().enumerate() {
+            tangents[j * npx + i] = o;
+        }
+    }
+}
+
+/// [`render`] on a list of pixels only (stored indices `slow·fpixels + fast`, any order): their
+/// values and tangents (`params × pixels.len()`, parameter-major, in the list's order), each
+/// pixel computed as `render` computes it (bit for bit), so that a fit on a few thousand spot
+/// pixels of a large detector costs what those pixels cost. Pixels outside the detector are an
+/// error, pixels it does not render (mask, ROI, gaps) are 0. Plans with tricubic interpolation
+/// take the full render (its raster-order switch-off needs every pixel before).
+pub fn render_pixels(
+    p: &Plan,
+    t: &PlanTangent,
+    pixels: &[usize],
+    cancel: &AtomicBool,
+) -> Result<TangentImages> {
+    check_supported(p)?;
+    let np = t.deltas.len();
+    let npx = p.pixel_count();
+    if let Some(&bad) = pixels.iter().find(|&&i| i >= npx) {
+        return Err(Error::usage(format!(
+            "pixels: index {bad} is outside the {}×{} detector",
+            p.fpixels, p.spixels
+        )));
+    }
+    let n = pixels.len();
+    if p.interpolation == Interpolation::Tricubic {
+        let r = render(p, t, &|_| {}, cancel)?;
+        let image = pixels.iter().map(|&i| r.image[i]).collect();
+        let mut tangents = vec![0f64; np * n];
+        for j in 0..np {
+            for (k, &i) in pixels.iter().enumerate() {
+                tangents[j * n + k] = r.tangents[j * npx + i];
+            }
+        }
+        return Ok(TangentImages { image, tangents });
+    }
+    let c = Ctx::new(p, t);
+    let fp = p.fpixels;
+    let first = first_rendered_pixel(p);
+    let stride = np.max(1);
+    let mut image = vec![0f64; n];
+    let mut tan = vec![0f64; n * stride];
+    const CHUNK: usize = 64;
+    image
+        .par_chunks_mut(CHUNK)
+        .zip(tan.par_chunks_mut(CHUNK * stride))
+        .zip(pixels.par_chunks(CHUNK))
+        .try_for_each(|((vals, tans), idx)| -> Result<()> {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::cancelled());
+            }
+            let mut sc = Scratch::new(np);
+            for (k, &i) in idx.iter().enumerate() {
+                let (f, s) = (i % fp, i / fp);
+                if !p.renders(f, s) {
+                    continue;
+                }
+                let out = &mut tans[k * stride..k * stride + np];
+                vals[k] = pixel(&c, f, s, Some(i) == first, false, &mut sc, out).0;
+            }
+            Ok(())
+        })?;
+    let mut tangents = vec![0f64; np * n];
+    for k in 0..n {
+        for j in 0..np {
+            tangents[j * n + k] = tan[k * stride + j];
+        }
+    }
     Ok(TangentImages { image, tangents })
 }
 

@@ -6,7 +6,9 @@ use crate::error::{Error, Result};
 /// Limits this crate requests: the WebGPU defaults (8 storage buffers per stage, 16 KiB
 /// workgroup storage, 256 invocations per workgroup), with the storage-buffer binding size and
 /// the maximum buffer size raised to whatever the adapter offers (the HKL table and the image
-/// can be large). The kernel binds 6 storage buffers and 2 uniform buffers.
+/// can be large). The kernels bind 8 storage buffers and 2 uniform buffers (the tangent
+/// kernel's parameters are the second uniform, its term tangents follow the terms and its
+/// tangent images the image in their buffers, to stay within the defaults).
 pub fn required_limits(adapter: &wgpu::Adapter) -> wgpu::Limits {
     let have = adapter.limits();
     wgpu::Limits {

@@ -458,3 +458,187 @@ pub fn pack_mask(plan: &Plan) -> Option<Vec<u32>> {
             .collect()
     })
 }
+
+// ---- the tangent kernel (`shaders/tangent.wgsl`, MODEL §10) ----
+
+/// Most parameters one tangent pass carries (the length of `TanParams::params`): every
+/// [`crate::tangent::Param`] once. A longer list is split into passes by the driver.
+pub const MAX_TAN_PARAMS: usize = 24;
+
+/// `GpuTanParam::kind.x` bits: what the parameter moves.
+pub const TAN_MOVES_DETECTOR: u32 = 1;
+/// Moves the (source, orientation) terms (orientation table or wavelength): its term tangents
+/// are block `kind.y` of the terms buffer (see [`pack_tangent`]).
+pub const TAN_MOVES_TERMS: u32 = 2;
+pub const TAN_MOVES_N: u32 = 4;
+pub const TAN_MOVES_RECIPROCAL: u32 = 8;
+/// Every tangent bit with its name (WGSL twins in `shaders/tangent.wgsl`).
+pub const TAN_BITS: &[(&str, u32)] = &[
+    ("TAN_MOVES_DETECTOR", TAN_MOVES_DETECTOR),
+    ("TAN_MOVES_TERMS", TAN_MOVES_TERMS),
+    ("TAN_MOVES_N", TAN_MOVES_N),
+    ("TAN_MOVES_RECIPROCAL", TAN_MOVES_RECIPROCAL),
+];
+
+gpu_struct! {
+    /// One parameter's tangent of the plan (`tangent::PlanDelta`) in f32, per the parameter's
+    /// unit (WGSL `TanParam`): the detector's axes and reference point, the scalars, N and
+    /// a*, b*, c*; `kind` = (`TAN_*` bits, term block, 0, 0).
+    GpuTanParam as "TanParam" {
+        dpix0: [f32; 4],
+        dfdet: [f32; 4],
+        dsdet: [f32; 4],
+        dodet: [f32; 4],
+        /// (d close_distance, d scale, d i_bg, d default_F); scale = r_e²·fluence/steps as in
+        /// `Params::scale`.
+        misc: [f32; 4],
+        /// (dNa, dNb, dNc, 0).
+        dn: [f32; 4],
+        da_star: [f32; 4],
+        db_star: [f32; 4],
+        dc_star: [f32; 4],
+        kind: [u32; 4],
+    }
+}
+
+/// `TanParams` (WGSL, a uniform): the parameters of one tangent pass.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct TanParams {
+    /// Parameters in this pass (planes − 1).
+    pub count: u32,
+    /// Entries of one block of the terms buffer (the image's (table, source, orientation)
+    /// terms; each moving parameter's term tangents follow in blocks of the same length).
+    pub block: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub params: [GpuTanParam; MAX_TAN_PARAMS],
+}
+
+impl Default for TanParams {
+    fn default() -> Self {
+        bytemuck::Zeroable::zeroed()
+    }
+}
+
+impl GpuStruct for TanParams {
+    const WGSL_NAME: &'static str = "TanParams";
+    const FIELDS: &'static [(&'static str, usize, usize)] = &[
+        ("count", 0, 4),
+        ("block", 4, 4),
+        ("_pad0", 8, 4),
+        ("_pad1", 12, 4),
+        (
+            "params",
+            16,
+            MAX_TAN_PARAMS * core::mem::size_of::<GpuTanParam>(),
+        ),
+    ];
+}
+
+fn f32x4w(v: V3, w: f64) -> [f32; 4] {
+    [v[0] as f32, v[1] as f32, v[2] as f32, w as f32]
+}
+
+/// The tangent of one term record: for each Miller index h = A·d − c with A = axis/λ and
+/// c = axis·i/λ, (dA, dc) = (δaxis/λ − axis·δλ/λ², (δaxis·i − (axis·i)·δλ/λ)/λ), df64 pairs
+/// in the layout of [`GpuTerm`]; the kernel forms dh = dA·d − dc (d held).
+fn term_tangent(
+    axis: V3,
+    daxis: V3,
+    incident: V3,
+    lambda: f64,
+    dlambda: f64,
+) -> ([f32; 4], [f32; 4]) {
+    let r = dlambda / lambda;
+    let a: V3 = std::array::from_fn(|k| (daxis[k] - axis[k] * r) / lambda);
+    df_vec(a, (dot(daxis, incident) - dot(axis, incident) * r) / lambda)
+}
+
+/// The tangent pass for parameters `which` (indices into `t`, at most [`MAX_TAN_PARAMS`]) of a
+/// plan packed with [`pack_terms`]`(plan, first)`: the uniform and the term-tangent blocks that
+/// follow the image's terms in the terms buffer (one block per parameter that moves the
+/// orientation table or a wavelength, laid out as [`pack_terms`]: table, source, orientation).
+pub fn pack_tangent(
+    plan: &Plan,
+    t: &crate::tangent::PlanTangent,
+    which: &[usize],
+    first: bool,
+) -> (TanParams, Vec<GpuTerm>) {
+    assert!(
+        which.len() <= MAX_TAN_PARAMS,
+        "at most {MAX_TAN_PARAMS} parameters per pass"
+    );
+    let block = plan.sources.len() * plan.orientations.len() * if first { 2 } else { 1 };
+    let mut out = TanParams {
+        count: to_u32(which.len()),
+        block: to_u32(block),
+        ..Default::default()
+    };
+    let mut blocks: Vec<GpuTerm> = Vec::new();
+    let steps = plan.steps as f64;
+    for (slot, &j) in which.iter().enumerate() {
+        let d = &t.deltas[j];
+        let mut kind = 0;
+        if d.moves_detector() {
+            kind |= TAN_MOVES_DETECTOR;
+        }
+        if d.moves_n() {
+            kind |= TAN_MOVES_N;
+        }
+        if d.moves_reciprocal() {
+            kind |= TAN_MOVES_RECIPROCAL;
+        }
+        let mut term_block = 0;
+        if d.moves_orientations() || d.moves_lambda() {
+            kind |= TAN_MOVES_TERMS;
+            term_block = to_u32(blocks.len() / block.max(1));
+            let zero: crate::plan::Orientation = bytemuck::Zeroable::zeroed();
+            let tables: &[(&[crate::plan::Orientation], &[crate::plan::Orientation])] = if first {
+                &[
+                    (&plan.orientations, &d.orientations),
+                    (&plan.orientations_first, &d.orientations_first),
+                ]
+            } else {
+                &[(&plan.orientations, &d.orientations)]
+            };
+            for (table, dtable) in tables {
+                for (si, s) in plan.sources.iter().enumerate() {
+                    let dl = d.lambda.get(si).copied().unwrap_or(0.0);
+                    for (oi, o) in table.iter().enumerate() {
+                        let od = dtable.get(oi).unwrap_or(&zero);
+                        let (h_hi, h_lo) = term_tangent(o.a, od.a, s.incident, s.lambda, dl);
+                        let (k_hi, k_lo) = term_tangent(o.b, od.b, s.incident, s.lambda, dl);
+                        let (l_hi, l_lo) = term_tangent(o.c, od.c, s.incident, s.lambda, dl);
+                        blocks.push(GpuTerm {
+                            h_hi,
+                            h_lo,
+                            k_hi,
+                            k_lo,
+                            l_hi,
+                            l_lo,
+                        });
+                    }
+                }
+            }
+        }
+        out.params[slot] = GpuTanParam {
+            dpix0: f32x4(d.pix0),
+            dfdet: f32x4(d.fdet),
+            dsdet: f32x4(d.sdet),
+            dodet: f32x4(d.odet),
+            misc: [
+                d.close_distance as f32,
+                (d.r_e_sqr_fluence / steps) as f32,
+                d.i_bg as f32,
+                d.default_f as f32,
+            ],
+            dn: f32x4w(d.n, 0.0),
+            da_star: f32x4(d.a_star),
+            db_star: f32x4(d.b_star),
+            dc_star: f32x4(d.c_star),
+            kind: [kind, term_block, 0, 0],
+        };
+    }
+    (out, blocks)
+}

@@ -6,12 +6,15 @@
 //! * `context`: device acquisition with the limits we need, read-back and wait helpers.
 //! * `selftest`: the df64 building blocks run through the real shader; start-up fma probe.
 //! * `renderer`: [`GpuRenderer`], cached pipeline and buffers, chunked dispatch.
+//! * `tangent`: the tangent kernel's passes (image + tangent images, MODEL §10).
 
 pub mod context;
 pub mod layout;
 pub mod renderer;
 pub mod selftest;
 pub mod shaders;
+pub mod tangent;
 
 pub use context::{request_device, required_limits};
 pub use renderer::{GpuRenderer, GpuStats, GpuTimings};
+pub use tangent::GpuTangents;

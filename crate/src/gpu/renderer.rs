@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use super::context::{read_buffer, request_device, scope_error, wait_for, Clock};
 use super::layout::{
-    self, Chunk, GpuPanel, GpuSource, GpuTerm, Params, FLAGS_HEADER_WORDS, NO_PIXEL,
+    self, Chunk, GpuPanel, GpuSource, GpuTerm, Params, TanParams, FLAGS_HEADER_WORDS, NO_PIXEL,
 };
 use super::selftest;
 use super::shaders;
@@ -84,8 +84,8 @@ struct Resources {
     flags_readback: wgpu::Buffer,
     panels: wgpu::Buffer,
     bind_group: wgpu::BindGroup,
-    /// Hashes of the last uploaded params, sources, terms, hkl, mask, panels.
-    uploaded: [Option<u64>; 6],
+    /// Hashes of the last uploaded params, sources, terms, hkl, mask, panels, tangent params.
+    uploaded: [Option<u64>; 7],
 }
 
 /// The WGSL kernel on a wgpu device. Create once ([`GpuRenderer::new`] or
@@ -98,9 +98,16 @@ pub struct GpuRenderer {
     adapter: Option<wgpu::AdapterInfo>,
     fma_fused: bool,
     pipeline: wgpu::ComputePipeline,
+    /// The tangent kernel's pipeline (`shaders/tangent.wgsl`), created on first use.
+    pub(super) tangent_pipeline: Option<wgpu::ComputePipeline>,
+    pipeline_layout: wgpu::PipelineLayout,
     bind_layout: wgpu::BindGroupLayout,
     params_buf: wgpu::Buffer,
     chunk_buf: wgpu::Buffer,
+    /// `layout::TanParams` (binding 9; bound for both kernels, read by the tangent kernel).
+    tan_buf: wgpu::Buffer,
+    /// A cap on the parameters per tangent pass (tests of the split; `gpu::tangent`).
+    pub(super) tan_per_pass: Option<usize>,
     res: Option<Resources>,
     lost: Arc<Mutex<Option<String>>>,
     chunk_budget: u64,
@@ -207,6 +214,7 @@ impl GpuRenderer {
                 layout_entry(6, B::Storage { read_only: false }),
                 layout_entry(7, B::Storage { read_only: false }),
                 layout_entry(8, B::Storage { read_only: true }),
+                layout_entry(9, B::Uniform),
             ],
         });
         let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -240,6 +248,11 @@ impl GpuRenderer {
             U::UNIFORM | U::COPY_DST,
         );
         let chunk_buf = buf("chunk", size_of::<Chunk>() as u64, U::STORAGE | U::COPY_DST);
+        let tan_buf = buf(
+            "tangent params",
+            size_of::<TanParams>() as u64,
+            U::UNIFORM | U::COPY_DST,
+        );
         scope_error(scope.pop().await, "pipeline creation")?;
         // Make sure the pipeline is really compiled before the clock stops.
         let idx = queue.submit([]);
@@ -251,9 +264,13 @@ impl GpuRenderer {
             adapter: None,
             fma_fused: probe.fma_fused,
             pipeline,
+            tangent_pipeline: None,
+            pipeline_layout: pl,
             bind_layout,
             params_buf,
             chunk_buf,
+            tan_buf,
+            tan_per_pass: None,
             res: None,
             lost,
             chunk_budget: Self::DEFAULT_CHUNK_BUDGET,
@@ -267,7 +284,7 @@ impl GpuRenderer {
             },
             stats: GpuStats {
                 pipelines_created: 1,
-                buffers_created: 2,
+                buffers_created: 3,
                 ..Default::default()
             },
             switch_pixel: None,
@@ -357,6 +374,19 @@ impl GpuRenderer {
     /// does); the GPU driver does not depend on the CPU kernel.
     pub fn exact_fixup(&self) -> &ExactFixup {
         &self.fixup
+    }
+
+    pub(super) fn set_exact_fixup(&mut self, f: ExactFixup) {
+        self.fixup = f;
+    }
+
+    /// Run `f` with tiles of the fixed chunk budget (nothing to cancel), then restore.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(super) fn without_adaptive_tiles<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let adaptive = std::mem::replace(&mut self.adaptive, false);
+        let out = f(self);
+        self.adaptive = adaptive;
+        out
     }
 
     /// Raster index of the pixel where tricubic interpolation was switched off in the last
@@ -452,6 +482,10 @@ impl GpuRenderer {
                     binding: 8,
                     resource: panels.as_entire_binding(),
                 },
+                wgpu::BindGroupEntry {
+                    binding: 9,
+                    resource: self.tan_buf.as_entire_binding(),
+                },
             ],
         });
         self.stats.buffers_created += created;
@@ -468,7 +502,7 @@ impl GpuRenderer {
             flags_readback,
             panels,
             bind_group,
-            uploaded: [None; 6],
+            uploaded: [None; 7],
         });
     }
 
@@ -479,6 +513,56 @@ impl GpuRenderer {
     pub async fn render(
         &mut self,
         plan: &Plan,
+        progress: &mut dyn FnMut(f32),
+        cancel: &AtomicBool,
+    ) -> Result<Vec<f32>> {
+        self.render_pass(plan, None, progress, cancel).await
+    }
+
+    /// The tangent kernel's pipeline, created on first use (same layout and constants as the
+    /// image kernel's).
+    pub(super) async fn ensure_tangent_pipeline(&mut self) -> Result<()> {
+        if self.tangent_pipeline.is_some() {
+            return Ok(());
+        }
+        let clock = Clock::start();
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("nanobragg tangent kernel"),
+                source: wgpu::ShaderSource::Wgsl(shaders::tangent_source().into()),
+            });
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("nanobragg tangent kernel"),
+                layout: Some(&self.pipeline_layout),
+                module: &module,
+                entry_point: Some(shaders::TANGENT_ENTRY),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &shaders::constants(self.fma_fused),
+                    ..Default::default()
+                },
+                cache: None,
+            });
+        scope_error(scope.pop().await, "tangent pipeline creation")?;
+        let idx = self.queue.submit([]);
+        wait_for(&self.device, &self.queue, idx).await?;
+        self.stats.pipelines_created += 1;
+        self.pipeline_s += clock.seconds();
+        self.tangent_pipeline = Some(pipeline);
+        Ok(())
+    }
+
+    /// One pass of the image kernel (`tan` = None: returns the image) or of the tangent kernel
+    /// (returns `1 + tan.params.count` planes of `pixels` values: the image, then one tangent
+    /// image per parameter). The pixels under the exact-Bragg rule are reported as for
+    /// [`Self::render`].
+    pub(super) async fn render_pass(
+        &mut self,
+        plan: &Plan,
+        tan: Option<&TangentPass>,
         progress: &mut dyn FnMut(f32),
         cancel: &AtomicBool,
     ) -> Result<Vec<f32>> {
@@ -496,7 +580,11 @@ impl GpuRenderer {
         let first_pixel = layout::first_sequence_pixel(plan);
         let params = layout::pack_params(plan, first_pixel);
         let sources: Vec<GpuSource> = layout::pack_sources(plan);
-        let terms: Vec<GpuTerm> = layout::pack_terms(plan, first_pixel != NO_PIXEL);
+        let mut terms: Vec<GpuTerm> = layout::pack_terms(plan, first_pixel != NO_PIXEL);
+        let planes = tan.map_or(1, |t| 1 + t.params.count as usize);
+        if let Some(t) = tan {
+            terms.extend_from_slice(&t.terms);
+        }
         let hkl: Vec<f32> = if params.flags & layout::FLAG_HKL != 0 {
             layout::pack_hkl(plan)
         } else {
@@ -505,7 +593,7 @@ impl GpuRenderer {
         let mask: Vec<u32> = layout::pack_mask(plan).unwrap_or_default();
         let panels: Vec<GpuPanel> = layout::pack_panels(plan);
         let pixels = plan.pixel_count();
-        let image_bytes = (pixels * size_of::<f32>()) as u64;
+        let image_bytes = (planes * pixels * size_of::<f32>()) as u64;
         let bytes = |v: usize| v as u64;
         self.check_fits("the HKL table", bytes(size_of_val(&hkl[..])))?;
         self.check_fits(
@@ -514,7 +602,14 @@ impl GpuRenderer {
         )?;
         self.check_fits("the source table", bytes(size_of_val(&sources[..])))?;
         self.check_fits("the mask", bytes(size_of_val(&mask[..])))?;
-        self.check_fits("the image", image_bytes)?;
+        self.check_fits(
+            if planes > 1 {
+                "the image and its tangents"
+            } else {
+                "the image"
+            },
+            image_bytes,
+        )?;
         if plan.spixels > (u32::MAX / 8) as usize || plan.fpixels.div_ceil(8) > 65535 {
             return Err(Error::gpu(
                 "detector too large for one GPU dispatch grid; use the CPU backend",
@@ -525,7 +620,7 @@ impl GpuRenderer {
             terms: storage_size(size_of_val(&terms[..])),
             hkl: storage_size(size_of_val(&hkl[..])),
             mask: storage_size(size_of_val(&mask[..])),
-            image: storage_size(pixels * size_of::<f32>()),
+            image: storage_size(planes * pixels * size_of::<f32>()),
             flags: (layout::flags_words(pixels) * size_of::<u32>()) as u64,
             panels: storage_size(size_of_val(&panels[..])),
         };
@@ -551,6 +646,9 @@ impl GpuRenderer {
             upload(3, &res.hkl, bytemuck::cast_slice(&hkl));
             upload(4, &res.mask, bytemuck::cast_slice(&mask));
             upload(5, &res.panels, bytemuck::cast_slice(&panels));
+            if let Some(t) = tan {
+                upload(6, &self.tan_buf, bytemuck::bytes_of(&t.params));
+            }
             queue.write_buffer(&res.flags, 0, bytemuck::cast_slice(&layout::flags_header()));
         }
         let header_bytes = (FLAGS_HEADER_WORDS * size_of::<u32>()) as u64;
@@ -564,7 +662,8 @@ impl GpuRenderer {
 
         // ---- dispatch in tiles ----
         let dispatch = Clock::start();
-        let tpp = plan.terms_per_pixel().max(1);
+        // a tangent costs about what the term it follows costs (budget in image terms)
+        let tpp = plan.terms_per_pixel().max(1) * planes as u64;
         let mut tiles: Vec<Tile> = Vec::new();
         let tricubic = params.interp == layout::INTERP_TRICUBIC;
         self.switch_pixel = None;
@@ -578,7 +677,7 @@ impl GpuRenderer {
             let budget = self.next_budget(tiles.is_empty());
             let (t, next) = next_tile(at, plan.fpixels, plan.spixels, tpp, budget);
             let clock = Clock::start();
-            self.run_chunk(&t, NO_PIXEL).await?;
+            self.run_chunk(&t, NO_PIXEL, tan.is_some()).await?;
             self.learn_time(t.pixels() as u64 * tpp, clock.seconds());
             tiles.push(t);
             done += t.pixels();
@@ -599,7 +698,7 @@ impl GpuRenderer {
                     if cancel.load(Ordering::Relaxed) {
                         return Err(Error::cancelled());
                     }
-                    self.run_chunk(t, p).await?;
+                    self.run_chunk(t, p, tan.is_some()).await?;
                 }
             }
         }
@@ -620,7 +719,7 @@ impl GpuRenderer {
         scope_error(scope.pop().await, "render")?;
         self.check_lost()?;
         let mut image: Vec<f32> = bytemuck::cast_slice(&bytes).to_vec();
-        image.truncate(pixels);
+        image.truncate(planes * pixels);
         let readback_s = rb.seconds();
         self.stats.last_exact_bragg_pixels = exact.len();
         self.fixup = ExactFixup {
@@ -642,8 +741,13 @@ impl GpuRenderer {
         Ok(image)
     }
 
-    async fn run_chunk(&mut self, t: &Tile, switch_pixel: u32) -> Result<()> {
+    async fn run_chunk(&mut self, t: &Tile, switch_pixel: u32, tangent: bool) -> Result<()> {
         let res = self.res.as_ref().expect("resources");
+        let pipeline = if tangent {
+            self.tangent_pipeline.as_ref().expect("tangent pipeline")
+        } else {
+            &self.pipeline
+        };
         let chunk = Chunk {
             row0: t.row0 as u32,
             rows: t.rows as u32,
@@ -664,7 +768,7 @@ impl GpuRenderer {
                 label: Some("nanobragg"),
                 timestamp_writes: None,
             });
-            pass.set_pipeline(&self.pipeline);
+            pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &res.bind_group, &[]);
             let [wx, wy] = shaders::KERNEL_WORKGROUP;
             pass.dispatch_workgroups(
@@ -714,6 +818,13 @@ impl GpuRenderer {
     ) -> Result<Vec<f32>> {
         pollster::block_on(self.render(plan, progress, cancel))
     }
+}
+
+/// What a tangent pass adds to an image pass (`gpu::tangent`): the uniform and the term
+/// tangents appended to the terms buffer (`layout::pack_tangent`).
+pub(super) struct TangentPass {
+    pub params: TanParams,
+    pub terms: Vec<GpuTerm>,
 }
 
 /// A rectangle of pixels dispatched in one submission.

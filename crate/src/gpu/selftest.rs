@@ -46,6 +46,22 @@ pub enum Op {
     /// `stencil_leaves_table`, `f_tricubic` on df64 indices.
     FTricubic = 22,
     Polint4 = 23,
+    /// `sincg_delta_d`, `sinc3_pi_d_over_x` (MODEL §10.5: the derivative twins).
+    GratingD = 24,
+    /// `lattice_square_d`, one part of its result per case (`d.w`: 0 d/dδ, 1 d/dN).
+    LatticeSquareD = 25,
+    /// `lattice_round_d`, parts as [`Op::LatticeSquareD`].
+    LatticeRoundD = 26,
+    /// `shape_r2_d`, one part per case (`a.w`: 0 d/dδ, 1 d/dN, 2–4 d/da*, d/db*, d/dc*).
+    ShapeR2D = 27,
+    /// `lattice_gauss_d` (`a.w` = 0) or `lattice_tophat_d` (1).
+    GaussTophatD = 28,
+    PolarizationD = 29,
+    /// `capture_fraction_d` (`a.w` = 0) or `solid_angle_d` (1).
+    CaptureSolidAngleD = 30,
+    /// `f_tricubic_d` on df64 indices.
+    FTricubicD = 31,
+    Polint4D = 32,
 }
 
 impl Op {
@@ -75,6 +91,15 @@ impl Op {
         (Op::FNearest, "OP_F_NEAREST"),
         (Op::FTricubic, "OP_F_TRICUBIC"),
         (Op::Polint4, "OP_POLINT4"),
+        (Op::GratingD, "OP_GRATING_D"),
+        (Op::LatticeSquareD, "OP_LATTICE_SQUARE_D"),
+        (Op::LatticeRoundD, "OP_LATTICE_ROUND_D"),
+        (Op::ShapeR2D, "OP_SHAPE_R2_D"),
+        (Op::GaussTophatD, "OP_GAUSS_TOPHAT_D"),
+        (Op::PolarizationD, "OP_POLARIZATION_D"),
+        (Op::CaptureSolidAngleD, "OP_CAPTURE_SOLID_ANGLE_D"),
+        (Op::FTricubicD, "OP_F_TRICUBIC_D"),
+        (Op::Polint4D, "OP_POLINT4_D"),
     ];
 }
 

@@ -8,10 +8,14 @@ pub const DF64: &str = include_str!("../../../shaders/shared/df64.wgsl");
 pub const TERMS: &str = include_str!("../../../shaders/shared/terms.wgsl");
 /// The per-pixel kernel body (`shaders/nanobragg.wgsl`), entry point [`KERNEL_ENTRY`].
 pub const KERNEL: &str = include_str!("../../../shaders/nanobragg.wgsl");
+/// The tangent kernel (`shaders/tangent.wgsl`), entry point [`TANGENT_ENTRY`]: it follows the
+/// image kernel in one module and uses its structs, bindings and helpers.
+pub const TANGENT: &str = include_str!("../../../shaders/tangent.wgsl");
 /// The self-test body (`shaders/selftest.wgsl`), entry point [`SELFTEST_ENTRY`].
 pub const SELFTEST: &str = include_str!("../../../shaders/selftest.wgsl");
 
 pub const KERNEL_ENTRY: &str = "main";
+pub const TANGENT_ENTRY: &str = "tangent";
 pub const SELFTEST_ENTRY: &str = "selftest";
 /// Workgroup size of the kernel (must match `@workgroup_size` in `nanobragg.wgsl`).
 pub const KERNEL_WORKGROUP: [u32; 2] = [8, 8];
@@ -27,6 +31,12 @@ fn with_shared(body: &str) -> String {
 /// Full kernel source.
 pub fn kernel_source() -> String {
     with_shared(KERNEL)
+}
+
+/// Full tangent-kernel source: the image kernel's module (whose declarations it shares) and
+/// the tangent entry point.
+pub fn tangent_source() -> String {
+    with_shared(&format!("{KERNEL}\n{TANGENT}"))
 }
 
 /// Full self-test source.

@@ -23,6 +23,7 @@ pub mod beam;
 pub mod crystal;
 pub mod detector;
 pub mod expt;
+pub mod fitted;
 pub mod header;
 pub mod lattice;
 pub mod limits;

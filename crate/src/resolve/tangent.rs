@@ -46,7 +46,7 @@ fn axis(p: Param) -> Option<V3> {
 }
 
 /// Parameters that act on the plan directly (no new resolution).
-fn analytic(p: Param) -> bool {
+pub fn analytic(p: Param) -> bool {
     axis(p).is_some()
         || matches!(
             p,
@@ -147,6 +147,25 @@ fn check_applies(setup: &Setup, p: Param) -> Result<()> {
             refuse("default_F enters linearly only without an -hkl table (its blank entries are filled with it)")
         }
         Param::Fluence if setup.fluence == 0.0 => refuse("the fluence is 0"),
+        Param::Distance
+        | Param::BeamX
+        | Param::BeamY
+        | Param::DetRotX
+        | Param::DetRotY
+        | Param::DetRotZ
+            if setup.opts.geom.is_some() || setup.opts.expt.is_some() =>
+        {
+            // the file's panels replace the detector options: moving the option moves nothing
+            // (the derivative would be an all-zero image, not the detector's)
+            let (flag, name) = match (&setup.opts.geom, &setup.opts.expt) {
+                (Some(g), _) => ("-geom", g),
+                (None, Some(e)) => ("-expt", e),
+                _ => unreachable!(),
+            };
+            refuse(&format!(
+                "the detector comes from {flag} {name}, whose panels do not move with the detector options"
+            ))
+        }
         _ => Ok(()),
     }
 }
@@ -287,8 +306,22 @@ pub fn moved_setup(base: &Setup, files: &dyn FileSource, offsets: &[Offset]) -> 
     } else {
         base.clone()
     };
+    keep_installed_table(&mut s, base);
     apply_analytic(&mut s.plan, base, offsets);
     Ok(s)
+}
+
+/// A structure-factor table installed into the set-up after its resolution (the realistic
+/// chain's model table, `realistic::install_table`: its own description) is not made again by
+/// re-resolving the options: it is carried over, as the structure factors do not move with the
+/// geometry or the cell.
+fn keep_installed_table(s: &mut Setup, base: &Setup) {
+    if s.hkl_source != base.hkl_source && base.plan.hkl.hkls != 0 && s.plan.hkl.hkls == 0 {
+        s.plan.hkl = base.plan.hkl.clone();
+        s.plan.interpolation = base.plan.interpolation;
+        s.plan.default_f = base.plan.default_f;
+        s.hkl_source = base.hkl_source.clone();
+    }
 }
 
 /// The plan with parameter `p` moved by `delta` (in its public unit): the same plan the set-up

@@ -24,6 +24,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use wasm_bindgen::prelude::*;
 
+mod fit; // the fit to an image (api::fit) and the fitted values as flags
 mod measured; // measured images read for the overlay (io::measured)
 mod realistic; // the realistic-image chain: model → structure factors, background, detector
 

@@ -1,0 +1,227 @@
+//! The fit for the page's "Fit to image" (issue 20 §3): `api::fit` on the words' set-up and a
+//! target image, each accepted step handed to a JavaScript callback with the values as the
+//! user's flags (`api::fitted_values`) and, when asked, the model image there; and
+//! `fitted_values` alone (the page's "perturb": the set-up moved by chosen offsets, as flags).
+//! Cancel is the module's flag (`set_cancel`, or the shared memory the page writes).
+
+use super::{js_err, to_js, CANCEL, STATE};
+use crate::api;
+use serde::Serialize;
+use std::sync::atomic::Ordering;
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_FIT: &str = r#"
+/** The set-up moved by offsets as the values of its flags (`resolve::fitted::Fitted`): absent
+ * (null) where no fitted parameter moves it. Degrees, Å, mm, photons/m². */
+export interface Fitted {
+  misset: [number, number, number] | null;
+  cell: [number, number, number, number, number, number] | null;
+  /** [flag, mm]: "-distance" or "-close_distance". */
+  distance: [string, number] | null;
+  xbeam: number | null;
+  ybeam: number | null;
+  fluence: number | null;
+  lambda: number | null;
+  mosaic: number | null;
+  n: [number, number, number] | null;
+  detector_rot: [number, number, number] | null;
+  default_f: number | null;
+}
+/** One accepted step of a fit, as `fit`'s callback sees it. */
+export interface FitStepInfo {
+  /** Evaluations of the model in this cycle so far (0: the start). */
+  iteration: number;
+  cycle: number;
+  /** Accepted steps so far over all cycles (0: the start). */
+  step: number;
+  /** Cost per selected pixel (Σρ(r)/n); NaN at the start. */
+  cost: number;
+  /** Offsets from the set-up's values, one per parameter (public units: rad, Å, mm, …). */
+  values: number[];
+  fitted: Fitted;
+  /** The model image at these values (f32 kernel), when asked for. */
+  image: Float32Array | null;
+}
+/** A finished fit (`api::Fit`). */
+export interface FitInfo {
+  params: string[];
+  values: number[];
+  fitted: Fitted;
+  history: number[];
+  iterations: number;
+  cycles: number;
+  converged: boolean;
+  pixels: number;
+  /** The model image at the fitted values (f32 of the f64 image). */
+  image: Float32Array;
+  ms: number;
+}
+"#;
+
+#[derive(Serialize)]
+struct Step<'a> {
+    iteration: usize,
+    cycle: usize,
+    step: usize,
+    cost: f64,
+    values: &'a [f64],
+    fitted: &'a api::Fitted,
+}
+
+#[derive(Serialize)]
+struct Done<'a> {
+    params: Vec<&'static str>,
+    values: &'a [f64],
+    fitted: &'a api::Fitted,
+    history: &'a [f64],
+    iterations: usize,
+    cycles: usize,
+    converged: bool,
+    pixels: usize,
+    ms: f64,
+}
+
+fn set_image(obj: &JsValue, image: Option<Vec<f32>>) {
+    let v: JsValue = match image {
+        Some(i) => js_sys::Float32Array::from(i.as_slice()).into(),
+        None => JsValue::NULL,
+    };
+    let _ = js_sys::Reflect::set(obj, &"image".into(), &v);
+}
+
+/// The fast f32 image of `prep` moved by `offsets` (the page's live view of a fit).
+fn image_at(
+    prep: &api::Prepared,
+    files: &dyn crate::files::FileSource,
+    offsets: &[api::Offset],
+) -> Option<Vec<f32>> {
+    let plan = api::moved_plan(prep, files, offsets).ok()?;
+    let mut r = api::Renderer::new(None);
+    let never = std::sync::atomic::AtomicBool::new(false);
+    r.render_on_cpu(&plan, api::Precision::F32, &|_| {}, &never)
+        .ok()
+        .map(|x| x.image)
+}
+
+/// Fits `params` (comma-separated names: `rot_x,rot_y,rot_z,cell_a,…`) of the set-up of `args`
+/// (with the module's files) to `target` (photons per pixel, the detector's size, fast-major),
+/// starting from the offsets `start` (one per parameter, or empty), in at most `max_iterations`
+/// evaluations. `on_step(FitStepInfo)` is called at the start and at every accepted step (with
+/// the model image when `images`). Cancel: the module's cancel flag (an error of kind
+/// "cancelled").
+#[wasm_bindgen(unchecked_return_type = "FitInfo")]
+pub fn fit(
+    args: Vec<String>,
+    target: Vec<f32>,
+    params: &str,
+    start: Vec<f64>,
+    max_iterations: usize,
+    images: bool,
+    #[wasm_bindgen(unchecked_param_type = "(step: FitStepInfo) => void")]
+    on_step: &js_sys::Function,
+) -> Result<JsValue, JsValue> {
+    let t0 = js_sys::Date::now();
+    CANCEL.store(false, Ordering::SeqCst);
+    let params = api::parse_params(params, "fit").map_err(js_err)?;
+    if !start.is_empty() && start.len() != params.len() {
+        return Err(js_err(format!(
+            "fit: {} start values for {} parameters",
+            start.len(),
+            params.len()
+        )));
+    }
+    STATE.with(|st| {
+        let st = st.borrow();
+        let files = &st.files;
+        let prep = api::prepare(&args, files).map_err(js_err)?;
+        api::check_pixel_budget(&prep, api::BROWSER_MAX_PIXELS).map_err(js_err)?;
+        let target: Vec<f64> = target.iter().map(|&v| v as f64).collect();
+        let mut options = api::FitOptions::new(&params);
+        options.max_iterations = max_iterations.max(2);
+        options.start = params.iter().copied().zip(start.iter().copied()).collect();
+        let x0: Vec<f64> = if start.is_empty() {
+            vec![0.0; params.len()]
+        } else {
+            start.clone()
+        };
+        let call = |it: usize,
+                    cycle: usize,
+                    step: usize,
+                    cost: f64,
+                    values: &[f64]|
+         -> Result<(), JsValue> {
+            let fitted = api::fitted_values(&prep, &params, values).map_err(js_err)?;
+            let step = to_js(&Step {
+                iteration: it,
+                cycle,
+                step,
+                cost,
+                values,
+                fitted: &fitted,
+            })?;
+            if images {
+                let offsets: Vec<api::Offset> =
+                    params.iter().copied().zip(values.iter().copied()).collect();
+                set_image(&step, image_at(&prep, files, &offsets));
+            } else {
+                set_image(&step, None);
+            }
+            on_step.call1(&JsValue::NULL, &step).map(|_| ())
+        };
+        call(0, 0, 0, f64::NAN, &x0)?;
+        let mut steps = 0usize;
+        let mut js_error: Option<JsValue> = None;
+        let out = api::fit(
+            &prep,
+            files,
+            &target,
+            &options,
+            &mut |s: &api::FitStep| {
+                if js_error.is_some() {
+                    return;
+                }
+                steps += 1;
+                if let Err(e) = call(s.iteration, s.cycle, steps, s.cost, &s.values) {
+                    js_error = Some(e);
+                    CANCEL.store(true, Ordering::SeqCst);
+                }
+            },
+            &CANCEL,
+        );
+        if let Some(e) = js_error {
+            return Err(e);
+        }
+        let f = out.map_err(js_err)?;
+        let fitted = api::fitted_values(&prep, &f.params, &f.values).map_err(js_err)?;
+        let done = to_js(&Done {
+            params: f.params.iter().map(|p| p.name()).collect(),
+            values: &f.values,
+            fitted: &fitted,
+            history: &f.history,
+            iterations: f.iterations,
+            cycles: f.cycles,
+            converged: f.converged,
+            pixels: f.pixels,
+            ms: js_sys::Date::now() - t0,
+        })?;
+        set_image(&done, Some(f.image.iter().map(|&v| v as f32).collect()));
+        Ok(done)
+    })
+}
+
+/// The set-up of `args` moved by `values` (one offset per parameter of `params`, public units)
+/// as the values of its flags (`api::fitted_values`): the page's "perturb".
+#[wasm_bindgen(unchecked_return_type = "Fitted")]
+pub fn fitted_values(
+    args: Vec<String>,
+    params: &str,
+    values: Vec<f64>,
+) -> Result<JsValue, JsValue> {
+    let params = api::parse_params(params, "fit").map_err(js_err)?;
+    STATE.with(|st| {
+        let st = st.borrow();
+        let prep = api::prepare(&args, &st.files).map_err(js_err)?;
+        to_js(&api::fitted_values(&prep, &params, &values).map_err(js_err)?)
+    })
+}

@@ -1,0 +1,374 @@
+//! The GPU tangent kernel (`shaders/tangent.wgsl`, `gpu::tangent`, MODEL §10) against the CPU
+//! f64 tangent kernel (`cpu::tangent`) on golden cases that together cover every parameter and
+//! every term's derivative (square, round, Gaussian lattices, tricubic F, sensor layers,
+//! polarisation, mosaic domains, sources, the water background); its image against the GPU
+//! image kernel's (bit for bit); the vector–Jacobian product against the CPU's; the parameters
+//! split into passes; the refused set-ups.
+//!
+//! Tolerance: the GPU's tangents are f32 (its df64 chain as the image's); on the pixels with
+//! signal (≥ 1e-3 of the image's largest) |gpu − cpu| ≤ [`TOL`] · max|cpu tangent| for each
+//! parameter (the f32 sum of up to 10⁴ terms per pixel and f32 term derivatives; the measured
+//! worst is printed with `--nocapture`).
+#![cfg(feature = "gpu")]
+
+#[path = "gpu_support/mod.rs"]
+mod gpu_support;
+
+use gpu_support::common::{case_words_for, golden_dir, Words};
+use nanobragg::api::{self, Backend, Engine, Param, Precision, Prepared, Renderer};
+use nanobragg::files::DiskFiles;
+use nanobragg::gpu::GpuRenderer;
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+use Param::*;
+
+/// Agreement of the f32 GPU tangents with the f64 CPU tangents, relative to each parameter's
+/// largest |tangent|, on pixels with signal.
+const TOL: f64 = 1e-4;
+
+/// One renderer for the binary (one device, pipelines compiled once).
+static GPU: Mutex<Option<Renderer>> = Mutex::new(None);
+
+fn with_renderer<T>(f: impl FnOnce(&mut Renderer) -> T) -> T {
+    let mut g = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let r = g.get_or_insert_with(|| {
+        // fail (or skip) here with the harness's message when there is no adapter
+        let _ = gpu_support::device();
+        Renderer::new(None)
+    });
+    f(r)
+}
+
+fn prepare(case: &str, extra: &str) -> Prepared {
+    let mut words = case_words_for(&golden_dir(case), Words::InProcess);
+    words.extend(api::split_args(extra));
+    api::prepare(&words, &DiskFiles).unwrap_or_else(|e| panic!("{case}: {}", e.message))
+}
+
+/// GPU against CPU tangents for `params` on `case`; returns the worst relative error per
+/// parameter.
+fn check(case: &str, extra: &str, params: &[Param]) {
+    let prep = prepare(case, extra);
+    let cancel = AtomicBool::new(false);
+    let t0 = std::time::Instant::now();
+    let gpu = with_renderer(|r| {
+        r.render_gradients(
+            &prep,
+            &DiskFiles,
+            params,
+            &[],
+            Backend::Gpu,
+            Precision::F32,
+            &|_| {},
+            &cancel,
+        )
+    })
+    .unwrap_or_else(|e| panic!("{case}: {}", e.message));
+    let gpu_s = t0.elapsed().as_secs_f64();
+    assert_eq!(gpu.engine, Engine::Gpu);
+    let g = gpu.gradients;
+    let cpu = api::render_gradients(&prep, &DiskFiles, params, &|_| {}, &cancel).unwrap();
+    let peak = cpu.image_f64.iter().fold(0f64, |m, v| m.max(v.abs()));
+    assert!(peak > 0.0, "{case}: empty image");
+    let signal: Vec<usize> = (0..cpu.image_f64.len())
+        .filter(|&i| cpu.image_f64[i].abs() >= 1e-3 * peak)
+        .collect();
+    // the image: f32 against f64
+    let img_err = signal
+        .iter()
+        .map(|&i| (g.image[i] as f64 - cpu.image_f64[i]).abs() / peak)
+        .fold(0f64, f64::max);
+    assert!(
+        img_err < 1e-4,
+        "{case}: GPU image off by {img_err:.2e} of the peak"
+    );
+    for (j, &p) in params.iter().enumerate() {
+        let (a, b) = (g.tangent(j), cpu.tangent(j));
+        let tmax = b.iter().fold(0f64, |m, v| m.max(v.abs()));
+        assert!(tmax > 0.0, "{case} {}: the CPU tangent is 0", p.name());
+        let worst = signal
+            .iter()
+            .map(|&i| (a[i] - b[i]).abs() / tmax)
+            .fold(0f64, f64::max);
+        println!(
+            "{case:34} {:11} pixels={:6} worst={worst:.2e} (GPU {gpu_s:.2} s)",
+            p.name(),
+            signal.len()
+        );
+        assert!(
+            worst <= TOL,
+            "{case} {}: GPU tangent off by {worst:.2e} of its largest, more than {TOL:e}",
+            p.name()
+        );
+    }
+}
+
+#[test]
+fn crystal_cell_beam_and_scale() {
+    check(
+        "triclinic_misset_xybeam",
+        "",
+        &[
+            RotX, RotY, RotZ, CellA, CellB, CellC, CellAlpha, CellBeta, CellGamma, NA, NB, NC,
+            NCells, Distance, BeamX, BeamY, Lambda, Scale, Fluence, DefaultF,
+        ],
+    );
+}
+
+#[test]
+fn detector_layers_polarisation_mosaic() {
+    check(
+        "mosflm_detrot_xyz_close_distance",
+        "",
+        &[DetRotX, DetRotY, DetRotZ, Distance, BeamX, BeamY],
+    );
+    check("detector_thickness_layers", "", &[Distance, DetRotX, CellA]);
+    check("polar_kahn_wide_angle", "", &[BeamX, DetRotY, RotY]);
+    check("mosaic_domains_seed_noise", "", &[Mosaic, RotX, NCells]);
+}
+
+#[test]
+fn shapes_sources_tables_background() {
+    check("round_xtal_fudge", "", &[RotX, NA, NCells, Distance]);
+    // rot_x moves a*, b*, c* (the Gaussian's r² depends on them)
+    check("gauss_xtal_fudge", "", &[RotX, NCells, Lambda]);
+    check("tophat_spots_fudge", "", &[NCells, Distance]);
+    check("point_pixel_pixel0172", "", &[Distance, BeamY, RotZ]);
+    check("dispersion_divergence", "", &[Lambda, RotX, Distance]);
+    check("phi_osc_phisteps_triclinic", "", &[RotZ, CellBeta]);
+    check("hkl_interpolate_explicit", "", &[RotX, CellA, NCells]);
+    check("water_background", "", &[Scale, Fluence, RotX]);
+}
+
+/// The tangent kernel's image is the image kernel's (same chain, same terms, same order), and
+/// the parameters split into passes give the tangents of one pass.
+#[test]
+fn image_is_the_image_kernels_and_passes_agree() {
+    let (d, q) = gpu_support::device();
+    let mut r = pollster::block_on(GpuRenderer::new_with_device(d, q)).unwrap();
+    for (case, params) in [
+        ("triclinic_misset_xybeam", &[RotX, Distance, NCells][..]),
+        ("hkl_interpolate_explicit", &[RotY, CellA][..]),
+        ("detector_thickness_layers", &[DetRotY, BeamX][..]),
+    ] {
+        let prep = prepare(case, "");
+        let (moved, t) =
+            nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, params, &[])
+                .unwrap();
+        let image = r.render_blocking(&moved.plan).unwrap();
+        let one = r.render_tangents_blocking(&moved.plan, &t).unwrap();
+        assert_eq!(one.passes, 1);
+        let same = image
+            .iter()
+            .zip(&one.image)
+            .filter(|(a, b)| a.to_bits() == b.to_bits())
+            .count();
+        assert_eq!(
+            same,
+            image.len(),
+            "{case}: the tangent kernel's image differs from the image kernel's"
+        );
+        r.set_tangent_params_per_pass(Some(1));
+        let split = r.render_tangents_blocking(&moved.plan, &t).unwrap();
+        r.set_tangent_params_per_pass(None);
+        assert_eq!(split.passes, params.len());
+        assert_eq!(split.image, one.image, "{case}");
+        assert_eq!(split.tangents, one.tangents, "{case}: passes");
+    }
+}
+
+#[test]
+fn vjp_matches_the_cpu() {
+    for (case, params) in [
+        (
+            "triclinic_misset_xybeam",
+            &[RotX, CellB, Distance, Scale][..],
+        ),
+        ("hkl_interpolate_explicit", &[RotZ, NCells][..]),
+    ] {
+        let prep = prepare(case, "");
+        let n = prep.plan().pixel_count();
+        let w: Vec<f64> = (0..n)
+            .map(|i| ((i * 7919) % 101) as f64 / 50.0 - 1.0)
+            .collect();
+        let cancel = AtomicBool::new(false);
+        let (img, g, engine) = with_renderer(|r| {
+            r.vjp(
+                &prep,
+                &DiskFiles,
+                params,
+                &[],
+                &w,
+                Backend::Gpu,
+                Precision::F32,
+                &cancel,
+            )
+        })
+        .unwrap();
+        assert_eq!(engine, Engine::Gpu);
+        assert_eq!(img.len(), n);
+        let (_, want) = api::vjp(&prep, &DiskFiles, params, &w, &cancel).unwrap();
+        let cpu = api::render_gradients(&prep, &DiskFiles, params, &|_| {}, &cancel).unwrap();
+        for (j, p) in params.iter().enumerate() {
+            // relative to Σ|w·t|, the size of the terms summed
+            let scale: f64 = cpu
+                .tangent(j)
+                .iter()
+                .zip(&w)
+                .map(|(t, w)| (t * w).abs())
+                .sum();
+            let err = (g[j] - want[j]).abs() / scale;
+            println!(
+                "{case:34} vjp {:11} {:.6e} vs {:.6e} ({err:.1e})",
+                p.name(),
+                g[j],
+                want[j]
+            );
+            assert!(
+                err < TOL,
+                "{case} vjp {}: {} vs {}",
+                p.name(),
+                g[j],
+                want[j]
+            );
+        }
+    }
+}
+
+/// What the tangent kernel does not follow is refused on the GPU with the CPU's error; an
+/// unknown or inapplicable parameter too; the weights' length is checked.
+#[test]
+fn refused_as_on_the_cpu() {
+    let cancel = AtomicBool::new(false);
+    for (case, extra, params) in [
+        ("curved_det_nopolar", "", &[RotX][..]),
+        ("oversample_thick_polar_omega", "", &[Distance][..]),
+        ("triclinic_misset_xybeam", "", &[Mosaic][..]),
+    ] {
+        let prep = prepare(case, extra);
+        let want = api::render_gradients(&prep, &DiskFiles, params, &|_| {}, &cancel)
+            .expect_err("the CPU refuses");
+        let got = with_renderer(|r| {
+            r.render_gradients(
+                &prep,
+                &DiskFiles,
+                params,
+                &[],
+                Backend::Gpu,
+                Precision::F32,
+                &|_| {},
+                &cancel,
+            )
+        })
+        .expect_err("the GPU refuses");
+        assert_eq!(
+            (&got.message, &got.flag, got.kind),
+            (&want.message, &want.flag, want.kind),
+            "{case}"
+        );
+    }
+    let prep = prepare("triclinic_misset_xybeam", "");
+    let e = with_renderer(|r| {
+        r.vjp(
+            &prep,
+            &DiskFiles,
+            &[RotX],
+            &[],
+            &[1.0; 3],
+            Backend::Gpu,
+            Precision::F32,
+            &cancel,
+        )
+    })
+    .unwrap_err();
+    assert!(
+        e.message.starts_with("weights: expected 65536 values"),
+        "{}",
+        e.message
+    );
+}
+
+/// `-backend gpu -gradients LIST -gradfile PREFIX`: the GPU's tangent images and its image,
+/// as the library gives them.
+#[test]
+fn cli_follows_the_backend() {
+    use gpu_support::common;
+    let case = "mosflm_detrot_xyz_close_distance";
+    let dir = common::scratch("gpu_gradients_cli");
+    common::copy_dir(&golden_dir(case), &dir);
+    let mut words = common::case_words(&dir);
+    words.extend(api::split_args(
+        "-backend gpu -gradients det_rotx,rot_z -gradfile g",
+    ));
+    let run = common::run_cli(&dir, &words);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let prep = prepare(case, "");
+    let cancel = AtomicBool::new(false);
+    let g = with_renderer(|r| {
+        r.render_gradients(
+            &prep,
+            &DiskFiles,
+            &[DetRotX, RotZ],
+            &[],
+            Backend::Gpu,
+            Precision::F64,
+            &|_| {},
+            &cancel,
+        )
+    })
+    .unwrap()
+    .gradients;
+    for (i, name) in ["det_rotx", "rot_z"].iter().enumerate() {
+        let file = common::read_f32(&dir.join(format!("g_{name}.bin")));
+        let want: Vec<f32> = g.tangent(i).iter().map(|&v| v as f32).collect();
+        assert_eq!(file, want, "{name}");
+    }
+    assert_eq!(common::read_f32(&dir.join("ours_float.bin")), g.image);
+}
+
+/// Pixels under the exact-Bragg rule (a symmetric set-up: a 300 Å cube, N = 50) take their
+/// value and tangents from the f64 tangent kernel, as images take theirs from the f64 kernel.
+#[test]
+fn exact_bragg_pixels_from_the_f64_kernel() {
+    let case = "precision_cubic300_N50";
+    let params = [RotX, NCells];
+    let prep = prepare(case, "");
+    let (moved, t) =
+        nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &params, &[])
+            .unwrap();
+    let (d, q) = gpu_support::device();
+    let mut r = pollster::block_on(GpuRenderer::new_with_device(d, q)).unwrap();
+    r.render_tangents_blocking(&moved.plan, &t).unwrap();
+    let flagged = r.exact_fixup().pixels.clone();
+    assert!(!flagged.is_empty(), "{case}: no exact-Bragg pixel flagged");
+    let cancel = AtomicBool::new(false);
+    let g = with_renderer(|r| {
+        r.render_gradients(
+            &prep,
+            &DiskFiles,
+            &params,
+            &[],
+            Backend::Gpu,
+            Precision::F32,
+            &|_| {},
+            &cancel,
+        )
+    })
+    .unwrap()
+    .gradients;
+    let cpu = api::render_gradients(&prep, &DiskFiles, &params, &|_| {}, &cancel).unwrap();
+    for &i in &flagged {
+        assert_eq!(
+            g.image[i].to_bits(),
+            cpu.image[i].to_bits(),
+            "{case} pixel {i}"
+        );
+        for j in 0..params.len() {
+            assert_eq!(g.tangent(j)[i], cpu.tangent(j)[i], "{case} pixel {i}");
+        }
+    }
+    println!(
+        "{case}: {} pixels from the f64 tangent kernel",
+        flagged.len()
+    );
+}

@@ -1,0 +1,274 @@
+//! The f32 tangent kernel (`cpu::tangent32`, MODEL §10.5) against the f64 one on golden cases,
+//! for every parameter: on the pixels with signal (value ≥ 1e-3 of the image's largest),
+//! |t32 − t64| ≤ TOL32 · max|t64| per parameter (measured at most 7e-7 on these cases: the
+//! f32 terms carry ~1e-7 relative rounding; the sums are f64). Its image against the
+//! f32 kernel's and the f64 kernel's; its VJP against its tangent images; refusals as the f64
+//! path's; `-precision f32 -gradients` through the CLI. Each test renders small golden cases
+//! once per precision (the f64 tangents are the reference, checked against finite differences
+//! in `gradients.rs`).
+
+#[macro_use]
+mod common;
+
+use common::{case_words_for, golden_dir, Words};
+use nanobragg::api::{self, Param, Precision, Prepared};
+use nanobragg::files::DiskFiles;
+use std::sync::atomic::AtomicBool;
+use Param::*;
+
+/// Agreement of the f32 tangents with the f64 ones, relative to the largest f64 tangent.
+const TOL32: f64 = 5e-6;
+/// The f32 image against the f32 kernel's and the f64 one's, relative to the largest value.
+const TOL_IMAGE: f64 = 2e-6;
+
+fn prepare(case: &str, extra: &str) -> Prepared {
+    let dir = golden_dir(case);
+    let mut words = case_words_for(&dir, Words::InProcess);
+    words.extend(api::split_args(extra));
+    api::prepare(&words, &DiskFiles).unwrap_or_else(|e| panic!("{case}: {}", e.message))
+}
+
+fn gradients(prep: &Prepared, params: &[Param], precision: Precision) -> api::Gradients {
+    let cancel = AtomicBool::new(false);
+    api::render_gradients_with(prep, &DiskFiles, params, &[], precision, &|_| {}, &cancel).unwrap()
+}
+
+/// Every parameter of `params` on `case`: f32 tangents against f64, the f32 image against the
+/// f32 kernel's and the f64 image. Prints the worst agreement per parameter.
+fn check(case: &str, params: &[Param]) {
+    let prep = prepare(case, "");
+    let g64 = gradients(&prep, params, Precision::F64);
+    let g32 = gradients(&prep, params, Precision::F32);
+    let cancel = AtomicBool::new(false);
+    let f32_kernel = api::render_cpu(prep.plan(), Precision::F32, &|_| {}, &cancel).unwrap();
+    let peak = g64.image_f64.iter().fold(0f64, |m, v| m.max(v.abs()));
+    assert!(peak > 0.0, "{case}: empty image");
+    let (mut e_kernel, mut e_f64) = (0f64, 0f64);
+    for px in 0..g64.image.len() {
+        e_kernel = e_kernel.max((g32.image[px] as f64 - f32_kernel[px] as f64).abs() / peak);
+        e_f64 = e_f64.max((g32.image_f64[px] - g64.image_f64[px]).abs() / peak);
+    }
+    eprintln!("{case:32} image: vs f32 kernel {e_kernel:.1e}, vs f64 {e_f64:.1e} of the peak");
+    assert!(
+        e_kernel <= TOL_IMAGE && e_f64 <= TOL_IMAGE,
+        "{case}: f32 tangent kernel image off by {e_kernel:e} (f32 kernel), {e_f64:e} (f64)"
+    );
+    for (i, &p) in params.iter().enumerate() {
+        let (t64, t32) = (g64.tangent(i), g32.tangent(i));
+        let tmax = t64.iter().fold(0f64, |m, v| m.max(v.abs()));
+        assert!(tmax > 0.0, "{case} {}: the f64 tangent is 0", p.name());
+        let mut worst = 0f64;
+        let mut pixels = 0;
+        for px in 0..t64.len() {
+            if g64.image_f64[px] < 1e-3 * peak {
+                continue;
+            }
+            pixels += 1;
+            worst = worst.max((t32[px] - t64[px]).abs() / tmax);
+        }
+        eprintln!(
+            "{case:32} {:11} pixels={pixels:6} worst={worst:.2e} of max|t64|",
+            p.name()
+        );
+        assert!(pixels > 0, "{case} {}: no pixel with signal", p.name());
+        assert!(
+            worst <= TOL32,
+            "{case} {}: f32 tangent off by {worst:.2e} of the largest, more than {TOL32:e}",
+            p.name()
+        );
+    }
+}
+
+#[test]
+fn every_parameter_against_f64_triclinic() {
+    check(
+        "triclinic_misset_xybeam",
+        &[
+            RotX, RotY, RotZ, CellA, CellB, CellC, CellAlpha, CellBeta, CellGamma, NA, NB, NC,
+            NCells, Distance, BeamX, BeamY, Lambda, Scale, Fluence, DefaultF,
+        ],
+    );
+}
+
+#[test]
+fn mosaic_detector_rotations_layers_polarisation_against_f64() {
+    check("mosaic_domains_seed_noise", &[Mosaic, RotX, CellA, NCells]);
+    check(
+        "mosflm_detrot_xyz_close_distance",
+        &[DetRotX, DetRotY, DetRotZ, Distance, BeamX, BeamY, RotZ],
+    );
+    check(
+        "detector_thickness_layers",
+        &[Distance, DetRotX, BeamY, CellA],
+    );
+    check("polar_kahn_wide_angle", &[Distance, BeamX, DetRotY, RotY]);
+}
+
+#[test]
+fn shapes_sources_and_tables_against_f64() {
+    check("round_xtal_fudge", &[RotX, CellA, NA, NCells, Distance]);
+    check("gauss_xtal_fudge", &[RotX, NCells, Distance, Lambda]);
+    check("dispersion_divergence", &[Lambda, RotX, Distance]);
+    check("hkl_interpolate_explicit", &[RotX, CellA, Distance, NCells]);
+    check("water_background", &[Scale, RotX, Distance]);
+}
+
+/// Top hat in f32 as in f64: the position derivatives are exactly 0, dI/dN_a = 2I/N_a.
+#[test]
+fn tophat_in_f32() {
+    let prep = prepare("tophat_spots_fudge", "");
+    let g = gradients(&prep, &[RotX, CellA, NA, Scale], Precision::F32);
+    assert!(g.tangent(0).iter().all(|&v| v == 0.0));
+    assert!(g.tangent(1).iter().all(|&v| v == 0.0));
+    let na = prep.plan().na;
+    let lit = g.image_f64.iter().filter(|&&v| v > 0.0).count();
+    assert!(lit > 10);
+    for (px, &v) in g.image_f64.iter().enumerate() {
+        let dn = g.tangent(2)[px];
+        assert!(
+            (dn - 2.0 * v / na).abs() <= 1e-12 * v.abs().max(1e-300),
+            "{px}"
+        );
+        assert_eq!(g.tangent(3)[px], v);
+    }
+}
+
+/// The f32 VJP is the weighted sum of the f32 tangent images (and its image theirs), with and
+/// without tricubic interpolation.
+#[test]
+fn f32_vjp_matches_f32_tangent_images() {
+    let cancel = AtomicBool::new(false);
+    for case in ["triclinic_misset_xybeam", "hkl_interpolate_explicit"] {
+        let prep = prepare(case, "");
+        let params = [RotX, CellA, Distance, NCells];
+        let g = gradients(&prep, &params, Precision::F32);
+        let n = g.image.len();
+        let w: Vec<f64> = (0..n)
+            .map(|i| ((i * 7919) % 101) as f64 / 50.0 - 1.0)
+            .collect();
+        let (image, v) =
+            api::vjp_with(&prep, &DiskFiles, &params, &[], &w, Precision::F32, &cancel).unwrap();
+        assert_eq!(image, g.image_f64, "{case}");
+        for i in 0..params.len() {
+            let want: f64 = g.tangent(i).iter().zip(&w).map(|(a, b)| a * b).sum();
+            let scale: f64 = g
+                .tangent(i)
+                .iter()
+                .zip(&w)
+                .map(|(a, b)| (a * b).abs())
+                .sum();
+            assert!(
+                (v[i] - want).abs() <= 1e-12 * scale,
+                "{case} {}: {} vs {want}",
+                params[i].name(),
+                v[i]
+            );
+        }
+        let e = api::vjp_with(
+            &prep,
+            &DiskFiles,
+            &params,
+            &[],
+            &w[1..],
+            Precision::F32,
+            &cancel,
+        )
+        .unwrap_err();
+        assert!(e.message.starts_with("weights: expected"), "{}", e.message);
+    }
+}
+
+/// The f32 path refuses what the f64 path refuses, with the same message naming the flag or
+/// parameter.
+#[test]
+fn f32_refusals_are_the_f64_ones() {
+    let cancel = AtomicBool::new(false);
+    for (case, p, says) in [
+        (
+            "mat_mosflm9_hkl_nearest",
+            CellA,
+            "cell derivatives need the crystal given by -cell",
+        ),
+        (
+            "mat_mosflm9_hkl_nearest",
+            DefaultF,
+            "default_F enters linearly only without an -hkl table",
+        ),
+        (
+            "curved_det_nopolar",
+            RotX,
+            "-curved_det: derivatives are not available",
+        ),
+        ("cubic_basic_mosflm", Mosaic, "mosaic spread is 0"),
+    ] {
+        let prep = prepare(case, "");
+        let e32 = api::render_gradients_with(
+            &prep,
+            &DiskFiles,
+            &[p],
+            &[],
+            Precision::F32,
+            &|_| {},
+            &cancel,
+        )
+        .unwrap_err();
+        let e64 = api::render_gradients(&prep, &DiskFiles, &[p], &|_| {}, &cancel).unwrap_err();
+        assert!(
+            e32.message.contains(says),
+            "{case} {}: {}",
+            p.name(),
+            e32.message
+        );
+        assert_eq!(e32.message, e64.message);
+        assert_eq!(e32.flag, e64.flag);
+        let w = vec![1.0; prep.plan().pixel_count()];
+        let e =
+            api::vjp_with(&prep, &DiskFiles, &[p], &[], &w, Precision::F32, &cancel).unwrap_err();
+        assert_eq!(e.message, e64.message);
+    }
+    let prep = prepare("triclinic_misset_xybeam", "-oversample_omega");
+    let e = api::render_gradients_with(
+        &prep,
+        &DiskFiles,
+        &[RotX],
+        &[],
+        Precision::F32,
+        &|_| {},
+        &cancel,
+    )
+    .unwrap_err();
+    assert!(e.message.starts_with("-oversample_omega:"), "{}", e.message);
+    assert_eq!(e.flag.as_deref(), Some("-oversample_omega"));
+}
+
+/// `-precision f32 -gradients LIST -gradfile PREFIX`: the files are the library's f32 tangents;
+/// the float image is the f32 kernel's.
+#[test]
+fn cli_gradients_in_f32() {
+    let case = "triclinic_misset_xybeam";
+    let dir = common::scratch("gradients32_cli");
+    common::copy_dir(&golden_dir(case), &dir);
+    let mut words = common::case_words(&dir);
+    words.extend(api::split_args(
+        "-precision f32 -backend cpu -gradients rot_x,distance -gradfile g",
+    ));
+    let run = common::run_cli(&dir, &words);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let prep = prepare(case, "-precision f32");
+    let cancel = AtomicBool::new(false);
+    let f32_image = api::render_cpu(prep.plan(), Precision::F32, &|_| {}, &cancel).unwrap();
+    let ours = common::read_f32(&dir.join("ours_float.bin"));
+    assert!(ours
+        .iter()
+        .zip(&f32_image)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
+    let g = gradients(&prep, &[RotX, Distance], Precision::F32);
+    let g64 = gradients(&prep, &[RotX, Distance], Precision::F64);
+    for (i, name) in ["rot_x", "distance"].iter().enumerate() {
+        let file = common::read_f32(&dir.join(format!("g_{name}.bin")));
+        let want: Vec<f32> = g.tangent(i).iter().map(|&v| v as f32).collect();
+        assert_eq!(file, want, "{name}");
+        let other: Vec<f32> = g64.tangent(i).iter().map(|&v| v as f32).collect();
+        assert_ne!(file, other, "{name}: the f32 path was not taken");
+    }
+}

@@ -1,0 +1,369 @@
+// "Fit to image" (issue 20 §3): the crate's refinement (`api::fit`, in the simulation's worker:
+// crate/src/wasm/fit.rs) of the crystal's orientation and cell (and, when chosen, distance and
+// beam centre, scale) to a target image, shown while it runs: the form's fields move with each
+// accepted step (the crate's fitted values of the flags, `api::fitted_values`), the simulated
+// image follows, the cost per pixel drops on a small plot, Cancel stops it, and the fitted values
+// stay in the form and the URL. The target is the measured image when one is open on the
+// simulation's detector; otherwise a teacher makes the image shown the target and perturbs the
+// crystal (by offsets the crate turns into flags), and the fit brings it back.
+import type { NanoBraggClient } from '../client';
+import type { Store } from '../state';
+import type { ImageView } from '../view';
+import type { MeasuredCompare } from '../measured';
+import type { FitStepInfo, Geometry } from '../protocol';
+import { GROUPS, fmtField, median, paramsOf, peaks, perturbation, plotPoints, withFitted } from './logic';
+
+export interface ShownImage {
+  data: Float32Array;
+  width: number;
+  height: number;
+  geometry: Geometry;
+  args: string[];
+}
+
+export interface FitDeps {
+  store: Store;
+  client: NanoBraggClient;
+  view: ImageView;
+  measured: MeasuredCompare;
+  /** Where the panel goes (after this element). */
+  after: HTMLElement;
+  /** The full-resolution plain image shown and its words (null: none, a preview, a realistic image). */
+  shown: () => ShownImage | null;
+  /** The image shown is the realistic chain's (the fit works on the plain simulation). */
+  realistic: () => boolean;
+  /** While a fit runs the page renders nothing itself (the fit sends its images). */
+  setFitting: (on: boolean) => void;
+  notice: (text: string, kind?: 'info' | 'warn') => void;
+}
+
+const STYLE = `
+.fitbar { display: flex; flex-wrap: wrap; align-items: center; gap: .3rem .7rem; padding: .3rem .5rem; font-size: .85rem; border-bottom: 1px solid var(--line, #ccc); }
+.fitbar[hidden] { display: none; }
+.fitbar .ftitle { font-weight: 600; }
+.fitbar fieldset { border: 0; margin: 0; padding: 0; display: inline-flex; gap: .5rem; align-items: center; }
+.fitbar fieldset legend { float: left; margin-right: .3rem; padding: 0; }
+.fitbar input[type=number] { width: 4.2em; }
+.fitbar .fgroup { display: inline-flex; gap: .35rem; align-items: center; }
+.fitbar .frun { font-weight: 600; }
+.fitbar .fplot { border: 1px solid var(--line, #bbb); background: var(--panel-bg, transparent); vertical-align: middle; }
+.fitbar .fstatus { flex-basis: 100%; margin: 0; font-variant-numeric: tabular-nums; color: var(--muted, #555); }
+.fitbar .fstatus[data-kind="error"] { color: #b00020; }
+.fitbar .ftarget { color: var(--muted, #555); }
+.fitbar .fclose { margin-left: auto; }
+`;
+
+export class FitPanel {
+  readonly bar: HTMLElement;
+  /** The teacher's target: the image the perturbation started from, and its words. */
+  target: ShownImage | null = null;
+  /** Cost per selected pixel at each accepted step of the last fit (the plot's points). */
+  costs: number[] = [];
+  /** Cycle of each point (the weights change between cycles, so the cost may jump up). */
+  cycles: number[] = [];
+  /** The last step seen and the last result (for scripts and tests). */
+  lastStep: FitStepInfo | null = null;
+  result: { misset: number[] | null; cell: number[] | null; ms: number; iterations: number; converged: boolean } | null = null;
+  running = false;
+  private q: <T extends HTMLElement>(sel: string) => T;
+
+  constructor(private d: FitDeps) {
+    const style = document.createElement('style');
+    style.textContent = STYLE;
+    document.head.appendChild(style);
+    const bar = (this.bar = document.createElement('div'));
+    bar.className = 'fitbar';
+    bar.hidden = true;
+    bar.setAttribute('role', 'group');
+    bar.setAttribute('aria-label', 'Fit to image');
+    bar.innerHTML =
+      `<span class="ftitle">Fit to image</span>` +
+      `<fieldset class="fparams"><legend>Fit</legend>${GROUPS.map((g) => `<label class="fgroup" title="${g.title}"><input type="checkbox" data-group="${g.id}"${g.on ? ' checked' : ''}> ${g.label}</label>`).join('')}</fieldset>` +
+      `<span class="fgroup fperturb" title="For teaching: the image shown becomes the target, then the crystal is turned by this angle about each lab axis and its cell edges changed by this share; Fit brings them back">` +
+      `<button type="button" class="fmake">Target = this image; perturb</button> by <input class="fdeg" type="number" min="0" max="10" step="0.1" value="0.5" aria-label="Perturbation angle (degrees)">° and ` +
+      `<input class="fpct" type="number" min="0" max="10" step="0.1" value="0.5" aria-label="Perturbation of the cell edges (%)">% of the cell</span>` +
+      `<button type="button" class="frun" disabled title="Refine the chosen parameters against the target (the crate's least-squares fit)">Start fit</button><button type="button" class="fcancel" disabled>Cancel</button>` +
+      `<label class="fgroup" title="Ring the target's spots on the simulated image (the teacher's target)"><input class="fmarks" type="checkbox" checked> target spots</label>` +
+      `<canvas class="fplot" width="180" height="44" role="img" aria-label="Residual: cost per pixel against the fit's steps (log scale)" title="Cost per pixel at each accepted step (log scale); a dashed line starts a new cycle, which weighs the pixels anew"></canvas>` +
+      `<span class="ftarget"></span>` +
+      `<button type="button" class="fclose" aria-label="Close Fit to image" title="Close (a fit running goes on; Cancel stops it)">×</button>` +
+      `<p class="fstatus" aria-live="polite"></p>`;
+    d.after.insertAdjacentElement('afterend', bar);
+    this.q = <T extends HTMLElement>(sel: string) => bar.querySelector(sel) as T;
+    this.q('.fmake').addEventListener('click', () => void this.perturb());
+    this.q('.frun').addEventListener('click', () => void this.run());
+    this.q('.fcancel').addEventListener('click', () => this.cancel());
+    this.q('.fmarks').addEventListener('change', () => d.view.draw());
+    this.q('.fclose').addEventListener('click', () => this.toggle(false));
+    d.view.overlays.push((ctx) => this.drawTargetSpots(ctx));
+    // the button that opens it, in the measured image's bar
+    const open = document.createElement('button');
+    open.type = 'button';
+    open.className = 'fitopen';
+    open.textContent = 'Fit to image…';
+    open.title = 'Refine the crystal orientation and cell (and optionally the detector and scale) against the measured image, or against a perturbed copy of this image (teaching)';
+    open.setAttribute('aria-expanded', 'false');
+    open.addEventListener('click', () => this.toggle());
+    d.measured.bar.querySelector('.mopen')!.insertAdjacentElement('afterend', open);
+    this.refresh();
+  }
+
+  toggle(show = this.bar.hidden) {
+    this.bar.hidden = !show;
+    this.d.measured.bar.querySelector('.fitopen')!.setAttribute('aria-expanded', String(show));
+    this.refresh();
+    window.dispatchEvent(new Event('resize')); // the stage's height changed
+    this.d.view.draw();
+  }
+
+  /** The target of a fit now: the measured image on the simulation's detector, else the
+   * teacher's target when the detector is still its size. */
+  currentTarget(): { data: Float32Array; label: string } | null {
+    const shown = this.d.shown();
+    const m = this.d.measured.info;
+    if (m && shown && m.width === shown.width && m.height === shown.height) {
+      // the fit has no background term yet: the image's median is taken off as a flat background
+      // (a detector's offset, water and air), and flagged pixels (gaps, bad pixels: −1) count as none
+      const bg = median(m.pixels);
+      return { data: m.pixels.map((v) => (v < 0 ? 0 : Math.max(0, v - bg))), label: `measured image ${m.name} (less its median, ${fmtField(bg, 1)}, as background)` };
+    }
+    const t = this.target;
+    if (t && shown && t.width === shown.width && t.height === shown.height) return { data: t.data, label: 'the image before the perturbation' };
+    return null;
+  }
+
+  private chosen(): string[] {
+    return Array.from(this.bar.querySelectorAll<HTMLInputElement>('.fparams input:checked')).map((i) => i.dataset.group!);
+  }
+
+  /** The teacher's target's spots (pixel centres), ringed on the simulated image. */
+  targetPeaks: [number, number][] = [];
+
+  private drawTargetSpots(ctx: CanvasRenderingContext2D) {
+    const shown = this.d.view.image;
+    const t = this.target;
+    if (this.bar.hidden || !t || !this.targetPeaks.length || !this.q<HTMLInputElement>('.fmarks').checked) return;
+    const m = this.d.measured.info;
+    if (m && m.width === t.width && m.height === t.height) return; // the measured image is the target
+    if (!shown || shown.w * shown.scale !== t.width || shown.h * shown.scale !== t.height) return;
+    const [x0, y0] = this.d.view.fromDetector(0, 0);
+    const [x1] = this.d.view.fromDetector(1, 0);
+    const r = Math.max(4, Math.min(12, 2.5 * Math.abs(x1 - x0)));
+    ctx.save();
+    ctx.lineWidth = 1.5;
+    ctx.strokeStyle = '#f08c00'; // not the measured overlay's green
+    ctx.beginPath();
+    for (const [f, s] of this.targetPeaks) {
+      const [x, y] = this.d.view.fromDetector(f, s);
+      ctx.moveTo(x + r, y);
+      ctx.arc(x, y, r, 0, 2 * Math.PI);
+    }
+    ctx.stroke();
+    void y0;
+    ctx.restore();
+  }
+
+  /** The measured image the scale was last switched on for. */
+  private scaledFor: unknown = null;
+
+  refresh() {
+    // counts of a measured image are on their own scale: fit the scale with it (once per image)
+    const m = this.d.measured.info;
+    if (m && m !== this.scaledFor) {
+      this.scaledFor = m;
+      const box = this.bar.querySelector<HTMLInputElement>('input[data-group="scale"]');
+      if (box) box.checked = true;
+    }
+    const t = this.currentTarget();
+    const shown = this.d.shown();
+    this.q('.ftarget').textContent = this.d.realistic()
+      ? 'The fit works on the plain simulation: switch the realistic layers off (model, water and air, detector effects).'
+      : t
+      ? `Target: ${t.label}.`
+      : this.d.measured.info
+        ? 'Target: the measured image, once the simulation is of its detector.'
+        : 'No target yet: open a measured image, or make this image the target and perturb.';
+    this.q<HTMLButtonElement>('.frun').disabled = this.running || !t || !shown;
+    this.q<HTMLButtonElement>('.fmake').disabled = this.running || !shown;
+    this.q<HTMLButtonElement>('.fcancel').disabled = !this.running;
+  }
+
+  private status(text: string, kind: 'info' | 'error' = 'info') {
+    const s = this.q('.fstatus');
+    s.textContent = text;
+    s.dataset.kind = kind;
+  }
+
+  /** Teaching: the image shown becomes the target; the crystal is turned by ±deg about each lab
+   * axis and its edges changed by ±pct % (offsets the crate turns into -misset and -cell). */
+  async perturb(deg = Number(this.q<HTMLInputElement>('.fdeg').value), pct = Number(this.q<HTMLInputElement>('.fpct').value)) {
+    const shown = this.d.shown();
+    if (!shown || this.running) return;
+    const { store, client } = this.d;
+    const files = Object.fromEntries(store.files.peek());
+    const groups = this.chosen().filter((g) => g === 'orientation' || g === 'cell');
+    const params = paramsOf(groups.length ? groups : ['orientation']);
+    try {
+      let cell: number[] | null = null;
+      if (params.includes('cell_a')) cell = (await client.fittedValues(shown.args, files, 'cell_a,cell_b,cell_c', [0, 0, 0])).cell;
+      const f = await client.fittedValues(shown.args, files, params.join(','), perturbation(params, deg, pct, cell));
+      this.target = { ...shown, data: shown.data.slice() };
+      this.targetPeaks = peaks(this.target.data, shown.width, shown.height);
+      this.costs = [];
+      this.cycles = [];
+      this.plot();
+      const was = store.model.peek().misset || '0 0 0';
+      store.setModel(withFitted(store.model.peek(), f));
+      this.status(`Perturbed: the crystal is turned ${deg}° about each lab axis${cell ? ` and its cell edges changed by ${pct} %` : ''} from the target's misset ${was}${cell ? ` and cell ${cell.slice(0, 3).map((v) => fmtField(v)).join(' ')}` : ''}. Press Start fit to bring it back.`);
+    } catch (e) {
+      this.status((e as Error).message, 'error');
+    }
+    this.refresh();
+  }
+
+  /** Fit the chosen parameters to the target; resolves when it ends (fitted, cancelled or failed). */
+  async run(maxIterations = 60) {
+    const t = this.currentTarget();
+    const shown = this.d.shown();
+    if (!t || !shown || this.running) return;
+    const { store, client, view } = this.d;
+    const base = { ...store.model.peek() };
+    let groups = this.chosen();
+    if (groups.includes('scale') && (base.flux ?? '').trim()) {
+      groups = groups.filter((g) => g !== 'scale');
+      this.d.notice('The scale is not fitted while the fluence comes from the flux (-flux): clear the Flux field to fit it.', 'warn');
+    }
+    const params = paramsOf(groups);
+    if (!params.length) {
+      this.status('Choose what to fit.', 'error');
+      return;
+    }
+    this.running = true;
+    this.costs = [];
+    this.cycles = [];
+    this.lastStep = null;
+    this.result = null;
+    this.plot();
+    this.refresh();
+    this.d.setFitting(true);
+    this.status(`Fitting ${params.join(', ')} to ${t.label}…`);
+    const t0 = performance.now();
+    const geometry = shown.geometry;
+    try {
+      const r = await client.fit(
+        { args: store.args.peek().args, files: Object.fromEntries(store.files.peek()), target: t.data, params: params.join(','), start: [], maxIterations, images: true },
+        (step) => {
+          this.lastStep = step;
+          if (Number.isFinite(step.cost)) {
+            this.costs.push(step.cost);
+            this.cycles.push(step.cycle);
+            this.plot();
+          }
+          store.setModel(withFitted(base, step.fitted));
+          if (step.image) view.setImage(step.image, shown.width, shown.height, geometry, 1);
+          this.status(`Step ${step.step}${step.cycle ? ` (cycle ${step.cycle})` : ''}: ${this.describe(step.fitted)}` +
+            (Number.isFinite(step.cost) ? ` · cost/pixel ${step.cost.toPrecision(3)}` : '') + ` · ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+          window.dispatchEvent(new CustomEvent('nanobragg-fit-step', { detail: { step: step.step, cost: step.cost } }));
+        },
+      );
+      this.running = false;
+      this.d.setFitting(false);
+      store.setModel(withFitted(base, r.fitted));
+      this.result = { misset: r.fitted.misset, cell: r.fitted.cell, ms: r.ms, iterations: r.iterations, converged: r.converged };
+      this.status(`Fitted in ${r.iterations} evaluations, ${(r.ms / 1000).toFixed(1)} s on ${r.pixels.toLocaleString('en')} pixels near the spots: ${this.describe(r.fitted)}` +
+        this.costDrop() +
+        (r.converged ? '.' : ' (stopped at the evaluation limit: press Start fit again to go on).'));
+      window.dispatchEvent(new CustomEvent('nanobragg-fit-done', { detail: { ...this.result } }));
+    } catch (e) {
+      const err = e as Error;
+      this.running = false;
+      this.d.setFitting(false);
+      // the form keeps the values of the image shown (the last accepted step), rendered again
+      const ls = this.lastStep as FitStepInfo | null; // set by the callback
+      store.setModel(ls ? withFitted(base, ls.fitted) : base);
+      if (err.name === 'AbortError') this.status(`Cancelled at step ${ls?.step ?? 0}: the form holds the values of the image shown.`);
+      else this.status(`The fit failed: ${err.message}`, 'error');
+      window.dispatchEvent(new CustomEvent('nanobragg-fit-done', { detail: { error: err.message, cancelled: err.name === 'AbortError' } }));
+    }
+    this.refresh();
+  }
+
+  /** The cost from the first accepted step to the last (each cycle weighs the pixels anew, so
+   * the costs of two cycles are not strictly comparable: said when there were several). */
+  private costDrop(): string {
+    const n = this.costs.length;
+    if (n < 2) return '';
+    const cyc = new Set(this.cycles).size;
+    return ` · cost/pixel ${this.costs[0].toPrecision(3)} → ${this.costs[n - 1].toPrecision(3)}${cyc > 1 ? ` over ${cyc} cycles (each weighs the pixels anew)` : ''}`;
+  }
+
+  cancel() {
+    if (this.running) this.d.client.cancelFit();
+  }
+
+  private describe(f: FitStepInfo['fitted']): string {
+    const parts: string[] = [];
+    if (f.misset) parts.push(`misset ${f.misset.map((v) => v.toFixed(3)).join(' ')}°`);
+    if (f.cell) parts.push(`cell ${f.cell.map((v) => fmtField(v, 3)).join(' ')}`);
+    if (f.distance) parts.push(`distance ${f.distance[1].toFixed(3)} mm`);
+    if (f.xbeam !== null && f.ybeam !== null) parts.push(`beam ${f.xbeam.toFixed(3)}, ${f.ybeam.toFixed(3)} mm`);
+    if (f.fluence !== null) parts.push(`fluence ${f.fluence.toPrecision(4)}`);
+    return parts.join(' · ');
+  }
+
+  /** The residual plot: cost per selected pixel against the step, log scale; a new cycle
+   * (weights from the model) starts a new line. */
+  plot() {
+    const c = this.q<HTMLCanvasElement>('.fplot');
+    const ctx = c.getContext('2d');
+    c.dataset.points = JSON.stringify(this.costs);
+    if (!ctx) return;
+    ctx.clearRect(0, 0, c.width, c.height);
+    const pts = plotPoints(this.costs, c.width, c.height);
+    const dark = matchMedia('(prefers-color-scheme: dark)').matches && document.documentElement.dataset.theme !== 'light';
+    ctx.strokeStyle = dark ? '#7fb7ff' : '#1f5fbf';
+    ctx.fillStyle = ctx.strokeStyle;
+    ctx.lineWidth = 1.5;
+    // a new cycle weighs the pixels anew (the model's variance), so its cost may start higher
+    ctx.save();
+    ctx.setLineDash([3, 3]);
+    ctx.strokeStyle = dark ? '#777' : '#aaa';
+    ctx.lineWidth = 1;
+    pts.forEach((p, i) => {
+      if (i > 0 && this.cycles[i] !== this.cycles[i - 1]) {
+        const x = (p.x + pts[i - 1].x) / 2;
+        ctx.beginPath();
+        ctx.moveTo(x, 0);
+        ctx.lineTo(x, c.height);
+        ctx.stroke();
+      }
+    });
+    ctx.restore();
+    ctx.beginPath();
+    pts.forEach((p, i) => {
+      if (i === 0 || this.cycles[i] !== this.cycles[i - 1]) ctx.moveTo(p.x, p.y);
+      else ctx.lineTo(p.x, p.y);
+    });
+    ctx.stroke();
+    for (const p of pts) ctx.fillRect(p.x - 1.5, p.y - 1.5, 3, 3);
+    if (pts.length) {
+      // the first and the lowest cost, at the plot's top and bottom
+      const fin = this.costs.filter((v) => Number.isFinite(v) && v > 0);
+      ctx.fillStyle = dark ? '#bbb' : '#555';
+      ctx.font = '10px system-ui, sans-serif';
+      // the line falls from the top left to the bottom right: the labels go in the other corners
+      ctx.textAlign = 'right';
+      ctx.fillText(Math.max(...fin).toPrecision(2), c.width - 3, 11);
+      ctx.textAlign = 'left';
+      if (fin.length > 1) ctx.fillText(Math.min(...fin).toPrecision(2), 3, c.height - 4);
+    } else {
+      ctx.fillStyle = dark ? '#999' : '#777';
+      ctx.font = '11px system-ui, sans-serif';
+      ctx.fillText('cost per pixel (log)', 6, c.height / 2 + 4);
+    }
+  }
+}
+
+export function installFit(d: FitDeps): FitPanel {
+  return new FitPanel(d);
+}
