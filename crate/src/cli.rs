@@ -302,9 +302,42 @@ pub fn write_file(name: &str, parts: &[&[u8]], what: &str, out: &mut impl Write)
     write_atomic_parts(Path::new(name), parts)
 }
 
+/// A program's front (nanobragg, nonbragg, noisify): its name, usage texts, banner and parser,
+/// so that the start and end of a run are written once.
+pub struct Program<O> {
+    pub name: &'static str,
+    /// The short usage printed when a required input is missing.
+    pub short_usage: &'static str,
+    /// The full `-help` text, derived from the program's flag table.
+    pub usage: fn() -> String,
+    /// The program's first line on stdout (upstream's banner), printed once the words parsed.
+    pub banner: Option<&'static str>,
+    pub parse: fn(&[String]) -> Result<O>,
+    /// Whether the options ask for `-help`.
+    pub help: fn(&O) -> bool,
+}
+
+impl<O> Program<O> {
+    /// Runs the program on `words`: parse them, print the usage for `-help` (and stop), else
+    /// the banner and `body`; returns the exit status ([`finish`]).
+    pub fn run(&self, words: &[String], body: impl FnOnce(O) -> Result<()>) -> i32 {
+        let result = (self.parse)(words).and_then(|o| {
+            if (self.help)(&o) {
+                print!("{}", (self.usage)());
+                return Ok(());
+            }
+            if let Some(banner) = self.banner {
+                println!("{banner}");
+            }
+            body(o)
+        });
+        finish(self.name, self.short_usage, result)
+    }
+}
+
 /// The end of a program run (nanobragg, nonbragg, noisify): the exit status, with the error
 /// on stderr (and the usage text when an input is missing).
-pub fn finish(program: &str, usage: &str, result: Result<()>) -> i32 {
+fn finish(program: &str, usage: &str, result: Result<()>) -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => {
@@ -340,16 +373,19 @@ fn gradient_files(o: &args::Options) -> Result<Vec<String>> {
 }
 
 pub fn run(words: &[String]) -> i32 {
-    finish("nanobragg", args::SHORT_USAGE, run_inner(words))
+    let t0 = Instant::now();
+    let program = Program {
+        name: "nanobragg",
+        short_usage: args::SHORT_USAGE,
+        usage: args::usage,
+        banner: None,
+        parse: args::parse,
+        help: |o: &args::Options| o.help,
+    };
+    program.run(words, |o| run_inner(o, t0))
 }
 
-fn run_inner(words: &[String]) -> Result<()> {
-    let t0 = Instant::now();
-    let o = args::parse(words)?;
-    if o.help {
-        print!("{}", args::usage());
-        return Ok(());
-    }
+fn run_inner(o: args::Options, t0: Instant) -> Result<()> {
     let prep = api::prepare_options(&o, &DiskFiles)?;
     let grad_files = gradient_files(&o)?;
     let mut outputs: Vec<(&str, Option<&str>)> = vec![

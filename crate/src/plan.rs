@@ -398,7 +398,7 @@ impl Plan {
     }
 }
 
-/// Pixels a fast backend (the GPU) leaves to the f64 kernel: those under the exact-Bragg rule
+/// Pixels a fast backend (the CPU's f32 kernels, the GPU) leaves to the f64 kernel: those under the exact-Bragg rule
 /// (`terms::EXACT_BRAGG`), where upstream's value is an f64 rounding artefact that only the f64
 /// kernel reproduces. The backend reports them; `api::Renderer` renders them once with
 /// `cpu::apply_exact_fixup`.

@@ -56,6 +56,11 @@ fn check(case: &str, src: &Path, dir: &Path) {
         assert_eq!(diff, 0, "{case}: {name} differs in {diff} bytes");
     }
     let want = result_lines(&std::fs::read_to_string(src.join("stdout.txt")).unwrap());
+    assert!(
+        run.stdout.starts_with("noisify - add noise to pixels"),
+        "{case}: the banner comes first:\n{}",
+        run.stdout
+    );
     let got = result_lines(&run.stdout);
     assert_eq!(want, got, "{case}: printed lines differ");
     println!("{case}: int, noise and PGM images identical to upstream's");
@@ -174,6 +179,8 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
     let h = r("-bin in.bin -help");
     assert_eq!(h.status, 0, "{}", h.stderr);
     assert!(h.stdout.contains("  -psf gauss|fiber") && h.stdout.contains("  -detpixels n"));
+    // -help prints the usage alone (the banner belongs to a run: `cli::Program`)
+    assert!(!h.stdout.contains("Rust port"), "{}", h.stdout);
     assert_error(
         &r("-bin in.bin -psf box"),
         2,
@@ -188,7 +195,7 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
     assert_error(
         &r("-bin in.bin -calib_seed -9223372036854775808"),
         2,
-        "-calib_seed: expected a number from -2.14748e+09 to 2.14748e+09, found '-9223372036854775808'",
+        "-calib_seed: expected an integer from -2147483647 to 2147483647, found '-9223372036854775808'",
     );
     assert_error(
         &r("-bin in.bin -readout_noise"),

@@ -26,14 +26,16 @@ fn render(p: &Plan, precision: Precision) -> Vec<f32> {
 }
 
 fn render_rows(p: &Plan, row_path: bool) -> Vec<f32> {
-    nanobragg::cpu::render_with(
+    let (mut image, exact) = nanobragg::cpu::render_with(
         p,
         Precision::F32,
         row_path,
         &|_| {},
         &AtomicBool::new(false),
     )
-    .expect("render")
+    .expect("render");
+    nanobragg::cpu::apply_exact_fixup(p, &mut image, &exact);
+    image
 }
 
 /// The whole panel cut into `parts` (stored-image rectangles), each keeping the plane.

@@ -69,14 +69,15 @@ pub fn check_pixel_budget(prep: &Prepared, max_pixels: usize) -> Result<()> {
     )
 }
 
-/// Render on the CPU (rayon over rows) on the current pool, without the policy of [`Renderer`].
+/// Render on the CPU (rayon over rows) on the current pool, without the policy of [`Renderer`]
+/// (the exact-Bragg pixels fixed up as there).
 pub fn render_cpu(
     plan: &Plan,
     precision: Precision,
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
 ) -> Result<Vec<f32>> {
-    cpu::render(plan, precision, progress, cancel)
+    cpu::render(plan, precision, progress, cancel).map(|r| renderer::with_exact_fixup(plan, r))
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! `Renderer`: renders plans with the backend policy, keeps the GPU warm, falls back to the
-//! CPU, renders the GPU's exact-Bragg pixels with the f64 kernel, and rejects non-finite images.
+//! CPU, renders the exact-Bragg pixels both backends report with the f64 kernel (one place,
+//! `with_exact_fixup`), and rejects non-finite images.
 
 use super::*;
+use crate::plan::ExactFixup;
 
 /// A finished render.
 #[derive(Clone, Debug)]
@@ -115,9 +117,10 @@ impl Renderer {
         progress: &(dyn Fn(f32) + Sync),
         cancel: &AtomicBool,
     ) -> Result<Rendered> {
-        let image = cpu::with_threads(self.threads, || {
+        let rendered = cpu::with_threads(self.threads, || {
             cpu::render(plan, precision, progress, cancel)
         })?;
+        let image = with_exact_fixup(plan, rendered);
         check_image(plan, &image)?;
         Ok(Rendered {
             image,
@@ -197,11 +200,11 @@ impl Renderer {
                 self.gpu = GpuSlot::Failed(e.message.clone());
             }
         }
-        let mut image = out?;
+        let image = out?;
         let GpuSlot::Ready(r) = &self.gpu else {
             unreachable!()
         };
-        cpu::apply_exact_fixup(plan, &mut image, r.exact_fixup());
+        let image = with_exact_fixup(plan, (image, r.exact_fixup().clone()));
         let t = r.timings();
         let timings = format!(
             "gpu timings ({}): pipeline {:.1} ms, upload {:.1} ms, dispatch {:.1} ms ({} chunks), readback {:.1} ms",
@@ -226,6 +229,18 @@ impl Renderer {
             "-backend gpu: this nanobragg was built without the gpu feature",
         ))
     }
+}
+
+/// The one exact-Bragg fix-up, for both backends: the pixels a fast kernel reported
+/// (`plan::ExactFixup`: the CPU's f32 kernels and the GPU alike) rendered again by the f64
+/// kernel, whose arithmetic alone reproduces upstream's value there (MODEL: the exact-Bragg
+/// rule).
+pub(super) fn with_exact_fixup(
+    plan: &Plan,
+    (mut image, fixup): (Vec<f32>, ExactFixup),
+) -> Vec<f32> {
+    cpu::apply_exact_fixup(plan, &mut image, &fixup);
+    image
 }
 
 /// The adapter as a person would name it: name, driver and driver details, else the backend.

@@ -352,8 +352,8 @@ impl<'a, O> Parser<'a, O> {
             None => Err(self.err("missing value")),
         }
     }
-    fn checked(&self, v: f64, t: &str) -> Result<f64> {
-        match self.check.violation(v) {
+    fn checked(&self, v: f64, t: &str, integer: bool) -> Result<f64> {
+        match self.check.violation_of(v, integer) {
             None => Ok(v),
             Some(want) => Err(self.err(format_args!("expected {want}, found '{t}'"))),
         }
@@ -362,7 +362,7 @@ impl<'a, O> Parser<'a, O> {
     pub fn f64(&mut self) -> Result<f64> {
         let t = self.text()?;
         match parse_f64_strict(&t) {
-            Some(v) => self.checked(v, &t),
+            Some(v) => self.checked(v, &t, false),
             None => Err(self.err(format_args!("expected a number, found '{t}'"))),
         }
     }
@@ -371,7 +371,7 @@ impl<'a, O> Parser<'a, O> {
         let t = self.text()?;
         match parse_f64_strict(&t) {
             Some(v) if v == f64::INFINITY => Ok(v),
-            Some(v) => self.checked(v, &t),
+            Some(v) => self.checked(v, &t, false),
             None => Err(self.err(format_args!("expected a number, found '{t}'"))),
         }
     }
@@ -386,7 +386,7 @@ impl<'a, O> Parser<'a, O> {
                 None => return Err(self.err(format_args!("expected an integer, found '{t}'"))),
             },
         };
-        let v = self.checked(v, &t)?;
+        let v = self.checked(v, &t, true)?;
         if v.abs() >= 9.0e18 {
             return Err(self.err(format_args!("{t} is out of range")));
         }
@@ -651,7 +651,7 @@ mod tests {
         // an alias is named as typed
         assert_eq!(
             e("-wave 0"),
-            "-wave: expected a number > 0 and ≤ 1e+10, found '0'"
+            "-wave: expected a number > 0 and ≤ 1e10, found '0'"
         );
     }
 
@@ -664,7 +664,7 @@ mod tests {
             ("-dispersion nan", "-dispersion: expected a finite number, found 'nan'"),
             ("-mosaic inf", "-mosaic: expected a finite number, found 'inf'"),
             ("-phi inf", "-phi: expected a finite number, found 'inf'"),
-            ("-N nan", "-N: expected a finite number, found 'nan'"),
+            ("-N nan", "-N: expected a finite integer, found 'nan'"),
             ("-detector_abs nan", "-detector_abs: expected a finite number, found 'nan'"),
             ("-misset_seed 5 nan 1", "-misset_seed: upstream also reads the next three words as -misset angles, and 'nan' is not a finite angle"),
         ] {
@@ -680,7 +680,7 @@ mod tests {
         let e = |s: &str| p(s).unwrap_err().message;
         assert_eq!(
             e("-distance 0"),
-            "-distance: expected a non-zero number from -1e+06 to 1e+06, found '0'"
+            "-distance: expected a non-zero number from -1000000 to 1000000, found '0'"
         );
         assert_eq!(
             e("-pixel 1e308"),
@@ -688,15 +688,15 @@ mod tests {
         );
         assert_eq!(
             e("-divsteps 1e308"),
-            "-divsteps: expected a number from -1e+06 to 1e+06, found '1e308'"
+            "-divsteps: expected an integer from -1000000 to 1000000, found '1e308'"
         );
         assert_eq!(
             e("-seed -1e19"),
-            "-seed: expected a number from -2.14748e+09 to 2.14748e+09, found '-1e19'"
+            "-seed: expected an integer from -2147483647 to 2147483647, found '-1e19'"
         );
         assert!(e("-mosaic_seed -1e19").starts_with("-mosaic_seed: expected"));
         assert!(e("-misset_seed -1e19").starts_with("-misset_seed: expected"));
-        assert!(e("-threads 0").starts_with("-threads: expected a number > 0"));
+        assert!(e("-threads 0").starts_with("-threads: expected an integer > 0"));
         assert!(e("-detector_thick 1e308").starts_with("-detector_thick: expected"));
         assert!(e("-lambda -1").starts_with("-lambda: expected a number > 0"));
         // a negative distance is upstream's |distance|: a warning, not an error
@@ -711,7 +711,7 @@ mod tests {
         assert_eq!(e("-cell 100 abc"), "-cell: expected a number, found 'abc'");
         assert_eq!(
             e("-cell 0 1 1 90 90 90"),
-            "-cell: expected a number > 0 and ≤ 1e+07 for a, found '0'"
+            "-cell: expected a number > 0 and ≤ 1e7 for a, found '0'"
         );
         assert_eq!(
             e("-cell 100 100 100 90 90 180"),
@@ -719,7 +719,7 @@ mod tests {
         );
         assert_eq!(
             e("-cell 1e300 1 1"),
-            "-cell: expected a number > 0 and ≤ 1e+07 for a, found '1e300'"
+            "-cell: expected a number > 0 and ≤ 1e7 for a, found '1e300'"
         );
         // fewer than six values, then a flag: upstream's rule
         let o = p("-cell 100 -N 2").unwrap();

@@ -98,40 +98,71 @@ pub enum Check {
 impl Check {
     /// `None` when `v` passes, else what was expected ("a number > 0 and ≤ 1000").
     pub fn violation(self, v: f64) -> Option<String> {
+        self.violation_of(v, false)
+    }
+
+    /// [`Check::violation`] for a value read as an integer (`integer`: "an integer from …")
+    /// or as a number. The bounds are written as a person reads them ([`bound`]): "an integer
+    /// from -2147483647 to 2147483647", "a number ≥ 0 and ≤ 1e300", not C's `%g`.
+    pub fn violation_of(self, v: f64, integer: bool) -> Option<String> {
+        let noun = if integer { "integer" } else { "number" };
+        let a = if integer { "an" } else { "a" };
         if !v.is_finite() {
-            return Some("a finite number".into());
+            return Some(format!("a finite {noun}"));
         }
-        let g = crate::cfmt::fmt_g;
         let bounded = |m: f64| m < f64::MAX;
         let (ok, want) = match self {
             Check::Finite => (true, String::new()),
-            Check::Within(m) => (v.abs() <= m, format!("a number from -{} to {}", g(m), g(m))),
+            Check::Within(m) => (
+                v.abs() <= m,
+                format!("{a} {noun} from -{} to {}", bound(m), bound(m)),
+            ),
             Check::Positive(m) => (
                 v > 0.0 && v <= m,
                 if bounded(m) {
-                    format!("a number > 0 and ≤ {}", g(m))
+                    format!("{a} {noun} > 0 and ≤ {}", bound(m))
                 } else {
-                    "a number > 0".into()
+                    format!("{a} {noun} > 0")
                 },
             ),
             Check::NonNegative(m) => (
                 v >= 0.0 && v <= m,
                 if bounded(m) {
-                    format!("a number ≥ 0 and ≤ {}", g(m))
+                    format!("{a} {noun} ≥ 0 and ≤ {}", bound(m))
                 } else {
-                    "a number ≥ 0".into()
+                    format!("{a} {noun} ≥ 0")
                 },
             ),
             Check::NonZero(m) => (
                 v != 0.0 && v.abs() <= m,
                 if bounded(m) {
-                    format!("a non-zero number from -{} to {}", g(m), g(m))
+                    format!("a non-zero {noun} from -{} to {}", bound(m), bound(m))
                 } else {
-                    "a non-zero number".into()
+                    format!("a non-zero {noun}")
                 },
             ),
         };
         (!ok).then_some(want)
+    }
+}
+
+/// A range check's bound as a person reads it (shared by every program's range messages):
+/// integers below 10⁷ and integers that are not a short power-of-ten form in full
+/// ("1000000", "2147483647"), round large ones in Rust's shortest exponent form ("1e7",
+/// "1e300"), other numbers in their shortest decimal form ("0.5").
+pub fn bound(m: f64) -> String {
+    let short = format!("{m:e}");
+    if m.fract() == 0.0 && m.abs() < 1e16 {
+        let mantissa = short.split('e').next().unwrap_or_default();
+        if m.abs() < 1e7 || mantissa.trim_start_matches('-').len() > 3 {
+            return format!("{}", m as i64);
+        }
+        return short;
+    }
+    if m != 0.0 && (m.abs() >= 1e16 || m.abs() < 1e-4) {
+        short
+    } else {
+        format!("{m}")
     }
 }
 
@@ -1232,7 +1263,38 @@ mod tests {
         );
         assert_eq!(
             NonNegative(BIG).violation(1e308).unwrap(),
-            "a number ≥ 0 and ≤ 1e+300"
+            "a number ≥ 0 and ≤ 1e300"
         );
+        assert_eq!(
+            Within(SEED).violation_of(-1e19, true).unwrap(),
+            "an integer from -2147483647 to 2147483647"
+        );
+        assert_eq!(
+            Positive(1e6).violation_of(0.0, true).unwrap(),
+            "an integer > 0 and ≤ 1000000"
+        );
+    }
+
+    #[test]
+    fn bounds_as_a_person_reads_them() {
+        let cases = [
+            (1.0, "1"),
+            (180.0, "180"),
+            (1000.0, "1000"),
+            (1e6, "1000000"),
+            (9999999.0, "9999999"),
+            (1e7, "1e7"),
+            (1e10, "1e10"),
+            (2.5e8, "2.5e8"),
+            (2147483647.0, "2147483647"),
+            (4294967295.0, "4294967295"),
+            (1e30, "1e30"),
+            (1e300, "1e300"),
+            (0.5, "0.5"),
+            (1e-9, "1e-9"),
+        ];
+        for (m, want) in cases {
+            assert_eq!(bound(m), want, "bound({m:e})");
+        }
     }
 }

@@ -12,6 +12,12 @@
 //! (default 10) further renders. Case names: `a<N>` is case (a) at N×N pixels, `b` is case (b),
 //! `b<N>` case (b) at N×N pixels.
 //!
+//! `NANOBRAGG_BASELINE=DIR` (a folder with another build's `nanobragg` and `nanobragg-bench`,
+//! e.g. the commit before a change built into its own target folder) compares that build with
+//! this one in the same run: each render-only row runs the two builds' children alternately,
+//! three times each (the median of their medians, and the ratio baseline / this), and the end to
+//! end table gains the baseline's f32 column, interleaved with the others.
+//!
 //! `--gradients`: in one process, interleaved, the f64 image alone against the image with the
 //! tangents of 10 parameters (`api::render_gradients`, host tangent included) and against the
 //! vector–Jacobian product of the same 10 (`api::vjp`); medians and their ratios. With `--f32`
@@ -176,6 +182,13 @@ fn main() {
     println!(
         "nanobragg-bench: {threads} threads, render only (prepare excluded), median of {reps}"
     );
+    let baseline = std::env::var_os("NANOBRAGG_BASELINE").map(std::path::PathBuf::from);
+    if let Some(b) = &baseline {
+        println!(
+            "baseline build {}: its children alternate with ours, 3 each (median of medians)",
+            b.display()
+        );
+    }
     println!(
         "{:<7} {:<8} {:>10} {:>16} {:>12} {:>10} {:>10}",
         "case", "backend", "time_ms", "pixel-steps/s", "peak_MiB", "peak/image", "cold_ms"
@@ -184,25 +197,66 @@ fn main() {
     if gpu {
         backends.push("gpu");
     }
+    let run_child = |bench: &std::path::Path, case: &str, backend: &str, n: usize| {
+        let out = Command::new(bench)
+            .args(["--child", case, backend, &n.to_string()])
+            .output()
+            .expect("child");
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        let v: Vec<f64> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        Ok((v, String::from_utf8_lossy(&out.stderr).into_owned()))
+    };
     for case in &cases {
         for &backend in &backends {
             let n = if backend == "gpu" { gpu_reps } else { reps };
-            let out = Command::new(&me)
-                .args(["--child", case, backend, &n.to_string()])
-                .output()
-                .expect("child");
-            if !out.status.success() {
-                println!(
-                    "{case:<7} {backend:<8} failed: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-                continue;
-            }
-            let line = String::from_utf8_lossy(&out.stdout);
-            let v: Vec<f64> = line
-                .split_whitespace()
-                .map(|x| x.parse().unwrap())
-                .collect();
+            let (v, err) = match &baseline {
+                None => match run_child(&me, case, backend, n) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        println!("{case:<7} {backend:<8} failed: {e}");
+                        continue;
+                    }
+                },
+                Some(dir) => {
+                    let base_bench = dir.join("nanobragg-bench");
+                    let (mut ours, mut base) = (Vec::new(), Vec::new());
+                    let mut last = None;
+                    for _ in 0..3 {
+                        let b = run_child(&base_bench, case, backend, n);
+                        let o = run_child(&me, case, backend, n);
+                        match (b, o) {
+                            (Ok(b), Ok(o)) => {
+                                base.push(b.0[0]);
+                                ours.push(o.0[0]);
+                                last = Some(o);
+                            }
+                            (Err(e), _) | (_, Err(e)) => {
+                                println!("{case:<7} {backend:<8} failed: {e}");
+                                break;
+                            }
+                        }
+                    }
+                    let Some((mut v, err)) = last else { continue };
+                    if ours.len() < 3 {
+                        continue;
+                    }
+                    let (o, b) = (median(&mut ours), median(&mut base));
+                    println!(
+                        "{case:<7} {backend:<8} baseline {:.1} ms, this build {:.1} ms: baseline / this {:.3}",
+                        b * 1e3,
+                        o * 1e3,
+                        b / o
+                    );
+                    v[1] *= v[0] / o;
+                    v[0] = o;
+                    (v, err)
+                }
+            };
             let image_mib = v[3] * 4.0 / 1048576.0;
             let cold = if v[4] > 0.0 {
                 format!("{:.1}", v[4] * 1e3)
@@ -217,7 +271,6 @@ fn main() {
                 (v[2] / 1024.0) / image_mib,
                 cold
             );
-            let err = String::from_utf8_lossy(&out.stderr);
             if let Some(line) = err.lines().find(|l| l.starts_with("adapter:")) {
                 println!("        {line}");
             }
@@ -228,9 +281,20 @@ fn main() {
         let dir = std::env::temp_dir().join(format!("nanobragg-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         println!("\nend to end against upstream C ({upstream}), same words, -nonoise -nopgm, interleaved, median of {reps}");
+        let base_cli = baseline.as_ref().map(|d| d.join("nanobragg"));
         println!(
-            "{:<7} {:>10} {:>12} {:>12} {:>10} {:>10}",
-            "case", "C_ms", "ours_f64_ms", "ours_f32_ms", "C/f64", "C/f32"
+            "{:<7} {:>10} {:>12} {:>12} {:>10} {:>10}{}",
+            "case",
+            "C_ms",
+            "ours_f64_ms",
+            "ours_f32_ms",
+            "C/f64",
+            "C/f32",
+            if base_cli.is_some() {
+                format!(" {:>12} {:>10}", "base_f32_ms", "C/base_f32")
+            } else {
+                String::new()
+            }
         );
         for case in &cases {
             let mut words = api::split_args(&case_args(case));
@@ -249,15 +313,25 @@ fn main() {
             w64.extend(["-precision".into(), "f64".into()]);
             let mut w32 = words.clone();
             w32.extend(["-precision".into(), "f32".into()]);
-            let (mut c, mut o64, mut o32) = (Vec::new(), Vec::new(), Vec::new());
+            let (mut c, mut o64, mut o32, mut b32) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for _ in 0..reps {
                 c.push(time_cmd(&upstream, &words, &dir));
                 o64.push(time_cmd(ours.to_str().unwrap(), &w64, &dir));
                 o32.push(time_cmd(ours.to_str().unwrap(), &w32, &dir));
+                if let Some(b) = &base_cli {
+                    b32.push(time_cmd(b.to_str().unwrap(), &w32, &dir));
+                }
             }
             let (c, o64, o32) = (median(&mut c), median(&mut o64), median(&mut o32));
+            let base = if b32.is_empty() {
+                String::new()
+            } else {
+                let b = median(&mut b32);
+                format!(" {:>12.1} {:>10.2}", b * 1e3, c / b)
+            };
             println!(
-                "{case:<7} {:>10.1} {:>12.1} {:>12.1} {:>10.2} {:>10.2}",
+                "{case:<7} {:>10.1} {:>12.1} {:>12.1} {:>10.2} {:>10.2}{base}",
                 c * 1e3,
                 o64 * 1e3,
                 o32 * 1e3,

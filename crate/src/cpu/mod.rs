@@ -43,10 +43,11 @@ pub mod tangent32;
 
 use crate::error::{Error, Result};
 pub use crate::plan::Precision;
-use crate::plan::{Interpolation, Plan};
+use crate::plan::{ExactFixup, Interpolation, Plan};
 use poll::{Meter, Poll};
 use rayon::prelude::*;
 use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PixelOut {
@@ -54,17 +55,8 @@ pub struct PixelOut {
     /// A tricubic lookup left the table in this pixel (interpolation switched off there).
     pub triggered: bool,
     /// The pixel falls under the exact-Bragg rule (`terms::EXACT_BRAGG`): a fast kernel's value
-    /// is not upstream's, the f64 kernel must render it.
+    /// is not upstream's, the f64 kernel must render it (the renderer reports it).
     pub exact: bool,
-}
-
-impl PixelOut {
-    /// What a fast kernel returns for a pixel under the exact-Bragg rule.
-    pub const EXACT: PixelOut = PixelOut {
-        value: 0.0,
-        triggered: false,
-        exact: true,
-    };
 }
 
 /// Index (raster order) of the first pixel that is rendered, if any.
@@ -77,28 +69,21 @@ pub fn first_rendered_pixel(p: &Plan) -> Option<usize> {
 
 enum Kernel<'a> {
     F64(pixel64::ExactCtx<'a>),
-    /// The fast kernel, and the f64 kernel for pixels under the exact-Bragg rule.
-    F32(Box<pixel32::FastCtx<'a>>, pixel64::ExactCtx<'a>),
+    /// The fast kernel: pixels under the exact-Bragg rule come back flagged `exact` and are
+    /// reported, not rendered here.
+    F32(Box<pixel32::FastCtx<'a>>),
 }
 
 impl Kernel<'_> {
     /// The vectorised row-block kernel, when it applies.
     fn row_block(&self) -> Option<(&pixel32::FastCtx<'_>, row32::BlockFn)> {
         match self {
-            Kernel::F32(fc, _) => fc.row_block.map(|b| (&**fc, b)),
+            Kernel::F32(fc) => fc.row_block.map(|b| (&**fc, b)),
             Kernel::F64(_) => None,
         }
     }
 
-    fn exact(&self) -> &pixel64::ExactCtx<'_> {
-        match self {
-            Kernel::F64(ep) | Kernel::F32(_, ep) => ep,
-        }
-    }
-
-    /// One pixel (None when cancelled): the f64 kernel, or the fast kernel with the exact-Bragg
-    /// rule applied (such a pixel is rendered again by the f64 kernel, without counting its
-    /// terms twice).
+    /// One pixel (None when cancelled).
     #[inline]
     fn pixel(
         &self,
@@ -107,25 +92,17 @@ impl Kernel<'_> {
         first: bool,
         interp: bool,
         poll: &Poll,
-        cancel: &AtomicBool,
     ) -> Option<PixelOut> {
         match self {
             Kernel::F64(ep) => pixel64::render_pixel_polled(ep, f, s, first, interp, poll),
-            Kernel::F32(fc, ep) => {
-                let out = pixel32::render_pixel(fc, f, s, first, interp, poll)?;
-                if out.exact {
-                    pixel64::render_pixel_polled(ep, f, s, first, interp, &Poll::new(cancel, None))
-                } else {
-                    Some(out)
-                }
-            }
+            Kernel::F32(fc) => pixel32::render_pixel(fc, f, s, first, interp, poll),
         }
     }
 }
 
 /// Renders the pixels a fast backend reported (`plan::ExactFixup`) again with the f64 kernel,
 /// in place.
-pub fn apply_exact_fixup(plan: &Plan, image: &mut [f32], fixup: &crate::plan::ExactFixup) {
+pub fn apply_exact_fixup(plan: &Plan, image: &mut [f32], fixup: &ExactFixup) {
     if fixup.pixels.is_empty() {
         return;
     }
@@ -138,15 +115,18 @@ pub fn apply_exact_fixup(plan: &Plan, image: &mut [f32], fixup: &crate::plan::Ex
     }
 }
 
-/// Render the float image (photons per pixel, fast-major). `progress` receives the fraction
-/// done (0..1, in steps of 1/1000, counted in terms) from worker threads; `cancel` is polled
-/// every `poll::POLL_TERMS` terms, inside rows and inside long pixels.
+/// Render the float image (photons per pixel, fast-major) and report the pixels under the
+/// exact-Bragg rule (`plan::ExactFixup`: none in f64; in f32 their values are the fast
+/// kernel's, not upstream's, until `apply_exact_fixup` renders them, as `api` does for both
+/// backends). `progress` receives the fraction done (0..1, in steps of 1/1000, counted in terms)
+/// from worker threads; `cancel` is polled every `poll::POLL_TERMS` terms, inside rows and
+/// inside long pixels.
 pub fn render(
     plan: &Plan,
     precision: Precision,
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
-) -> Result<Vec<f32>> {
+) -> Result<(Vec<f32>, ExactFixup)> {
     render_with(plan, precision, true, progress, cancel)
 }
 
@@ -157,7 +137,7 @@ pub fn render_with(
     row_path: bool,
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
-) -> Result<Vec<f32>> {
+) -> Result<(Vec<f32>, ExactFixup)> {
     let kernel = match precision {
         Precision::F64 => Kernel::F64(pixel64::ExactCtx::new(plan)),
         Precision::F32 => {
@@ -165,7 +145,7 @@ pub fn render_with(
             if !row_path {
                 fc.row_block = None;
             }
-            Kernel::F32(Box::new(fc), pixel64::ExactCtx::new(plan))
+            Kernel::F32(Box::new(fc))
         }
     };
     let (fp, sp) = (plan.fpixels, plan.spixels);
@@ -173,6 +153,9 @@ pub fn render_with(
     let interp = plan.interpolation == Interpolation::Tricubic;
     let mut image = vec![0f32; fp * sp];
     let mut flags = vec![false; if interp { fp * sp } else { 0 }];
+    // pixels under the exact-Bragg rule (a handful, in symmetric set-ups), in any order
+    let exact = Mutex::new(Vec::new());
+    let report = |idx: usize| exact.lock().unwrap_or_else(|e| e.into_inner()).push(idx);
     let tpp = plan.terms_per_pixel().max(1);
     let passes = if interp { 2 } else { 1 };
     let meter = Meter::new(
@@ -190,8 +173,8 @@ pub fn render_with(
             if poll.cancelled() {
                 return Err(Error::cancelled());
             }
-            let quiet = Poll::new(cancel, None);
             if let (Some((fck, block)), None) = (kernel.row_block(), only_after) {
+                let quiet = Poll::new(cancel, None);
                 let mut exact = [false; row32::BLOCK];
                 // blocks within each run of one panel's pixels (a run of no panel stays 0)
                 let mut blocks = Vec::new();
@@ -222,29 +205,42 @@ pub fn render_with(
                     ) {
                         return Err(Error::cancelled());
                     }
+                    // a block wholly rendered (no mask, inside the ROI: the block is on one
+                    // panel's run) without the first pixel: only its reports
+                    let roi = &plan.roi;
+                    let row0 = s * fp + f0;
+                    if plan.mask.is_none()
+                        && roi.contains(f0, s)
+                        && roi.contains(f0 + len - 1, s)
+                        && first.is_none_or(|i| i < row0 || i >= row0 + len)
+                    {
+                        if exact[..len].contains(&true) {
+                            (0..len)
+                                .filter(|&j| exact[j])
+                                .for_each(|j| report(row0 + j));
+                        }
+                        continue;
+                    }
                     for j in 0..len {
                         let f = f0 + j;
                         let idx = s * fp + f;
-                        let is_first = Some(idx) == first;
                         if !plan.renders(f, s) {
                             row[f] = 0.0;
                             continue;
                         }
-                        let out = if exact[j] {
-                            pixel64::render_pixel_polled(
-                                kernel.exact(),
-                                f,
-                                s,
-                                is_first,
-                                interp_on,
-                                &quiet,
-                            )
-                        } else if is_first {
-                            kernel.pixel(f, s, true, interp_on, &quiet, cancel)
+                        // the pixel of the run's first phi sequence: the per-pixel kernel
+                        let out = if Some(idx) == first {
+                            let out = kernel
+                                .pixel(f, s, true, interp_on, &quiet)
+                                .ok_or_else(Error::cancelled)?;
+                            row[f] = out.value;
+                            out.exact
                         } else {
-                            continue;
+                            exact[j]
                         };
-                        row[f] = out.ok_or_else(Error::cancelled)?.value;
+                        if out {
+                            report(idx);
+                        }
                     }
                 }
                 return Ok(());
@@ -258,9 +254,12 @@ pub fn render_with(
                     continue;
                 }
                 let out = kernel
-                    .pixel(f, s, Some(idx) == first, interp_on, &poll, cancel)
+                    .pixel(f, s, Some(idx) == first, interp_on, &poll)
                     .ok_or_else(Error::cancelled)?;
                 *px = out.value;
+                if out.exact {
+                    report(idx);
+                }
                 if let Some(fr) = frow.as_deref_mut() {
                     fr[f] = out.triggered;
                 }
@@ -282,16 +281,30 @@ pub fn render_with(
     };
 
     row_pass(&mut image, &mut flags, None, interp)?;
+    let mut interp_switch = None;
     if interp {
         // upstream switches interpolation off for the rest of the run at the first pixel (in
         // raster order) whose stencil leaves the table; pixels after it use nearest lookups
-        if let Some(star) = flags.iter().position(|&t| t) {
+        interp_switch = flags.iter().position(|&t| t);
+        if let Some(star) = interp_switch {
             let mut none: Vec<bool> = Vec::new();
             row_pass(&mut image, &mut none, Some(star), false)?;
         }
     }
     progress(1.0);
-    Ok(image)
+    let mut pixels = exact.into_inner().unwrap_or_else(|e| e.into_inner());
+    pixels.sort_unstable();
+    // the second pass reports again what the first reported after the switch
+    pixels.dedup();
+    Ok((
+        image,
+        ExactFixup {
+            pixels,
+            tricubic: interp,
+            interp_switch,
+            first_pixel: first,
+        },
+    ))
 }
 
 /// Run `f` on a pool of `threads` threads (all cores when `None`).
@@ -312,6 +325,14 @@ mod tests {
 
     fn prepare(args: &str, files: &MemFiles) -> crate::api::Prepared {
         crate::api::prepare(&crate::api::split_args(args), files).unwrap()
+    }
+
+    /// A finished image: the render's reported exact-Bragg pixels rendered by the f64 kernel
+    /// (what `api` does with it).
+    fn finished(plan: &Plan, r: Result<(Vec<f32>, ExactFixup)>) -> Vec<f32> {
+        let (mut image, fixup) = r.unwrap();
+        apply_exact_fixup(plan, &mut image, &fixup);
+        image
     }
 
     fn max_rel_diff(a: &[f32], b: &[f32]) -> f64 {
@@ -351,9 +372,10 @@ mod tests {
             let prep = prepare(&format!("{base} {extra}"), &files);
             let cancel = AtomicBool::new(false);
             assert!(row32::applies(prep.plan()), "{extra}");
-            let rows = render_with(prep.plan(), Precision::F32, true, &|_| {}, &cancel).unwrap();
-            let pixels = render_with(prep.plan(), Precision::F32, false, &|_| {}, &cancel).unwrap();
-            let exact = render(prep.plan(), Precision::F64, &|_| {}, &cancel).unwrap();
+            let p = prep.plan();
+            let rows = finished(p, render_with(p, Precision::F32, true, &|_| {}, &cancel));
+            let pixels = finished(p, render_with(p, Precision::F32, false, &|_| {}, &cancel));
+            let exact = finished(p, render(p, Precision::F64, &|_| {}, &cancel));
             assert!(
                 max_rel_diff(&rows, &pixels) < 1e-5,
                 "{extra}: rows vs pixels {}",
@@ -489,8 +511,8 @@ mod tests {
                 what.starts_with("row path"),
                 "{what}"
             );
-            let a = render_with(&dup, precision, rows, &|_| {}, &cancel).unwrap();
-            let b = render_with(&nan, precision, rows, &|_| {}, &cancel).unwrap();
+            let a = finished(&dup, render_with(&dup, precision, rows, &|_| {}, &cancel));
+            let b = finished(&nan, render_with(&nan, precision, rows, &|_| {}, &cancel));
             assert!(b.iter().all(|v| v.is_finite()), "{what}: non-finite pixel");
             let bg = if extra.contains("water") { 1 } else { 0 };
             if bg == 0 {
@@ -545,6 +567,98 @@ mod tests {
         }
     }
 
+    /// Issue 21 §2: the fast kernels report the pixels under the exact-Bragg rule instead of
+    /// rendering them (the api fixes them up once, for both backends), and go on past the
+    /// exact term so that the tricubic switch-off trigger covers the whole pixel. A 3-4-5
+    /// triangle puts a pixel centre exactly on (h, k, l) = (-20, ±60, 0): 80 mm to the
+    /// detector, 60 mm off the beam, λ = 1 Å, a = 100 Å.
+    #[test]
+    fn exact_bragg_pixels_are_reported_and_fixed_up_to_the_f64_kernel() {
+        let mut files = MemFiles::default();
+        let mut hkl = String::new();
+        for h in -4i32..=4 {
+            for k in -4..=4 {
+                for l in -4..=4 {
+                    hkl.push_str(&format!(
+                        "{h} {k} {l} {}\n",
+                        20 + (h * 3 + k - l).rem_euclid(7)
+                    ));
+                }
+            }
+        }
+        files.0.insert("s.hkl".into(), hkl.into_bytes());
+        let geo = "-cell 100 100 100 90 90 90 -lambda 1 -distance 80 -pixel 1 -detpixels 64 \
+                   -Xbeam 0 -Ybeam 0 -mosflm -oversample 1";
+        // (arguments, row path, the kernel it exercises)
+        let cases = [
+            ("-N 5 -default_F 100", true, "row path"),
+            ("-N 5 -default_F 100", false, "pixel32 vector path"),
+            // the running-sum flag: the shared loop term by term (the rule is the square's)
+            (
+                "-N 5 -default_F 100 -oversample_omega",
+                false,
+                "pixel32 term loop",
+            ),
+            // the table ends at |h| = 4: the first stencil outside switches lookups off
+            (
+                "-N 5 -hkl s.hkl -interpolate -default_F 10",
+                false,
+                "tricubic",
+            ),
+        ];
+        let cancel = AtomicBool::new(false);
+        for (extra, rows, what) in cases {
+            let prep = prepare(&format!("{geo} {extra}"), &files);
+            let p = prep.plan();
+            let (f64_image, none) = render(p, Precision::F64, &|_| {}, &cancel).unwrap();
+            assert!(
+                none.pixels.is_empty(),
+                "{what}: the f64 kernel reports nothing"
+            );
+            let (mut image, fixup) =
+                render_with(p, Precision::F32, rows, &|_| {}, &cancel).unwrap();
+            assert_eq!(row32::applies(p) && rows, what == "row path", "{what}");
+            // pixel (60, 0) and (0, 60) sit on (-20, ±60, 0); their neighbours do not
+            for i in [60, 60 * 64] {
+                assert!(
+                    fixup.pixels.contains(&i),
+                    "{what}: pixel {i} not reported: {fixup:?}"
+                );
+            }
+            assert!(fixup.pixels.len() < 16, "{what}: {fixup:?}");
+            assert!(
+                fixup.pixels.windows(2).all(|w| w[0] < w[1]),
+                "{what}: sorted, once each"
+            );
+            assert_eq!(fixup.tricubic, what == "tricubic", "{what}");
+            if what == "tricubic" {
+                // the same switch as the f64 kernel's sequential run (previous test's reference)
+                let ep = pixel64::ExactCtx::new(p);
+                let first = first_rendered_pixel(p);
+                let mut on = true;
+                let mut switch = None;
+                for i in 0..64 * 64 {
+                    let out = pixel64::render_pixel(&ep, i % 64, i / 64, Some(i) == first, on);
+                    if out.triggered && on {
+                        on = false;
+                        switch = Some(i);
+                    }
+                }
+                assert!(switch.is_some(), "the table should be left");
+                assert_eq!(fixup.interp_switch, switch, "{what}");
+            }
+            apply_exact_fixup(p, &mut image, &fixup);
+            for &i in &fixup.pixels {
+                assert_eq!(
+                    image[i].to_bits(),
+                    f64_image[i].to_bits(),
+                    "{what}: pixel {i}"
+                );
+            }
+            assert!(max_rel_diff(&f64_image, &image) < 1e-4, "{what}");
+        }
+    }
+
     /// Tricubic lookups switch off, in raster order, at the first pixel whose stencil leaves
     /// the table: a small table reached only by the lower rows.
     #[test]
@@ -561,7 +675,8 @@ mod tests {
         files.0.insert("s.hkl".into(), hkl.into_bytes());
         let prep = prepare("-hkl s.hkl -interpolate -cell 40 40 40 90 90 90 -N 5 -lambda 1 -distance 30 -Xbeam 0.3 -Ybeam 0.3 -detpixels 48", &files);
         let cancel = AtomicBool::new(false);
-        let img = render(prep.plan(), Precision::F64, &|_| {}, &cancel).unwrap();
+        let (img, fixup) = render(prep.plan(), Precision::F64, &|_| {}, &cancel).unwrap();
+        assert!(fixup.pixels.is_empty(), "the f64 kernel reports nothing");
         // sequential reference: one pixel after another, carrying the switch
         let ep = pixel64::ExactCtx::new(prep.plan());
         let mut interp = true;

@@ -69,7 +69,11 @@ pub fn structure_factor(p: &Plan, hkl: [f64; 3], hkl0: [f64; 3], st: &mut PixelS
 /// running-sum flags. Geometry is upstream's f64 chain for both precisions, so Miller indices
 /// are upstream's to the bit; the kernel `K` supplies the factors (and optionally a faster sum
 /// over all orientations). A term whose index fails `terms::index_ok` (NaN, inf, huge) is
-/// dropped. Returns None when the render was cancelled (checked every `POLL_TERMS` terms).
+/// dropped. A term under the exact-Bragg rule (a fast kernel's `Factors::lattice` sets
+/// `exact`) does not stop the loop: the pixel comes back flagged `exact` (its value is not
+/// upstream's; `api` renders it again with the f64 kernel) with its tricubic switch-off trigger
+/// taken over every term, as the GPU kernel takes it. Returns None when the render was
+/// cancelled (checked every `POLL_TERMS` terms).
 #[inline(always)]
 pub fn render<K: Factors, const TRACE: bool>(
     ep: &K,
@@ -146,9 +150,6 @@ pub fn render<K: Factors, const TRACE: bool>(
                             if poll.cancelled() {
                                 return None;
                             }
-                            if st.exact {
-                                return Some(PixelOut::EXACT);
-                            }
                             i_sum += s;
                             continue;
                         }
@@ -165,9 +166,6 @@ pub fn render<K: Factors, const TRACE: bool>(
                             let k0 = (k - 0.5).ceil();
                             let l0 = (l - 0.5).ceil();
                             let (f_latt, zero) = ep.lattice([h, k, l], [h0, k0, l0], &mut st.exact);
-                            if st.exact {
-                                return Some(PixelOut::EXACT);
-                            }
                             if zero && !p.water {
                                 continue;
                             }

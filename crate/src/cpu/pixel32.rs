@@ -4,7 +4,8 @@
 //! in f64 with upstream's association: on the CPU that is cheaper than double-float pairs, and
 //! it keeps h, k, l equal to upstream's to the bit, so the exact-Bragg rule
 //! (`terms::EXACT_BRAGG`) sees the same indices as upstream: a pixel with such a term comes back
-//! flagged `exact` and the renderer evaluates it again with `pixel64`.
+//! flagged `exact`, the CPU renderer reports it (`plan::ExactFixup`) and `api::Renderer`
+//! evaluates it again with `pixel64`, as for the GPU's.
 
 use super::pixel::{structure_factor, Factors, PixelState};
 use super::poll::Poll;
@@ -183,7 +184,7 @@ fn lattice_fast(fc: &FastCtx, hkl: [f64; 3], hkl0: [f64; 3], exact: &mut bool) -
 }
 
 /// Render one pixel (None when cancelled). A pixel flagged `exact` must be evaluated again with
-/// `pixel64` (its value here is not upstream's).
+/// `pixel64` (its value here is not upstream's): the renderer reports it (`plan::ExactFixup`).
 pub fn render_pixel(
     fc: &FastCtx,
     fpixel: usize,
@@ -300,8 +301,9 @@ avx2_versions!(
 );
 
 /// Sum of F_cell² · F_latt² over all orientations for one scattering vector (square lattice).
-/// Stops early (value meaningless) when a term falls under the exact-Bragg rule (`st.exact`) or
-/// the render is cancelled.
+/// A term under the exact-Bragg rule sets `st.exact` (the value is then not upstream's) and the
+/// loop goes on, so that the pixel's tricubic switch-off trigger covers every term. Stops early
+/// when the render is cancelled.
 #[inline]
 fn square_terms(
     fc: &FastCtx,
@@ -322,10 +324,7 @@ fn square_terms(
         } else {
             (fc.phase1)(fc, soa, start, len, q, &mut fl2)
         };
-        if exact {
-            st.exact = true;
-            return 0.0;
-        }
+        st.exact |= exact;
         if constant_f {
             let s: f32 = fl2[..len].iter().sum();
             sum += s as f64 * (p.default_f * p.default_f);

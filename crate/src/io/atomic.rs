@@ -150,6 +150,28 @@ impl Drop for TempGuard {
     }
 }
 
+/// Gives a new temporary file its blocks before the data is written (Linux `fallocate`; where
+/// the file system has none, nothing). Then no block of it waits for delayed allocation, and
+/// renaming it over an existing file is a rename: ext4 (`auto_da_alloc`) otherwise allocates
+/// and starts writing out a replacing file's delayed blocks inside `rename`, 5–20 ms for the
+/// 4 MiB float image of a 1024² run (issue 21 §8; docs/benchmarks.md).
+fn reserve(f: &std::fs::File, parts: &[&[u8]]) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::io::AsRawFd;
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > 0 {
+            // SAFETY: fallocate on a descriptor we own; a failure (EOPNOTSUPP, ENOSPC) leaves
+            // the file as it was, and the writes that follow report any real error.
+            unsafe {
+                libc::fallocate(f.as_raw_fd(), 0, 0, len as libc::off_t);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (f, parts);
+}
+
 fn write_parts(f: std::fs::File, parts: &[&[u8]]) -> std::io::Result<std::fs::File> {
     let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
     for part in parts {
@@ -190,6 +212,7 @@ fn replace_via_unnamed(
         }
         Err(e) => return Err(e),
     };
+    reserve(&f, parts);
     let f = write_parts(f, parts)?;
     // Without `mode` (a new file) the umask applies, as with O_CREAT.
     if let Some(m) = mode {
@@ -240,6 +263,7 @@ fn replace_via_named(
         .create_new(true)
         .open(&tmp)?;
     guard.0 = Some(tmp.clone());
+    reserve(&f, parts);
     {
         let f = write_parts(f, parts)?;
         #[cfg(unix)]

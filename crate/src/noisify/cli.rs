@@ -17,7 +17,15 @@ use std::sync::atomic::AtomicBool;
 
 /// Runs the program; returns the exit status (2: command line, 9: no input image, 1: other).
 pub fn run(words: &[String]) -> i32 {
-    crate::cli::finish("noisify", SHORT_USAGE, run_inner(words))
+    let program = crate::cli::Program {
+        name: "noisify",
+        short_usage: SHORT_USAGE,
+        usage: options::usage,
+        banner: Some("noisify - add noise to pixels (Rust port of James Holton's program)"),
+        parse: options::parse,
+        help: |o: &options::NoisifyOptions| o.geo.help,
+    };
+    program.run(words, run_inner)
 }
 
 fn psf_lines(r: &PsfReport, out: &mut impl Write) {
@@ -78,18 +86,9 @@ fn print_settings(p: &Prepared, out: &mut impl Write) {
     let _ = writeln!(out);
 }
 
-fn run_inner(words: &[String]) -> Result<()> {
-    let opts = options::parse(words)?;
-    if opts.geo.help {
-        print!("{}", options::usage());
-        return Ok(());
-    }
+fn run_inner(opts: options::NoisifyOptions) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let _ = writeln!(
-        out,
-        "noisify - add noise to pixels (Rust port of James Holton's program)"
-    );
     for w in &opts.geo.warnings {
         // a shared row's warning may carry nanobragg's prefix already
         eprintln!("WARNING: {}", w.trim_start_matches("WARNING: "));

@@ -16,7 +16,17 @@ use std::sync::atomic::AtomicBool;
 
 /// Runs the program; returns the exit status (2: command line, 9: no table, 1: other).
 pub fn run(words: &[String]) -> i32 {
-    crate::cli::finish("nonbragg", SHORT_USAGE, run_inner(words))
+    let program = crate::cli::Program {
+        name: "nonbragg",
+        short_usage: SHORT_USAGE,
+        usage: options::usage,
+        banner: Some(
+            "nonBragg amorphous material diffraction simulator (Rust port of James Holton and Ken Frankel's program)",
+        ),
+        parse: options::parse,
+        help: |o: &options::NonBraggOptions| o.geo.help,
+    };
+    program.run(words, run_inner)
 }
 
 fn v3(v: [f64; 3]) -> String {
@@ -154,18 +164,9 @@ fn print_setup(st: &Setup, out: &mut impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
-fn run_inner(words: &[String]) -> Result<()> {
-    let o = options::parse(words)?;
-    if o.geo.help {
-        print!("{}", options::usage());
-        return Ok(());
-    }
+fn run_inner(o: options::NonBraggOptions) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let _ = writeln!(
-        out,
-        "nonBragg amorphous material diffraction simulator (Rust port of James Holton and Ken Frankel's program)"
-    );
     let st = prepare(&o, &DiskFiles, -crate::resolve::clock_seconds())?;
     for w in &st.warnings {
         // a shared row's warning may carry nanobragg's prefix already

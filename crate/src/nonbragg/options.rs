@@ -389,7 +389,7 @@ mod tests {
         assert_eq!(e("-cel 1"), "unknown flag '-cel'");
         assert_eq!(
             e("-thickness -1"),
-            "-thickness: expected a number > 0 and ≤ 1e+06, found '-1'"
+            "-thickness: expected a number > 0 and ≤ 1000000, found '-1'"
         );
         assert_eq!(
             e("-pivot middle"),

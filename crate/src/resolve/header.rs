@@ -210,7 +210,7 @@ mod tests {
         );
         assert_eq!(
             bad("SIZE1=128", "SIZE1=-5"),
-            "x.img header line 4: SIZE1=-5: expected a number ≥ 0 and ≤ 1e+06 (as for -detpixels)"
+            "x.img header line 4: SIZE1=-5: expected a number ≥ 0 and ≤ 1000000 (as for -detpixels)"
         );
         assert!(bad("PIXEL_SIZE=0.1", "PIXEL_SIZE=0")
             .starts_with("x.img header line 6: PIXEL_SIZE=0: expected a number > 0"));
