@@ -56,6 +56,9 @@ const modelCells = new Map<string, number[]>();
 let simErrors: Record<string, string> = {};
 /** A fit is running (fit/): it sends the images shown, the page renders nothing itself. */
 let fitting = false;
+/** Some work that Cancel stops is running: a render, the realistic chain or a fit (a plain
+ * render that ends while the realistic chain runs must leave Cancel enabled). */
+const cancellable = () => client.busy || client.realisticBusy || fitting;
 
 // ---- API for scripts and tests ----------------------------------------------------------
 declare global {
@@ -318,7 +321,7 @@ async function render(mode: RenderMode) {
   } finally {
     clearTimeout(progressTimer);
     if (shownProgress) progress.classList.remove('busy');
-    if (!client.busy) cancelBtn.disabled = true;
+    if (!cancellable()) cancelBtn.disabled = true;
   }
 }
 
@@ -481,7 +484,7 @@ const fitPanel = installFit({
     : null),
   setFitting: (on) => {
     fitting = on;
-    cancelBtn.disabled = !on && !client.busy;
+    cancelBtn.disabled = !cancellable();
     progress.classList.toggle('busy', on);
     if (on) progress.removeAttribute('value');
     else progress.value = 1;
