@@ -105,6 +105,42 @@ impl Scratch {
     }
 }
 
+/// A tangent kernel as the drivers ([`render_with`], [`vjp_with`]) see it: one pixel's value and
+/// tangents (into `out`, one per parameter; `triggered` when a tricubic stencil left the table),
+/// with its per-row scratch. The f64 kernel (this file's [`Ctx`]) and the f32 one
+/// (`tangent32.rs`) share the drivers, so the two differ only in their terms.
+pub(super) trait Kernel: Sync {
+    type Scratch;
+    fn scratch(&self) -> Self::Scratch;
+    fn pixel(
+        &self,
+        fpixel: usize,
+        spixel: usize,
+        first_sequence: bool,
+        interpolate: bool,
+        sc: &mut Self::Scratch,
+        out: &mut [f64],
+    ) -> (f64, bool);
+}
+
+impl Kernel for Ctx<'_> {
+    type Scratch = Scratch;
+    fn scratch(&self) -> Scratch {
+        Scratch::new(self.t.deltas.len())
+    }
+    fn pixel(
+        &self,
+        f: usize,
+        s: usize,
+        first: bool,
+        interpolate: bool,
+        sc: &mut Scratch,
+        out: &mut [f64],
+    ) -> (f64, bool) {
+        pixel(self, f, s, first, interpolate, sc, out)
+    }
+}
+
 /// One pixel: its value and its tangents (into `out`, one per parameter); `triggered` when a
 /// tricubic stencil left the table here.
 pub(super) fn pixel(
@@ -349,7 +385,18 @@ pub fn render(
     cancel: &AtomicBool,
 ) -> Result<TangentImages> {
     check_supported(p)?;
-    let c = Ctx::new(p, t);
+    render_with(p, t, &Ctx::new(p, t), progress, cancel)
+}
+
+/// [`render`]'s driver for any [`Kernel`] (rayon over rows; the raster-order tricubic
+/// switch-off: a second pass after the first pixel that triggered it).
+pub(super) fn render_with<K: Kernel>(
+    p: &Plan,
+    t: &PlanTangent,
+    c: &K,
+    progress: &(dyn Fn(f32) + Sync),
+    cancel: &AtomicBool,
+) -> Result<TangentImages> {
     let np = t.deltas.len();
     let (fp, sp) = (p.fpixels, p.spixels);
     let npx = fp * sp;
@@ -373,14 +420,14 @@ pub fn render(
                     if cancel.load(Ordering::Relaxed) {
                         return Err(Error::cancelled());
                     }
-                    let mut sc = Scratch::new(np);
+                    let mut sc = c.scratch();
                     for f in 0..fp {
                         let idx = s * fp + f;
                         if after.is_some_and(|a| idx <= a) || !p.renders(f, s) {
                             continue;
                         }
                         let out = &mut trow[f * stride..f * stride + np];
-                        let (v, trig) = pixel(&c, f, s, Some(idx) == first, on, &mut sc, out);
+                        let (v, trig) = c.pixel(f, s, Some(idx) == first, on, &mut sc, out);
                         row[f] = v;
                         frow[f] = trig;
                     }
@@ -515,7 +562,12 @@ pub fn vjp(
     cancel: &AtomicBool,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
     check_supported(p)?;
-    let np = t.deltas.len();
+    check_weights(p, weights)?;
+    vjp_with(p, t, &Ctx::new(p, t), weights, cancel)
+}
+
+/// A weight map has one value per pixel of the detector.
+pub(super) fn check_weights(p: &Plan, weights: &[f64]) -> Result<()> {
     let npx = p.pixel_count();
     if weights.len() != npx {
         return Err(Error::usage(format!(
@@ -525,8 +577,21 @@ pub fn vjp(
             weights.len()
         )));
     }
+    Ok(())
+}
+
+/// [`vjp`]'s driver for any [`Kernel`] (`weights` checked by the caller).
+pub(super) fn vjp_with<K: Kernel>(
+    p: &Plan,
+    t: &PlanTangent,
+    c: &K,
+    weights: &[f64],
+    cancel: &AtomicBool,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    let np = t.deltas.len();
+    let npx = p.pixel_count();
     if p.interpolation == Interpolation::Tricubic {
-        let r = render(p, t, &|_| {}, cancel)?;
+        let r = render_with(p, t, c, &|_| {}, cancel)?;
         let g = (0..np)
             .map(|j| {
                 r.tangents[j * npx..(j + 1) * npx]
@@ -538,7 +603,6 @@ pub fn vjp(
             .collect();
         return Ok((r.image, g));
     }
-    let c = Ctx::new(p, t);
     let fp = p.fpixels;
     let first = first_rendered_pixel(p);
     let mut image = vec![0f64; npx];
@@ -552,14 +616,14 @@ pub fn vjp(
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::cancelled());
             }
-            let mut sc = Scratch::new(np);
+            let mut sc = c.scratch();
             let mut out = vec![0f64; np];
             for f in 0..fp {
                 let idx = s * fp + f;
                 if !p.renders(f, s) {
                     continue;
                 }
-                let (v, _) = pixel(&c, f, s, Some(idx) == first, false, &mut sc, &mut out);
+                let (v, _) = c.pixel(f, s, Some(idx) == first, false, &mut sc, &mut out);
                 row[f] = v;
                 let w = weights[idx];
                 for j in 0..np {

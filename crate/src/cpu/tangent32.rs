@@ -15,10 +15,9 @@
 //! exact-Bragg rule (`terms::EXACT_BRAGG`) is evaluated again by the f64 tangent kernel, as the
 //! f32 image kernel does with `pixel64`.
 
-use super::first_rendered_pixel;
 use super::tangent::{check_supported, TangentImages};
-use crate::error::{Error, Result};
-use crate::plan::{Interpolation, Plan, Shape};
+use crate::error::Result;
+use crate::plan::{Plan, Shape};
 use crate::tangent::PlanTangent;
 use crate::terms::{
     capture_fraction_d, f_nearest, f_nearest_is_default, f_tricubic_at, f_tricubic_d,
@@ -26,8 +25,7 @@ use crate::terms::{
     lattice_tophat_d, polarization_d, shape_r2_d, solid_angle_d, stencil_leaves_table, PolarFrame,
 };
 use crate::vec3::{dot, mag, unitize, V3};
-use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 
 fn f32x3(v: V3) -> [f32; 3] {
     v.map(|x| x as f32)
@@ -400,8 +398,8 @@ fn pixel32(
     Some((val, triggered))
 }
 
-/// Render the image and one tangent image per parameter of `t` with the f32 terms (rayon over
-/// rows; the raster-order tricubic switch-off as in `tangent::render`). `progress` gets the
+/// Render the image and one tangent image per parameter of `t` with the f32 terms (the driver of
+/// `tangent::render`: rayon over rows, the raster-order tricubic switch-off). `progress` gets the
 /// fraction of rows done; `cancel` is read before each row.
 pub fn render(
     p: &Plan,
@@ -410,64 +408,11 @@ pub fn render(
     cancel: &AtomicBool,
 ) -> Result<TangentImages> {
     check_supported(p)?;
-    let c = Ctx32::new(p, t);
-    let np = t.deltas.len();
-    let (fp, sp) = (p.fpixels, p.spixels);
-    let npx = fp * sp;
-    let first = first_rendered_pixel(p);
-    let interp = p.interpolation == Interpolation::Tricubic;
-    let mut image = vec![0f64; npx];
-    let stride = np.max(1);
-    let mut tan = vec![0f64; npx * stride];
-    let mut flags = vec![false; npx];
-    let rows_done = AtomicUsize::new(0);
-    let total_rows = if interp { 2 * sp } else { sp };
-    let pass =
-        |image: &mut [f64], tan: &mut [f64], flags: &mut [bool], after: Option<usize>, on: bool| {
-            image
-                .par_chunks_mut(fp)
-                .zip(tan.par_chunks_mut(fp * stride))
-                .zip(flags.par_chunks_mut(fp))
-                .enumerate()
-                .try_for_each(|(s, ((row, trow), frow))| -> Result<()> {
-                    if cancel.load(Ordering::Relaxed) {
-                        return Err(Error::cancelled());
-                    }
-                    let mut sc = Scratch::new(np);
-                    for f in 0..fp {
-                        let idx = s * fp + f;
-                        if after.is_some_and(|a| idx <= a) || !p.renders(f, s) {
-                            continue;
-                        }
-                        let out = &mut trow[f * stride..f * stride + np];
-                        let (v, trig) = pixel(&c, f, s, Some(idx) == first, on, &mut sc, out);
-                        row[f] = v;
-                        frow[f] = trig;
-                    }
-                    let done = rows_done.fetch_add(1, Ordering::Relaxed) + 1;
-                    progress(done as f32 / total_rows as f32);
-                    Ok(())
-                })
-        };
-    pass(&mut image, &mut tan, &mut flags, None, interp)?;
-    if interp {
-        if let Some(star) = flags.iter().position(|&x| x) {
-            let mut none = vec![false; npx];
-            pass(&mut image, &mut tan, &mut none, Some(star), false)?;
-        }
-    }
-    let mut tangents = vec![0f64; npx * np];
-    for px in 0..npx {
-        for j in 0..np {
-            tangents[j * npx + px] = tan[px * stride + j];
-        }
-    }
-    progress(1.0);
-    Ok(TangentImages { image, tangents })
+    super::tangent::render_with(p, t, &Ctx32::new(p, t), progress, cancel)
 }
 
-/// The vector–Jacobian product with the f32 terms (as `tangent::vjp`: rows reduced in order,
-/// tricubic plans through the full render). Also returns the image.
+/// The vector–Jacobian product with the f32 terms (the driver of `tangent::vjp`: rows reduced in
+/// order, tricubic plans through the full render). Also returns the image.
 pub fn vjp(
     p: &Plan,
     t: &PlanTangent,
@@ -475,66 +420,26 @@ pub fn vjp(
     cancel: &AtomicBool,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
     check_supported(p)?;
-    let np = t.deltas.len();
-    let npx = p.pixel_count();
-    if weights.len() != npx {
-        return Err(Error::usage(format!(
-            "weights: expected {npx} values (the {}×{} image), got {}",
-            p.fpixels,
-            p.spixels,
-            weights.len()
-        )));
+    super::tangent::check_weights(p, weights)?;
+    super::tangent::vjp_with(p, t, &Ctx32::new(p, t), weights, cancel)
+}
+
+impl super::tangent::Kernel for Ctx32<'_> {
+    type Scratch = Scratch;
+    fn scratch(&self) -> Scratch {
+        Scratch::new(self.t.deltas.len())
     }
-    if p.interpolation == Interpolation::Tricubic {
-        let r = render(p, t, &|_| {}, cancel)?;
-        let g = (0..np)
-            .map(|j| {
-                r.tangents[j * npx..(j + 1) * npx]
-                    .iter()
-                    .zip(weights)
-                    .map(|(a, w)| a * w)
-                    .sum()
-            })
-            .collect();
-        return Ok((r.image, g));
+    fn pixel(
+        &self,
+        f: usize,
+        s: usize,
+        first: bool,
+        interpolate: bool,
+        sc: &mut Scratch,
+        out: &mut [f64],
+    ) -> (f64, bool) {
+        pixel(self, f, s, first, interpolate, sc, out)
     }
-    let c = Ctx32::new(p, t);
-    let fp = p.fpixels;
-    let first = first_rendered_pixel(p);
-    let mut image = vec![0f64; npx];
-    let stride = np.max(1);
-    let mut rows = vec![0f64; p.spixels * stride];
-    image
-        .par_chunks_mut(fp)
-        .zip(rows.par_chunks_mut(stride))
-        .enumerate()
-        .try_for_each(|(s, (row, acc))| -> Result<()> {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(Error::cancelled());
-            }
-            let mut sc = Scratch::new(np);
-            let mut out = vec![0f64; np];
-            for f in 0..fp {
-                let idx = s * fp + f;
-                if !p.renders(f, s) {
-                    continue;
-                }
-                let (v, _) = pixel(&c, f, s, Some(idx) == first, false, &mut sc, &mut out);
-                row[f] = v;
-                let w = weights[idx];
-                for j in 0..np {
-                    acc[j] += w * out[j];
-                }
-            }
-            Ok(())
-        })?;
-    let mut g = vec![0f64; np];
-    for r in rows.chunks(stride) {
-        for j in 0..np {
-            g[j] += r[j];
-        }
-    }
-    Ok((image, g))
 }
 
 #[cfg(test)]
