@@ -308,15 +308,8 @@ impl Renderer {
             crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
         let plan = &moved.plan;
         if choice.engine == Engine::Gpu {
+            cpu::tangent::check_weights(plan, weights)?;
             let npx = plan.pixel_count();
-            if weights.len() != npx {
-                return Err(crate::error::Error::usage(format!(
-                    "weights: expected {npx} values (the {}×{} image), got {}",
-                    plan.fpixels,
-                    plan.spixels,
-                    weights.len()
-                )));
-            }
             match self.gpu_tangents(plan, &t, &|_| {}, cancel).await {
                 Ok((image, tangents)) => {
                     let g = tangents

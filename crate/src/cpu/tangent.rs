@@ -567,7 +567,7 @@ pub fn vjp(
 }
 
 /// A weight map has one value per pixel of the detector.
-pub(super) fn check_weights(p: &Plan, weights: &[f64]) -> Result<()> {
+pub fn check_weights(p: &Plan, weights: &[f64]) -> Result<()> {
     let npx = p.pixel_count();
     if weights.len() != npx {
         return Err(Error::usage(format!(
