@@ -449,25 +449,31 @@ export class NanoBraggClient {
     if (!job) return;
     this.realJob = null;
     job.reject(abortError(why));
-    const info = this.info;
+    // a stage that reads the flag stops within milliseconds; one that does not (or a GPU
+    // submission) is stopped by a restart after the grace period
+    this.stopInWorker('realStopping', job.id, why, CANCEL_GRACE_MS);
+  }
+
+  /** Stop job `id` in the worker: the shared cancel flag (read inside the crate's loops) and a
+   * restart if the worker has not answered within `grace` ms (`slot` holds the id until it
+   * answers); at once a restart where the module has no shared memory (its only thread is in
+   * the computation). */
+  private stopInWorker(slot: 'realStopping' | 'fitStopping', id: number, why: string, grace: number) {
     const hard = () => {
-      this.realStopping = 0;
+      this[slot] = 0;
       this.failAll(abortError(why));
       this.worker.terminate();
       this.restarts++;
       this.info = null;
       this.spawn();
     };
+    const info = this.info;
     if (info?.memory) {
       Atomics.store(new Uint8Array(info.memory.buffer), info.cancelPtr, 1);
       this.worker.postMessage({ type: 'cancel' } satisfies ToWorker);
-      // a stage that reads the flag stops within milliseconds; one that does not (or a GPU
-      // submission) is stopped by a restart after the grace period
-      this.realStopping = job.id;
-      setTimeout(() => { if (this.realStopping === job.id) hard(); }, CANCEL_GRACE_MS);
-    } else {
-      hard(); // plain module: the worker's only thread is in the computation
-    }
+      this[slot] = id;
+      setTimeout(() => { if (this[slot] === id) hard(); }, grace);
+    } else hard();
   }
 
   /** The id of a cancelled realistic job whose worker has not answered yet (0: none). */
@@ -518,21 +524,7 @@ export class NanoBraggClient {
     if (!job) return;
     this.fitJob = null;
     job.reject(abortError(why));
-    const info = this.info;
-    const hard = () => {
-      this.fitStopping = 0;
-      this.failAll(abortError(why));
-      this.worker.terminate();
-      this.restarts++;
-      this.info = null;
-      this.spawn();
-    };
-    if (info?.memory) {
-      Atomics.store(new Uint8Array(info.memory.buffer), info.cancelPtr, 1);
-      this.worker.postMessage({ type: 'cancel' } satisfies ToWorker);
-      this.fitStopping = job.id;
-      setTimeout(() => { if (this.fitStopping === job.id) hard(); }, 1000);
-    } else hard();
+    this.stopInWorker('fitStopping', job.id, why, 1000);
   }
 
   get fitBusy() {
