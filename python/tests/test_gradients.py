@@ -1,6 +1,8 @@
 """Derivatives from Python (MODEL §10): render(gradients=...), vjp, against finite differences
 of the image at offsets and against the CLI's -gradfile images."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -76,3 +78,39 @@ def test_f32_precision_gives_the_f32_tangents(tmp_path):
     for name in ["rot_x", "distance"]:
         f = np.fromfile(tmp_path / f"g_{name}.bin", dtype="<f4").reshape(48, 48)
         assert np.array_equal(f, t32[NAMES.index(name)].astype(np.float32)), name
+
+
+def test_gradients_and_vjp_follow_the_backend():
+    """The simulator's backend decides where render(gradients=...) and vjp run, as for the
+    image: the CPU by default (engine "cpu"); backend "gpu" the GPU's tangent kernel (MODEL
+    §10.6, engine "gpu"): its image is the GPU render's, its f32 tangents within 1e-4 of the
+    largest f64 CPU tangent on the pixels with signal, its VJP within 1e-4 of the CPU's. Without
+    an adapter this fails, as the crate's GPU tests do, unless NANOBRAGG_NO_GPU=1 (then
+    skipped, with the reason)."""
+    cpu = nb.Simulator.from_args(ARGS)
+    i64, t64 = cpu.render(gradients=NAMES)
+    assert cpu.engine == "cpu"
+    w = np.random.default_rng(5).normal(size=(48, 48))
+    v64 = cpu.vjp(w, gradients=NAMES)
+    assert cpu.engine == "cpu"
+    sim = nb.Simulator.from_args(ARGS + " -precision f32 -backend gpu")
+    try:
+        image, tangents = sim.render(gradients=NAMES)
+    except nb.GpuError as e:
+        if os.environ.get("NANOBRAGG_NO_GPU") == "1":
+            pytest.skip(f"no GPU adapter (NANOBRAGG_NO_GPU=1): {e}")
+        raise
+    assert sim.engine == "gpu" and sim.notices == []
+    assert tangents.shape == (len(NAMES), 48, 48)
+    assert np.array_equal(image.astype(np.float32), sim.render()) and sim.engine == "gpu"
+    signal = i64 >= 1e-3 * i64.max()
+    assert signal.sum() > 50
+    assert np.abs(image - i64)[signal].max() <= 1e-4 * i64.max()
+    for i, name in enumerate(NAMES):
+        err = np.abs(tangents[i] - t64[i])[signal].max() / np.abs(t64[i]).max()
+        assert err <= 1e-4, (name, err)
+    assert not np.array_equal(tangents, t64)
+    v = sim.vjp(w, gradients=NAMES)
+    assert sim.engine == "gpu"
+    scale = np.abs(t64 * w).sum(axis=(1, 2))
+    assert (np.abs(v - v64) / scale).max() <= 1e-4, (v, v64)
