@@ -13,7 +13,9 @@
 //! map estimated once from the target (`Local`: block means with the spots clipped,
 //! bilinear), subtracted from it and added to the variance (MODEL §10.4 says why a map rather
 //! than per-spot annuli or nuisance parameters). Sharp spots started far off: the spot-centroid
-//! stage (`centroids`, `centroid::refine` at the end of this file) first.
+//! stage (`centroids`, `centroid::refine` at the end of this file) first. Flagged pixels of a
+//! measured image (overloads, dead or hot pixels, negative values): [`FitOptions::mask`]
+//! excludes them from everything that reads the target (selection, background, centroids).
 //!
 //! Residuals: `r = (model − target)/σ` with the Poisson variance `σ² = max(target, 0) + 1` in
 //! the first cycle and `σ² = max(model + background, 0) + 1` (the model at the cycle's start)
@@ -125,6 +127,12 @@ pub struct FitOptions {
     /// Start with the spot-centroid stage (see the module's doc): orientation and cell from
     /// the observed spots' positions, for starts beyond the pixel fit's reach (sharp spots).
     pub centroids: bool,
+    /// Pixels of the target to use (`Some`: one per pixel of the detector, fast-major as the
+    /// target; true = use, false = exclude: the measured image's flagged pixels, overloads,
+    /// dead or hot pixels; `None`: all). An excluded pixel is in no selection, no background
+    /// block and no spot of the centroid stage, and its target value is never read (it may be
+    /// NaN). Pixels the detector does not render (its mask, gaps) are excluded either way.
+    pub mask: Option<Vec<bool>>,
     /// [`Fit::image`] over the whole detector (true), or only on the last selection's pixels
     /// on a detector of more than [`FULL_RENDER_PIXELS`] (false: the whole image of a 4M-pixel
     /// detector costs the tangent kernel more than the fit).
@@ -172,6 +180,7 @@ impl FitOptions {
             gain: 1.0,
             adc: 0.0,
             centroids: false,
+            mask: None,
             whole_image: true,
         }
     }
@@ -326,17 +335,34 @@ fn median(v: &[f64]) -> f64 {
     s[m]
 }
 
+/// Whether pixel `i` of the target may be used ([`FitOptions::mask`]).
+fn used(o: &FitOptions, i: usize) -> bool {
+    o.mask.as_ref().is_none_or(|m| m[i])
+}
+
 /// Marks the spot pixels of `img` (fast-major): above its median by `spot_threshold` of its
-/// range and, for a noisy target, by 5σ of the median's Poisson noise.
-fn mark(img: &[f64], noise: bool, o: &FitOptions, spot: &mut [bool]) {
-    let med = median(img);
-    let max = img.iter().fold(f64::MIN, |m, &v| m.max(v));
+/// range and, for a noisy target, by 5σ of the median's Poisson noise. `target`: `img` is the
+/// target, whose pixels outside [`FitOptions::mask`] count for nothing (median, range, spots).
+fn mark(img: &[f64], target: bool, o: &FitOptions, spot: &mut [bool]) {
+    let keep = |i: usize| !target || used(o, i);
+    let kept: Vec<f64>;
+    let vals = if target && o.mask.is_some() {
+        kept = (0..img.len())
+            .filter(|&i| keep(i))
+            .map(|i| img[i])
+            .collect();
+        &kept[..]
+    } else {
+        img
+    };
+    let med = median(vals);
+    let max = vals.iter().fold(f64::MIN, |m, &v| m.max(v));
     let mut thr = med + o.spot_threshold * (max - med);
-    if noise {
+    if target {
         thr = thr.max(med + 5.0 * (med.max(0.0) + 1.0).sqrt());
     }
-    for (s, &v) in spot.iter_mut().zip(img) {
-        if v > thr && max > med {
+    for (i, (s, &v)) in spot.iter_mut().zip(img).enumerate() {
+        if v > thr && max > med && keep(i) {
             *s = true;
         }
     }
@@ -370,7 +396,7 @@ fn select(
         None => mark(y, true, o, &mut spot),
         Some(b) => {
             for i in 0..nf * ns {
-                spot[i] = y[i] > noise5(b[i]);
+                spot[i] = used(o, i) && y[i] > noise5(b[i]);
             }
         }
     }
@@ -441,13 +467,13 @@ fn select(
         }
     }
     Ok((0..nf * ns)
-        .filter(|&i| sel[i] && p.renders(i % nf, i / nf))
+        .filter(|&i| sel[i] && p.renders(i % nf, i / nf) && used(o, i))
         .collect())
 }
 
 /// The [`Background::Local`] estimate of `y` (photons, fast-major) on the pixels the plan
-/// renders (the others get the nearest block's value).
-fn background_map(y: &[f64], p: &Plan, block: usize) -> Vec<f64> {
+/// renders and `o.mask` keeps (the others get the nearest block's value).
+fn background_map(y: &[f64], p: &Plan, block: usize, o: &FitOptions) -> Vec<f64> {
     let (nf, ns) = (p.fpixels, p.spixels);
     let block = block.max(2);
     let (bf, bs) = (nf.div_ceil(block), ns.div_ceil(block));
@@ -458,7 +484,7 @@ fn background_map(y: &[f64], p: &Plan, block: usize) -> Vec<f64> {
             vals.clear();
             for s in j * block..((j + 1) * block).min(ns) {
                 for f in i * block..((i + 1) * block).min(nf) {
-                    if p.renders(f, s) {
+                    if p.renders(f, s) && used(o, s * nf + f) {
                         vals.push(y[s * nf + f]);
                     }
                 }
@@ -704,7 +730,16 @@ pub fn fit(
             o.gain, o.adc
         )));
     }
-    if let Some(i) = target.iter().position(|v| !v.is_finite()) {
+    if let Some(m) = &o.mask {
+        if m.len() != nf * ns {
+            return Err(Error::usage(format!(
+                "fit: the mask has {} pixels, the detector {nf}x{ns} = {}",
+                m.len(),
+                nf * ns
+            )));
+        }
+    }
+    if let Some(i) = (0..target.len()).position(|i| used(o, i) && !target[i].is_finite()) {
         return Err(Error::usage(format!(
             "fit: the target image's pixel {i} (fast {}, slow {}) is not finite",
             i % nf,
@@ -723,14 +758,21 @@ pub fn fit(
         })
         .collect();
     // the target in photons, and the background under it
-    let photons: Vec<f64> = if o.gain == 1.0 && o.adc == 0.0 {
-        target.to_vec()
-    } else {
-        target.iter().map(|&v| (v - o.adc) / o.gain).collect()
-    };
+    // (an excluded pixel's value, never read, is 0: it may be NaN in the caller's target)
+    let photons: Vec<f64> = target
+        .iter()
+        .enumerate()
+        .map(
+            |(i, &v)| match (used(o, i), o.gain == 1.0 && o.adc == 0.0) {
+                (false, _) => 0.0,
+                (true, true) => v,
+                (true, false) => (v - o.adc) / o.gain,
+            },
+        )
+        .collect();
     let bg = match o.background {
         Background::None => None,
-        Background::Local => Some(background_map(&photons, &setup.plan, o.background_block)),
+        Background::Local => Some(background_map(&photons, &setup.plan, o.background_block, o)),
     };
     let y: Vec<f64> = match &bg {
         None => photons.clone(),
@@ -1158,7 +1200,7 @@ mod centroid {
             None => mark(y, true, o, &mut spot),
         }
         for (i, s) in spot.iter_mut().enumerate() {
-            *s &= p.renders(i % nf, i / nf);
+            *s &= p.renders(i % nf, i / nf) && used(o, i);
         }
         let start = moved_setup(setup, files, &offsets(params, x0))?;
         let g = Geometry::new(&start)?;

@@ -208,6 +208,7 @@ class Simulator:
         gain: float = 1.0,
         adc: float = 0.0,
         centroids: bool = False,
+        mask: Optional[np.ndarray] = None,
         **overrides: Any,
     ) -> dict:
         """Fits ``params`` (names of :data:`GRADIENT_PARAMETERS`: ``rot_x``, ``cell_a``,
@@ -221,7 +222,11 @@ class Simulator:
         estimated from the target per block of ``background_block`` pixels, subtracted and
         added to the variance); ``centroids``: start with the spot-centroid stage (the target's
         spots indexed, orientation and cell fitted to their positions), for sharp spots started
-        beyond the pixel fit's reach (MODEL.md §10.4).
+        beyond the pixel fit's reach (MODEL.md §10.4); ``mask``: a bool array of the target's
+        shape, ``True`` where a pixel may be used, ``False`` to exclude it (a measured image's
+        flagged pixels: overloads, dead or hot pixels, negative values), from the fit, the
+        background estimate and the centroid stage; an excluded pixel's value is never read (it
+        may be NaN). Pixels the detector does not render are excluded either way.
 
         Returns a dict: ``values`` ({name: fitted offset from the simulator's value, in the
         parameter's unit: rad for rotations, Å for cell edges, mm for distance and beam
@@ -238,11 +243,19 @@ class Simulator:
         if t.ndim != 2:
             raise UsageError(f"fit: target must be a (slow, fast) array, got {t.ndim} dimension(s)")
         st = [(str(k), float(v)) for k, v in (start or {}).items()]
+        m = None
+        if mask is not None:
+            m = np.asarray(mask)
+            if m.dtype != np.bool_:
+                raise UsageError(f"fit: mask must be a bool array (True = use the pixel), got dtype {m.dtype}", field="mask")
+            if m.shape != tuple(self.shape):
+                raise UsageError(f"fit: mask must be a {tuple(self.shape)} array (slow, fast) like the target, got shape {m.shape}", field="mask")
+            m = np.ascontiguousarray(m)
         try:
             values, history, iterations, cycles_run, converged, pixels, image, words = self._s.fit(
                 extra, names, t, st, loss, float(loss_scale), int(max_iterations), int(cycles),
                 int(spot_radius), float(spot_threshold), float(tolerance), str(background),
-                int(background_block), float(gain), float(adc), bool(centroids))
+                int(background_block), float(gain), float(adc), bool(centroids), m)
         except Error as e:
             raise _name_field(e) from None
         return {

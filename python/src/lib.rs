@@ -354,10 +354,10 @@ impl PySession {
     }
 
     /// Fits the parameters `names` to `target` ((slow, fast) float64) at the setup with `extra`
-    /// words (the crate's `api::fit`); returns (offsets (P,) float64, cost history, iterations,
+    /// words (the crate's `api::fit`; `mask`: (slow, fast) bool, true = use the pixel); returns (offsets (P,) float64, cost history, iterations,
     /// cycles, converged, selected pixels, model image at the fit (slow, fast) float64, the fitted
     /// set-up as flag words: `-misset x y z -cell …`).
-    #[pyo3(signature = (extra, names, target, start=Vec::new(), loss="huber".to_string(), loss_scale=3.0, max_iterations=100, cycles=3, spot_radius=2, spot_threshold=0.01, tolerance=1e-8, background="none".to_string(), background_block=32, gain=1.0, adc=0.0, centroids=false))]
+    #[pyo3(signature = (extra, names, target, start=Vec::new(), loss="huber".to_string(), loss_scale=3.0, max_iterations=100, cycles=3, spot_radius=2, spot_threshold=0.01, tolerance=1e-8, background="none".to_string(), background_block=32, gain=1.0, adc=0.0, centroids=false, mask=None))]
     #[allow(clippy::too_many_arguments)]
     fn fit<'py>(
         &self,
@@ -378,6 +378,7 @@ impl PySession {
         gain: f64,
         adc: f64,
         centroids: bool,
+        mask: Option<PyReadonlyArray2<'py, bool>>,
     ) -> PyResult<FitOut<'py>> {
         let params = api::parse_params(&names.join(","), "params").map_err(|e| to_py(py, e))?;
         let start = start
@@ -407,6 +408,19 @@ impl PySession {
         o.gain = gain;
         o.adc = adc;
         o.centroids = centroids;
+        if let Some(m) = &mask {
+            let (mh, mw) = (m.shape()[0], m.shape()[1]);
+            if (mh, mw) != (self.spixels, self.fpixels) {
+                return Err(to_py(
+                    py,
+                    NbError::usage(format!(
+                        "mask: expected a ({}, {}) bool array (slow, fast), got ({mh}, {mw})",
+                        self.spixels, self.fpixels
+                    )),
+                ));
+            }
+            o.mask = Some(m.as_array().iter().copied().collect());
+        }
         let t: Vec<f64> = target.as_array().iter().copied().collect();
         let f = interruptible(py, |cancel| {
             self.lock().fit(&extra, &t, &o, &mut |_| {}, cancel)
