@@ -2,6 +2,8 @@
 of the image at offsets and against the CLI's -gradfile images."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -114,3 +116,36 @@ def test_gradients_and_vjp_follow_the_backend():
     assert sim.engine == "gpu"
     scale = np.abs(t64 * w).sum(axis=(1, 2))
     assert (np.abs(v - v64) / scale).max() <= 1e-4, (v, v64)
+
+
+def test_no_adapter_is_the_image_renders_error_or_a_cpu_fallback(tmp_path):
+    """With no adapter to open (NANOBRAGG_GPU_ADAPTER naming none, in a subprocess): backend
+    "gpu" makes render(gradients=...) and vjp raise the GpuError the image render raises;
+    "auto" with f32 computes them on the CPU with the notice the image render gives."""
+    code = f"""
+import numpy as np, nanobragg as nb
+A = {ARGS!r}
+def err(f):
+    try:
+        f()
+    except nb.GpuError as e:
+        return str(e)
+    return "no error"
+print(err(lambda: nb.Simulator.from_args(A + " -precision f32 -backend gpu").render()))
+print(err(lambda: nb.Simulator.from_args(A + " -precision f32 -backend gpu").render(gradients=["rot_x"])))
+print(err(lambda: nb.Simulator.from_args(A + " -precision f32 -backend gpu").vjp(np.ones((48, 48)), gradients=["rot_x"])))
+s = nb.Simulator.from_args(A + " -precision f32 -backend auto")
+_, t = s.render(gradients=["rot_x"])
+print(s.engine, s.notices, t.shape)
+v = s.vjp(np.ones((48, 48)), gradients=["rot_x"])
+print(s.engine, s.notices, v.shape)
+"""
+    r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NANOBRAGG_GPU_ADAPTER": "no-such-gpu"},
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    image_err, grad_err, vjp_err, auto_grad, auto_vjp = r.stdout.strip().splitlines()
+    assert image_err.startswith("NANOBRAGG_GPU_ADAPTER=no-such-gpu: no GPU adapter matches"), image_err
+    assert grad_err == image_err and vjp_err == image_err
+    assert auto_grad.startswith("cpu ['GPU backend unavailable (NANOBRAGG_GPU_ADAPTER=no-such-gpu: no GPU adapter matches"), auto_grad
+    assert auto_grad.endswith("(1, 48, 48)")
+    assert auto_vjp.startswith("cpu ['GPU backend unavailable") and auto_vjp.endswith("(1,)"), auto_vjp
