@@ -291,7 +291,11 @@ impl Session {
         if engine == api::Engine::Cpu
             && api::choose_backend(o.backend, o.precision).engine == api::Engine::Gpu
         {
-            notices.push("GPU backend unavailable; the VJP ran on the CPU".to_string());
+            // the renderer's VJP reports no notices: the one its gradients give
+            let why = self.renderer.gpu_error().unwrap_or_default();
+            notices.push(format!(
+                "GPU backend unavailable ({why}); rendering on the CPU"
+            ));
         }
         Ok(Vjp {
             image,

@@ -148,4 +148,4 @@ print(s.engine, s.notices, v.shape)
     assert grad_err == image_err and vjp_err == image_err
     assert auto_grad.startswith("cpu ['GPU backend unavailable (NANOBRAGG_GPU_ADAPTER=no-such-gpu: no GPU adapter matches"), auto_grad
     assert auto_grad.endswith("(1, 48, 48)")
-    assert auto_vjp.startswith("cpu ['GPU backend unavailable") and auto_vjp.endswith("(1,)"), auto_vjp
+    assert auto_vjp == auto_grad.replace("(1, 48, 48)", "(1,)"), (auto_vjp, auto_grad)
