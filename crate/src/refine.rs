@@ -13,9 +13,10 @@
 //! map estimated once from the target (`Local`: block means with the spots clipped,
 //! bilinear), subtracted from it and added to the variance (MODEL §10.4 says why a map rather
 //! than per-spot annuli or nuisance parameters). Sharp spots started far off: the spot-centroid
-//! stage (`centroids`, `centroid::refine` at the end of this file) first. Flagged pixels of a
-//! measured image (overloads, dead or hot pixels, negative values): [`FitOptions::mask`]
-//! excludes them from everything that reads the target (selection, background, centroids).
+//! stage (`centroids`, `centroid::refine` at the end of this file) first, on the target's spots
+//! as [`find_spots`] finds them (public: the page rings them on the image). Flagged pixels of
+//! a measured image (overloads, dead or hot pixels, negative values): [`FitOptions::mask`]
+//! excludes them from everything that reads the target (selection, background, spots).
 //!
 //! Residuals: `r = (model − target)/σ` with the Poisson variance `σ² = max(target, 0) + 1` in
 //! the first cycle and `σ² = max(model + background, 0) + 1` (the model at the cycle's start)
@@ -130,8 +131,9 @@ pub struct FitOptions {
     /// Pixels of the target to use (`Some`: one per pixel of the detector, fast-major as the
     /// target; true = use, false = exclude: the measured image's flagged pixels, overloads,
     /// dead or hot pixels; `None`: all). An excluded pixel is in no selection, no background
-    /// block and no spot of the centroid stage, and its target value is never read (it may be
-    /// NaN). Pixels the detector does not render (its mask, gaps) are excluded either way.
+    /// block and no spot of the target (the centroid stage's included), and its target value
+    /// is never read (it may be NaN). Pixels the detector does not render (its mask, gaps) are
+    /// excluded either way.
     pub mask: Option<Vec<bool>>,
     /// [`Fit::image`] over the whole detector (true), or only on the last selection's pixels
     /// on a detector of more than [`FULL_RENDER_PIXELS`] (false: the whole image of a 4M-pixel
@@ -335,34 +337,31 @@ fn median(v: &[f64]) -> f64 {
     s[m]
 }
 
-/// Whether pixel `i` of the target may be used ([`FitOptions::mask`]).
-fn used(o: &FitOptions, i: usize) -> bool {
-    o.mask.as_ref().is_none_or(|m| m[i])
+/// Whether pixel `i` of the target may be used ([`FitOptions::mask`]; `None`: all).
+fn used(mask: Option<&[bool]>, i: usize) -> bool {
+    mask.is_none_or(|m| m[i])
 }
 
-/// Marks the spot pixels of `img` (fast-major): above its median by `spot_threshold` of its
-/// range and, for a noisy target, by 5σ of the median's Poisson noise. `target`: `img` is the
-/// target, whose pixels outside [`FitOptions::mask`] count for nothing (median, range, spots).
-fn mark(img: &[f64], target: bool, o: &FitOptions, spot: &mut [bool]) {
-    let keep = |i: usize| !target || used(o, i);
+/// Marks the spot pixels of `img` (fast-major): above its median by `threshold` of its range
+/// and, for a noisy target, by 5σ of the median's Poisson noise. Pixels `mask` excludes count
+/// for nothing (median, range, spots).
+fn mark(img: &[f64], noise: bool, threshold: f64, spot: &mut [bool], mask: Option<&[bool]>) {
     let kept: Vec<f64>;
-    let vals = if target && o.mask.is_some() {
-        kept = (0..img.len())
-            .filter(|&i| keep(i))
-            .map(|i| img[i])
-            .collect();
-        &kept[..]
-    } else {
-        img
+    let vals = match mask {
+        Some(m) => {
+            kept = img.iter().zip(m).filter(|p| *p.1).map(|p| *p.0).collect();
+            &kept[..]
+        }
+        None => img,
     };
     let med = median(vals);
     let max = vals.iter().fold(f64::MIN, |m, &v| m.max(v));
-    let mut thr = med + o.spot_threshold * (max - med);
-    if target {
+    let mut thr = med + threshold * (max - med);
+    if noise {
         thr = thr.max(med + 5.0 * (med.max(0.0) + 1.0).sqrt());
     }
     for (i, (s, &v)) in spot.iter_mut().zip(img).enumerate() {
-        if v > thr && max > med && keep(i) {
+        if v > thr && max > med && used(mask, i) {
             *s = true;
         }
     }
@@ -371,6 +370,229 @@ fn mark(img: &[f64], target: bool, o: &FitOptions, spot: &mut [bool]) {
 /// 5σ of the Poisson noise of a background of `b` photons.
 fn noise5(b: f64) -> f64 {
     5.0 * (b.max(0.0) + 1.0).sqrt()
+}
+
+/// A spot of an image (what [`find_spots`] finds and the spot-centroid stage indexes):
+/// connected spot pixels (8-neighbours).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Spot {
+    /// The centroid (pixels, fast and slow: pixel `(f, s)` spans `[f, f+1) × [s, s+1)`, its
+    /// centre at `f + 0.5, s + 0.5`), weighted by the signal.
+    pub fast: f64,
+    pub slow: f64,
+    /// The signal: the spot's pixels (photons, less the background when one is modelled;
+    /// negative values as 0), summed.
+    pub intensity: f64,
+    /// The spot's pixels.
+    pub pixels: usize,
+}
+
+/// How [`find_spots`] reads an image: its units, the background under the spots and the
+/// threshold; a fit's own are [`FitOptions::spot_options`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpotOptions {
+    /// What lies under the spots (see [`Background`]).
+    pub background: Background,
+    /// Side (pixels) of the blocks of the [`Background::Local`] estimate.
+    pub background_block: usize,
+    /// ADU = `gain`·photons + `adc` (photons for 1 and 0).
+    pub gain: f64,
+    pub adc: f64,
+    /// Without a background, a spot pixel is above the image's median by this share of its
+    /// range and by 5σ of the median's Poisson noise; with one, 5σ above the background's noise.
+    pub threshold: f64,
+}
+
+impl Default for SpotOptions {
+    /// A fit's defaults ([`FitOptions::new`]).
+    fn default() -> Self {
+        FitOptions::new(&[]).spot_options()
+    }
+}
+
+impl FitOptions {
+    /// How the fit finds the target's spots (the spot-centroid stage's and the pixel
+    /// selection's target spots).
+    pub fn spot_options(&self) -> SpotOptions {
+        SpotOptions {
+            background: self.background,
+            background_block: self.background_block,
+            gain: self.gain,
+            adc: self.adc,
+            threshold: self.spot_threshold,
+        }
+    }
+}
+
+/// `image` is the detector's size, finite where `mask` uses it, in ADU with a positive gain;
+/// `mask` the detector's size (`what` names the caller in the message).
+fn check_image(
+    what: &str,
+    image: &[f64],
+    p: &Plan,
+    gain: f64,
+    adc: f64,
+    mask: Option<&[bool]>,
+) -> Result<()> {
+    let (nf, ns) = (p.fpixels, p.spixels);
+    if image.len() != nf * ns {
+        return Err(Error::usage(format!(
+            "{what}: the target image has {} pixels, the detector {nf}x{ns} = {}",
+            image.len(),
+            nf * ns
+        )));
+    }
+    if let Some(m) = mask {
+        if m.len() != nf * ns {
+            return Err(Error::usage(format!(
+                "{what}: the mask has {} pixels, the detector {nf}x{ns} = {}",
+                m.len(),
+                nf * ns
+            )));
+        }
+    }
+    if !(gain > 0.0 && gain.is_finite() && adc.is_finite()) {
+        return Err(Error::usage(format!(
+            "{what}: the gain must be > 0 ADU per photon and the ADC offset finite, got gain {gain} and offset {adc}"
+        )));
+    }
+    if let Some(i) = (0..image.len()).position(|i| used(mask, i) && !image[i].is_finite()) {
+        return Err(Error::usage(format!(
+            "{what}: the target image's pixel {i} (fast {}, slow {}) is not finite",
+            i % nf,
+            i / nf
+        )));
+    }
+    Ok(())
+}
+
+/// The target in photons; the same with the background subtracted; and the background
+/// (photons) when one is modelled. A pixel `mask` excludes is 0 (never read: it may be NaN in
+/// the caller's target) and outside the background's blocks.
+type InPhotons = (Vec<f64>, Vec<f64>, Option<Vec<f64>>);
+fn photons_less_background(
+    target: &[f64],
+    p: &Plan,
+    o: &SpotOptions,
+    mask: Option<&[bool]>,
+) -> InPhotons {
+    let photons: Vec<f64> = target
+        .iter()
+        .enumerate()
+        .map(
+            |(i, &v)| match (used(mask, i), o.gain == 1.0 && o.adc == 0.0) {
+                (false, _) => 0.0,
+                (true, true) => v,
+                (true, false) => (v - o.adc) / o.gain,
+            },
+        )
+        .collect();
+    let bg = match o.background {
+        Background::None => None,
+        Background::Local => Some(background_map(&photons, p, o.background_block, mask)),
+    };
+    let y: Vec<f64> = match &bg {
+        None => photons.clone(),
+        Some(b) => photons.iter().zip(b).map(|(v, b)| v - b).collect(),
+    };
+    (photons, y, bg)
+}
+
+/// The spot pixels of the target `y` (photons, background subtracted): 5σ above the
+/// background's noise, or without a background [`mark`]ed with the Poisson floor; none where
+/// `mask` excludes the pixel.
+fn target_mask(y: &[f64], bg: Option<&[f64]>, threshold: f64, mask: Option<&[bool]>) -> Vec<bool> {
+    let mut spot = vec![false; y.len()];
+    match bg {
+        None => mark(y, true, threshold, &mut spot, mask),
+        Some(b) => {
+            for (i, s) in spot.iter_mut().enumerate() {
+                *s = y[i] > noise5(b[i]) && used(mask, i);
+            }
+        }
+    }
+    spot
+}
+
+/// The spots of the target `y` (photons, background subtracted) among the pixels the plan
+/// renders (and `mask` uses), in the raster order of their first pixel: [`target_mask`]'s
+/// connected pixels.
+fn spots_of(
+    y: &[f64],
+    bg: Option<&[f64]>,
+    p: &Plan,
+    threshold: f64,
+    mask: Option<&[bool]>,
+) -> Vec<Spot> {
+    let (nf, ns) = (p.fpixels, p.spixels);
+    let mut spot = target_mask(y, bg, threshold, mask);
+    for (i, s) in spot.iter_mut().enumerate() {
+        *s &= p.renders(i % nf, i / nf);
+    }
+    components(&spot, y, nf, ns)
+}
+
+/// Connected spot pixels (8-neighbours): the centroid weighted by the signal (`y` clipped at
+/// 0), the signal and the pixels; spots without signal are left out.
+fn components(spot: &[bool], y: &[f64], nf: usize, ns: usize) -> Vec<Spot> {
+    let mut seen = vec![false; spot.len()];
+    let mut out = Vec::new();
+    let mut stack = Vec::new();
+    for start in 0..spot.len() {
+        if !spot[start] || seen[start] {
+            continue;
+        }
+        seen[start] = true;
+        stack.push(start);
+        let (mut sw, mut sf, mut ss, mut n) = (0.0, 0.0, 0.0, 0);
+        while let Some(i) = stack.pop() {
+            let (f, s) = (i % nf, i / nf);
+            let w = y[i].max(0.0);
+            sw += w;
+            sf += w * (f as f64 + 0.5);
+            ss += w * (s as f64 + 0.5);
+            n += 1;
+            for ds in -1isize..=1 {
+                for df in -1isize..=1 {
+                    let (ff, sss) = (f as isize + df, s as isize + ds);
+                    if ff < 0 || sss < 0 || ff as usize >= nf || sss as usize >= ns {
+                        continue;
+                    }
+                    let j = sss as usize * nf + ff as usize;
+                    if spot[j] && !seen[j] {
+                        seen[j] = true;
+                        stack.push(j);
+                    }
+                }
+            }
+        }
+        if sw > 0.0 {
+            out.push(Spot {
+                fast: sf / sw,
+                slow: ss / sw,
+                intensity: sw,
+                pixels: n,
+            });
+        }
+    }
+    out
+}
+
+/// The spots of `image` (fast-major, the plan's detector; ADU = `gain`·photons + `adc`) on the
+/// pixels the plan renders: the pixels above the threshold over the background
+/// ([`SpotOptions`]) joined into spots, each with its centroid, signal and pixel count, in the
+/// raster order of their first pixel. With a fit's options ([`FitOptions::spot_options`]) these
+/// are the spots its centroid stage indexes.
+pub fn find_spots(plan: &Plan, image: &[f64], o: &SpotOptions) -> Result<Vec<Spot>> {
+    check_image("spots", image, plan, o.gain, o.adc, None)?;
+    if !(o.threshold >= 0.0 && o.threshold.is_finite()) {
+        return Err(Error::usage(format!(
+            "spots: the threshold must be a finite share >= 0 of the image's range, got {}",
+            o.threshold
+        )));
+    }
+    let (_, y, bg) = photons_less_background(image, plan, o, None);
+    Ok(spots_of(&y, bg.as_deref(), plan, o.threshold, None))
 }
 
 /// The pixels (indices, fast-major, ascending) within `spot_radius` of a spot pixel of the
@@ -391,15 +613,7 @@ fn select(
 ) -> Result<Vec<usize>> {
     let p = &setup.plan;
     let (nf, ns) = (p.fpixels, p.spixels);
-    let mut spot = vec![false; nf * ns];
-    match bg {
-        None => mark(y, true, o, &mut spot),
-        Some(b) => {
-            for i in 0..nf * ns {
-                spot[i] = used(o, i) && y[i] > noise5(b[i]);
-            }
-        }
-    }
+    let mut spot = target_mask(y, bg, o.spot_threshold, o.mask.as_deref());
     let bg_thr = |i: usize, range_thr: f64| match bg {
         Some(b) => range_thr.min(noise5(b[i])),
         None => range_thr,
@@ -407,7 +621,7 @@ fn select(
     if nf * ns <= FULL_RENDER_PIXELS {
         let model = render_whole(setup, files, &o.params, x, cancel)?;
         match bg {
-            None => mark(&model, false, o, &mut spot),
+            None => mark(&model, false, o.spot_threshold, &mut spot, None),
             Some(_) => {
                 let med = median(&model);
                 let max = model.iter().fold(f64::MIN, |m, &v| m.max(v));
@@ -467,13 +681,13 @@ fn select(
         }
     }
     Ok((0..nf * ns)
-        .filter(|&i| sel[i] && p.renders(i % nf, i / nf) && used(o, i))
+        .filter(|&i| sel[i] && p.renders(i % nf, i / nf) && used(o.mask.as_deref(), i))
         .collect())
 }
 
 /// The [`Background::Local`] estimate of `y` (photons, fast-major) on the pixels the plan
-/// renders and `o.mask` keeps (the others get the nearest block's value).
-fn background_map(y: &[f64], p: &Plan, block: usize, o: &FitOptions) -> Vec<f64> {
+/// renders and `mask` uses (the others get the nearest block's value).
+fn background_map(y: &[f64], p: &Plan, block: usize, mask: Option<&[bool]>) -> Vec<f64> {
     let (nf, ns) = (p.fpixels, p.spixels);
     let block = block.max(2);
     let (bf, bs) = (nf.div_ceil(block), ns.div_ceil(block));
@@ -484,7 +698,7 @@ fn background_map(y: &[f64], p: &Plan, block: usize, o: &FitOptions) -> Vec<f64>
             vals.clear();
             for s in j * block..((j + 1) * block).min(ns) {
                 for f in i * block..((i + 1) * block).min(nf) {
-                    if p.renders(f, s) && used(o, s * nf + f) {
+                    if p.renders(f, s) && used(mask, s * nf + f) {
                         vals.push(y[s * nf + f]);
                     }
                 }
@@ -697,11 +911,8 @@ pub fn fit(
     let (nf, ns) = (setup.plan.fpixels, setup.plan.spixels);
     cpu::tangent::check_supported(&setup.plan)?;
     if target.len() != nf * ns {
-        return Err(Error::usage(format!(
-            "fit: the target image has {} pixels, the detector {nf}x{ns} = {}",
-            target.len(),
-            nf * ns
-        )));
+        // the size first (the rest of the target's checks after the parameters')
+        check_image("fit", target, &setup.plan, o.gain, o.adc, o.mask.as_deref())?;
     }
     if o.params.is_empty() {
         return Err(Error::usage(
@@ -724,28 +935,7 @@ pub fn fit(
             )));
         }
     }
-    if !(o.gain > 0.0 && o.gain.is_finite() && o.adc.is_finite()) {
-        return Err(Error::usage(format!(
-            "fit: the gain must be > 0 ADU per photon and the ADC offset finite, got gain {} and offset {}",
-            o.gain, o.adc
-        )));
-    }
-    if let Some(m) = &o.mask {
-        if m.len() != nf * ns {
-            return Err(Error::usage(format!(
-                "fit: the mask has {} pixels, the detector {nf}x{ns} = {}",
-                m.len(),
-                nf * ns
-            )));
-        }
-    }
-    if let Some(i) = (0..target.len()).position(|i| used(o, i) && !target[i].is_finite()) {
-        return Err(Error::usage(format!(
-            "fit: the target image's pixel {i} (fast {}, slow {}) is not finite",
-            i % nf,
-            i / nf
-        )));
-    }
+    check_image("fit", target, &setup.plan, o.gain, o.adc, o.mask.as_deref())?;
     let np = o.params.len();
     let mut x: Vec<f64> = o
         .params
@@ -757,27 +947,9 @@ pub fn fit(
                 .map_or(0.0, |&(_, v)| v)
         })
         .collect();
-    // the target in photons, and the background under it
-    // (an excluded pixel's value, never read, is 0: it may be NaN in the caller's target)
-    let photons: Vec<f64> = target
-        .iter()
-        .enumerate()
-        .map(
-            |(i, &v)| match (used(o, i), o.gain == 1.0 && o.adc == 0.0) {
-                (false, _) => 0.0,
-                (true, true) => v,
-                (true, false) => (v - o.adc) / o.gain,
-            },
-        )
-        .collect();
-    let bg = match o.background {
-        Background::None => None,
-        Background::Local => Some(background_map(&photons, &setup.plan, o.background_block, o)),
-    };
-    let y: Vec<f64> = match &bg {
-        None => photons.clone(),
-        Some(b) => photons.iter().zip(b).map(|(v, b)| v - b).collect(),
-    };
+    // the target in photons less the background under it
+    let (photons, y, bg) =
+        photons_less_background(target, &setup.plan, &o.spot_options(), o.mask.as_deref());
     let mut centroid_spots = 0;
     let mut evaluations = 0;
     if o.centroids {
@@ -942,46 +1114,6 @@ mod centroid {
                 | Param::CellBeta
                 | Param::CellGamma
         )
-    }
-
-    /// Connected spot pixels (8-neighbours): centroid (fast, slow; pixel centres at index +
-    /// 0.5) weighted by the signal, and the signal.
-    fn components(spot: &[bool], y: &[f64], nf: usize, ns: usize) -> Vec<(f64, f64, f64)> {
-        let mut seen = vec![false; spot.len()];
-        let mut out = Vec::new();
-        let mut stack = Vec::new();
-        for start in 0..spot.len() {
-            if !spot[start] || seen[start] {
-                continue;
-            }
-            seen[start] = true;
-            stack.push(start);
-            let (mut sw, mut sf, mut ss) = (0.0, 0.0, 0.0);
-            while let Some(i) = stack.pop() {
-                let (f, s) = (i % nf, i / nf);
-                let w = y[i].max(0.0);
-                sw += w;
-                sf += w * (f as f64 + 0.5);
-                ss += w * (s as f64 + 0.5);
-                for ds in -1isize..=1 {
-                    for df in -1isize..=1 {
-                        let (ff, sss) = (f as isize + df, s as isize + ds);
-                        if ff < 0 || sss < 0 || ff as usize >= nf || sss as usize >= ns {
-                            continue;
-                        }
-                        let j = sss as usize * nf + ff as usize;
-                        if spot[j] && !seen[j] {
-                            seen[j] = true;
-                            stack.push(j);
-                        }
-                    }
-                }
-            }
-            if sw > 0.0 {
-                out.push((sf / sw, ss / sw, sw));
-            }
-        }
-        out
     }
 
     fn offsets(params: &[Param], x: &[f64]) -> Vec<Offset> {
@@ -1179,7 +1311,6 @@ mod centroid {
         cancel: &AtomicBool,
     ) -> Result<Outcome> {
         let p = &setup.plan;
-        let (nf, ns) = (p.fpixels, p.spixels);
         let params = &o.params;
         let sub: Vec<usize> = (0..params.len()).filter(|&j| moves(params[j])).collect();
         let none = Outcome {
@@ -1190,24 +1321,10 @@ mod centroid {
         if sub.is_empty() {
             return Ok(none);
         }
-        let mut spot = vec![false; nf * ns];
-        match bg {
-            Some(b) => {
-                for (i, s) in spot.iter_mut().enumerate() {
-                    *s = y[i] > noise5(b[i]);
-                }
-            }
-            None => mark(y, true, o, &mut spot),
-        }
-        for (i, s) in spot.iter_mut().enumerate() {
-            *s &= p.renders(i % nf, i / nf) && used(o, i);
-        }
+        let spots = spots_of(y, bg, p, o.spot_threshold, o.mask.as_deref());
         let start = moved_setup(setup, files, &offsets(params, x0))?;
         let g = Geometry::new(&start)?;
-        let mut obs: Vec<V3> = components(&spot, y, nf, ns)
-            .into_iter()
-            .map(|(f, s, _)| g.hkl_at(f, s).q)
-            .collect();
+        let mut obs: Vec<V3> = spots.iter().map(|s| g.hkl_at(s.fast, s.slow).q).collect();
         obs.sort_by(|a, b| mag(*a).total_cmp(&mag(*b)));
         if obs.len() < 2 * sub.len() + 3 {
             return Ok(none);

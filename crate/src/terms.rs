@@ -276,13 +276,20 @@ pub type LatticeD = (f32, [f32; 3], [f32; 3]);
 /// its to the bit). An axis with N ≤ 1 contributes the constant 1 (MODEL §10.2).
 #[inline(always)]
 pub fn lattice_square_d(d: [f32; 3], m: [f32; 3], n: [f32; 3]) -> LatticeD {
-    let parts: [([f32; 2], [f32; 3]); 3] = std::array::from_fn(|a| {
-        if n[a] > 1.0 {
-            grating_d(d[a], n[a], m[a])
+    // each axis written out (no closure: the row kernels vectorise this over pixels)
+    #[inline(always)]
+    fn axis(d: f32, n: f32, m: f32) -> ([f32; 2], [f32; 3]) {
+        if n > 1.0 {
+            grating_d(d, n, m)
         } else {
             ([1.0, 1.0], [1.0, 0.0, 0.0])
         }
-    });
+    }
+    let parts = [
+        axis(d[0], n[0], m[0]),
+        axis(d[1], n[1], m[1]),
+        axis(d[2], n[2], m[2]),
+    ];
     // the value as `lattice_square` forms it (one division for the three axes)
     let f = (parts[0].0[0] * parts[1].0[0] * parts[2].0[0])
         / (parts[0].0[1] * parts[1].0[1] * parts[2].0[1]);
@@ -290,8 +297,16 @@ pub fn lattice_square_d(d: [f32; 3], m: [f32; 3], n: [f32; 3]) -> LatticeD {
     let others = [g[1][0] * g[2][0], g[0][0] * g[2][0], g[0][0] * g[1][0]];
     (
         f,
-        std::array::from_fn(|a| g[a][1] * others[a]),
-        std::array::from_fn(|a| g[a][2] * others[a]),
+        [
+            g[0][1] * others[0],
+            g[1][1] * others[1],
+            g[2][1] * others[2],
+        ],
+        [
+            g[0][2] * others[0],
+            g[1][2] * others[1],
+            g[2][2] * others[2],
+        ],
     )
 }
 
@@ -490,13 +505,13 @@ pub fn polarization_d(
         if den > 0.0 {
             cos2psi = (e * e - b * b) / den;
             let w = (4.0 * (e / den)) * (b / den);
-            dcos = std::array::from_fn(|c| w * (b * e_in[c] - e * b_in[c]));
+            let dc = |c: usize| w * (b * e_in[c] - e * b_in[c]);
+            dcos = [dc(0), dc(1), dc(2)];
         }
     }
-    let g = std::array::from_fn(|c| {
-        0.5 * (2.0 * c2 * i[c] - k * (dcos[c] * s2sq - cos2psi * 2.0 * c2 * i[c]))
-    });
-    (v, g)
+    // (no array::from_fn: the row kernels vectorise this over pixels)
+    let g = |c: usize| 0.5 * (2.0 * c2 * i[c] - k * (dcos[c] * s2sq - cos2psi * 2.0 * c2 * i[c]));
+    (v, [g(0), g(1), g(2)])
 }
 
 /// 1 − exp(−x) without cancellation for small x: below |x| = 0.1 the series to x⁷ (truncation

@@ -5,8 +5,9 @@
 // URL. Cancel stops a fit and leaves the form holding the values of the image shown; an unsupported
 // set-up is the crate's error in the bar. The page's own noisy SMV opened as the measured image is
 // fitted too, its 40 ADU offset under the crate's local background (scale within 5 %), and the
-// measured view's levels are the realistic still's (black at the median). Screenshots
-// of a fit running and finished go to tests/artifacts/fit-*-1280.png.
+// measured view's levels are the realistic still's (black at the median). The target's spots
+// ringed on the image are the crate's (`find_spots`) and sit on the predicted spots. Screenshots
+// of the target's spots and a fit running and finished go to tests/artifacts/fit-*-1280.png.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -51,6 +52,30 @@ test('perturb + fit recovers the orientation and cell; the plot falls; the URL h
   const cellMoved = nums(moved.cell);
   assert.ok(Math.abs(cellMoved[0] / CELL[0] - 1.005) < 1e-5, `a perturbed by 0.5 %: ${cellMoved}`);
   assert.equal(await page.locator('.fitbar .frun').isDisabled(), false);
+
+  // the target's spots ringed on the image are the crate's (`find_spots`, as the fit finds them):
+  // the same spots when asked again of the crate, one ring each, and on the spots: every strong
+  // spot the crate predicts for the target's set-up (away from the edges) has its ring within
+  // 0.5 px. Screenshot: tests/artifacts/fit-spots-1280.png
+  await page.evaluate(() => window.nanobragg.view.draw());
+  const marks = await page.evaluate(async () => {
+    const fit = window.nanobragg.fit;
+    const t = fit.target;
+    const again = await window.nanobragg.client.findSpots({ args: t.args, image: t.data, background: 'none', gain: 1, adc: 0 });
+    const pred = await window.nanobragg.client.predict(t.args, { onImage: true });
+    return { spots: fit.targetSpots, drawn: fit.drawnSpots, again, pred: pred.reflections.filter((r) => r.on_detector && r.in_condition).map((r) => [r.fast, r.slow, r.intensity]) };
+  });
+  assert.ok(marks.spots.length >= 30, `${marks.spots.length} target spots`);
+  assert.deepEqual(marks.spots, marks.again, 'the rings are the crate\'s spots of the target');
+  assert.equal(marks.drawn, marks.spots.length, 'one ring per spot');
+  const strongest = Math.max(...marks.pred.map((p) => p[2]));
+  const strong = marks.pred.filter(([f, s, i]) => i >= 0.1 * strongest && f >= 2 && s >= 2 && f <= 126 && s <= 126);
+  assert.ok(strong.length >= 30, `${strong.length} strong predicted spots`);
+  for (const [f, s] of strong) {
+    const d = Math.min(...marks.spots.map((p) => Math.hypot(p.fast - f, p.slow - s)));
+    assert.ok(d <= 0.5, `the predicted spot at (${f.toFixed(2)}, ${s.toFixed(2)}) has no ring within 0.5 px (${d.toFixed(2)})`);
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'fit-spots-1280.png') });
 
   // the fit: the misset field moves during it, the plot's points fall
   const seen = await page.evaluate(() => {

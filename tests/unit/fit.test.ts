@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fmtField, paramsOf, peaks, perturbation, plotPoints, withFitted } from '../../www/src/fit/logic';
+import { fmtField, paramsOf, perturbation, plotPoints, withFitted } from '../../www/src/fit/logic';
 import type { Fitted } from '../../www/src/protocol';
 
 const none: Fitted = { misset: null, cell: null, distance: null, xbeam: null, ybeam: null, fluence: null, lambda: null, mosaic: null, n: null, detector_rot: null, default_f: null };
@@ -24,14 +24,8 @@ test('parameter groups and the perturbation', () => {
   assert.deepEqual(perturbation(['cell_a'], 1, 1, null), [0]);
 });
 
-test('the residual plot falls from the top left to the bottom right; peaks of a target', () => {
+test('the residual plot falls from the top left to the bottom right', () => {
   const pts = plotPoints([100, 10, 1], 104, 24, 2);
   assert.deepEqual(pts, [{ x: 2, y: 2 }, { x: 52, y: 12 }, { x: 102, y: 22 }]);
   assert.deepEqual(plotPoints([NaN], 10, 10), []);
-  const w = 8, h = 6;
-  const img = new Float32Array(w * h);
-  img[2 * w + 2] = 50; img[2 * w + 3] = 50; // a plateau: one peak
-  img[4 * w + 6] = 80;
-  img[1 * w + 5] = 0.1; // below 1 % of the range
-  assert.deepEqual(peaks(img, w, h), [[6.5, 4.5], [2.5, 2.5]]);
 });

@@ -8,7 +8,7 @@
 import { asBackend, normaliseArgs } from './args';
 import type { Backend, FromWorker, Geometry, HklSummary, ModuleInfo, PixelGeometry, Precision, Timings, ToWorker } from './protocol';
 import type { DetectorEffects, RealisticLayers, RealisticPhase, RealisticRequest, RealisticResult } from './protocol';
-import type { Fitted, FitInfo, FitRequest, FitStepInfo } from './protocol';
+import type { Fitted, FitInfo, FitRequest, FitStepInfo, Spot, SpotsRequest } from './protocol';
 import { crateError } from './protocol';
 export { splitArgs, normaliseArgs, asBackend } from './args';
 
@@ -266,6 +266,8 @@ export class NanoBraggClient {
     this.pixelQueries.clear();
     for (const p of this.fittedQueries.values()) p.reject(err);
     this.fittedQueries.clear();
+    for (const p of this.spotQueries.values()) p.reject(err);
+    this.spotQueries.clear();
     if (this.fitJob) {
       this.fitJob.reject(err);
       this.fitJob = null;
@@ -501,6 +503,7 @@ export class NanoBraggClient {
   private fitJob: { id: number; resolve: (r: FitInfo) => void; reject: (e: Error) => void; onStep: (s: FitStepInfo) => void } | null = null;
   private fitStopping = 0;
   private fittedQueries = new Map<number, { resolve: (f: Fitted) => void; reject: (e: Error) => void }>();
+  private spotQueries = new Map<number, { resolve: (s: Spot[]) => void; reject: (e: Error) => void }>();
 
   /** Fit parameters of the set-up of `req.args` to `req.target` (`api::fit` in the worker);
    * `onStep` sees the start and every accepted step. Rejects with the crate's error, or an
@@ -543,7 +546,26 @@ export class NanoBraggClient {
     });
   }
 
+  /** The spots of `req.image` as a fit finds its target's (the crate's `find_spots` in the
+   * worker: the detector of `req.args`, the background model and units of a fit's target). */
+  async findSpots(req: Omit<SpotsRequest, 'type' | 'id' | 'files'> & { files?: SimulateOptions['files'] }): Promise<Spot[]> {
+    await this.ready;
+    const id = this.nextId++;
+    this.lastFilesKey = '\u0001';
+    return new Promise((resolve, reject) => {
+      this.spotQueries.set(id, { resolve, reject });
+      const image = req.image.slice();
+      this.worker.postMessage({ ...req, type: 'find-spots', id, files: encodeFiles(req.files), image } satisfies SpotsRequest, [image.buffer]);
+    });
+  }
+
   private onFitMessage(m: FromWorker): boolean {
+    if (m.type === 'spots') {
+      const q = this.spotQueries.get(m.id);
+      this.spotQueries.delete(m.id);
+      if (q) (m.spots ? q.resolve(m.spots) : q.reject(crateError(m.message, m.error)));
+      return true;
+    }
     if (m.type === 'fitted-values') {
       const q = this.fittedQueries.get(m.id);
       this.fittedQueries.delete(m.id);

@@ -89,7 +89,8 @@ export type ToWorker =
   | RealisticRequest
   | RealisticCompose
   | FitRequest
-  | { type: 'fitted-values'; id: number; args: string[]; files: Record<string, Uint8Array> | null; params: string; values: number[] };
+  | { type: 'fitted-values'; id: number; args: string[]; files: Record<string, Uint8Array> | null; params: string; values: number[] }
+  | SpotsRequest;
 
 export type FromWorker =
   | { type: 'ready'; info: ModuleInfo }
@@ -123,11 +124,25 @@ export type FromWorker =
   | { type: 'fit-step'; id: number; step: FitStepInfo }
   | { type: 'fit-result'; id: number; result: FitInfo }
   | { type: 'fit-error'; id: number; message: string; cancelled: boolean; error?: CrateErrorInfo }
-  | { type: 'fitted-values'; id: number; fitted: Fitted | null; message: string; error?: CrateErrorInfo };
+  | { type: 'fitted-values'; id: number; fitted: Fitted | null; message: string; error?: CrateErrorInfo }
+  | { type: 'spots'; id: number; spots: Spot[] | null; message: string; error?: CrateErrorInfo };
 
 // ---- the fit to an image (www/src/fit/, crate/src/wasm/fit.rs) --------------------------------
-export type { Fitted, FitInfo, FitStepInfo } from '../dist/pkg/nanobragg';
-import type { Fitted, FitInfo, FitStepInfo } from '../dist/pkg/nanobragg';
+export type { Fitted, FitInfo, FitStepInfo, Spot } from '../dist/pkg/nanobragg';
+import type { Fitted, FitInfo, FitStepInfo, Spot } from '../dist/pkg/nanobragg';
+
+/** The spots of `image` as the fit finds its target's (the crate's `find_spots`: the detector of
+ * `args`, the `background` model and units of a `FitRequest`). */
+export interface SpotsRequest {
+  type: 'find-spots';
+  id: number;
+  args: string[];
+  files: Record<string, Uint8Array> | null;
+  image: Float32Array;
+  background: 'none' | 'local';
+  gain: number;
+  adc: number;
+}
 
 /** Fit `params` of the set-up of `args` to `target` (the detector's size, photons/pixel). */
 export interface FitRequest {

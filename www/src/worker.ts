@@ -263,6 +263,17 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
     });
     return;
   }
+  if (msg.type === 'find-spots') {
+    chain = chain.then(() => {
+      try {
+        useFiles(msg.files);
+        post({ type: 'spots', id: msg.id, spots: wasm!.find_spots(msg.args, msg.image, msg.background, msg.gain, msg.adc), message: '' });
+      } catch (e) {
+        post({ type: 'spots', id: msg.id, spots: null, message: errText(e), error: errorInfo(e) });
+      }
+    });
+    return;
+  }
   if (msg.type === 'render') {
     chain = chain.then(() => render(msg)).catch((e) => post({ type: 'error', id: msg.id, message: errText(e), cancelled: false, error: errorInfo(e) }));
   }

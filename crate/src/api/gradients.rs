@@ -12,7 +12,7 @@ use super::{choose_backend, Backend, Engine, Precision, Prepared, Renderer};
 use crate::cpu;
 use crate::error::{ErrorKind, Result};
 use crate::files::FileSource;
-pub use crate::refine::{Background, Fit, FitOptions, FitStep, Loss};
+pub use crate::refine::{Background, Fit, FitOptions, FitStep, Loss, Spot, SpotOptions};
 pub use crate::resolve::fitted::Fitted;
 pub use crate::resolve::tangent::Offset;
 pub use crate::tangent::Param;
@@ -192,6 +192,15 @@ pub fn fit(
     cancel: &AtomicBool,
 ) -> Result<Fit> {
     crate::refine::fit(&prep.setup, files, target, options, progress, cancel)
+}
+
+/// The spots of `image` (the set-up's detector, fast-major; ADU = `gain`·photons + `adc`):
+/// the connected pixels above the threshold over the background, each with its centroid
+/// (pixel centres at index + 0.5), signal (photons) and pixel count (`refine::find_spots`).
+/// With a fit's options ([`FitOptions::spot_options`]) they are the target's spots that its
+/// spot-centroid stage indexes.
+pub fn find_spots(prep: &Prepared, image: &[f64], options: &SpotOptions) -> Result<Vec<Spot>> {
+    crate::refine::find_spots(prep.plan(), image, options)
 }
 
 /// The set-up moved by a fit's offsets (`params` with `values`, as `Fit` and `FitStep` give

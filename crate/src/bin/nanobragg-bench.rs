@@ -358,16 +358,21 @@ fn gradients(cases: &[String], reps: usize, precision: Precision) {
         names.join(",")
     );
     println!(
-        "{:<7} {:>12} {:>14} {:>10} {:>12} {:>10}",
-        "case", "image_ms", "tangents_ms", "ratio", "vjp_ms", "ratio"
+        "{:<7} {:>12} {:>14} {:>10} {:>12} {:>10} {:>12}",
+        "case", "image_ms", "tangents_ms", "ratio", "vjp_ms", "ratio", "host_ms"
     );
     for case in cases {
         let files = MemFiles::default();
         let prep = api::prepare(&api::split_args(&case_args(case)), &files).expect("prepare");
         let cancel = AtomicBool::new(false);
         let w = vec![1.0; prep.plan().pixel_count()];
-        let (mut ti, mut tt, mut tv) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut ti, mut tt, mut tv, mut th) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..reps {
+            // the host's share: the plan's tangent (re-resolutions of the set-up)
+            let t0 = Instant::now();
+            nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &files, &params, &[])
+                .unwrap();
+            th.push(t0.elapsed().as_secs_f64());
             let t0 = Instant::now();
             api::render_cpu(prep.plan(), precision, &|_| {}, &cancel).unwrap();
             ti.push(t0.elapsed().as_secs_f64());
@@ -379,14 +384,20 @@ fn gradients(cases: &[String], reps: usize, precision: Precision) {
             api::vjp_with(&prep, &files, &params, &[], &w, precision, &cancel).unwrap();
             tv.push(t0.elapsed().as_secs_f64());
         }
-        let (i, t, v) = (median(&mut ti), median(&mut tt), median(&mut tv));
+        let (i, t, v, h) = (
+            median(&mut ti),
+            median(&mut tt),
+            median(&mut tv),
+            median(&mut th),
+        );
         println!(
-            "{case:<7} {:>12.1} {:>14.1} {:>10.2} {:>12.1} {:>10.2}",
+            "{case:<7} {:>12.1} {:>14.1} {:>10.2} {:>12.1} {:>10.2} {:>12.1}",
             i * 1e3,
             t * 1e3,
             t / i,
             v * 1e3,
-            v / i
+            v / i,
+            h * 1e3
         );
     }
 }

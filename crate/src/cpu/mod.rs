@@ -40,6 +40,7 @@ pub mod poll;
 pub mod row32;
 pub mod tangent;
 pub mod tangent32;
+pub mod tangent_row32;
 
 use crate::error::{Error, Result};
 pub use crate::plan::Precision;

@@ -121,6 +121,21 @@ pub(super) trait Kernel: Sync {
         sc: &mut Self::Scratch,
         out: &mut [f64],
     ) -> (f64, bool);
+    /// A whole row `s` at once (values into `row`, tangents pixel-major into `trow`, `stride`
+    /// per pixel; the pixels it does not render are 0), for the kernels with a row path
+    /// (`tangent_row32.rs`); false when the row is left to [`Kernel::pixel`]. Plans with
+    /// tricubic interpolation never take it.
+    fn row(
+        &self,
+        _s: usize,
+        _row: &mut [f64],
+        _trow: &mut [f64],
+        _stride: usize,
+        _first: Option<usize>,
+        _sc: &mut Self::Scratch,
+    ) -> bool {
+        false
+    }
 }
 
 impl Kernel for Ctx<'_> {
@@ -421,6 +436,11 @@ pub(super) fn render_with<K: Kernel>(
                         return Err(Error::cancelled());
                     }
                     let mut sc = c.scratch();
+                    if after.is_none() && !on && c.row(s, row, trow, stride, first, &mut sc) {
+                        let done = rows_done.fetch_add(1, Ordering::Relaxed) + 1;
+                        progress(done as f32 / total_rows as f32);
+                        return Ok(());
+                    }
                     for f in 0..fp {
                         let idx = s * fp + f;
                         if after.is_some_and(|a| idx <= a) || !p.renders(f, s) {
@@ -617,6 +637,16 @@ pub(super) fn vjp_with<K: Kernel>(
                 return Err(Error::cancelled());
             }
             let mut sc = c.scratch();
+            let mut trow = vec![0f64; fp * stride];
+            if c.row(s, row, &mut trow, stride, first, &mut sc) {
+                for f in 0..fp {
+                    let w = weights[s * fp + f];
+                    for j in 0..np {
+                        acc[j] += w * trow[f * stride + j];
+                    }
+                }
+                return Ok(());
+            }
             let mut out = vec![0f64; np];
             for f in 0..fp {
                 let idx = s * fp + f;

@@ -56,6 +56,8 @@ struct Ctx32<'a> {
     q_params: Vec<usize>,
     ori: Vec<usize>,
     recip: Vec<usize>,
+    /// The row path (`tangent_row32.rs`), when it applies to the plan.
+    rows: Option<super::tangent_row32::RowCtx<'a>>,
 }
 
 impl<'a> Ctx32<'a> {
@@ -90,6 +92,7 @@ impl<'a> Ctx32<'a> {
             q_params: which(&|d| d.moves_detector() || d.moves_lambda()),
             ori: which(&|d| d.moves_orientations()),
             recip: which(&|d| d.moves_reciprocal()),
+            rows: super::tangent_row32::RowCtx::new(p, t),
         }
     }
 }
@@ -102,10 +105,11 @@ struct Scratch {
     dcapture: Vec<f64>,
     dpolar: Vec<f64>,
     f64: super::tangent::Scratch,
+    rows: Option<super::tangent_row32::RowScratch>,
 }
 
 impl Scratch {
-    fn new(np: usize) -> Self {
+    fn new(np: usize, rows: Option<super::tangent_row32::RowScratch>) -> Self {
         Scratch {
             di: vec![0.0; np],
             dd: vec![[0.0; 3]; np],
@@ -113,6 +117,7 @@ impl Scratch {
             dcapture: vec![0.0; np],
             dpolar: vec![0.0; np],
             f64: super::tangent::Scratch::new(np),
+            rows,
         }
     }
 }
@@ -427,7 +432,7 @@ pub fn vjp(
 impl super::tangent::Kernel for Ctx32<'_> {
     type Scratch = Scratch;
     fn scratch(&self) -> Scratch {
-        Scratch::new(self.t.deltas.len())
+        Scratch::new(self.t.deltas.len(), self.rows.as_ref().map(|r| r.scratch()))
     }
     fn pixel(
         &self,
@@ -439,6 +444,77 @@ impl super::tangent::Kernel for Ctx32<'_> {
         out: &mut [f64],
     ) -> (f64, bool) {
         pixel(self, f, s, first, interpolate, sc, out)
+    }
+    fn row(
+        &self,
+        s: usize,
+        row: &mut [f64],
+        trow: &mut [f64],
+        stride: usize,
+        first: Option<usize>,
+        sc: &mut Scratch,
+    ) -> bool {
+        match (&self.rows, sc.rows.take()) {
+            (Some(rc), Some(mut rs)) => {
+                row_path(self, rc, s, row, trow, stride, first, sc, &mut rs);
+                sc.rows = Some(rs);
+                true
+            }
+            (_, rs) => {
+                sc.rows = rs;
+                false
+            }
+        }
+    }
+}
+
+/// Row `s` on the row path: blocks of [`tangent_row32::BLOCK`] pixels; the pixels it flags
+/// (exact-Bragg rule) and the pixel of the run's first φ sequence through [`pixel`]; pixels
+/// the plan does not render are 0.
+///
+/// [`tangent_row32::BLOCK`]: super::tangent_row32::BLOCK
+#[allow(clippy::too_many_arguments)]
+fn row_path(
+    c: &Ctx32,
+    rc: &super::tangent_row32::RowCtx,
+    s: usize,
+    row: &mut [f64],
+    trow: &mut [f64],
+    stride: usize,
+    first: Option<usize>,
+    sc: &mut Scratch,
+    rs: &mut super::tangent_row32::RowScratch,
+) {
+    use super::tangent_row32::BLOCK;
+    let p = c.p;
+    let fp = p.fpixels;
+    let np = c.t.deltas.len();
+    let mut exact = [false; BLOCK];
+    let mut f0 = 0;
+    while f0 < fp {
+        let len = BLOCK.min(fp - f0);
+        rc.block(
+            s,
+            f0,
+            len,
+            &mut row[f0..f0 + len],
+            &mut trow[f0 * stride..(f0 + len) * stride],
+            stride,
+            &mut exact,
+            rs,
+        );
+        for j in 0..len {
+            let f = f0 + j;
+            let idx = s * fp + f;
+            let out = &mut trow[f * stride..f * stride + np];
+            if !p.renders(f, s) {
+                row[f] = 0.0;
+                out.fill(0.0);
+            } else if exact[j] || Some(idx) == first {
+                row[f] = pixel(c, f, s, Some(idx) == first, false, sc, out).0;
+            }
+        }
+        f0 += len;
     }
 }
 

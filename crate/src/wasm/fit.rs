@@ -1,7 +1,8 @@
 //! The fit for the page's "Fit to image" (issue 20 §3): `api::fit` on the words' set-up and a
 //! target image, each accepted step handed to a JavaScript callback with the values as the
 //! user's flags (`api::fitted_values`) and, when asked, the model image there; and
-//! `fitted_values` alone (the page's "perturb": the set-up moved by chosen offsets, as flags).
+//! `fitted_values` alone (the page's "perturb": the set-up moved by chosen offsets, as flags);
+//! `find_spots`, a target's spots as the fit finds them (`api::find_spots`: the page rings them).
 //! Cancel is the module's flag (`set_cancel`, or the shared memory the page writes).
 
 use super::{js_err, to_js, CANCEL, STATE};
@@ -56,6 +57,17 @@ export interface FitInfo {
   /** The model image at the fitted values (f32 of the f64 image). */
   image: Float32Array;
   ms: number;
+}
+/** A spot of an image (`api::Spot`): connected pixels above the threshold over the
+ * background. */
+export interface Spot {
+  /** The centroid weighted by the signal (pixels; pixel (f, s)'s centre is at f + 0.5, s + 0.5). */
+  fast: number;
+  slow: number;
+  /** The signal: its pixels (photons, less the background when one is modelled), summed. */
+  intensity: number;
+  /** Its pixels. */
+  pixels: number;
 }
 "#;
 
@@ -232,5 +244,33 @@ pub fn fitted_values(
         let st = st.borrow();
         let prep = api::prepare(&args, &st.files).map_err(js_err)?;
         to_js(&api::fitted_values(&prep, &params, &values).map_err(js_err)?)
+    })
+}
+
+/// The spots of `image` (the detector of the set-up of `args`, fast-major; ADU = `gain`·photons
+/// + `adc`) as a fit with the `background` model (`none`, `local`) finds its target's spots
+/// (`api::find_spots` with `api::FitOptions`' defaults): centroids, signal and pixel counts, in
+/// the raster order of their first pixel.
+#[wasm_bindgen(unchecked_return_type = "Spot[]")]
+pub fn find_spots(
+    args: Vec<String>,
+    image: Vec<f32>,
+    background: &str,
+    gain: f64,
+    adc: f64,
+) -> Result<JsValue, JsValue> {
+    let background = api::Background::parse(background).map_err(js_err)?;
+    STATE.with(|st| {
+        let st = st.borrow();
+        let prep = api::prepare(&args, &st.files).map_err(js_err)?;
+        api::check_pixel_budget(&prep, api::BROWSER_MAX_PIXELS).map_err(js_err)?;
+        let image: Vec<f64> = image.iter().map(|&v| v as f64).collect();
+        let options = api::SpotOptions {
+            background,
+            gain,
+            adc,
+            ..api::SpotOptions::default()
+        };
+        to_js(&api::find_spots(&prep, &image, &options).map_err(js_err)?)
     })
 }

@@ -5,13 +5,14 @@
 // image follows, the cost per pixel drops on a small plot, Cancel stops it, and the fitted values
 // stay in the form and the URL. The target is the measured image when one is open on the
 // simulation's detector; otherwise a teacher makes the image shown the target and perturbs the
-// crystal (by offsets the crate turns into flags), and the fit brings it back.
+// crystal (by offsets the crate turns into flags), and the fit brings it back; the target's spots,
+// as the fit finds them (the crate's `find_spots`, in the worker), are ringed on the image.
 import type { NanoBraggClient } from '../client';
 import type { Store } from '../state';
 import type { ImageView } from '../view';
 import type { MeasuredCompare } from '../measured';
-import type { FitRequest, FitStepInfo, Geometry } from '../protocol';
-import { GROUPS, fmtField, paramsOf, peaks, perturbation, plotPoints, withFitted } from './logic';
+import type { FitRequest, FitStepInfo, Geometry, Spot } from '../protocol';
+import { GROUPS, fmtField, paramsOf, perturbation, plotPoints, withFitted } from './logic';
 
 export interface ShownImage {
   data: Float32Array;
@@ -45,6 +46,9 @@ export interface FitDeps {
   setFitting: (on: boolean) => void;
   notice: (text: string, kind?: 'info' | 'warn') => void;
 }
+
+/** What the crate is told of the teacher's target: the image shown, photons, nothing under it. */
+const TEACHER = { background: 'none', gain: 1, adc: 0 } as const;
 
 const STYLE = `
 .fitbar { display: flex; flex-wrap: wrap; align-items: center; gap: .3rem .7rem; padding: .3rem .5rem; font-size: .85rem; border-bottom: 1px solid var(--line, #ccc); }
@@ -144,7 +148,7 @@ export class FitPanel {
       };
     }
     const t = this.target;
-    if (t && shown && t.width === shown.width && t.height === shown.height) return { data: t.data, background: 'none', gain: 1, adc: 0, label: 'the image before the perturbation' };
+    if (t && shown && t.width === shown.width && t.height === shown.height) return { data: t.data, ...TEACHER, label: 'the image before the perturbation' };
     return null;
   }
 
@@ -152,13 +156,17 @@ export class FitPanel {
     return Array.from(this.bar.querySelectorAll<HTMLInputElement>('.fparams input:checked')).map((i) => i.dataset.group!);
   }
 
-  /** The teacher's target's spots (pixel centres), ringed on the simulated image. */
-  targetPeaks: [number, number][] = [];
+  /** The teacher's target's spots as the fit finds them (the crate's `find_spots` on the target,
+   * its centroids), ringed on the simulated image. */
+  targetSpots: Spot[] = [];
+  /** The rings drawn at the last draw (for tests). */
+  drawnSpots = 0;
 
   private drawTargetSpots(ctx: CanvasRenderingContext2D) {
+    this.drawnSpots = 0;
     const shown = this.d.view.image;
     const t = this.target;
-    if (this.bar.hidden || !t || !this.targetPeaks.length || !this.q<HTMLInputElement>('.fmarks').checked) return;
+    if (this.bar.hidden || !t || !this.targetSpots.length || !this.q<HTMLInputElement>('.fmarks').checked) return;
     const m = this.d.measured.info;
     if (m && m.width === t.width && m.height === t.height) return; // the measured image is the target
     if (!shown || shown.w * shown.scale !== t.width || shown.h * shown.scale !== t.height) return;
@@ -169,12 +177,13 @@ export class FitPanel {
     ctx.lineWidth = 1.5;
     ctx.strokeStyle = '#f08c00'; // not the measured overlay's green
     ctx.beginPath();
-    for (const [f, s] of this.targetPeaks) {
-      const [x, y] = this.d.view.fromDetector(f, s);
+    for (const { fast, slow } of this.targetSpots) {
+      const [x, y] = this.d.view.fromDetector(fast, slow);
       ctx.moveTo(x + r, y);
       ctx.arc(x, y, r, 0, 2 * Math.PI);
     }
     ctx.stroke();
+    this.drawnSpots = this.targetSpots.length;
     void y0;
     ctx.restore();
   }
@@ -223,8 +232,11 @@ export class FitPanel {
       let cell: number[] | null = null;
       if (params.includes('cell_a')) cell = (await client.fittedValues(shown.args, files, 'cell_a,cell_b,cell_c', [0, 0, 0])).cell;
       const f = await client.fittedValues(shown.args, files, params.join(','), perturbation(params, deg, pct, cell));
-      this.target = { ...shown, data: shown.data.slice() };
-      this.targetPeaks = peaks(this.target.data, shown.width, shown.height);
+      const target = { ...shown, data: shown.data.slice() };
+      this.target = target;
+      this.targetSpots = [];
+      const spots = await client.findSpots({ args: shown.args, files, image: target.data, ...TEACHER });
+      if (this.target === target) this.targetSpots = spots;
       this.costs = [];
       this.cycles = [];
       this.plot();

@@ -1,6 +1,7 @@
 // The pure parts of "Fit to image" (fit/index.ts): the parameter groups, the crate's fitted
 // values (`Fitted`, flags' values) into the form's fields, the teacher's perturbation as offsets,
-// and the residual plot's scale. No physics here: the values come from the crate.
+// and the residual plot's scale. No physics here: the values (and the target's spots) come from
+// the crate.
 import type { Fitted } from '../protocol';
 import type { ModelState } from '../state';
 
@@ -84,30 +85,4 @@ export function plotPoints(costs: number[], w: number, h: number, pad = 4): { x:
     x: pad + ((w - 2 * pad) * p.i) / n,
     y: pad + ((h - 2 * pad) * (hi - ys[k])) / (hi - lo),
   }));
-}
-
-/** The target's spots for drawing over the simulated image: pixels above all eight neighbours
- * and above the median by 1 % of the range, strongest first, at most `max`; as pixel centres
- * (i + 0.5). Display only: the fit chooses its own pixels. */
-export function peaks(data: ArrayLike<number>, w: number, h: number, max = 400): [number, number][] {
-  const vals = Array.from(data).filter(Number.isFinite).sort((a, b) => a - b);
-  if (!vals.length) return [];
-  const med = vals[vals.length >> 1];
-  const thr = med + 0.01 * (vals[vals.length - 1] - med);
-  const out: { f: number; s: number; v: number }[] = [];
-  for (let s = 1; s < h - 1; s++) {
-    for (let f = 1; f < w - 1; f++) {
-      const v = data[s * w + f];
-      if (!(v > thr)) continue;
-      let top = true;
-      for (let ds = -1; ds <= 1 && top; ds++) {
-        for (let df = -1; df <= 1; df++) {
-          if ((ds || df) && data[(s + ds) * w + f + df] >= v && (ds > 0 || (ds === 0 && df > 0) ? data[(s + ds) * w + f + df] > v : true)) { top = false; break; }
-        }
-      }
-      if (top) out.push({ f, s, v });
-    }
-  }
-  out.sort((a, b) => b.v - a.v);
-  return out.slice(0, max).map((p) => [p.f + 0.5, p.s + 0.5]);
 }

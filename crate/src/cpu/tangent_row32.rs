@@ -1,0 +1,559 @@
+//! The f32 tangent kernel's row path (MODEL §10.5): the image and its tangents for blocks of
+//! pixels along a row, with the loops turned inside out as in `row32.rs` (orientations outside,
+//! pixels inside: branch-free and vectorised, AVX2 when the CPU has it). Same terms and partials
+//! as `tangent32.rs` (`lattice_square_d`, `polarization_d`, `solid_angle_d`,
+//! `capture_fraction_d`, `f_nearest`), the chain pixel → direction → q → Miller index in f64 and
+//! the sums in f64; for the plans `row32` takes (square lattice, nearest structure factors, no
+//! curved detector or oversampling flags) on one panel.
+//!
+//! What is new is how a parameter that moves the orientation table enters the term loop. The
+//! scalar kernels contract each term's partial t = ∂I/∂(h,k,l) with each such parameter's
+//! moved table: t·(dA_o q) per term and parameter, A_o the matrix of orientation o (rows a, b,
+//! c). Most such parameters move every orientation the same way, on one side:
+//! * on the right, dA_o = A_o·K for one K (a rotation about a lab axis u: K q = q × u), so
+//!   Σ_o t·(dA_o q) = g·(K q) with g = Σ_o A_oᵀ t, which the loop already sums for q's own
+//!   tangent;
+//! * on the left, dA_o = C·A_o for one C (the cell: dA_o = dA₀ A₀⁻¹ A_o), so
+//!   Σ_o t·(C A_o q) = Σ_mn C_mn H_mn with H = Σ_o t ⊗ (h, k, l), nine sums per pixel whatever
+//!   the number of parameters.
+//!
+//! The host finds K or C from the first orientation and checks it on all of them
+//! ([`OriForm`]); a parameter that fits neither (the mosaic spread) is contracted per term as
+//! in the scalar kernel. Pixels under the exact-Bragg rule and the pixel of the run's first φ
+//! sequence come back flagged: the caller renders them with the scalar kernel.
+
+use super::pixel32::FastCtx;
+use crate::plan::Plan;
+use crate::tangent::PlanTangent;
+use crate::terms::{
+    capture_fraction_d, f_nearest, f_nearest_is_default, index_ok, is_exact_bragg,
+    lattice_square_d, polarization_d, solid_angle_d,
+};
+
+/// Pixels per block.
+pub const BLOCK: usize = 32;
+
+type M3 = [[f64; 3]; 3];
+
+/// How a parameter that moves the orientations enters the term loop (see the module's doc).
+enum OriForm {
+    /// dA_o = A_o·K: Σ_o t·(dA_o q) = g·(K q).
+    Right(M3),
+    /// dA_o = C·A_o: Σ_o t·(dA_o q) = Σ C_mn H_mn.
+    Left(M3),
+    /// Per term: the moved table in structure-of-arrays form (a, b, c components).
+    Generic([Vec<f64>; 9]),
+}
+
+/// True when the row path applies to this plan.
+pub fn applies(p: &Plan) -> bool {
+    super::row32::applies(p) && p.panels.len() == 1
+}
+
+fn rows(a: [f64; 3], b: [f64; 3], c: [f64; 3]) -> M3 {
+    [a, b, c]
+}
+
+fn mul(a: &M3, b: &M3) -> M3 {
+    std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum()))
+}
+
+fn inverse(m: &M3) -> Option<M3> {
+    let c = |r: usize, k: usize| {
+        let (r1, r2, k1, k2) = ((r + 1) % 3, (r + 2) % 3, (k + 1) % 3, (k + 2) % 3);
+        m[r1][k1] * m[r2][k2] - m[r1][k2] * m[r2][k1]
+    };
+    let det = m[0][0] * c(0, 0) + m[0][1] * c(0, 1) + m[0][2] * c(0, 2);
+    (det != 0.0 && det.is_finite())
+        .then(|| std::array::from_fn(|i| std::array::from_fn(|j| c(j, i) / det)))
+}
+
+/// The form of one parameter's moved table `dt` against the table `t` (see [`OriForm`]): K or
+/// C from the first orientation, accepted when it gives every moved orientation within 1e-9
+/// of the table's largest moved component.
+fn ori_form(t: &[crate::plan::Orientation], dt: &[crate::plan::Orientation]) -> OriForm {
+    let generic = || {
+        let mut comp: [Vec<f64>; 9] = Default::default();
+        for i in 0..t.len() {
+            let o = dt.get(i).copied().unwrap_or(crate::plan::Orientation {
+                a: [0.0; 3],
+                b: [0.0; 3],
+                c: [0.0; 3],
+            });
+            for c in 0..3 {
+                comp[c].push(o.a[c]);
+                comp[3 + c].push(o.b[c]);
+                comp[6 + c].push(o.c[c]);
+            }
+        }
+        OriForm::Generic(comp)
+    };
+    if t.is_empty() || dt.len() != t.len() {
+        return generic();
+    }
+    let a: Vec<M3> = t.iter().map(|o| rows(o.a, o.b, o.c)).collect();
+    let da: Vec<M3> = dt.iter().map(|o| rows(o.a, o.b, o.c)).collect();
+    let scale = da
+        .iter()
+        .flat_map(|m| m.iter().flatten())
+        .fold(0.0f64, |s, &x| s.max(x.abs()));
+    let Some(inv) = inverse(&a[0]) else {
+        return generic();
+    };
+    let fits = |f: &dyn Fn(&M3) -> M3| {
+        a.iter().zip(&da).all(|(ao, dao)| {
+            let g = f(ao);
+            (0..3).all(|i| (0..3).all(|j| (g[i][j] - dao[i][j]).abs() <= 1e-9 * scale))
+        })
+    };
+    let k = mul(&inv, &da[0]);
+    if fits(&|ao| mul(ao, &k)) {
+        return OriForm::Right(k);
+    }
+    let c = mul(&da[0], &inv);
+    if fits(&|ao| mul(&c, ao)) {
+        return OriForm::Left(c);
+    }
+    generic()
+}
+
+/// Per-render context of the row path.
+pub struct RowCtx<'a> {
+    pub fc: FastCtx<'a>,
+    t: &'a PlanTangent,
+    n: [f32; 3],
+    /// Parameters moving the detector / q (detector or λ) / the orientations (with their form).
+    det: Vec<usize>,
+    q_params: Vec<usize>,
+    ori: Vec<(usize, OriForm)>,
+    block: BlockFn,
+}
+
+impl<'a> RowCtx<'a> {
+    /// None when the row path does not apply to this plan.
+    pub fn new(p: &'a Plan, t: &'a PlanTangent) -> Option<Self> {
+        if !applies(p) {
+            return None;
+        }
+        let which = |f: &dyn Fn(&crate::tangent::PlanDelta) -> bool| -> Vec<usize> {
+            (0..t.deltas.len()).filter(|&i| f(&t.deltas[i])).collect()
+        };
+        let ori = which(&|d| {
+            d.orientations
+                .iter()
+                .any(|o| [o.a, o.b, o.c].iter().flatten().any(|&x| x != 0.0))
+        })
+        .into_iter()
+        .map(|j| (j, ori_form(&p.orientations, &t.deltas[j].orientations)))
+        .collect();
+        Some(RowCtx {
+            fc: FastCtx::new(p),
+            t,
+            n: [p.na as f32, p.nb as f32, p.nc as f32],
+            det: which(&|d| d.moves_detector()),
+            q_params: which(&|d| d.moves_detector() || d.moves_lambda()),
+            ori,
+            block: select(),
+        })
+    }
+
+    /// Renders pixels `f0..f0+len` (`len` ≤ [`BLOCK`]) of row `s`: values into `vals`, tangents
+    /// pixel-major into `tans` (`stride` per pixel), `exact[j]` set for pixels the caller must
+    /// render with the scalar kernel (exact-Bragg rule).
+    pub fn block(
+        &self,
+        s: usize,
+        f0: usize,
+        len: usize,
+        vals: &mut [f64],
+        tans: &mut [f64],
+        stride: usize,
+        exact: &mut [bool],
+        sc: &mut RowScratch,
+    ) {
+        (self.block)(self, s, f0, len, vals, tans, stride, exact, sc)
+    }
+
+    pub fn scratch(&self) -> RowScratch {
+        let np = self.t.deltas.len();
+        let nd = self.det.len();
+        RowScratch {
+            di: vec![0.0; np * BLOCK],
+            domega: vec![0.0; np * BLOCK],
+            dcapture: vec![0.0; np * BLOCK],
+            dpolar: vec![0.0; np * BLOCK],
+            dd: vec![0.0; nd * 3 * BLOCK],
+        }
+    }
+}
+
+/// Per-worker scratch of the row path (parameter-major, [`BLOCK`] pixels per parameter).
+pub struct RowScratch {
+    di: Vec<f64>,
+    domega: Vec<f64>,
+    dcapture: Vec<f64>,
+    dpolar: Vec<f64>,
+    /// Direction tangents of the detector parameters: [k][x][pixel].
+    dd: Vec<f64>,
+}
+
+type BlockFn =
+    fn(&RowCtx, usize, usize, usize, &mut [f64], &mut [f64], usize, &mut [bool], &mut RowScratch);
+
+avx2_versions!(
+    /// The tangent row-block kernel for this CPU.
+    fn select => block_body(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [f64], stride: usize, exact_out: &mut [bool], sc: &mut RowScratch)
+);
+
+/// The tangent of a sub-pixel's position (fast, slow, depth coordinates `fd`, `sd`, `odet`).
+#[inline(always)]
+fn dpos(dl: &crate::tangent::PlanDelta, fd: f64, sd: f64, odet: f64) -> [f64; 3] {
+    let c = |x: usize| fd * dl.fdet[x] + sd * dl.sdet[x] + odet * dl.odet[x] + dl.pix0[x];
+    [c(0), c(1), c(2)]
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn block_body(
+    c: &RowCtx,
+    s: usize,
+    f0: usize,
+    len: usize,
+    vals: &mut [f64],
+    tans: &mut [f64],
+    stride: usize,
+    exact_out: &mut [bool],
+    sc: &mut RowScratch,
+) {
+    let fc = &c.fc;
+    let p = fc.plan;
+    let pan = &p.panels[0];
+    let deltas = &c.t.deltas;
+    let np = deltas.len();
+    let n = p.oversample as usize;
+    let sub = p.pixel / n as f64;
+    let len = len.min(BLOCK);
+    let nv = c.n;
+    let use_axis = [nv[0] > 1.0, nv[1] > 1.0, nv[2] > 1.0];
+    let constant_f = p.hkl.hkls == 0;
+    let close = p.close_distance as f32;
+    let soa = &fc.soa;
+    let comp = &soa.comp;
+
+    let mut isum = [p.i_bg; BLOCK];
+    let mut polar = [if p.nopolar { 1.0f64 } else { 0.0 }; BLOCK];
+    let mut omega = [0.0f64; BLOCK];
+    let mut capture = [1.0f64; BLOCK];
+    let mut exact = [false; BLOCK];
+    let mut sum_n = [[0.0f64; BLOCK]; 3];
+    let mut sum_f = [0.0f64; BLOCK];
+    let (mut dx, mut dy, mut dz, mut rr) =
+        ([0.0f64; BLOCK], [0.0; BLOCK], [0.0; BLOCK], [0.0; BLOCK]);
+    let (mut qx, mut qy, mut qz) = ([0.0f64; BLOCK], [0.0; BLOCK], [0.0; BLOCK]);
+    let mut pass = [0.0f64; BLOCK];
+    let (mut wr, mut wc) = ([0.0f64; BLOCK], [0.0f64; BLOCK]);
+    let mut gpol = [[0.0f64; BLOCK]; 3];
+    let mut took = [false; BLOCK];
+    let mut hh = [[0.0f64; BLOCK]; 3];
+    let mut okm = [false; BLOCK];
+    let mut fcell = [p.default_f; BLOCK];
+    let mut fdef = [1.0f64; BLOCK];
+    let mut tt = [[0.0f64; BLOCK]; 3];
+    let mut g = [[0.0f64; BLOCK]; 3];
+    let mut hm = [[0.0f64; BLOCK]; 9];
+    sc.di[..np * BLOCK].fill(0.0);
+    sc.domega[..np * BLOCK].fill(0.0);
+    sc.dpolar[..np * BLOCK].fill(0.0);
+    sc.dcapture[..np * BLOCK].fill(0.0);
+
+    for t in 0..p.thicksteps as usize {
+        let odet = t as f64 * p.thickstep;
+        let layer_capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
+        capture[..len].fill(layer_capture);
+        for subs in 0..n {
+            let sd = sub * ((s * n + subs) as f64) + sub / 2.0;
+            for subf in 0..n {
+                let base = (f0 * n + subf) as i32;
+                let step = n as i32;
+                let fd_of = |j: usize| sub * ((base + j as i32 * step) as f64) + sub / 2.0;
+                // directions, solid angle
+                for j in 0..len {
+                    let fd = fd_of(j);
+                    let x =
+                        ((fd * pan.fdet[0] + sd * pan.sdet[0]) + odet * pan.odet[0]) + pan.pix0[0];
+                    let y =
+                        ((fd * pan.fdet[1] + sd * pan.sdet[1]) + odet * pan.odet[1]) + pan.pix0[1];
+                    let z =
+                        ((fd * pan.fdet[2] + sd * pan.sdet[2]) + odet * pan.odet[2]) + pan.pix0[2];
+                    let r = (x * x + y * y + z * z).sqrt();
+                    rr[j] = r;
+                    dx[j] = x / r;
+                    dy[j] = y / r;
+                    dz[j] = z / r;
+                }
+                // the detector parameters' direction tangents: (dpos − d (d·dpos))/r
+                for (k, &jp) in c.det.iter().enumerate() {
+                    let dl = &deltas[jp];
+                    let dd = &mut sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
+                    for j in 0..len {
+                        let fd = fd_of(j);
+                        let dp = dpos(dl, fd, sd, odet);
+                        let d = [dx[j], dy[j], dz[j]];
+                        let dr = d[0] * dp[0] + d[1] * dp[1] + d[2] * dp[2];
+                        for x in 0..3 {
+                            dd[x * BLOCK + j] = (dp[x] - d[x] * dr) / rr[j];
+                        }
+                    }
+                }
+                if omega[0] == 0.0 {
+                    for j in 0..len {
+                        let [w, dw_dr, dw_dclose] =
+                            solid_angle_d((1.0 / rr[j]) as f32, fc.pixel2, close, p.point_pixel);
+                        omega[j] = w as f64;
+                        wr[j] = dw_dr as f64;
+                        wc[j] = dw_dclose as f64;
+                    }
+                    for &jp in &c.det {
+                        let dl = &deltas[jp];
+                        let dw = &mut sc.domega[jp * BLOCK..(jp + 1) * BLOCK];
+                        for j in 0..len {
+                            let dp = dpos(dl, fd_of(j), sd, odet);
+                            let ddr = dx[j] * dp[0] + dy[j] * dp[1] + dz[j] * dp[2];
+                            dw[j] = wr[j] * ddr + wc[j] * dl.close_distance;
+                        }
+                    }
+                }
+                if capture[0] == 0.0 {
+                    for j in 0..len {
+                        let rho = dx[j] * p.odet[0] + dy[j] * p.odet[1] + dz[j] * p.odet[2];
+                        let [v, dv] = capture_fraction_d(t as f32, fc.mu_step, rho as f32);
+                        capture[j] = v as f64;
+                        wr[j] = dv as f64;
+                    }
+                    sc.dcapture[..np * BLOCK].fill(0.0);
+                    for (k, &jp) in c.det.iter().enumerate() {
+                        let dl = &deltas[jp];
+                        let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
+                        let dc = &mut sc.dcapture[jp * BLOCK..(jp + 1) * BLOCK];
+                        for j in 0..len {
+                            let drho = (dd[j] * p.odet[0]
+                                + dd[BLOCK + j] * p.odet[1]
+                                + dd[2 * BLOCK + j] * p.odet[2])
+                                + (dx[j] * dl.odet[0] + dy[j] * dl.odet[1] + dz[j] * dl.odet[2]);
+                            dc[j] = wr[j] * drho;
+                        }
+                    }
+                }
+                for (si, src) in fc.sources.iter().enumerate() {
+                    let inc = src.incident;
+                    let lambda = p.sources[si].lambda;
+                    for j in 0..len {
+                        qx[j] = (dx[j] - inc[0]) / lambda;
+                        qy[j] = (dy[j] - inc[1]) / lambda;
+                        qz[j] = (dz[j] - inc[2]) / lambda;
+                        let ok = if p.dmin > 0.0 {
+                            let stol = 0.5 * (qx[j] * qx[j] + qy[j] * qy[j] + qz[j] * qz[j]).sqrt();
+                            !(stol > 0.0 && p.dmin > 0.5 / stol)
+                        } else {
+                            true
+                        };
+                        pass[j] = if ok { 1.0 } else { 0.0 };
+                    }
+                    // Kahn factor and its tangents, at the pixel's first accepted source
+                    // (branch-free: computed everywhere, kept where it is taken)
+                    let mut any = false;
+                    for j in 0..len {
+                        let take = (polar[j] == 0.0) & (pass[j] != 0.0);
+                        let d = [dx[j] as f32, dy[j] as f32, dz[j] as f32];
+                        let (v, gp) = polarization_d(fc.polar_k, src.i, d, src.e_in, src.b_in);
+                        polar[j] = if take { v as f64 } else { polar[j] };
+                        took[j] = take;
+                        for x in 0..3 {
+                            gpol[x][j] = gp[x] as f64;
+                        }
+                        any |= take;
+                    }
+                    if any {
+                        for (k, &jp) in c.det.iter().enumerate() {
+                            let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
+                            let dpol = &mut sc.dpolar[jp * BLOCK..(jp + 1) * BLOCK];
+                            for j in 0..len {
+                                let v = gpol[0][j] * dd[j]
+                                    + gpol[1][j] * dd[BLOCK + j]
+                                    + gpol[2][j] * dd[2 * BLOCK + j];
+                                dpol[j] = if took[j] { v } else { dpol[j] };
+                            }
+                        }
+                    }
+                    for a in &mut g {
+                        a[..len].fill(0.0);
+                    }
+                    for a in &mut hm {
+                        a[..len].fill(0.0);
+                    }
+                    for o in 0..soa.len {
+                        let m = [
+                            comp[0][o], comp[1][o], comp[2][o], comp[3][o], comp[4][o], comp[5][o],
+                            comp[6][o], comp[7][o], comp[8][o],
+                        ];
+                        // Miller indices (upstream's association); out-of-range ones skip the term
+                        for j in 0..len {
+                            let mut ok = pass[j] != 0.0;
+                            for (a, ha) in hh.iter_mut().enumerate() {
+                                let h = (m[3 * a] * qx[j] + m[3 * a + 1] * qy[j])
+                                    + m[3 * a + 2] * qz[j];
+                                ok &= index_ok(h);
+                                ha[j] = h;
+                            }
+                            okm[j] = ok;
+                            for ha in hh.iter_mut() {
+                                ha[j] = if ok { ha[j] } else { 0.25 };
+                            }
+                        }
+                        if !constant_f {
+                            for j in 0..len {
+                                let h0 = [0, 1, 2].map(|a| (hh[a][j] - 0.5).ceil());
+                                fcell[j] = f_nearest(&p.hkl, p.default_f, h0[0], h0[1], h0[2]);
+                                fdef[j] = if f_nearest_is_default(&p.hkl, h0[0], h0[1], h0[2]) {
+                                    1.0
+                                } else {
+                                    0.0
+                                };
+                            }
+                        }
+                        for j in 0..len {
+                            let hkl = [hh[0][j], hh[1][j], hh[2][j]];
+                            let h0 = [
+                                (hkl[0] - 0.5).ceil(),
+                                (hkl[1] - 0.5).ceil(),
+                                (hkl[2] - 0.5).ceil(),
+                            ];
+                            let dlt = [
+                                (hkl[0] - h0[0]) as f32,
+                                (hkl[1] - h0[1]) as f32,
+                                (hkl[2] - h0[2]) as f32,
+                            ];
+                            let mut ex = false;
+                            for a in 0..3 {
+                                ex |= use_axis[a] & is_exact_bragg(dlt[a] as f64, h0[a]);
+                            }
+                            exact[j] |= ex & okm[j];
+                            let (f, fd, fnn) = lattice_square_d(
+                                dlt,
+                                [h0[0] as f32, h0[1] as f32, h0[2] as f32],
+                                nv,
+                            );
+                            let fl = if okm[j] { f as f64 } else { 0.0 };
+                            let fcl = fcell[j];
+                            isum[j] += ((fcl * fcl) * fl) * fl;
+                            let a_fc = 2.0 * fcl * fl * fl;
+                            let a_fl = 2.0 * fcl * fcl * fl;
+                            let tk = [
+                                a_fl * fd[0] as f64,
+                                a_fl * fd[1] as f64,
+                                a_fl * fd[2] as f64,
+                            ];
+                            for x in 0..3 {
+                                g[x][j] += tk[0] * m[x] + tk[1] * m[3 + x] + tk[2] * m[6 + x];
+                                sum_n[x][j] += a_fl * fnn[x] as f64;
+                                tt[x][j] = tk[x];
+                            }
+                            for a in 0..3 {
+                                for b in 0..3 {
+                                    hm[3 * a + b][j] += tk[a] * hkl[b];
+                                }
+                            }
+                            sum_f[j] += a_fc * fdef[j];
+                        }
+                        for (jp, form) in &c.ori {
+                            if let OriForm::Generic(dm) = form {
+                                let dm = [
+                                    dm[0][o], dm[1][o], dm[2][o], dm[3][o], dm[4][o], dm[5][o],
+                                    dm[6][o], dm[7][o], dm[8][o],
+                                ];
+                                let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
+                                for j in 0..len {
+                                    let q = [qx[j], qy[j], qz[j]];
+                                    let mut v = 0.0;
+                                    for a in 0..3 {
+                                        v += tt[a][j]
+                                            * (dm[3 * a] * q[0]
+                                                + dm[3 * a + 1] * q[1]
+                                                + dm[3 * a + 2] * q[2]);
+                                    }
+                                    di[j] += v;
+                                }
+                            }
+                        }
+                    }
+                    // the orientation parameters of one form, once per pixel and source
+                    for (jp, form) in &c.ori {
+                        let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
+                        match form {
+                            OriForm::Right(k) => {
+                                for j in 0..len {
+                                    let q = [qx[j], qy[j], qz[j]];
+                                    for x in 0..3 {
+                                        let kq = k[x][0] * q[0] + k[x][1] * q[1] + k[x][2] * q[2];
+                                        di[j] += g[x][j] * kq;
+                                    }
+                                }
+                            }
+                            OriForm::Left(cm) => {
+                                for j in 0..len {
+                                    let mut v = 0.0;
+                                    for a in 0..3 {
+                                        for b in 0..3 {
+                                            v += cm[a][b] * hm[3 * a + b][j];
+                                        }
+                                    }
+                                    di[j] += v;
+                                }
+                            }
+                            OriForm::Generic(_) => {}
+                        }
+                    }
+                    // parameters moving q: dq = (dd − q·dλ)/λ
+                    for &jp in &c.q_params {
+                        let dlam = deltas[jp].lambda.get(si).copied().unwrap_or(0.0);
+                        let k = c.det.iter().position(|&x| x == jp);
+                        let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
+                        for j in 0..len {
+                            let q = [qx[j], qy[j], qz[j]];
+                            let mut v = 0.0;
+                            for x in 0..3 {
+                                let ddx = match k {
+                                    Some(k) => sc.dd[(k * 3 + x) * BLOCK + j],
+                                    None => 0.0,
+                                };
+                                v += g[x][j] * ((ddx - q[x] * dlam) / lambda);
+                            }
+                            di[j] += v;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for j in 0..len {
+        let base = (p.r_e_sqr_fluence * isum[j]) / p.steps as f64;
+        let mut val = base;
+        val *= capture[j];
+        val *= polar[j];
+        val *= omega[j];
+        vals[j] = val;
+        exact_out[j] = exact[j];
+        for (jp, dl) in deltas.iter().enumerate() {
+            let mut di = sc.di[jp * BLOCK + j] + dl.i_bg + dl.default_f * sum_f[j];
+            for x in 0..3 {
+                di += sum_n[x][j] * dl.n[x];
+            }
+            let dbase = (dl.r_e_sqr_fluence * isum[j] + p.r_e_sqr_fluence * di) / p.steps as f64;
+            tans[j * stride + jp] = dbase * capture[j] * polar[j] * omega[j]
+                + base
+                    * (sc.dcapture[jp * BLOCK + j] * polar[j] * omega[j]
+                        + capture[j] * sc.dpolar[jp * BLOCK + j] * omega[j]
+                        + capture[j] * polar[j] * sc.domega[jp * BLOCK + j]);
+        }
+    }
+}
