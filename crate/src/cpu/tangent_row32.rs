@@ -239,6 +239,10 @@ fn block_body(
     let close = p.close_distance as f32;
     let soa = &fc.soa;
     let comp = &soa.comp;
+    // g = Σ A_oᵀ t for q's tangent and the right-hand forms, H = Σ t ⊗ hkl for the left-hand
+    let need_g =
+        !c.q_params.is_empty() || c.ori.iter().any(|(_, f)| matches!(f, OriForm::Right(_)));
+    let need_h = c.ori.iter().any(|(_, f)| matches!(f, OriForm::Left(_)));
 
     let mut isum = [p.i_bg; BLOCK];
     let mut polar = [if p.nopolar { 1.0f64 } else { 0.0 }; BLOCK];
@@ -455,13 +459,19 @@ fn block_body(
                                 a_fl * fd[2] as f64,
                             ];
                             for x in 0..3 {
-                                g[x][j] += tk[0] * m[x] + tk[1] * m[3 + x] + tk[2] * m[6 + x];
                                 sum_n[x][j] += a_fl * fnn[x] as f64;
                                 tt[x][j] = tk[x];
                             }
-                            for a in 0..3 {
-                                for b in 0..3 {
-                                    hm[3 * a + b][j] += tk[a] * hkl[b];
+                            if need_g {
+                                for x in 0..3 {
+                                    g[x][j] += tk[0] * m[x] + tk[1] * m[3 + x] + tk[2] * m[6 + x];
+                                }
+                            }
+                            if need_h {
+                                for a in 0..3 {
+                                    for b in 0..3 {
+                                        hm[3 * a + b][j] += tk[a] * hkl[b];
+                                    }
                                 }
                             }
                             sum_f[j] += a_fc * fdef[j];
