@@ -264,6 +264,19 @@ impl Session {
         )
     }
 
+    /// The gradient of Σ weights·image with respect to the set-up's structure-factor table
+    /// there (`api::vjp_structure_factors`: f64 on the CPU, nearest lookup).
+    pub fn vjp_structure_factors(
+        &self,
+        extra: &[String],
+        offsets: &[api::Offset],
+        weights: &[f64],
+        cancel: &AtomicBool,
+    ) -> Result<api::FGradient> {
+        let prep = self.prepare_with(extra)?;
+        api::vjp_structure_factors(&prep, &self.files, offsets, weights, cancel)
+    }
+
     /// The vector–Jacobian product of `weights` (one per pixel, fast-major) there, with the
     /// image (f64 numbers), on the backend of [`Session::gradients`]: the image, the products,
     /// where they were computed and the notices (a GPU fallback under `auto`).

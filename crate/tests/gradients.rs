@@ -453,3 +453,75 @@ fn derivatives_at_offsets() {
         assert!(worst <= TOL, "{} at offsets: {worst:e}", p.name());
     }
 }
+
+/// The structure factors' gradient of a weighted image sum (`api::vjp_structure_factors`)
+/// against central differences of single table entries: the image is quadratic in each F, so
+/// the difference is exact up to rounding (relative 1e-7 on the entries with the largest
+/// gradients); an entry no term reads has no gradient and its difference is 0; the image is
+/// the f64 kernel's; tricubic interpolation and a set-up without a table are refused.
+#[test]
+fn structure_factor_gradients() {
+    let case = "mat_mosflm9_hkl_nearest";
+    let prep = prepare(case, "-detpixels 48 -roi 0 47 0 47");
+    let n = prep.plan().pixel_count();
+    let w: Vec<f64> = (0..n)
+        .map(|i| ((i * 7919) % 101) as f64 / 50.0 - 1.0)
+        .collect();
+    let cancel = AtomicBool::new(false);
+    let g = api::vjp_structure_factors(&prep, &DiskFiles, &[], &w, &cancel).unwrap();
+    let image = api::render_f64(prep.plan(), &cancel).unwrap();
+    assert_eq!(g.image, image);
+    assert!(g.hkl.len() >= 3, "{} reflections", g.hkl.len());
+    let wsum = |plan: &nanobragg::plan::Plan| -> f64 {
+        let img = api::render_f64(plan, &cancel).unwrap();
+        img.iter().zip(&w).map(|(a, b)| a * b).sum()
+    };
+    let mut order: Vec<usize> = (0..g.hkl.len()).collect();
+    order.sort_by(|&a, &b| g.grad[b].abs().total_cmp(&g.grad[a].abs()));
+    for &i in order.iter().take(3) {
+        let [h, k, l] = g.hkl[i];
+        let e = prep.plan().hkl.index(h, k, l);
+        assert_eq!(prep.plan().hkl.data[e], g.f[i]);
+        let step = 1e-3 * g.f[i].abs().max(1.0);
+        let mut up = prep.plan().clone();
+        up.hkl.data[e] += step;
+        let mut down = prep.plan().clone();
+        down.hkl.data[e] -= step;
+        let fd = (wsum(&up) - wsum(&down)) / (2.0 * step);
+        eprintln!(
+            "F({h},{k},{l}) = {}: gradient {:e}, central difference {fd:e}",
+            g.f[i], g.grad[i]
+        );
+        assert!(
+            (fd - g.grad[i]).abs() <= 1e-7 * g.grad[i].abs(),
+            "F({h},{k},{l}): {} vs {fd}",
+            g.grad[i]
+        );
+    }
+    // an entry of the table no term reads
+    let read: std::collections::HashSet<[i32; 3]> = g.hkl.iter().copied().collect();
+    let t = &prep.plan().hkl;
+    let unread = (t.h_min..=t.h_max)
+        .flat_map(|h| {
+            (t.k_min..=t.k_max).flat_map(move |k| (t.l_min..=t.l_max).map(move |l| [h, k, l]))
+        })
+        .find(|x| !read.contains(x))
+        .expect("an entry no term reads");
+    let e = t.index(unread[0], unread[1], unread[2]);
+    let mut up = prep.plan().clone();
+    up.hkl.data[e] += 1.0;
+    assert_eq!(wsum(&up), wsum(prep.plan()));
+    // refusals
+    let tri = prepare("hkl_interpolate_explicit", "");
+    let w1 = vec![1.0; tri.plan().pixel_count()];
+    let err = api::vjp_structure_factors(&tri, &DiskFiles, &[], &w1, &cancel).unwrap_err();
+    assert_eq!(err.flag.as_deref(), Some("-interpolate"), "{}", err.message);
+    let none = prepare("cubic_basic_mosflm", "");
+    let w2 = vec![1.0; none.plan().pixel_count()];
+    let err = api::vjp_structure_factors(&none, &DiskFiles, &[], &w2, &cancel).unwrap_err();
+    assert!(
+        err.message.contains("no structure-factor table"),
+        "{}",
+        err.message
+    );
+}

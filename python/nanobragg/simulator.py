@@ -190,6 +190,21 @@ class Simulator:
             raise _name_field(e) from None
         return products
 
+    def vjp_structure_factors(self, weights: np.ndarray, **overrides: Any) -> dict:
+        """The gradient of ``(weights * image).sum()`` with respect to the structure factors of
+        the set-up's table (``hkl=``, or factors computed from a model): a dict with ``hkl``
+        (R, 3) int32 Miller indices, ``F`` (R,) and ``grad`` (R,) float64 for the R
+        reflections some term reads, and the ``image`` (slow, fast) float64. Each pixel's
+        terms contribute ∂T/∂F = 2F·F_latt² times the pixel's factor (MODEL §10.1); f64 on the
+        CPU, nearest lookup (with ``interpolate`` it is an error naming ``-interpolate``)."""
+        extra = self._extra(overrides)
+        w = np.ascontiguousarray(weights, dtype=np.float64)
+        try:
+            image, hkl, f, grad = self._s.vjp_structure_factors(extra, w)
+        except Error as e:
+            raise _name_field(e) from None
+        return {"hkl": hkl, "F": f, "grad": grad, "image": image}
+
     def fit(
         self,
         target: np.ndarray,

@@ -353,6 +353,48 @@ impl PySession {
         ))
     }
 
+    /// The gradient of Σ weights·image with respect to the structure factors of the set-up's
+    /// table (the crate's `api::vjp_structure_factors`, f64 CPU): (image (slow, fast) float64,
+    /// Miller indices (R, 3) int32, F (R,) float64, gradient (R,) float64) for the R
+    /// reflections some term reads.
+    #[allow(clippy::type_complexity)]
+    fn vjp_structure_factors<'py>(
+        &self,
+        py: Python<'py>,
+        extra: Vec<String>,
+        weights: PyReadonlyArray2<'py, f64>,
+    ) -> PyResult<(
+        Bound<'py, numpy::PyArray2<f64>>,
+        Bound<'py, numpy::PyArray2<i32>>,
+        Bound<'py, numpy::PyArray1<f64>>,
+        Bound<'py, numpy::PyArray1<f64>>,
+    )> {
+        let (h, w) = (weights.shape()[0], weights.shape()[1]);
+        if (h, w) != (self.spixels, self.fpixels) {
+            return Err(to_py(
+                py,
+                NbError::usage(format!(
+                    "weights: expected a ({}, {}) array (slow, fast), got ({h}, {w})",
+                    self.spixels, self.fpixels
+                )),
+            ));
+        }
+        let wv: Vec<f64> = weights.as_array().iter().copied().collect();
+        let r = interruptible(py, |cancel| {
+            self.lock().vjp_structure_factors(&extra, &[], &wv, cancel)
+        })?;
+        let n = r.hkl.len();
+        let hkl: Vec<i32> = r.hkl.iter().flatten().copied().collect();
+        Ok((
+            r.image
+                .into_pyarray(py)
+                .reshape([self.spixels, self.fpixels])?,
+            hkl.into_pyarray(py).reshape([n, 3])?,
+            r.f.into_pyarray(py),
+            r.grad.into_pyarray(py),
+        ))
+    }
+
     /// Fits the parameters `names` to `target` ((slow, fast) float64) at the setup with `extra`
     /// words (the crate's `api::fit`; `mask`: (slow, fast) bool, true = use the pixel); returns (offsets (P,) float64, cost history, iterations,
     /// cycles, converged, selected pixels, model image at the fit (slow, fast) float64, the fitted

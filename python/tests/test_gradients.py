@@ -149,3 +149,32 @@ print(s.engine, s.notices, v.shape)
     assert auto_grad.startswith("cpu ['GPU backend unavailable (NANOBRAGG_GPU_ADAPTER=no-such-gpu: no GPU adapter matches"), auto_grad
     assert auto_grad.endswith("(1, 48, 48)")
     assert auto_vjp == auto_grad.replace("(1, 48, 48)", "(1,)"), (auto_vjp, auto_grad)
+
+
+def test_structure_factor_gradient_against_central_differences():
+    """vjp_structure_factors: the gradient of (w * image).sum() with respect to each table
+    entry, against central differences of that entry (exact up to rounding: the image is
+    quadratic in F); an error naming -interpolate with tricubic interpolation."""
+    table = {(h, k, l): 10.0 + h + 2 * k + 3 * l for h in range(-3, 4) for k in range(-3, 4) for l in range(-3, 4)}
+    c = dict(cell_A_deg=(30, 30, 30, 90, 90, 90), N=3, misset_deg=(3, 5, 7))
+    b, d = nb.Beam(wavelength_A=1.0), nb.Detector(distance_mm=50, pixels=32, pixel_mm=0.5)
+    sim = nb.Simulator(nb.Crystal(F=table, **c), b, d, precision="f64")
+    w = np.random.default_rng(5).normal(size=(32, 32))
+    g = sim.vjp_structure_factors(w)
+    assert g["hkl"].shape == (len(g["F"]), 3) and len(g["F"]) >= 3
+    for i in np.argsort(-np.abs(g["grad"]))[:3]:
+        key = tuple(int(x) for x in g["hkl"][i])
+        assert g["F"][i] == table[key]
+        h = 1e-3 * table[key]
+        loss = []
+        for s in (h, -h):
+            moved = dict(table)
+            moved[key] += s
+            img = nb.Simulator(nb.Crystal(F=moved, **c), b, d, precision="f64").render()
+            loss.append(float((w * img.astype(np.float64)).sum()))
+        fd = (loss[0] - loss[1]) / (2 * h)
+        # the renders are float32 images: their rounding, not the gradient, sets the tolerance
+        assert abs(fd - g["grad"][i]) <= 1e-4 * abs(g["grad"][i]), (key, fd, g["grad"][i])
+    with pytest.raises(nb.UsageError) as e:
+        sim.vjp_structure_factors(w, interpolate=True)
+    assert "-interpolate" in str(e.value)

@@ -162,6 +162,50 @@ pub fn vjp_with(
     }
 }
 
+/// The gradient of Σ weights·image with respect to the structure factors of the set-up's table
+/// (`cpu::tangent::vjp_structure_factors`, f64, nearest lookup), at the set-up moved by
+/// `offsets`: one entry per reflection a term reads, in (h, k, l) order.
+pub fn vjp_structure_factors(
+    prep: &Prepared,
+    files: &dyn FileSource,
+    offsets: &[Offset],
+    weights: &[f64],
+    cancel: &AtomicBool,
+) -> Result<FGradient> {
+    let plan = moved_plan(prep, files, offsets)?;
+    let (image, grad) = cpu::tangent::vjp_structure_factors(&plan, weights, cancel)?;
+    let g = &plan.hkl;
+    let (kd, ld) = ((g.k_range() + 1) as usize, (g.l_range() + 1) as usize);
+    let mut out = FGradient {
+        image,
+        ..Default::default()
+    };
+    for (e, &d) in grad.iter().enumerate() {
+        if d == 0.0 {
+            continue;
+        }
+        let hkl = [
+            g.h_min + (e / (kd * ld)) as i32,
+            g.k_min + ((e / ld) % kd) as i32,
+            g.l_min + (e % ld) as i32,
+        ];
+        out.f.push(g.data[e]);
+        out.hkl.push(hkl);
+        out.grad.push(d);
+    }
+    Ok(out)
+}
+
+/// [`vjp_structure_factors`]' result: the image and, for each reflection some term reads, its
+/// Miller indices, its F and Σ weights·∂image/∂F.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FGradient {
+    pub image: Vec<f64>,
+    pub hkl: Vec<[i32; 3]>,
+    pub f: Vec<f64>,
+    pub grad: Vec<f64>,
+}
+
 /// The plan of `prep` with every parameter of `offsets` moved (public units), for checks by
 /// finite differences and for fits.
 pub fn moved_plan(

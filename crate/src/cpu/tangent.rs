@@ -182,7 +182,7 @@ pub(super) struct Ctx<'a> {
     t: &'a PlanTangent,
     frames: Vec<PolarFrame>,
     pixel2: f64,
-    /// Parameters moving the pixel positions, the wavelengths, the orientation table, N, a*.
+    /// Parameters moving the pixel positions, the wavelengths, the orientation table, a*.
     det: Vec<usize>,
     q_params: Vec<usize>,
     pub(super) ori: Vec<usize>,
@@ -190,7 +190,6 @@ pub(super) struct Ctx<'a> {
     /// table is contracted per term).
     pub(super) forms: Vec<OriForm>,
     pub(super) need_h: bool,
-    n: Vec<usize>,
     recip: Vec<usize>,
 }
 
@@ -217,7 +216,6 @@ impl<'a> Ctx<'a> {
             ori: which(&|d| d.moves_orientations()),
             need_h: needs_h(&forms),
             forms,
-            n: which(&|d| d.moves_n()),
             recip: which(&|d| d.moves_reciprocal()),
         }
     }
@@ -230,6 +228,10 @@ pub(super) struct Scratch {
     domega: Vec<f64>,
     dcapture: Vec<f64>,
     dpolar: Vec<f64>,
+    /// When set ([`vjp_structure_factors`]): each term's (table entry, ∂T/∂F) for the terms
+    /// whose F is a table entry (nearest lookup), and the pixel's ∂value/∂(ΣT) after it.
+    f_terms: Option<Vec<(usize, f64)>>,
+    factor: f64,
 }
 
 impl Scratch {
@@ -240,6 +242,8 @@ impl Scratch {
             domega: vec![0.0; np],
             dcapture: vec![0.0; np],
             dpolar: vec![0.0; np],
+            f_terms: None,
+            factor: 0.0,
         }
     }
 }
@@ -458,6 +462,16 @@ pub(super) fn pixel(
                         // T = F_cell²·F_latt²
                         let a_fc = 2.0 * f_cell * f_latt * f_latt;
                         let a_fl = 2.0 * f_cell * f_cell * f_latt;
+                        if let Some(ft) = sc.f_terms.as_mut() {
+                            if !interp && fc_default == 0.0 {
+                                let e = p.hkl.index(h0 as i32, k0 as i32, l0 as i32);
+                                // consecutive terms mostly read the same entry
+                                match ft.last_mut() {
+                                    Some(last) if last.0 == e => last.1 += a_fc,
+                                    _ => ft.push((e, a_fc)),
+                                }
+                            }
+                        }
                         let t_hkl: V3 =
                             std::array::from_fn(|x| a_fc * fc_hkl[x] + a_fl * fl_hkl[x]);
                         for x in 0..3 {
@@ -513,7 +527,7 @@ pub(super) fn pixel(
     val *= polar;
     val *= omega;
     let base = (p.r_e_sqr_fluence * i_sum) / p.steps as f64;
-    let _ = &c.n;
+    sc.factor = p.r_e_sqr_fluence / p.steps as f64 * capture * polar * omega;
     for (j, o) in out.iter_mut().enumerate().take(np) {
         let dl = &c.t.deltas[j];
         let mut di = sc.di[j] + dl.i_bg + dl.default_f * sum_f;
@@ -750,6 +764,89 @@ pub fn vjp(
     check_supported(p)?;
     check_weights(p, weights)?;
     vjp_with(p, t, &Ctx::new(p, t), weights, cancel)
+}
+
+/// The gradient of a weighted image sum with respect to the structure-factor table (MODEL
+/// §10.1): for each entry of `p.hkl.data`, Σ_pixels weight·∂pixel/∂F, where a term whose
+/// nearest reflection is that entry contributes ∂T/∂F = 2F·F_latt² times the pixel's factor
+/// (r_e²Φ/steps · capture · polarisation · solid angle). Entries no term reads have 0; the
+/// terms outside the table take `default_F` (its derivative is the `default_F` parameter's).
+/// Rows reduced in order (independent of the thread count). Also returns the image (f64).
+/// Nearest lookup only: with tricubic interpolation every term reads 64 entries, not done.
+pub fn vjp_structure_factors(
+    p: &Plan,
+    weights: &[f64],
+    cancel: &AtomicBool,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    check_supported(p)?;
+    check_weights(p, weights)?;
+    if p.hkl.hkls == 0 {
+        return Err(Error::usage(
+            "structure-factor gradients: the set-up has no structure-factor table (-hkl, or a \
+             model's computed factors): every term takes default_F, whose derivative is the \
+             default_F parameter's"
+                .to_string(),
+        ));
+    }
+    if p.interpolation == Interpolation::Tricubic {
+        return Err(Error::usage(
+            "-interpolate: structure-factor gradients are available with the nearest lookup \
+             only (-nointerpolate)"
+                .to_string(),
+        )
+        .with_flag("-interpolate"));
+    }
+    let t = PlanTangent::default();
+    let c = Ctx::new(p, &t);
+    let fp = p.fpixels;
+    let first = first_rendered_pixel(p);
+    let mut image = vec![0f64; p.pixel_count()];
+    let mut rows: Vec<Vec<(usize, f64)>> = vec![Vec::new(); p.spixels];
+    image
+        .par_chunks_mut(fp)
+        .zip(rows.par_iter_mut())
+        .enumerate()
+        .try_for_each_init(
+            || {
+                let mut sc = Scratch::new(0);
+                sc.f_terms = Some(Vec::new());
+                sc
+            },
+            |sc, (s, (row, out))| -> Result<()> {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(Error::cancelled());
+                }
+                for f in 0..fp {
+                    let idx = s * fp + f;
+                    if !p.renders(f, s) {
+                        continue;
+                    }
+                    if let Some(ft) = sc.f_terms.as_mut() {
+                        ft.clear();
+                    }
+                    row[f] = pixel(&c, f, s, Some(idx) == first, false, sc, &mut []).0;
+                    let k = weights[idx] * sc.factor;
+                    if k != 0.0 {
+                        out.extend(sc.f_terms.iter().flatten().map(|&(e, d)| (e, k * d)));
+                    }
+                }
+                // one sum per entry and row (a row's pixels share their reflections)
+                out.sort_by_key(|x| x.0);
+                out.dedup_by(|b, a| {
+                    let same = a.0 == b.0;
+                    if same {
+                        a.1 += b.1;
+                    }
+                    same
+                });
+                Ok(())
+            },
+        )?;
+    let mut grad = vec![0f64; p.hkl.data.len()];
+    for (e, v) in rows.into_iter().flatten() {
+        grad[e] += v;
+    }
+    Ok((image, grad))
 }
 
 /// A weight map has one value per pixel of the detector.
