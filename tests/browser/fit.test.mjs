@@ -72,7 +72,7 @@ test('perturb + fit recovers the orientation and cell; the plot falls; the URL h
   assert.deepEqual(marks.spots, marks.again, 'the rings are the crate\'s spots of the target');
   assert.equal(marks.drawn, marks.spots.length, 'one ring per spot');
   const strongest = Math.max(...marks.pred.map((p) => p[2]));
-  const strong = marks.pred.filter(([f, s, i]) => i >= 0.1 * strongest && f >= 2 && s >= 2 && f <= 126 && s <= 126);
+  const strong = marks.pred.filter(([f, s, i]) => i >= 0.4 * strongest && f >= 2 && s >= 2 && f <= 126 && s <= 126);
   assert.ok(strong.length >= 30, `${strong.length} strong predicted spots`);
   for (const [f, s] of strong) {
     const d = Math.min(...marks.spots.map((p) => Math.hypot(p.fast - f, p.slow - s)));
@@ -222,8 +222,9 @@ test('a measured image: the page\'s own Poisson-noisy SMV, opened as measured, i
   assert.ok(Math.abs(lv.lo - 40) < 3 && lv.hi > lv.lo && lv.over < 0.02, `measured view levels ${JSON.stringify(lv)}`);
   assert.equal(await page.locator('.fitbar input[data-group="scale"]').isChecked(), true, 'the scale is fitted with a measured image');
   // the measured target's spots are ringed: the crate's (`find_spots` with the file's mask), none
-  // on a flagged pixel, and every strong spot predicted for the true set-up (away from the edges
-  // and the flags) has its ring within 1 px
+  // on a flagged pixel; every strong spot predicted for the true set-up (above 40 % of the
+  // strongest, the weaker are lost in the noise; away from the edges and the flags) has its ring
+  // within 0.5 px, and nearly every ring (90 %) is within 0.5 px of a predicted spot
   await page.waitForFunction(() => window.nanobragg.fit.targetSpots.length > 0 && window.nanobragg.fit.drawnSpots > 0, null, { timeout: 30_000 });
   const marks = await page.evaluate(async (truth) => {
     const fit = window.nanobragg.fit;
@@ -238,12 +239,14 @@ test('a measured image: the page\'s own Poisson-noisy SMV, opened as measured, i
   const bad = new Set(await page.evaluate(() => window.__flagged));
   for (const p of marks.spots) assert.ok(!bad.has(Math.floor(p.slow) * 256 + Math.floor(p.fast)), `a ring on a flagged pixel: ${JSON.stringify(p)}`);
   const strongest = Math.max(...marks.pred.map((p) => p[2]));
-  const strong = marks.pred.filter(([f, s, i]) => i >= 0.1 * strongest && f >= 3 && s >= 3 && f <= 253 && s <= 253 &&
+  const strong = marks.pred.filter(([f, s, i]) => i >= 0.4 * strongest && f >= 3 && s >= 3 && f <= 253 && s <= 253 &&
     [...bad].every((j) => Math.hypot((j % 256) + 0.5 - f, Math.floor(j / 256) + 0.5 - s) > 4));
-  assert.ok(strong.length >= 20, `${strong.length} strong predicted spots`);
+  assert.ok(strong.length >= 15, `${strong.length} strong predicted spots`);
   let worst = 0;
   for (const [f, s] of strong) worst = Math.max(worst, Math.min(...marks.spots.map((p) => Math.hypot(p.fast - f, p.slow - s))));
-  assert.ok(worst <= 1, `a strong predicted spot has no ring within 1 px (${worst.toFixed(2)} px)`);
+  assert.ok(worst <= 0.5, `a strong predicted spot has no ring within 0.5 px (${worst.toFixed(2)} px)`);
+  const onPred = marks.spots.filter((p) => marks.pred.some(([f, s]) => Math.hypot(p.fast - f, p.slow - s) <= 0.5)).length;
+  assert.ok(onPred >= 0.9 * marks.spots.length, `${onPred} of ${marks.spots.length} rings within 0.5 px of a predicted spot`);
   await page.screenshot({ path: join(ARTIFACTS, 'fit-measured-spots-1280.png') });
   await page.click('.fitbar .frun');
   await page.waitForFunction(() => !window.nanobragg.fit.running, null, { timeout: 60_000 });
