@@ -7,10 +7,14 @@
 //!
 //! Forward mode, arranged so a term costs little more than its value: per term the kernel takes
 //! the term's partial derivatives with respect to its own inputs (h, k, l, N, a*, F), adds
-//! `∂T/∂(h,k,l)` along the orientation's axes into a vector `G` (∂I/∂q for this q) and, for the
-//! parameters that move the orientation table, `∂T/∂h·(δa·q) + …`; the parameters that move q
-//! (detector, wavelength) are contracted with `G` once per (sub-pixel, source), and those that
-//! move N, a*, default_F or the scale once per pixel.
+//! `∂T/∂(h,k,l)` along the orientation's axes into a vector `G` (∂I/∂q for this q); the
+//! parameters that move q (detector, wavelength) are contracted with `G` once per (sub-pixel,
+//! source), and those that move N, a*, default_F or the scale once per pixel. A parameter that
+//! moves the orientation table the same way for every orientation ([`OriForm`], MODEL §10.5:
+//! the rotations on the right, contracted with `G`; the cell on the left, contracted with
+//! H = Σ ∂T/∂(h,k,l) ⊗ (h,k,l)) is also contracted once per (sub-pixel, source); any other
+//! (the mosaic spread), and every one on the first φ sequence's table, per term:
+//! `∂T/∂h·(δa·q) + …`.
 
 use super::first_rendered_pixel;
 use crate::error::{Error, Result};
@@ -47,6 +51,131 @@ pub fn check_supported(p: &Plan) -> Result<()> {
     }
 }
 
+type M3 = [[f64; 3]; 3];
+
+/// How a parameter that moves the orientation table enters the term loops (MODEL §10.5): with
+/// A_o the matrix of orientation o (rows a, b, c) and t = ∂I/∂(h, k, l) of a term, the
+/// parameter adds Σ_o t·(dA_o q) to the pixel's tangent.
+pub(super) enum OriForm {
+    /// dA_o = A_o·K: Σ_o t·(dA_o q) = g·(K q).
+    Right(M3),
+    /// dA_o = C·A_o: Σ_o t·(dA_o q) = Σ C_mn H_mn.
+    Left(M3),
+    /// Per term: the moved table in structure-of-arrays form (a, b, c components).
+    Generic([Vec<f64>; 9]),
+}
+
+fn rows(a: [f64; 3], b: [f64; 3], c: [f64; 3]) -> M3 {
+    [a, b, c]
+}
+
+fn mul(a: &M3, b: &M3) -> M3 {
+    std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum()))
+}
+
+fn inverse(m: &M3) -> Option<M3> {
+    let c = |r: usize, k: usize| {
+        let (r1, r2, k1, k2) = ((r + 1) % 3, (r + 2) % 3, (k + 1) % 3, (k + 2) % 3);
+        m[r1][k1] * m[r2][k2] - m[r1][k2] * m[r2][k1]
+    };
+    let det = m[0][0] * c(0, 0) + m[0][1] * c(0, 1) + m[0][2] * c(0, 2);
+    (det != 0.0 && det.is_finite())
+        .then(|| std::array::from_fn(|i| std::array::from_fn(|j| c(j, i) / det)))
+}
+
+/// The form of one parameter's moved table `dt` against the table `t` (see [`OriForm`]): K or
+/// C from the first orientation, accepted when it gives every moved orientation within 1e-9
+/// of the table's largest moved component.
+pub(super) fn ori_form(t: &[crate::plan::Orientation], dt: &[crate::plan::Orientation]) -> OriForm {
+    let generic = || {
+        let mut comp: [Vec<f64>; 9] = Default::default();
+        for i in 0..t.len() {
+            let o = dt.get(i).copied().unwrap_or(crate::plan::Orientation {
+                a: [0.0; 3],
+                b: [0.0; 3],
+                c: [0.0; 3],
+            });
+            for c in 0..3 {
+                comp[c].push(o.a[c]);
+                comp[3 + c].push(o.b[c]);
+                comp[6 + c].push(o.c[c]);
+            }
+        }
+        OriForm::Generic(comp)
+    };
+    if t.is_empty() || dt.len() != t.len() {
+        return generic();
+    }
+    let a: Vec<M3> = t.iter().map(|o| rows(o.a, o.b, o.c)).collect();
+    let da: Vec<M3> = dt.iter().map(|o| rows(o.a, o.b, o.c)).collect();
+    let scale = da
+        .iter()
+        .flat_map(|m| m.iter().flatten())
+        .fold(0.0f64, |s, &x| s.max(x.abs()));
+    let Some(inv) = inverse(&a[0]) else {
+        return generic();
+    };
+    let fits = |f: &dyn Fn(&M3) -> M3| {
+        a.iter().zip(&da).all(|(ao, dao)| {
+            let g = f(ao);
+            (0..3).all(|i| (0..3).all(|j| (g[i][j] - dao[i][j]).abs() <= 1e-9 * scale))
+        })
+    };
+    let k = mul(&inv, &da[0]);
+    if fits(&|ao| mul(ao, &k)) {
+        return OriForm::Right(k);
+    }
+    let c = mul(&da[0], &inv);
+    if fits(&|ao| mul(&c, ao)) {
+        return OriForm::Left(c);
+    }
+    generic()
+}
+
+/// True when some form is on the left (the loops then sum H = Σ t ⊗ (h, k, l)).
+pub(super) fn needs_h(forms: &[OriForm]) -> bool {
+    forms.iter().any(|f| matches!(f, OriForm::Left(_)))
+}
+
+/// H += t ⊗ (h, k, l) (row-major).
+#[inline(always)]
+pub(super) fn add_h(hm: &mut [f64; 9], t: V3, hkl: V3) {
+    for a in 0..3 {
+        for b in 0..3 {
+            hm[3 * a + b] += t[a] * hkl[b];
+        }
+    }
+}
+
+/// The right- and left-hand forms' contributions of one (sub-pixel, source), once its terms
+/// are summed: di[j] += g·(K q) or Σ C_mn H_mn (the per-term ones are added in the loop).
+pub(super) fn add_forms(
+    ori: &[usize],
+    forms: &[OriForm],
+    g: V3,
+    hm: &[f64; 9],
+    q: V3,
+    di: &mut [f64],
+) {
+    for (&j, form) in ori.iter().zip(forms) {
+        match form {
+            OriForm::Right(k) => {
+                for x in 0..3 {
+                    di[j] += g[x] * (k[x][0] * q[0] + k[x][1] * q[1] + k[x][2] * q[2]);
+                }
+            }
+            OriForm::Left(c) => {
+                for a in 0..3 {
+                    for b in 0..3 {
+                        di[j] += c[a][b] * hm[3 * a + b];
+                    }
+                }
+            }
+            OriForm::Generic(_) => {}
+        }
+    }
+}
+
 /// Per-render context: the plan, its tangent, and which parameters move what.
 pub(super) struct Ctx<'a> {
     p: &'a Plan,
@@ -56,7 +185,11 @@ pub(super) struct Ctx<'a> {
     /// Parameters moving the pixel positions, the wavelengths, the orientation table, N, a*.
     det: Vec<usize>,
     q_params: Vec<usize>,
-    ori: Vec<usize>,
+    pub(super) ori: Vec<usize>,
+    /// The form of each parameter of `ori` on the table `orientations` (the first φ sequence's
+    /// table is contracted per term).
+    pub(super) forms: Vec<OriForm>,
+    pub(super) need_h: bool,
     n: Vec<usize>,
     recip: Vec<usize>,
 }
@@ -66,6 +199,10 @@ impl<'a> Ctx<'a> {
         let which = |f: &dyn Fn(&crate::tangent::PlanDelta) -> bool| -> Vec<usize> {
             (0..t.deltas.len()).filter(|&i| f(&t.deltas[i])).collect()
         };
+        let forms: Vec<OriForm> = which(&|d| d.moves_orientations())
+            .into_iter()
+            .map(|j| ori_form(&p.orientations, &t.deltas[j].orientations))
+            .collect();
         Ctx {
             p,
             t,
@@ -78,6 +215,8 @@ impl<'a> Ctx<'a> {
             det: which(&|d| d.moves_detector()),
             q_params: which(&|d| d.moves_detector() || d.moves_lambda()),
             ori: which(&|d| d.moves_orientations()),
+            need_h: needs_h(&forms),
+            forms,
             n: which(&|d| d.moves_n()),
             recip: which(&|d| d.moves_reciprocal()),
         }
@@ -256,6 +395,7 @@ pub(super) fn pixel(
                     }
                     first_seq = false;
                     let mut g = [0.0f64; 3];
+                    let mut hm = [0.0f64; 9];
                     for (oi, o) in table.iter().enumerate() {
                         let h = dot(o.a, q);
                         let k = dot(o.b, q);
@@ -332,7 +472,15 @@ pub(super) fn pixel(
                             }
                         }
                         sum_f += a_fc * fc_default;
-                        for &j in &c.ori {
+                        // the orientation parameters: per term those of no form (and all on
+                        // the first φ sequence's table), the others once below
+                        if dtable == 0 && c.need_h {
+                            add_h(&mut hm, t_hkl, [h, k, l]);
+                        }
+                        for (&j, form) in c.ori.iter().zip(&c.forms) {
+                            if dtable == 0 && !matches!(form, OriForm::Generic(_)) {
+                                continue;
+                            }
                             let dl = &c.t.deltas[j];
                             let dt = if dtable == 1 {
                                 &dl.orientations_first
@@ -345,6 +493,9 @@ pub(super) fn pixel(
                                     + t_hkl[2] * dot(dor.c, q);
                             }
                         }
+                    }
+                    if dtable == 0 {
+                        add_forms(&c.ori, &c.forms, g, &hm, q, &mut sc.di);
                     }
                     // parameters moving q: dq = (dd − q·dλ)/λ
                     for &j in &c.q_params {

@@ -15,7 +15,7 @@
 //! exact-Bragg rule (`terms::EXACT_BRAGG`) is evaluated again by the f64 tangent kernel, as the
 //! f32 image kernel does with `pixel64`.
 
-use super::tangent::{check_supported, TangentImages};
+use super::tangent::{add_forms, add_h, check_supported, OriForm, TangentImages};
 use crate::error::Result;
 use crate::plan::{Plan, Shape};
 use crate::tangent::PlanTangent;
@@ -54,7 +54,6 @@ struct Ctx32<'a> {
     mu_step: f32,
     det: Vec<usize>,
     q_params: Vec<usize>,
-    ori: Vec<usize>,
     recip: Vec<usize>,
     /// The row path (`tangent_row32.rs`), when it applies to the plan.
     rows: Option<super::tangent_row32::RowCtx<'a>>,
@@ -90,7 +89,6 @@ impl<'a> Ctx32<'a> {
             mu_step: (p.thickstep * p.mu) as f32,
             det: which(&|d| d.moves_detector()),
             q_params: which(&|d| d.moves_detector() || d.moves_lambda()),
-            ori: which(&|d| d.moves_orientations()),
             recip: which(&|d| d.moves_reciprocal()),
             rows: super::tangent_row32::RowCtx::new(p, t),
         }
@@ -301,6 +299,7 @@ fn pixel32(
                     }
                     first_seq = false;
                     let mut g = [0.0f64; 3];
+                    let mut hm = [0.0f64; 9];
                     for (oi, o) in table.iter().enumerate() {
                         let h = dot(o.a, q);
                         let k = dot(o.b, q);
@@ -353,7 +352,15 @@ fn pixel32(
                             }
                         }
                         sum_f += a_fc * fc_default;
-                        for &j in &c.ori {
+                        // the orientation parameters as in the f64 kernel (`tangent::pixel`)
+                        let fc64 = &c.f64ctx;
+                        if dtable == 0 && fc64.need_h {
+                            add_h(&mut hm, t_hkl, [h, k, l]);
+                        }
+                        for (&j, form) in fc64.ori.iter().zip(&fc64.forms) {
+                            if dtable == 0 && !matches!(form, OriForm::Generic(_)) {
+                                continue;
+                            }
                             let dl = &c.t.deltas[j];
                             let dt = if dtable == 1 {
                                 &dl.orientations_first
@@ -366,6 +373,9 @@ fn pixel32(
                                     + t_hkl[2] * dot(dor.c, q);
                             }
                         }
+                    }
+                    if dtable == 0 {
+                        add_forms(&c.f64ctx.ori, &c.f64ctx.forms, g, &hm, q, &mut sc.di);
                     }
                     for &j in &c.q_params {
                         let dlam = c.t.deltas[j].lambda.get(si).copied().unwrap_or(0.0);

@@ -6,23 +6,22 @@
 //! the sums in f64; for the plans `row32` takes (square lattice, nearest structure factors, no
 //! curved detector or oversampling flags) on one panel.
 //!
-//! What is new is how a parameter that moves the orientation table enters the term loop. The
-//! scalar kernels contract each term's partial t = ∂I/∂(h,k,l) with each such parameter's
-//! moved table: t·(dA_o q) per term and parameter, A_o the matrix of orientation o (rows a, b,
-//! c). Most such parameters move every orientation the same way, on one side:
+//! A parameter that moves the orientation table adds Σ_o t·(dA_o q) to a pixel's tangent (t =
+//! ∂I/∂(h,k,l) of a term, A_o the matrix of orientation o, rows a, b, c). As in the per-pixel
+//! kernels (`tangent.rs`'s [`OriForm`], MODEL §10.5), most such parameters move every
+//! orientation the same way, on one side, and are contracted once per pixel and source:
 //! * on the right, dA_o = A_o·K for one K (a rotation about a lab axis u: K q = q × u), so
-//!   Σ_o t·(dA_o q) = g·(K q) with g = Σ_o A_oᵀ t, which the loop already sums for q's own
-//!   tangent;
+//!   Σ_o t·(dA_o q) = g·(K q) with g = Σ_o A_oᵀ t, which the loop sums for q's own tangent;
 //! * on the left, dA_o = C·A_o for one C (the cell: dA_o = dA₀ A₀⁻¹ A_o), so
 //!   Σ_o t·(C A_o q) = Σ_mn C_mn H_mn with H = Σ_o t ⊗ (h, k, l), nine sums per pixel whatever
 //!   the number of parameters.
 //!
-//! The host finds K or C from the first orientation and checks it on all of them
-//! ([`OriForm`]); a parameter that fits neither (the mosaic spread) is contracted per term as
-//! in the scalar kernel. Pixels under the exact-Bragg rule and the pixel of the run's first φ
-//! sequence come back flagged: the caller renders them with the scalar kernel.
+//! A parameter of neither form (the mosaic spread) is contracted per term, from its moved table
+//! in structure-of-arrays form. Pixels under the exact-Bragg rule and the pixel of the run's
+//! first φ sequence come back flagged: the caller renders them with the per-pixel kernel.
 
 use super::pixel32::FastCtx;
+use super::tangent::{ori_form, OriForm};
 use crate::plan::Plan;
 use crate::tangent::PlanTangent;
 use crate::terms::{
@@ -33,88 +32,9 @@ use crate::terms::{
 /// Pixels per block.
 pub const BLOCK: usize = 32;
 
-type M3 = [[f64; 3]; 3];
-
-/// How a parameter that moves the orientations enters the term loop (see the module's doc).
-enum OriForm {
-    /// dA_o = A_o·K: Σ_o t·(dA_o q) = g·(K q).
-    Right(M3),
-    /// dA_o = C·A_o: Σ_o t·(dA_o q) = Σ C_mn H_mn.
-    Left(M3),
-    /// Per term: the moved table in structure-of-arrays form (a, b, c components).
-    Generic([Vec<f64>; 9]),
-}
-
 /// True when the row path applies to this plan.
 pub fn applies(p: &Plan) -> bool {
     super::row32::applies(p) && p.panels.len() == 1
-}
-
-fn rows(a: [f64; 3], b: [f64; 3], c: [f64; 3]) -> M3 {
-    [a, b, c]
-}
-
-fn mul(a: &M3, b: &M3) -> M3 {
-    std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum()))
-}
-
-fn inverse(m: &M3) -> Option<M3> {
-    let c = |r: usize, k: usize| {
-        let (r1, r2, k1, k2) = ((r + 1) % 3, (r + 2) % 3, (k + 1) % 3, (k + 2) % 3);
-        m[r1][k1] * m[r2][k2] - m[r1][k2] * m[r2][k1]
-    };
-    let det = m[0][0] * c(0, 0) + m[0][1] * c(0, 1) + m[0][2] * c(0, 2);
-    (det != 0.0 && det.is_finite())
-        .then(|| std::array::from_fn(|i| std::array::from_fn(|j| c(j, i) / det)))
-}
-
-/// The form of one parameter's moved table `dt` against the table `t` (see [`OriForm`]): K or
-/// C from the first orientation, accepted when it gives every moved orientation within 1e-9
-/// of the table's largest moved component.
-fn ori_form(t: &[crate::plan::Orientation], dt: &[crate::plan::Orientation]) -> OriForm {
-    let generic = || {
-        let mut comp: [Vec<f64>; 9] = Default::default();
-        for i in 0..t.len() {
-            let o = dt.get(i).copied().unwrap_or(crate::plan::Orientation {
-                a: [0.0; 3],
-                b: [0.0; 3],
-                c: [0.0; 3],
-            });
-            for c in 0..3 {
-                comp[c].push(o.a[c]);
-                comp[3 + c].push(o.b[c]);
-                comp[6 + c].push(o.c[c]);
-            }
-        }
-        OriForm::Generic(comp)
-    };
-    if t.is_empty() || dt.len() != t.len() {
-        return generic();
-    }
-    let a: Vec<M3> = t.iter().map(|o| rows(o.a, o.b, o.c)).collect();
-    let da: Vec<M3> = dt.iter().map(|o| rows(o.a, o.b, o.c)).collect();
-    let scale = da
-        .iter()
-        .flat_map(|m| m.iter().flatten())
-        .fold(0.0f64, |s, &x| s.max(x.abs()));
-    let Some(inv) = inverse(&a[0]) else {
-        return generic();
-    };
-    let fits = |f: &dyn Fn(&M3) -> M3| {
-        a.iter().zip(&da).all(|(ao, dao)| {
-            let g = f(ao);
-            (0..3).all(|i| (0..3).all(|j| (g[i][j] - dao[i][j]).abs() <= 1e-9 * scale))
-        })
-    };
-    let k = mul(&inv, &da[0]);
-    if fits(&|ao| mul(ao, &k)) {
-        return OriForm::Right(k);
-    }
-    let c = mul(&da[0], &inv);
-    if fits(&|ao| mul(&c, ao)) {
-        return OriForm::Left(c);
-    }
-    generic()
 }
 
 /// Per-render context of the row path.
@@ -239,6 +159,10 @@ fn block_body(
     let close = p.close_distance as f32;
     let soa = &fc.soa;
     let comp = &soa.comp;
+    // g = Σ A_oᵀ t for q's tangent and the right-hand forms, H = Σ t ⊗ hkl for the left-hand
+    let need_g =
+        !c.q_params.is_empty() || c.ori.iter().any(|(_, f)| matches!(f, OriForm::Right(_)));
+    let need_h = c.ori.iter().any(|(_, f)| matches!(f, OriForm::Left(_)));
 
     let mut isum = [p.i_bg; BLOCK];
     let mut polar = [if p.nopolar { 1.0f64 } else { 0.0 }; BLOCK];
@@ -455,13 +379,19 @@ fn block_body(
                                 a_fl * fd[2] as f64,
                             ];
                             for x in 0..3 {
-                                g[x][j] += tk[0] * m[x] + tk[1] * m[3 + x] + tk[2] * m[6 + x];
                                 sum_n[x][j] += a_fl * fnn[x] as f64;
                                 tt[x][j] = tk[x];
                             }
-                            for a in 0..3 {
-                                for b in 0..3 {
-                                    hm[3 * a + b][j] += tk[a] * hkl[b];
+                            if need_g {
+                                for x in 0..3 {
+                                    g[x][j] += tk[0] * m[x] + tk[1] * m[3 + x] + tk[2] * m[6 + x];
+                                }
+                            }
+                            if need_h {
+                                for a in 0..3 {
+                                    for b in 0..3 {
+                                        hm[3 * a + b][j] += tk[a] * hkl[b];
+                                    }
                                 }
                             }
                             sum_f[j] += a_fc * fdef[j];
