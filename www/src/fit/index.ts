@@ -27,9 +27,8 @@ export interface ShownImage {
 /** A fit's target and what the crate is told of it (`FitRequest`). */
 export interface FitTarget {
   data: Float32Array;
-  /** The pixels to use (1 = use, 0 = flagged), null: all; and how many it excludes. */
+  /** The pixels to use (1 = use, 0 = flagged: the crate's mask of a measured file), null: all. */
   mask: Uint8Array | null;
-  excluded: number;
   /** What the target is (the measured image's info or the teacher's target): its spots are
    * looked for once. */
   source: object;
@@ -58,7 +57,7 @@ export interface FitDeps {
 }
 
 /** What the crate is told of the teacher's target: the image shown, photons, nothing under it. */
-const TEACHER = { background: 'none', gain: 1, adc: 0, mask: null, excluded: 0 } as const;
+const TEACHER = { background: 'none', gain: 1, adc: 0, mask: null } as const;
 
 const STYLE = `
 .fitbar { display: flex; flex-wrap: wrap; align-items: center; gap: .3rem .7rem; padding: .3rem .5rem; font-size: .85rem; border-bottom: 1px solid var(--line, #ccc); }
@@ -153,7 +152,7 @@ export class FitPanel {
       // −1) are left out by the crate's mask of the file.
       const flagged = m.mask ? m.untrusted : 0;
       return {
-        data: m.pixels, mask: m.mask, excluded: flagged, source: m, width: m.width, height: m.height,
+        data: m.pixels, mask: m.mask, source: m, width: m.width, height: m.height,
         background: 'local', gain: 1, adc: 0,
         label: `measured image ${m.name}` + (flagged ? `, ${flagged.toLocaleString('en')} flagged pixel${flagged === 1 ? '' : 's'} excluded` : '') +
           ` (gain 1, offset 0 assumed: the file says neither, the fitted scale takes the gain; background: the crate's local map)`,
