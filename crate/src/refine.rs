@@ -389,7 +389,7 @@ pub struct Spot {
 
 /// How [`find_spots`] reads an image: its units, the background under the spots and the
 /// threshold; a fit's own are [`FitOptions::spot_options`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SpotOptions {
     /// What lies under the spots (see [`Background`]).
     pub background: Background,
@@ -401,6 +401,9 @@ pub struct SpotOptions {
     /// Without a background, a spot pixel is above the image's median by this share of its
     /// range and by 5σ of the median's Poisson noise; with one, 5σ above the background's noise.
     pub threshold: f64,
+    /// Pixels of the image to use, as [`FitOptions::mask`] (true = use; `None`: all): an
+    /// excluded pixel is in no spot and no background block, and its value is never read.
+    pub mask: Option<Vec<bool>>,
 }
 
 impl Default for SpotOptions {
@@ -420,6 +423,7 @@ impl FitOptions {
             gain: self.gain,
             adc: self.adc,
             threshold: self.spot_threshold,
+            mask: self.mask.clone(),
         }
     }
 }
@@ -584,15 +588,16 @@ fn components(spot: &[bool], y: &[f64], nf: usize, ns: usize) -> Vec<Spot> {
 /// raster order of their first pixel. With a fit's options ([`FitOptions::spot_options`]) these
 /// are the spots its centroid stage indexes.
 pub fn find_spots(plan: &Plan, image: &[f64], o: &SpotOptions) -> Result<Vec<Spot>> {
-    check_image("spots", image, plan, o.gain, o.adc, None)?;
+    let mask = o.mask.as_deref();
+    check_image("spots", image, plan, o.gain, o.adc, mask)?;
     if !(o.threshold >= 0.0 && o.threshold.is_finite()) {
         return Err(Error::usage(format!(
             "spots: the threshold must be a finite share >= 0 of the image's range, got {}",
             o.threshold
         )));
     }
-    let (_, y, bg) = photons_less_background(image, plan, o, None);
-    Ok(spots_of(&y, bg.as_deref(), plan, o.threshold, None))
+    let (_, y, bg) = photons_less_background(image, plan, o, mask);
+    Ok(spots_of(&y, bg.as_deref(), plan, o.threshold, mask))
 }
 
 /// The pixels (indices, fast-major, ascending) within `spot_radius` of a spot pixel of the

@@ -246,13 +246,19 @@ fn bad_images_are_errors_naming_the_image() {
     img[70] = f64::NAN;
     let e = err(&img, &d);
     assert!(e.contains("pixel 70 (fast 6, slow 1) is not finite"), "{e}");
-    let e = err(&[0.0; 4096], &SpotOptions { gain: 0.0, ..d });
+    let e = err(
+        &[0.0; 4096],
+        &SpotOptions {
+            gain: 0.0,
+            ..d.clone()
+        },
+    );
     assert!(e.contains("spots: the gain must be > 0"), "{e}");
     let e = err(
         &[0.0; 4096],
         &SpotOptions {
             threshold: -1.0,
-            ..d
+            ..d.clone()
         },
     );
     assert!(e.contains("spots: the threshold"), "{e}");

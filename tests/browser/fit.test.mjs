@@ -6,8 +6,11 @@
 // set-up is the crate's error in the bar. The page's own noisy SMV opened as the measured image is
 // fitted too, its 40 ADU offset under the crate's local background (scale within 5 %), and the
 // measured view's levels are the realistic still's (black at the median). The target's spots
-// ringed on the image are the crate's (`find_spots`) and sit on the predicted spots. Screenshots
-// of the target's spots and a fit running and finished go to tests/artifacts/fit-*-1280.png.
+// ringed on the image are the crate's (`find_spots`) and sit on the predicted spots. The measured
+// image's flagged pixels (65535 written into the SMV) are the crate's mask of the file: the fit
+// and the spot search exclude them (the panel says how many), and its spots are ringed. Screenshots
+// of the target's spots and a fit running and finished go to tests/artifacts/fit-*-1280.png
+// (and fit-measured-1920.png).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -166,6 +169,29 @@ test('a measured image: the page\'s own Poisson-noisy SMV, opened as measured, i
   await waitRendered(page, 1);
   await idle(page);
   await page.evaluate(async () => { window.__smv = await window.nanobragg.client.exportImage('noise'); });
+  const truthArgs = await page.evaluate(() => window.nanobragg.lastRender().result.args);
+  // flagged pixels as a detector writes them (65535 in the SMV's unsigned shorts: gaps, dead or
+  // overloaded pixels): a dead column and a 3×3 block on each of the three brightest spots
+  const flagged = await page.evaluate(() => {
+    const b = window.__smv;
+    const head = new TextDecoder().decode(b.subarray(0, 512));
+    const hb = Number(/HEADER_BYTES=\s*(\d+)/.exec(head)[1]);
+    const le = !/BYTE_ORDER=big_endian/.test(head);
+    const dv = new DataView(b.buffer, b.byteOffset + hb);
+    const w = 256;
+    const order = Array.from({ length: w * w }, (_, i) => i).sort((i, j) => dv.getUint16(2 * j, le) - dv.getUint16(2 * i, le));
+    const peaks = [];
+    for (const i of order) {
+      if (peaks.every((p) => Math.max(Math.abs((i % w) - (p % w)), Math.abs(Math.floor(i / w) - Math.floor(p / w))) >= 5)) peaks.push(i);
+      if (peaks.length === 3) break;
+    }
+    const set = new Set();
+    for (let s = 0; s < w; s++) set.add(s * w + 200);
+    for (const p of peaks) for (let ds = -1; ds <= 1; ds++) for (let df = -1; df <= 1; df++) set.add(p + ds * w + df);
+    for (const i of set) dv.setUint16(2 * i, 0xffff, le);
+    window.__flagged = [...set];
+    return set.size;
+  });
   // the crystal moved in the form (the teacher's button moves it the same way), then the file
   let n = await page.evaluate(() => window.nanobragg.lastRender().count);
   await page.click('.fitopen');
@@ -176,8 +202,11 @@ test('a measured image: the page\'s own Poisson-noisy SMV, opened as measured, i
   await page.evaluate(() => window.nanobragg.measured.openFiles([new File([window.__smv], 'shot.img')], true));
   await waitRendered(page, n + 1); // the file's geometry rendered
   await idle(page);
-  // the target's background (noisify's 40 ADU offset) is the crate's local map, its units said
-  assert.match(await page.textContent('.fitbar .ftarget'), /measured image shot\.img \(gain 1, offset 0 assumed: .*background: the crate's local map\)/);
+  // the target's background (noisify's 40 ADU offset) is the crate's local map, its units said;
+  // its flagged pixels (the crate's count and mask of the file) are excluded
+  assert.equal(await page.evaluate(() => window.nanobragg.measured.info.untrusted), flagged);
+  assert.equal(await page.evaluate(() => Array.from(window.nanobragg.measured.info.mask).filter((u) => u === 0).length), flagged);
+  assert.match(await page.textContent('.fitbar .ftarget'), new RegExp(`measured image shot\\.img, ${flagged} flagged pixels excluded \\(gain 1, offset 0 assumed: .*background: the crate's local map\\)`));
   // the file's beam centre (128.5 pixels of 0.4 mm) reaches the form without float noise
   assert.equal((await page.evaluate(() => window.nanobragg.state())).Xbeam, '51.4');
   // the measured view's levels are the realistic still's: black at the median (the offset), few
@@ -192,10 +221,39 @@ test('a measured image: the page\'s own Poisson-noisy SMV, opened as measured, i
   });
   assert.ok(Math.abs(lv.lo - 40) < 3 && lv.hi > lv.lo && lv.over < 0.02, `measured view levels ${JSON.stringify(lv)}`);
   assert.equal(await page.locator('.fitbar input[data-group="scale"]').isChecked(), true, 'the scale is fitted with a measured image');
+  // the measured target's spots are ringed: the crate's (`find_spots` with the file's mask), none
+  // on a flagged pixel; every strong spot predicted for the true set-up (above 40 % of the
+  // strongest, the weaker are lost in the noise; away from the edges and the flags) has its ring
+  // within 0.5 px, and nearly every ring (90 %) is within 0.5 px of a predicted spot
+  await page.waitForFunction(() => window.nanobragg.fit.targetSpots.length > 0 && window.nanobragg.fit.drawnSpots > 0, null, { timeout: 30_000 });
+  const marks = await page.evaluate(async (truth) => {
+    const fit = window.nanobragg.fit;
+    const m = window.nanobragg.measured.info;
+    const args = window.nanobragg.lastRender().result.args;
+    const again = await window.nanobragg.client.findSpots({ args, image: m.pixels, mask: m.mask, background: 'local', gain: 1, adc: 0 });
+    const pred = await window.nanobragg.client.predict(truth, { onImage: true });
+    return { spots: fit.targetSpots, drawn: fit.drawnSpots, again, pred: pred.reflections.filter((r) => r.on_detector && r.in_condition).map((r) => [r.fast, r.slow, r.intensity]) };
+  }, truthArgs);
+  assert.deepEqual(marks.spots, marks.again, 'the rings are the crate\'s spots of the masked target');
+  assert.equal(marks.drawn, marks.spots.length, 'one ring per spot');
+  const bad = new Set(await page.evaluate(() => window.__flagged));
+  for (const p of marks.spots) assert.ok(!bad.has(Math.floor(p.slow) * 256 + Math.floor(p.fast)), `a ring on a flagged pixel: ${JSON.stringify(p)}`);
+  const strongest = Math.max(...marks.pred.map((p) => p[2]));
+  const strong = marks.pred.filter(([f, s, i]) => i >= 0.4 * strongest && f >= 3 && s >= 3 && f <= 253 && s <= 253 &&
+    [...bad].every((j) => Math.hypot((j % 256) + 0.5 - f, Math.floor(j / 256) + 0.5 - s) > 4));
+  assert.ok(strong.length >= 15, `${strong.length} strong predicted spots`);
+  let worst = 0;
+  for (const [f, s] of strong) worst = Math.max(worst, Math.min(...marks.spots.map((p) => Math.hypot(p.fast - f, p.slow - s))));
+  assert.ok(worst <= 0.5, `a strong predicted spot has no ring within 0.5 px (${worst.toFixed(2)} px)`);
+  const onPred = marks.spots.filter((p) => marks.pred.some(([f, s]) => Math.hypot(p.fast - f, p.slow - s) <= 0.5)).length;
+  assert.ok(onPred >= 0.9 * marks.spots.length, `${onPred} of ${marks.spots.length} rings within 0.5 px of a predicted spot`);
+  await page.screenshot({ path: join(ARTIFACTS, 'fit-measured-spots-1280.png') });
   await page.click('.fitbar .frun');
   await page.waitForFunction(() => !window.nanobragg.fit.running, null, { timeout: 60_000 });
   const r = await page.evaluate(() => window.nanobragg.fit.result);
   assert.ok(r, await page.textContent('.fitbar .fstatus'));
+  assert.equal(r.excluded, flagged, 'the fit got the file\'s mask');
+  assert.match(await page.textContent('.fitbar .fstatus'), new RegExp(`pixels near the spots \\(${flagged} flagged pixels of the target excluded\\)`));
   const err = angleBetween(MISSET, r.misset);
   assert.ok(err < 0.05, `orientation within ${err}° of the truth`);
   for (let i = 0; i < 3; i++) assert.ok(Math.abs(r.cell[i] / CELL[i] - 1) < 1e-3, `cell ${r.cell}`);
@@ -204,6 +262,9 @@ test('a measured image: the page\'s own Poisson-noisy SMV, opened as measured, i
   console.log(`measured: ${r.iterations} evaluations, ${(r.ms / 1000).toFixed(1)} s; orientation error ${err.toFixed(4)}°, cell ${r.cell.slice(0, 3).map((v) => v.toFixed(3)).join(' ')}, fluence ${st.fluence}`);
   await idle(page);
   await page.screenshot({ path: join(ARTIFACTS, 'fit-measured-1280.png') });
+  await page.setViewportSize({ width: 1920, height: 1080 });
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: join(ARTIFACTS, 'fit-measured-1920.png') });
   assert.deepEqual(errors, []);
   await page.close();
 });

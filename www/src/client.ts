@@ -516,7 +516,8 @@ export class NanoBraggClient {
     return new Promise<FitInfo>((resolve, reject) => {
       this.fitJob = { id, resolve, reject, onStep };
       const target = req.target.slice();
-      this.worker.postMessage({ ...req, type: 'fit', id, files: encodeFiles(req.files), target } satisfies FitRequest, [target.buffer]);
+      const mask = req.mask ? req.mask.slice() : null;
+      this.worker.postMessage({ ...req, type: 'fit', id, files: encodeFiles(req.files), target, mask } satisfies FitRequest, mask ? [target.buffer, mask.buffer] : [target.buffer]);
     });
   }
 
@@ -555,7 +556,8 @@ export class NanoBraggClient {
     return new Promise((resolve, reject) => {
       this.spotQueries.set(id, { resolve, reject });
       const image = req.image.slice();
-      this.worker.postMessage({ ...req, type: 'find-spots', id, files: encodeFiles(req.files), image } satisfies SpotsRequest, [image.buffer]);
+      const mask = req.mask ? req.mask.slice() : null;
+      this.worker.postMessage({ ...req, type: 'find-spots', id, files: encodeFiles(req.files), image, mask } satisfies SpotsRequest, mask ? [image.buffer, mask.buffer] : [image.buffer]);
     });
   }
 

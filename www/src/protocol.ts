@@ -139,6 +139,9 @@ export interface SpotsRequest {
   args: string[];
   files: Record<string, Uint8Array> | null;
   image: Float32Array;
+  /** The pixels to use (1 = use, 0 = excluded: a measured image's flagged pixels, the crate's
+   * `MeasuredInfo.mask`); null: all. */
+  mask: Uint8Array | null;
   background: 'none' | 'local';
   gain: number;
   adc: number;
@@ -151,6 +154,8 @@ export interface FitRequest {
   args: string[];
   files: Record<string, Uint8Array> | null;
   target: Float32Array;
+  /** The target's pixels to use (as `SpotsRequest.mask`; the crate's `FitOptions::mask`). */
+  mask: Uint8Array | null;
   /** Comma-separated parameter names (`rot_x,cell_a,…`). */
   params: string;
   /** Starting offsets, one per parameter (or empty). */

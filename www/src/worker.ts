@@ -178,7 +178,7 @@ function fit(msg: Extract<ToWorker, { type: 'fit' }>) {
   const w = wasm!;
   useFiles(msg.files);
   try {
-    const result = w.fit(msg.args, msg.target, msg.params, new Float64Array(msg.start), msg.background, msg.gain, msg.adc, msg.maxIterations, msg.images, (step) => {
+    const result = w.fit(msg.args, msg.target, msg.mask ?? undefined, msg.params, new Float64Array(msg.start), msg.background, msg.gain, msg.adc, msg.maxIterations, msg.images, (step) => {
       post({ type: 'fit-step', id: msg.id, step }, step.image ? [step.image.buffer] : []);
     });
     post({ type: 'fit-result', id: msg.id, result }, [result.image.buffer]);
@@ -267,7 +267,7 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
     chain = chain.then(() => {
       try {
         useFiles(msg.files);
-        post({ type: 'spots', id: msg.id, spots: wasm!.find_spots(msg.args, msg.image, msg.background, msg.gain, msg.adc), message: '' });
+        post({ type: 'spots', id: msg.id, spots: wasm!.find_spots(msg.args, msg.image, msg.mask ?? undefined, msg.background, msg.gain, msg.adc), message: '' });
       } catch (e) {
         post({ type: 'spots', id: msg.id, spots: null, message: errText(e), error: errorInfo(e) });
       }

@@ -65,28 +65,58 @@ impl Pixels {
         }
     }
 
-    /// The values as f32 for display, with the all-ones value of an unsigned type of 16 or 32
-    /// bits (EIGER's and PILATUS' flag of a gap or bad pixel) and negative integers as −1: the
-    /// page's "untrusted" value. Returns the image and the count of such pixels.
+    /// Each pixel's value, or `None` where the file flags it: the all-ones value of an unsigned
+    /// type of 16 or 32 bits (EIGER's and PILATUS' flag of a gap or bad pixel), a negative
+    /// integer, a float that is not finite.
+    fn each(&self, mut f: impl FnMut(Option<f64>)) {
+        match self {
+            Pixels::U8(v) => v.iter().for_each(|&x| f(Some(x as f64))),
+            Pixels::U16(v) => v
+                .iter()
+                .for_each(|&x| f((x != u16::MAX).then_some(x as f64))),
+            Pixels::U32(v) => v
+                .iter()
+                .for_each(|&x| f((x != u32::MAX).then_some(x as f64))),
+            Pixels::I16(v) => v.iter().for_each(|&x| f((x >= 0).then_some(x as f64))),
+            Pixels::I32(v) => v.iter().for_each(|&x| f((x >= 0).then_some(x as f64))),
+            Pixels::F32(v) => v.iter().for_each(|&x| f(x.is_finite().then_some(x as f64))),
+        }
+    }
+
+    /// The values as f32 for display, with the flagged pixels (see [`Pixels::mask`]) as −1:
+    /// the page's "untrusted" value. Returns the image and the count of such pixels.
     pub fn to_display(&self) -> (Vec<f32>, usize) {
         let mut bad = 0usize;
-        let mut flag = |b: bool, v: f32| {
-            if b {
-                bad += 1;
-                -1.0
-            } else {
-                v
-            }
-        };
-        let out = match self {
-            Pixels::U8(v) => v.iter().map(|&x| x as f32).collect(),
-            Pixels::U16(v) => v.iter().map(|&x| flag(x == u16::MAX, x as f32)).collect(),
-            Pixels::U32(v) => v.iter().map(|&x| flag(x == u32::MAX, x as f32)).collect(),
-            Pixels::I16(v) => v.iter().map(|&x| flag(x < 0, x as f32)).collect(),
-            Pixels::I32(v) => v.iter().map(|&x| flag(x < 0, x as f32)).collect(),
-            Pixels::F32(v) => v.iter().map(|&x| flag(!x.is_finite(), x)).collect(),
-        };
+        let mut out = Vec::with_capacity(self.len());
+        self.each(|v| {
+            out.push(match v {
+                Some(v) => v as f32,
+                None => {
+                    bad += 1;
+                    -1.0
+                }
+            })
+        });
         (out, bad)
+    }
+
+    /// The pixels a fit or a spot search may use (`refine::FitOptions::mask`,
+    /// `refine::SpotOptions::mask`: fast-major, true = use): false where the file flags the
+    /// pixel (the all-ones value of an unsigned type of 16 or 32 bits, EIGER's and PILATUS'
+    /// flag of a gap or bad pixel; a negative integer; a float that is not finite). `None`
+    /// when it flags none.
+    pub fn mask(&self) -> Option<Vec<bool>> {
+        let mut m = Vec::with_capacity(self.len());
+        self.each(|v| m.push(v.is_some()));
+        m.contains(&false).then_some(m)
+    }
+
+    /// The image as a fit's target (`refine::fit`: counts, fast-major; a flagged pixel 0, never
+    /// read) and its mask ([`Pixels::mask`]).
+    pub fn to_target(&self) -> (Vec<f64>, Option<Vec<bool>>) {
+        let mut t = Vec::with_capacity(self.len());
+        self.each(|v| t.push(v.unwrap_or(0.0)));
+        (t, self.mask())
     }
 
     /// Little-endian bytes of the values as stored (tests compare them with NumPy's).

@@ -3,6 +3,8 @@
 //! user's flags (`api::fitted_values`) and, when asked, the model image there; and
 //! `fitted_values` alone (the page's "perturb": the set-up moved by chosen offsets, as flags);
 //! `find_spots`, a target's spots as the fit finds them (`api::find_spots`: the page rings them).
+//! Both take the target's mask (a measured image's flagged pixels: `MeasuredInfo.mask`, made by
+//! the crate's `Pixels::mask` when the file was read), one byte per pixel, 0 = excluded.
 //! Cancel is the module's flag (`set_cancel`, or the shared memory the page writes).
 
 use super::{js_err, to_js, CANCEL, STATE};
@@ -54,6 +56,8 @@ export interface FitInfo {
   cycles: number;
   converged: boolean;
   pixels: number;
+  /** Pixels of the target the mask excluded (0 without a mask). */
+  excluded: number;
   /** The model image at the fitted values (f32 of the f64 image). */
   image: Float32Array;
   ms: number;
@@ -91,6 +95,7 @@ struct Done<'a> {
     cycles: usize,
     converged: bool,
     pixels: usize,
+    excluded: usize,
     ms: f64,
 }
 
@@ -118,8 +123,9 @@ fn image_at(
 
 /// Fits `params` (comma-separated names: `rot_x,rot_y,rot_z,cell_a,…`) of the set-up of `args`
 /// (with the module's files) to `target` (the detector's size, fast-major; ADU = `gain`·photons
-/// + `adc`, photons for 1 and 0), with the `background` model under the spots (`none`, `local`:
-/// `api::Background`), starting from the offsets `start` (one per parameter, or empty), in at
+/// + `adc`, photons for 1 and 0; `mask`: the pixels to use, 1 byte each, 0 = excluded, as
+/// `FitOptions::mask`; absent: all), with the `background` model under the spots (`none`,
+/// `local`: `api::Background`), starting from the offsets `start` (one per parameter, or empty), in at
 /// most `max_iterations` evaluations. `on_step(FitStepInfo)` is called at the start and at every accepted step (with
 /// the model image when `images`). Cancel: the module's cancel flag (an error of kind
 /// "cancelled").
@@ -128,6 +134,7 @@ fn image_at(
 pub fn fit(
     args: Vec<String>,
     target: Vec<f32>,
+    mask: Option<Vec<u8>>,
     params: &str,
     start: Vec<f64>,
     background: &str,
@@ -161,6 +168,11 @@ pub fn fit(
         options.background = background;
         options.gain = gain;
         options.adc = adc;
+        options.mask = mask.map(|m| m.iter().map(|&b| b != 0).collect());
+        let excluded = options
+            .mask
+            .as_ref()
+            .map_or(0, |m| m.iter().filter(|&&u| !u).count());
         let x0: Vec<f64> = if start.is_empty() {
             vec![0.0; params.len()]
         } else {
@@ -224,6 +236,7 @@ pub fn fit(
             cycles: f.cycles,
             converged: f.converged,
             pixels: f.pixels,
+            excluded,
             ms: js_sys::Date::now() - t0,
         })?;
         set_image(&done, Some(f.image.iter().map(|&v| v as f32).collect()));
@@ -248,13 +261,14 @@ pub fn fitted_values(
 }
 
 /// The spots of `image` (the detector of the set-up of `args`, fast-major; ADU = `gain`·photons
-/// + `adc`) as a fit with the `background` model (`none`, `local`) finds its target's spots
+/// + `adc`; `mask`: the pixels to use, as `fit`'s) as a fit with the `background` model (`none`, `local`) finds its target's spots
 /// (`api::find_spots` with `api::FitOptions`' defaults): centroids, signal and pixel counts, in
 /// the raster order of their first pixel.
 #[wasm_bindgen(unchecked_return_type = "Spot[]")]
 pub fn find_spots(
     args: Vec<String>,
     image: Vec<f32>,
+    mask: Option<Vec<u8>>,
     background: &str,
     gain: f64,
     adc: f64,
@@ -269,6 +283,7 @@ pub fn find_spots(
             background,
             gain,
             adc,
+            mask: mask.map(|m| m.iter().map(|&b| b != 0).collect()),
             ..api::SpotOptions::default()
         };
         to_js(&api::find_spots(&prep, &image, &options).map_err(js_err)?)

@@ -12,8 +12,10 @@ use wasm_bindgen::prelude::*;
 const TS_MEASURED: &str = r#"
 /** A measured image read by `measured_read`. `pixels`: frame 0 as f32, fast index first
  * (flagged pixels — gaps, bad pixels: the all-ones value of an unsigned type, negative
- * integers — are −1, `untrusted` of them). `words`: the simulation's flags for the file's
- * geometry ([flag, value]); `missing`: what the file did not say; `notes`: remarks. */
+ * integers — are −1, `untrusted` of them). `mask`: the pixels a fit or a spot search may use
+ * (1 = use, 0 = flagged; the crate's `Pixels::mask`), null when none is flagged. `words`: the
+ * simulation's flags for the file's geometry ([flag, value]); `missing`: what the file did not
+ * say; `notes`: remarks. */
 export interface MeasuredInfo {
   name: string;
   format: string;
@@ -27,6 +29,7 @@ export interface MeasuredInfo {
   missing: string[];
   notes: string[];
   pixels: Float32Array;
+  mask: Uint8Array | null;
 }
 "#;
 
@@ -63,6 +66,13 @@ pub fn measured_read(
     let img = read_measured(name, &bytes, &given).map_err(js_err)?;
     drop(bytes);
     let (pixels, untrusted) = img.pixels.to_display();
+    let mask: JsValue = match img.pixels.mask() {
+        Some(m) => {
+            let bytes: Vec<u8> = m.iter().map(|&u| u as u8).collect();
+            js_sys::Uint8Array::from(bytes.as_slice()).into()
+        }
+        None => JsValue::NULL,
+    };
     let max = pixels.iter().copied().fold(0.0f32, f32::max);
     let (words, missing) = img.geometry.words(img.width, img.height);
     let info = Info {
@@ -81,5 +91,6 @@ pub fn measured_read(
     let obj = to_js(&info)?;
     let arr = js_sys::Float32Array::from(pixels.as_slice());
     js_sys::Reflect::set(&obj, &JsValue::from_str("pixels"), &arr)?;
+    js_sys::Reflect::set(&obj, &JsValue::from_str("mask"), &mask)?;
     Ok(obj)
 }

@@ -6,7 +6,9 @@
 // stay in the form and the URL. The target is the measured image when one is open on the
 // simulation's detector; otherwise a teacher makes the image shown the target and perturbs the
 // crystal (by offsets the crate turns into flags), and the fit brings it back; the target's spots,
-// as the fit finds them (the crate's `find_spots`, in the worker), are ringed on the image.
+// as the fit finds them (the crate's `find_spots`, in the worker), are ringed on the image. A
+// measured image's flagged pixels (gaps, bad pixels, overloads) are excluded from the fit and the
+// spot search by the mask the crate made when it read the file (`MeasuredInfo.mask`).
 import type { NanoBraggClient } from '../client';
 import type { Store } from '../state';
 import type { ImageView } from '../view';
@@ -25,6 +27,13 @@ export interface ShownImage {
 /** A fit's target and what the crate is told of it (`FitRequest`). */
 export interface FitTarget {
   data: Float32Array;
+  /** The pixels to use (1 = use, 0 = flagged: the crate's mask of a measured file), null: all. */
+  mask: Uint8Array | null;
+  /** What the target is (the measured image's info or the teacher's target): its spots are
+   * looked for once. */
+  source: object;
+  width: number;
+  height: number;
   label: string;
   background: FitRequest['background'];
   gain: number;
@@ -48,7 +57,7 @@ export interface FitDeps {
 }
 
 /** What the crate is told of the teacher's target: the image shown, photons, nothing under it. */
-const TEACHER = { background: 'none', gain: 1, adc: 0 } as const;
+const TEACHER = { background: 'none', gain: 1, adc: 0, mask: null } as const;
 
 const STYLE = `
 .fitbar { display: flex; flex-wrap: wrap; align-items: center; gap: .3rem .7rem; padding: .3rem .5rem; font-size: .85rem; border-bottom: 1px solid var(--line, #ccc); }
@@ -76,7 +85,7 @@ export class FitPanel {
   cycles: number[] = [];
   /** The last step seen and the last result (for scripts and tests). */
   lastStep: FitStepInfo | null = null;
-  result: { misset: number[] | null; cell: number[] | null; ms: number; iterations: number; converged: boolean } | null = null;
+  result: { misset: number[] | null; cell: number[] | null; ms: number; iterations: number; converged: boolean; excluded: number } | null = null;
   running = false;
   private q: <T extends HTMLElement>(sel: string) => T;
 
@@ -139,16 +148,20 @@ export class FitPanel {
       // a measured image: its water, air and detector offset are the crate's local background
       // (a smooth map from the image, spots clipped); neither the file nor the page knows the
       // detector's gain or ADC offset, so counts are taken as photons (the offset goes into the
-      // background, the gain into the fitted scale). Flagged pixels (gaps, bad pixels: −1) count
-      // as 0: the fit takes no mask of the target.
-      const data = m.untrusted ? m.pixels.map((v) => (v < 0 ? 0 : v)) : m.pixels;
+      // background, the gain into the fitted scale). Flagged pixels (gaps, bad pixels, shown as
+      // −1) are left out by the crate's mask of the file.
+      const flagged = m.mask ? m.untrusted : 0;
       return {
-        data, background: 'local', gain: 1, adc: 0,
-        label: `measured image ${m.name} (gain 1, offset 0 assumed: the file says neither, the fitted scale takes the gain; background: the crate's local map)`,
+        data: m.pixels, mask: m.mask, source: m, width: m.width, height: m.height,
+        background: 'local', gain: 1, adc: 0,
+        label: `measured image ${m.name}` + (flagged ? `, ${flagged.toLocaleString('en')} flagged pixel${flagged === 1 ? '' : 's'} excluded` : '') +
+          ` (gain 1, offset 0 assumed: the file says neither, the fitted scale takes the gain; background: the crate's local map)`,
       };
     }
     const t = this.target;
-    if (t && shown && t.width === shown.width && t.height === shown.height) return { data: t.data, ...TEACHER, label: 'the image before the perturbation' };
+    if (t && shown && t.width === shown.width && t.height === shown.height) {
+      return { data: t.data, ...TEACHER, source: t, width: t.width, height: t.height, label: 'the image before the perturbation' };
+    }
     return null;
   }
 
@@ -156,19 +169,19 @@ export class FitPanel {
     return Array.from(this.bar.querySelectorAll<HTMLInputElement>('.fparams input:checked')).map((i) => i.dataset.group!);
   }
 
-  /** The teacher's target's spots as the fit finds them (the crate's `find_spots` on the target,
-   * its centroids), ringed on the simulated image. */
+  /** The target's spots as the fit finds them (the crate's `find_spots` on the target with its
+   * mask, their centroids), ringed on the simulated image. */
   targetSpots: Spot[] = [];
+  /** The target (`FitTarget.source`) `targetSpots` are of, or are being looked for. */
+  private spotsOf: object | null = null;
   /** The rings drawn at the last draw (for tests). */
   drawnSpots = 0;
 
   private drawTargetSpots(ctx: CanvasRenderingContext2D) {
     this.drawnSpots = 0;
     const shown = this.d.view.image;
-    const t = this.target;
-    if (this.bar.hidden || !t || !this.targetSpots.length || !this.q<HTMLInputElement>('.fmarks').checked) return;
-    const m = this.d.measured.info;
-    if (m && m.width === t.width && m.height === t.height) return; // the measured image is the target
+    const t = this.currentTarget();
+    if (this.bar.hidden || !t || t.source !== this.spotsOf || !this.targetSpots.length || !this.q<HTMLInputElement>('.fmarks').checked) return;
     if (!shown || shown.w * shown.scale !== t.width || shown.h * shown.scale !== t.height) return;
     const [x0, y0] = this.d.view.fromDetector(0, 0);
     const [x1] = this.d.view.fromDetector(1, 0);
@@ -188,6 +201,25 @@ export class FitPanel {
     ctx.restore();
   }
 
+  /** Look for the target's spots once per target (the teacher's are looked for when it is made;
+   * again when it is the target anew, after a measured image). */
+  private findTargetSpots(t: FitTarget | null) {
+    const shown = this.d.shown();
+    if (this.bar.hidden || !t || !shown || t.source === this.spotsOf) return;
+    const source = (this.spotsOf = t.source);
+    this.targetSpots = [];
+    this.d.client
+      .findSpots({ args: shown.args, files: Object.fromEntries(this.d.store.files.peek()), image: t.data, mask: t.mask, background: t.background, gain: t.gain, adc: t.adc })
+      .then((spots) => {
+        if (this.spotsOf !== source) return;
+        this.targetSpots = spots;
+        this.d.view.draw();
+      })
+      .catch((e: Error) => {
+        if (this.spotsOf === source) this.status(`The target's spots were not found: ${e.message}`, 'error');
+      });
+  }
+
   /** The measured image the scale was last switched on for. */
   private scaledFor: unknown = null;
 
@@ -201,6 +233,7 @@ export class FitPanel {
     }
     const t = this.currentTarget();
     const shown = this.d.shown();
+    this.findTargetSpots(t);
     this.q('.ftarget').textContent = this.d.realistic()
       ? 'The fit works on the plain simulation: switch the realistic layers off (model, water and air, detector effects).'
       : t
@@ -235,8 +268,10 @@ export class FitPanel {
       const target = { ...shown, data: shown.data.slice() };
       this.target = target;
       this.targetSpots = [];
-      const spots = await client.findSpots({ args: shown.args, files, image: target.data, ...TEACHER });
-      if (this.target === target) this.targetSpots = spots;
+      this.spotsOf = target;
+      const { background, gain, adc, mask } = TEACHER;
+      const spots = await client.findSpots({ args: shown.args, files, image: target.data, background, gain, adc, mask });
+      if (this.spotsOf === target) this.targetSpots = spots;
       this.costs = [];
       this.cycles = [];
       this.plot();
@@ -279,7 +314,7 @@ export class FitPanel {
     const geometry = shown.geometry;
     try {
       const r = await client.fit(
-        { args: store.args.peek().args, files: Object.fromEntries(store.files.peek()), target: t.data, background: t.background, gain: t.gain, adc: t.adc, params: params.join(','), start: [], maxIterations, images: true },
+        { args: store.args.peek().args, files: Object.fromEntries(store.files.peek()), target: t.data, mask: t.mask, background: t.background, gain: t.gain, adc: t.adc, params: params.join(','), start: [], maxIterations, images: true },
         (step) => {
           this.lastStep = step;
           if (Number.isFinite(step.cost)) {
@@ -297,8 +332,9 @@ export class FitPanel {
       this.running = false;
       this.d.setFitting(false);
       store.setModel(withFitted(base, r.fitted));
-      this.result = { misset: r.fitted.misset, cell: r.fitted.cell, ms: r.ms, iterations: r.iterations, converged: r.converged };
-      this.status(`Fitted in ${r.iterations} evaluations, ${(r.ms / 1000).toFixed(1)} s on ${r.pixels.toLocaleString('en')} pixels near the spots: ${this.describe(r.fitted)}` +
+      this.result = { misset: r.fitted.misset, cell: r.fitted.cell, ms: r.ms, iterations: r.iterations, converged: r.converged, excluded: r.excluded };
+      this.status(`Fitted in ${r.iterations} evaluations, ${(r.ms / 1000).toFixed(1)} s on ${r.pixels.toLocaleString('en')} pixels near the spots` +
+        (r.excluded ? ` (${r.excluded.toLocaleString('en')} flagged pixel${r.excluded === 1 ? '' : 's'} of the target excluded)` : '') + `: ${this.describe(r.fitted)}` +
         this.costDrop() +
         (r.converged ? '.' : ' (stopped at the evaluation limit: press Start fit again to go on).'));
       window.dispatchEvent(new CustomEvent('nanobragg-fit-done', { detail: { ...this.result } }));

@@ -42,7 +42,7 @@ self.onmessage = async (ev: MessageEvent<MeasuredRequest | PredictRequest>) => {
     const t1 = performance.now();
     const info = w.measured_read(name, bytes, others.map((o) => o.name), others.map((o) => o.bytes));
     const ms = { load: t1 - t0, decode: performance.now() - t1 };
-    post({ id, info, ms }, [info.pixels.buffer]);
+    post({ id, info, ms }, info.mask ? [info.pixels.buffer, info.mask.buffer] : [info.pixels.buffer]);
   } catch (e) {
     const err = e as Error & { file?: string | null };
     post({ id, error: { message: err?.message ?? String(e), file: err?.file ?? null } });
