@@ -60,7 +60,7 @@ export interface FitDeps {
 const TEACHER = { background: 'none', gain: 1, adc: 0, mask: null } as const;
 
 const STYLE = `
-.fitbar { display: flex; flex-wrap: wrap; align-items: center; gap: .3rem .7rem; padding: .3rem .5rem; font-size: .85rem; border-bottom: 1px solid var(--line, #ccc); }
+.fitbar { position: relative; display: flex; flex-wrap: wrap; align-items: center; gap: .3rem .7rem; padding: .3rem 2.4rem .3rem .5rem; font-size: .85rem; border-bottom: 1px solid var(--line, #ccc); }
 .fitbar[hidden] { display: none; }
 .fitbar .ftitle { font-weight: 600; }
 .fitbar fieldset { border: 0; margin: 0; padding: 0; display: inline-flex; gap: .5rem; align-items: center; }
@@ -72,7 +72,7 @@ const STYLE = `
 .fitbar .fstatus { flex-basis: 100%; margin: 0; font-variant-numeric: tabular-nums; color: var(--muted, #555); }
 .fitbar .fstatus[data-kind="error"] { color: #b00020; }
 .fitbar .ftarget { color: var(--muted, #555); }
-.fitbar .fclose { margin-left: auto; }
+.fitbar .fclose { position: absolute; top: .3rem; right: .5rem; }
 `;
 
 export class FitPanel {
