@@ -2,7 +2,8 @@
 //! f64 tangent kernel (`cpu::tangent`) on golden cases that together cover every parameter and
 //! every term's derivative (square, round, Gaussian lattices, tricubic F, sensor layers,
 //! polarisation, mosaic domains, sources, the water background); its image against the GPU
-//! image kernel's (bit for bit); the vector–Jacobian product against the CPU's; the parameters
+//! image kernel's (within 1e-6 of the peak: two shader modules a driver may contract
+//! differently; bit for bit on lavapipe); the vector–Jacobian product against the CPU's; the parameters
 //! split into passes; the refused set-ups.
 //!
 //! Tolerance: the GPU's tangents are f32 (its df64 chain as the image's); on the pixels with
@@ -25,6 +26,10 @@ use Param::*;
 /// Agreement of the f32 GPU tangents with the f64 CPU tangents, relative to each parameter's
 /// largest |tangent|, on pixels with signal.
 const TOL: f64 = 1e-4;
+
+/// The tangent kernel's image against the image kernel's, relative to the image's peak (see
+/// `image_is_the_image_kernels_and_passes_agree`).
+const IMAGE_TOL: f64 = 1e-6;
 
 /// One renderer for the binary (one device, pipelines compiled once).
 static GPU: Mutex<Option<Renderer>> = Mutex::new(None);
@@ -140,8 +145,20 @@ fn shapes_sources_tables_background() {
     check("water_background", "", &[Scale, Fluence, RotX]);
 }
 
-/// The tangent kernel's image is the image kernel's (same chain, same terms, same order), and
-/// the parameters split into passes give the tangents of one pass.
+/// The tangent kernel's image is the image kernel's (same chain, same terms, same order) to
+/// within [`IMAGE_TOL`] of the image's peak, and the parameters split into passes give the
+/// tangents of one pass (bit for bit: one shader module, one pipeline).
+///
+/// Bit-identity of the two kernels' images is not asserted: they are two shader modules, and a
+/// driver may contract `a * b + c` into an fma differently in each (NVIDIA's Vulkan compiler
+/// does: on an H100 about 15 % of the pixels of `triclinic_misset_xybeam` differ in their last
+/// bits; on lavapipe all are identical). The df64 sums are protected from contraction
+/// (`df_bar`); what changes is the rounding of the f32 term values and first-value factors,
+/// a few ulp of each. The bound [`IMAGE_TOL`] (1e-6 of the peak, ≈ 16 f32 ulp of the peak's
+/// value) holds those; a real departure from the image kernel (a term missed or counted twice,
+/// another first-value factor) moves pixels by far more (the f32 images differ from the f64
+/// kernel's by ~2e-6 of the peak, `check` allows 1e-4). The worst difference and the count of
+/// bit-identical pixels are printed.
 #[test]
 fn image_is_the_image_kernels_and_passes_agree() {
     let (d, q) = gpu_support::device();
@@ -163,10 +180,28 @@ fn image_is_the_image_kernels_and_passes_agree() {
             .zip(&one.image)
             .filter(|(a, b)| a.to_bits() == b.to_bits())
             .count();
-        assert_eq!(
-            same,
+        let peak = image.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
+        assert!(peak > 0.0, "{case}: empty image");
+        let (worst_i, worst) = image
+            .iter()
+            .zip(&one.image)
+            .map(|(a, b)| (*a as f64 - *b as f64).abs())
+            .enumerate()
+            .fold((0, 0f64), |m, (i, d)| if d > m.1 { (i, d) } else { m });
+        let ulp = |v: f32| (f32::from_bits(v.abs().to_bits() + 1) - v.abs()) as f64;
+        let msg = format!(
+            "{case}: tangent kernel's image against the image kernel's: {same} of {} pixels \
+             bit-identical, worst |diff| {worst:.3e} = {:.2e} of the peak {peak:.4e} ({:.1} ulp \
+             of pixel {worst_i}, value {:.6e})",
             image.len(),
-            "{case}: the tangent kernel's image differs from the image kernel's"
+            worst / peak,
+            worst / ulp(image[worst_i]),
+            image[worst_i]
+        );
+        println!("{msg}");
+        assert!(
+            worst <= IMAGE_TOL * peak,
+            "{msg}: more than {IMAGE_TOL:e} of the peak"
         );
         r.set_tangent_params_per_pass(Some(1));
         let split = r.render_tangents_blocking(&moved.plan, &t).unwrap();
