@@ -5,11 +5,15 @@
 // terms.rs). The chain mirrors crate/src/cpu/tangent.rs (f64) and crate/src/cpu/tangent32.rs
 // (its f32 CPU mirror): per term the term's partials with respect to its own inputs (h, k, l,
 // N, a*, F); ∂T/∂(h,k,l) summed along the term's A = axis/λ into g = ∂I/∂d (contracted with the
-// direction's tangent dd once per (sub-pixel, source) for the detector parameters) and, for the
-// parameters that move the terms (orientation table, wavelength), contracted per term with
-// dh = dA·d − dc from the term tangents that follow the image's terms in `terms`
-// (gpu/layout.rs pack_tangent); N, a*, default_F and the scale once per pixel; then the
-// first-value factors (Ω, polarisation, capture) by the product rule.
+// direction's tangent dd once per (sub-pixel, source) for the detector parameters). The
+// parameters that move the terms (orientation table, wavelength) enter in one of three forms
+// (gpu/layout.rs TermForm, chosen by the host): TAN_RIGHT (dA = A·K for every term: rotations)
+// once per (sub-pixel, source) as g·(K q), q = d − i; TAN_LEFT (dA = C·A: the cell, the
+// wavelength) once per pixel as Σ C_mn H_mn with H = Σ_terms t ⊗ (h, k, l); TAN_MOVES_TERMS
+// (anything else: the mosaic spread) per term with dh = dA·d − dc from the term tangents that
+// follow the image's terms in `terms` (gpu/layout.rs pack_tangent). N, a*, default_F and the
+// scale once per pixel; then the first-value factors (Ω, polarisation, capture) by the product
+// rule.
 //
 // Follows shared/df64.wgsl, shared/terms.wgsl and nanobragg.wgsl in one module (their structs,
 // bindings and helpers; crate/src/gpu/shaders.rs tangent_source). `image` (binding 6) holds
@@ -23,6 +27,8 @@ const TAN_MOVES_DETECTOR: u32 = 1u;
 const TAN_MOVES_TERMS: u32 = 2u;
 const TAN_MOVES_N: u32 = 4u;
 const TAN_MOVES_RECIPROCAL: u32 = 8u;
+const TAN_RIGHT: u32 = 16u;
+const TAN_LEFT: u32 = 32u;
 
 // Keep in sync with `layout::GpuTanParam`: one parameter's tangent of the plan, per its unit.
 struct TanParam {
@@ -36,6 +42,10 @@ struct TanParam {
     da_star: vec4<f32>,
     db_star: vec4<f32>,
     dc_star: vec4<f32>,
+    // TAN_RIGHT: the rows of K; TAN_LEFT: the columns of C
+    m0: vec4<f32>,
+    m1: vec4<f32>,
+    m2: vec4<f32>,
     // (TAN_* bits, term block, 0, 0)
     kind: vec4<u32>,
 }
@@ -117,8 +127,14 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
     let nab = vec3<f32>(P.nb * P.nc, P.na * P.nc, P.na * P.nb);
     let g = hkl_box();
     var any_recip = false;
+    var any_right = false;
+    var any_left = false;
+    var any_generic = false;
     for (var j = 0u; j < np; j++) {
         any_recip = any_recip | tan_moves(j, TAN_MOVES_RECIPROCAL);
+        any_right = any_right | tan_moves(j, TAN_RIGHT);
+        any_left = any_left | tan_moves(j, TAN_LEFT);
+        any_generic = any_generic | tan_moves(j, TAN_MOVES_TERMS);
     }
 
     var acc = vec2<f32>(P.i_bg, 0.0);
@@ -141,6 +157,10 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
     var sum_sb = vec3<f32>(0.0);
     var sum_sc = vec3<f32>(0.0);
     var sum_f = 0.0;
+    // H = Σ_terms t ⊗ (h, k, l) by columns: hc_n = Σ t·(h, k, l)_n (TAN_LEFT)
+    var hc0 = vec3<f32>(0.0);
+    var hc1 = vec3<f32>(0.0);
+    var hc2 = vec3<f32>(0.0);
 
     for (var t = 0u; t < P.thicksteps; t++) {
         let odet_off = df_mul_f(thickstep, f32(t));
@@ -310,8 +330,13 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
                             sum_sc += a_fl * fl_sc;
                         }
                         sum_f += a_fc * fc_default;
+                        if any_left {
+                            hc0 += t_hkl * h.x;
+                            hc1 += t_hkl * k.x;
+                            hc2 += t_hkl * l.x;
+                        }
                         for (var j = 0u; j < np; j++) {
-                            if !tan_moves(j, TAN_MOVES_TERMS) {
+                            if !any_generic || !tan_moves(j, TAN_MOVES_TERMS) {
                                 continue;
                             }
                             let U = terms[TP.block * (1u + TP.params[j].kind.y) + base + o];
@@ -323,10 +348,15 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
                             di[j] += dot(t_hkl, dhkl);
                         }
                     }
-                    // the detector parameters move d: dh = A·dd
+                    // the detector parameters move d: dh = A·dd; TAN_RIGHT: dh = A·(K q)
+                    let q = d32 - inc;
                     for (var j = 0u; j < np; j++) {
                         if tan_moves(j, TAN_MOVES_DETECTOR) {
                             di[j] += dot(gd, dd[j]);
+                        }
+                        if any_right && tan_moves(j, TAN_RIGHT) {
+                            let tp = TP.params[j];
+                            di[j] += dot(gd, vec3<f32>(dot(tp.m0.xyz, q), dot(tp.m1.xyz, q), dot(tp.m2.xyz, q)));
                         }
                     }
                 }
@@ -341,6 +371,9 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var j = 0u; j < np; j++) {
         let tp = TP.params[j];
         var dsum = di[j] + tp.misc.z + tp.misc.w * sum_f + dot(sum_n, tp.dn.xyz);
+        if any_left && (tp.kind.x & TAN_LEFT) != 0u {
+            dsum += dot(tp.m0.xyz, hc0) + dot(tp.m1.xyz, hc1) + dot(tp.m2.xyz, hc2);
+        }
         if any_recip {
             dsum += dot(sum_sa, tp.da_star.xyz) + dot(sum_sb, tp.db_star.xyz) + dot(sum_sc, tp.dc_star.xyz);
         }

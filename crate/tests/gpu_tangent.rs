@@ -145,6 +145,44 @@ fn shapes_sources_tables_background() {
     check("water_background", "", &[Scale, Fluence, RotX]);
 }
 
+/// The host's forms of the term-moving parameters (`gpu::layout::TermForm`): rotations and
+/// the wavelength contracted on the right (once per sub-pixel and source), the cell on the left
+/// (once per pixel), the mosaic spread per term (its term tangents the only block uploaded);
+/// and all of them asked together, against the CPU f64 tangents.
+#[test]
+fn contracted_and_per_term_parameters_together() {
+    use nanobragg::gpu::layout::{self, TermForm};
+    let case = "mosaic_domains_seed_noise";
+    let params = [Mosaic, RotY, CellA, CellGamma, Lambda, RotZ];
+    let prep = prepare(case, "");
+    let (moved, t) =
+        nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &params, &[])
+            .unwrap();
+    let first = layout::first_sequence_pixel(&moved.plan) != layout::NO_PIXEL;
+    let forms: Vec<&str> = t
+        .deltas
+        .iter()
+        .map(|d| match layout::term_form(&moved.plan, d, first) {
+            TermForm::Right(_) => "right",
+            TermForm::Left(_) => "left",
+            TermForm::Generic => "generic",
+        })
+        .collect();
+    assert_eq!(
+        forms,
+        ["generic", "right", "left", "left", "right", "right"],
+        "{case}: {params:?}"
+    );
+    let which: Vec<usize> = (0..params.len()).collect();
+    let (tp, blocks) = layout::pack_tangent(&moved.plan, &t, &which, first);
+    assert_eq!(
+        blocks.len(),
+        tp.block as usize,
+        "{case}: one block of term tangents"
+    );
+    check(case, "", &params);
+}
+
 /// The tangent kernel's image is the image kernel's (same chain, same terms, same order) to
 /// within [`IMAGE_TOL`] of the image's peak, and the parameters split into passes give the
 /// tangents of one pass (bit for bit: one shader module, one pipeline).

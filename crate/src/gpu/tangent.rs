@@ -4,8 +4,11 @@
 //!
 //! * The plan's tangent reaches the kernel as a uniform (`layout::TanParams`: per parameter
 //!   the detector's, N's, a*'s and the scalars' tangents) and, for the parameters that move the
-//!   orientation table or a wavelength, as the tangents of the (source, orientation) term
-//!   records appended to the terms buffer (`layout::pack_tangent`).
+//!   orientation table or a wavelength, as one matrix in the uniform where every term record
+//!   moves by it (`layout::term_form`: rotations on the right, the cell and the wavelength on
+//!   the left; contracted once per pixel or per (sub-pixel, source)), else as the tangents of
+//!   the (source, orientation) term records appended to the terms buffer
+//!   (`layout::pack_tangent`), contracted per term.
 //! * The output is one buffer of `1 + P` planes (the image, then the tangents, parameter-major),
 //!   read back whole. When the planes of all parameters (or their term tangents beside the
 //!   terms) exceed the device's largest storage binding, or there are more than
