@@ -183,6 +183,21 @@ fn tangent_kernel_validates_and_matches_rust_layout() {
     );
 }
 
+/// The VJP's reduction (`shaders/reduce.wgsl`) validates, its uniform matches
+/// `layout::ReduceParams` and its workgroup size the driver's.
+#[test]
+fn reduce_kernel_validates_and_matches_rust_layout() {
+    let (m, _) = module(shaders::REDUCE);
+    let ep = m
+        .entry_points
+        .iter()
+        .find(|e| e.name == shaders::REDUCE_ENTRY)
+        .expect("reduce entry point");
+    assert_eq!(ep.workgroup_size, [shaders::REDUCE_WORKGROUP, 1, 1]);
+    check_struct::<layout::ReduceParams>(&m);
+    check_u32(&m, "REDUCE_WG", shaders::REDUCE_WORKGROUP);
+}
+
 /// The tangent pass's packing: a parameter that moves the term records by one matrix carries
 /// it in the uniform (rotations and the wavelength: K on the right; the cell: C on the left), one
 /// that does not (the mosaic spread) gets a block of term tangents laid out as the image's

@@ -250,6 +250,10 @@ fn image_is_the_image_kernels_and_passes_agree() {
     }
 }
 
+/// The vector–Jacobian product, reduced on the GPU (`shaders/reduce.wgsl`: f32 partial sums per
+/// workgroup, added in f64 on the host), against the CPU f64 one, within [`TOL`] of Σ|w·t|; the
+/// exact-Bragg pixels (`precision_cubic300_N50`) from the f64 tangent kernel, as for the
+/// tangent images.
 #[test]
 fn vjp_matches_the_cpu() {
     for (case, params) in [
@@ -258,6 +262,7 @@ fn vjp_matches_the_cpu() {
             &[RotX, CellB, Distance, Scale][..],
         ),
         ("hkl_interpolate_explicit", &[RotZ, NCells][..]),
+        ("precision_cubic300_N50", &[RotX, NCells][..]),
     ] {
         let prep = prepare(case, "");
         let n = prep.plan().pixel_count();
@@ -305,6 +310,57 @@ fn vjp_matches_the_cpu() {
                 want[j]
             );
         }
+    }
+}
+
+/// The GPU's reduction is deterministic (the same bits on a second run) and the parameters
+/// split into passes reduce to the same sums as one pass (each parameter's plane is reduced
+/// alone); it equals the f64 sum of the read-back tangent images × weights within f32 rounding.
+#[test]
+fn vjp_reduction_is_deterministic_and_passes_agree() {
+    let (d, q) = gpu_support::device();
+    let mut r = pollster::block_on(GpuRenderer::new_with_device(d, q)).unwrap();
+    let case = "triclinic_misset_xybeam";
+    let params = [RotX, CellA, Distance];
+    let prep = prepare(case, "");
+    let (moved, t) =
+        nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &params, &[])
+            .unwrap();
+    let n = moved.plan.pixel_count();
+    let w: Vec<f64> = (0..n).map(|i| ((i * 31) % 17) as f64 / 8.0 - 1.0).collect();
+    let a = r.render_vjp_blocking(&moved.plan, &t, &w).unwrap();
+    let b = r.render_vjp_blocking(&moved.plan, &t, &w).unwrap();
+    assert_eq!(a, b, "{case}: a second run");
+    r.set_tangent_params_per_pass(Some(1));
+    let split = r.render_vjp_blocking(&moved.plan, &t, &w).unwrap();
+    r.set_tangent_params_per_pass(None);
+    assert_eq!(split.passes, params.len());
+    assert_eq!(
+        (&split.image, &split.sums),
+        (&a.image, &a.sums),
+        "{case}: passes"
+    );
+    let full = r.render_tangents_blocking(&moved.plan, &t).unwrap();
+    assert_eq!(full.image, a.image, "{case}: image");
+    assert!(
+        r.exact_fixup().pixels.is_empty(),
+        "{case}: no exact-Bragg pixel"
+    );
+    for (j, p) in params.iter().enumerate() {
+        let plane = &full.tangents[j * n..(j + 1) * n];
+        let want: f64 = plane.iter().zip(&w).map(|(t, w)| *t as f64 * w).sum();
+        let scale: f64 = plane
+            .iter()
+            .zip(&w)
+            .map(|(t, w)| (*t as f64 * w).abs())
+            .sum();
+        let err = (a.sums[j] - want).abs() / scale;
+        println!(
+            "{case} reduction {:9} {:.6e} vs {want:.6e} ({err:.1e})",
+            p.name(),
+            a.sums[j]
+        );
+        assert!(err < 1e-6, "{case} {}: {} vs {want}", p.name(), a.sums[j]);
     }
 }
 

@@ -552,6 +552,17 @@ impl GpuStruct for TanParams {
     ];
 }
 
+gpu_struct! {
+    /// The reduction's uniform (WGSL `ReduceParams`, `shaders/reduce.wgsl`): pixels per plane,
+    /// pixels per invocation (256 apart), workgroups (partial sums) per parameter.
+    ReduceParams as "ReduceParams" {
+        pixels: u32,
+        per: u32,
+        groups: u32,
+        _pad: u32,
+    }
+}
+
 fn f32x4w(v: V3, w: f64) -> [f32; 4] {
     [v[0] as f32, v[1] as f32, v[2] as f32, w as f32]
 }
