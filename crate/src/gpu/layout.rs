@@ -474,8 +474,8 @@ pub const TAN_MOVES_TERMS: u32 = 2;
 pub const TAN_MOVES_N: u32 = 4;
 pub const TAN_MOVES_RECIPROCAL: u32 = 8;
 /// Moves every term on the right, dA = A·K (rotations about a lab axis, with a uniform
-/// wavelength change): `GpuTanParam::m` holds the rows of K, contracted once per
-/// (sub-pixel, source) as g·(K q), q = d − i (see [`TermForm`]).
+/// wavelength change): `GpuTanParam::m` holds the rows of K, contracted once per pixel with
+/// G = Σ g ⊗ q, q = d − i, g = Σ Aᵀ t per (sub-pixel, source) (see [`TermForm`]).
 pub const TAN_RIGHT: u32 = 16;
 /// Moves every term on the left, dA = C·A (the cell, the wavelength): `GpuTanParam::m` holds
 /// the columns of C, contracted once per pixel with H = Σ_terms t ⊗ (h, k, l) (see
@@ -607,7 +607,8 @@ fn inverse3(m: &M3) -> Option<M3> {
 /// needs it, into H = Σ t ⊗ (h, k, l); so when every dM_o is M_o·K for one K (a rotation about
 /// a lab axis u: K q = q × u), or C·M_o for one C (the cell: C = dM₀ M₀⁻¹), and r_s is one r
 /// for every source, the parameter needs no term tangents:
-/// * `Right(K − r·1)`: Σ t·dh = g·((K − r·1) q), once per (sub-pixel, source);
+/// * `Right(K − r·1)`: Σ t·dh = g·((K − r·1) q) per (sub-pixel, source), = Σ (K − r·1)_mn G_mn
+///   with G = Σ g ⊗ q, once per pixel;
 /// * `Left(C − r·1)`: Σ t·dh = Σ_mn (C − r·1)_mn H_mn, once per pixel;
 /// * `Generic`: anything else (the mosaic spread, per-source wavelength changes): the term
 ///   tangents, contracted per term.
