@@ -17,7 +17,9 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::context::{read_buffer, request_device, scope_error, wait_for, Clock};
+use super::context::{
+    read_buffer, read_buffer_f32_split, request_device, scope_error, wait_for, Clock,
+};
 use super::layout::{
     self, Chunk, GpuPanel, GpuSource, GpuTerm, Params, ReduceParams, TanParams, FLAGS_HEADER_WORDS,
     NO_PIXEL,
@@ -521,7 +523,7 @@ impl GpuRenderer {
         progress: &mut dyn FnMut(f32),
         cancel: &AtomicBool,
     ) -> Result<Vec<f32>> {
-        self.render_pass(plan, None, 1, progress, cancel).await
+        Ok(self.render_pass(plan, None, 1, progress, cancel).await?.0)
     }
 
     /// The tangent kernel's pipeline, created on first use (same layout and constants as the
@@ -562,9 +564,10 @@ impl GpuRenderer {
 
     /// One pass of the image kernel (`tan` = None: returns the image) or of the tangent kernel
     /// (writes `1 + tan.params.count` planes of `pixels` values: the image, then one tangent
-    /// image per parameter), of which the first `read_planes` are read back and returned (the
-    /// others stay in the output buffer, for [`Self::reduce_tangent_planes`]). The pixels under
-    /// the exact-Bragg rule are reported as for [`Self::render`].
+    /// image per parameter), of which the first `read_planes` are read back and returned: the
+    /// image, and the planes after it in one vector (the others stay in the output buffer, for
+    /// [`Self::reduce_tangent_planes`]). The pixels under the exact-Bragg rule are reported as
+    /// for [`Self::render`].
     pub(super) async fn render_pass(
         &mut self,
         plan: &Plan,
@@ -572,7 +575,7 @@ impl GpuRenderer {
         read_planes: usize,
         progress: &mut dyn FnMut(f32),
         cancel: &AtomicBool,
-    ) -> Result<Vec<f32>> {
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
         let total = Clock::start();
         self.check_lost()?;
         if plan.hkl.hkls != 0 {
@@ -723,12 +726,12 @@ impl GpuRenderer {
         let mut enc = self.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(&res.image, 0, &res.readback, 0, read_bytes.max(4));
         self.queue.submit([enc.finish()]);
-        let bytes = read_buffer(&self.device, &res.readback, read_bytes.max(4)).await?;
+        let (mut image, rest) =
+            read_buffer_f32_split(&self.device, &res.readback, read_bytes.max(4), pixels).await?;
         scope_error(oom.pop().await, "render (out of GPU memory)")?;
         scope_error(scope.pop().await, "render")?;
         self.check_lost()?;
-        let mut image: Vec<f32> = bytemuck::cast_slice(&bytes).to_vec();
-        image.truncate(read_planes * pixels);
+        image.truncate(pixels);
         let readback_s = rb.seconds();
         self.stats.last_exact_bragg_pixels = exact.len();
         self.fixup = ExactFixup {
@@ -747,7 +750,7 @@ impl GpuRenderer {
             chunks,
             cold,
         };
-        Ok(image)
+        Ok((image, rest))
     }
 
     /// The vector–Jacobian product of the last tangent pass (`shaders/reduce.wgsl`): for each

@@ -115,22 +115,31 @@ impl GpuRenderer {
         };
         let passes = groups.len();
         let mut image = Vec::new();
-        let mut tangents = vec![0f32; np * npx];
+        // one pass: its planes after the image are the tangents, in order (no copy)
+        let mut tangents = if passes == 1 {
+            Vec::new()
+        } else {
+            vec![0f32; np * npx]
+        };
         let mut fixup = None;
         for (g, which) in groups.iter().enumerate() {
             let (params, terms) = layout::pack_tangent(plan, t, which, first);
             let pass = TangentPass { params, terms };
             let mut sub = |p: f32| progress((g as f32 + p) / passes as f32);
-            let planes = self
+            let (img, planes) = self
                 .render_pass(plan, Some(&pass), 1 + which.len(), &mut sub, cancel)
                 .await?;
             if g == 0 {
-                image = planes[..npx].to_vec();
+                image = img;
                 fixup = Some(self.exact_fixup().clone());
             }
-            for (k, &j) in which.iter().enumerate() {
-                tangents[j * npx..(j + 1) * npx]
-                    .copy_from_slice(&planes[(k + 1) * npx..(k + 2) * npx]);
+            if passes == 1 {
+                tangents = planes;
+            } else {
+                for (k, &j) in which.iter().enumerate() {
+                    tangents[j * npx..(j + 1) * npx]
+                        .copy_from_slice(&planes[k * npx..(k + 1) * npx]);
+                }
             }
         }
         if let Some(f) = fixup {
@@ -204,11 +213,11 @@ impl GpuRenderer {
         for (g, which) in groups.iter().enumerate() {
             let (params, terms) = layout::pack_tangent(plan, t, which, first);
             let pass = TangentPass { params, terms };
-            let planes = self
+            let (img, _) = self
                 .render_pass(plan, Some(&pass), 1, &mut |_| {}, cancel)
                 .await?;
             if g == 0 {
-                image = planes;
+                image = img;
                 let f = self.exact_fixup().clone();
                 w32 = weights.iter().map(|&w| w as f32).collect();
                 for &i in &f.pixels {
