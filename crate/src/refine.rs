@@ -14,7 +14,9 @@
 //! bilinear), subtracted from it and added to the variance (MODEL §10.4 says why a map rather
 //! than per-spot annuli or nuisance parameters). Sharp spots started far off: the spot-centroid
 //! stage (`centroids`, `centroid::refine` at the end of this file) first, on the target's spots
-//! as [`find_spots`] finds them (public: the page rings them on the image).
+//! as [`find_spots`] finds them (public: the page rings them on the image). Flagged pixels of
+//! a measured image (overloads, dead or hot pixels, negative values): [`FitOptions::mask`]
+//! excludes them from everything that reads the target (selection, background, spots).
 //!
 //! Residuals: `r = (model − target)/σ` with the Poisson variance `σ² = max(target, 0) + 1` in
 //! the first cycle and `σ² = max(model + background, 0) + 1` (the model at the cycle's start)
@@ -126,6 +128,13 @@ pub struct FitOptions {
     /// Start with the spot-centroid stage (see the module's doc): orientation and cell from
     /// the observed spots' positions, for starts beyond the pixel fit's reach (sharp spots).
     pub centroids: bool,
+    /// Pixels of the target to use (`Some`: one per pixel of the detector, fast-major as the
+    /// target; true = use, false = exclude: the measured image's flagged pixels, overloads,
+    /// dead or hot pixels; `None`: all). An excluded pixel is in no selection, no background
+    /// block and no spot of the target (the centroid stage's included), and its target value
+    /// is never read (it may be NaN). Pixels the detector does not render (its mask, gaps) are
+    /// excluded either way.
+    pub mask: Option<Vec<bool>>,
     /// [`Fit::image`] over the whole detector (true), or only on the last selection's pixels
     /// on a detector of more than [`FULL_RENDER_PIXELS`] (false: the whole image of a 4M-pixel
     /// detector costs the tangent kernel more than the fit).
@@ -173,6 +182,7 @@ impl FitOptions {
             gain: 1.0,
             adc: 0.0,
             centroids: false,
+            mask: None,
             whole_image: true,
         }
     }
@@ -327,17 +337,31 @@ fn median(v: &[f64]) -> f64 {
     s[m]
 }
 
+/// Whether pixel `i` of the target may be used ([`FitOptions::mask`]; `None`: all).
+fn used(mask: Option<&[bool]>, i: usize) -> bool {
+    mask.is_none_or(|m| m[i])
+}
+
 /// Marks the spot pixels of `img` (fast-major): above its median by `threshold` of its range
-/// and, for a noisy target, by 5σ of the median's Poisson noise.
-fn mark(img: &[f64], noise: bool, threshold: f64, spot: &mut [bool]) {
-    let med = median(img);
-    let max = img.iter().fold(f64::MIN, |m, &v| m.max(v));
+/// and, for a noisy target, by 5σ of the median's Poisson noise. Pixels `mask` excludes count
+/// for nothing (median, range, spots).
+fn mark(img: &[f64], noise: bool, threshold: f64, spot: &mut [bool], mask: Option<&[bool]>) {
+    let kept: Vec<f64>;
+    let vals = match mask {
+        Some(m) => {
+            kept = img.iter().zip(m).filter(|p| *p.1).map(|p| *p.0).collect();
+            &kept[..]
+        }
+        None => img,
+    };
+    let med = median(vals);
+    let max = vals.iter().fold(f64::MIN, |m, &v| m.max(v));
     let mut thr = med + threshold * (max - med);
     if noise {
         thr = thr.max(med + 5.0 * (med.max(0.0) + 1.0).sqrt());
     }
-    for (s, &v) in spot.iter_mut().zip(img) {
-        if v > thr && max > med {
+    for (i, (s, &v)) in spot.iter_mut().zip(img).enumerate() {
+        if v > thr && max > med && used(mask, i) {
             *s = true;
         }
     }
@@ -400,9 +424,16 @@ impl FitOptions {
     }
 }
 
-/// `image` is the detector's size, finite, in ADU with a positive gain (`what` names the
-/// caller in the message).
-fn check_image(what: &str, image: &[f64], p: &Plan, gain: f64, adc: f64) -> Result<()> {
+/// `image` is the detector's size, finite where `mask` uses it, in ADU with a positive gain;
+/// `mask` the detector's size (`what` names the caller in the message).
+fn check_image(
+    what: &str,
+    image: &[f64],
+    p: &Plan,
+    gain: f64,
+    adc: f64,
+    mask: Option<&[bool]>,
+) -> Result<()> {
     let (nf, ns) = (p.fpixels, p.spixels);
     if image.len() != nf * ns {
         return Err(Error::usage(format!(
@@ -411,12 +442,21 @@ fn check_image(what: &str, image: &[f64], p: &Plan, gain: f64, adc: f64) -> Resu
             nf * ns
         )));
     }
+    if let Some(m) = mask {
+        if m.len() != nf * ns {
+            return Err(Error::usage(format!(
+                "{what}: the mask has {} pixels, the detector {nf}x{ns} = {}",
+                m.len(),
+                nf * ns
+            )));
+        }
+    }
     if !(gain > 0.0 && gain.is_finite() && adc.is_finite()) {
         return Err(Error::usage(format!(
             "{what}: the gain must be > 0 ADU per photon and the ADC offset finite, got gain {gain} and offset {adc}"
         )));
     }
-    if let Some(i) = image.iter().position(|v| !v.is_finite()) {
+    if let Some(i) = (0..image.len()).position(|i| used(mask, i) && !image[i].is_finite()) {
         return Err(Error::usage(format!(
             "{what}: the target image's pixel {i} (fast {}, slow {}) is not finite",
             i % nf,
@@ -427,17 +467,29 @@ fn check_image(what: &str, image: &[f64], p: &Plan, gain: f64, adc: f64) -> Resu
 }
 
 /// The target in photons; the same with the background subtracted; and the background
-/// (photons) when one is modelled.
+/// (photons) when one is modelled. A pixel `mask` excludes is 0 (never read: it may be NaN in
+/// the caller's target) and outside the background's blocks.
 type InPhotons = (Vec<f64>, Vec<f64>, Option<Vec<f64>>);
-fn photons_less_background(target: &[f64], p: &Plan, o: &SpotOptions) -> InPhotons {
-    let photons: Vec<f64> = if o.gain == 1.0 && o.adc == 0.0 {
-        target.to_vec()
-    } else {
-        target.iter().map(|&v| (v - o.adc) / o.gain).collect()
-    };
+fn photons_less_background(
+    target: &[f64],
+    p: &Plan,
+    o: &SpotOptions,
+    mask: Option<&[bool]>,
+) -> InPhotons {
+    let photons: Vec<f64> = target
+        .iter()
+        .enumerate()
+        .map(
+            |(i, &v)| match (used(mask, i), o.gain == 1.0 && o.adc == 0.0) {
+                (false, _) => 0.0,
+                (true, true) => v,
+                (true, false) => (v - o.adc) / o.gain,
+            },
+        )
+        .collect();
     let bg = match o.background {
         Background::None => None,
-        Background::Local => Some(background_map(&photons, p, o.background_block)),
+        Background::Local => Some(background_map(&photons, p, o.background_block, mask)),
     };
     let y: Vec<f64> = match &bg {
         None => photons.clone(),
@@ -447,14 +499,15 @@ fn photons_less_background(target: &[f64], p: &Plan, o: &SpotOptions) -> InPhoto
 }
 
 /// The spot pixels of the target `y` (photons, background subtracted): 5σ above the
-/// background's noise, or without a background [`mark`]ed with the Poisson floor.
-fn target_mask(y: &[f64], bg: Option<&[f64]>, threshold: f64) -> Vec<bool> {
+/// background's noise, or without a background [`mark`]ed with the Poisson floor; none where
+/// `mask` excludes the pixel.
+fn target_mask(y: &[f64], bg: Option<&[f64]>, threshold: f64, mask: Option<&[bool]>) -> Vec<bool> {
     let mut spot = vec![false; y.len()];
     match bg {
-        None => mark(y, true, threshold, &mut spot),
+        None => mark(y, true, threshold, &mut spot, mask),
         Some(b) => {
             for (i, s) in spot.iter_mut().enumerate() {
-                *s = y[i] > noise5(b[i]);
+                *s = y[i] > noise5(b[i]) && used(mask, i);
             }
         }
     }
@@ -462,10 +515,17 @@ fn target_mask(y: &[f64], bg: Option<&[f64]>, threshold: f64) -> Vec<bool> {
 }
 
 /// The spots of the target `y` (photons, background subtracted) among the pixels the plan
-/// renders, in the raster order of their first pixel: [`target_mask`]'s connected pixels.
-fn spots_of(y: &[f64], bg: Option<&[f64]>, p: &Plan, threshold: f64) -> Vec<Spot> {
+/// renders (and `mask` uses), in the raster order of their first pixel: [`target_mask`]'s
+/// connected pixels.
+fn spots_of(
+    y: &[f64],
+    bg: Option<&[f64]>,
+    p: &Plan,
+    threshold: f64,
+    mask: Option<&[bool]>,
+) -> Vec<Spot> {
     let (nf, ns) = (p.fpixels, p.spixels);
-    let mut spot = target_mask(y, bg, threshold);
+    let mut spot = target_mask(y, bg, threshold, mask);
     for (i, s) in spot.iter_mut().enumerate() {
         *s &= p.renders(i % nf, i / nf);
     }
@@ -524,15 +584,15 @@ fn components(spot: &[bool], y: &[f64], nf: usize, ns: usize) -> Vec<Spot> {
 /// raster order of their first pixel. With a fit's options ([`FitOptions::spot_options`]) these
 /// are the spots its centroid stage indexes.
 pub fn find_spots(plan: &Plan, image: &[f64], o: &SpotOptions) -> Result<Vec<Spot>> {
-    check_image("spots", image, plan, o.gain, o.adc)?;
+    check_image("spots", image, plan, o.gain, o.adc, None)?;
     if !(o.threshold >= 0.0 && o.threshold.is_finite()) {
         return Err(Error::usage(format!(
             "spots: the threshold must be a finite share >= 0 of the image's range, got {}",
             o.threshold
         )));
     }
-    let (_, y, bg) = photons_less_background(image, plan, o);
-    Ok(spots_of(&y, bg.as_deref(), plan, o.threshold))
+    let (_, y, bg) = photons_less_background(image, plan, o, None);
+    Ok(spots_of(&y, bg.as_deref(), plan, o.threshold, None))
 }
 
 /// The pixels (indices, fast-major, ascending) within `spot_radius` of a spot pixel of the
@@ -553,7 +613,7 @@ fn select(
 ) -> Result<Vec<usize>> {
     let p = &setup.plan;
     let (nf, ns) = (p.fpixels, p.spixels);
-    let mut spot = target_mask(y, bg, o.spot_threshold);
+    let mut spot = target_mask(y, bg, o.spot_threshold, o.mask.as_deref());
     let bg_thr = |i: usize, range_thr: f64| match bg {
         Some(b) => range_thr.min(noise5(b[i])),
         None => range_thr,
@@ -561,7 +621,7 @@ fn select(
     if nf * ns <= FULL_RENDER_PIXELS {
         let model = render_whole(setup, files, &o.params, x, cancel)?;
         match bg {
-            None => mark(&model, false, o.spot_threshold, &mut spot),
+            None => mark(&model, false, o.spot_threshold, &mut spot, None),
             Some(_) => {
                 let med = median(&model);
                 let max = model.iter().fold(f64::MIN, |m, &v| m.max(v));
@@ -621,13 +681,13 @@ fn select(
         }
     }
     Ok((0..nf * ns)
-        .filter(|&i| sel[i] && p.renders(i % nf, i / nf))
+        .filter(|&i| sel[i] && p.renders(i % nf, i / nf) && used(o.mask.as_deref(), i))
         .collect())
 }
 
 /// The [`Background::Local`] estimate of `y` (photons, fast-major) on the pixels the plan
-/// renders (the others get the nearest block's value).
-fn background_map(y: &[f64], p: &Plan, block: usize) -> Vec<f64> {
+/// renders and `mask` uses (the others get the nearest block's value).
+fn background_map(y: &[f64], p: &Plan, block: usize, mask: Option<&[bool]>) -> Vec<f64> {
     let (nf, ns) = (p.fpixels, p.spixels);
     let block = block.max(2);
     let (bf, bs) = (nf.div_ceil(block), ns.div_ceil(block));
@@ -638,7 +698,7 @@ fn background_map(y: &[f64], p: &Plan, block: usize) -> Vec<f64> {
             vals.clear();
             for s in j * block..((j + 1) * block).min(ns) {
                 for f in i * block..((i + 1) * block).min(nf) {
-                    if p.renders(f, s) {
+                    if p.renders(f, s) && used(mask, s * nf + f) {
                         vals.push(y[s * nf + f]);
                     }
                 }
@@ -852,7 +912,7 @@ pub fn fit(
     cpu::tangent::check_supported(&setup.plan)?;
     if target.len() != nf * ns {
         // the size first (the rest of the target's checks after the parameters')
-        check_image("fit", target, &setup.plan, o.gain, o.adc)?;
+        check_image("fit", target, &setup.plan, o.gain, o.adc, o.mask.as_deref())?;
     }
     if o.params.is_empty() {
         return Err(Error::usage(
@@ -875,7 +935,7 @@ pub fn fit(
             )));
         }
     }
-    check_image("fit", target, &setup.plan, o.gain, o.adc)?;
+    check_image("fit", target, &setup.plan, o.gain, o.adc, o.mask.as_deref())?;
     let np = o.params.len();
     let mut x: Vec<f64> = o
         .params
@@ -888,7 +948,8 @@ pub fn fit(
         })
         .collect();
     // the target in photons less the background under it
-    let (photons, y, bg) = photons_less_background(target, &setup.plan, &o.spot_options());
+    let (photons, y, bg) =
+        photons_less_background(target, &setup.plan, &o.spot_options(), o.mask.as_deref());
     let mut centroid_spots = 0;
     let mut evaluations = 0;
     if o.centroids {
@@ -1260,7 +1321,7 @@ mod centroid {
         if sub.is_empty() {
             return Ok(none);
         }
-        let spots = spots_of(y, bg, p, o.spot_threshold);
+        let spots = spots_of(y, bg, p, o.spot_threshold, o.mask.as_deref());
         let start = moved_setup(setup, files, &offsets(params, x0))?;
         let g = Geometry::new(&start)?;
         let mut obs: Vec<V3> = spots.iter().map(|s| g.hkl_at(s.fast, s.slow).q).collect();

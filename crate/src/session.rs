@@ -75,6 +75,19 @@ pub struct Image {
     pub spixels: usize,
 }
 
+/// A vector–Jacobian product of a session ([`Session::vjp`]).
+#[derive(Clone, Debug)]
+pub struct Vjp {
+    /// The image (photons/pixel, f64 numbers), fast-major.
+    pub image: Vec<f64>,
+    /// One product per parameter.
+    pub products: Vec<f64>,
+    /// Where it was computed.
+    pub engine: api::Engine,
+    /// Why it was not computed where asked (GPU unavailable under `auto`).
+    pub notices: Vec<String>,
+}
+
 /// Flags an override may carry while the base's structure-factor table is kept: they change
 /// the orientation, the sampling of φ and mosaic domains, the scale or the cell counts, never
 /// which reflections the table holds nor their values.
@@ -224,49 +237,72 @@ impl Session {
     }
 
     /// The image of the base configuration with `extra` words, moved by `offsets`, and its
-    /// derivatives with respect to `params` there (MODEL §10; CPU, in the configuration's
-    /// `-precision`: the f64 tangent kernel, or the f32 one with `-precision f32`).
+    /// derivatives with respect to `params` there (MODEL §10), on the backend the words give
+    /// (`-backend`, `-precision`) by the renderer's policy as [`Session::render`]: the CPU
+    /// tangent kernel (f64, or f32 with `-precision f32`), or the GPU's (`-backend gpu`, or
+    /// `auto` with `f32`: f32 tangents, MODEL §10.6; with `-backend gpu` and no adapter the
+    /// image render's `ErrorKind::Gpu` error, under `auto` the CPU with a notice). The result
+    /// says where it ran (`engine`, `notices`).
     pub fn gradients(
-        &self,
+        &mut self,
         extra: &[String],
         params: &[api::Param],
         offsets: &[api::Offset],
         cancel: &AtomicBool,
-    ) -> Result<api::Gradients> {
+    ) -> Result<api::RenderedGradients> {
         let prep = self.prepare_with(extra)?;
-        let precision = prep.options().precision;
-        api::render_gradients_with(
+        let o = prep.options();
+        self.renderer.render_gradients(
             &prep,
             &self.files,
             params,
             offsets,
-            precision,
+            o.backend,
+            o.precision,
             &|_| {},
             cancel,
         )
     }
 
     /// The vector–Jacobian product of `weights` (one per pixel, fast-major) there, with the
-    /// image (f64 numbers; the arithmetic of the configuration's `-precision`).
+    /// image (f64 numbers), on the backend of [`Session::gradients`]: the image, the products,
+    /// where they were computed and the notices (a GPU fallback under `auto`).
     pub fn vjp(
-        &self,
+        &mut self,
         extra: &[String],
         params: &[api::Param],
         offsets: &[api::Offset],
         weights: &[f64],
         cancel: &AtomicBool,
-    ) -> Result<(Vec<f64>, Vec<f64>)> {
+    ) -> Result<Vjp> {
         let prep = self.prepare_with(extra)?;
-        let precision = prep.options().precision;
-        api::vjp_with(
+        let o = prep.options();
+        let (image, products, engine) = self.renderer.vjp(
             &prep,
             &self.files,
             params,
             offsets,
             weights,
-            precision,
+            o.backend,
+            o.precision,
             cancel,
-        )
+        )?;
+        let mut notices = Vec::new();
+        if engine == api::Engine::Cpu
+            && api::choose_backend(o.backend, o.precision).engine == api::Engine::Gpu
+        {
+            // the renderer's VJP reports no notices: the one its gradients give
+            let why = self.renderer.gpu_error().unwrap_or_default();
+            notices.push(format!(
+                "GPU backend unavailable ({why}); rendering on the CPU"
+            ));
+        }
+        Ok(Vjp {
+            image,
+            products,
+            engine,
+            notices,
+        })
     }
 
     /// Fits `options.params` to `target` (photons per pixel, fast-major) at the setup with

@@ -212,8 +212,9 @@ fn grating_d(d: f32, n: f32, m: f32) -> ([f32; 2], [f32; 3]) {
     } else {
         num / u
     };
+    // below |u| = 1 `sinc3_pi(x)` is its series (its closed form is not evaluated here)
     let t_n = if u.abs() < 1.0 {
-        sinc3_pi(x)
+        sinc3_series(u)
     } else {
         3.0 * (num / u - c) / (u * u)
     };
@@ -316,15 +317,21 @@ pub fn lattice_square_d(d: [f32; 3], m: [f32; 3], n: [f32; 3]) -> LatticeD {
 pub fn sinc3_pi(y: f32) -> f32 {
     let x = std::f32::consts::PI * y;
     if x.abs() < 1.0 {
-        let x2 = x * x;
-        let mut p = -1.0 / 172972800.0;
-        p = p * x2 + 1.0 / 1330560.0;
-        p = p * x2 - 1.0 / 15120.0;
-        p = p * x2 + 1.0 / 280.0;
-        p = p * x2 - 0.1;
-        return 1.0 + x2 * p;
+        return sinc3_series(x);
     }
     3.0 * (sinpi(y) / x - cospi(y)) / (x * x)
+}
+
+/// The series of [`sinc3_pi`] (|x| < 1), x = πy.
+#[inline(always)]
+fn sinc3_series(x: f32) -> f32 {
+    let x2 = x * x;
+    let mut p = -1.0 / 172972800.0;
+    p = p * x2 + 1.0 / 1330560.0;
+    p = p * x2 - 1.0 / 15120.0;
+    p = p * x2 + 1.0 / 280.0;
+    p = p * x2 - 0.1;
+    1.0 + x2 * p
 }
 
 /// sinc3′(x)/x at x = πy (finite at 0: −1/5), for the derivative of [`lattice_round`]: below

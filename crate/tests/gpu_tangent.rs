@@ -501,3 +501,79 @@ fn exact_bragg_pixels_from_the_f64_kernel() {
         flagged.len()
     );
 }
+
+/// The Python face's `Session` honours `-backend`: with `-backend gpu` its gradients and VJP
+/// come from the GPU's tangent kernel (engine `Gpu`), within [`TOL`] of the CPU f64 tangents on
+/// the pixels with signal; with `-backend cpu` they are the f64 tangent kernel's, bit for bit.
+#[test]
+fn session_gradients_and_vjp_follow_the_backend() {
+    use nanobragg::session::{CachedFiles, Session};
+    // fail (or skip) here with the harness's message when there is no adapter
+    let _ = gpu_support::device();
+    let base = "-default_F 100 -cell 70 80 90 75 85 95 -misset 15 25 35 -N 5 -lambda 1.2 \
+                -distance 120 -pixel 0.4 -detpixels 48 -Xbeam 12.5 -Ybeam 14.0";
+    let params = [RotX, CellA, Distance, NCells, Scale];
+    let offsets = [(RotY, 1e-3)];
+    let cancel = AtomicBool::new(false);
+    let session = |backend: &str| {
+        let words = api::split_args(&format!("{base} -backend {backend}"));
+        Session::new(words, CachedFiles::default()).unwrap()
+    };
+    let mut cpu_s = session("cpu");
+    let cpu = cpu_s.gradients(&[], &params, &offsets, &cancel).unwrap();
+    assert_eq!(cpu.engine, Engine::Cpu);
+    let prep = cpu_s.prepared().clone();
+    let want =
+        api::render_gradients_at(&prep, &DiskFiles, &params, &offsets, &|_| {}, &cancel).unwrap();
+    assert_eq!(cpu.gradients.image_f64, want.image_f64);
+    assert_eq!(cpu.gradients.tangents, want.tangents);
+
+    let mut gpu_s = session("gpu");
+    let gpu = gpu_s
+        .gradients(&[], &params, &offsets, &cancel)
+        .unwrap_or_else(|e| panic!("Session -backend gpu: {}", e.message));
+    assert_eq!(gpu.engine, Engine::Gpu, "{:?}", gpu.notices);
+    assert!(gpu_s.gpu_adapter().is_some());
+    let (g, c) = (&gpu.gradients, &want);
+    let peak = c.image_f64.iter().fold(0f64, |m, v| m.max(v.abs()));
+    let signal: Vec<usize> = (0..c.image_f64.len())
+        .filter(|&i| c.image_f64[i] >= 1e-3 * peak)
+        .collect();
+    assert!(signal.len() > 50, "{} pixels with signal", signal.len());
+    for (j, p) in params.iter().enumerate() {
+        let (a, b) = (g.tangent(j), c.tangent(j));
+        let tmax = b.iter().fold(0f64, |m, v| m.max(v.abs()));
+        let worst = signal
+            .iter()
+            .map(|&i| (a[i] - b[i]).abs() / tmax)
+            .fold(0f64, f64::max);
+        println!("session gpu {:11} worst={worst:.2e}", p.name());
+        assert!(tmax > 0.0 && worst <= TOL, "{}: {worst:.2e}", p.name());
+        assert_ne!(
+            a,
+            b,
+            "{}: the GPU's f32 tangents are not the CPU's",
+            p.name()
+        );
+    }
+    // the VJP on the GPU against the CPU's
+    let n = 48 * 48;
+    let w: Vec<f64> = (0..n)
+        .map(|i| ((i * 7919) % 101) as f64 / 50.0 - 1.0)
+        .collect();
+    let v = gpu_s.vjp(&[], &params, &offsets, &w, &cancel).unwrap();
+    assert_eq!(v.engine, Engine::Gpu);
+    assert!(v.notices.is_empty(), "{:?}", v.notices);
+    let vc = cpu_s.vjp(&[], &params, &offsets, &w, &cancel).unwrap();
+    assert_eq!(vc.engine, Engine::Cpu);
+    for j in 0..params.len() {
+        let scale: f64 = c
+            .tangent(j)
+            .iter()
+            .zip(&w)
+            .map(|(t, w)| (t * w).abs())
+            .sum();
+        let err = (v.products[j] - vc.products[j]).abs() / scale;
+        assert!(err < TOL, "vjp {}: {err:.1e}", params[j].name());
+    }
+}

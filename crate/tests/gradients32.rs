@@ -272,3 +272,76 @@ fn cli_gradients_in_f32() {
         assert_ne!(file, other, "{name}: the f32 path was not taken");
     }
 }
+
+/// The f32 tangent kernel's row path (`cpu::tangent_row32`: pixels vectorised, orientation
+/// tangents contracted once per pixel and source) against its per-pixel path on every golden
+/// case the row path takes, with parameters of each kind: rotations (contracted on the right),
+/// cell edges and angles (on the left), the mosaic spread where the case has domains (per
+/// term), detector, wavelength, N and scale. Same f32 terms, different summation order:
+/// |row − pixel| ≤ 1e-6 of the largest value per image and tangent. The exact-Bragg pixels and
+/// the first φ sequence's pixel are the per-pixel path's in both.
+#[test]
+fn row_path_matches_the_per_pixel_path() {
+    use nanobragg::cpu::{tangent32, tangent_row32};
+    let cancel = AtomicBool::new(false);
+    let mut taken = 0;
+    let dir = common::repo_root().join("tests/fixtures/golden");
+    let mut cases: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    cases.sort();
+    for case in &cases {
+        let prep = prepare(case, "-detpixels 40 -roi 0 39 0 39");
+        if !tangent_row32::applies(prep.plan()) {
+            continue;
+        }
+        let mut params = vec![RotX, RotZ, Scale];
+        // the others where the set-up lets them move (not the cell of a -mat file, the
+        // detector of -geom/-expt panels, the mosaic spread without domains, …)
+        for p in [
+            CellA, CellGamma, NCells, Distance, BeamY, DetRotX, Lambda, Mosaic,
+        ] {
+            let mut with = params.clone();
+            with.push(p);
+            if nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &with, &[])
+                .is_ok()
+            {
+                params = with;
+            }
+        }
+        let (moved, t) =
+            nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &params, &[])
+                .unwrap();
+        let plan = &moved.plan;
+        let rows = tangent32::render_with_rows(plan, &t, true, &|_| {}, &cancel).unwrap();
+        let px = tangent32::render_with_rows(plan, &t, false, &|_| {}, &cancel).unwrap();
+        let npx = plan.pixel_count();
+        let worst = |a: &[f64], b: &[f64]| {
+            let m = b.iter().fold(0f64, |m, v| m.max(v.abs()));
+            let d = a.iter().zip(b).fold(0f64, |w, (x, y)| w.max((x - y).abs()));
+            (d, m)
+        };
+        let (d, peak) = worst(&rows.image, &px.image);
+        assert!(
+            peak > 0.0 && d <= 1e-6 * peak,
+            "{case}: image {d:e} of {peak:e}"
+        );
+        for (j, p) in params.iter().enumerate() {
+            let r = &rows.tangents[j * npx..(j + 1) * npx];
+            let q = &px.tangents[j * npx..(j + 1) * npx];
+            let (d, m) = worst(r, q);
+            // a tangent that cancels to almost nothing (λ with a -mat orientation, whose
+            // indices do not depend on λ: 1e-10 of the image per Å) is f32 rounding of its
+            // parts on both paths: compared at 1e-6 of the image's peak per unit there
+            let scale = m.max(peak);
+            assert!(d <= 1e-6 * scale, "{case} {}: {d:e} of {m:e}", p.name());
+        }
+        let names: Vec<&str> = params.iter().map(|p| p.name()).collect();
+        eprintln!("{case:36} row path = per-pixel path: {}", names.join(","));
+        taken += 1;
+    }
+    assert!(taken >= 20, "the row path took only {taken} golden cases");
+}

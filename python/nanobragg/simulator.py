@@ -104,9 +104,9 @@ class Simulator:
         except Error as e:
             raise _name_field(e) from None
         self.engine: Optional[str] = None
-        """Where the last render ran (``"cpu"`` or ``"gpu"``)."""
+        """Where the last render, gradients or VJP ran (``"cpu"`` or ``"gpu"``)."""
         self.notices: list = []
-        """Notices of the last render (GPU fallback, threads capped)."""
+        """Notices of the last render, gradients or VJP (GPU fallback, threads capped)."""
 
     @classmethod
     def from_args(cls, args: Union[str, Sequence[str]], *, files: Optional[Mapping[str, bytes]] = None) -> "Simulator":
@@ -152,16 +152,23 @@ class Simulator:
         :data:`GRADIENT_PARAMETERS`, MODEL §10 of the repository's docs) it returns
         ``(image, tangents)``: the image as float64 (its float32 rounding is the plain render)
         and the derivatives ∂pixel/∂parameter as a float64 array (P, slow, fast), computed in
-        the same pass on the CPU. With ``precision="f32"`` both come from the f32 terms and
-        their f32 derivatives (MODEL §10.5; the image then within ~1e-6 of the plain f32
-        render, the tangents within ~1e-4 of the largest f64 tangent)."""
+        the same pass, on the simulator's ``backend`` as the plain render (:attr:`engine` says
+        where it ran). On the CPU with ``precision="f64"`` (the default) they are the f64
+        tangent kernel's; with ``precision="f32"`` both come from the f32 terms and their f32
+        derivatives (MODEL §10.5; the image then within ~1e-6 of the plain f32 render, the
+        tangents within ~1e-4 of the largest f64 tangent). On the GPU (``backend="gpu"``, or
+        ``"auto"`` with ``precision="f32"`` when an adapter opens) the GPU's tangent kernel
+        computes them (MODEL §10.6): the image is the GPU render's, the tangents f32 (within
+        1e-4 of the largest f64 tangent on the pixels with signal); ``backend="gpu"`` without
+        an adapter raises :class:`GpuError`."""
         extra = self._extra(overrides)
         if gradients is not None:
             names = _gradient_names(gradients)
             try:
-                return self._s.gradients(extra, names, [])
+                image, tangents, self.engine, self.notices = self._s.gradients(extra, names, [])
             except Error as e:
                 raise _name_field(e) from None
+            return image, tangents
         try:
             image, self.engine, self.notices = self._s.render(extra)
         except Error as e:
@@ -171,14 +178,17 @@ class Simulator:
     def vjp(self, weights: np.ndarray, gradients: Sequence[str], **overrides: Any) -> np.ndarray:
         """The vector–Jacobian product: for each parameter of ``gradients``, the sum over pixels
         of ``weights`` (a (slow, fast) array) times ∂pixel/∂parameter, float64 (P,), without
-        keeping the tangent images (what an optimiser needs for a loss's gradient); in the
-        simulator's ``precision``."""
+        keeping the tangent images (what an optimiser needs for a loss's gradient); on the
+        simulator's ``backend`` and in its ``precision``, as ``render(gradients=...)``
+        (:attr:`engine` says where it ran; on the GPU the tangents are reduced on the host in
+        float64)."""
         extra = self._extra(overrides)
         w = np.ascontiguousarray(weights, dtype=np.float64)
         try:
-            return self._s.vjp(extra, _gradient_names(gradients), w, [])[1]
+            _, products, self.engine, self.notices = self._s.vjp(extra, _gradient_names(gradients), w, [])
         except Error as e:
             raise _name_field(e) from None
+        return products
 
     def fit(
         self,
@@ -198,6 +208,7 @@ class Simulator:
         gain: float = 1.0,
         adc: float = 0.0,
         centroids: bool = False,
+        mask: Optional[np.ndarray] = None,
         **overrides: Any,
     ) -> dict:
         """Fits ``params`` (names of :data:`GRADIENT_PARAMETERS`: ``rot_x``, ``cell_a``,
@@ -211,7 +222,11 @@ class Simulator:
         estimated from the target per block of ``background_block`` pixels, subtracted and
         added to the variance); ``centroids``: start with the spot-centroid stage (the target's
         spots indexed, orientation and cell fitted to their positions), for sharp spots started
-        beyond the pixel fit's reach (MODEL.md §10.4).
+        beyond the pixel fit's reach (MODEL.md §10.4); ``mask``: a bool array of the target's
+        shape, ``True`` where a pixel may be used, ``False`` to exclude it (a measured image's
+        flagged pixels: overloads, dead or hot pixels, negative values), from the fit, the
+        background estimate and the centroid stage; an excluded pixel's value is never read (it
+        may be NaN). Pixels the detector does not render are excluded either way.
 
         Returns a dict: ``values`` ({name: fitted offset from the simulator's value, in the
         parameter's unit: rad for rotations, Å for cell edges, mm for distance and beam
@@ -228,11 +243,19 @@ class Simulator:
         if t.ndim != 2:
             raise UsageError(f"fit: target must be a (slow, fast) array, got {t.ndim} dimension(s)")
         st = [(str(k), float(v)) for k, v in (start or {}).items()]
+        m = None
+        if mask is not None:
+            m = np.asarray(mask)
+            if m.dtype != np.bool_:
+                raise UsageError(f"fit: mask must be a bool array (True = use the pixel), got dtype {m.dtype}", field="mask")
+            if m.shape != tuple(self.shape):
+                raise UsageError(f"fit: mask must be a {tuple(self.shape)} array (slow, fast) like the target, got shape {m.shape}", field="mask")
+            m = np.ascontiguousarray(m)
         try:
             values, history, iterations, cycles_run, converged, pixels, image, words = self._s.fit(
                 extra, names, t, st, loss, float(loss_scale), int(max_iterations), int(cycles),
                 int(spot_radius), float(spot_threshold), float(tolerance), str(background),
-                int(background_block), float(gain), float(adc), bool(centroids))
+                int(background_block), float(gain), float(adc), bool(centroids), m)
         except Error as e:
             raise _name_field(e) from None
         return {
@@ -251,9 +274,11 @@ class Simulator:
         off = [(n, float(v)) for n, v in zip(names, offsets)]
         try:
             if weights is None:
-                return self._s.gradients([], [], off)[0]
+                image, _, self.engine, self.notices = self._s.gradients([], [], off)
+                return image
             w = np.ascontiguousarray(weights, dtype=np.float64)
-            return self._s.vjp([], list(names), w, off)[1]
+            _, products, self.engine, self.notices = self._s.vjp([], list(names), w, off)
+            return products
         except Error as e:
             raise _name_field(e) from None
 

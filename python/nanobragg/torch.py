@@ -11,8 +11,10 @@
 unit (rad for ``rot_*``, Å for cell lengths and ``lambda``, degrees for cell angles, ``mosaic``
 and ``det_rot*``, mm for ``distance`` and ``beam_*``, cells for ``n_*``, relative for
 ``scale``; see :data:`nanobragg.GRADIENT_PARAMETERS`); crystal rotations compose as
-R_z·R_y·R_x. The forward pass renders the image there (CPU, f64); the backward pass is the
-crate's vector–Jacobian product there (no tangent image is kept). The image is float64 (its
+R_z·R_y·R_x. The forward pass renders the image there; the backward pass is the crate's
+vector–Jacobian product there (no tangent image is kept); both on the simulator's backend and
+precision, as ``sim.render(gradients=...)`` (the CPU in f64 by default, what ``gradcheck``
+needs; ``backend="gpu"``: the GPU's tangent kernel, f32 tangents). The image is float64 (its
 float32 rounding is ``sim.render()`` at the same values).
 """
 

@@ -113,8 +113,13 @@ type FitOut<'py> = (
 /// a, b, c (Å), α, β, γ (degrees).
 type Cell = (f64, f64, f64, f64, f64, f64);
 
-/// An f64 image (slow, fast) and a second array.
-type ImageAnd<'py, T> = (Bound<'py, PyArray2<f64>>, Bound<'py, T>);
+/// An f64 image (slow, fast), a second array, the engine ("cpu" or "gpu") and the notices.
+type WithEngine<'py, T> = (
+    Bound<'py, PyArray2<f64>>,
+    Bound<'py, T>,
+    String,
+    Vec<String>,
+);
 
 /// noisify's outputs: noiseless ADU, noisy ADU (or none), SMV header bytes, log lines.
 type Noisified<'py> = (
@@ -284,7 +289,8 @@ impl PySession {
 
     /// The image (float64, (slow, fast)) at the setup with `extra` words moved by `offsets`
     /// ((name, offset) pairs), and its derivatives with respect to `names` there ((P, slow,
-    /// fast) float64) (the crate's `Session::gradients`).
+    /// fast) float64), on the session's backend (the crate's `Session::gradients`); with the
+    /// engine that computed them ("cpu" or "gpu") and the notices.
     #[pyo3(signature = (extra, names, offsets=Vec::new()))]
     fn gradients<'py>(
         &self,
@@ -292,20 +298,27 @@ impl PySession {
         extra: Vec<String>,
         names: Vec<String>,
         offsets: Vec<(String, f64)>,
-    ) -> PyResult<ImageAnd<'py, PyArray3<f64>>> {
+    ) -> PyResult<WithEngine<'py, PyArray3<f64>>> {
         let (params, offs) = params_and_offsets(py, &names, &offsets)?;
-        let g = interruptible(py, |cancel| {
+        let r = interruptible(py, |cancel| {
             self.lock().gradients(&extra, &params, &offs, cancel)
         })?;
+        let g = r.gradients;
         let (s_, f_, n) = (g.spixels, g.fpixels, params.len());
         let img = g.image_f64.into_pyarray(py).reshape([s_, f_])?;
         let t = Array3::from_shape_vec((n, s_, f_), g.tangents)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-        Ok((img, t.into_pyarray(py)))
+        Ok((
+            img,
+            t.into_pyarray(py),
+            r.engine.name().to_string(),
+            r.notices,
+        ))
     }
 
     /// The vector–Jacobian product of `weights` ((slow, fast) float64) with respect to `names`
-    /// at the setup moved by `offsets`; returns (image float64, products (P,) float64).
+    /// at the setup moved by `offsets`, on the session's backend; returns (image float64,
+    /// products (P,) float64, engine, notices).
     #[pyo3(signature = (extra, names, weights, offsets=Vec::new()))]
     fn vjp<'py>(
         &self,
@@ -314,7 +327,7 @@ impl PySession {
         names: Vec<String>,
         weights: PyReadonlyArray2<'py, f64>,
         offsets: Vec<(String, f64)>,
-    ) -> PyResult<ImageAnd<'py, numpy::PyArray1<f64>>> {
+    ) -> PyResult<WithEngine<'py, numpy::PyArray1<f64>>> {
         let (params, offs) = params_and_offsets(py, &names, &offsets)?;
         let (h, w) = (weights.shape()[0], weights.shape()[1]);
         if (h, w) != (self.spixels, self.fpixels) {
@@ -327,20 +340,24 @@ impl PySession {
             ));
         }
         let wv: Vec<f64> = weights.as_array().iter().copied().collect();
-        let (img, g) = interruptible(py, |cancel| {
+        let r = interruptible(py, |cancel| {
             self.lock().vjp(&extra, &params, &offs, &wv, cancel)
         })?;
         Ok((
-            img.into_pyarray(py).reshape([self.spixels, self.fpixels])?,
-            g.into_pyarray(py),
+            r.image
+                .into_pyarray(py)
+                .reshape([self.spixels, self.fpixels])?,
+            r.products.into_pyarray(py),
+            r.engine.name().to_string(),
+            r.notices,
         ))
     }
 
     /// Fits the parameters `names` to `target` ((slow, fast) float64) at the setup with `extra`
-    /// words (the crate's `api::fit`); returns (offsets (P,) float64, cost history, iterations,
+    /// words (the crate's `api::fit`; `mask`: (slow, fast) bool, true = use the pixel); returns (offsets (P,) float64, cost history, iterations,
     /// cycles, converged, selected pixels, model image at the fit (slow, fast) float64, the fitted
     /// set-up as flag words: `-misset x y z -cell …`).
-    #[pyo3(signature = (extra, names, target, start=Vec::new(), loss="huber".to_string(), loss_scale=3.0, max_iterations=100, cycles=3, spot_radius=2, spot_threshold=0.01, tolerance=1e-8, background="none".to_string(), background_block=32, gain=1.0, adc=0.0, centroids=false))]
+    #[pyo3(signature = (extra, names, target, start=Vec::new(), loss="huber".to_string(), loss_scale=3.0, max_iterations=100, cycles=3, spot_radius=2, spot_threshold=0.01, tolerance=1e-8, background="none".to_string(), background_block=32, gain=1.0, adc=0.0, centroids=false, mask=None))]
     #[allow(clippy::too_many_arguments)]
     fn fit<'py>(
         &self,
@@ -361,6 +378,7 @@ impl PySession {
         gain: f64,
         adc: f64,
         centroids: bool,
+        mask: Option<PyReadonlyArray2<'py, bool>>,
     ) -> PyResult<FitOut<'py>> {
         let params = api::parse_params(&names.join(","), "params").map_err(|e| to_py(py, e))?;
         let start = start
@@ -390,6 +408,19 @@ impl PySession {
         o.gain = gain;
         o.adc = adc;
         o.centroids = centroids;
+        if let Some(m) = &mask {
+            let (mh, mw) = (m.shape()[0], m.shape()[1]);
+            if (mh, mw) != (self.spixels, self.fpixels) {
+                return Err(to_py(
+                    py,
+                    NbError::usage(format!(
+                        "mask: expected a ({}, {}) bool array (slow, fast), got ({mh}, {mw})",
+                        self.spixels, self.fpixels
+                    )),
+                ));
+            }
+            o.mask = Some(m.as_array().iter().copied().collect());
+        }
         let t: Vec<f64> = target.as_array().iter().copied().collect();
         let f = interruptible(py, |cancel| {
             self.lock().fit(&extra, &t, &o, &mut |_| {}, cancel)

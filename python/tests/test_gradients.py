@@ -1,6 +1,10 @@
 """Derivatives from Python (MODEL §10): render(gradients=...), vjp, against finite differences
 of the image at offsets and against the CLI's -gradfile images."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -76,3 +80,72 @@ def test_f32_precision_gives_the_f32_tangents(tmp_path):
     for name in ["rot_x", "distance"]:
         f = np.fromfile(tmp_path / f"g_{name}.bin", dtype="<f4").reshape(48, 48)
         assert np.array_equal(f, t32[NAMES.index(name)].astype(np.float32)), name
+
+
+def test_gradients_and_vjp_follow_the_backend():
+    """The simulator's backend decides where render(gradients=...) and vjp run, as for the
+    image: the CPU by default (engine "cpu"); backend "gpu" the GPU's tangent kernel (MODEL
+    §10.6, engine "gpu"): its image is the GPU render's, its f32 tangents within 1e-4 of the
+    largest f64 CPU tangent on the pixels with signal, its VJP within 1e-4 of the CPU's. Without
+    an adapter this fails, as the crate's GPU tests do, unless NANOBRAGG_NO_GPU=1 (then
+    skipped, with the reason)."""
+    cpu = nb.Simulator.from_args(ARGS)
+    i64, t64 = cpu.render(gradients=NAMES)
+    assert cpu.engine == "cpu"
+    w = np.random.default_rng(5).normal(size=(48, 48))
+    v64 = cpu.vjp(w, gradients=NAMES)
+    assert cpu.engine == "cpu"
+    sim = nb.Simulator.from_args(ARGS + " -precision f32 -backend gpu")
+    try:
+        image, tangents = sim.render(gradients=NAMES)
+    except nb.GpuError as e:
+        if os.environ.get("NANOBRAGG_NO_GPU") == "1":
+            pytest.skip(f"no GPU adapter (NANOBRAGG_NO_GPU=1): {e}")
+        raise
+    assert sim.engine == "gpu" and sim.notices == []
+    assert tangents.shape == (len(NAMES), 48, 48)
+    assert np.array_equal(image.astype(np.float32), sim.render()) and sim.engine == "gpu"
+    signal = i64 >= 1e-3 * i64.max()
+    assert signal.sum() > 50
+    assert np.abs(image - i64)[signal].max() <= 1e-4 * i64.max()
+    for i, name in enumerate(NAMES):
+        err = np.abs(tangents[i] - t64[i])[signal].max() / np.abs(t64[i]).max()
+        assert err <= 1e-4, (name, err)
+    assert not np.array_equal(tangents, t64)
+    v = sim.vjp(w, gradients=NAMES)
+    assert sim.engine == "gpu"
+    scale = np.abs(t64 * w).sum(axis=(1, 2))
+    assert (np.abs(v - v64) / scale).max() <= 1e-4, (v, v64)
+
+
+def test_no_adapter_is_the_image_renders_error_or_a_cpu_fallback(tmp_path):
+    """With no adapter to open (NANOBRAGG_GPU_ADAPTER naming none, in a subprocess): backend
+    "gpu" makes render(gradients=...) and vjp raise the GpuError the image render raises;
+    "auto" with f32 computes them on the CPU with the notice the image render gives."""
+    code = f"""
+import numpy as np, nanobragg as nb
+A = {ARGS!r}
+def err(f):
+    try:
+        f()
+    except nb.GpuError as e:
+        return str(e)
+    return "no error"
+print(err(lambda: nb.Simulator.from_args(A + " -precision f32 -backend gpu").render()))
+print(err(lambda: nb.Simulator.from_args(A + " -precision f32 -backend gpu").render(gradients=["rot_x"])))
+print(err(lambda: nb.Simulator.from_args(A + " -precision f32 -backend gpu").vjp(np.ones((48, 48)), gradients=["rot_x"])))
+s = nb.Simulator.from_args(A + " -precision f32 -backend auto")
+_, t = s.render(gradients=["rot_x"])
+print(s.engine, s.notices, t.shape)
+v = s.vjp(np.ones((48, 48)), gradients=["rot_x"])
+print(s.engine, s.notices, v.shape)
+"""
+    r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NANOBRAGG_GPU_ADAPTER": "no-such-gpu"},
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    image_err, grad_err, vjp_err, auto_grad, auto_vjp = r.stdout.strip().splitlines()
+    assert image_err.startswith("NANOBRAGG_GPU_ADAPTER=no-such-gpu: no GPU adapter matches"), image_err
+    assert grad_err == image_err and vjp_err == image_err
+    assert auto_grad.startswith("cpu ['GPU backend unavailable (NANOBRAGG_GPU_ADAPTER=no-such-gpu: no GPU adapter matches"), auto_grad
+    assert auto_grad.endswith("(1, 48, 48)")
+    assert auto_vjp == auto_grad.replace("(1, 48, 48)", "(1,)"), (auto_vjp, auto_grad)

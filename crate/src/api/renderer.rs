@@ -152,6 +152,15 @@ impl Renderer {
         None
     }
 
+    /// Why the GPU could not be opened or failed (it is then not tried again), once it did.
+    pub fn gpu_error(&self) -> Option<String> {
+        #[cfg(feature = "gpu")]
+        if let GpuSlot::Failed(m) = &self.gpu {
+            return Some(m.clone());
+        }
+        None
+    }
+
     /// The opened GPU renderer (opening it on first use), for the other GPU kernels of `api`
     /// (the tangent kernel, `api::gradients`).
     #[cfg(feature = "gpu")]

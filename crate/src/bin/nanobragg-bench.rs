@@ -135,6 +135,12 @@ fn main() {
     let mut reps = 5usize;
     let mut gpu = false;
     let mut gpu_reps = 10usize;
+    // --gradients: the parameters (default: the 10 of docs/benchmarks.md)
+    let mut params = api::parse_params(
+        "rot_x,rot_y,rot_z,cell_a,cell_b,cell_c,n_cells,distance,beam_x,lambda",
+        "--params",
+    )
+    .expect("parameters");
     let mut i = 1;
     while i < argv.len() {
         match argv[i].as_str() {
@@ -152,6 +158,13 @@ fn main() {
             }
             "--gpu" => gpu = true,
             "--gradients" | "--f32" => {}
+            "--params" => {
+                i += 1;
+                params = api::parse_params(&argv[i], "--params").unwrap_or_else(|e| {
+                    eprintln!("{}", e.message);
+                    std::process::exit(2)
+                });
+            }
             "--gpu-reps" => {
                 i += 1;
                 gpu_reps = argv[i].parse().expect("--gpu-reps N");
@@ -165,7 +178,7 @@ fn main() {
     }
     if argv.iter().any(|a| a == "--gradients") {
         if gpu {
-            gpu_gradients(&cases, reps);
+            gpu_gradients(&cases, reps, &params);
             return;
         }
         let precision = if argv.iter().any(|a| a == "--f32") {
@@ -173,7 +186,7 @@ fn main() {
         } else {
             Precision::F64
         };
-        gradients(&cases, reps, precision);
+        gradients(&cases, reps, precision, &params);
         return;
     }
     let me = std::env::current_exe().unwrap();
@@ -345,11 +358,7 @@ fn main() {
 }
 
 /// `--gradients`: the cost of the tangents of 10 parameters against the image alone.
-fn gradients(cases: &[String], reps: usize, precision: Precision) {
-    use nanobragg::api::Param::*;
-    let params = [
-        RotX, RotY, RotZ, CellA, CellB, CellC, NCells, Distance, BeamX, Lambda,
-    ];
+fn gradients(cases: &[String], reps: usize, precision: Precision, params: &[api::Param]) {
     let names: Vec<&str> = params.iter().map(|p| p.name()).collect();
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -371,18 +380,17 @@ fn gradients(cases: &[String], reps: usize, precision: Precision) {
         for _ in 0..reps {
             // the host's share: the plan's tangent (re-resolutions of the set-up)
             let t0 = Instant::now();
-            nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &files, &params, &[])
-                .unwrap();
+            nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &files, params, &[]).unwrap();
             th.push(t0.elapsed().as_secs_f64());
             let t0 = Instant::now();
             api::render_cpu(prep.plan(), precision, &|_| {}, &cancel).unwrap();
             ti.push(t0.elapsed().as_secs_f64());
             let t0 = Instant::now();
-            api::render_gradients_with(&prep, &files, &params, &[], precision, &|_| {}, &cancel)
+            api::render_gradients_with(&prep, &files, params, &[], precision, &|_| {}, &cancel)
                 .unwrap();
             tt.push(t0.elapsed().as_secs_f64());
             let t0 = Instant::now();
-            api::vjp_with(&prep, &files, &params, &[], &w, precision, &cancel).unwrap();
+            api::vjp_with(&prep, &files, params, &[], &w, precision, &cancel).unwrap();
             tv.push(t0.elapsed().as_secs_f64());
         }
         let (i, t, v, h) = (
@@ -405,11 +413,7 @@ fn gradients(cases: &[String], reps: usize, precision: Precision) {
 
 /// `--gradients --gpu`: the GPU's image and 10 tangents against its image alone (warm).
 #[cfg(feature = "gpu")]
-fn gpu_gradients(cases: &[String], reps: usize) {
-    use nanobragg::api::Param::*;
-    let params = [
-        RotX, RotY, RotZ, CellA, CellB, CellC, NCells, Distance, BeamX, Lambda,
-    ];
+fn gpu_gradients(cases: &[String], reps: usize, params: &[api::Param]) {
     let names: Vec<&str> = params.iter().map(|p| p.name()).collect();
     let mut r = api::Renderer::new(None);
     let mut kernel = nanobragg::gpu::GpuRenderer::new_blocking().expect("GPU");
@@ -435,7 +439,7 @@ fn gpu_gradients(cases: &[String], reps: usize) {
         let files = MemFiles::default();
         let prep = api::prepare(&api::split_args(&case_args(case)), &files).expect("prepare");
         let (moved, t) =
-            nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &files, &params, &[])
+            nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &files, params, &[])
                 .expect("plan tangent");
         let w = vec![1.0; prep.plan().pixel_count()];
         let (mut ti, mut tg, mut tk, mut tv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -449,7 +453,7 @@ fn gpu_gradients(cases: &[String], reps: usize) {
             r.render_gradients(
                 &prep,
                 &files,
-                &params,
+                params,
                 &[],
                 Backend::Gpu,
                 Precision::F32,
@@ -468,7 +472,7 @@ fn gpu_gradients(cases: &[String], reps: usize) {
             r.vjp(
                 &prep,
                 &files,
-                &params,
+                params,
                 &[],
                 &w,
                 Backend::Gpu,
@@ -505,7 +509,7 @@ fn gpu_gradients(cases: &[String], reps: usize) {
 }
 
 #[cfg(not(feature = "gpu"))]
-fn gpu_gradients(_cases: &[String], _reps: usize) {
+fn gpu_gradients(_cases: &[String], _reps: usize, _params: &[api::Param]) {
     eprintln!("--gradients --gpu: this build has no gpu feature");
     std::process::exit(2);
 }

@@ -418,55 +418,70 @@ pub(super) fn render_with<K: Kernel>(
     let first = first_rendered_pixel(p);
     let interp = p.interpolation == Interpolation::Tricubic;
     let mut image = vec![0f64; npx];
-    // pixel-major while rendering (one row's tangents are contiguous), transposed at the end
+    // parameter-major planes, written row by row: each row's tangents are made pixel-major in
+    // a worker's scratch and scattered into the planes' rows there (no whole-image transpose)
     let stride = np.max(1);
-    let mut tan = vec![0f64; npx * stride];
+    let mut tangents = vec![0f64; npx * np];
     let mut flags = vec![false; npx];
     let rows_done = AtomicUsize::new(0);
     let total_rows = if interp { 2 * sp } else { sp };
-    let pass =
-        |image: &mut [f64], tan: &mut [f64], flags: &mut [bool], after: Option<usize>, on: bool| {
-            image
-                .par_chunks_mut(fp)
-                .zip(tan.par_chunks_mut(fp * stride))
-                .zip(flags.par_chunks_mut(fp))
-                .enumerate()
-                .try_for_each(|(s, ((row, trow), frow))| -> Result<()> {
+    let pass = |image: &mut [f64],
+                tangents: &mut [f64],
+                flags: &mut [bool],
+                after: Option<usize>,
+                on: bool| {
+        let mut planes: Vec<Vec<&mut [f64]>> = (0..sp).map(|_| Vec::with_capacity(np)).collect();
+        for plane in tangents.chunks_mut(npx.max(1)) {
+            for (s, r) in plane.chunks_mut(fp).enumerate() {
+                planes[s].push(r);
+            }
+        }
+        image
+            .par_chunks_mut(fp)
+            .zip(planes.par_iter_mut())
+            .zip(flags.par_chunks_mut(fp))
+            .enumerate()
+            .try_for_each_init(
+                || (c.scratch(), vec![0f64; fp * stride]),
+                |(sc, trow), (s, ((row, prow), frow))| -> Result<()> {
                     if cancel.load(Ordering::Relaxed) {
                         return Err(Error::cancelled());
                     }
-                    let mut sc = c.scratch();
-                    if after.is_none() && !on && c.row(s, row, trow, stride, first, &mut sc) {
-                        let done = rows_done.fetch_add(1, Ordering::Relaxed) + 1;
-                        progress(done as f32 / total_rows as f32);
-                        return Ok(());
-                    }
-                    for f in 0..fp {
-                        let idx = s * fp + f;
-                        if after.is_some_and(|a| idx <= a) || !p.renders(f, s) {
-                            continue;
+                    trow.fill(0.0);
+                    // the row's first pixel this pass writes
+                    let mut from = 0;
+                    if !(after.is_none() && !on && c.row(s, row, trow, stride, first, sc)) {
+                        for f in 0..fp {
+                            let idx = s * fp + f;
+                            if after.is_some_and(|a| idx <= a) {
+                                from = f + 1;
+                                continue;
+                            }
+                            if !p.renders(f, s) {
+                                continue;
+                            }
+                            let out = &mut trow[f * stride..f * stride + np];
+                            let (v, trig) = c.pixel(f, s, Some(idx) == first, on, sc, out);
+                            row[f] = v;
+                            frow[f] = trig;
                         }
-                        let out = &mut trow[f * stride..f * stride + np];
-                        let (v, trig) = c.pixel(f, s, Some(idx) == first, on, &mut sc, out);
-                        row[f] = v;
-                        frow[f] = trig;
+                    }
+                    for (j, pl) in prow.iter_mut().enumerate() {
+                        for f in from..fp {
+                            pl[f] = trow[f * stride + j];
+                        }
                     }
                     let done = rows_done.fetch_add(1, Ordering::Relaxed) + 1;
                     progress(done as f32 / total_rows as f32);
                     Ok(())
-                })
-        };
-    pass(&mut image, &mut tan, &mut flags, None, interp)?;
+                },
+            )
+    };
+    pass(&mut image, &mut tangents, &mut flags, None, interp)?;
     if interp {
         if let Some(star) = flags.iter().position(|&x| x) {
             let mut none = vec![false; npx];
-            pass(&mut image, &mut tan, &mut none, Some(star), false)?;
-        }
-    }
-    let mut tangents = vec![0f64; npx * np];
-    for px in 0..npx {
-        for j in 0..np {
-            tangents[j * npx + px] = tan[px * stride + j];
+            pass(&mut image, &mut tangents, &mut none, Some(star), false)?;
         }
     }
     progress(1.0);
@@ -632,36 +647,36 @@ pub(super) fn vjp_with<K: Kernel>(
         .par_chunks_mut(fp)
         .zip(rows.par_chunks_mut(stride))
         .enumerate()
-        .try_for_each(|(s, (row, acc))| -> Result<()> {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(Error::cancelled());
-            }
-            let mut sc = c.scratch();
-            let mut trow = vec![0f64; fp * stride];
-            if c.row(s, row, &mut trow, stride, first, &mut sc) {
+        .try_for_each_init(
+            || (c.scratch(), vec![0f64; fp * stride], vec![0f64; np]),
+            |(sc, trow, out), (s, (row, acc))| -> Result<()> {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(Error::cancelled());
+                }
+                if c.row(s, row, trow, stride, first, sc) {
+                    for f in 0..fp {
+                        let w = weights[s * fp + f];
+                        for j in 0..np {
+                            acc[j] += w * trow[f * stride + j];
+                        }
+                    }
+                    return Ok(());
+                }
                 for f in 0..fp {
-                    let w = weights[s * fp + f];
+                    let idx = s * fp + f;
+                    if !p.renders(f, s) {
+                        continue;
+                    }
+                    let (v, _) = c.pixel(f, s, Some(idx) == first, false, sc, out);
+                    row[f] = v;
+                    let w = weights[idx];
                     for j in 0..np {
-                        acc[j] += w * trow[f * stride + j];
+                        acc[j] += w * out[j];
                     }
                 }
-                return Ok(());
-            }
-            let mut out = vec![0f64; np];
-            for f in 0..fp {
-                let idx = s * fp + f;
-                if !p.renders(f, s) {
-                    continue;
-                }
-                let (v, _) = c.pixel(f, s, Some(idx) == first, false, &mut sc, &mut out);
-                row[f] = v;
-                let w = weights[idx];
-                for j in 0..np {
-                    acc[j] += w * out[j];
-                }
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
     let mut g = vec![0f64; np];
     for r in rows.chunks(stride) {
         for j in 0..np {

@@ -412,8 +412,24 @@ pub fn render(
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
 ) -> Result<TangentImages> {
+    render_with_rows(p, t, true, progress, cancel)
+}
+
+/// [`render`], optionally without the row path (`tangent_row32.rs`; tests compare the two
+/// paths, as `cpu::render_with` does for images).
+pub fn render_with_rows(
+    p: &Plan,
+    t: &PlanTangent,
+    rows: bool,
+    progress: &(dyn Fn(f32) + Sync),
+    cancel: &AtomicBool,
+) -> Result<TangentImages> {
     check_supported(p)?;
-    super::tangent::render_with(p, t, &Ctx32::new(p, t), progress, cancel)
+    let mut c = Ctx32::new(p, t);
+    if !rows {
+        c.rows = None;
+    }
+    super::tangent::render_with(p, t, &c, progress, cancel)
 }
 
 /// The vector–Jacobian product with the f32 terms (the driver of `tangent::vjp`: rows reduced in

@@ -239,6 +239,10 @@ fn block_body(
     let close = p.close_distance as f32;
     let soa = &fc.soa;
     let comp = &soa.comp;
+    // g = Σ A_oᵀ t for q's tangent and the right-hand forms, H = Σ t ⊗ hkl for the left-hand
+    let need_g =
+        !c.q_params.is_empty() || c.ori.iter().any(|(_, f)| matches!(f, OriForm::Right(_)));
+    let need_h = c.ori.iter().any(|(_, f)| matches!(f, OriForm::Left(_)));
 
     let mut isum = [p.i_bg; BLOCK];
     let mut polar = [if p.nopolar { 1.0f64 } else { 0.0 }; BLOCK];
@@ -247,6 +251,7 @@ fn block_body(
     let mut exact = [false; BLOCK];
     let mut sum_n = [[0.0f64; BLOCK]; 3];
     let mut sum_f = [0.0f64; BLOCK];
+    // rr: 1/R of each pixel
     let (mut dx, mut dy, mut dz, mut rr) =
         ([0.0f64; BLOCK], [0.0; BLOCK], [0.0; BLOCK], [0.0; BLOCK]);
     let (mut qx, mut qy, mut qz) = ([0.0f64; BLOCK], [0.0; BLOCK], [0.0; BLOCK]);
@@ -285,11 +290,11 @@ fn block_body(
                         ((fd * pan.fdet[1] + sd * pan.sdet[1]) + odet * pan.odet[1]) + pan.pix0[1];
                     let z =
                         ((fd * pan.fdet[2] + sd * pan.sdet[2]) + odet * pan.odet[2]) + pan.pix0[2];
-                    let r = (x * x + y * y + z * z).sqrt();
-                    rr[j] = r;
-                    dx[j] = x / r;
-                    dy[j] = y / r;
-                    dz[j] = z / r;
+                    let inv_r = 1.0 / (x * x + y * y + z * z).sqrt();
+                    rr[j] = inv_r;
+                    dx[j] = x * inv_r;
+                    dy[j] = y * inv_r;
+                    dz[j] = z * inv_r;
                 }
                 // the detector parameters' direction tangents: (dpos − d (d·dpos))/r
                 for (k, &jp) in c.det.iter().enumerate() {
@@ -301,14 +306,14 @@ fn block_body(
                         let d = [dx[j], dy[j], dz[j]];
                         let dr = d[0] * dp[0] + d[1] * dp[1] + d[2] * dp[2];
                         for x in 0..3 {
-                            dd[x * BLOCK + j] = (dp[x] - d[x] * dr) / rr[j];
+                            dd[x * BLOCK + j] = (dp[x] - d[x] * dr) * rr[j];
                         }
                     }
                 }
                 if omega[0] == 0.0 {
                     for j in 0..len {
                         let [w, dw_dr, dw_dclose] =
-                            solid_angle_d((1.0 / rr[j]) as f32, fc.pixel2, close, p.point_pixel);
+                            solid_angle_d(rr[j] as f32, fc.pixel2, close, p.point_pixel);
                         omega[j] = w as f64;
                         wr[j] = dw_dr as f64;
                         wc[j] = dw_dclose as f64;
@@ -346,11 +351,11 @@ fn block_body(
                 }
                 for (si, src) in fc.sources.iter().enumerate() {
                     let inc = src.incident;
-                    let lambda = p.sources[si].lambda;
+                    let il = src.inv_lambda;
                     for j in 0..len {
-                        qx[j] = (dx[j] - inc[0]) / lambda;
-                        qy[j] = (dy[j] - inc[1]) / lambda;
-                        qz[j] = (dz[j] - inc[2]) / lambda;
+                        qx[j] = (dx[j] - inc[0]) * il;
+                        qy[j] = (dy[j] - inc[1]) * il;
+                        qz[j] = (dz[j] - inc[2]) * il;
                         let ok = if p.dmin > 0.0 {
                             let stol = 0.5 * (qx[j] * qx[j] + qy[j] * qy[j] + qz[j] * qz[j]).sqrt();
                             !(stol > 0.0 && p.dmin > 0.5 / stol)
@@ -454,13 +459,19 @@ fn block_body(
                                 a_fl * fd[2] as f64,
                             ];
                             for x in 0..3 {
-                                g[x][j] += tk[0] * m[x] + tk[1] * m[3 + x] + tk[2] * m[6 + x];
                                 sum_n[x][j] += a_fl * fnn[x] as f64;
                                 tt[x][j] = tk[x];
                             }
-                            for a in 0..3 {
-                                for b in 0..3 {
-                                    hm[3 * a + b][j] += tk[a] * hkl[b];
+                            if need_g {
+                                for x in 0..3 {
+                                    g[x][j] += tk[0] * m[x] + tk[1] * m[3 + x] + tk[2] * m[6 + x];
+                                }
+                            }
+                            if need_h {
+                                for a in 0..3 {
+                                    for b in 0..3 {
+                                        hm[3 * a + b][j] += tk[a] * hkl[b];
+                                    }
                                 }
                             }
                             sum_f[j] += a_fc * fdef[j];
@@ -526,7 +537,7 @@ fn block_body(
                                     Some(k) => sc.dd[(k * 3 + x) * BLOCK + j],
                                     None => 0.0,
                                 };
-                                v += g[x][j] * ((ddx - q[x] * dlam) / lambda);
+                                v += g[x][j] * ((ddx - q[x] * dlam) * il);
                             }
                             di[j] += v;
                         }
@@ -535,25 +546,104 @@ fn block_body(
             }
         }
     }
+    // the pixels' values; then each parameter's tangents (pixel-inner: vectorised), written
+    // pixel-major
+    let inv_steps = 1.0 / p.steps as f64;
+    let mut base = [0.0f64; BLOCK];
+    let mut cpo = [0.0f64; BLOCK];
     for j in 0..len {
-        let base = (p.r_e_sqr_fluence * isum[j]) / p.steps as f64;
-        let mut val = base;
+        base[j] = (p.r_e_sqr_fluence * isum[j]) / p.steps as f64;
+        let mut val = base[j];
         val *= capture[j];
         val *= polar[j];
         val *= omega[j];
         vals[j] = val;
+        cpo[j] = capture[j] * polar[j] * omega[j];
         exact_out[j] = exact[j];
-        for (jp, dl) in deltas.iter().enumerate() {
-            let mut di = sc.di[jp * BLOCK + j] + dl.i_bg + dl.default_f * sum_f[j];
+    }
+    for (jp, dl) in deltas.iter().enumerate() {
+        let r = jp * BLOCK..(jp + 1) * BLOCK;
+        let (di, dcap, dpol, dom) = (
+            &mut sc.di[r.clone()],
+            &sc.dcapture[r.clone()],
+            &sc.dpolar[r.clone()],
+            &sc.domega[r],
+        );
+        for j in 0..len {
+            let mut d = di[j] + dl.i_bg + dl.default_f * sum_f[j];
             for x in 0..3 {
-                di += sum_n[x][j] * dl.n[x];
+                d += sum_n[x][j] * dl.n[x];
             }
-            let dbase = (dl.r_e_sqr_fluence * isum[j] + p.r_e_sqr_fluence * di) / p.steps as f64;
-            tans[j * stride + jp] = dbase * capture[j] * polar[j] * omega[j]
-                + base
-                    * (sc.dcapture[jp * BLOCK + j] * polar[j] * omega[j]
-                        + capture[j] * sc.dpolar[jp * BLOCK + j] * omega[j]
-                        + capture[j] * polar[j] * sc.domega[jp * BLOCK + j]);
+            let dbase = (dl.r_e_sqr_fluence * isum[j] + p.r_e_sqr_fluence * d) * inv_steps;
+            di[j] = dbase * cpo[j]
+                + base[j]
+                    * (dcap[j] * polar[j] * omega[j]
+                        + capture[j] * dpol[j] * omega[j]
+                        + capture[j] * polar[j] * dom[j]);
+        }
+        for j in 0..len {
+            tans[j * stride + jp] = di[j];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::MemFiles;
+    use crate::tangent::Param;
+
+    /// Rotations about lab axes move every orientation on the right, cell parameters on the
+    /// left, the mosaic spread neither (each domain its own way).
+    #[test]
+    fn orientation_parameters_take_their_form() {
+        let words = crate::api::split_args(
+            "-cell 70 80 90 85 95 105 -misset 10 5 3 -lambda 1.5 -N 5 -default_F 100 \
+             -distance 100 -detpixels 16 -mosaic 0.5 -mosaic_dom 5 -phi 0 -osc 2 -phisteps 3",
+        );
+        let prep = crate::api::prepare(&words, &MemFiles::default()).unwrap();
+        let params = [
+            Param::RotX,
+            Param::RotY,
+            Param::CellA,
+            Param::CellBeta,
+            Param::Mosaic,
+        ];
+        let (moved, t) = crate::resolve::tangent::plan_tangent_at(
+            &prep.setup,
+            &MemFiles::default(),
+            &params,
+            &[],
+        )
+        .unwrap();
+        let p = &moved.plan;
+        assert!(p.orientations.len() >= 15);
+        let c = RowCtx::new(p, &t).expect("the row path applies");
+        let form = |j: usize| match &c
+            .ori
+            .iter()
+            .find(|(i, _)| *i == j)
+            .expect("moves orientations")
+            .1
+        {
+            OriForm::Right(_) => "right",
+            OriForm::Left(_) => "left",
+            OriForm::Generic(_) => "generic",
+        };
+        assert_eq!(
+            (0..5).map(form).collect::<Vec<_>>(),
+            ["right", "right", "left", "left", "generic"]
+        );
+        // the rotation's K is the cross product with its axis: K q = q × u
+        if let OriForm::Right(k) = &c.ori[0].1 {
+            let q = [0.3, -0.2, 0.9];
+            let kq: Vec<f64> = (0..3)
+                .map(|x| k[x][0] * q[0] + k[x][1] * q[1] + k[x][2] * q[2])
+                .collect();
+            let want = [0.0, q[2], -q[1]]; // q × x̂
+            for x in 0..3 {
+                assert!((kq[x] - want[x]).abs() < 1e-9, "{kq:?}");
+            }
         }
     }
 }
