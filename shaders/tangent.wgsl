@@ -4,12 +4,21 @@
 // MAX_TAN_PARAMS), in f32, from the term derivatives of shared/terms.wgsl (`*_d`, the twins of
 // terms.rs). The chain mirrors crate/src/cpu/tangent.rs (f64) and crate/src/cpu/tangent32.rs
 // (its f32 CPU mirror): per term the term's partials with respect to its own inputs (h, k, l,
-// N, a*, F); ∂T/∂(h,k,l) summed along the term's A = axis/λ into g = ∂I/∂d (contracted with the
-// direction's tangent dd once per (sub-pixel, source) for the detector parameters) and, for the
-// parameters that move the terms (orientation table, wavelength), contracted per term with
-// dh = dA·d − dc from the term tangents that follow the image's terms in `terms`
-// (gpu/layout.rs pack_tangent); N, a*, default_F and the scale once per pixel; then the
-// first-value factors (Ω, polarisation, capture) by the product rule.
+// N, a*, F); ∂T/∂(h,k,l) summed along the term's A = axis/λ into g = ∂I/∂d per (sub-pixel,
+// source). Every parameter is contracted once per pixel, after the loops, from per-pixel sums
+// that do not depend on the parameters (no per-parameter state in the loops: on GPUs such
+// arrays live in slow local memory), except TAN_MOVES_TERMS:
+// * the detector parameters move d: Σ g·dd = Σ w·dpos with w = (g − d (d·g))/R and
+//   dpos = f·dfdet + s·dsdet + o·dodet + dpix0, from the sums of w·(f, s, o, 1);
+// * the parameters that move the terms (orientation table, wavelength) in one of three forms
+//   (gpu/layout.rs TermForm, chosen by the host): TAN_RIGHT (dA = A·K for every term:
+//   rotations, a uniform wavelength change) as Σ g·(K q) = Σ K_mn G_mn, G = Σ g ⊗ q, q = d − i;
+//   TAN_LEFT (dA = C·A: the cell) as Σ C_mn H_mn with H = Σ_terms t ⊗ (h, k, l);
+//   TAN_MOVES_TERMS (anything else: the mosaic spread) per term with dh = dA·d − dc from the
+//   term tangents that follow the image's terms in `terms` (gpu/layout.rs pack_tangent);
+// * N, a*, default_F and the scale from the sums of the terms' partials;
+// * the first-value factors (Ω, polarisation, capture) by the product rule, their partials and
+//   the point where they were taken kept.
 //
 // Follows shared/df64.wgsl, shared/terms.wgsl and nanobragg.wgsl in one module (their structs,
 // bindings and helpers; crate/src/gpu/shaders.rs tangent_source). `image` (binding 6) holds
@@ -23,6 +32,8 @@ const TAN_MOVES_DETECTOR: u32 = 1u;
 const TAN_MOVES_TERMS: u32 = 2u;
 const TAN_MOVES_N: u32 = 4u;
 const TAN_MOVES_RECIPROCAL: u32 = 8u;
+const TAN_RIGHT: u32 = 16u;
+const TAN_LEFT: u32 = 32u;
 
 // Keep in sync with `layout::GpuTanParam`: one parameter's tangent of the plan, per its unit.
 struct TanParam {
@@ -36,6 +47,10 @@ struct TanParam {
     da_star: vec4<f32>,
     db_star: vec4<f32>,
     dc_star: vec4<f32>,
+    // TAN_RIGHT: the rows of K; TAN_LEFT: the columns of C
+    m0: vec4<f32>,
+    m1: vec4<f32>,
+    m2: vec4<f32>,
     // (TAN_* bits, term block, 0, 0)
     kind: vec4<u32>,
 }
@@ -67,6 +82,18 @@ fn tan_zero(idx: u32, npx: u32) {
 // derivative with respect to default_F is 1 there, 0 elsewhere.
 fn tan_f_is_default(g: HklBox, h0: f32, k0: f32, l0: f32) -> bool {
     return !(g.present && within(h0, g.lo.x, g.lo.x + g.range.x - 1) && within(k0, g.lo.y, g.lo.y + g.range.y - 1) && within(l0, g.lo.z, g.lo.z + g.range.z - 1));
+}
+
+// Parameter j's move of a point f·fdet + s·sdet + o·odet + pix0 of the panel, fso = (f, s, o).
+fn tan_dpos(j: u32, fso: vec3<f32>) -> vec3<f32> {
+    let tp = TP.params[j];
+    return fso.x * tp.dfdet.xyz + fso.y * tp.dsdet.xyz + fso.z * tp.dodet.xyz + tp.dpix0.xyz;
+}
+
+// Parameter j's move of the direction d = pos/R of the point fso (inv_r = 1/R).
+fn tan_dd(j: u32, d: vec3<f32>, fso: vec3<f32>, inv_r: f32) -> vec3<f32> {
+    let dpos = tan_dpos(j, fso);
+    return (dpos - d * dot(d, dpos)) * inv_r;
 }
 
 @compute @workgroup_size(8, 8, 1)
@@ -117,8 +144,14 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
     let nab = vec3<f32>(P.nb * P.nc, P.na * P.nc, P.na * P.nb);
     let g = hkl_box();
     var any_recip = false;
+    var any_right = false;
+    var any_left = false;
+    var any_generic = false;
     for (var j = 0u; j < np; j++) {
         any_recip = any_recip | tan_moves(j, TAN_MOVES_RECIPROCAL);
+        any_right = any_right | tan_moves(j, TAN_RIGHT);
+        any_left = any_left | tan_moves(j, TAN_LEFT);
+        any_generic = any_generic | tan_moves(j, TAN_MOVES_TERMS);
     }
 
     var acc = vec2<f32>(P.i_bg, 0.0);
@@ -128,19 +161,48 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
     var first_seq = idx == P.first_pixel;
     var tricubic = P.interp == INTERP_TRICUBIC && idx <= C.switch_pixel;
     var exact_bragg = false;
-    // per parameter: the sum's tangent, the first-value factors' tangents, the direction's
-    // tangent of the current sub-pixel (function-scope variables start at zero)
+    // per parameter, the sum's tangent, for the TAN_MOVES_TERMS parameters only (contracted per
+    // term); every other parameter is contracted once per pixel at the end from the per-pixel
+    // sums below, so no per-parameter state is kept in the loops (function-scope variables start
+    // at zero)
     var di: array<f32, 24>;
-    var domega: array<f32, 24>;
-    var dcap: array<f32, 24>;
-    var dpolar: array<f32, 24>;
-    var dd: array<vec3<f32>, 24>;
+    // the detector parameters through d: Σ over (sub-pixel, source) of w = (g − d (d·g))/R
+    // (∂I/∂pos) times (f, s, o, 1), the coefficients of dpos = f·dfdet + s·dsdet + o·dodet + dpix0
+    var wf = vec3<f32>(0.0);
+    var ws = vec3<f32>(0.0);
+    var wo = vec3<f32>(0.0);
+    var w1 = vec3<f32>(0.0);
+    // TAN_RIGHT: G = Σ over (sub-pixel, source) of g ⊗ q, by rows
+    var gr0 = vec3<f32>(0.0);
+    var gr1 = vec3<f32>(0.0);
+    var gr2 = vec3<f32>(0.0);
+    // the first-value factors' partials and where they were taken (direction, (f, s, o), 1/R):
+    // Ω (dΩ/dR, dΩ/d close), the capture fraction (d/dρ), the polarisation (d/dd)
+    var om_w = vec2<f32>(0.0);
+    var om_d = vec3<f32>(0.0);
+    var om_fso = vec3<f32>(0.0);
+    var cap_dy = 0.0;
+    var cap_d = vec3<f32>(0.0);
+    var cap_fso = vec3<f32>(0.0);
+    var cap_invr = 0.0;
+    var pol_g = vec3<f32>(0.0);
+    var pol_d = vec3<f32>(0.0);
+    var pol_fso = vec3<f32>(0.0);
+    var pol_invr = 0.0;
+    var any_det = false;
+    for (var j = 0u; j < np; j++) {
+        any_det = any_det | tan_moves(j, TAN_MOVES_DETECTOR);
+    }
     // per-pixel sums of the terms' partials by N, a*, b*, c* and default_F
     var sum_n = vec3<f32>(0.0);
     var sum_sa = vec3<f32>(0.0);
     var sum_sb = vec3<f32>(0.0);
     var sum_sc = vec3<f32>(0.0);
     var sum_f = 0.0;
+    // H = Σ_terms t ⊗ (h, k, l) by columns: hc_n = Σ t·(h, k, l)_n (TAN_LEFT)
+    var hc0 = vec3<f32>(0.0);
+    var hc1 = vec3<f32>(0.0);
+    var hc2 = vec3<f32>(0.0);
 
     for (var t = 0u; t < P.thicksteps; t++) {
         let odet_off = df_mul_f(thickstep, f32(t));
@@ -158,34 +220,21 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
                 let f32d = fd.x + fd.y;
                 let s32d = sd.x + sd.y;
                 let o32d = odet_off.x + odet_off.y;
-                let first_omega = omega == 0.0;
-                var w = vec3<f32>(0.0);
-                if first_omega {
-                    w = solid_angle_d(inv_r.x, P.dist.w, D.close.x, has(FLAG_POINT_PIXEL));
+                let fso = vec3<f32>(f32d, s32d, o32d);
+                if omega == 0.0 {
+                    let w = solid_angle_d(inv_r.x, P.dist.w, D.close.x, has(FLAG_POINT_PIXEL));
                     omega = w.x;
-                }
-                for (var j = 0u; j < np; j++) {
-                    if !tan_moves(j, TAN_MOVES_DETECTOR) {
-                        continue;
-                    }
-                    let tp = TP.params[j];
-                    let dpos = f32d * tp.dfdet.xyz + s32d * tp.dsdet.xyz + o32d * tp.dodet.xyz + tp.dpix0.xyz;
-                    let dr = dot(d32, dpos);
-                    dd[j] = (dpos - d32 * dr) * inv_r.x;
-                    if first_omega {
-                        domega[j] = w.y * dr + w.z * tp.misc.x;
-                    }
+                    om_w = w.yz;
+                    om_d = d32;
+                    om_fso = fso;
                 }
                 if capture == 0.0 {
                     let c = capture_fraction_d(f32(t), P.mu_step, dot(d32, D.odet_hi.xyz));
                     capture = c.x;
-                    for (var j = 0u; j < np; j++) {
-                        dcap[j] = 0.0;
-                        if tan_moves(j, TAN_MOVES_DETECTOR) {
-                            let drho = dot(dd[j], D.odet_hi.xyz) + dot(d32, TP.params[j].dodet.xyz);
-                            dcap[j] = c.y * drho;
-                        }
-                    }
+                    cap_dy = c.y;
+                    cap_d = d32;
+                    cap_fso = fso;
+                    cap_invr = inv_r.x;
                 }
                 for (var src = 0u; src < P.n_sources; src++) {
                     let S = sources[src];
@@ -199,11 +248,10 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
                     if polar == 0.0 {
                         let pd = polarization_d(P.polar_k, inc, d32, S.e_in.xyz, S.b_in.xyz);
                         polar = pd.x;
-                        for (var j = 0u; j < np; j++) {
-                            if tan_moves(j, TAN_MOVES_DETECTOR) {
-                                dpolar[j] = dot(pd.yzw, dd[j]);
-                            }
-                        }
+                        pol_g = pd.yzw;
+                        pol_d = d32;
+                        pol_fso = fso;
+                        pol_invr = inv_r.x;
                     }
                     var base = src * P.n_orient;
                     if first_seq {
@@ -310,8 +358,13 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
                             sum_sc += a_fl * fl_sc;
                         }
                         sum_f += a_fc * fc_default;
+                        if any_left {
+                            hc0 += t_hkl * h.x;
+                            hc1 += t_hkl * k.x;
+                            hc2 += t_hkl * l.x;
+                        }
                         for (var j = 0u; j < np; j++) {
-                            if !tan_moves(j, TAN_MOVES_TERMS) {
+                            if !any_generic || !tan_moves(j, TAN_MOVES_TERMS) {
                                 continue;
                             }
                             let U = terms[TP.block * (1u + TP.params[j].kind.y) + base + o];
@@ -323,11 +376,20 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
                             di[j] += dot(t_hkl, dhkl);
                         }
                     }
-                    // the detector parameters move d: dh = A·dd
-                    for (var j = 0u; j < np; j++) {
-                        if tan_moves(j, TAN_MOVES_DETECTOR) {
-                            di[j] += dot(gd, dd[j]);
-                        }
+                    // the detector parameters move d: dh = A·dd, Σ g·dd = w·dpos (contracted at
+                    // the end); TAN_RIGHT: dh = A·(K q), Σ g·(K q) = Σ_mn K_mn G_mn
+                    if any_det {
+                        let wv = (gd - d32 * dot(d32, gd)) * inv_r.x;
+                        wf += f32d * wv;
+                        ws += s32d * wv;
+                        wo += o32d * wv;
+                        w1 += wv;
+                    }
+                    if any_right {
+                        let q = d32 - inc;
+                        gr0 += gd.x * q;
+                        gr1 += gd.y * q;
+                        gr2 += gd.z * q;
                     }
                 }
             }
@@ -340,12 +402,31 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
     image[idx] = ((base_val * capture) * polar) * omega;
     for (var j = 0u; j < np; j++) {
         let tp = TP.params[j];
-        var dsum = di[j] + tp.misc.z + tp.misc.w * sum_f + dot(sum_n, tp.dn.xyz);
+        var dsum = tp.misc.z + tp.misc.w * sum_f + dot(sum_n, tp.dn.xyz);
+        if any_generic && (tp.kind.x & TAN_MOVES_TERMS) != 0u {
+            dsum += di[j];
+        }
+        if any_left && (tp.kind.x & TAN_LEFT) != 0u {
+            dsum += dot(tp.m0.xyz, hc0) + dot(tp.m1.xyz, hc1) + dot(tp.m2.xyz, hc2);
+        }
+        if any_right && (tp.kind.x & TAN_RIGHT) != 0u {
+            dsum += dot(tp.m0.xyz, gr0) + dot(tp.m1.xyz, gr1) + dot(tp.m2.xyz, gr2);
+        }
+        var domega = 0.0;
+        var dcap = 0.0;
+        var dpolar = 0.0;
+        if (tp.kind.x & TAN_MOVES_DETECTOR) != 0u {
+            dsum += dot(wf, tp.dfdet.xyz) + dot(ws, tp.dsdet.xyz) + dot(wo, tp.dodet.xyz) + dot(w1, tp.dpix0.xyz);
+            domega = om_w.x * dot(om_d, tan_dpos(j, om_fso)) + om_w.y * tp.misc.x;
+            let ddc = tan_dd(j, cap_d, cap_fso, cap_invr);
+            dcap = cap_dy * (dot(ddc, D.odet_hi.xyz) + dot(cap_d, tp.dodet.xyz));
+            dpolar = dot(pol_g, tan_dd(j, pol_d, pol_fso, pol_invr));
+        }
         if any_recip {
             dsum += dot(sum_sa, tp.da_star.xyz) + dot(sum_sb, tp.db_star.xyz) + dot(sum_sc, tp.dc_star.xyz);
         }
         let dbase = tp.misc.y * acc32 + P.scale * dsum;
-        image[(j + 1u) * npx + idx] = dbase * capture * polar * omega + base_val * (dcap[j] * polar * omega + capture * dpolar[j] * omega + capture * polar * domega[j]);
+        image[(j + 1u) * npx + idx] = dbase * capture * polar * omega + base_val * (dcap * polar * omega + capture * dpolar * omega + capture * polar * domega);
     }
     if exact_bragg {
         atomicOr(&flags[FLAGS_HEADER_WORDS + (idx >> 5u)], 1u << (idx & 31u));

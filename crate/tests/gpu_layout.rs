@@ -183,9 +183,27 @@ fn tangent_kernel_validates_and_matches_rust_layout() {
     );
 }
 
-/// The tangent pass's packing: a parameter that moves the terms gets a block of term tangents
-/// laid out as the image's terms, equal to the central difference of `pack_terms` (the term
-/// records as functions of the plan), and its uniform carries the plan tangent's fields.
+/// The VJP's reduction (`shaders/reduce.wgsl`) validates, its uniform matches
+/// `layout::ReduceParams` and its workgroup size the driver's.
+#[test]
+fn reduce_kernel_validates_and_matches_rust_layout() {
+    let (m, _) = module(shaders::REDUCE);
+    let ep = m
+        .entry_points
+        .iter()
+        .find(|e| e.name == shaders::REDUCE_ENTRY)
+        .expect("reduce entry point");
+    assert_eq!(ep.workgroup_size, [shaders::REDUCE_WORKGROUP, 1, 1]);
+    check_struct::<layout::ReduceParams>(&m);
+    check_u32(&m, "REDUCE_WG", shaders::REDUCE_WORKGROUP);
+}
+
+/// The tangent pass's packing: a parameter that moves the term records by one matrix carries
+/// it in the uniform (rotations and the wavelength: K on the right; the cell: C on the left), one
+/// that does not (the mosaic spread) gets a block of term tangents laid out as the image's
+/// terms; either way the term records' tangent it stands for equals the central difference of
+/// `pack_terms` (the term records as functions of the plan), and the uniform carries the plan
+/// tangent's fields.
 #[test]
 fn tangent_packing_is_the_terms_derivative() {
     use nanobragg::api;
@@ -196,7 +214,15 @@ fn tangent_packing_is_the_terms_derivative() {
          -default_F 100 -dispersion 4 -dispsteps 2 -mosaic 0.3 -mosaic_dom 3",
     );
     let prep = api::prepare(&words, &MemFiles::default()).unwrap();
-    let params = [Param::RotX, Param::Lambda, Param::Distance, Param::NCells];
+    let params = [
+        Param::RotX,
+        Param::Lambda,
+        Param::Distance,
+        Param::NCells,
+        Param::Mosaic,
+        Param::CellA,
+        Param::CellGamma,
+    ];
     let (moved, t) = nanobragg::resolve::tangent::plan_tangent_at(
         &prep.setup,
         &MemFiles::default(),
@@ -205,32 +231,31 @@ fn tangent_packing_is_the_terms_derivative() {
     )
     .unwrap();
     let plan = &moved.plan;
-    let (u, blocks) = layout::pack_tangent(plan, &t, &[0, 1, 2, 3], false);
+    let which: Vec<usize> = (0..params.len()).collect();
+    let (u, blocks) = layout::pack_tangent(plan, &t, &which, false);
     let block = plan.sources.len() * plan.orientations.len();
-    assert_eq!((u.count, u.block as usize), (4, block));
-    // rot_x (terms and a*) and lambda move the terms (blocks 0, 1); distance the detector;
-    // n_cells N
-    assert_eq!(blocks.len(), 2 * block);
+    assert_eq!((u.count, u.block as usize), (params.len() as u32, block));
+    // rot_x (the terms on the right, and a*), lambda (on the right: K = −δλ/λ·1), distance the
+    // detector, n_cells N, the mosaic spread per term (block 0), the cell on the left
+    assert_eq!(blocks.len(), block);
     let k = |i: usize| u.params[i].kind;
     assert_eq!(
-        k(0)[..2],
-        [layout::TAN_MOVES_TERMS | layout::TAN_MOVES_RECIPROCAL, 0]
+        k(0)[0],
+        layout::TAN_RIGHT | layout::TAN_MOVES_RECIPROCAL,
+        "rot_x"
     );
-    assert_eq!(k(1)[..2], [layout::TAN_MOVES_TERMS, 1]);
+    assert_eq!(k(1)[0], layout::TAN_RIGHT, "lambda");
     assert_eq!(k(2)[0], layout::TAN_MOVES_DETECTOR);
     assert_eq!(k(3)[0], layout::TAN_MOVES_N);
+    assert_eq!(k(4)[..2], [layout::TAN_MOVES_TERMS, 0], "mosaic");
+    assert_eq!(k(5)[0] & layout::TAN_LEFT, layout::TAN_LEFT, "cell_a");
+    assert_eq!(k(6)[0] & layout::TAN_LEFT, layout::TAN_LEFT, "cell_gamma");
     assert_eq!(u.params[3].dn, [1.0, 1.0, 1.0, 0.0]);
     assert_eq!(u.params[2].dpix0, {
         let d = &t.deltas[2].pix0;
         [d[0] as f32, d[1] as f32, d[2] as f32, 0.0]
     });
-    // block 1 (lambda) against the central difference of the packed terms in λ
-    let h = 1e-6;
-    let moved_terms = |x: f64| {
-        let p = api::moved_plan(&prep, &MemFiles::default(), &[(Param::Lambda, x)]).unwrap();
-        layout::pack_terms(&p, false)
-    };
-    let (plus, minus) = (moved_terms(h), moved_terms(-h));
+    // a term record as 12 numbers: the rows A_h, A_k, A_l and c = A·i beside each
     let val = |t: &GpuTerm| -> [f64; 12] {
         let v = |hi: [f32; 4], lo: [f32; 4]| -> [f64; 4] {
             std::array::from_fn(|c| hi[c] as f64 + lo[c] as f64)
@@ -238,16 +263,80 @@ fn tangent_packing_is_the_terms_derivative() {
         let (a, b, c) = (v(t.h_hi, t.h_lo), v(t.k_hi, t.k_lo), v(t.l_hi, t.l_lo));
         std::array::from_fn(|i| [a, b, c][i / 4][i % 4])
     };
+    let terms = layout::pack_terms(plan, false);
+    // the tangent of term e that parameter slot j stands for
+    let implied = |j: usize, e: usize| -> [f64; 12] {
+        let p = &u.params[j];
+        let m = [p.m0, p.m1, p.m2].map(|r| r.map(|x| x as f64));
+        let a = val(&terms[e]);
+        let row = |r: usize| [a[4 * r], a[4 * r + 1], a[4 * r + 2]];
+        let s = &plan.sources[e / plan.orientations.len()];
+        let mut out = [0f64; 12];
+        for r in 0..3 {
+            let d: [f64; 3] = if p.kind[0] & layout::TAN_RIGHT != 0 {
+                // row r of A·K: Σ_n A[r][n] K[n][:]; m holds K's rows
+                std::array::from_fn(|x| (0..3).map(|n| row(r)[n] * m[n][x]).sum())
+            } else if p.kind[0] & layout::TAN_LEFT != 0 {
+                // row r of C·A: Σ_n C[r][n] A[n][:]; m holds C's columns
+                std::array::from_fn(|x| (0..3).map(|n| m[n][r] * row(n)[x]).sum())
+            } else {
+                // the packed record itself, c included
+                let g = val(&blocks[p.kind[1] as usize * block + e]);
+                out[4 * r..4 * r + 4].copy_from_slice(&g[4 * r..4 * r + 4]);
+                continue;
+            };
+            out[4 * r..4 * r + 3].copy_from_slice(&d);
+            out[4 * r + 3] = (0..3).map(|x| d[x] * s.incident[x]).sum();
+        }
+        out
+    };
+    // the mosaic spread's block: the plan tangent's moved domains, dA = δaxis/λ, dc = dA·i
+    // (its finite difference is not the analytic tangent's: upstream's domains are redrawn)
+    let d = &t.deltas[4];
     for e in 0..block {
-        let (p, m, got) = (val(&plus[e]), val(&minus[e]), val(&blocks[block + e]));
-        for c in 0..12 {
-            let fd = (p[c] - m[c]) / (2.0 * h);
-            let scale = p[c].abs().max(1.0);
-            assert!(
-                (fd - got[c]).abs() <= 1e-5 * scale,
-                "term {e} component {c}: {} vs finite difference {fd}",
-                got[c]
-            );
+        let (si, oi) = (e / plan.orientations.len(), e % plan.orientations.len());
+        let s = &plan.sources[si];
+        let o = d.orientations[oi];
+        let got = implied(4, e);
+        for (r, axis) in [o.a, o.b, o.c].iter().enumerate() {
+            let da: [f64; 3] = std::array::from_fn(|x| axis[x] / s.lambda);
+            let dc: f64 = (0..3).map(|x| da[x] * s.incident[x]).sum();
+            for (c, want) in [da[0], da[1], da[2], dc].into_iter().enumerate() {
+                let scale = want
+                    .abs()
+                    .max(1e-3 * da.iter().fold(0f64, |m, v| m.max(v.abs())));
+                assert!(
+                    (got[4 * r + c] - want).abs() <= 1e-6 * scale,
+                    "mosaic term {e} row {r} component {c}: {} vs {want}",
+                    got[4 * r + c]
+                );
+            }
+        }
+    }
+    for (param, h) in [
+        (Param::RotX, 1e-6),
+        (Param::Lambda, 1e-6),
+        (Param::CellA, 1e-4),
+        (Param::CellGamma, 1e-4),
+    ] {
+        let slot = params.iter().position(|&p| p == param).unwrap();
+        let moved_terms = |x: f64| {
+            let p = api::moved_plan(&prep, &MemFiles::default(), &[(param, x)]).unwrap();
+            layout::pack_terms(&p, false)
+        };
+        let (plus, minus) = (moved_terms(h), moved_terms(-h));
+        for e in 0..block {
+            let (p, m, got) = (val(&plus[e]), val(&minus[e]), implied(slot, e));
+            for c in 0..12 {
+                let fd = (p[c] - m[c]) / (2.0 * h);
+                let scale = p[c].abs().max(1.0);
+                assert!(
+                    (fd - got[c]).abs() <= 1e-5 * scale,
+                    "{} term {e} component {c}: {} vs finite difference {fd}",
+                    param.name(),
+                    got[c]
+                );
+            }
         }
     }
 }

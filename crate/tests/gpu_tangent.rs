@@ -2,7 +2,8 @@
 //! f64 tangent kernel (`cpu::tangent`) on golden cases that together cover every parameter and
 //! every term's derivative (square, round, Gaussian lattices, tricubic F, sensor layers,
 //! polarisation, mosaic domains, sources, the water background); its image against the GPU
-//! image kernel's (bit for bit); the vector–Jacobian product against the CPU's; the parameters
+//! image kernel's (within 1e-6 of the peak: two shader modules a driver may contract
+//! differently; bit for bit on lavapipe); the vector–Jacobian product against the CPU's; the parameters
 //! split into passes; the refused set-ups.
 //!
 //! Tolerance: the GPU's tangents are f32 (its df64 chain as the image's); on the pixels with
@@ -25,6 +26,10 @@ use Param::*;
 /// Agreement of the f32 GPU tangents with the f64 CPU tangents, relative to each parameter's
 /// largest |tangent|, on pixels with signal.
 const TOL: f64 = 1e-4;
+
+/// The tangent kernel's image against the image kernel's, relative to the image's peak (see
+/// `image_is_the_image_kernels_and_passes_agree`).
+const IMAGE_TOL: f64 = 1e-6;
 
 /// One renderer for the binary (one device, pipelines compiled once).
 static GPU: Mutex<Option<Renderer>> = Mutex::new(None);
@@ -140,8 +145,58 @@ fn shapes_sources_tables_background() {
     check("water_background", "", &[Scale, Fluence, RotX]);
 }
 
-/// The tangent kernel's image is the image kernel's (same chain, same terms, same order), and
-/// the parameters split into passes give the tangents of one pass.
+/// The host's forms of the term-moving parameters (`gpu::layout::TermForm`): rotations and
+/// the wavelength contracted on the right (once per sub-pixel and source), the cell on the left
+/// (once per pixel), the mosaic spread per term (its term tangents the only block uploaded);
+/// and all of them asked together, against the CPU f64 tangents.
+#[test]
+fn contracted_and_per_term_parameters_together() {
+    use nanobragg::gpu::layout::{self, TermForm};
+    let case = "mosaic_domains_seed_noise";
+    let params = [Mosaic, RotY, CellA, CellGamma, Lambda, RotZ];
+    let prep = prepare(case, "");
+    let (moved, t) =
+        nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &params, &[])
+            .unwrap();
+    let first = layout::first_sequence_pixel(&moved.plan) != layout::NO_PIXEL;
+    let forms: Vec<&str> = t
+        .deltas
+        .iter()
+        .map(|d| match layout::term_form(&moved.plan, d, first) {
+            TermForm::Right(_) => "right",
+            TermForm::Left(_) => "left",
+            TermForm::Generic => "generic",
+        })
+        .collect();
+    assert_eq!(
+        forms,
+        ["generic", "right", "left", "left", "right", "right"],
+        "{case}: {params:?}"
+    );
+    let which: Vec<usize> = (0..params.len()).collect();
+    let (tp, blocks) = layout::pack_tangent(&moved.plan, &t, &which, first);
+    assert_eq!(
+        blocks.len(),
+        tp.block as usize,
+        "{case}: one block of term tangents"
+    );
+    check(case, "", &params);
+}
+
+/// The tangent kernel's image is the image kernel's (same chain, same terms, same order) to
+/// within [`IMAGE_TOL`] of the image's peak, and the parameters split into passes give the
+/// tangents of one pass (bit for bit: one shader module, one pipeline).
+///
+/// Bit-identity of the two kernels' images is not asserted: they are two shader modules, and a
+/// driver may contract `a * b + c` into an fma differently in each (NVIDIA's Vulkan compiler
+/// does: on an H100 about 15 % of the pixels of `triclinic_misset_xybeam` differ in their last
+/// bits; on lavapipe all are identical). The df64 sums are protected from contraction
+/// (`df_bar`); what changes is the rounding of the f32 term values and first-value factors,
+/// a few ulp of each. The bound [`IMAGE_TOL`] (1e-6 of the peak, ≈ 16 f32 ulp of the peak's
+/// value) holds those; a real departure from the image kernel (a term missed or counted twice,
+/// another first-value factor) moves pixels by far more (the f32 images differ from the f64
+/// kernel's by ~2e-6 of the peak, `check` allows 1e-4). The worst difference and the count of
+/// bit-identical pixels are printed.
 #[test]
 fn image_is_the_image_kernels_and_passes_agree() {
     let (d, q) = gpu_support::device();
@@ -163,10 +218,28 @@ fn image_is_the_image_kernels_and_passes_agree() {
             .zip(&one.image)
             .filter(|(a, b)| a.to_bits() == b.to_bits())
             .count();
-        assert_eq!(
-            same,
+        let peak = image.iter().fold(0f32, |m, v| m.max(v.abs())) as f64;
+        assert!(peak > 0.0, "{case}: empty image");
+        let (worst_i, worst) = image
+            .iter()
+            .zip(&one.image)
+            .map(|(a, b)| (*a as f64 - *b as f64).abs())
+            .enumerate()
+            .fold((0, 0f64), |m, (i, d)| if d > m.1 { (i, d) } else { m });
+        let ulp = |v: f32| (f32::from_bits(v.abs().to_bits() + 1) - v.abs()) as f64;
+        let msg = format!(
+            "{case}: tangent kernel's image against the image kernel's: {same} of {} pixels \
+             bit-identical, worst |diff| {worst:.3e} = {:.2e} of the peak {peak:.4e} ({:.1} ulp \
+             of pixel {worst_i}, value {:.6e})",
             image.len(),
-            "{case}: the tangent kernel's image differs from the image kernel's"
+            worst / peak,
+            worst / ulp(image[worst_i]),
+            image[worst_i]
+        );
+        println!("{msg}");
+        assert!(
+            worst <= IMAGE_TOL * peak,
+            "{msg}: more than {IMAGE_TOL:e} of the peak"
         );
         r.set_tangent_params_per_pass(Some(1));
         let split = r.render_tangents_blocking(&moved.plan, &t).unwrap();
@@ -177,6 +250,10 @@ fn image_is_the_image_kernels_and_passes_agree() {
     }
 }
 
+/// The vector–Jacobian product, reduced on the GPU (`shaders/reduce.wgsl`: f32 partial sums per
+/// workgroup, added in f64 on the host), against the CPU f64 one, within [`TOL`] of Σ|w·t|; the
+/// exact-Bragg pixels (`precision_cubic300_N50`) from the f64 tangent kernel, as for the
+/// tangent images.
 #[test]
 fn vjp_matches_the_cpu() {
     for (case, params) in [
@@ -185,6 +262,7 @@ fn vjp_matches_the_cpu() {
             &[RotX, CellB, Distance, Scale][..],
         ),
         ("hkl_interpolate_explicit", &[RotZ, NCells][..]),
+        ("precision_cubic300_N50", &[RotX, NCells][..]),
     ] {
         let prep = prepare(case, "");
         let n = prep.plan().pixel_count();
@@ -232,6 +310,57 @@ fn vjp_matches_the_cpu() {
                 want[j]
             );
         }
+    }
+}
+
+/// The GPU's reduction is deterministic (the same bits on a second run) and the parameters
+/// split into passes reduce to the same sums as one pass (each parameter's plane is reduced
+/// alone); it equals the f64 sum of the read-back tangent images × weights within f32 rounding.
+#[test]
+fn vjp_reduction_is_deterministic_and_passes_agree() {
+    let (d, q) = gpu_support::device();
+    let mut r = pollster::block_on(GpuRenderer::new_with_device(d, q)).unwrap();
+    let case = "triclinic_misset_xybeam";
+    let params = [RotX, CellA, Distance];
+    let prep = prepare(case, "");
+    let (moved, t) =
+        nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &params, &[])
+            .unwrap();
+    let n = moved.plan.pixel_count();
+    let w: Vec<f64> = (0..n).map(|i| ((i * 31) % 17) as f64 / 8.0 - 1.0).collect();
+    let a = r.render_vjp_blocking(&moved.plan, &t, &w).unwrap();
+    let b = r.render_vjp_blocking(&moved.plan, &t, &w).unwrap();
+    assert_eq!(a, b, "{case}: a second run");
+    r.set_tangent_params_per_pass(Some(1));
+    let split = r.render_vjp_blocking(&moved.plan, &t, &w).unwrap();
+    r.set_tangent_params_per_pass(None);
+    assert_eq!(split.passes, params.len());
+    assert_eq!(
+        (&split.image, &split.sums),
+        (&a.image, &a.sums),
+        "{case}: passes"
+    );
+    let full = r.render_tangents_blocking(&moved.plan, &t).unwrap();
+    assert_eq!(full.image, a.image, "{case}: image");
+    assert!(
+        r.exact_fixup().pixels.is_empty(),
+        "{case}: no exact-Bragg pixel"
+    );
+    for (j, p) in params.iter().enumerate() {
+        let plane = &full.tangents[j * n..(j + 1) * n];
+        let want: f64 = plane.iter().zip(&w).map(|(t, w)| *t as f64 * w).sum();
+        let scale: f64 = plane
+            .iter()
+            .zip(&w)
+            .map(|(t, w)| (*t as f64 * w).abs())
+            .sum();
+        let err = (a.sums[j] - want).abs() / scale;
+        println!(
+            "{case} reduction {:9} {:.6e} vs {want:.6e} ({err:.1e})",
+            p.name(),
+            a.sums[j]
+        );
+        assert!(err < 1e-6, "{case} {}: {} vs {want}", p.name(), a.sums[j]);
     }
 }
 

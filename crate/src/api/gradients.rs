@@ -340,9 +340,10 @@ impl Renderer {
     }
 
     /// [`vjp_at`] on the engine of the one backend policy (see
-    /// [`Renderer::render_gradients_async`]): the GPU's tangent images are read back and
-    /// reduced on the host in f64, in raster order (`gpu::tangent`). Returns the image (f64),
-    /// the products and the engine.
+    /// [`Renderer::render_gradients_async`]): on the GPU the tangent images stay there and are
+    /// reduced there into per-workgroup partial sums, added on the host in f64 in a fixed order
+    /// (`gpu::tangent`, `GpuRenderer::render_vjp`); the exact-Bragg pixels' terms come from the
+    /// f64 tangent kernel. Returns the image (f64), the products and the engine.
     #[allow(clippy::too_many_arguments)]
     pub async fn vjp_async(
         &mut self,
@@ -362,14 +363,8 @@ impl Renderer {
         let plan = &moved.plan;
         if choice.engine == Engine::Gpu {
             cpu::tangent::check_weights(plan, weights)?;
-            let npx = plan.pixel_count();
-            match self.gpu_tangents(plan, &t, &|_| {}, cancel).await {
-                Ok((image, tangents)) => {
-                    let g = tangents
-                        .chunks(npx.max(1))
-                        .take(params.len())
-                        .map(|plane| plane.iter().zip(weights).map(|(a, w)| a * w).sum())
-                        .collect();
+            match self.gpu_vjp(plan, &t, weights, cancel).await {
+                Ok((image, g)) => {
                     return Ok((image.iter().map(|&v| v as f64).collect(), g, Engine::Gpu));
                 }
                 Err(e) if choice.fallback_to_cpu && e.kind == ErrorKind::Gpu => {}
@@ -448,6 +443,55 @@ impl Renderer {
         cpu::tangent::apply_exact_fixup(plan, t, &mut image, &mut tangents, &fixup);
         check_image(plan, &image)?;
         Ok((image, tangents))
+    }
+
+    /// The GPU's vector–Jacobian product on `plan` (`GpuRenderer::render_vjp`), its
+    /// exact-Bragg pixels (left out there) from the f64 tangent kernel: the image (checked
+    /// finite) and the products.
+    #[cfg(feature = "gpu")]
+    async fn gpu_vjp(
+        &mut self,
+        plan: &crate::plan::Plan,
+        t: &crate::tangent::PlanTangent,
+        weights: &[f64],
+        cancel: &AtomicBool,
+    ) -> Result<(Vec<f32>, Vec<f64>)> {
+        let gpu = self.gpu_renderer().await?;
+        let r = match gpu.render_vjp(plan, t, weights, cancel).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.gpu_failed(&e);
+                return Err(e);
+            }
+        };
+        let fixup = self.gpu_renderer().await?.exact_fixup().clone();
+        let mut image = r.image;
+        let mut g = r.sums;
+        if !fixup.pixels.is_empty() {
+            let n = fixup.pixels.len();
+            let f = cpu::tangent::render_pixels(plan, t, &fixup.pixels, cancel)?;
+            for (k, &i) in fixup.pixels.iter().enumerate() {
+                image[i] = f.image[k] as f32;
+                for (j, gj) in g.iter_mut().enumerate() {
+                    *gj += weights[i] * f.tangents[j * n + k];
+                }
+            }
+        }
+        check_image(plan, &image)?;
+        Ok((image, g))
+    }
+
+    #[cfg(not(feature = "gpu"))]
+    async fn gpu_vjp(
+        &mut self,
+        _plan: &crate::plan::Plan,
+        _t: &crate::tangent::PlanTangent,
+        _weights: &[f64],
+        _cancel: &AtomicBool,
+    ) -> Result<(Vec<f32>, Vec<f64>)> {
+        Err(crate::error::Error::gpu(
+            "-backend gpu: this nanobragg was built without the gpu feature",
+        ))
     }
 
     #[cfg(not(feature = "gpu"))]

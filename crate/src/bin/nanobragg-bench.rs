@@ -26,7 +26,8 @@
 //! GPU (warm, after one untimed round): the image kernel alone (`Renderer::render`), the image
 //! and 10 tangents (`Renderer::render_gradients`, host tangent and read-back included), the
 //! tangent kernel alone on a resolved plan tangent (`GpuRenderer::render_tangents`), and the
-//! VJP (`Renderer::vjp`: tangents read back and reduced on the host).
+//! VJP (`Renderer::vjp`: reduced on the GPU, only the image and per-workgroup partial sums read
+//! back; host tangent included).
 
 use nanobragg::api::{self, Backend, Precision};
 use nanobragg::files::MemFiles;

@@ -467,23 +467,35 @@ pub const MAX_TAN_PARAMS: usize = 24;
 
 /// `GpuTanParam::kind.x` bits: what the parameter moves.
 pub const TAN_MOVES_DETECTOR: u32 = 1;
-/// Moves the (source, orientation) terms (orientation table or wavelength): its term tangents
-/// are block `kind.y` of the terms buffer (see [`pack_tangent`]).
+/// Moves the (source, orientation) terms (orientation table or wavelength) in no form of one
+/// matrix (the mosaic spread): its term tangents are block `kind.y` of the terms buffer (see
+/// [`pack_tangent`]), contracted per term.
 pub const TAN_MOVES_TERMS: u32 = 2;
 pub const TAN_MOVES_N: u32 = 4;
 pub const TAN_MOVES_RECIPROCAL: u32 = 8;
+/// Moves every term on the right, dA = A·K (rotations about a lab axis, with a uniform
+/// wavelength change): `GpuTanParam::m` holds the rows of K, contracted once per pixel with
+/// G = Σ g ⊗ q, q = d − i, g = Σ Aᵀ t per (sub-pixel, source) (see [`TermForm`]).
+pub const TAN_RIGHT: u32 = 16;
+/// Moves every term on the left, dA = C·A (the cell, the wavelength): `GpuTanParam::m` holds
+/// the columns of C, contracted once per pixel with H = Σ_terms t ⊗ (h, k, l) (see
+/// [`TermForm`]).
+pub const TAN_LEFT: u32 = 32;
 /// Every tangent bit with its name (WGSL twins in `shaders/tangent.wgsl`).
 pub const TAN_BITS: &[(&str, u32)] = &[
     ("TAN_MOVES_DETECTOR", TAN_MOVES_DETECTOR),
     ("TAN_MOVES_TERMS", TAN_MOVES_TERMS),
     ("TAN_MOVES_N", TAN_MOVES_N),
     ("TAN_MOVES_RECIPROCAL", TAN_MOVES_RECIPROCAL),
+    ("TAN_RIGHT", TAN_RIGHT),
+    ("TAN_LEFT", TAN_LEFT),
 ];
 
 gpu_struct! {
     /// One parameter's tangent of the plan (`tangent::PlanDelta`) in f32, per the parameter's
     /// unit (WGSL `TanParam`): the detector's axes and reference point, the scalars, N and
-    /// a*, b*, c*; `kind` = (`TAN_*` bits, term block, 0, 0).
+    /// a*, b*, c*; the matrix of a term-moving parameter of one form (`TAN_RIGHT`/`TAN_LEFT`);
+    /// `kind` = (`TAN_*` bits, term block, 0, 0).
     GpuTanParam as "TanParam" {
         dpix0: [f32; 4],
         dfdet: [f32; 4],
@@ -497,6 +509,10 @@ gpu_struct! {
         da_star: [f32; 4],
         db_star: [f32; 4],
         dc_star: [f32; 4],
+        /// `TAN_RIGHT`: the rows of K; `TAN_LEFT`: the columns of C (each `(x, y, z, 0)`).
+        m0: [f32; 4],
+        m1: [f32; 4],
+        m2: [f32; 4],
         kind: [u32; 4],
     }
 }
@@ -536,6 +552,17 @@ impl GpuStruct for TanParams {
     ];
 }
 
+gpu_struct! {
+    /// The reduction's uniform (WGSL `ReduceParams`, `shaders/reduce.wgsl`): pixels per plane,
+    /// pixels per invocation (256 apart), workgroups (partial sums) per parameter.
+    ReduceParams as "ReduceParams" {
+        pixels: u32,
+        per: u32,
+        groups: u32,
+        _pad: u32,
+    }
+}
+
 fn f32x4w(v: V3, w: f64) -> [f32; 4] {
     [v[0] as f32, v[1] as f32, v[2] as f32, w as f32]
 }
@@ -555,10 +582,113 @@ fn term_tangent(
     df_vec(a, (dot(daxis, incident) - dot(axis, incident) * r) / lambda)
 }
 
+type M3 = [[f64; 3]; 3];
+
+fn mul3(a: &M3, b: &M3) -> M3 {
+    std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum()))
+}
+
+fn inverse3(m: &M3) -> Option<M3> {
+    let c = |r: usize, k: usize| {
+        let (r1, r2, k1, k2) = ((r + 1) % 3, (r + 2) % 3, (k + 1) % 3, (k + 2) % 3);
+        m[r1][k1] * m[r2][k2] - m[r1][k2] * m[r2][k1]
+    };
+    let det = m[0][0] * c(0, 0) + m[0][1] * c(0, 1) + m[0][2] * c(0, 2);
+    (det != 0.0 && det.is_finite())
+        .then(|| std::array::from_fn(|i| std::array::from_fn(|j| c(j, i) / det)))
+}
+
+/// How a parameter that moves the term records enters the tangent kernel's term loop.
+///
+/// A term's Miller indices are h = A·q with A = M_o/λ_s (M_o the rows a, b, c of orientation
+/// o, λ_s the source's wavelength) and q = d − i_s; the parameter moves them by
+/// dh = dA·q, dA = (dM_o − r_s·M_o)/λ_s with r_s = dλ_s/λ_s. The kernel sums, per term, the
+/// term's partial t = ∂I/∂(h, k, l) into g = Σ Aᵀ t (q's own tangent) and, when a parameter
+/// needs it, into H = Σ t ⊗ (h, k, l); so when every dM_o is M_o·K for one K (a rotation about
+/// a lab axis u: K q = q × u), or C·M_o for one C (the cell: C = dM₀ M₀⁻¹), and r_s is one r
+/// for every source, the parameter needs no term tangents:
+/// * `Right(K − r·1)`: Σ t·dh = g·((K − r·1) q) per (sub-pixel, source), = Σ (K − r·1)_mn G_mn
+///   with G = Σ g ⊗ q, once per pixel;
+/// * `Left(C − r·1)`: Σ t·dh = Σ_mn (C − r·1)_mn H_mn, once per pixel;
+/// * `Generic`: anything else (the mosaic spread, per-source wavelength changes): the term
+///   tangents, contracted per term.
+///
+/// K or C is taken from the first orientation of the table (in f64) and accepted when it gives
+/// every moved orientation of both tables within 1e-9 of their largest moved component; r when
+/// every source's r_s is within 1e-9 of the largest |r_s|. Right is preferred (no H sums).
+#[derive(Clone, Debug, PartialEq)]
+pub enum TermForm {
+    Right(M3),
+    Left(M3),
+    Generic,
+}
+
+/// The form of parameter `d`'s move of the term records of `plan` (see [`TermForm`]); `first`:
+/// the first-sequence table is packed too.
+pub fn term_form(plan: &Plan, d: &crate::tangent::PlanDelta, first: bool) -> TermForm {
+    let rows = |o: &crate::plan::Orientation| -> M3 { [o.a, o.b, o.c] };
+    let zero = [[0.0; 3]; 3];
+    let mut pairs: Vec<(M3, M3)> = Vec::new();
+    let mut tables: Vec<(&[crate::plan::Orientation], &[crate::plan::Orientation])> =
+        vec![(&plan.orientations, &d.orientations)];
+    if first {
+        tables.push((&plan.orientations_first, &d.orientations_first));
+    }
+    for (table, dtable) in tables {
+        for (oi, o) in table.iter().enumerate() {
+            pairs.push((rows(o), dtable.get(oi).map_or(zero, rows)));
+        }
+    }
+    let Some((m0, dm0)) = pairs.first() else {
+        return TermForm::Generic;
+    };
+    let rs: Vec<f64> = plan
+        .sources
+        .iter()
+        .enumerate()
+        .map(|(si, s)| d.lambda.get(si).copied().unwrap_or(0.0) / s.lambda)
+        .collect();
+    let rmax = rs.iter().fold(0f64, |m, r| m.max(r.abs()));
+    let r = rs.first().copied().unwrap_or(0.0);
+    if !rs.iter().all(|x| (x - r).abs() <= 1e-9 * rmax) {
+        return TermForm::Generic;
+    }
+    let scale = pairs
+        .iter()
+        .flat_map(|(_, dm)| dm.iter().flatten())
+        .fold(0f64, |m, &x| m.max(x.abs()));
+    let Some(inv) = inverse3(m0) else {
+        return TermForm::Generic;
+    };
+    let fits = |f: &dyn Fn(&M3) -> M3| {
+        pairs.iter().all(|(m, dm)| {
+            let g = f(m);
+            (0..3).all(|i| (0..3).all(|j| (g[i][j] - dm[i][j]).abs() <= 1e-9 * scale))
+        })
+    };
+    let minus_r = |mut m: M3| {
+        for (i, row) in m.iter_mut().enumerate() {
+            row[i] -= r;
+        }
+        m
+    };
+    let k = mul3(&inv, dm0);
+    if fits(&|m| mul3(m, &k)) {
+        return TermForm::Right(minus_r(k));
+    }
+    let c = mul3(dm0, &inv);
+    if fits(&|m| mul3(&c, m)) {
+        return TermForm::Left(minus_r(c));
+    }
+    TermForm::Generic
+}
+
 /// The tangent pass for parameters `which` (indices into `t`, at most [`MAX_TAN_PARAMS`]) of a
 /// plan packed with [`pack_terms`]`(plan, first)`: the uniform and the term-tangent blocks that
 /// follow the image's terms in the terms buffer (one block per parameter that moves the
-/// orientation table or a wavelength, laid out as [`pack_terms`]: table, source, orientation).
+/// orientation table or a wavelength in no form of one matrix, [`TermForm::Generic`], laid out
+/// as [`pack_terms`]: table, source, orientation; the others carry their matrix in the
+/// uniform).
 pub fn pack_tangent(
     plan: &Plan,
     t: &crate::tangent::PlanTangent,
@@ -590,34 +720,48 @@ pub fn pack_tangent(
             kind |= TAN_MOVES_RECIPROCAL;
         }
         let mut term_block = 0;
-        if d.moves_orientations() || d.moves_lambda() {
-            kind |= TAN_MOVES_TERMS;
-            term_block = to_u32(blocks.len() / block.max(1));
-            let zero: crate::plan::Orientation = bytemuck::Zeroable::zeroed();
-            let tables: &[(&[crate::plan::Orientation], &[crate::plan::Orientation])] = if first {
-                &[
-                    (&plan.orientations, &d.orientations),
-                    (&plan.orientations_first, &d.orientations_first),
-                ]
-            } else {
-                &[(&plan.orientations, &d.orientations)]
-            };
-            for (table, dtable) in tables {
-                for (si, s) in plan.sources.iter().enumerate() {
-                    let dl = d.lambda.get(si).copied().unwrap_or(0.0);
-                    for (oi, o) in table.iter().enumerate() {
-                        let od = dtable.get(oi).unwrap_or(&zero);
-                        let (h_hi, h_lo) = term_tangent(o.a, od.a, s.incident, s.lambda, dl);
-                        let (k_hi, k_lo) = term_tangent(o.b, od.b, s.incident, s.lambda, dl);
-                        let (l_hi, l_lo) = term_tangent(o.c, od.c, s.incident, s.lambda, dl);
-                        blocks.push(GpuTerm {
-                            h_hi,
-                            h_lo,
-                            k_hi,
-                            k_lo,
-                            l_hi,
-                            l_lo,
-                        });
+        let mut m = [[0f32; 4]; 3];
+        let moves_terms = d.moves_orientations() || d.moves_lambda();
+        match moves_terms.then(|| term_form(plan, d, first)) {
+            None => {}
+            Some(TermForm::Right(k)) => {
+                kind |= TAN_RIGHT;
+                m = std::array::from_fn(|row| f32x4w(k[row], 0.0));
+            }
+            Some(TermForm::Left(c)) => {
+                kind |= TAN_LEFT;
+                m = std::array::from_fn(|col| f32x4w([c[0][col], c[1][col], c[2][col]], 0.0));
+            }
+            Some(TermForm::Generic) => {
+                kind |= TAN_MOVES_TERMS;
+                term_block = to_u32(blocks.len() / block.max(1));
+                let zero: crate::plan::Orientation = bytemuck::Zeroable::zeroed();
+                let tables: &[(&[crate::plan::Orientation], &[crate::plan::Orientation])] = if first
+                {
+                    &[
+                        (&plan.orientations, &d.orientations),
+                        (&plan.orientations_first, &d.orientations_first),
+                    ]
+                } else {
+                    &[(&plan.orientations, &d.orientations)]
+                };
+                for (table, dtable) in tables {
+                    for (si, s) in plan.sources.iter().enumerate() {
+                        let dl = d.lambda.get(si).copied().unwrap_or(0.0);
+                        for (oi, o) in table.iter().enumerate() {
+                            let od = dtable.get(oi).unwrap_or(&zero);
+                            let (h_hi, h_lo) = term_tangent(o.a, od.a, s.incident, s.lambda, dl);
+                            let (k_hi, k_lo) = term_tangent(o.b, od.b, s.incident, s.lambda, dl);
+                            let (l_hi, l_lo) = term_tangent(o.c, od.c, s.incident, s.lambda, dl);
+                            blocks.push(GpuTerm {
+                                h_hi,
+                                h_lo,
+                                k_hi,
+                                k_lo,
+                                l_hi,
+                                l_lo,
+                            });
+                        }
                     }
                 }
             }
@@ -637,6 +781,9 @@ pub fn pack_tangent(
             da_star: f32x4(d.a_star),
             db_star: f32x4(d.b_star),
             dc_star: f32x4(d.c_star),
+            m0: m[0],
+            m1: m[1],
+            m2: m[2],
             kind: [kind, term_block, 0, 0],
         };
     }

@@ -17,4 +17,4 @@ pub mod tangent;
 
 pub use context::{request_device, required_limits};
 pub use renderer::{GpuRenderer, GpuStats, GpuTimings};
-pub use tangent::GpuTangents;
+pub use tangent::{GpuTangents, GpuVjp};

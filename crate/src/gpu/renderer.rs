@@ -17,9 +17,12 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::context::{read_buffer, request_device, scope_error, wait_for, Clock};
+use super::context::{
+    read_buffer, read_buffer_f32_split, request_device, scope_error, wait_for, Clock,
+};
 use super::layout::{
-    self, Chunk, GpuPanel, GpuSource, GpuTerm, Params, TanParams, FLAGS_HEADER_WORDS, NO_PIXEL,
+    self, Chunk, GpuPanel, GpuSource, GpuTerm, Params, ReduceParams, TanParams, FLAGS_HEADER_WORDS,
+    NO_PIXEL,
 };
 use super::selftest;
 use super::shaders;
@@ -100,6 +103,9 @@ pub struct GpuRenderer {
     pipeline: wgpu::ComputePipeline,
     /// The tangent kernel's pipeline (`shaders/tangent.wgsl`), created on first use.
     pub(super) tangent_pipeline: Option<wgpu::ComputePipeline>,
+    /// The VJP's reduction (`shaders/reduce.wgsl`): its pipeline and bind-group layout, created
+    /// on first use.
+    reduce_pipeline: Option<(wgpu::ComputePipeline, wgpu::BindGroupLayout)>,
     pipeline_layout: wgpu::PipelineLayout,
     bind_layout: wgpu::BindGroupLayout,
     params_buf: wgpu::Buffer,
@@ -265,6 +271,7 @@ impl GpuRenderer {
             fma_fused: probe.fma_fused,
             pipeline,
             tangent_pipeline: None,
+            reduce_pipeline: None,
             pipeline_layout: pl,
             bind_layout,
             params_buf,
@@ -516,7 +523,7 @@ impl GpuRenderer {
         progress: &mut dyn FnMut(f32),
         cancel: &AtomicBool,
     ) -> Result<Vec<f32>> {
-        self.render_pass(plan, None, progress, cancel).await
+        Ok(self.render_pass(plan, None, 1, progress, cancel).await?.0)
     }
 
     /// The tangent kernel's pipeline, created on first use (same layout and constants as the
@@ -556,16 +563,19 @@ impl GpuRenderer {
     }
 
     /// One pass of the image kernel (`tan` = None: returns the image) or of the tangent kernel
-    /// (returns `1 + tan.params.count` planes of `pixels` values: the image, then one tangent
-    /// image per parameter). The pixels under the exact-Bragg rule are reported as for
-    /// [`Self::render`].
+    /// (writes `1 + tan.params.count` planes of `pixels` values: the image, then one tangent
+    /// image per parameter), of which the first `read_planes` are read back and returned: the
+    /// image, and the planes after it in one vector (the others stay in the output buffer, for
+    /// [`Self::reduce_tangent_planes`]). The pixels under the exact-Bragg rule are reported as
+    /// for [`Self::render`].
     pub(super) async fn render_pass(
         &mut self,
         plan: &Plan,
         tan: Option<&TangentPass>,
+        read_planes: usize,
         progress: &mut dyn FnMut(f32),
         cancel: &AtomicBool,
-    ) -> Result<Vec<f32>> {
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
         let total = Clock::start();
         self.check_lost()?;
         if plan.hkl.hkls != 0 {
@@ -711,15 +721,17 @@ impl GpuRenderer {
         // ---- read back ----
         let rb = Clock::start();
         let res = self.res.as_ref().expect("resources");
+        let read_planes = read_planes.clamp(1, planes);
+        let read_bytes = (read_planes * pixels * size_of::<f32>()) as u64;
         let mut enc = self.device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(&res.image, 0, &res.readback, 0, image_bytes.max(4));
+        enc.copy_buffer_to_buffer(&res.image, 0, &res.readback, 0, read_bytes.max(4));
         self.queue.submit([enc.finish()]);
-        let bytes = read_buffer(&self.device, &res.readback, image_bytes.max(4)).await?;
+        let (mut image, rest) =
+            read_buffer_f32_split(&self.device, &res.readback, read_bytes.max(4), pixels).await?;
         scope_error(oom.pop().await, "render (out of GPU memory)")?;
         scope_error(scope.pop().await, "render")?;
         self.check_lost()?;
-        let mut image: Vec<f32> = bytemuck::cast_slice(&bytes).to_vec();
-        image.truncate(planes * pixels);
+        image.truncate(pixels);
         let readback_s = rb.seconds();
         self.stats.last_exact_bragg_pixels = exact.len();
         self.fixup = ExactFixup {
@@ -738,7 +750,152 @@ impl GpuRenderer {
             chunks,
             cold,
         };
-        Ok(image)
+        Ok((image, rest))
+    }
+
+    /// The vector–Jacobian product of the last tangent pass (`shaders/reduce.wgsl`): for each
+    /// of its `count` parameters Σ_i weights_i · tangent(i), from the planes left in the output
+    /// buffer, as partial sums per workgroup (f32, 256 × `per` pixels each, `per` ≥ 8, in a
+    /// fixed order: the same bits whatever the scheduling) added here in f64 in index order. Only the partials
+    /// are read back.
+    pub(super) async fn reduce_tangent_planes(
+        &mut self,
+        count: usize,
+        weights: &[f32],
+    ) -> Result<Vec<f64>> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        self.check_lost()?;
+        let pixels = weights.len();
+        let wg = shaders::REDUCE_WORKGROUP as usize;
+        // at least 8 pixels per invocation (fewer workgroups and barriers), and at most 65535
+        // workgroups per dimension
+        let per = pixels.div_ceil(wg * 65535).max(8);
+        let groups = pixels.div_ceil(wg * per).max(1);
+        if count > 65535 {
+            return Err(Error::gpu("too many parameters for one reduction"));
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        if self.reduce_pipeline.is_none() {
+            let dev = &self.device;
+            let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("nanobragg vjp reduction"),
+                source: wgpu::ShaderSource::Wgsl(shaders::REDUCE.into()),
+            });
+            use wgpu::BufferBindingType as B;
+            let bl = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("nanobragg vjp reduction"),
+                entries: &[
+                    layout_entry(0, B::Uniform),
+                    layout_entry(1, B::Storage { read_only: true }),
+                    layout_entry(2, B::Storage { read_only: true }),
+                    layout_entry(3, B::Storage { read_only: false }),
+                ],
+            });
+            let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("nanobragg vjp reduction"),
+                bind_group_layouts: &[Some(&bl)],
+                immediate_size: 0,
+            });
+            let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("nanobragg vjp reduction"),
+                layout: Some(&pl),
+                module: &module,
+                entry_point: Some(shaders::REDUCE_ENTRY),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+            self.stats.pipelines_created += 1;
+            self.reduce_pipeline = Some((pipeline, bl));
+        }
+        let (pipeline, bl) = self.reduce_pipeline.as_ref().expect("reduce pipeline");
+        let res = self
+            .res
+            .as_ref()
+            .expect("a tangent pass before the reduction");
+        let dev = &self.device;
+        use wgpu::util::DeviceExt;
+        use wgpu::BufferUsages as U;
+        let params = ReduceParams {
+            pixels: pixels as u32,
+            per: per as u32,
+            groups: groups as u32,
+            _pad: 0,
+        };
+        let ubuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("reduce params"),
+            contents: bytemuck::bytes_of(&params),
+            usage: U::UNIFORM,
+        });
+        let wbuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("vjp weights"),
+            contents: bytemuck::cast_slice(weights),
+            usage: U::STORAGE,
+        });
+        let part_bytes = (count * groups * size_of::<f32>()) as u64;
+        let pbuf = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("vjp partials"),
+            size: part_bytes,
+            usage: U::STORAGE | U::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let rbuf = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("vjp partials readback"),
+            size: part_bytes,
+            usage: U::MAP_READ | U::COPY_DST,
+            mapped_at_creation: false,
+        });
+        self.stats.buffers_created += 4;
+        let planes_bytes = ((1 + count) * pixels * size_of::<f32>()) as u64;
+        let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("nanobragg vjp reduction"),
+            layout: bl,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: ubuf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &res.image,
+                        offset: 0,
+                        size: std::num::NonZeroU64::new(planes_bytes),
+                    }),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: wbuf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: pbuf.as_entire_binding(),
+                },
+            ],
+        });
+        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("nanobragg vjp reduction"),
+        });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("nanobragg vjp reduction"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, &bind, &[]);
+            pass.dispatch_workgroups(groups as u32, count as u32, 1);
+        }
+        enc.copy_buffer_to_buffer(&pbuf, 0, &rbuf, 0, part_bytes);
+        self.queue.submit([enc.finish()]);
+        let bytes = read_buffer(&self.device, &rbuf, part_bytes).await?;
+        scope_error(scope.pop().await, "vjp reduction")?;
+        self.check_lost()?;
+        let partials: &[f32] = bytemuck::cast_slice(&bytes);
+        Ok(partials
+            .chunks(groups)
+            .map(|c| c.iter().map(|&v| v as f64).sum())
+            .collect())
     }
 
     async fn run_chunk(&mut self, t: &Tile, switch_pixel: u32, tangent: bool) -> Result<()> {

@@ -11,12 +11,18 @@ pub const KERNEL: &str = include_str!("../../../shaders/nanobragg.wgsl");
 /// The tangent kernel (`shaders/tangent.wgsl`), entry point [`TANGENT_ENTRY`]: it follows the
 /// image kernel in one module and uses its structs, bindings and helpers.
 pub const TANGENT: &str = include_str!("../../../shaders/tangent.wgsl");
+/// The vector–Jacobian product's reduction (`shaders/reduce.wgsl`), entry point
+/// [`REDUCE_ENTRY`]: a module of its own (no df64, no terms).
+pub const REDUCE: &str = include_str!("../../../shaders/reduce.wgsl");
 /// The self-test body (`shaders/selftest.wgsl`), entry point [`SELFTEST_ENTRY`].
 pub const SELFTEST: &str = include_str!("../../../shaders/selftest.wgsl");
 
 pub const KERNEL_ENTRY: &str = "main";
 pub const TANGENT_ENTRY: &str = "tangent";
 pub const SELFTEST_ENTRY: &str = "selftest";
+pub const REDUCE_ENTRY: &str = "reduce";
+/// Workgroup size of the reduction (must match `REDUCE_WG` in `reduce.wgsl`).
+pub const REDUCE_WORKGROUP: u32 = 256;
 /// Workgroup size of the kernel (must match `@workgroup_size` in `nanobragg.wgsl`).
 pub const KERNEL_WORKGROUP: [u32; 2] = [8, 8];
 

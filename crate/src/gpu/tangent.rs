@@ -4,8 +4,11 @@
 //!
 //! * The plan's tangent reaches the kernel as a uniform (`layout::TanParams`: per parameter
 //!   the detector's, N's, a*'s and the scalars' tangents) and, for the parameters that move the
-//!   orientation table or a wavelength, as the tangents of the (source, orientation) term
-//!   records appended to the terms buffer (`layout::pack_tangent`).
+//!   orientation table or a wavelength, as one matrix in the uniform where every term record
+//!   moves by it (`layout::term_form`: rotations on the right, the cell and the wavelength on
+//!   the left; contracted once per pixel or per (sub-pixel, source)), else as the tangents of
+//!   the (source, orientation) term records appended to the terms buffer
+//!   (`layout::pack_tangent`), contracted per term.
 //! * The output is one buffer of `1 + P` planes (the image, then the tangents, parameter-major),
 //!   read back whole. When the planes of all parameters (or their term tangents beside the
 //!   terms) exceed the device's largest storage binding, or there are more than
@@ -14,9 +17,12 @@
 //! * Pixels under the exact-Bragg rule are reported ([`GpuRenderer::exact_fixup`]) for the
 //!   caller to render with the f64 tangent kernel, as for images.
 //!
-//! The vector–Jacobian product reads the tangent planes back and reduces them on the host in
-//! f64 (`api`), pass by pass: one kernel, a deterministic sum in raster order, and no GPU
-//! float atomics (WGSL has none); the read-back of P planes is its cost.
+//! The vector–Jacobian product ([`GpuRenderer::render_vjp`]) leaves the tangent planes on the
+//! GPU: after each pass a second kernel (`shaders/reduce.wgsl`) sums weight·tangent per
+//! workgroup of 2048 pixels in a fixed order (f32 partials; no float atomics, which WGSL lacks),
+//! and the host adds the partials in f64 in index order, so the result does not depend on
+//! scheduling; only the image and P × (pixels / 2048) partials come back. The exact-Bragg
+//! pixels get weight 0 there: the caller adds their f64 tangents.
 //!
 //! What the tangent kernel cannot follow (`-curved_det`, the `-oversample_*` running sums) is
 //! refused before: `api` calls `cpu::tangent::check_supported` for either backend (same
@@ -109,22 +115,31 @@ impl GpuRenderer {
         };
         let passes = groups.len();
         let mut image = Vec::new();
-        let mut tangents = vec![0f32; np * npx];
+        // one pass: its planes after the image are the tangents, in order (no copy)
+        let mut tangents = if passes == 1 {
+            Vec::new()
+        } else {
+            vec![0f32; np * npx]
+        };
         let mut fixup = None;
         for (g, which) in groups.iter().enumerate() {
             let (params, terms) = layout::pack_tangent(plan, t, which, first);
             let pass = TangentPass { params, terms };
             let mut sub = |p: f32| progress((g as f32 + p) / passes as f32);
-            let planes = self
-                .render_pass(plan, Some(&pass), &mut sub, cancel)
+            let (img, planes) = self
+                .render_pass(plan, Some(&pass), 1 + which.len(), &mut sub, cancel)
                 .await?;
             if g == 0 {
-                image = planes[..npx].to_vec();
+                image = img;
                 fixup = Some(self.exact_fixup().clone());
             }
-            for (k, &j) in which.iter().enumerate() {
-                tangents[j * npx..(j + 1) * npx]
-                    .copy_from_slice(&planes[(k + 1) * npx..(k + 2) * npx]);
+            if passes == 1 {
+                tangents = planes;
+            } else {
+                for (k, &j) in which.iter().enumerate() {
+                    tangents[j * npx..(j + 1) * npx]
+                        .copy_from_slice(&planes[k * npx..(k + 1) * npx]);
+                }
             }
         }
         if let Some(f) = fixup {
@@ -139,8 +154,106 @@ impl GpuRenderer {
     }
 }
 
+/// The GPU vector–Jacobian product's result ([`GpuRenderer::render_vjp`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GpuVjp {
+    /// The image, as [`GpuTangents::image`].
+    pub image: Vec<f32>,
+    /// Per parameter Σ weight·tangent over the pixels not under the exact-Bragg rule
+    /// ([`GpuRenderer::exact_fixup`]: the caller adds those from the f64 tangent kernel).
+    pub sums: Vec<f64>,
+    /// Passes the parameters took.
+    pub passes: usize,
+}
+
+impl GpuRenderer {
+    /// The image and, for every parameter of `t`, Σ_i weights_i · ∂pixel_i/∂parameter, reduced
+    /// on the GPU (see the module's documentation): the tangent planes are not read back.
+    /// `weights` has one value per pixel (checked by the caller); the pixels under the
+    /// exact-Bragg rule are left out of the sums.
+    pub async fn render_vjp(
+        &mut self,
+        plan: &Plan,
+        t: &PlanTangent,
+        weights: &[f64],
+        cancel: &AtomicBool,
+    ) -> Result<GpuVjp> {
+        let npx = plan.pixel_count();
+        if weights.len() != npx {
+            return Err(Error::usage(format!(
+                "weights: expected {npx} values, got {}",
+                weights.len()
+            )));
+        }
+        let np = t.deltas.len();
+        let per = self.tangent_params_per_pass(plan);
+        if per == 0 && np > 0 {
+            return Err(Error::gpu(format!(
+                "a {}x{} image and one tangent image (or the terms and their tangents) exceed \
+                 this GPU's storage-buffer limit; use the CPU backend",
+                plan.fpixels, plan.spixels
+            )));
+        }
+        self.ensure_tangent_pipeline().await?;
+        let first = layout::first_sequence_pixel(plan) != NO_PIXEL;
+        let groups: Vec<Vec<usize>> = if np == 0 {
+            vec![Vec::new()]
+        } else {
+            (0..np)
+                .collect::<Vec<_>>()
+                .chunks(per)
+                .map(|c| c.to_vec())
+                .collect()
+        };
+        let passes = groups.len();
+        let mut image = Vec::new();
+        let mut sums = vec![0f64; np];
+        let mut w32: Vec<f32> = Vec::new();
+        let mut fixup = None;
+        for (g, which) in groups.iter().enumerate() {
+            let (params, terms) = layout::pack_tangent(plan, t, which, first);
+            let pass = TangentPass { params, terms };
+            let (img, _) = self
+                .render_pass(plan, Some(&pass), 1, &mut |_| {}, cancel)
+                .await?;
+            if g == 0 {
+                image = img;
+                let f = self.exact_fixup().clone();
+                w32 = weights.iter().map(|&w| w as f32).collect();
+                for &i in &f.pixels {
+                    w32[i] = 0.0;
+                }
+                fixup = Some(f);
+            }
+            let s = self.reduce_tangent_planes(which.len(), &w32).await?;
+            for (k, &j) in which.iter().enumerate() {
+                sums[j] = s[k];
+            }
+        }
+        if let Some(f) = fixup {
+            self.set_exact_fixup(f);
+        }
+        Ok(GpuVjp {
+            image,
+            sums,
+            passes,
+        })
+    }
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 impl GpuRenderer {
+    /// Blocking [`GpuRenderer::render_vjp`] (native only; tiles take the chunk budget).
+    pub fn render_vjp_blocking(
+        &mut self,
+        plan: &Plan,
+        t: &PlanTangent,
+        weights: &[f64],
+    ) -> Result<GpuVjp> {
+        let cancel = AtomicBool::new(false);
+        self.without_adaptive_tiles(|r| pollster::block_on(r.render_vjp(plan, t, weights, &cancel)))
+    }
+
     /// Blocking [`GpuRenderer::render_tangents`] without progress or cancellation (native
     /// only; tiles take the chunk budget, as [`GpuRenderer::render_blocking`]).
     pub fn render_tangents_blocking(
