@@ -85,7 +85,7 @@ def test_f32_precision_gives_the_f32_tangents(tmp_path):
 def test_gradients_and_vjp_follow_the_backend():
     """The simulator's backend decides where render(gradients=...) and vjp run, as for the
     image: the CPU by default (engine "cpu"); backend "gpu" the GPU's tangent kernel (MODEL
-    §10.6, engine "gpu"): its image is the GPU render's, its f32 tangents within 1e-4 of the
+    §10.6, engine "gpu"): its image is the GPU render's (within 1e-6 of the peak), its f32 tangents within 1e-4 of the
     largest f64 CPU tangent on the pixels with signal, its VJP within 1e-4 of the CPU's. Without
     an adapter this fails, as the crate's GPU tests do, unless NANOBRAGG_NO_GPU=1 (then
     skipped, with the reason)."""
@@ -104,7 +104,11 @@ def test_gradients_and_vjp_follow_the_backend():
         raise
     assert sim.engine == "gpu" and sim.notices == []
     assert tangents.shape == (len(NAMES), 48, 48)
-    assert np.array_equal(image.astype(np.float32), sim.render()) and sim.engine == "gpu"
+    # the GPU render's image: within 1e-6 of the peak (two shader modules a driver may contract
+    # to fma differently, as NVIDIA's does; bit for bit on lavapipe), as gpu_tangent.rs checks
+    plain = sim.render()
+    assert sim.engine == "gpu"
+    assert np.abs(image.astype(np.float32) - plain).max() <= 1e-6 * plain.max()
     signal = i64 >= 1e-3 * i64.max()
     assert signal.sum() > 50
     assert np.abs(image - i64)[signal].max() <= 1e-4 * i64.max()
