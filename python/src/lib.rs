@@ -144,6 +144,22 @@ impl PySession {
     fn lock(&self) -> std::sync::MutexGuard<'_, Session> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// A (slow, fast) weight map of this detector as a fast-major vector (an error naming
+    /// `weights` on another shape).
+    fn weights(&self, py: Python<'_>, weights: &PyReadonlyArray2<'_, f64>) -> PyResult<Vec<f64>> {
+        let (h, w) = (weights.shape()[0], weights.shape()[1]);
+        if (h, w) != (self.spixels, self.fpixels) {
+            return Err(to_py(
+                py,
+                NbError::usage(format!(
+                    "weights: expected a ({}, {}) array (slow, fast), got ({h}, {w})",
+                    self.spixels, self.fpixels
+                )),
+            ));
+        }
+        Ok(weights.as_array().iter().copied().collect())
+    }
 }
 
 fn image_2d(
@@ -329,17 +345,7 @@ impl PySession {
         offsets: Vec<(String, f64)>,
     ) -> PyResult<WithEngine<'py, numpy::PyArray1<f64>>> {
         let (params, offs) = params_and_offsets(py, &names, &offsets)?;
-        let (h, w) = (weights.shape()[0], weights.shape()[1]);
-        if (h, w) != (self.spixels, self.fpixels) {
-            return Err(to_py(
-                py,
-                NbError::usage(format!(
-                    "weights: expected a ({}, {}) array (slow, fast), got ({h}, {w})",
-                    self.spixels, self.fpixels
-                )),
-            ));
-        }
-        let wv: Vec<f64> = weights.as_array().iter().copied().collect();
+        let wv = self.weights(py, &weights)?;
         let r = interruptible(py, |cancel| {
             self.lock().vjp(&extra, &params, &offs, &wv, cancel)
         })?;
@@ -369,17 +375,7 @@ impl PySession {
         Bound<'py, numpy::PyArray1<f64>>,
         Bound<'py, numpy::PyArray1<f64>>,
     )> {
-        let (h, w) = (weights.shape()[0], weights.shape()[1]);
-        if (h, w) != (self.spixels, self.fpixels) {
-            return Err(to_py(
-                py,
-                NbError::usage(format!(
-                    "weights: expected a ({}, {}) array (slow, fast), got ({h}, {w})",
-                    self.spixels, self.fpixels
-                )),
-            ));
-        }
-        let wv: Vec<f64> = weights.as_array().iter().copied().collect();
+        let wv = self.weights(py, &weights)?;
         let r = interruptible(py, |cancel| {
             self.lock().vjp_structure_factors(&extra, &[], &wv, cancel)
         })?;

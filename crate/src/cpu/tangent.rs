@@ -132,6 +132,14 @@ pub(super) fn ori_form(t: &[crate::plan::Orientation], dt: &[crate::plan::Orient
     generic()
 }
 
+/// The tangent of a sub-pixel's position (fast, slow, depth coordinates `fd`, `sd`, `odet`):
+/// pos = fd·fdet + sd·sdet + odet·o + pix0 moved by the parameter's detector tangent.
+#[inline(always)]
+pub(super) fn dpos(dl: &crate::tangent::PlanDelta, fd: f64, sd: f64, odet: f64) -> V3 {
+    let c = |x: usize| fd * dl.fdet[x] + sd * dl.sdet[x] + odet * dl.odet[x] + dl.pix0[x];
+    [c(0), c(1), c(2)]
+}
+
 /// True when some form is on the left (the loops then sum H = Σ t ⊗ (h, k, l)).
 pub(super) fn needs_h(forms: &[OriForm]) -> bool {
     forms.iter().any(|f| matches!(f, OriForm::Left(_)))
@@ -342,11 +350,9 @@ pub(super) fn pixel(
                 let sd = sub * (ss as f64) + sub / 2.0;
                 for &j in &c.det {
                     let dl = &c.t.deltas[j];
-                    let dpos: V3 = std::array::from_fn(|k| {
-                        fd * dl.fdet[k] + sd * dl.sdet[k] + odet * dl.odet[k] + dl.pix0[k]
-                    });
-                    let dr = dot(d, dpos);
-                    sc.dd[j] = std::array::from_fn(|k| (dpos[k] - d[k] * dr) / r);
+                    let dp = dpos(dl, fd, sd, odet);
+                    let dr = dot(d, dp);
+                    sc.dd[j] = std::array::from_fn(|k| (dp[k] - d[k] * dr) / r);
                 }
                 if omega == 0.0 {
                     let (w, dw_dr, dw_dclose) =
@@ -354,10 +360,8 @@ pub(super) fn pixel(
                     omega = w;
                     for &j in &c.det {
                         let dl = &c.t.deltas[j];
-                        let dpos: V3 = std::array::from_fn(|k| {
-                            fd * dl.fdet[k] + sd * dl.sdet[k] + odet * dl.odet[k] + dl.pix0[k]
-                        });
-                        sc.domega[j] = dw_dr * dot(d, dpos) + dw_dclose * dl.close_distance;
+                        let dp = dpos(dl, fd, sd, odet);
+                        sc.domega[j] = dw_dr * dot(d, dp) + dw_dclose * dl.close_distance;
                     }
                 }
                 if capture == 0.0 {

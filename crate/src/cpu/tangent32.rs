@@ -15,7 +15,7 @@
 //! exact-Bragg rule (`terms::EXACT_BRAGG`) is evaluated again by the f64 tangent kernel, as the
 //! f32 image kernel does with `pixel64`.
 
-use super::tangent::{add_forms, add_h, check_supported, OriForm, TangentImages};
+use super::tangent::{add_forms, add_h, check_supported, dpos, OriForm, TangentImages};
 use crate::error::Result;
 use crate::plan::{Plan, Shape};
 use crate::tangent::PlanTangent;
@@ -234,16 +234,11 @@ fn pixel32(
                 let (d, r) = unitize(pos);
                 let fd = sub * (sf as f64) + sub / 2.0;
                 let sd = sub * (ss as f64) + sub / 2.0;
-                let dpos_of = |j: usize| -> V3 {
-                    let dl = &c.t.deltas[j];
-                    std::array::from_fn(|k| {
-                        fd * dl.fdet[k] + sd * dl.sdet[k] + odet * dl.odet[k] + dl.pix0[k]
-                    })
-                };
+                let dpos_of = |j: usize| dpos(&c.t.deltas[j], fd, sd, odet);
                 for &j in &c.det {
-                    let dpos = dpos_of(j);
-                    let dr = dot(d, dpos);
-                    sc.dd[j] = std::array::from_fn(|k| (dpos[k] - d[k] * dr) / r);
+                    let dp = dpos_of(j);
+                    let dr = dot(d, dp);
+                    sc.dd[j] = std::array::from_fn(|k| (dp[k] - d[k] * dr) / r);
                 }
                 if omega == 0.0 {
                     let [w, dw_dr, dw_dclose] = solid_angle_d(

@@ -21,7 +21,7 @@
 //! first φ sequence come back flagged: the caller renders them with the per-pixel kernel.
 
 use super::pixel32::FastCtx;
-use super::tangent::{ori_form, OriForm};
+use super::tangent::{dpos, ori_form, OriForm};
 use crate::plan::Plan;
 use crate::tangent::PlanTangent;
 use crate::terms::{
@@ -124,13 +124,6 @@ avx2_versions!(
     /// The tangent row-block kernel for this CPU.
     fn select => block_body(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [f64], stride: usize, exact_out: &mut [bool], sc: &mut RowScratch)
 );
-
-/// The tangent of a sub-pixel's position (fast, slow, depth coordinates `fd`, `sd`, `odet`).
-#[inline(always)]
-fn dpos(dl: &crate::tangent::PlanDelta, fd: f64, sd: f64, odet: f64) -> [f64; 3] {
-    let c = |x: usize| fd * dl.fdet[x] + sd * dl.sdet[x] + odet * dl.odet[x] + dl.pix0[x];
-    [c(0), c(1), c(2)]
-}
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
