@@ -17,6 +17,11 @@ export interface LayeredRender {
   render(mode: RenderMode): Promise<void>;
   /** A newer plain render replaces the image: the result in flight is no longer wanted. */
   supersede(): void;
+  /** A realistic render is under way, including the steps before the worker has it (loading
+   * the model file): the Cancel button stays enabled through them. */
+  readonly busy: boolean;
+  /** Cancel a render the worker has not been sent yet (client.cancelRealistic stops one it has). */
+  cancel(): void;
 }
 
 export function createLayeredRender(o: {
@@ -35,6 +40,7 @@ export function createLayeredRender(o: {
 }): LayeredRender {
   /** The realistic render whose result is wanted. */
   let running = 0;
+  let pending = 0; // the id of the render under way (0: none)
   const STAGES: Record<RealisticPhase, string> = {
     model: 'reading the model', 'structure factors': 'structure factors', spots: 'spots', background: 'background (water, air)', detector: 'detector effects',
   };
@@ -73,6 +79,7 @@ export function createLayeredRender(o: {
     const built = o.store.args.peek();
     const { backend, precision } = o.store.view.peek();
     const id = ++running;
+    pending = id;
     o.ui.cancelBtn.disabled = false;
     o.ui.progress.value = 0;
     o.ui.progress.classList.add('busy');
@@ -88,6 +95,8 @@ export function createLayeredRender(o: {
       } else {
         const pdb = (m.pdb ?? '').trim();
         const model = pdb ? { name: pdb, bytes: await modelFile(pdb) } : null;
+        // cancelled or superseded while the model file loaded: nothing was sent
+        if (id !== running) return;
         const stages = (pdb ? 5 : 3);
         r = await o.client.realistic(
           {
@@ -132,6 +141,7 @@ export function createLayeredRender(o: {
       document.body.dataset.error = String(Date.now());
     } finally {
       if (announced) o.showNotice('');
+      if (pending === id) pending = 0;
       if (id === running) {
         o.ui.progress.classList.remove('busy');
         o.ui.progress.value = 1;
@@ -140,5 +150,17 @@ export function createLayeredRender(o: {
     }
   }
 
-  return { render: renderLayered, supersede: () => { running++; } };
+  return {
+    render: renderLayered,
+    supersede: () => { running++; },
+    get busy() { return pending !== 0; },
+    cancel: () => {
+      if (pending !== 0 && !o.client.realisticBusy) {
+        running++;
+        pending = 0;
+        o.ui.timing.textContent = 'cancelled';
+        document.body.dataset.cancelled = String(Date.now());
+      }
+    },
+  };
 }

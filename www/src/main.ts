@@ -58,7 +58,9 @@ let simErrors: Record<string, string> = {};
 let fitting = false;
 /** Some work that Cancel stops is running: a render, the realistic chain or a fit (a plain
  * render that ends while the realistic chain runs must leave Cancel enabled). */
-const cancellable = () => client.busy || client.realisticBusy || fitting;
+// (the realistic chain's own flag is installed below, where it is created)
+let layeredBusy = () => false;
+const cancellable = () => client.busy || client.realisticBusy || layeredBusy() || fitting;
 
 // ---- API for scripts and tests ----------------------------------------------------------
 declare global {
@@ -336,6 +338,7 @@ const layered = createLayeredRender({
     showRealistic(r, ms);
   },
 });
+layeredBusy = () => layered.busy;
 const renderLayered = (mode: RenderMode) => layered.render(mode);
 
 function showRealistic(r: RealisticResult, ms: number) {
@@ -431,6 +434,7 @@ function showBackend(r?: SimulateResult) {
 
 cancelBtn.addEventListener('click', () => {
   if (client.fitBusy) fitPanel.cancel();
+  layered.cancel();
   if (client.realisticBusy) client.cancelRealistic();
   client.cancel('ui');
   cancelBtn.disabled = true;
