@@ -250,6 +250,71 @@ fn image_is_the_image_kernels_and_passes_agree() {
     }
 }
 
+/// Every read-back strategy (`gpu::readback`, `NANOBRAGG_GPU_READBACK`) gives the bits of
+/// `plain`: the image, the tangent planes (f32, and widened to f64 as `api` reads them), the
+/// parameters split into passes (each pass's planes read into their place). 256² with two
+/// parameters: 3 planes of 65 536 values, enough for the copies to split over threads; 7
+/// chunks do not fall on plane boundaries.
+#[test]
+fn readback_strategies_give_the_same_bits() {
+    use nanobragg::gpu::readback::Readback;
+    let (d, q) = gpu_support::device();
+    let mut r = pollster::block_on(GpuRenderer::new_with_device(d, q)).unwrap();
+    let words = api::split_args(
+        "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -detpixels 256",
+    );
+    let prep = api::prepare(&words, &DiskFiles).unwrap();
+    let (moved, t) = nanobragg::resolve::tangent::plan_tangent_at(
+        &prep.setup,
+        &DiskFiles,
+        &[RotX, Distance],
+        &[],
+    )
+    .unwrap();
+    let plan = &moved.plan;
+    r.set_readback(Readback::parse("plain").unwrap());
+    let image = r.render_blocking(plan).unwrap();
+    let tan = r.render_tangents_blocking(plan, &t).unwrap();
+    assert!(image.iter().any(|&v| v > 0.0) && tan.tangents.iter().any(|&v| v != 0.0));
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let wide: Vec<u64> = tan.tangents.iter().map(|&v| (v as f64).to_bits()).collect();
+    for mode in ["parallel", "chunked:7", "chunked:2+huge", "parallel+huge"] {
+        let m = Readback::parse(mode).unwrap();
+        assert_eq!(m.to_string(), mode);
+        r.set_readback(m);
+        assert_eq!(
+            bits(&r.render_blocking(plan).unwrap()),
+            bits(&image),
+            "{mode}: image"
+        );
+        let f = r.render_tangents_blocking(plan, &t).unwrap();
+        assert_eq!(
+            bits(&f.image),
+            bits(&tan.image),
+            "{mode}: tangent pass image"
+        );
+        assert_eq!(bits(&f.tangents), bits(&tan.tangents), "{mode}: tangents");
+        r.set_tangent_params_per_pass(Some(1));
+        let w = r.render_tangents_f64_blocking(plan, &t).unwrap();
+        r.set_tangent_params_per_pass(None);
+        assert_eq!(w.passes, 2);
+        assert_eq!(bits(&w.image), bits(&tan.image), "{mode}: f64 image");
+        let got: Vec<u64> = w.tangents.iter().map(|v| v.to_bits()).collect();
+        assert!(
+            got == wide,
+            "{mode}: tangents widened to f64, in two passes"
+        );
+    }
+    for bad in ["fast", "chunked:1", "chunked:65", "parallel+", ""] {
+        let e = Readback::parse(bad).unwrap_err();
+        assert!(
+            e.message.contains("NANOBRAGG_GPU_READBACK") && e.message.contains("chunked:N"),
+            "{bad}: {}",
+            e.message
+        );
+    }
+}
+
 /// The vector–Jacobian product, reduced on the GPU (`shaders/reduce.wgsl`: f32 partial sums per
 /// workgroup, added in f64 on the host), against the CPU f64 one, within [`TOL`] of Σ|w·t|; the
 /// exact-Bragg pixels (`precision_cubic300_N50`) from the f64 tangent kernel, as for the

@@ -428,7 +428,7 @@ impl Renderer {
     ) -> Result<(Vec<f32>, Vec<f64>)> {
         let gpu = self.gpu_renderer().await?;
         let out = gpu
-            .render_tangents(plan, t, &mut |p| progress(p), cancel)
+            .render_tangents_f64(plan, t, &mut |p| progress(p), cancel)
             .await;
         let r = match out {
             Ok(r) => r,
@@ -439,7 +439,7 @@ impl Renderer {
         };
         let fixup = self.gpu_renderer().await?.exact_fixup().clone();
         let mut image = r.image;
-        let mut tangents: Vec<f64> = r.tangents.iter().map(|&v| v as f64).collect();
+        let mut tangents = r.tangents;
         cpu::tangent::apply_exact_fixup(plan, t, &mut image, &mut tangents, &fixup);
         check_image(plan, &image)?;
         Ok((image, tangents))

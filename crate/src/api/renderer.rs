@@ -216,13 +216,16 @@ impl Renderer {
         let image = with_exact_fixup(plan, (image, r.exact_fixup().clone()));
         let t = r.timings();
         let timings = format!(
-            "gpu timings ({}): pipeline {:.1} ms, upload {:.1} ms, dispatch {:.1} ms ({} chunks), readback {:.1} ms",
+            "gpu timings ({}): pipeline {:.1} ms, upload {:.1} ms, dispatch {:.1} ms ({} chunks), readback {:.1} ms (wait {:.1}, copy {:.1}; {})",
             adapter_name(r),
             t.pipeline_s * 1e3,
             t.upload_s * 1e3,
             t.dispatch_s * 1e3,
             t.chunks,
-            t.readback_s * 1e3
+            t.readback_s * 1e3,
+            t.readback_wait_s * 1e3,
+            t.readback_copy_s * 1e3,
+            r.readback()
         );
         Ok((image, timings))
     }

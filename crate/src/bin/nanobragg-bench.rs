@@ -6,6 +6,7 @@
 //!
 //! usage: nanobragg-bench [--quick] [--cases a1024,a4096,b] [--reps N] [--gpu] [--gpu-reps N]
 //!        nanobragg-bench --gradients [--f32 | --gpu] [--cases …] [--reps N]
+//!        nanobragg-bench --gpu-readback 16,64,256 [--reps N]
 //!
 //! `--gpu` adds the GPU backend (a build with the `gpu` feature): cold = first render in a new
 //! process including device, self-test and pipeline creation; warm = median of `--gpu-reps`
@@ -27,7 +28,15 @@
 //! and 10 tangents (`Renderer::render_gradients`, host tangent and read-back included), the
 //! tangent kernel alone on a resolved plan tangent (`GpuRenderer::render_tangents`), and the
 //! VJP (`Renderer::vjp`: reduced on the GPU, only the image and per-workgroup partial sums read
-//! back; host tangent included).
+//! back; host tangent included), and, for the tangent kernel alone, its last pass's read-back
+//! (`GpuTimings::readback_s`, with the host copy's share).
+//!
+//! `--gpu-readback SIZES_MB`: the GPU read-back taken apart on the real adapter (a storage
+//! buffer of each size copied to a mappable one, mapped, copied out: each step timed alone,
+//! into fresh and reused vectors, on one thread and on rayon's, f32 → f64, and each strategy of
+//! `NANOBRAGG_GPU_READBACK` end to end; `gpu::readback`). The GPU rows of `--gpu` and
+//! `--gradients --gpu` read back with the strategy that variable names (default `parallel+huge`);
+//! the `--gpu` rows print the last render's read-back split (wait, copy).
 
 use nanobragg::api::{self, Backend, Precision};
 use nanobragg::files::MemFiles;
@@ -80,11 +89,13 @@ fn child(case: &str, backend: &str, reps: usize) {
         "gpu" => (Backend::Gpu, Precision::F32),
         other => panic!("unknown backend {other}"),
     };
-    let render = |r: &mut api::Renderer| {
+    let mut gpu_timings = None;
+    let mut render = |r: &mut api::Renderer| {
         let out = r
             .render(plan, backend, precision, &|_| {}, &cancel)
             .expect("render");
         std::hint::black_box(out.image);
+        gpu_timings = out.gpu_timings;
     };
     if backend == Backend::Gpu {
         // cold: device, self-test, pipeline, buffers and the first render
@@ -99,6 +110,9 @@ fn child(case: &str, backend: &str, reps: usize) {
     }
     if let Some(adapter) = renderer.gpu_adapter() {
         eprintln!("adapter: {adapter}");
+    }
+    if let Some(t) = gpu_timings {
+        eprintln!("last render's {t}");
     }
     let med = median(&mut times);
     let steps = plan.pixel_count() as f64 * plan.terms_per_pixel() as f64;
@@ -135,6 +149,7 @@ fn main() {
     let mut reps = 5usize;
     let mut gpu = false;
     let mut gpu_reps = 10usize;
+    let mut readback_sizes: Option<Vec<usize>> = None;
     // --gradients: the parameters (default: the 10 of docs/benchmarks.md)
     let mut params = api::parse_params(
         "rot_x,rot_y,rot_z,cell_a,cell_b,cell_c,n_cells,distance,beam_x,lambda",
@@ -157,6 +172,18 @@ fn main() {
                 reps = argv[i].parse().expect("--reps N");
             }
             "--gpu" => gpu = true,
+            "--gpu-readback" => {
+                i += 1;
+                readback_sizes = Some(
+                    argv.get(i)
+                        .map(|v| v.split(',').map(|x| x.trim().parse().ok()).collect())
+                        .and_then(|v: Option<Vec<usize>>| v)
+                        .unwrap_or_else(|| {
+                            eprintln!("--gpu-readback SIZES_MB, e.g. 16,64,256");
+                            std::process::exit(2)
+                        }),
+                );
+            }
             "--gradients" | "--f32" => {}
             "--params" => {
                 i += 1;
@@ -175,6 +202,10 @@ fn main() {
             }
         }
         i += 1;
+    }
+    if let Some(sizes) = readback_sizes {
+        gpu_readback_probe(&sizes, reps);
+        return;
     }
     if argv.iter().any(|a| a == "--gradients") {
         if gpu {
@@ -285,8 +316,10 @@ fn main() {
                 (v[2] / 1024.0) / image_mib,
                 cold
             );
-            if let Some(line) = err.lines().find(|l| l.starts_with("adapter:")) {
-                println!("        {line}");
+            for prefix in ["adapter:", "last render's gpu timings"] {
+                if let Some(line) = err.lines().find(|l| l.starts_with(prefix)) {
+                    println!("        {line}");
+                }
             }
         }
     }
@@ -418,12 +451,13 @@ fn gpu_gradients(cases: &[String], reps: usize, params: &[api::Param]) {
     let mut r = api::Renderer::new(None);
     let mut kernel = nanobragg::gpu::GpuRenderer::new_blocking().expect("GPU");
     println!(
-        "nanobragg-bench --gradients --gpu: {}, median of {reps}, interleaved, warm; parameters {}",
+        "nanobragg-bench --gradients --gpu: {}, median of {reps}, interleaved, warm; parameters {}; read-back {}",
         pollster::block_on(r.init_gpu()).expect("GPU"),
-        names.join(",")
+        names.join(","),
+        kernel.readback()
     );
     println!(
-        "{:<7} {:>10} {:>13} {:>7} {:>11} {:>7} {:>10} {:>7} {:>7}",
+        "{:<7} {:>10} {:>13} {:>7} {:>11} {:>7} {:>10} {:>7} {:>7} {:>10} {:>8}",
         "case",
         "image_ms",
         "gradients_ms",
@@ -432,7 +466,9 @@ fn gpu_gradients(cases: &[String], reps: usize, params: &[api::Param]) {
         "ratio",
         "vjp_ms",
         "ratio",
-        "passes"
+        "passes",
+        "k_read_ms",
+        "k_copy"
     );
     let cancel = AtomicBool::new(false);
     for case in cases {
@@ -443,6 +479,7 @@ fn gpu_gradients(cases: &[String], reps: usize, params: &[api::Param]) {
                 .expect("plan tangent");
         let w = vec![1.0; prep.plan().pixel_count()];
         let (mut ti, mut tg, mut tk, mut tv) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut trb, mut tcp) = (Vec::new(), Vec::new());
         let mut passes = 0;
         for rep in 0..=reps {
             let t0 = Instant::now();
@@ -468,6 +505,7 @@ fn gpu_gradients(cases: &[String], reps: usize, params: &[api::Param]) {
                 .unwrap()
                 .passes;
             let k = t0.elapsed().as_secs_f64();
+            let kt = kernel.timings();
             let t0 = Instant::now();
             r.vjp(
                 &prep,
@@ -486,6 +524,8 @@ fn gpu_gradients(cases: &[String], reps: usize, params: &[api::Param]) {
                 tg.push(g);
                 tk.push(k);
                 tv.push(v);
+                trb.push(kt.readback_s);
+                tcp.push(kt.readback_copy_s);
             }
         }
         let (i, g, k, v) = (
@@ -495,7 +535,7 @@ fn gpu_gradients(cases: &[String], reps: usize, params: &[api::Param]) {
             median(&mut tv),
         );
         println!(
-            "{case:<7} {:>10.1} {:>13.1} {:>7.2} {:>11.1} {:>7.2} {:>10.1} {:>7.2} {:>7}",
+            "{case:<7} {:>10.1} {:>13.1} {:>7.2} {:>11.1} {:>7.2} {:>10.1} {:>7.2} {:>7} {:>10.1} {:>8.1}",
             i * 1e3,
             g * 1e3,
             g / i,
@@ -503,7 +543,9 @@ fn gpu_gradients(cases: &[String], reps: usize, params: &[api::Param]) {
             k / i,
             v * 1e3,
             v / i,
-            passes
+            passes,
+            median(&mut trb) * 1e3,
+            median(&mut tcp) * 1e3
         );
     }
 }
@@ -511,5 +553,321 @@ fn gpu_gradients(cases: &[String], reps: usize, params: &[api::Param]) {
 #[cfg(not(feature = "gpu"))]
 fn gpu_gradients(_cases: &[String], _reps: usize, _params: &[api::Param]) {
     eprintln!("--gradients --gpu: this build has no gpu feature");
+    std::process::exit(2);
+}
+
+/// `--gpu-readback SIZES_MB`: the read-back's steps timed one by one on the real adapter, for
+/// buffers of each size (MiB of f32), median of `reps` after one untimed round: what the
+/// renderer's read-back (`gpu::readback`) is made of, and each strategy of
+/// `NANOBRAGG_GPU_READBACK` end to end. GB/s are bytes of f32 read per second.
+#[cfg(feature = "gpu")]
+fn gpu_readback_probe(sizes_mb: &[usize], reps: usize) {
+    use nanobragg::gpu::readback::{self as rb, copy_into, Fresh, Readback, Sink, Staging};
+    use rayon::prelude::*;
+    use std::mem::MaybeUninit;
+
+    let (device, queue, info) = pollster::block_on(nanobragg::gpu::request_device()).expect("GPU");
+    let limits = device.limits();
+    println!(
+        "nanobragg-bench --gpu-readback: {} ({:?}, {:?}), driver {} {}, vendor {:#06x} device {:#06x}, pci {:?}",
+        info.name,
+        info.backend,
+        info.device_type,
+        info.driver,
+        info.driver_info,
+        info.vendor,
+        info.device,
+        info.device_pci_bus_id
+    );
+    let sys = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "?".into())
+    };
+    println!(
+        "host: {} threads, rayon {} threads; transparent huge pages: enabled {}, defrag {}; max_buffer_size {} MiB; median of {reps}",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        rayon::current_num_threads(),
+        sys("/sys/kernel/mm/transparent_hugepage/enabled"),
+        sys("/sys/kernel/mm/transparent_hugepage/defrag"),
+        limits.max_buffer_size >> 20
+    );
+    let wait_all = |device: &wgpu::Device| {
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .expect("GPU wait");
+    };
+    let map = |device: &wgpu::Device, buffer: &wgpu::Buffer| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        buffer.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        wait_all(device);
+        rx.recv().expect("map callback").expect("map");
+    };
+    // rows: label, then per size the median seconds (None: not measured)
+    let mut rows: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+    let put = |rows: &mut Vec<(String, Vec<Option<f64>>)>, k: usize, label: &str, v: f64| match rows
+        .iter_mut()
+        .find(|r| r.0 == label)
+    {
+        Some(r) => r.1[k] = Some(v),
+        None => {
+            let mut cells = vec![None; sizes_mb.len()];
+            cells[k] = Some(v);
+            rows.push((label.to_string(), cells));
+        }
+    };
+    let strategies = [
+        "plain",
+        "parallel",
+        "plain+huge",
+        "parallel+huge",
+        "chunked:4",
+        "chunked:8",
+        "chunked:8+huge",
+    ];
+    for (k, &mb) in sizes_mb.iter().enumerate() {
+        let n = (mb << 20) / 4;
+        let bytes = (n * 4) as u64;
+        if bytes > limits.max_buffer_size || n == 0 {
+            println!("{mb} MiB: skipped (max_buffer_size)");
+            continue;
+        }
+        let data: Vec<f32> = (0..n).map(|i| (i % 1_000_003) as f32 * 0.25).collect();
+        let usage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST;
+        let src = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("probe source"),
+            size: bytes,
+            usage,
+            mapped_at_creation: false,
+        });
+        queue.write_buffer(&src, 0, bytemuck::cast_slice(&data));
+        queue.submit([]);
+        wait_all(&device);
+        let dst = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("probe staging"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut reused = vec![1f32; n];
+        let mut times: Vec<(&str, Vec<f64>)> = Vec::new();
+        let time = |times: &mut Vec<(&str, Vec<f64>)>, label: &'static str, s: f64| match times
+            .iter_mut()
+            .find(|t| t.0 == label)
+        {
+            Some(t) => t.1.push(s),
+            None => times.push((label, vec![s])),
+        };
+        for rep in 0..=reps {
+            let mut step: Vec<(&'static str, f64)> = Vec::new();
+            let t = Instant::now();
+            let mut enc = device.create_command_encoder(&Default::default());
+            enc.copy_buffer_to_buffer(&src, 0, &dst, 0, bytes);
+            let idx = queue.submit([enc.finish()]);
+            device
+                .poll(wgpu::PollType::Wait {
+                    submission_index: Some(idx),
+                    timeout: None,
+                })
+                .expect("GPU wait");
+            step.push((
+                "(a) GPU copy to staging: encode, submit, wait",
+                t.elapsed().as_secs_f64(),
+            ));
+            let t = Instant::now();
+            map(&device, &dst);
+            step.push((
+                "(b) map_async + poll until mapped",
+                t.elapsed().as_secs_f64(),
+            ));
+            {
+                let mapped = dst.slice(..).get_mapped_range().expect("mapped range");
+                let v: &[f32] = bytemuck::cast_slice(&mapped);
+                let t = Instant::now();
+                let s: f32 = v.iter().fold(0.0, |a, &x| a + x);
+                std::hint::black_box(s);
+                step.push((
+                    "(r) read mapped range only (sum), 1 thread",
+                    t.elapsed().as_secs_f64(),
+                ));
+                let t = Instant::now();
+                let s: f32 = v
+                    .par_chunks(1 << 16)
+                    .map(|c| c.iter().fold(0.0, |a, &x| a + x))
+                    .sum();
+                std::hint::black_box(s);
+                step.push((
+                    "(r) read mapped range only (sum), rayon",
+                    t.elapsed().as_secs_f64(),
+                ));
+                let fresh32 = |par: bool, huge: bool| {
+                    let t = Instant::now();
+                    let mut f = Fresh::<f32>::new(n, huge);
+                    copy_into(f.slots(), v, par);
+                    // SAFETY: copy_into wrote all n slots
+                    let out = unsafe { f.finish() };
+                    let s = t.elapsed().as_secs_f64();
+                    assert!(out[n / 3] == data[n / 3] && out[n - 1] == data[n - 1]);
+                    let t = Instant::now();
+                    drop(out);
+                    (s, t.elapsed().as_secs_f64())
+                };
+                let (s, free) = fresh32(false, false);
+                step.push(("(c) into a fresh Vec<f32>, 1 thread", s));
+                step.push(("    (free of that Vec, not in (c))", free));
+                step.push(("(c) ... 1 thread, +huge", fresh32(false, true).0));
+                step.push(("(d) into a fresh Vec<f32>, rayon", fresh32(true, false).0));
+                step.push(("(d) ... rayon, +huge", fresh32(true, true).0));
+                let t = Instant::now();
+                reused.copy_from_slice(v);
+                step.push((
+                    "(e) into a reused, touched Vec<f32>, 1 thread",
+                    t.elapsed().as_secs_f64(),
+                ));
+                let t = Instant::now();
+                reused
+                    .par_chunks_mut(1 << 16)
+                    .zip(v.par_chunks(1 << 16))
+                    .for_each(|(d, s)| d.copy_from_slice(s));
+                step.push(("(e) ... reused, rayon", t.elapsed().as_secs_f64()));
+                assert!(reused[n / 2] == data[n / 2]);
+                let fresh64 = |par: bool, huge: bool| {
+                    let t = Instant::now();
+                    let mut f = Fresh::<f64>::new(n, huge);
+                    copy_into(f.slots(), v, par);
+                    // SAFETY: copy_into wrote all n slots
+                    let out = unsafe { f.finish() };
+                    let s = t.elapsed().as_secs_f64();
+                    assert!(out[n - 1] == data[n - 1] as f64);
+                    s
+                };
+                step.push(("(f) f32 -> fresh Vec<f64>, 1 thread", fresh64(false, false)));
+                step.push(("(f) ... rayon", fresh64(true, false)));
+                step.push(("(f) ... rayon, +huge", fresh64(true, true)));
+                let t = Instant::now();
+                let w: Vec<f64> = reused.iter().map(|&x| x as f64).collect();
+                std::hint::black_box(&w);
+                step.push((
+                    "(f) host Vec<f32> -> Vec<f64> by collect (before)",
+                    t.elapsed().as_secs_f64(),
+                ));
+            }
+            let t = Instant::now();
+            dst.unmap();
+            step.push(("(g) unmap", t.elapsed().as_secs_f64()));
+            // each strategy end to end, as the renderer reads (its staging kept across reps)
+            for name in strategies {
+                let mode = Readback::parse(name).expect("strategy");
+                let staging = Staging::new(&device, bytes, mode);
+                let mut out = Fresh::<f32>::new(n, mode.huge_pages);
+                let no_tail: &mut [MaybeUninit<f32>] = &mut [];
+                // first use of these buffers: untimed (the renderer keeps its staging)
+                pollster::block_on(rb::read(
+                    &device,
+                    &queue,
+                    &src,
+                    &staging,
+                    &mut Sink {
+                        head: out.slots(),
+                        tail: no_tail,
+                    },
+                    mode,
+                ))
+                .expect("read");
+                // SAFETY: read wrote all n values
+                let first = unsafe { out.finish() };
+                assert!(first == data, "{name}: read-back differs");
+                drop(first);
+                let t = Instant::now();
+                let mut out = Fresh::<f32>::new(n, mode.huge_pages);
+                let no_tail: &mut [MaybeUninit<f32>] = &mut [];
+                pollster::block_on(rb::read(
+                    &device,
+                    &queue,
+                    &src,
+                    &staging,
+                    &mut Sink {
+                        head: out.slots(),
+                        tail: no_tail,
+                    },
+                    mode,
+                ))
+                .expect("read");
+                // SAFETY: read wrote all n values
+                std::hint::black_box(unsafe { out.finish() });
+                let label: &'static str = match name {
+                    "plain" => "(h) whole read-back, plain (before this change)",
+                    "parallel" => "(h) whole read-back, parallel",
+                    "plain+huge" => "(h) whole read-back, plain+huge",
+                    "parallel+huge" => "(h) whole read-back, parallel+huge",
+                    "chunked:4" => "(h) whole read-back, chunked:4",
+                    "chunked:8" => "(h) whole read-back, chunked:8",
+                    _ => "(h) whole read-back, chunked:8+huge",
+                };
+                step.push((label, t.elapsed().as_secs_f64()));
+            }
+            // a new staging buffer every time (what a change of shape costs the renderer)
+            let mode = Readback::parse("parallel").expect("strategy");
+            let t = Instant::now();
+            let staging = Staging::new(&device, bytes, mode);
+            let mut out = Fresh::<f32>::new(n, false);
+            let no_tail: &mut [MaybeUninit<f32>] = &mut [];
+            pollster::block_on(rb::read(
+                &device,
+                &queue,
+                &src,
+                &staging,
+                &mut Sink {
+                    head: out.slots(),
+                    tail: no_tail,
+                },
+                mode,
+            ))
+            .expect("read");
+            // SAFETY: read wrote all n values
+            std::hint::black_box(unsafe { out.finish() });
+            drop(staging);
+            step.push((
+                "(i) parallel with a new staging buffer",
+                t.elapsed().as_secs_f64(),
+            ));
+            if rep > 0 {
+                for (label, s) in step {
+                    time(&mut times, label, s);
+                }
+            }
+        }
+        for (label, mut v) in times {
+            put(&mut rows, k, label, median(&mut v));
+        }
+    }
+    print!("| step |");
+    for mb in sizes_mb {
+        print!(" {mb} MiB: ms (GB/s) |");
+    }
+    println!();
+    println!("|---|{}", "---|".repeat(sizes_mb.len()));
+    for (label, cells) in rows {
+        print!("| {label} |");
+        for (k, c) in cells.iter().enumerate() {
+            match c {
+                Some(s) => {
+                    let gbs = (sizes_mb[k] << 20) as f64 / s / 1e9;
+                    print!(" {:.2} ({gbs:.1}) |", s * 1e3)
+                }
+                None => print!(" - |"),
+            }
+        }
+        println!();
+    }
+}
+
+#[cfg(not(feature = "gpu"))]
+fn gpu_readback_probe(_sizes_mb: &[usize], _reps: usize) {
+    eprintln!("--gpu-readback: this build has no gpu feature");
     std::process::exit(2);
 }

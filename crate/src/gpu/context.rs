@@ -155,29 +155,6 @@ pub async fn read_buffer(
     read_buffer_with(device, buffer, size, |b| b.to_vec()).await
 }
 
-/// Map `buffer[..size]` (f32 values) for reading and copy it out as two vectors, the first
-/// `first` values and the rest, each copied once from the mapped range (a tangent pass's image
-/// and its tangent planes, without an intermediate byte copy); the buffer is unmapped again.
-pub async fn read_buffer_f32_split(
-    device: &wgpu::Device,
-    buffer: &wgpu::Buffer,
-    size: u64,
-    first: usize,
-) -> Result<(Vec<f32>, Vec<f32>)> {
-    read_buffer_with(device, buffer, size, |b| {
-        let split = |v: &[f32]| {
-            let k = first.min(v.len());
-            (v[..k].to_vec(), v[k..].to_vec())
-        };
-        match bytemuck::try_cast_slice::<u8, f32>(b) {
-            Ok(v) => split(v),
-            // a mapped range is aligned (wgpu::MAP_ALIGNMENT); should it not be, copy once more
-            Err(_) => split(&bytemuck::pod_collect_to_vec::<u8, f32>(b)),
-        }
-    })
-    .await
-}
-
 /// Map `buffer[..size]` for reading and hand the bytes to `f`; the buffer is unmapped again.
 async fn read_buffer_with<T>(
     device: &wgpu::Device,

@@ -6,10 +6,12 @@
 //! * `context`: device acquisition with the limits we need, read-back and wait helpers.
 //! * `selftest`: the df64 building blocks run through the real shader; start-up fma probe.
 //! * `renderer`: [`GpuRenderer`], cached pipeline and buffers, chunked dispatch.
+//! * `readback`: the output buffer read back to the host (strategies: `NANOBRAGG_GPU_READBACK`).
 //! * `tangent`: the tangent kernel's passes (image + tangent images, MODEL §10).
 
 pub mod context;
 pub mod layout;
+pub mod readback;
 pub mod renderer;
 pub mod selftest;
 pub mod shaders;

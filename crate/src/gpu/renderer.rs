@@ -17,13 +17,14 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::context::{
-    read_buffer, read_buffer_f32_split, request_device, scope_error, wait_for, Clock,
-};
+use std::mem::MaybeUninit;
+
+use super::context::{read_buffer, request_device, scope_error, wait_for, Clock};
 use super::layout::{
     self, Chunk, GpuPanel, GpuSource, GpuTerm, Params, ReduceParams, TanParams, FLAGS_HEADER_WORDS,
     NO_PIXEL,
 };
+use super::readback::{self, Fresh, Readback, Sink, Staging, Widen};
 use super::selftest;
 use super::shaders;
 use crate::error::{Error, Result};
@@ -39,8 +40,13 @@ pub struct GpuTimings {
     pub upload_s: f64,
     /// All kernel dispatches, waited for chunk by chunk.
     pub dispatch_s: f64,
-    /// Copy of the image to a mappable buffer and its read-back.
+    /// Copy of the image (and the tangent planes read) to the mappable staging buffers and
+    /// their read-back (`gpu::readback`): the two parts below and the rest (submissions).
     pub readback_s: f64,
+    /// Of `readback_s`: waiting for the GPU's copy and the map.
+    pub readback_wait_s: f64,
+    /// Of `readback_s`: copying out of the mapped staging buffers into the host's vectors.
+    pub readback_copy_s: f64,
     /// Whole `render` call.
     pub total_s: f64,
     /// Number of tiles (submissions) of the main pass.
@@ -81,7 +87,6 @@ struct Resources {
     hkl: wgpu::Buffer,
     mask: wgpu::Buffer,
     image: wgpu::Buffer,
-    readback: wgpu::Buffer,
     /// Tricubic switch pixel and exact-Bragg bits (`layout::FLAGS_*`).
     flags: wgpu::Buffer,
     flags_readback: wgpu::Buffer,
@@ -115,6 +120,11 @@ pub struct GpuRenderer {
     /// A cap on the parameters per tangent pass (tests of the split; `gpu::tangent`).
     pub(super) tan_per_pass: Option<usize>,
     res: Option<Resources>,
+    /// The read-back's mappable buffers: kept across renders and shapes, replaced only by
+    /// larger ones (or when the strategy's chunk count changes).
+    staging: Option<Staging>,
+    /// How the output is read back (`gpu::readback`; [`readback::READBACK_ENV`]).
+    readback: Readback,
     lost: Arc<Mutex<Option<String>>>,
     chunk_budget: u64,
     /// Size tiles by time (off once `set_chunk_budget` fixes the budget).
@@ -189,6 +199,7 @@ impl GpuRenderer {
         force_fma: Option<bool>,
     ) -> Result<Self> {
         let clock = Clock::start();
+        let readback = Readback::from_env()?;
         let lost = Arc::new(Mutex::new(None));
         {
             let lost = lost.clone();
@@ -279,6 +290,8 @@ impl GpuRenderer {
             tan_buf,
             tan_per_pass: None,
             res: None,
+            staging: None,
+            readback,
             lost,
             chunk_budget: Self::DEFAULT_CHUNK_BUDGET,
             adaptive: true,
@@ -320,6 +333,16 @@ impl GpuRenderer {
     /// Timings of the last render (`pipeline_s` is the one-off set-up cost).
     pub fn timings(&self) -> GpuTimings {
         self.timings
+    }
+
+    /// How the output is read back (from [`readback::READBACK_ENV`] at creation).
+    pub fn readback(&self) -> Readback {
+        self.readback
+    }
+
+    /// Read back with `mode` from now on (tests and benchmarks compare the strategies).
+    pub fn set_readback(&mut self, mode: Readback) {
+        self.readback = mode;
     }
 
     /// Creation counters.
@@ -445,7 +468,6 @@ impl GpuRenderer {
         let hkl = buf("hkl", key.hkl, U::STORAGE | U::COPY_DST);
         let mask = buf("mask", key.mask, U::STORAGE | U::COPY_DST);
         let image = buf("image", key.image, U::STORAGE | U::COPY_SRC);
-        let readback = buf("image readback", key.image, U::MAP_READ | U::COPY_DST);
         let flags = buf("flags", key.flags, U::STORAGE | U::COPY_DST | U::COPY_SRC);
         let flags_readback = buf("flags readback", key.flags, U::MAP_READ | U::COPY_DST);
         let panels = buf("panels", key.panels, U::STORAGE | U::COPY_DST);
@@ -504,7 +526,6 @@ impl GpuRenderer {
             hkl,
             mask,
             image,
-            readback,
             flags,
             flags_readback,
             panels,
@@ -523,7 +544,9 @@ impl GpuRenderer {
         progress: &mut dyn FnMut(f32),
         cancel: &AtomicBool,
     ) -> Result<Vec<f32>> {
-        Ok(self.render_pass(plan, None, 1, progress, cancel).await?.0)
+        let no_planes: &mut [MaybeUninit<f32>] = &mut [];
+        self.render_pass(plan, None, 1, no_planes, progress, cancel)
+            .await
     }
 
     /// The tangent kernel's pipeline, created on first use (same layout and constants as the
@@ -565,17 +588,18 @@ impl GpuRenderer {
     /// One pass of the image kernel (`tan` = None: returns the image) or of the tangent kernel
     /// (writes `1 + tan.params.count` planes of `pixels` values: the image, then one tangent
     /// image per parameter), of which the first `read_planes` are read back and returned: the
-    /// image, and the planes after it in one vector (the others stay in the output buffer, for
-    /// [`Self::reduce_tangent_planes`]). The pixels under the exact-Bragg rule are reported as
-    /// for [`Self::render`].
-    pub(super) async fn render_pass(
+    /// image, returned, and the planes after it, written into `planes` (`(read_planes - 1)`
+    /// planes; the others stay in the output buffer, for [`Self::reduce_tangent_planes`]). The
+    /// pixels under the exact-Bragg rule are reported as for [`Self::render`].
+    pub(super) async fn render_pass<T: Widen>(
         &mut self,
         plan: &Plan,
         tan: Option<&TangentPass>,
         read_planes: usize,
+        out_planes: &mut [MaybeUninit<T>],
         progress: &mut dyn FnMut(f32),
         cancel: &AtomicBool,
-    ) -> Result<(Vec<f32>, Vec<f32>)> {
+    ) -> Result<Vec<f32>> {
         let total = Clock::start();
         self.check_lost()?;
         if plan.hkl.hkls != 0 {
@@ -720,18 +744,45 @@ impl GpuRenderer {
         let exact = layout::exact_bragg_pixels(bytemuck::cast_slice(&flag_bytes), pixels);
         // ---- read back ----
         let rb = Clock::start();
-        let res = self.res.as_ref().expect("resources");
         let read_planes = read_planes.clamp(1, planes);
+        assert_eq!(
+            out_planes.len(),
+            (read_planes - 1) * pixels,
+            "planes to read back"
+        );
         let read_bytes = (read_planes * pixels * size_of::<f32>()) as u64;
-        let mut enc = self.device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(&res.image, 0, &res.readback, 0, read_bytes.max(4));
-        self.queue.submit([enc.finish()]);
-        let (mut image, rest) =
-            read_buffer_f32_split(&self.device, &res.readback, read_bytes.max(4), pixels).await?;
+        let mode = self.readback;
+        if !self
+            .staging
+            .as_ref()
+            .is_some_and(|s| s.fits(read_bytes, mode))
+        {
+            // only ever larger: a render that reads less uses a prefix
+            let held = self.staging.as_ref().map_or(0, Staging::bytes);
+            let staging = Staging::new(&self.device, read_bytes.max(held), mode);
+            self.stats.buffers_created += staging.buffer_count() as u32;
+            self.staging = Some(staging);
+        }
+        let res = self.res.as_ref().expect("resources");
+        let staging = self.staging.as_ref().expect("staging buffers");
+        let mut image = Fresh::<f32>::new(pixels, mode.huge_pages);
+        let times = readback::read(
+            &self.device,
+            &self.queue,
+            &res.image,
+            staging,
+            &mut Sink {
+                head: image.slots(),
+                tail: out_planes,
+            },
+            mode,
+        )
+        .await?;
+        // SAFETY: `read` wrote every value of its sink (image and planes) or failed above.
+        let image = unsafe { image.finish() };
         scope_error(oom.pop().await, "render (out of GPU memory)")?;
         scope_error(scope.pop().await, "render")?;
         self.check_lost()?;
-        image.truncate(pixels);
         let readback_s = rb.seconds();
         self.stats.last_exact_bragg_pixels = exact.len();
         self.fixup = ExactFixup {
@@ -746,11 +797,13 @@ impl GpuRenderer {
             upload_s,
             dispatch_s,
             readback_s,
+            readback_wait_s: times.wait_s,
+            readback_copy_s: times.copy_s,
             total_s: total.seconds(),
             chunks,
             cold,
         };
-        Ok((image, rest))
+        Ok(image)
     }
 
     /// The vector–Jacobian product of the last tangent pass (`shaders/reduce.wgsl`): for each

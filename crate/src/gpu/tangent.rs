@@ -28,22 +28,25 @@
 //! refused before: `api` calls `cpu::tangent::check_supported` for either backend (same
 //! errors); the driver refuses them too, as a GPU error, should a caller skip that.
 
+use std::mem::MaybeUninit;
 use std::sync::atomic::AtomicBool;
 
 use super::layout::{self, MAX_TAN_PARAMS, NO_PIXEL};
+use super::readback::{Fresh, Widen};
 use super::renderer::{GpuRenderer, TangentPass};
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::tangent::PlanTangent;
 
-/// The GPU tangent kernel's result.
+/// The GPU tangent kernel's result: tangents as the kernel computes them (f32), or widened to
+/// f64 as they are read back ([`GpuRenderer::render_tangents_f64`], what `api` hands on).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct GpuTangents {
+pub struct GpuTangents<T = f32> {
     /// The image (photons/pixel, fast-major): the image kernel's, before the exact-Bragg
     /// fix-up.
     pub image: Vec<f32>,
     /// `params × pixels`, parameter-major: ∂pixel/∂parameter per the parameter's unit.
-    pub tangents: Vec<f32>,
+    pub tangents: Vec<T>,
     /// Passes the parameters took (see the module's documentation).
     pub passes: usize,
 }
@@ -87,6 +90,28 @@ impl GpuRenderer {
         progress: &mut dyn FnMut(f32),
         cancel: &AtomicBool,
     ) -> Result<GpuTangents> {
+        self.render_tangents_as(plan, t, progress, cancel).await
+    }
+
+    /// [`Self::render_tangents`] with the tangents widened to f64 as they are read back (one
+    /// copy out of the mapped buffer, no f32 vector in between).
+    pub async fn render_tangents_f64(
+        &mut self,
+        plan: &Plan,
+        t: &PlanTangent,
+        progress: &mut dyn FnMut(f32),
+        cancel: &AtomicBool,
+    ) -> Result<GpuTangents<f64>> {
+        self.render_tangents_as(plan, t, progress, cancel).await
+    }
+
+    async fn render_tangents_as<T: Widen>(
+        &mut self,
+        plan: &Plan,
+        t: &PlanTangent,
+        progress: &mut dyn FnMut(f32),
+        cancel: &AtomicBool,
+    ) -> Result<GpuTangents<T>> {
         if plan.curved || plan.oversample_thick || plan.oversample_polar || plan.oversample_omega {
             return Err(Error::gpu(
                 "the tangent kernel does not follow -curved_det or the -oversample_* running sums",
@@ -115,33 +140,32 @@ impl GpuRenderer {
         };
         let passes = groups.len();
         let mut image = Vec::new();
-        // one pass: its planes after the image are the tangents, in order (no copy)
-        let mut tangents = if passes == 1 {
-            Vec::new()
-        } else {
-            vec![0f32; np * npx]
-        };
+        // each pass reads its planes straight into their place (the groups are consecutive
+        // parameters)
+        let mut tangents = Fresh::<T>::new(np * npx, self.readback().huge_pages);
         let mut fixup = None;
         for (g, which) in groups.iter().enumerate() {
             let (params, terms) = layout::pack_tangent(plan, t, which, first);
             let pass = TangentPass { params, terms };
             let mut sub = |p: f32| progress((g as f32 + p) / passes as f32);
-            let (img, planes) = self
-                .render_pass(plan, Some(&pass), 1 + which.len(), &mut sub, cancel)
+            let range: &mut [MaybeUninit<T>] = match (which.first(), which.last()) {
+                (Some(&a), Some(&b)) => {
+                    debug_assert_eq!(b + 1 - a, which.len(), "consecutive parameters");
+                    &mut tangents.slots()[a * npx..(b + 1) * npx]
+                }
+                _ => &mut [],
+            };
+            let img = self
+                .render_pass(plan, Some(&pass), 1 + which.len(), range, &mut sub, cancel)
                 .await?;
             if g == 0 {
                 image = img;
                 fixup = Some(self.exact_fixup().clone());
             }
-            if passes == 1 {
-                tangents = planes;
-            } else {
-                for (k, &j) in which.iter().enumerate() {
-                    tangents[j * npx..(j + 1) * npx]
-                        .copy_from_slice(&planes[k * npx..(k + 1) * npx]);
-                }
-            }
         }
+        // SAFETY: the groups are 0..np cut in consecutive pieces, and each pass wrote its
+        // pieces' planes (or failed, returning above).
+        let tangents = unsafe { tangents.finish() };
         if let Some(f) = fixup {
             // every pass flags the same pixels; report the first pass's
             self.set_exact_fixup(f);
@@ -213,8 +237,9 @@ impl GpuRenderer {
         for (g, which) in groups.iter().enumerate() {
             let (params, terms) = layout::pack_tangent(plan, t, which, first);
             let pass = TangentPass { params, terms };
-            let (img, _) = self
-                .render_pass(plan, Some(&pass), 1, &mut |_| {}, cancel)
+            let no_planes: &mut [MaybeUninit<f32>] = &mut [];
+            let img = self
+                .render_pass(plan, Some(&pass), 1, no_planes, &mut |_| {}, cancel)
                 .await?;
             if g == 0 {
                 image = img;
@@ -264,6 +289,19 @@ impl GpuRenderer {
         let cancel = AtomicBool::new(false);
         self.without_adaptive_tiles(|r| {
             pollster::block_on(r.render_tangents(plan, t, &mut |_| {}, &cancel))
+        })
+    }
+
+    /// Blocking [`GpuRenderer::render_tangents_f64`] (native only), as
+    /// [`GpuRenderer::render_tangents_blocking`].
+    pub fn render_tangents_f64_blocking(
+        &mut self,
+        plan: &Plan,
+        t: &PlanTangent,
+    ) -> Result<GpuTangents<f64>> {
+        let cancel = AtomicBool::new(false);
+        self.without_adaptive_tiles(|r| {
+            pollster::block_on(r.render_tangents_f64(plan, t, &mut |_| {}, &cancel))
         })
     }
 }
