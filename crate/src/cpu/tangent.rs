@@ -272,16 +272,15 @@ pub(super) trait Kernel: Sync {
         sc: &mut Self::Scratch,
         out: &mut [f64],
     ) -> (f64, bool);
-    /// A whole row `s` at once (values into `row`, tangents pixel-major into `trow`, `stride`
-    /// per pixel; the pixels it does not render are 0), for the kernels with a row path
-    /// (`tangent_row32.rs`); false when the row is left to [`Kernel::pixel`]. Plans with
-    /// tricubic interpolation never take it.
+    /// A whole row `s` at once (values into `row`, tangents parameter-major into `trow`: the
+    /// row of parameter j at `trow[j * fpixels..]`; the pixels it does not render are 0), for
+    /// the kernels with a row path (`tangent_row32.rs`); false when the row is left to
+    /// [`Kernel::pixel`]. Plans with tricubic interpolation never take it.
     fn row(
         &self,
         _s: usize,
         _row: &mut [f64],
         _trow: &mut [f64],
-        _stride: usize,
         _first: Option<usize>,
         _sc: &mut Self::Scratch,
     ) -> bool {
@@ -587,9 +586,8 @@ pub(super) fn render_with<K: Kernel>(
     let first = first_rendered_pixel(p);
     let interp = p.interpolation == Interpolation::Tricubic;
     let mut image = vec![0f64; npx];
-    // parameter-major planes, written row by row: each row's tangents are made pixel-major in
-    // a worker's scratch and scattered into the planes' rows there (no whole-image transpose)
-    let stride = np.max(1);
+    // parameter-major planes, written row by row: a row path's tangents come parameter-major
+    // (one copy per plane row), the per-pixel kernel's are scattered into the planes' rows
     let mut tangents = vec![0f64; npx * np];
     let mut flags = vec![false; npx];
     let rows_done = AtomicUsize::new(0);
@@ -611,33 +609,28 @@ pub(super) fn render_with<K: Kernel>(
             .zip(flags.par_chunks_mut(fp))
             .enumerate()
             .try_for_each_init(
-                || (c.scratch(), vec![0f64; fp * stride]),
-                |(sc, trow), (s, ((row, prow), frow))| -> Result<()> {
+                || (c.scratch(), vec![0f64; fp * np], vec![0f64; np]),
+                |(sc, trow, out), (s, ((row, prow), frow))| -> Result<()> {
                     if cancel.load(Ordering::Relaxed) {
                         return Err(Error::cancelled());
                     }
-                    trow.fill(0.0);
-                    // the row's first pixel this pass writes
-                    let mut from = 0;
-                    if !(after.is_none() && !on && c.row(s, row, trow, stride, first, sc)) {
+                    if after.is_none() && !on && c.row(s, row, trow, first, sc) {
+                        for (j, pl) in prow.iter_mut().enumerate() {
+                            pl.copy_from_slice(&trow[j * fp..(j + 1) * fp]);
+                        }
+                    } else {
                         for f in 0..fp {
                             let idx = s * fp + f;
-                            if after.is_some_and(|a| idx <= a) {
-                                from = f + 1;
+                            // a second pass leaves the pixels before `after` as they are
+                            if after.is_some_and(|a| idx <= a) || !p.renders(f, s) {
                                 continue;
                             }
-                            if !p.renders(f, s) {
-                                continue;
-                            }
-                            let out = &mut trow[f * stride..f * stride + np];
                             let (v, trig) = c.pixel(f, s, Some(idx) == first, on, sc, out);
                             row[f] = v;
                             frow[f] = trig;
-                        }
-                    }
-                    for (j, pl) in prow.iter_mut().enumerate() {
-                        for f in from..fp {
-                            pl[f] = trow[f * stride + j];
+                            for (pl, &o) in prow.iter_mut().zip(out.iter()) {
+                                pl[f] = o;
+                            }
                         }
                     }
                     let done = rows_done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -900,16 +893,17 @@ pub(super) fn vjp_with<K: Kernel>(
         .zip(rows.par_chunks_mut(stride))
         .enumerate()
         .try_for_each_init(
-            || (c.scratch(), vec![0f64; fp * stride], vec![0f64; np]),
+            || (c.scratch(), vec![0f64; fp * np], vec![0f64; np]),
             |(sc, trow, out), (s, (row, acc))| -> Result<()> {
                 if cancel.load(Ordering::Relaxed) {
                     return Err(Error::cancelled());
                 }
-                if c.row(s, row, trow, stride, first, sc) {
-                    for f in 0..fp {
-                        let w = weights[s * fp + f];
-                        for j in 0..np {
-                            acc[j] += w * trow[f * stride + j];
+                if c.row(s, row, trow, first, sc) {
+                    // each parameter's sum in pixel order, as the per-pixel loop below adds
+                    let w = &weights[s * fp..(s + 1) * fp];
+                    for (j, a) in acc.iter_mut().enumerate().take(np) {
+                        for (t, w) in trow[j * fp..(j + 1) * fp].iter().zip(w) {
+                            *a += w * t;
                         }
                     }
                     return Ok(());
