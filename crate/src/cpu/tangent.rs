@@ -65,27 +65,8 @@ pub(super) enum OriForm {
     Generic([Vec<f64>; 9]),
 }
 
-fn rows(a: [f64; 3], b: [f64; 3], c: [f64; 3]) -> M3 {
-    [a, b, c]
-}
-
-fn mul(a: &M3, b: &M3) -> M3 {
-    std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum()))
-}
-
-fn inverse(m: &M3) -> Option<M3> {
-    let c = |r: usize, k: usize| {
-        let (r1, r2, k1, k2) = ((r + 1) % 3, (r + 2) % 3, (k + 1) % 3, (k + 2) % 3);
-        m[r1][k1] * m[r2][k2] - m[r1][k2] * m[r2][k1]
-    };
-    let det = m[0][0] * c(0, 0) + m[0][1] * c(0, 1) + m[0][2] * c(0, 2);
-    (det != 0.0 && det.is_finite())
-        .then(|| std::array::from_fn(|i| std::array::from_fn(|j| c(j, i) / det)))
-}
-
-/// The form of one parameter's moved table `dt` against the table `t` (see [`OriForm`]): K or
-/// C from the first orientation, accepted when it gives every moved orientation within 1e-9
-/// of the table's largest moved component.
+/// The form of one parameter's moved table `dt` against the table `t` (see [`OriForm`],
+/// [`crate::tangent::orientation_move`]).
 pub(super) fn ori_form(t: &[crate::plan::Orientation], dt: &[crate::plan::Orientation]) -> OriForm {
     let generic = || {
         let mut comp: [Vec<f64>; 9] = Default::default();
@@ -103,33 +84,16 @@ pub(super) fn ori_form(t: &[crate::plan::Orientation], dt: &[crate::plan::Orient
         }
         OriForm::Generic(comp)
     };
-    if t.is_empty() || dt.len() != t.len() {
+    if dt.len() != t.len() {
         return generic();
     }
-    let a: Vec<M3> = t.iter().map(|o| rows(o.a, o.b, o.c)).collect();
-    let da: Vec<M3> = dt.iter().map(|o| rows(o.a, o.b, o.c)).collect();
-    let scale = da
-        .iter()
-        .flat_map(|m| m.iter().flatten())
-        .fold(0.0f64, |s, &x| s.max(x.abs()));
-    let Some(inv) = inverse(&a[0]) else {
-        return generic();
-    };
-    let fits = |f: &dyn Fn(&M3) -> M3| {
-        a.iter().zip(&da).all(|(ao, dao)| {
-            let g = f(ao);
-            (0..3).all(|i| (0..3).all(|j| (g[i][j] - dao[i][j]).abs() <= 1e-9 * scale))
-        })
-    };
-    let k = mul(&inv, &da[0]);
-    if fits(&|ao| mul(ao, &k)) {
-        return OriForm::Right(k);
+    use crate::tangent::{orientation_move, rows, OrientationMove};
+    let pairs: Vec<(M3, M3)> = t.iter().zip(dt).map(|(o, d)| (rows(o), rows(d))).collect();
+    match orientation_move(&pairs) {
+        Some(OrientationMove::Right(k)) => OriForm::Right(k),
+        Some(OrientationMove::Left(c)) => OriForm::Left(c),
+        None => generic(),
     }
-    let c = mul(&da[0], &inv);
-    if fits(&|ao| mul(&c, ao)) {
-        return OriForm::Left(c);
-    }
-    generic()
 }
 
 /// The tangent of a sub-pixel's position (fast, slow, depth coordinates `fd`, `sd`, `odet`):
