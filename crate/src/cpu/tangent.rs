@@ -236,15 +236,15 @@ pub(super) trait Kernel: Sync {
         sc: &mut Self::Scratch,
         out: &mut [f64],
     ) -> (f64, bool);
-    /// A whole row `s` at once (values into `row`, tangents parameter-major into `trow`: the
-    /// row of parameter j at `trow[j * fpixels..]`; the pixels it does not render are 0), for
+    /// A whole row `s` at once (values into `row`, tangents into `trow`: parameter j's row
+    /// into `trow[j]`; the pixels it does not render are 0), for
     /// the kernels with a row path (`tangent_row32.rs`); false when the row is left to
     /// [`Kernel::pixel`]. Plans with tricubic interpolation never take it.
     fn row(
         &self,
         _s: usize,
         _row: &mut [f64],
-        _trow: &mut [f64],
+        _trow: &mut [&mut [f64]],
         _first: Option<usize>,
         _sc: &mut Self::Scratch,
     ) -> bool {
@@ -573,16 +573,13 @@ pub(super) fn render_with<K: Kernel>(
             .zip(flags.par_chunks_mut(fp))
             .enumerate()
             .try_for_each_init(
-                || (c.scratch(), vec![0f64; fp * np], vec![0f64; np]),
-                |(sc, trow, out), (s, ((row, prow), frow))| -> Result<()> {
+                || (c.scratch(), vec![0f64; np]),
+                |(sc, out), (s, ((row, prow), frow))| -> Result<()> {
                     if cancel.load(Ordering::Relaxed) {
                         return Err(Error::cancelled());
                     }
-                    if after.is_none() && !on && c.row(s, row, trow, first, sc) {
-                        for (j, pl) in prow.iter_mut().enumerate() {
-                            pl.copy_from_slice(&trow[j * fp..(j + 1) * fp]);
-                        }
-                    } else {
+                    // a row path writes the planes' rows itself
+                    if !(after.is_none() && !on && c.row(s, row, prow, first, sc)) {
                         for f in 0..fp {
                             let idx = s * fp + f;
                             // a second pass leaves the pixels before `after` as they are
@@ -862,7 +859,8 @@ pub(super) fn vjp_with<K: Kernel>(
                 if cancel.load(Ordering::Relaxed) {
                     return Err(Error::cancelled());
                 }
-                if c.row(s, row, trow, first, sc) {
+                let mut trows: Vec<&mut [f64]> = trow.chunks_mut(fp).collect();
+                if c.row(s, row, &mut trows, first, sc) {
                     // each parameter's sum in pixel order, as the per-pixel loop below adds
                     let w = &weights[s * fp..(s + 1) * fp];
                     for (j, a) in acc.iter_mut().enumerate().take(np) {

@@ -470,7 +470,7 @@ impl super::tangent::Kernel for Ctx32<'_> {
         &self,
         s: usize,
         row: &mut [f64],
-        trow: &mut [f64],
+        trow: &mut [&mut [f64]],
         first: Option<usize>,
         sc: &mut Scratch,
     ) -> bool {
@@ -489,7 +489,7 @@ impl super::tangent::Kernel for Ctx32<'_> {
 }
 
 /// Row `s` on the row path: blocks of [`tangent_row32::BLOCK`] pixels, the tangents
-/// parameter-major into `trow` (parameter j's row at `trow[j * fpixels..]`); the pixels it
+/// into `trow` (parameter j's row at `trow[j]`); the pixels it
 /// flags (exact-Bragg rule) and the pixel of the run's first φ sequence through [`pixel`];
 /// pixels the plan does not render are 0.
 ///
@@ -500,7 +500,7 @@ fn row_path(
     rc: &super::tangent_row32::RowCtx,
     s: usize,
     row: &mut [f64],
-    trow: &mut [f64],
+    trow: &mut [&mut [f64]],
     first: Option<usize>,
     sc: &mut Scratch,
     rs: &mut super::tangent_row32::RowScratch,
@@ -514,29 +514,20 @@ fn row_path(
     let mut f0 = 0;
     while f0 < fp {
         let len = BLOCK.min(fp - f0);
-        rc.block(
-            s,
-            f0,
-            len,
-            &mut row[f0..f0 + len],
-            &mut trow[f0..],
-            fp,
-            &mut exact,
-            rs,
-        );
+        rc.block(s, f0, len, &mut row[f0..f0 + len], trow, &mut exact, rs);
         for j in 0..len {
             let f = f0 + j;
             let idx = s * fp + f;
             if !p.renders(f, s) {
                 row[f] = 0.0;
-                for k in 0..np {
-                    trow[k * fp + f] = 0.0;
+                for t in trow.iter_mut() {
+                    t[f] = 0.0;
                 }
             } else if exact[j] || Some(idx) == first {
                 out.resize(np, 0.0);
                 row[f] = pixel(c, f, s, Some(idx) == first, false, sc, &mut out).0;
-                for (k, &o) in out.iter().enumerate() {
-                    trow[k * fp + f] = o;
+                for (t, &o) in trow.iter_mut().zip(out.iter()) {
+                    t[f] = o;
                 }
             }
         }

@@ -102,7 +102,7 @@ impl<'a> RowCtx<'a> {
     }
 
     /// Renders pixels `f0..f0+len` (`len` ≤ [`BLOCK`]) of row `s`: values into `vals`, tangents
-    /// parameter-major into `tans` (parameter j's at `tans[j * stride..]`), `exact[j]` set for pixels the caller must
+    /// into `tans` (parameter j's row at `tans[j]`, pixels `f0..f0+len`), `exact[j]` set for pixels the caller must
     /// render with the scalar kernel (exact-Bragg rule).
     pub fn block(
         &self,
@@ -110,12 +110,11 @@ impl<'a> RowCtx<'a> {
         f0: usize,
         len: usize,
         vals: &mut [f64],
-        tans: &mut [f64],
-        stride: usize,
+        tans: &mut [&mut [f64]],
         exact: &mut [bool],
         sc: &mut RowScratch,
     ) {
-        (self.block)(self, s, f0, len, vals, tans, stride, exact, sc)
+        (self.block)(self, s, f0, len, vals, tans, exact, sc)
     }
 
     pub fn scratch(&self) -> RowScratch {
@@ -143,16 +142,16 @@ pub struct RowScratch {
 }
 
 type BlockFn =
-    fn(&RowCtx, usize, usize, usize, &mut [f64], &mut [f64], usize, &mut [bool], &mut RowScratch);
+    fn(&RowCtx, usize, usize, usize, &mut [f64], &mut [&mut [f64]], &mut [bool], &mut RowScratch);
 
 avx2_versions!(
     /// The tangent row-block kernel for this CPU.
-    fn select => block_body_n(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [f64], stride: usize, exact_out: &mut [bool], sc: &mut RowScratch)
+    fn select => block_body_n(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [&mut [f64]], exact_out: &mut [bool], sc: &mut RowScratch)
 );
 avx2_versions!(
     /// The tangent row-block kernel for this CPU, for plans where no parameter moves N (the
     /// lattice factor's d/dN left out).
-    fn select_without_n => block_body_without_n(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [f64], stride: usize, exact_out: &mut [bool], sc: &mut RowScratch)
+    fn select_without_n => block_body_without_n(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [&mut [f64]], exact_out: &mut [bool], sc: &mut RowScratch)
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -163,12 +162,11 @@ fn block_body_n(
     f0: usize,
     len: usize,
     vals: &mut [f64],
-    tans: &mut [f64],
-    stride: usize,
+    tans: &mut [&mut [f64]],
     exact_out: &mut [bool],
     sc: &mut RowScratch,
 ) {
-    block_body::<true>(c, s, f0, len, vals, tans, stride, exact_out, sc)
+    block_body::<true>(c, s, f0, len, vals, tans, exact_out, sc)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -179,12 +177,11 @@ fn block_body_without_n(
     f0: usize,
     len: usize,
     vals: &mut [f64],
-    tans: &mut [f64],
-    stride: usize,
+    tans: &mut [&mut [f64]],
     exact_out: &mut [bool],
     sc: &mut RowScratch,
 ) {
-    block_body::<false>(c, s, f0, len, vals, tans, stride, exact_out, sc)
+    block_body::<false>(c, s, f0, len, vals, tans, exact_out, sc)
 }
 
 #[inline(always)]
@@ -195,8 +192,7 @@ fn block_body<const DN: bool>(
     f0: usize,
     len: usize,
     vals: &mut [f64],
-    tans: &mut [f64],
-    stride: usize,
+    tans: &mut [&mut [f64]],
     exact_out: &mut [bool],
     sc: &mut RowScratch,
 ) {
@@ -241,6 +237,7 @@ fn block_body<const DN: bool>(
     let mut g = [[0.0f64; BLOCK]; 3];
     let mut hm = [[0.0f64; BLOCK]; 9];
     let mut gq = [0.0f64; BLOCK];
+    let mut drs = [0.0f64; BLOCK];
     let nd = c.det.len();
     for &jp in &c.sums {
         sc.di[jp * BLOCK..(jp + 1) * BLOCK].fill(0.0);
@@ -288,18 +285,21 @@ fn block_body<const DN: bool>(
                 }
                 for (k, &jp) in c.det.iter().enumerate() {
                     let dl = &deltas[jp];
-                    let dd = &mut sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
-                    let dw = &mut sc.domega[k * BLOCK..(k + 1) * BLOCK];
+                    let (ddx, rest) = sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK].split_at_mut(BLOCK);
+                    let (ddy, ddz) = rest.split_at_mut(BLOCK);
+                    let (ddx, ddy, ddz) = (&mut ddx[..len], &mut ddy[..len], &mut ddz[..len]);
                     for j in 0..len {
-                        let fd = fd_of(j);
-                        let dp = dpos(dl, fd, sd, odet);
-                        let d = [dx[j], dy[j], dz[j]];
-                        let dr = d[0] * dp[0] + d[1] * dp[1] + d[2] * dp[2];
-                        for x in 0..3 {
-                            dd[x * BLOCK + j] = (dp[x] - d[x] * dr) * rr[j];
-                        }
-                        if omega_now {
-                            dw[j] = wr[j] * dr + wc[j] * dl.close_distance;
+                        let dp = dpos(dl, fd_of(j), sd, odet);
+                        let dr = dx[j] * dp[0] + dy[j] * dp[1] + dz[j] * dp[2];
+                        ddx[j] = (dp[0] - dx[j] * dr) * rr[j];
+                        ddy[j] = (dp[1] - dy[j] * dr) * rr[j];
+                        ddz[j] = (dp[2] - dz[j] * dr) * rr[j];
+                        drs[j] = dr;
+                    }
+                    if omega_now {
+                        let dw = &mut sc.domega[k * BLOCK..k * BLOCK + len];
+                        for j in 0..len {
+                            dw[j] = wr[j] * drs[j] + wc[j] * dl.close_distance;
                         }
                     }
                 }
@@ -595,7 +595,7 @@ fn block_body<const DN: bool>(
                         + capture[j] * polar[j] * dom[j]);
             }
         }
-        tans[jp * stride..jp * stride + len].copy_from_slice(&di[..len]);
+        tans[jp][f0..f0 + len].copy_from_slice(&di[..len]);
     }
 }
 
