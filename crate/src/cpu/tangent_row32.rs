@@ -146,43 +146,13 @@ type BlockFn =
 
 avx2_versions!(
     /// The tangent row-block kernel for this CPU.
-    fn select => block_body_n(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [&mut [f64]], exact_out: &mut [bool], sc: &mut RowScratch)
+    fn select => block_body::<true>(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [&mut [f64]], exact_out: &mut [bool], sc: &mut RowScratch)
 );
 avx2_versions!(
     /// The tangent row-block kernel for this CPU, for plans where no parameter moves N (the
     /// lattice factor's d/dN left out).
-    fn select_without_n => block_body_without_n(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [&mut [f64]], exact_out: &mut [bool], sc: &mut RowScratch)
+    fn select_without_n => block_body::<false>(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [&mut [f64]], exact_out: &mut [bool], sc: &mut RowScratch)
 );
-
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn block_body_n(
-    c: &RowCtx,
-    s: usize,
-    f0: usize,
-    len: usize,
-    vals: &mut [f64],
-    tans: &mut [&mut [f64]],
-    exact_out: &mut [bool],
-    sc: &mut RowScratch,
-) {
-    block_body::<true>(c, s, f0, len, vals, tans, exact_out, sc)
-}
-
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn block_body_without_n(
-    c: &RowCtx,
-    s: usize,
-    f0: usize,
-    len: usize,
-    vals: &mut [f64],
-    tans: &mut [&mut [f64]],
-    exact_out: &mut [bool],
-    sc: &mut RowScratch,
-) {
-    block_body::<false>(c, s, f0, len, vals, tans, exact_out, sc)
-}
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
