@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::plan::{Orientation, Plan};
-use crate::vec3::V3;
+use crate::vec3::{M3, V3};
 
 /// A parameter of the model, by its public name (CLI `-gradients`, Python `gradients=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -218,6 +218,61 @@ impl PlanDelta {
     pub fn moves_n(&self) -> bool {
         nz(self.n)
     }
+}
+
+/// How one parameter moves every orientation of the tables, when one matrix does it
+/// (MODEL §10.5): the kernels then contract its tangent once per pixel instead of per term
+/// (`cpu::tangent::OriForm`, `gpu::layout::TermForm`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OrientationMove {
+    /// dM_o = M_o·K for every o (a rotation about a lab axis u: K q = q × u).
+    Right(M3),
+    /// dM_o = C·M_o for every o (the cell: C = dM₀·M₀⁻¹).
+    Left(M3),
+}
+
+fn mat_mul(a: &M3, b: &M3) -> M3 {
+    std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum()))
+}
+
+fn mat_inverse(m: &M3) -> Option<M3> {
+    let c = |r: usize, k: usize| {
+        let (r1, r2, k1, k2) = ((r + 1) % 3, (r + 2) % 3, (k + 1) % 3, (k + 2) % 3);
+        m[r1][k1] * m[r2][k2] - m[r1][k2] * m[r2][k1]
+    };
+    let det = m[0][0] * c(0, 0) + m[0][1] * c(0, 1) + m[0][2] * c(0, 2);
+    (det != 0.0 && det.is_finite())
+        .then(|| std::array::from_fn(|i| std::array::from_fn(|j| c(j, i) / det)))
+}
+
+/// The orientation matrix M (rows a, b, c) of an orientation.
+pub fn rows(o: &Orientation) -> M3 {
+    [o.a, o.b, o.c]
+}
+
+/// The one matrix that moves every pair (M_o, dM_o) of `pairs` (see [`OrientationMove`]): K or
+/// C from the first pair (in f64), accepted when it gives every dM_o within 1e-9 of the
+/// largest moved component; K preferred. None when neither fits, M₀ is singular or there are
+/// no pairs.
+pub fn orientation_move(pairs: &[(M3, M3)]) -> Option<OrientationMove> {
+    let (m0, dm0) = pairs.first()?;
+    let scale = pairs
+        .iter()
+        .flat_map(|(_, dm)| dm.iter().flatten())
+        .fold(0f64, |s, &x| s.max(x.abs()));
+    let inv = mat_inverse(m0)?;
+    let fits = |f: &dyn Fn(&M3) -> M3| {
+        pairs.iter().all(|(m, dm)| {
+            let g = f(m);
+            (0..3).all(|i| (0..3).all(|j| (g[i][j] - dm[i][j]).abs() <= 1e-9 * scale))
+        })
+    };
+    let k = mat_mul(&inv, dm0);
+    if fits(&|m| mat_mul(m, &k)) {
+        return Some(OrientationMove::Right(k));
+    }
+    let c = mat_mul(dm0, &inv);
+    fits(&|m| mat_mul(&c, m)).then_some(OrientationMove::Left(c))
 }
 
 /// The tangent of a plan for a list of parameters.

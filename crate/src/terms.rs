@@ -188,9 +188,10 @@ pub fn sinc_pi_poly(r: f32) -> f32 {
 }
 
 /// [`grating_parts`] and [`sincg_delta_d`] from one set of polynomials (the parts bit for bit
-/// [`grating_parts`]'s): each sine and cosine of the reduced arguments once.
+/// [`grating_parts`]'s): each sine and cosine of the reduced arguments once. `DN` false leaves
+/// d/dN out (0), for the kernels' plans where no parameter moves N.
 #[inline(always)]
-fn grating_d(d: f32, n: f32, m: f32) -> ([f32; 2], [f32; 3]) {
+fn grating_d<const DN: bool>(d: f32, n: f32, m: f32) -> ([f32; 2], [f32; 3]) {
     use std::f32::consts::{FRAC_1_PI, PI};
     let x = n * d;
     let r = x - round_even(x);
@@ -219,9 +220,13 @@ fn grating_d(d: f32, n: f32, m: f32) -> ([f32; 2], [f32; 3]) {
         3.0 * (num / u - c) / (u * u)
     };
     let s_1 = p1 * FRAC_1_PI;
-    let t_1 = sinc3_pi(d);
+    // T(πδ) from the series alone: |πδ| ≤ π/2, where the first term left out is below 1e-8 of
+    // the value (no sine, cosine or division of its closed form)
+    let t_1 = sinc3_series(PI * d);
     let dd = PI * (n * (PI * d) * (1.0 / 3.0)) * (s_n * t_1 - (n * n) * t_n * s_1) / (s_1 * s_1);
-    let dn = if m == 0.0 {
+    let dn = if !DN {
+        0.0
+    } else if m == 0.0 {
         c / s_1
     } else if den == 0.0 {
         0.0
@@ -247,7 +252,7 @@ fn grating_d(d: f32, n: f32, m: f32) -> ([f32; 2], [f32; 3]) {
 /// Every sine and cosine is of a reduced argument (|r| ≤ 1/2), each evaluated once.
 #[inline(always)]
 pub fn sincg_delta_d(d: f32, n: f32, m: f32) -> [f32; 3] {
-    grating_d(d, n, m).1
+    grating_d::<true>(d, n, m).1
 }
 
 /// Square (parallelepiped) lattice factor from the index offsets δh, δk, δl (up to sign): the
@@ -277,19 +282,26 @@ pub type LatticeD = (f32, [f32; 3], [f32; 3]);
 /// its to the bit). An axis with N ≤ 1 contributes the constant 1 (MODEL §10.2).
 #[inline(always)]
 pub fn lattice_square_d(d: [f32; 3], m: [f32; 3], n: [f32; 3]) -> LatticeD {
+    lattice_square_d_with::<true>(d, m, n)
+}
+
+/// [`lattice_square_d`], with dF/dN left out (0) when `DN` is false: the row kernel's plans
+/// where no parameter moves N skip its two divisions per axis.
+#[inline(always)]
+pub fn lattice_square_d_with<const DN: bool>(d: [f32; 3], m: [f32; 3], n: [f32; 3]) -> LatticeD {
     // each axis written out (no closure: the row kernels vectorise this over pixels)
     #[inline(always)]
-    fn axis(d: f32, n: f32, m: f32) -> ([f32; 2], [f32; 3]) {
+    fn axis<const DN: bool>(d: f32, n: f32, m: f32) -> ([f32; 2], [f32; 3]) {
         if n > 1.0 {
-            grating_d(d, n, m)
+            grating_d::<DN>(d, n, m)
         } else {
             ([1.0, 1.0], [1.0, 0.0, 0.0])
         }
     }
     let parts = [
-        axis(d[0], n[0], m[0]),
-        axis(d[1], n[1], m[1]),
-        axis(d[2], n[2], m[2]),
+        axis::<DN>(d[0], n[0], m[0]),
+        axis::<DN>(d[1], n[1], m[1]),
+        axis::<DN>(d[2], n[2], m[2]),
     ];
     // the value as `lattice_square` forms it (one division for the three axes)
     let f = (parts[0].0[0] * parts[1].0[0] * parts[2].0[0])
@@ -322,7 +334,8 @@ pub fn sinc3_pi(y: f32) -> f32 {
     3.0 * (sinpi(y) / x - cospi(y)) / (x * x)
 }
 
-/// The series of [`sinc3_pi`] (|x| < 1), x = πy.
+/// The series of [`sinc3_pi`] (|x| < 1; to 1e-8 relative up to |x| = π/2, where the first term
+/// left out, 3·14·x¹²/15!, is 7e-9), x = πy.
 #[inline(always)]
 fn sinc3_series(x: f32) -> f32 {
     let x2 = x * x;

@@ -162,12 +162,14 @@ fn grating_d(d: f32, n: f32, m: f32) -> GratingD {
     }
     var t_n = 0.0;
     if abs(u) < 1.0 {
-        t_n = sinc3_pi(x);
+        t_n = sinc3_series(u);
     } else {
         t_n = 3.0 * (num / u - c) / (u * u);
     }
     let s_1 = p1 * 0.31830987;
-    let t_1 = sinc3_pi(d);
+    // T(pi delta) from the series alone: |pi delta| <= pi/2, where the first term left out is
+    // below 1e-8 of the value
+    let t_1 = sinc3_series(3.1415927 * d);
     let dd = 3.1415927 * (n * (3.1415927 * d) * (1.0 / 3.0)) * (s_n * t_1 - (n * n) * t_n * s_1) / (s_1 * s_1);
     var dn = 0.0;
     if m == 0.0 {
@@ -224,17 +226,22 @@ fn lattice_square_d(d: vec3<f32>, m: vec3<f32>, n: vec3<f32>) -> LatticeD {
     return LatticeD(f, vec3<f32>(g0.y, g1.y, g2.y) * others, vec3<f32>(g0.z, g1.z, g2.z) * others);
 }
 
+// The series of sinc3_pi (|x| < 1; to 1e-8 relative up to |x| = pi/2), x = pi y.
+fn sinc3_series(x: f32) -> f32 {
+    let x2 = x * x;
+    var p = -1.0 / 172972800.0;
+    p = p * x2 + 1.0 / 1330560.0;
+    p = p * x2 - 1.0 / 15120.0;
+    p = p * x2 + 1.0 / 280.0;
+    p = p * x2 - 0.1;
+    return 1.0 + x2 * p;
+}
+
 // 3 (sin x - x cos x)/x^3 at x = pi y: series below |x| = 1, closed form above.
 fn sinc3_pi(y: f32) -> f32 {
     let x = 3.1415927 * y;
     if abs(x) < 1.0 {
-        let x2 = x * x;
-        var p = -1.0 / 172972800.0;
-        p = p * x2 + 1.0 / 1330560.0;
-        p = p * x2 - 1.0 / 15120.0;
-        p = p * x2 + 1.0 / 280.0;
-        p = p * x2 - 0.1;
-        return 1.0 + x2 * p;
+        return sinc3_series(x);
     }
     return 3.0 * (sinpi(y) / x - cospi(y)) / (x * x);
 }

@@ -207,6 +207,8 @@ test('a measured image: the page\'s own Poisson-noisy SMV, opened as measured, i
   assert.equal(await page.evaluate(() => window.nanobragg.measured.info.untrusted), flagged);
   assert.equal(await page.evaluate(() => Array.from(window.nanobragg.measured.info.mask).filter((u) => u === 0).length), flagged);
   assert.match(await page.textContent('.fitbar .ftarget'), new RegExp(`measured image shot\\.img, ${flagged} flagged pixels excluded \\(gain 1, offset 0 assumed: .*background: the crate's local map\\)`));
+  // the perturbation's status line spoke of the teacher's target: it goes with it
+  assert.doesNotMatch(await page.textContent('.fitbar .fstatus'), /Perturbed/);
   // the file's beam centre (128.5 pixels of 0.4 mm) reaches the form without float noise
   assert.equal((await page.evaluate(() => window.nanobragg.state())).Xbeam, '51.4');
   // the measured view's levels are the realistic still's: black at the median (the offset), few

@@ -6,16 +6,16 @@
 /// vectorise 4 × f64 / 8 × f32 wide), choosing at run time by CPU feature detection. On other
 /// targets (wasm32 with simd128) the plain version is used.
 macro_rules! avx2_versions {
-    ($(#[$m:meta])* $vis:vis fn $select:ident => $body:ident ($($arg:ident: $ty:ty),*) $(-> $ret:ty)?) => {
+    ($(#[$m:meta])* $vis:vis fn $select:ident => $body:ident $(::<$gen:tt>)? ($($arg:ident: $ty:ty),*) $(-> $ret:ty)?) => {
         $(#[$m])*
         $vis fn $select() -> fn($($ty),*) $(-> $ret)? {
             fn plain($($arg: $ty),*) $(-> $ret)? {
-                $body($($arg),*)
+                $body$(::<$gen>)?($($arg),*)
             }
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2")]
             unsafe fn avx2_inner($($arg: $ty),*) $(-> $ret)? {
-                $body($($arg),*)
+                $body$(::<$gen>)?($($arg),*)
             }
             #[cfg(target_arch = "x86_64")]
             fn avx2($($arg: $ty),*) $(-> $ret)? {

@@ -65,27 +65,8 @@ pub(super) enum OriForm {
     Generic([Vec<f64>; 9]),
 }
 
-fn rows(a: [f64; 3], b: [f64; 3], c: [f64; 3]) -> M3 {
-    [a, b, c]
-}
-
-fn mul(a: &M3, b: &M3) -> M3 {
-    std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum()))
-}
-
-fn inverse(m: &M3) -> Option<M3> {
-    let c = |r: usize, k: usize| {
-        let (r1, r2, k1, k2) = ((r + 1) % 3, (r + 2) % 3, (k + 1) % 3, (k + 2) % 3);
-        m[r1][k1] * m[r2][k2] - m[r1][k2] * m[r2][k1]
-    };
-    let det = m[0][0] * c(0, 0) + m[0][1] * c(0, 1) + m[0][2] * c(0, 2);
-    (det != 0.0 && det.is_finite())
-        .then(|| std::array::from_fn(|i| std::array::from_fn(|j| c(j, i) / det)))
-}
-
-/// The form of one parameter's moved table `dt` against the table `t` (see [`OriForm`]): K or
-/// C from the first orientation, accepted when it gives every moved orientation within 1e-9
-/// of the table's largest moved component.
+/// The form of one parameter's moved table `dt` against the table `t` (see [`OriForm`],
+/// [`crate::tangent::orientation_move`]).
 pub(super) fn ori_form(t: &[crate::plan::Orientation], dt: &[crate::plan::Orientation]) -> OriForm {
     let generic = || {
         let mut comp: [Vec<f64>; 9] = Default::default();
@@ -103,33 +84,16 @@ pub(super) fn ori_form(t: &[crate::plan::Orientation], dt: &[crate::plan::Orient
         }
         OriForm::Generic(comp)
     };
-    if t.is_empty() || dt.len() != t.len() {
+    if dt.len() != t.len() {
         return generic();
     }
-    let a: Vec<M3> = t.iter().map(|o| rows(o.a, o.b, o.c)).collect();
-    let da: Vec<M3> = dt.iter().map(|o| rows(o.a, o.b, o.c)).collect();
-    let scale = da
-        .iter()
-        .flat_map(|m| m.iter().flatten())
-        .fold(0.0f64, |s, &x| s.max(x.abs()));
-    let Some(inv) = inverse(&a[0]) else {
-        return generic();
-    };
-    let fits = |f: &dyn Fn(&M3) -> M3| {
-        a.iter().zip(&da).all(|(ao, dao)| {
-            let g = f(ao);
-            (0..3).all(|i| (0..3).all(|j| (g[i][j] - dao[i][j]).abs() <= 1e-9 * scale))
-        })
-    };
-    let k = mul(&inv, &da[0]);
-    if fits(&|ao| mul(ao, &k)) {
-        return OriForm::Right(k);
+    use crate::tangent::{orientation_move, rows, OrientationMove};
+    let pairs: Vec<(M3, M3)> = t.iter().zip(dt).map(|(o, d)| (rows(o), rows(d))).collect();
+    match orientation_move(&pairs) {
+        Some(OrientationMove::Right(k)) => OriForm::Right(k),
+        Some(OrientationMove::Left(c)) => OriForm::Left(c),
+        None => generic(),
     }
-    let c = mul(&da[0], &inv);
-    if fits(&|ao| mul(&c, ao)) {
-        return OriForm::Left(c);
-    }
-    generic()
 }
 
 /// The tangent of a sub-pixel's position (fast, slow, depth coordinates `fd`, `sd`, `odet`):
@@ -272,16 +236,15 @@ pub(super) trait Kernel: Sync {
         sc: &mut Self::Scratch,
         out: &mut [f64],
     ) -> (f64, bool);
-    /// A whole row `s` at once (values into `row`, tangents pixel-major into `trow`, `stride`
-    /// per pixel; the pixels it does not render are 0), for the kernels with a row path
-    /// (`tangent_row32.rs`); false when the row is left to [`Kernel::pixel`]. Plans with
-    /// tricubic interpolation never take it.
+    /// A whole row `s` at once (values into `row`, tangents into `trow`: parameter j's row
+    /// into `trow[j]`; the pixels it does not render are 0), for
+    /// the kernels with a row path (`tangent_row32.rs`); false when the row is left to
+    /// [`Kernel::pixel`]. Plans with tricubic interpolation never take it.
     fn row(
         &self,
         _s: usize,
         _row: &mut [f64],
-        _trow: &mut [f64],
-        _stride: usize,
+        _trow: &mut [&mut [f64]],
         _first: Option<usize>,
         _sc: &mut Self::Scratch,
     ) -> bool {
@@ -587,9 +550,8 @@ pub(super) fn render_with<K: Kernel>(
     let first = first_rendered_pixel(p);
     let interp = p.interpolation == Interpolation::Tricubic;
     let mut image = vec![0f64; npx];
-    // parameter-major planes, written row by row: each row's tangents are made pixel-major in
-    // a worker's scratch and scattered into the planes' rows there (no whole-image transpose)
-    let stride = np.max(1);
+    // parameter-major planes, written row by row: a row path's tangents come parameter-major
+    // (one copy per plane row), the per-pixel kernel's are scattered into the planes' rows
     let mut tangents = vec![0f64; npx * np];
     let mut flags = vec![false; npx];
     let rows_done = AtomicUsize::new(0);
@@ -611,33 +573,25 @@ pub(super) fn render_with<K: Kernel>(
             .zip(flags.par_chunks_mut(fp))
             .enumerate()
             .try_for_each_init(
-                || (c.scratch(), vec![0f64; fp * stride]),
-                |(sc, trow), (s, ((row, prow), frow))| -> Result<()> {
+                || (c.scratch(), vec![0f64; np]),
+                |(sc, out), (s, ((row, prow), frow))| -> Result<()> {
                     if cancel.load(Ordering::Relaxed) {
                         return Err(Error::cancelled());
                     }
-                    trow.fill(0.0);
-                    // the row's first pixel this pass writes
-                    let mut from = 0;
-                    if !(after.is_none() && !on && c.row(s, row, trow, stride, first, sc)) {
+                    // a row path writes the planes' rows itself
+                    if !(after.is_none() && !on && c.row(s, row, prow, first, sc)) {
                         for f in 0..fp {
                             let idx = s * fp + f;
-                            if after.is_some_and(|a| idx <= a) {
-                                from = f + 1;
+                            // a second pass leaves the pixels before `after` as they are
+                            if after.is_some_and(|a| idx <= a) || !p.renders(f, s) {
                                 continue;
                             }
-                            if !p.renders(f, s) {
-                                continue;
-                            }
-                            let out = &mut trow[f * stride..f * stride + np];
                             let (v, trig) = c.pixel(f, s, Some(idx) == first, on, sc, out);
                             row[f] = v;
                             frow[f] = trig;
-                        }
-                    }
-                    for (j, pl) in prow.iter_mut().enumerate() {
-                        for f in from..fp {
-                            pl[f] = trow[f * stride + j];
+                            for (pl, &o) in prow.iter_mut().zip(out.iter()) {
+                                pl[f] = o;
+                            }
                         }
                     }
                     let done = rows_done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -900,16 +854,18 @@ pub(super) fn vjp_with<K: Kernel>(
         .zip(rows.par_chunks_mut(stride))
         .enumerate()
         .try_for_each_init(
-            || (c.scratch(), vec![0f64; fp * stride], vec![0f64; np]),
+            || (c.scratch(), vec![0f64; fp * np], vec![0f64; np]),
             |(sc, trow, out), (s, (row, acc))| -> Result<()> {
                 if cancel.load(Ordering::Relaxed) {
                     return Err(Error::cancelled());
                 }
-                if c.row(s, row, trow, stride, first, sc) {
-                    for f in 0..fp {
-                        let w = weights[s * fp + f];
-                        for j in 0..np {
-                            acc[j] += w * trow[f * stride + j];
+                let mut trows: Vec<&mut [f64]> = trow.chunks_mut(fp).collect();
+                if c.row(s, row, &mut trows, first, sc) {
+                    // each parameter's sum in pixel order, as the per-pixel loop below adds
+                    let w = &weights[s * fp..(s + 1) * fp];
+                    for (j, a) in acc.iter_mut().enumerate().take(np) {
+                        for (t, w) in trow[j * fp..(j + 1) * fp].iter().zip(w) {
+                            *a += w * t;
                         }
                     }
                     return Ok(());

@@ -470,14 +470,13 @@ impl super::tangent::Kernel for Ctx32<'_> {
         &self,
         s: usize,
         row: &mut [f64],
-        trow: &mut [f64],
-        stride: usize,
+        trow: &mut [&mut [f64]],
         first: Option<usize>,
         sc: &mut Scratch,
     ) -> bool {
         match (&self.rows, sc.rows.take()) {
             (Some(rc), Some(mut rs)) => {
-                row_path(self, rc, s, row, trow, stride, first, sc, &mut rs);
+                row_path(self, rc, s, row, trow, first, sc, &mut rs);
                 sc.rows = Some(rs);
                 true
             }
@@ -489,9 +488,10 @@ impl super::tangent::Kernel for Ctx32<'_> {
     }
 }
 
-/// Row `s` on the row path: blocks of [`tangent_row32::BLOCK`] pixels; the pixels it flags
-/// (exact-Bragg rule) and the pixel of the run's first φ sequence through [`pixel`]; pixels
-/// the plan does not render are 0.
+/// Row `s` on the row path: blocks of [`tangent_row32::BLOCK`] pixels, the tangents
+/// into `trow` (parameter j's row at `trow[j]`); the pixels it
+/// flags (exact-Bragg rule) and the pixel of the run's first φ sequence through [`pixel`];
+/// pixels the plan does not render are 0.
 ///
 /// [`tangent_row32::BLOCK`]: super::tangent_row32::BLOCK
 #[allow(clippy::too_many_arguments)]
@@ -500,8 +500,7 @@ fn row_path(
     rc: &super::tangent_row32::RowCtx,
     s: usize,
     row: &mut [f64],
-    trow: &mut [f64],
-    stride: usize,
+    trow: &mut [&mut [f64]],
     first: Option<usize>,
     sc: &mut Scratch,
     rs: &mut super::tangent_row32::RowScratch,
@@ -511,28 +510,25 @@ fn row_path(
     let fp = p.fpixels;
     let np = c.t.deltas.len();
     let mut exact = [false; BLOCK];
+    let mut out = Vec::new();
     let mut f0 = 0;
     while f0 < fp {
         let len = BLOCK.min(fp - f0);
-        rc.block(
-            s,
-            f0,
-            len,
-            &mut row[f0..f0 + len],
-            &mut trow[f0 * stride..(f0 + len) * stride],
-            stride,
-            &mut exact,
-            rs,
-        );
+        rc.block(s, f0, len, &mut row[f0..f0 + len], trow, &mut exact, rs);
         for j in 0..len {
             let f = f0 + j;
             let idx = s * fp + f;
-            let out = &mut trow[f * stride..f * stride + np];
             if !p.renders(f, s) {
                 row[f] = 0.0;
-                out.fill(0.0);
+                for t in trow.iter_mut() {
+                    t[f] = 0.0;
+                }
             } else if exact[j] || Some(idx) == first {
-                row[f] = pixel(c, f, s, Some(idx) == first, false, sc, out).0;
+                out.resize(np, 0.0);
+                row[f] = pixel(c, f, s, Some(idx) == first, false, sc, &mut out).0;
+                for (t, &o) in trow.iter_mut().zip(out.iter()) {
+                    t[f] = o;
+                }
             }
         }
         f0 += len;

@@ -26,7 +26,7 @@ use crate::plan::Plan;
 use crate::tangent::PlanTangent;
 use crate::terms::{
     capture_fraction_d, f_nearest, f_nearest_is_default, index_ok, is_exact_bragg,
-    lattice_square_d, polarization_d, solid_angle_d,
+    lattice_square_d_with, polarization_d, solid_angle_d,
 };
 
 /// Pixels per block.
@@ -46,6 +46,12 @@ pub struct RowCtx<'a> {
     det: Vec<usize>,
     q_params: Vec<usize>,
     ori: Vec<(usize, OriForm)>,
+    /// For each parameter: its index in `det`, if it moves the detector.
+    det_index: Vec<Option<usize>>,
+    /// The parameters whose term sums the block accumulates (orientation or q moving), and
+    /// for each parameter whether it is one of them.
+    sums: Vec<usize>,
+    summed: Vec<bool>,
     block: BlockFn,
 }
 
@@ -66,19 +72,37 @@ impl<'a> RowCtx<'a> {
         .into_iter()
         .map(|j| (j, ori_form(&p.orientations, &t.deltas[j].orientations)))
         .collect();
+        let det = which(&|d| d.moves_detector());
+        let q_params = which(&|d| d.moves_detector() || d.moves_lambda());
+        let ori: Vec<(usize, OriForm)> = ori;
+        let det_index = (0..t.deltas.len())
+            .map(|j| det.iter().position(|&k| k == j))
+            .collect();
+        let summed: Vec<bool> = (0..t.deltas.len())
+            .map(|j| q_params.contains(&j) || ori.iter().any(|(k, _)| *k == j))
+            .collect();
+        let sums = (0..t.deltas.len()).filter(|&j| summed[j]).collect();
         Some(RowCtx {
             fc: FastCtx::new(p),
             t,
             n: [p.na as f32, p.nb as f32, p.nc as f32],
-            det: which(&|d| d.moves_detector()),
-            q_params: which(&|d| d.moves_detector() || d.moves_lambda()),
+            det,
+            q_params,
             ori,
-            block: select(),
+            det_index,
+            sums,
+            summed,
+            // d/dN only where a parameter moves N
+            block: if t.deltas.iter().any(|d| d.n.iter().any(|&x| x != 0.0)) {
+                select()
+            } else {
+                select_without_n()
+            },
         })
     }
 
     /// Renders pixels `f0..f0+len` (`len` ≤ [`BLOCK`]) of row `s`: values into `vals`, tangents
-    /// pixel-major into `tans` (`stride` per pixel), `exact[j]` set for pixels the caller must
+    /// into `tans` (parameter j's row at `tans[j]`, pixels `f0..f0+len`), `exact[j]` set for pixels the caller must
     /// render with the scalar kernel (exact-Bragg rule).
     pub fn block(
         &self,
@@ -86,12 +110,11 @@ impl<'a> RowCtx<'a> {
         f0: usize,
         len: usize,
         vals: &mut [f64],
-        tans: &mut [f64],
-        stride: usize,
+        tans: &mut [&mut [f64]],
         exact: &mut [bool],
         sc: &mut RowScratch,
     ) {
-        (self.block)(self, s, f0, len, vals, tans, stride, exact, sc)
+        (self.block)(self, s, f0, len, vals, tans, exact, sc)
     }
 
     pub fn scratch(&self) -> RowScratch {
@@ -99,15 +122,16 @@ impl<'a> RowCtx<'a> {
         let nd = self.det.len();
         RowScratch {
             di: vec![0.0; np * BLOCK],
-            domega: vec![0.0; np * BLOCK],
-            dcapture: vec![0.0; np * BLOCK],
-            dpolar: vec![0.0; np * BLOCK],
+            domega: vec![0.0; nd * BLOCK],
+            dcapture: vec![0.0; nd * BLOCK],
+            dpolar: vec![0.0; nd * BLOCK],
             dd: vec![0.0; nd * 3 * BLOCK],
         }
     }
 }
 
-/// Per-worker scratch of the row path (parameter-major, [`BLOCK`] pixels per parameter).
+/// Per-worker scratch of the row path ([`BLOCK`] pixels per parameter; `di` by parameter, the
+/// others by detector parameter).
 pub struct RowScratch {
     di: Vec<f64>,
     domega: Vec<f64>,
@@ -118,23 +142,27 @@ pub struct RowScratch {
 }
 
 type BlockFn =
-    fn(&RowCtx, usize, usize, usize, &mut [f64], &mut [f64], usize, &mut [bool], &mut RowScratch);
+    fn(&RowCtx, usize, usize, usize, &mut [f64], &mut [&mut [f64]], &mut [bool], &mut RowScratch);
 
 avx2_versions!(
     /// The tangent row-block kernel for this CPU.
-    fn select => block_body(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [f64], stride: usize, exact_out: &mut [bool], sc: &mut RowScratch)
+    fn select => block_body::<true>(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [&mut [f64]], exact_out: &mut [bool], sc: &mut RowScratch)
+);
+avx2_versions!(
+    /// The tangent row-block kernel for this CPU, for plans where no parameter moves N (the
+    /// lattice factor's d/dN left out).
+    fn select_without_n => block_body::<false>(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [&mut [f64]], exact_out: &mut [bool], sc: &mut RowScratch)
 );
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn block_body(
+fn block_body<const DN: bool>(
     c: &RowCtx,
     s: usize,
     f0: usize,
     len: usize,
     vals: &mut [f64],
-    tans: &mut [f64],
-    stride: usize,
+    tans: &mut [&mut [f64]],
     exact_out: &mut [bool],
     sc: &mut RowScratch,
 ) {
@@ -142,7 +170,6 @@ fn block_body(
     let p = fc.plan;
     let pan = &p.panels[0];
     let deltas = &c.t.deltas;
-    let np = deltas.len();
     let n = p.oversample as usize;
     let sub = p.pixel / n as f64;
     let len = len.min(BLOCK);
@@ -164,6 +191,8 @@ fn block_body(
     let mut exact = [false; BLOCK];
     let mut sum_n = [[0.0f64; BLOCK]; 3];
     let mut sum_f = [0.0f64; BLOCK];
+    let mut fcell = [p.default_f; BLOCK];
+    let mut fdef = [1.0f64; BLOCK];
     // rr: 1/R of each pixel
     let (mut dx, mut dy, mut dz, mut rr) =
         ([0.0f64; BLOCK], [0.0; BLOCK], [0.0; BLOCK], [0.0; BLOCK]);
@@ -174,15 +203,18 @@ fn block_body(
     let mut took = [false; BLOCK];
     let mut hh = [[0.0f64; BLOCK]; 3];
     let mut okm = [false; BLOCK];
-    let mut fcell = [p.default_f; BLOCK];
-    let mut fdef = [1.0f64; BLOCK];
     let mut tt = [[0.0f64; BLOCK]; 3];
     let mut g = [[0.0f64; BLOCK]; 3];
     let mut hm = [[0.0f64; BLOCK]; 9];
-    sc.di[..np * BLOCK].fill(0.0);
-    sc.domega[..np * BLOCK].fill(0.0);
-    sc.dpolar[..np * BLOCK].fill(0.0);
-    sc.dcapture[..np * BLOCK].fill(0.0);
+    let mut gq = [0.0f64; BLOCK];
+    let mut drs = [0.0f64; BLOCK];
+    let nd = c.det.len();
+    for &jp in &c.sums {
+        sc.di[jp * BLOCK..(jp + 1) * BLOCK].fill(0.0);
+    }
+    sc.domega[..nd * BLOCK].fill(0.0);
+    sc.dpolar[..nd * BLOCK].fill(0.0);
+    sc.dcapture[..nd * BLOCK].fill(0.0);
 
     for t in 0..p.thicksteps as usize {
         let odet = t as f64 * p.thickstep;
@@ -209,21 +241,10 @@ fn block_body(
                     dy[j] = y * inv_r;
                     dz[j] = z * inv_r;
                 }
-                // the detector parameters' direction tangents: (dpos − d (d·dpos))/r
-                for (k, &jp) in c.det.iter().enumerate() {
-                    let dl = &deltas[jp];
-                    let dd = &mut sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
-                    for j in 0..len {
-                        let fd = fd_of(j);
-                        let dp = dpos(dl, fd, sd, odet);
-                        let d = [dx[j], dy[j], dz[j]];
-                        let dr = d[0] * dp[0] + d[1] * dp[1] + d[2] * dp[2];
-                        for x in 0..3 {
-                            dd[x * BLOCK + j] = (dp[x] - d[x] * dr) * rr[j];
-                        }
-                    }
-                }
-                if omega[0] == 0.0 {
+                // the solid angle (once per pixel), and the detector parameters' direction
+                // tangents (dpos − d (d·dpos))/r with the solid angle's tangents from d·dpos
+                let omega_now = omega[0] == 0.0;
+                if omega_now {
                     for j in 0..len {
                         let [w, dw_dr, dw_dclose] =
                             solid_angle_d(rr[j] as f32, fc.pixel2, close, p.point_pixel);
@@ -231,13 +252,24 @@ fn block_body(
                         wr[j] = dw_dr as f64;
                         wc[j] = dw_dclose as f64;
                     }
-                    for &jp in &c.det {
-                        let dl = &deltas[jp];
-                        let dw = &mut sc.domega[jp * BLOCK..(jp + 1) * BLOCK];
+                }
+                for (k, &jp) in c.det.iter().enumerate() {
+                    let dl = &deltas[jp];
+                    let (ddx, rest) = sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK].split_at_mut(BLOCK);
+                    let (ddy, ddz) = rest.split_at_mut(BLOCK);
+                    let (ddx, ddy, ddz) = (&mut ddx[..len], &mut ddy[..len], &mut ddz[..len]);
+                    for j in 0..len {
+                        let dp = dpos(dl, fd_of(j), sd, odet);
+                        let dr = dx[j] * dp[0] + dy[j] * dp[1] + dz[j] * dp[2];
+                        ddx[j] = (dp[0] - dx[j] * dr) * rr[j];
+                        ddy[j] = (dp[1] - dy[j] * dr) * rr[j];
+                        ddz[j] = (dp[2] - dz[j] * dr) * rr[j];
+                        drs[j] = dr;
+                    }
+                    if omega_now {
+                        let dw = &mut sc.domega[k * BLOCK..k * BLOCK + len];
                         for j in 0..len {
-                            let dp = dpos(dl, fd_of(j), sd, odet);
-                            let ddr = dx[j] * dp[0] + dy[j] * dp[1] + dz[j] * dp[2];
-                            dw[j] = wr[j] * ddr + wc[j] * dl.close_distance;
+                            dw[j] = wr[j] * drs[j] + wc[j] * dl.close_distance;
                         }
                     }
                 }
@@ -248,11 +280,10 @@ fn block_body(
                         capture[j] = v as f64;
                         wr[j] = dv as f64;
                     }
-                    sc.dcapture[..np * BLOCK].fill(0.0);
                     for (k, &jp) in c.det.iter().enumerate() {
                         let dl = &deltas[jp];
                         let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
-                        let dc = &mut sc.dcapture[jp * BLOCK..(jp + 1) * BLOCK];
+                        let dc = &mut sc.dcapture[k * BLOCK..(k + 1) * BLOCK];
                         for j in 0..len {
                             let drho = (dd[j] * p.odet[0]
                                 + dd[BLOCK + j] * p.odet[1]
@@ -292,9 +323,9 @@ fn block_body(
                         any |= take;
                     }
                     if any {
-                        for (k, &jp) in c.det.iter().enumerate() {
+                        for k in 0..nd {
                             let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
-                            let dpol = &mut sc.dpolar[jp * BLOCK..(jp + 1) * BLOCK];
+                            let dpol = &mut sc.dpolar[k * BLOCK..(k + 1) * BLOCK];
                             for j in 0..len {
                                 let v = gpol[0][j] * dd[j]
                                     + gpol[1][j] * dd[BLOCK + j]
@@ -303,10 +334,10 @@ fn block_body(
                             }
                         }
                     }
-                    for a in &mut g {
+                    for a in g.iter_mut() {
                         a[..len].fill(0.0);
                     }
-                    for a in &mut hm {
+                    for a in hm.iter_mut() {
                         a[..len].fill(0.0);
                     }
                     for o in 0..soa.len {
@@ -356,7 +387,7 @@ fn block_body(
                                 ex |= use_axis[a] & is_exact_bragg(dlt[a] as f64, h0[a]);
                             }
                             exact[j] |= ex & okm[j];
-                            let (f, fd, fnn) = lattice_square_d(
+                            let (f, fd, fnn) = lattice_square_d_with::<DN>(
                                 dlt,
                                 [h0[0] as f32, h0[1] as f32, h0[2] as f32],
                                 nv,
@@ -372,7 +403,9 @@ fn block_body(
                                 a_fl * fd[2] as f64,
                             ];
                             for x in 0..3 {
-                                sum_n[x][j] += a_fl * fnn[x] as f64;
+                                if DN {
+                                    sum_n[x][j] += a_fl * fnn[x] as f64;
+                                }
                                 tt[x][j] = tk[x];
                             }
                             if need_g {
@@ -437,22 +470,30 @@ fn block_body(
                             OriForm::Generic(_) => {}
                         }
                     }
-                    // parameters moving q: dq = (dd − q·dλ)/λ
+                    // parameters moving q: dq = (dd − q·dλ)/λ, so g·dq = (g·dd − (g·q) dλ)/λ
+                    if !c.q_params.is_empty() {
+                        for j in 0..len {
+                            gq[j] = g[0][j] * qx[j] + g[1][j] * qy[j] + g[2][j] * qz[j];
+                        }
+                    }
                     for &jp in &c.q_params {
                         let dlam = deltas[jp].lambda.get(si).copied().unwrap_or(0.0);
-                        let k = c.det.iter().position(|&x| x == jp);
                         let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
-                        for j in 0..len {
-                            let q = [qx[j], qy[j], qz[j]];
-                            let mut v = 0.0;
-                            for x in 0..3 {
-                                let ddx = match k {
-                                    Some(k) => sc.dd[(k * 3 + x) * BLOCK + j],
-                                    None => 0.0,
-                                };
-                                v += g[x][j] * ((ddx - q[x] * dlam) * il);
+                        match c.det_index[jp] {
+                            Some(k) => {
+                                let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
+                                for j in 0..len {
+                                    let gd = g[0][j] * dd[j]
+                                        + g[1][j] * dd[BLOCK + j]
+                                        + g[2][j] * dd[2 * BLOCK + j];
+                                    di[j] += (gd - gq[j] * dlam) * il;
+                                }
                             }
-                            di[j] += v;
+                            None => {
+                                for j in 0..len {
+                                    di[j] -= gq[j] * dlam * il;
+                                }
+                            }
                         }
                     }
                 }
@@ -460,10 +501,11 @@ fn block_body(
         }
     }
     // the pixels' values; then each parameter's tangents (pixel-inner: vectorised), written
-    // pixel-major
+    // parameter-major
     let inv_steps = 1.0 / p.steps as f64;
     let mut base = [0.0f64; BLOCK];
-    let mut cpo = [0.0f64; BLOCK];
+    // a: d value / d (the pixel's term sum), b: d value / d (r_e² fluence)
+    let (mut a, mut b) = ([0.0f64; BLOCK], [0.0f64; BLOCK]);
     for j in 0..len {
         base[j] = (p.r_e_sqr_fluence * isum[j]) / p.steps as f64;
         let mut val = base[j];
@@ -471,32 +513,59 @@ fn block_body(
         val *= polar[j];
         val *= omega[j];
         vals[j] = val;
-        cpo[j] = capture[j] * polar[j] * omega[j];
+        let cpo = capture[j] * polar[j] * omega[j];
+        a[j] = p.r_e_sqr_fluence * inv_steps * cpo;
+        b[j] = isum[j] * inv_steps * cpo;
         exact_out[j] = exact[j];
     }
+    // each parameter's tangent from the parts it moves (a loop over the block's pixels for
+    // each part, the others left out)
     for (jp, dl) in deltas.iter().enumerate() {
-        let r = jp * BLOCK..(jp + 1) * BLOCK;
-        let (di, dcap, dpol, dom) = (
-            &mut sc.di[r.clone()],
-            &sc.dcapture[r.clone()],
-            &sc.dpolar[r.clone()],
-            &sc.domega[r],
-        );
-        for j in 0..len {
-            let mut d = di[j] + dl.i_bg + dl.default_f * sum_f[j];
-            for x in 0..3 {
-                d += sum_n[x][j] * dl.n[x];
+        let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
+        if c.summed[jp] {
+            for j in 0..len {
+                di[j] *= a[j];
             }
-            let dbase = (dl.r_e_sqr_fluence * isum[j] + p.r_e_sqr_fluence * d) * inv_steps;
-            di[j] = dbase * cpo[j]
-                + base[j]
+        } else {
+            di[..len].fill(0.0);
+        }
+        if dl.i_bg != 0.0 {
+            for j in 0..len {
+                di[j] += a[j] * dl.i_bg;
+            }
+        }
+        if dl.default_f != 0.0 {
+            for j in 0..len {
+                di[j] += a[j] * (dl.default_f * sum_f[j]);
+            }
+        }
+        if DN && dl.n.iter().any(|&x| x != 0.0) {
+            for j in 0..len {
+                di[j] +=
+                    a[j] * (sum_n[0][j] * dl.n[0] + sum_n[1][j] * dl.n[1] + sum_n[2][j] * dl.n[2]);
+            }
+        }
+        if dl.r_e_sqr_fluence != 0.0 {
+            for j in 0..len {
+                di[j] += b[j] * dl.r_e_sqr_fluence;
+            }
+        }
+        // a detector parameter also moves the capture fraction, polarisation and solid angle
+        if let Some(k) = c.det_index[jp] {
+            let r = k * BLOCK..(k + 1) * BLOCK;
+            let (dcap, dpol, dom) = (
+                &sc.dcapture[r.clone()],
+                &sc.dpolar[r.clone()],
+                &sc.domega[r],
+            );
+            for j in 0..len {
+                di[j] += base[j]
                     * (dcap[j] * polar[j] * omega[j]
                         + capture[j] * dpol[j] * omega[j]
                         + capture[j] * polar[j] * dom[j]);
+            }
         }
-        for j in 0..len {
-            tans[j * stride + jp] = di[j];
-        }
+        tans[jp][f0..f0 + len].copy_from_slice(&di[..len]);
     }
 }
 

@@ -584,20 +584,6 @@ fn term_tangent(
 
 type M3 = [[f64; 3]; 3];
 
-fn mul3(a: &M3, b: &M3) -> M3 {
-    std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum()))
-}
-
-fn inverse3(m: &M3) -> Option<M3> {
-    let c = |r: usize, k: usize| {
-        let (r1, r2, k1, k2) = ((r + 1) % 3, (r + 2) % 3, (k + 1) % 3, (k + 2) % 3);
-        m[r1][k1] * m[r2][k2] - m[r1][k2] * m[r2][k1]
-    };
-    let det = m[0][0] * c(0, 0) + m[0][1] * c(0, 1) + m[0][2] * c(0, 2);
-    (det != 0.0 && det.is_finite())
-        .then(|| std::array::from_fn(|i| std::array::from_fn(|j| c(j, i) / det)))
-}
-
 /// How a parameter that moves the term records enters the tangent kernel's term loop.
 ///
 /// A term's Miller indices are h = A·q with A = M_o/λ_s (M_o the rows a, b, c of orientation
@@ -626,7 +612,7 @@ pub enum TermForm {
 /// The form of parameter `d`'s move of the term records of `plan` (see [`TermForm`]); `first`:
 /// the first-sequence table is packed too.
 pub fn term_form(plan: &Plan, d: &crate::tangent::PlanDelta, first: bool) -> TermForm {
-    let rows = |o: &crate::plan::Orientation| -> M3 { [o.a, o.b, o.c] };
+    use crate::tangent::{orientation_move, rows, OrientationMove};
     let zero = [[0.0; 3]; 3];
     let mut pairs: Vec<(M3, M3)> = Vec::new();
     let mut tables: Vec<(&[crate::plan::Orientation], &[crate::plan::Orientation])> =
@@ -639,9 +625,6 @@ pub fn term_form(plan: &Plan, d: &crate::tangent::PlanDelta, first: bool) -> Ter
             pairs.push((rows(o), dtable.get(oi).map_or(zero, rows)));
         }
     }
-    let Some((m0, dm0)) = pairs.first() else {
-        return TermForm::Generic;
-    };
     let rs: Vec<f64> = plan
         .sources
         .iter()
@@ -653,34 +636,17 @@ pub fn term_form(plan: &Plan, d: &crate::tangent::PlanDelta, first: bool) -> Ter
     if !rs.iter().all(|x| (x - r).abs() <= 1e-9 * rmax) {
         return TermForm::Generic;
     }
-    let scale = pairs
-        .iter()
-        .flat_map(|(_, dm)| dm.iter().flatten())
-        .fold(0f64, |m, &x| m.max(x.abs()));
-    let Some(inv) = inverse3(m0) else {
-        return TermForm::Generic;
-    };
-    let fits = |f: &dyn Fn(&M3) -> M3| {
-        pairs.iter().all(|(m, dm)| {
-            let g = f(m);
-            (0..3).all(|i| (0..3).all(|j| (g[i][j] - dm[i][j]).abs() <= 1e-9 * scale))
-        })
-    };
     let minus_r = |mut m: M3| {
         for (i, row) in m.iter_mut().enumerate() {
             row[i] -= r;
         }
         m
     };
-    let k = mul3(&inv, dm0);
-    if fits(&|m| mul3(m, &k)) {
-        return TermForm::Right(minus_r(k));
+    match orientation_move(&pairs) {
+        Some(OrientationMove::Right(k)) => TermForm::Right(minus_r(k)),
+        Some(OrientationMove::Left(c)) => TermForm::Left(minus_r(c)),
+        None => TermForm::Generic,
     }
-    let c = mul3(dm0, &inv);
-    if fits(&|m| mul3(&c, m)) {
-        return TermForm::Left(minus_r(c));
-    }
-    TermForm::Generic
 }
 
 /// The tangent pass for parameters `which` (indices into `t`, at most [`MAX_TAN_PARAMS`]) of a

@@ -220,6 +220,9 @@ export class FitPanel {
       });
   }
 
+  /** The target (`FitTarget.source`) the status line speaks of, if it speaks of one. */
+  private statusOf: object | null = null;
+
   /** The measured image the scale was last switched on for. */
   private scaledFor: unknown = null;
 
@@ -233,6 +236,12 @@ export class FitPanel {
     }
     const t = this.currentTarget();
     const shown = this.d.shown();
+    // a status about one target (the teacher's perturbation) goes when the target changes
+    // (a measured image opened on the detector)
+    if (this.statusOf && t?.source !== this.statusOf && !this.running) {
+      this.statusOf = null;
+      this.status('');
+    }
     this.findTargetSpots(t);
     this.q('.ftarget').textContent = this.d.realistic()
       ? 'The fit works on the plain simulation: switch the realistic layers off (model, water and air, detector effects).'
@@ -277,6 +286,7 @@ export class FitPanel {
       this.plot();
       const was = store.model.peek().misset || '0 0 0';
       store.setModel(withFitted(store.model.peek(), f));
+      this.statusOf = target;
       this.status(`Perturbed: the crystal is turned ${deg}° about each lab axis${cell ? ` and its cell edges changed by ${pct} %` : ''} from the target's misset ${was}${cell ? ` and cell ${cell.slice(0, 3).map((v) => fmtField(v)).join(' ')}` : ''}. Press Start fit to bring it back.`);
     } catch (e) {
       this.status((e as Error).message, 'error');
