@@ -14,10 +14,9 @@
 //! `-oversample_*` running sums; it is not done.
 
 use std::hash::{Hash, Hasher};
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-
-use std::mem::MaybeUninit;
 
 use super::context::{read_buffer, request_device, scope_error, wait_for, Clock};
 use super::layout::{
@@ -588,7 +587,7 @@ impl GpuRenderer {
     /// One pass of the image kernel (`tan` = None: returns the image) or of the tangent kernel
     /// (writes `1 + tan.params.count` planes of `pixels` values: the image, then one tangent
     /// image per parameter), of which the first `read_planes` are read back and returned: the
-    /// image, returned, and the planes after it, written into `planes` (`(read_planes - 1)`
+    /// image, returned, and the planes after it, written into `out_planes` (`read_planes - 1`
     /// planes; the others stay in the output buffer, for [`Self::reduce_tangent_planes`]). The
     /// pixels under the exact-Bragg rule are reported as for [`Self::render`].
     pub(super) async fn render_pass<T: Widen>(
