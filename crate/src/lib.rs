@@ -21,6 +21,7 @@ pub mod io;
 pub mod noisify;
 pub mod nonbragg;
 pub mod output;
+pub mod pages;
 pub mod plan;
 pub mod predict;
 pub mod presets;

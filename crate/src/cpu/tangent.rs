@@ -552,7 +552,7 @@ pub(super) fn render_with<K: Kernel>(
     let mut image = vec![0f64; npx];
     // parameter-major planes, written row by row: a row path's tangents come parameter-major
     // (one copy per plane row), the per-pixel kernel's are scattered into the planes' rows
-    let mut tangents = vec![0f64; npx * np];
+    let mut tangents = crate::pages::zeroed::<f64>(npx * np);
     let mut flags = vec![false; npx];
     let rows_done = AtomicUsize::new(0);
     let total_rows = if interp { 2 * sp } else { sp };

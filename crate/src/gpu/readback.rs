@@ -172,27 +172,6 @@ pub fn copy_into<T: Widen>(dst: &mut [MaybeUninit<T>], src: &[f32], parallel: bo
     }
 }
 
-/// Advise `s` as transparent huge pages (Linux; the whole 2 MiB pages inside it), before it is
-/// first written. Errors are ignored: it is advice.
-pub fn advise_huge_pages<T>(s: &mut [MaybeUninit<T>]) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = s.as_mut_ptr() as usize;
-        let end = start + std::mem::size_of_val(s);
-        let (a, b) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
-        if b > a {
-            // SAFETY: [a, b) lies inside the allocation `s` borrows; madvise changes no memory
-            // contents (MADV_HUGEPAGE only sets how the pages are backed).
-            unsafe {
-                libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = s;
-}
-
 /// A fresh vector of `len` values to be written once each through [`Fresh::slots`] before
 /// [`Fresh::finish`] (no zeroing pass: its pages are first touched by the copy).
 pub struct Fresh<T> {
@@ -202,12 +181,12 @@ pub struct Fresh<T> {
 
 impl<T: Copy> Fresh<T> {
     /// Vectors of at least this many bytes are advised as huge pages under `+huge`.
-    pub const HUGE_MIN_BYTES: usize = 4 << 20;
+    pub const HUGE_MIN_BYTES: usize = crate::pages::HUGE_MIN_BYTES;
 
     pub fn new(len: usize, huge_pages: bool) -> Self {
         let mut v = Vec::with_capacity(len);
         if huge_pages && len * size_of::<T>() >= Self::HUGE_MIN_BYTES {
-            advise_huge_pages(&mut v.spare_capacity_mut()[..len]);
+            crate::pages::advise_huge_pages(&mut v.spare_capacity_mut()[..len]);
         }
         Fresh { v, len }
     }
