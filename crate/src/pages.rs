@@ -1,11 +1,13 @@
-//! Large fresh output vectors (a GPU read-back's image and planes, the CPU tangent planes):
-//! advised as transparent huge pages before they are first written (Linux; elsewhere nothing).
+//! Large fresh output vectors (a GPU read-back's image and planes, the CPU tangent planes, an
+//! image widened to f64): advised as transparent huge pages before they are first written (Linux; elsewhere nothing).
 //! A fresh vector's pages fault in on its first write; with the kernel's THP setting `madvise`
 //! that is one 2 MiB fault instead of 512 4 KiB ones, which on a 2-core VM made a 64 MiB
 //! read-back 1.7× faster and the 10 CPU tangent planes at 512² 20–30 % faster
 //! (`docs/benchmarks.md`).
 
 use std::mem::MaybeUninit;
+
+use rayon::prelude::*;
 
 /// Vectors of at least this many bytes are advised.
 pub const HUGE_MIN_BYTES: usize = 4 << 20;
@@ -31,18 +33,66 @@ pub fn advise_huge_pages<T>(s: &mut [MaybeUninit<T>]) {
     let _ = s;
 }
 
-/// `len` zeros, the vector advised as huge pages when it is large ([`HUGE_MIN_BYTES`]).
-pub fn zeroed<T: Copy + Default>(len: usize) -> Vec<T> {
-    let mut v = Vec::with_capacity(len);
-    if len * size_of::<T>() >= HUGE_MIN_BYTES {
-        advise_huge_pages(&mut v.spare_capacity_mut()[..len]);
+/// `len` zeros; a large vector ([`HUGE_MIN_BYTES`]) advised as huge pages and zeroed in pieces
+/// over rayon's threads (its pages fault in in parallel, as a calloc'd vector's would when the
+/// threads first write it).
+pub fn zeroed<T: Copy + Default + Send + Sync>(len: usize) -> Vec<T> {
+    if len * size_of::<T>() < HUGE_MIN_BYTES {
+        return vec![T::default(); len];
     }
-    v.resize(len, T::default());
+    let mut v = Vec::with_capacity(len);
+    let slots = &mut v.spare_capacity_mut()[..len];
+    advise_huge_pages(slots);
+    slots
+        .par_chunks_mut(HUGE_MIN_BYTES / size_of::<T>().max(1))
+        .for_each(|c| c.fill(MaybeUninit::new(T::default())));
+    // SAFETY: the capacity is at least `len` and every slot below `len` was just written.
+    unsafe { v.set_len(len) };
+    v
+}
+
+/// `src` mapped by `f` into a fresh vector (an image widened to f64, weights narrowed to f32):
+/// a large one ([`HUGE_MIN_BYTES`]) advised as huge pages and written in pieces over rayon's
+/// threads (on 16 cores 10× faster than one thread for 16 MiB of f32 widened, where the fresh
+/// vector's page faults cost more than the conversion).
+pub fn map_collect<S: Copy + Sync, T: Copy + Send>(src: &[S], f: impl Fn(S) -> T + Sync) -> Vec<T> {
+    let len = src.len();
+    if len * size_of::<T>() < HUGE_MIN_BYTES {
+        return src.iter().map(|&x| f(x)).collect();
+    }
+    let mut v = Vec::with_capacity(len);
+    let slots = &mut v.spare_capacity_mut()[..len];
+    advise_huge_pages(slots);
+    let piece = (HUGE_MIN_BYTES / size_of::<T>().max(1)).max(1);
+    slots
+        .par_chunks_mut(piece)
+        .zip(src.par_chunks(piece))
+        .for_each(|(d, s)| {
+            for (d, &x) in d.iter_mut().zip(s) {
+                d.write(f(x));
+            }
+        });
+    // SAFETY: the capacity is at least `len` and every slot below `len` was just written (the
+    // pieces of `slots` and `src` pair up one for one).
+    unsafe { v.set_len(len) };
     v
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn map_collect_maps_every_value_in_order() {
+        for n in [0, 7, (super::HUGE_MIN_BYTES / 8) + 999] {
+            let src: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+            let v = super::map_collect(&src, |x| x as f64 + 1.0);
+            assert_eq!(v.len(), n);
+            assert!(v
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == i as f32 as f64 * 0.5 + 1.0));
+        }
+    }
+
     #[test]
     fn zeroed_is_zeros_of_the_length_asked() {
         for n in [0, 1, 1000, (super::HUGE_MIN_BYTES / 8) + 12345] {

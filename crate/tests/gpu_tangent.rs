@@ -396,6 +396,11 @@ fn vjp_reduction_is_deterministic_and_passes_agree() {
     let a = r.render_vjp_blocking(&moved.plan, &t, &w).unwrap();
     let b = r.render_vjp_blocking(&moved.plan, &t, &w).unwrap();
     assert_eq!(a, b, "{case}: a second run");
+    // new weights into the kept weights buffer: the negated weights give the negated sums
+    let neg: Vec<f64> = w.iter().map(|x| -x).collect();
+    let c = r.render_vjp_blocking(&moved.plan, &t, &neg).unwrap();
+    let negated: Vec<f64> = a.sums.iter().map(|x| -x).collect();
+    assert_eq!(c.sums, negated, "{case}: new weights");
     r.set_tangent_params_per_pass(Some(1));
     let split = r.render_vjp_blocking(&moved.plan, &t, &w).unwrap();
     r.set_tangent_params_per_pass(None);

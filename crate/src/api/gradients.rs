@@ -105,7 +105,7 @@ pub fn render_gradients_with(
         params: params.to_vec(),
         fpixels: plan.fpixels,
         spixels: plan.spixels,
-        image: r.image.iter().map(|&v| v as f32).collect(),
+        image: crate::pages::map_collect(&r.image, |v| v as f32),
         image_f64: r.image,
         tangents: r.tangents,
     })
@@ -303,7 +303,7 @@ impl Renderer {
                             params: params.to_vec(),
                             fpixels: moved.plan.fpixels,
                             spixels: moved.plan.spixels,
-                            image_f64: image.iter().map(|&v| v as f64).collect(),
+                            image_f64: crate::pages::map_collect(&image, |v| v as f64),
                             image,
                             tangents,
                         },
@@ -330,7 +330,7 @@ impl Renderer {
                 params: params.to_vec(),
                 fpixels: plan.fpixels,
                 spixels: plan.spixels,
-                image: r.image.iter().map(|&v| v as f32).collect(),
+                image: crate::pages::map_collect(&r.image, |v| v as f32),
                 image_f64: r.image,
                 tangents: r.tangents,
             },
@@ -365,7 +365,11 @@ impl Renderer {
             cpu::tangent::check_weights(plan, weights)?;
             match self.gpu_vjp(plan, &t, weights, cancel).await {
                 Ok((image, g)) => {
-                    return Ok((image.iter().map(|&v| v as f64).collect(), g, Engine::Gpu));
+                    return Ok((
+                        crate::pages::map_collect(&image, |v| v as f64),
+                        g,
+                        Engine::Gpu,
+                    ));
                 }
                 Err(e) if choice.fallback_to_cpu && e.kind == ErrorKind::Gpu => {}
                 Err(e) => return Err(e),

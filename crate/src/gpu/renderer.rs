@@ -79,6 +79,29 @@ struct ShapeKey {
     panels: u64,
 }
 
+impl ShapeKey {
+    /// Whether buffers made for `self` serve a render that needs `need`: the same sizes, except
+    /// the output (image, then any tangent planes) and the terms (the image's, then any
+    /// tangent blocks), which may be larger, so that a renderer alternating images and tangent
+    /// passes of one detector keeps one set of buffers.
+    fn serves(&self, need: &ShapeKey) -> bool {
+        self.image >= need.image
+            && self.terms >= need.terms
+            && ShapeKey {
+                image: need.image,
+                terms: need.terms,
+                ..*self
+            } == *need
+    }
+}
+
+/// The VJP reduction's buffers (`GpuRenderer::reduce_tangent_planes`).
+struct ReduceBufs {
+    weights: wgpu::Buffer,
+    partials: wgpu::Buffer,
+    readback: wgpu::Buffer,
+}
+
 struct Resources {
     key: ShapeKey,
     sources: wgpu::Buffer,
@@ -110,6 +133,9 @@ pub struct GpuRenderer {
     /// The VJP's reduction (`shaders/reduce.wgsl`): its pipeline and bind-group layout, created
     /// on first use.
     reduce_pipeline: Option<(wgpu::ComputePipeline, wgpu::BindGroupLayout)>,
+    /// The reduction's weights, partials and partials' read-back buffers, kept between VJPs
+    /// and only replaced by larger ones (a fit calls the VJP again and again).
+    reduce_bufs: Option<ReduceBufs>,
     pipeline_layout: wgpu::PipelineLayout,
     bind_layout: wgpu::BindGroupLayout,
     params_buf: wgpu::Buffer,
@@ -282,6 +308,7 @@ impl GpuRenderer {
             pipeline,
             tangent_pipeline: None,
             reduce_pipeline: None,
+            reduce_bufs: None,
             pipeline_layout: pl,
             bind_layout,
             params_buf,
@@ -447,9 +474,16 @@ impl GpuRenderer {
     }
 
     fn ensure_resources(&mut self, key: ShapeKey) {
-        if self.res.as_ref().is_some_and(|r| r.key == key) {
-            return;
-        }
+        let key = match self.res.as_ref() {
+            Some(r) if r.key.serves(&key) => return,
+            // the same detector: the output and terms buffers only grow (see `ShapeKey::serves`)
+            Some(r) if r.key.flags == key.flags => ShapeKey {
+                image: key.image.max(r.key.image),
+                terms: key.terms.max(r.key.terms),
+                ..key
+            },
+            _ => key,
+        };
         use wgpu::BufferUsages as U;
         let dev = &self.device;
         let mut created = 0;
@@ -657,7 +691,7 @@ impl GpuRenderer {
             flags: (layout::flags_words(pixels) * size_of::<u32>()) as u64,
             panels: storage_size(size_of_val(&panels[..])),
         };
-        let cold = self.res.as_ref().is_none_or(|r| r.key != key);
+        let cold = self.res.as_ref().is_none_or(|r| !r.key.serves(&key));
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         self.ensure_resources(key);
@@ -880,25 +914,37 @@ impl GpuRenderer {
             contents: bytemuck::bytes_of(&params),
             usage: U::UNIFORM,
         });
-        let wbuf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("vjp weights"),
-            contents: bytemuck::cast_slice(weights),
-            usage: U::STORAGE,
-        });
         let part_bytes = (count * groups * size_of::<f32>()) as u64;
-        let pbuf = dev.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("vjp partials"),
-            size: part_bytes,
-            usage: U::STORAGE | U::COPY_SRC,
-            mapped_at_creation: false,
+        let weight_bytes = storage_size(size_of_val(weights));
+        let mut created = 1;
+        let keep = self
+            .reduce_bufs
+            .take()
+            .filter(|b| b.weights.size() >= weight_bytes && b.partials.size() >= part_bytes);
+        let bufs = keep.unwrap_or_else(|| {
+            created += 3;
+            let buf = |label, size, usage| {
+                dev.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size,
+                    usage,
+                    mapped_at_creation: false,
+                })
+            };
+            ReduceBufs {
+                weights: buf("vjp weights", weight_bytes, U::STORAGE | U::COPY_DST),
+                partials: buf("vjp partials", part_bytes, U::STORAGE | U::COPY_SRC),
+                readback: buf(
+                    "vjp partials readback",
+                    part_bytes,
+                    U::MAP_READ | U::COPY_DST,
+                ),
+            }
         });
-        let rbuf = dev.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("vjp partials readback"),
-            size: part_bytes,
-            usage: U::MAP_READ | U::COPY_DST,
-            mapped_at_creation: false,
-        });
-        self.stats.buffers_created += 4;
+        self.stats.buffers_created += created;
+        self.queue
+            .write_buffer(&bufs.weights, 0, bytemuck::cast_slice(weights));
+        let (wbuf, pbuf, rbuf) = (&bufs.weights, &bufs.partials, &bufs.readback);
         let planes_bytes = ((1 + count) * pixels * size_of::<f32>()) as u64;
         let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("nanobragg vjp reduction"),
@@ -918,11 +964,19 @@ impl GpuRenderer {
                 },
                 wgpu::BindGroupEntry {
                     binding: 2,
-                    resource: wbuf.as_entire_binding(),
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: wbuf,
+                        offset: 0,
+                        size: std::num::NonZeroU64::new(weight_bytes),
+                    }),
                 },
                 wgpu::BindGroupEntry {
                     binding: 3,
-                    resource: pbuf.as_entire_binding(),
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: pbuf,
+                        offset: 0,
+                        size: std::num::NonZeroU64::new(part_bytes),
+                    }),
                 },
             ],
         });
@@ -938,9 +992,11 @@ impl GpuRenderer {
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(groups as u32, count as u32, 1);
         }
-        enc.copy_buffer_to_buffer(&pbuf, 0, &rbuf, 0, part_bytes);
+        enc.copy_buffer_to_buffer(pbuf, 0, rbuf, 0, part_bytes);
         self.queue.submit([enc.finish()]);
-        let bytes = read_buffer(&self.device, &rbuf, part_bytes).await?;
+        let bytes = read_buffer(&self.device, rbuf, part_bytes).await;
+        self.reduce_bufs = Some(bufs);
+        let bytes = bytes?;
         scope_error(scope.pop().await, "vjp reduction")?;
         self.check_lost()?;
         let partials: &[f32] = bytemuck::cast_slice(&bytes);

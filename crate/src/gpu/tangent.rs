@@ -244,7 +244,7 @@ impl GpuRenderer {
             if g == 0 {
                 image = img;
                 let f = self.exact_fixup().clone();
-                w32 = weights.iter().map(|&w| w as f32).collect();
+                w32 = crate::pages::map_collect(weights, |w| w as f32);
                 for &i in &f.pixels {
                     w32[i] = 0.0;
                 }
