@@ -363,17 +363,20 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
                             hc1 += t_hkl * k.x;
                             hc2 += t_hkl * l.x;
                         }
-                        for (var j = 0u; j < np; j++) {
-                            if !any_generic || !tan_moves(j, TAN_MOVES_TERMS) {
-                                continue;
+                        // the parameters of no one matrix (the mosaic spread): per term
+                        if any_generic {
+                            for (var j = 0u; j < np; j++) {
+                                if !tan_moves(j, TAN_MOVES_TERMS) {
+                                    continue;
+                                }
+                                let U = terms[TP.block * (1u + TP.params[j].kind.y) + base + o];
+                                let dhkl = vec3<f32>(
+                                    dot(U.h_hi.xyz, d32) - U.h_hi.w,
+                                    dot(U.k_hi.xyz, d32) - U.k_hi.w,
+                                    dot(U.l_hi.xyz, d32) - U.l_hi.w,
+                                );
+                                di[j] += dot(t_hkl, dhkl);
                             }
-                            let U = terms[TP.block * (1u + TP.params[j].kind.y) + base + o];
-                            let dhkl = vec3<f32>(
-                                dot(U.h_hi.xyz, d32) - U.h_hi.w,
-                                dot(U.k_hi.xyz, d32) - U.k_hi.w,
-                                dot(U.l_hi.xyz, d32) - U.l_hi.w,
-                            );
-                            di[j] += dot(t_hkl, dhkl);
                         }
                     }
                     // the detector parameters move d: dh = A·dd, Σ g·dd = w·dpos (contracted at
