@@ -759,46 +759,35 @@ fn gpu_readback_probe(sizes_mb: &[usize], reps: usize) {
             let t = Instant::now();
             dst.unmap();
             step.push(("(g) unmap", t.elapsed().as_secs_f64()));
+            // the whole read-back as the renderer reads it, into a fresh vector
+            let read_all = |staging: &Staging, mode: Readback, huge: bool| -> Vec<f32> {
+                let mut out = Fresh::<f32>::new(n, huge);
+                let no_tail: &mut [MaybeUninit<f32>] = &mut [];
+                pollster::block_on(rb::read(
+                    &device,
+                    &queue,
+                    &src,
+                    staging,
+                    &mut Sink {
+                        head: out.slots(),
+                        tail: no_tail,
+                    },
+                    mode,
+                ))
+                .expect("read");
+                // SAFETY: read wrote all n values
+                unsafe { out.finish() }
+            };
             // each strategy end to end, as the renderer reads (its staging kept across reps)
             for name in strategies {
                 let mode = Readback::parse(name).expect("strategy");
                 let staging = Staging::new(&device, bytes, mode);
-                let mut out = Fresh::<f32>::new(n, mode.huge_pages);
-                let no_tail: &mut [MaybeUninit<f32>] = &mut [];
                 // first use of these buffers: untimed (the renderer keeps its staging)
-                pollster::block_on(rb::read(
-                    &device,
-                    &queue,
-                    &src,
-                    &staging,
-                    &mut Sink {
-                        head: out.slots(),
-                        tail: no_tail,
-                    },
-                    mode,
-                ))
-                .expect("read");
-                // SAFETY: read wrote all n values
-                let first = unsafe { out.finish() };
+                let first = read_all(&staging, mode, mode.huge_pages);
                 assert!(first == data, "{name}: read-back differs");
                 drop(first);
                 let t = Instant::now();
-                let mut out = Fresh::<f32>::new(n, mode.huge_pages);
-                let no_tail: &mut [MaybeUninit<f32>] = &mut [];
-                pollster::block_on(rb::read(
-                    &device,
-                    &queue,
-                    &src,
-                    &staging,
-                    &mut Sink {
-                        head: out.slots(),
-                        tail: no_tail,
-                    },
-                    mode,
-                ))
-                .expect("read");
-                // SAFETY: read wrote all n values
-                std::hint::black_box(unsafe { out.finish() });
+                std::hint::black_box(read_all(&staging, mode, mode.huge_pages));
                 let label: &'static str = match name {
                     "plain" => "(h) whole read-back, plain (before this change)",
                     "parallel" => "(h) whole read-back, parallel",
@@ -814,22 +803,7 @@ fn gpu_readback_probe(sizes_mb: &[usize], reps: usize) {
             let mode = Readback::parse("parallel").expect("strategy");
             let t = Instant::now();
             let staging = Staging::new(&device, bytes, mode);
-            let mut out = Fresh::<f32>::new(n, false);
-            let no_tail: &mut [MaybeUninit<f32>] = &mut [];
-            pollster::block_on(rb::read(
-                &device,
-                &queue,
-                &src,
-                &staging,
-                &mut Sink {
-                    head: out.slots(),
-                    tail: no_tail,
-                },
-                mode,
-            ))
-            .expect("read");
-            // SAFETY: read wrote all n values
-            std::hint::black_box(unsafe { out.finish() });
+            std::hint::black_box(read_all(&staging, mode, false));
             drop(staging);
             step.push((
                 "(i) parallel with a new staging buffer",

@@ -81,6 +81,29 @@ impl GpuRenderer {
         self.tan_per_pass = n.map(|n| n.max(1));
     }
 
+    /// The parameters of each tangent pass (consecutive, as many as fit one pass; one empty
+    /// pass for none), the tangent pipeline made; an error where not even one plane fits.
+    async fn tangent_passes(&mut self, plan: &Plan, np: usize) -> Result<Vec<Vec<usize>>> {
+        let per = self.tangent_params_per_pass(plan);
+        if per == 0 && np > 0 {
+            return Err(Error::gpu(format!(
+                "a {}x{} image and one tangent image (or the terms and their tangents) exceed \
+                 this GPU's storage-buffer limit; use the CPU backend",
+                plan.fpixels, plan.spixels
+            )));
+        }
+        self.ensure_tangent_pipeline().await?;
+        Ok(if np == 0 {
+            vec![Vec::new()]
+        } else {
+            (0..np)
+                .collect::<Vec<_>>()
+                .chunks(per)
+                .map(|c| c.to_vec())
+                .collect()
+        })
+    }
+
     /// The image and its tangents for every parameter of `t` (whose deltas were resolved for
     /// `plan`). Progress runs over all passes; `cancel` is checked before each tile.
     pub async fn render_tangents(
@@ -118,26 +141,9 @@ impl GpuRenderer {
             ));
         }
         let np = t.deltas.len();
-        let per = self.tangent_params_per_pass(plan);
-        if per == 0 && np > 0 {
-            return Err(Error::gpu(format!(
-                "a {}x{} image and one tangent image (or the terms and their tangents) exceed \
-                 this GPU's storage-buffer limit; use the CPU backend",
-                plan.fpixels, plan.spixels
-            )));
-        }
-        self.ensure_tangent_pipeline().await?;
+        let groups = self.tangent_passes(plan, np).await?;
         let first = layout::first_sequence_pixel(plan) != NO_PIXEL;
         let npx = plan.pixel_count();
-        let groups: Vec<Vec<usize>> = if np == 0 {
-            vec![Vec::new()]
-        } else {
-            (0..np)
-                .collect::<Vec<_>>()
-                .chunks(per)
-                .map(|c| c.to_vec())
-                .collect()
-        };
         let passes = groups.len();
         let mut image = Vec::new();
         // each pass reads its planes straight into their place (the groups are consecutive
@@ -210,25 +216,8 @@ impl GpuRenderer {
             )));
         }
         let np = t.deltas.len();
-        let per = self.tangent_params_per_pass(plan);
-        if per == 0 && np > 0 {
-            return Err(Error::gpu(format!(
-                "a {}x{} image and one tangent image (or the terms and their tangents) exceed \
-                 this GPU's storage-buffer limit; use the CPU backend",
-                plan.fpixels, plan.spixels
-            )));
-        }
-        self.ensure_tangent_pipeline().await?;
+        let groups = self.tangent_passes(plan, np).await?;
         let first = layout::first_sequence_pixel(plan) != NO_PIXEL;
-        let groups: Vec<Vec<usize>> = if np == 0 {
-            vec![Vec::new()]
-        } else {
-            (0..np)
-                .collect::<Vec<_>>()
-                .chunks(per)
-                .map(|c| c.to_vec())
-                .collect()
-        };
         let passes = groups.len();
         let mut image = Vec::new();
         let mut sums = vec![0f64; np];
