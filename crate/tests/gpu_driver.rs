@@ -231,6 +231,28 @@ fn lost_device_is_a_gpu_error() {
     assert_eq!(err.kind, ErrorKind::Gpu, "{}", err.message);
 }
 
+/// A mistyped `NANOBRAGG_GPU_READBACK` is an error naming it, also under `-backend auto`, whose
+/// policy falls back to the CPU when the GPU fails (the setting is the user's, not the GPU's).
+#[test]
+fn bad_readback_setting_is_an_error_with_the_auto_backend() {
+    let dir = std::env::temp_dir();
+    for backend in ["auto", "gpu"] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_nanobragg"))
+            .env("NANOBRAGG_GPU_READBACK", "paralel")
+            .args(CASE_A.split_whitespace())
+            .args(["-detpixels", "16", "-precision", "f32", "-backend", backend])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "-backend {backend}: {stderr}");
+        assert!(
+            stderr.contains("NANOBRAGG_GPU_READBACK=paralel"),
+            "-backend {backend}: {stderr}"
+        );
+    }
+}
+
 fn cpu64(p: &Plan) -> Vec<f32> {
     api::render_cpu(p, Precision::F64, &|_| {}, &AtomicBool::new(false)).unwrap()
 }

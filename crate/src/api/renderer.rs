@@ -57,6 +57,9 @@ impl Renderer {
             if let GpuSlot::Untried = self.gpu {
                 self.gpu = match crate::gpu::GpuRenderer::new().await {
                     Ok(r) => GpuSlot::Ready(Box::new(r)),
+                    // a bad setting (NANOBRAGG_GPU_READBACK) is the user's to mend, also where
+                    // the policy would fall back to the CPU
+                    Err(e) if e.kind == ErrorKind::Usage => return Err(e),
                     Err(e) => GpuSlot::Failed(e.message),
                 };
             }

@@ -203,6 +203,8 @@ impl GpuRenderer {
 
     /// Open the default adapter (high performance preferred) and set up the kernel.
     pub async fn new() -> Result<Self> {
+        // a bad read-back setting is reported whether or not an adapter opens
+        Readback::from_env()?;
         let (device, queue, info) = request_device().await?;
         let mut r = Self::new_with_device(device, queue).await?;
         r.adapter = Some(info);
