@@ -155,6 +155,42 @@ pub async fn read_buffer(
     read_buffer_with(device, buffer, size, |b| b.to_vec()).await
 }
 
+/// A buffer of `size` bytes, not mapped at creation.
+pub fn new_buffer(
+    device: &wgpu::Device,
+    label: &str,
+    size: u64,
+    usage: wgpu::BufferUsages,
+) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size,
+        usage,
+        mapped_at_creation: false,
+    })
+}
+
+/// A read mapping asked for with `map_async` (its callback's answer on `rx`): wait for the
+/// submission `index` (natively; `None`: for all work) and for the mapping.
+pub async fn wait_mapped(
+    device: &wgpu::Device,
+    index: Option<wgpu::SubmissionIndex>,
+    rx: futures_channel::oneshot::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>,
+) -> Result<()> {
+    #[cfg(not(target_arch = "wasm32"))]
+    device
+        .poll(wgpu::PollType::Wait {
+            submission_index: index,
+            timeout: None,
+        })
+        .map_err(|e| Error::gpu(format!("GPU wait failed: {e}")))?;
+    #[cfg(target_arch = "wasm32")]
+    let _ = (device, index);
+    rx.await
+        .map_err(|_| Error::gpu("GPU read-back cancelled (device lost?)"))?
+        .map_err(|e| Error::gpu(format!("GPU read-back failed: {e}")))
+}
+
 /// Map `buffer[..size]` for reading and hand the bytes to `f`; the buffer is unmapped again.
 async fn read_buffer_with<T>(
     device: &wgpu::Device,
@@ -167,15 +203,7 @@ async fn read_buffer_with<T>(
     slice.map_async(wgpu::MapMode::Read, move |r| {
         let _ = tx.send(r);
     });
-    #[cfg(not(target_arch = "wasm32"))]
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| Error::gpu(format!("GPU wait failed: {e}")))?;
-    #[cfg(target_arch = "wasm32")]
-    let _ = device;
-    rx.await
-        .map_err(|_| Error::gpu("GPU read-back cancelled (device lost?)"))?
-        .map_err(|e| Error::gpu(format!("GPU read-back failed: {e}")))?;
+    wait_mapped(device, None, rx).await?;
     let data = f(&slice
         .get_mapped_range()
         .map_err(|e| Error::gpu(format!("GPU read-back failed: {e}")))?);

@@ -254,12 +254,12 @@ impl Staging {
             .max(CHUNK_ALIGN);
         let buffers = (0..chunks)
             .map(|_| {
-                device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("output readback"),
-                    size: each,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
+                super::context::new_buffer(
+                    device,
+                    "output readback",
+                    each,
+                    wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                )
             })
             .collect();
         Staging { buffers, each }
@@ -337,18 +337,7 @@ pub async fn read(
     }
     for (buffer, offset, len, index, rx) in pending {
         let wait = super::context::Clock::start();
-        #[cfg(not(target_arch = "wasm32"))]
-        device
-            .poll(wgpu::PollType::Wait {
-                submission_index: Some(index),
-                timeout: None,
-            })
-            .map_err(|e| Error::gpu(format!("GPU wait failed: {e}")))?;
-        #[cfg(target_arch = "wasm32")]
-        let _ = index;
-        rx.await
-            .map_err(|_| Error::gpu("GPU read-back cancelled (device lost?)"))?
-            .map_err(|e| Error::gpu(format!("GPU read-back failed: {e}")))?;
+        super::context::wait_mapped(device, Some(index), rx).await?;
         times.wait_s += wait.seconds();
         let copy = super::context::Clock::start();
         {

@@ -18,7 +18,7 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::context::{read_buffer, request_device, scope_error, wait_for, Clock};
+use super::context::{new_buffer, read_buffer, request_device, scope_error, wait_for, Clock};
 use super::layout::{
     self, Chunk, GpuPanel, GpuSource, GpuTerm, Params, ReduceParams, TanParams, FLAGS_HEADER_WORDS,
     NO_PIXEL,
@@ -277,14 +277,7 @@ impl GpuRenderer {
             },
             cache: None,
         });
-        let buf = |label, size, usage| {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage,
-                mapped_at_creation: false,
-            })
-        };
+        let buf = |label, size, usage| new_buffer(&device, label, size, usage);
         use wgpu::BufferUsages as U;
         let params_buf = buf(
             "params",
@@ -491,12 +484,7 @@ impl GpuRenderer {
         let mut created = 0;
         let mut buf = |label, size, usage| {
             created += 1;
-            dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage,
-                mapped_at_creation: false,
-            })
+            new_buffer(dev, label, size, usage)
         };
         let sources = buf("sources", key.sources, U::STORAGE | U::COPY_DST);
         let terms = buf("terms", key.terms, U::STORAGE | U::COPY_DST);
@@ -925,14 +913,7 @@ impl GpuRenderer {
             .filter(|b| b.weights.size() >= weight_bytes && b.partials.size() >= part_bytes);
         let bufs = keep.unwrap_or_else(|| {
             created += 3;
-            let buf = |label, size, usage| {
-                dev.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(label),
-                    size,
-                    usage,
-                    mapped_at_creation: false,
-                })
-            };
+            let buf = |label, size, usage| new_buffer(dev, label, size, usage);
             ReduceBufs {
                 weights: buf("vjp weights", weight_bytes, U::STORAGE | U::COPY_DST),
                 partials: buf("vjp partials", part_bytes, U::STORAGE | U::COPY_SRC),

@@ -206,18 +206,18 @@ impl SelfTest {
             usage: wgpu::BufferUsages::STORAGE,
         });
         let size = (cases.len() * std::mem::size_of::<[f32; 4]>()) as u64;
-        let obuf = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("selftest outputs"),
+        let obuf = super::context::new_buffer(
+            device,
+            "selftest outputs",
             size,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        let rbuf = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("selftest readback"),
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        );
+        let rbuf = super::context::new_buffer(
+            device,
+            "selftest readback",
             size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        );
         let bg = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("selftest"),
             layout: &self.layout,
