@@ -487,7 +487,7 @@ fn run_inner(o: args::Options, t0: Instant) -> Result<()> {
         let on_gpu = r.engine == api::Engine::Gpu;
         let g = r.gradients;
         for (i, name) in grad_files.iter().enumerate() {
-            let t: Vec<f32> = g.tangent(i).iter().map(|&v| v as f32).collect();
+            let t = g.tangent_f32(i);
             write_file(
                 name,
                 &[&output::le_bytes(&t)],

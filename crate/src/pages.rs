@@ -9,6 +9,38 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
+/// A value of an output image or tangent plane: f32 or f64, stored from either (the GPU's f32
+/// read back, a kernel's f64 rounded to an f32 plane).
+pub trait Sample: Copy + Default + Send + Sync + 'static {
+    fn from_f32(v: f32) -> Self;
+    fn from_f64(v: f64) -> Self;
+    fn to_f64(self) -> f64;
+}
+
+impl Sample for f32 {
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl Sample for f64 {
+    fn from_f32(v: f32) -> Self {
+        v as f64
+    }
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
 /// Vectors of at least this many bytes are advised.
 pub const HUGE_MIN_BYTES: usize = 4 << 20;
 

@@ -151,8 +151,9 @@ class Simulator:
         With ``gradients=["rot_x", "cell_a", "distance", ...]`` (the parameters of
         :data:`GRADIENT_PARAMETERS`, MODEL §10 of the repository's docs) it returns
         ``(image, tangents)``: the image as float64 (its float32 rounding is the plain render)
-        and the derivatives ∂pixel/∂parameter as a float64 array (P, slow, fast), computed in
-        the same pass, on the simulator's ``backend`` as the plain render (:attr:`engine` says
+        and the derivatives ∂pixel/∂parameter as an array (P, slow, fast) in the precision they
+        were computed in (float64 from the f64 kernel, float32 from the f32 and GPU ones),
+        computed in the same pass, on the simulator's ``backend`` as the plain render (:attr:`engine` says
         where it ran). On the CPU with ``precision="f64"`` (the default) they are the f64
         tangent kernel's; with ``precision="f32"`` both come from the f32 terms and their f32
         derivatives (MODEL §10.5; the image then within ~1e-6 of the plain f32 render, the

@@ -305,7 +305,7 @@ impl PySession {
 
     /// The image (float64, (slow, fast)) at the setup with `extra` words moved by `offsets`
     /// ((name, offset) pairs), and its derivatives with respect to `names` there ((P, slow,
-    /// fast) float64), on the session's backend (the crate's `Session::gradients`); with the
+    /// fast), float64 from the f64 kernel, float32 from the f32 and GPU ones), on the session's backend (the crate's `Session::gradients`); with the
     /// engine that computed them ("cpu" or "gpu") and the notices.
     #[pyo3(signature = (extra, names, offsets=Vec::new()))]
     fn gradients<'py>(
@@ -314,7 +314,7 @@ impl PySession {
         extra: Vec<String>,
         names: Vec<String>,
         offsets: Vec<(String, f64)>,
-    ) -> PyResult<WithEngine<'py, PyArray3<f64>>> {
+    ) -> PyResult<WithEngine<'py, PyAny>> {
         let (params, offs) = params_and_offsets(py, &names, &offsets)?;
         let r = interruptible(py, |cancel| {
             self.lock().gradients(&extra, &params, &offs, cancel)
@@ -322,14 +322,20 @@ impl PySession {
         let g = r.gradients;
         let (s_, f_, n) = (g.spixels, g.fpixels, params.len());
         let img = g.image_f64.into_pyarray(py).reshape([s_, f_])?;
-        let t = Array3::from_shape_vec((n, s_, f_), g.tangents)
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-        Ok((
-            img,
-            t.into_pyarray(py),
-            r.engine.name().to_string(),
-            r.notices,
-        ))
+        let bad =
+            |e: numpy::ndarray::ShapeError| pyo3::exceptions::PyValueError::new_err(e.to_string());
+        // in the precision they were computed in: f64, or f32 (the f32 kernel, the GPU's)
+        let t = match g.tangents {
+            api::Planes::F64(v) => Array3::from_shape_vec((n, s_, f_), v)
+                .map_err(bad)?
+                .into_pyarray(py)
+                .into_any(),
+            api::Planes::F32(v) => Array3::from_shape_vec((n, s_, f_), v)
+                .map_err(bad)?
+                .into_pyarray(py)
+                .into_any(),
+        };
+        Ok((img, t, r.engine.name().to_string(), r.notices))
     }
 
     /// The vector–Jacobian product of `weights` ((slow, fast) float64) with respect to `names`

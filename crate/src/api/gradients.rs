@@ -16,6 +16,7 @@ pub use crate::refine::{Background, Fit, FitOptions, FitStep, Loss, Spot, SpotOp
 pub use crate::resolve::fitted::Fitted;
 pub use crate::resolve::tangent::Offset;
 pub use crate::tangent::Param;
+use std::borrow::Cow;
 use std::sync::atomic::AtomicBool;
 
 /// An image and its derivatives.
@@ -30,15 +31,92 @@ pub struct Gradients {
     /// The same image before the f32 rounding.
     pub image_f64: Vec<f64>,
     /// `params × pixels` (parameter-major, each image fast-major): ∂pixel/∂parameter per the
-    /// parameter's unit (`Param::unit`).
-    pub tangents: Vec<f64>,
+    /// parameter's unit (`Param::unit`), in the precision they were computed in.
+    pub tangents: Planes,
+}
+
+/// Tangent images as computed: f64 from the f64 tangent kernel, f32 from the f32 one and the
+/// GPU's (their terms carry f32 rounding; f32 planes halve the memory and the writes).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Planes {
+    F64(Vec<f64>),
+    F32(Vec<f32>),
+}
+
+impl Planes {
+    /// Values in all planes.
+    pub fn len(&self) -> usize {
+        match self {
+            Planes::F64(v) => v.len(),
+            Planes::F32(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True for f32 planes.
+    pub fn is_f32(&self) -> bool {
+        matches!(self, Planes::F32(_))
+    }
+
+    /// Value number `k` (parameter-major), as f64.
+    pub fn get(&self, k: usize) -> f64 {
+        match self {
+            Planes::F64(v) => v[k],
+            Planes::F32(v) => v[k] as f64,
+        }
+    }
+
+    /// Values `r` as f64 (borrowed where they are f64).
+    pub fn f64s(&self, r: std::ops::Range<usize>) -> Cow<'_, [f64]> {
+        match self {
+            Planes::F64(v) => Cow::Borrowed(&v[r]),
+            Planes::F32(v) => Cow::Owned(v[r].iter().map(|&x| x as f64).collect()),
+        }
+    }
+
+    /// Values `r` as f32 (borrowed where they are f32; f64 rounded).
+    pub fn f32s(&self, r: std::ops::Range<usize>) -> Cow<'_, [f32]> {
+        match self {
+            Planes::F64(v) => Cow::Owned(v[r].iter().map(|&x| x as f32).collect()),
+            Planes::F32(v) => Cow::Borrowed(&v[r]),
+        }
+    }
+
+    /// All values as f64.
+    pub fn into_f64(self) -> Vec<f64> {
+        match self {
+            Planes::F64(v) => v,
+            Planes::F32(v) => crate::pages::map_collect(&v, |x| x as f64),
+        }
+    }
+}
+
+impl From<Vec<f64>> for Planes {
+    fn from(v: Vec<f64>) -> Self {
+        Planes::F64(v)
+    }
+}
+
+impl From<Vec<f32>> for Planes {
+    fn from(v: Vec<f32>) -> Self {
+        Planes::F32(v)
+    }
 }
 
 impl Gradients {
-    /// The tangent image of parameter number `i`.
-    pub fn tangent(&self, i: usize) -> &[f64] {
+    /// The tangent image of parameter number `i`, as f64 (borrowed where the planes are f64).
+    pub fn tangent(&self, i: usize) -> Cow<'_, [f64]> {
         let n = self.fpixels * self.spixels;
-        &self.tangents[i * n..(i + 1) * n]
+        self.tangents.f64s(i * n..(i + 1) * n)
+    }
+
+    /// The tangent image of parameter number `i`, as f32 (borrowed where the planes are f32).
+    pub fn tangent_f32(&self, i: usize) -> Cow<'_, [f32]> {
+        let n = self.fpixels * self.spixels;
+        self.tangents.f32s(i * n..(i + 1) * n)
     }
 }
 
@@ -97,17 +175,35 @@ pub fn render_gradients_with(
     cpu::tangent::check_supported(prep.plan())?;
     let (moved, t) = crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
     let plan = &moved.plan;
-    let r = match precision {
-        Precision::F64 => cpu::tangent::render(plan, &t, progress, cancel)?,
-        Precision::F32 => cpu::tangent32::render(plan, &t, progress, cancel)?,
-    };
+    let (image, tangents) = cpu_tangents(plan, &t, precision, progress, cancel)?;
     Ok(Gradients {
         params: params.to_vec(),
         fpixels: plan.fpixels,
         spixels: plan.spixels,
-        image: crate::pages::map_collect(&r.image, |v| v as f32),
-        image_f64: r.image,
-        tangents: r.tangents,
+        image: crate::pages::map_collect(&image, |v| v as f32),
+        image_f64: image,
+        tangents,
+    })
+}
+
+/// The CPU tangent kernel of `precision` on `plan`: the image (f64) and the planes (f64, or f32
+/// from the f32 kernel).
+fn cpu_tangents(
+    plan: &crate::plan::Plan,
+    t: &crate::tangent::PlanTangent,
+    precision: Precision,
+    progress: &(dyn Fn(f32) + Sync),
+    cancel: &AtomicBool,
+) -> Result<(Vec<f64>, Planes)> {
+    Ok(match precision {
+        Precision::F64 => {
+            let r = cpu::tangent::render(plan, t, progress, cancel)?;
+            (r.image, r.tangents.into())
+        }
+        Precision::F32 => {
+            let r = cpu::tangent32::render(plan, t, progress, cancel)?;
+            (r.image, r.tangents.into())
+        }
     })
 }
 
@@ -305,7 +401,7 @@ impl Renderer {
                             spixels: moved.plan.spixels,
                             image_f64: crate::pages::map_collect(&image, |v| v as f64),
                             image,
-                            tangents,
+                            tangents: tangents.into(),
                         },
                         engine: Engine::Gpu,
                         notices,
@@ -321,18 +417,17 @@ impl Renderer {
             }
         }
         let plan = &moved.plan;
-        let r = cpu::with_threads(self.threads(), || match precision {
-            Precision::F64 => cpu::tangent::render(plan, &t, progress, cancel),
-            Precision::F32 => cpu::tangent32::render(plan, &t, progress, cancel),
+        let (image, tangents) = cpu::with_threads(self.threads(), || {
+            cpu_tangents(plan, &t, precision, progress, cancel)
         })?;
         Ok(RenderedGradients {
             gradients: Gradients {
                 params: params.to_vec(),
                 fpixels: plan.fpixels,
                 spixels: plan.spixels,
-                image: crate::pages::map_collect(&r.image, |v| v as f32),
-                image_f64: r.image,
-                tangents: r.tangents,
+                image: crate::pages::map_collect(&image, |v| v as f32),
+                image_f64: image,
+                tangents,
             },
             engine: Engine::Cpu,
             notices,
@@ -421,7 +516,8 @@ impl Renderer {
     }
 
     /// The GPU tangent kernel on `plan`, its exact-Bragg pixels from the f64 tangent kernel:
-    /// the image (checked finite) and the tangents (f64, parameter-major).
+    /// the image (checked finite) and the tangents (f32 as the kernel computes them,
+    /// parameter-major).
     #[cfg(feature = "gpu")]
     async fn gpu_tangents(
         &mut self,
@@ -429,10 +525,10 @@ impl Renderer {
         t: &crate::tangent::PlanTangent,
         progress: &(dyn Fn(f32) + Sync),
         cancel: &AtomicBool,
-    ) -> Result<(Vec<f32>, Vec<f64>)> {
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
         let gpu = self.gpu_renderer().await?;
         let out = gpu
-            .render_tangents_f64(plan, t, &mut |p| progress(p), cancel)
+            .render_tangents(plan, t, &mut |p| progress(p), cancel)
             .await;
         let r = match out {
             Ok(r) => r,
@@ -505,7 +601,7 @@ impl Renderer {
         _t: &crate::tangent::PlanTangent,
         _progress: &(dyn Fn(f32) + Sync),
         _cancel: &AtomicBool,
-    ) -> Result<(Vec<f32>, Vec<f64>)> {
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
         Err(crate::error::Error::gpu(
             "-backend gpu: this nanobragg was built without the gpu feature",
         ))

@@ -18,6 +18,7 @@
 
 use super::first_rendered_pixel;
 use crate::error::{Error, Result};
+use crate::pages::Sample;
 use crate::plan::{Interpolation, Plan, Shape};
 use crate::tangent::PlanTangent;
 use crate::terms::{
@@ -237,14 +238,15 @@ pub(super) trait Kernel: Sync {
         out: &mut [f64],
     ) -> (f64, bool);
     /// A whole row `s` at once (values into `row`, tangents into `trow`: parameter j's row
-    /// into `trow[j]`; the pixels it does not render are 0), for
+    /// into `trow[j]`, f64 for the VJP's sums or the planes' type; the pixels
+    /// it does not render are 0), for
     /// the kernels with a row path (`tangent_row32.rs`); false when the row is left to
     /// [`Kernel::pixel`]. Plans with tricubic interpolation never take it.
-    fn row(
+    fn row<T: Sample>(
         &self,
         _s: usize,
         _row: &mut [f64],
-        _trow: &mut [&mut [f64]],
+        _trow: &mut [&mut [T]],
         _first: Option<usize>,
         _sc: &mut Self::Scratch,
     ) -> bool {
@@ -516,11 +518,12 @@ pub(super) fn pixel(
     (val, triggered)
 }
 
-/// The image (f64 values: `as f32` they are the f64 kernel's image to the bit) and its tangents.
-pub struct TangentImages {
+/// The image (f64 values: `as f32` they are the f64 kernel's image to the bit) and its tangents
+/// (f64 from the f64 kernel, f32 from the f32 one).
+pub struct TangentImages<T = f64> {
     pub image: Vec<f64>,
     /// `params × pixels`, parameter-major.
-    pub tangents: Vec<f64>,
+    pub tangents: Vec<T>,
 }
 
 /// Render the image and one tangent image per parameter of `t` (rayon over rows). `progress`
@@ -536,32 +539,33 @@ pub fn render(
 }
 
 /// [`render`]'s driver for any [`Kernel`] (rayon over rows; the raster-order tricubic
-/// switch-off: a second pass after the first pixel that triggered it).
-pub(super) fn render_with<K: Kernel>(
+/// switch-off: a second pass after the first pixel that triggered it), the planes in `T` (f64,
+/// or f32 for the f32 kernel: what it computes, at half the memory).
+pub(super) fn render_with<K: Kernel, T: Sample>(
     p: &Plan,
     t: &PlanTangent,
     c: &K,
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
-) -> Result<TangentImages> {
+) -> Result<TangentImages<T>> {
     let np = t.deltas.len();
     let (fp, sp) = (p.fpixels, p.spixels);
     let npx = fp * sp;
     let first = first_rendered_pixel(p);
     let interp = p.interpolation == Interpolation::Tricubic;
     let mut image = vec![0f64; npx];
-    // parameter-major planes, written row by row: a row path's tangents come parameter-major
-    // (one copy per plane row), the per-pixel kernel's are scattered into the planes' rows
-    let mut tangents = crate::pages::zeroed::<f64>(npx * np);
+    // parameter-major planes, written row by row: a row path writes its planes' rows itself,
+    // the per-pixel kernel's tangents are scattered into them
+    let mut tangents = crate::pages::zeroed::<T>(npx * np);
     let mut flags = vec![false; npx];
     let rows_done = AtomicUsize::new(0);
     let total_rows = if interp { 2 * sp } else { sp };
     let pass = |image: &mut [f64],
-                tangents: &mut [f64],
+                tangents: &mut [T],
                 flags: &mut [bool],
                 after: Option<usize>,
                 on: bool| {
-        let mut planes: Vec<Vec<&mut [f64]>> = (0..sp).map(|_| Vec::with_capacity(np)).collect();
+        let mut planes: Vec<Vec<&mut [T]>> = (0..sp).map(|_| Vec::with_capacity(np)).collect();
         for plane in tangents.chunks_mut(npx.max(1)) {
             for (s, r) in plane.chunks_mut(fp).enumerate() {
                 planes[s].push(r);
@@ -590,7 +594,7 @@ pub(super) fn render_with<K: Kernel>(
                             row[f] = v;
                             frow[f] = trig;
                             for (pl, &o) in prow.iter_mut().zip(out.iter()) {
-                                pl[f] = o;
+                                pl[f] = T::from_f64(o);
                             }
                         }
                     }
@@ -614,11 +618,11 @@ pub(super) fn render_with<K: Kernel>(
 /// The pixels of a GPU render under the exact-Bragg rule (`plan::ExactFixup`, as
 /// `cpu::apply_exact_fixup` for images): their values and tangents from this kernel (f64),
 /// written into the GPU's `image` and parameter-major `tangents`.
-pub fn apply_exact_fixup(
+pub fn apply_exact_fixup<T: Sample>(
     p: &Plan,
     t: &PlanTangent,
     image: &mut [f32],
-    tangents: &mut [f64],
+    tangents: &mut [T],
     fixup: &crate::plan::ExactFixup,
 ) {
     if fixup.pixels.is_empty() {
@@ -636,7 +640,7 @@ pub fn apply_exact_fixup(
         let (v, _) = pixel(&c, f, s, first, interp, &mut sc, &mut out);
         image[i] = v as f32;
         for (j, &o) in out.iter().enumerate() {
-            tangents[j * npx + i] = o;
+            tangents[j * npx + i] = T::from_f64(o);
         }
     }
 }
@@ -832,7 +836,7 @@ pub(super) fn vjp_with<K: Kernel>(
     let np = t.deltas.len();
     let npx = p.pixel_count();
     if p.interpolation == Interpolation::Tricubic {
-        let r = render_with(p, t, c, &|_| {}, cancel)?;
+        let r = render_with::<K, f64>(p, t, c, &|_| {}, cancel)?;
         let g = (0..np)
             .map(|j| {
                 r.tangents[j * npx..(j + 1) * npx]

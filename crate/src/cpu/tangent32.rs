@@ -17,6 +17,7 @@
 
 use super::tangent::{add_forms, add_h, check_supported, dpos, OriForm, TangentImages};
 use crate::error::Result;
+use crate::pages::Sample;
 use crate::plan::{Plan, Shape};
 use crate::tangent::PlanTangent;
 use crate::terms::{
@@ -409,14 +410,15 @@ fn pixel32(
 }
 
 /// Render the image and one tangent image per parameter of `t` with the f32 terms (the driver of
-/// `tangent::render`: rayon over rows, the raster-order tricubic switch-off). `progress` gets the
+/// `tangent::render`: rayon over rows, the raster-order tricubic switch-off), the tangent planes
+/// in f32 (what the f32 terms carry, at half the memory of f64 planes). `progress` gets the
 /// fraction of rows done; `cancel` is read before each row.
 pub fn render(
     p: &Plan,
     t: &PlanTangent,
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
-) -> Result<TangentImages> {
+) -> Result<TangentImages<f32>> {
     render_with_rows(p, t, true, progress, cancel)
 }
 
@@ -428,7 +430,7 @@ pub fn render_with_rows(
     rows: bool,
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
-) -> Result<TangentImages> {
+) -> Result<TangentImages<f32>> {
     check_supported(p)?;
     let mut c = Ctx32::new(p, t);
     if !rows {
@@ -466,11 +468,11 @@ impl super::tangent::Kernel for Ctx32<'_> {
     ) -> (f64, bool) {
         pixel(self, f, s, first, interpolate, sc, out)
     }
-    fn row(
+    fn row<T: Sample>(
         &self,
         s: usize,
         row: &mut [f64],
-        trow: &mut [&mut [f64]],
+        trow: &mut [&mut [T]],
         first: Option<usize>,
         sc: &mut Scratch,
     ) -> bool {
@@ -489,18 +491,18 @@ impl super::tangent::Kernel for Ctx32<'_> {
 }
 
 /// Row `s` on the row path: blocks of [`tangent_row32::BLOCK`] pixels, the tangents
-/// into `trow` (parameter j's row at `trow[j]`); the pixels it
+/// into `trow` (parameter j's row at `trow[j]`, f64 or f32); the pixels it
 /// flags (exact-Bragg rule) and the pixel of the run's first φ sequence through [`pixel`];
 /// pixels the plan does not render are 0.
 ///
 /// [`tangent_row32::BLOCK`]: super::tangent_row32::BLOCK
 #[allow(clippy::too_many_arguments)]
-fn row_path(
+fn row_path<T: Sample>(
     c: &Ctx32,
     rc: &super::tangent_row32::RowCtx,
     s: usize,
     row: &mut [f64],
-    trow: &mut [&mut [f64]],
+    trow: &mut [&mut [T]],
     first: Option<usize>,
     sc: &mut Scratch,
     rs: &mut super::tangent_row32::RowScratch,
@@ -514,20 +516,25 @@ fn row_path(
     let mut f0 = 0;
     while f0 < fp {
         let len = BLOCK.min(fp - f0);
-        rc.block(s, f0, len, &mut row[f0..f0 + len], trow, &mut exact, rs);
+        rc.block(s, f0, len, &mut row[f0..f0 + len], &mut exact, rs);
+        for (j, t) in trow.iter_mut().enumerate() {
+            for (d, &v) in t[f0..f0 + len].iter_mut().zip(rs.tangent(j)) {
+                *d = T::from_f64(v);
+            }
+        }
         for j in 0..len {
             let f = f0 + j;
             let idx = s * fp + f;
             if !p.renders(f, s) {
                 row[f] = 0.0;
                 for t in trow.iter_mut() {
-                    t[f] = 0.0;
+                    t[f] = T::default();
                 }
             } else if exact[j] || Some(idx) == first {
                 out.resize(np, 0.0);
                 row[f] = pixel(c, f, s, Some(idx) == first, false, sc, &mut out).0;
                 for (t, &o) in trow.iter_mut().zip(out.iter()) {
-                    t[f] = o;
+                    t[f] = T::from_f64(o);
                 }
             }
         }
@@ -580,7 +587,10 @@ mod tests {
         let i = s * plan.fpixels + f;
         assert!(r64.image[i] > 0.0);
         assert_eq!(r32.image[i].to_bits(), r64.image[i].to_bits());
-        assert_eq!(r32.tangents[i].to_bits(), r64.tangents[i].to_bits());
+        assert_eq!(
+            r32.tangents[i].to_bits(),
+            (r64.tangents[i] as f32).to_bits()
+        );
         // elsewhere the f32 terms: close, not the same bits
         let differ = (0..r32.image.len())
             .filter(|&j| r32.image[j].to_bits() != r64.image[j].to_bits())

@@ -101,20 +101,19 @@ impl<'a> RowCtx<'a> {
         })
     }
 
-    /// Renders pixels `f0..f0+len` (`len` ≤ [`BLOCK`]) of row `s`: values into `vals`, tangents
-    /// into `tans` (parameter j's row at `tans[j]`, pixels `f0..f0+len`), `exact[j]` set for pixels the caller must
-    /// render with the scalar kernel (exact-Bragg rule).
+    /// Renders pixels `f0..f0+len` (`len` ≤ [`BLOCK`]) of row `s`: values into `vals`, the
+    /// tangents into the scratch (parameter j's at [`RowScratch::tangent`]), `exact[j]` set for
+    /// pixels the caller must render with the scalar kernel (exact-Bragg rule).
     pub fn block(
         &self,
         s: usize,
         f0: usize,
         len: usize,
         vals: &mut [f64],
-        tans: &mut [&mut [f64]],
         exact: &mut [bool],
         sc: &mut RowScratch,
     ) {
-        (self.block)(self, s, f0, len, vals, tans, exact, sc)
+        (self.block)(self, s, f0, len, vals, exact, sc)
     }
 
     pub fn scratch(&self) -> RowScratch {
@@ -141,17 +140,24 @@ pub struct RowScratch {
     dd: Vec<f64>,
 }
 
-type BlockFn =
-    fn(&RowCtx, usize, usize, usize, &mut [f64], &mut [&mut [f64]], &mut [bool], &mut RowScratch);
+impl RowScratch {
+    /// Parameter `j`'s tangents of the last block's pixels ([`BLOCK`] values, the block's
+    /// length of them set).
+    pub fn tangent(&self, j: usize) -> &[f64] {
+        &self.di[j * BLOCK..(j + 1) * BLOCK]
+    }
+}
+
+type BlockFn = fn(&RowCtx, usize, usize, usize, &mut [f64], &mut [bool], &mut RowScratch);
 
 avx2_versions!(
     /// The tangent row-block kernel for this CPU.
-    fn select => block_body::<true>(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [&mut [f64]], exact_out: &mut [bool], sc: &mut RowScratch)
+    fn select => block_body::<true>(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], exact_out: &mut [bool], sc: &mut RowScratch)
 );
 avx2_versions!(
     /// The tangent row-block kernel for this CPU, for plans where no parameter moves N (the
     /// lattice factor's d/dN left out).
-    fn select_without_n => block_body::<false>(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], tans: &mut [&mut [f64]], exact_out: &mut [bool], sc: &mut RowScratch)
+    fn select_without_n => block_body::<false>(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], exact_out: &mut [bool], sc: &mut RowScratch)
 );
 
 #[inline(always)]
@@ -162,7 +168,6 @@ fn block_body<const DN: bool>(
     f0: usize,
     len: usize,
     vals: &mut [f64],
-    tans: &mut [&mut [f64]],
     exact_out: &mut [bool],
     sc: &mut RowScratch,
 ) {
@@ -500,8 +505,8 @@ fn block_body<const DN: bool>(
             }
         }
     }
-    // the pixels' values; then each parameter's tangents (pixel-inner: vectorised), written
-    // parameter-major
+    // the pixels' values; then each parameter's tangents (pixel-inner: vectorised), left in
+    // the scratch by parameter for the caller
     let inv_steps = 1.0 / p.steps as f64;
     let mut base = [0.0f64; BLOCK];
     // a: d value / d (the pixel's term sum), b: d value / d (r_e² fluence)
@@ -565,7 +570,6 @@ fn block_body<const DN: bool>(
                         + capture[j] * polar[j] * dom[j]);
             }
         }
-        tans[jp][f0..f0 + len].copy_from_slice(&di[..len]);
     }
 }
 

@@ -24,6 +24,7 @@ use std::mem::MaybeUninit;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::pages::Sample;
 
 /// The environment variable that picks the read-back strategy: `plain`, `parallel`,
 /// `chunked` or `chunked:N` (2 ≤ N ≤ 64), each optionally followed by `+huge`.
@@ -131,35 +132,18 @@ impl Readback {
     }
 }
 
-/// A value read back as f32 and stored as `Self` (f32, or f64 for the tangent images).
-pub trait Widen: Copy + Send + Sync + 'static {
-    fn widen(v: f32) -> Self;
-}
-
-impl Widen for f32 {
-    fn widen(v: f32) -> Self {
-        v
-    }
-}
-
-impl Widen for f64 {
-    fn widen(v: f32) -> Self {
-        v as f64
-    }
-}
-
 /// Below this many values a copy is not split over threads.
 const PAR_MIN: usize = 1 << 16;
 
-fn copy_seq<T: Widen>(dst: &mut [MaybeUninit<T>], src: &[f32]) {
+fn copy_seq<T: Sample>(dst: &mut [MaybeUninit<T>], src: &[f32]) {
     for (d, &s) in dst.iter_mut().zip(src) {
-        d.write(T::widen(s));
+        d.write(T::from_f32(s));
     }
 }
 
 /// `dst[i] = src[i]` (widened), on one thread or split over rayon's threads in pieces of at
 /// least [`PAR_MIN`] values.
-pub fn copy_into<T: Widen>(dst: &mut [MaybeUninit<T>], src: &[f32], parallel: bool) {
+pub fn copy_into<T: Sample>(dst: &mut [MaybeUninit<T>], src: &[f32], parallel: bool) {
     assert_eq!(dst.len(), src.len(), "read-back copy of unequal lengths");
     if parallel && src.len() >= 2 * PAR_MIN {
         let pieces = (rayon::current_num_threads() * 4).max(1);
@@ -213,7 +197,7 @@ pub struct Sink<'a, T> {
     pub tail: &'a mut [MaybeUninit<T>],
 }
 
-impl<T: Widen> Sink<'_, T> {
+impl<T: Sample> Sink<'_, T> {
     fn len(&self) -> usize {
         self.head.len() + self.tail.len()
     }
@@ -299,7 +283,7 @@ pub async fn read(
     queue: &wgpu::Queue,
     src: &wgpu::Buffer,
     staging: &Staging,
-    sink: &mut Sink<'_, impl Widen>,
+    sink: &mut Sink<'_, impl Sample>,
     mode: Readback,
 ) -> Result<ReadTimes> {
     let values = sink.len();

@@ -23,10 +23,11 @@ use super::layout::{
     self, Chunk, GpuPanel, GpuSource, GpuTerm, Params, ReduceParams, TanParams, FLAGS_HEADER_WORDS,
     NO_PIXEL,
 };
-use super::readback::{self, Fresh, Readback, Sink, Staging, Widen};
+use super::readback::{self, Fresh, Readback, Sink, Staging};
 use super::selftest;
 use super::shaders;
 use crate::error::{Error, Result};
+use crate::pages::Sample;
 use crate::plan::{ExactFixup, Plan};
 
 /// Wall-clock seconds spent in each phase of the last render (see `context::Clock`).
@@ -614,7 +615,7 @@ impl GpuRenderer {
     /// image, returned, and the planes after it, written into `out_planes` (`read_planes - 1`
     /// planes; the others stay in the output buffer, for [`Self::reduce_tangent_planes`]). The
     /// pixels under the exact-Bragg rule are reported as for [`Self::render`].
-    pub(super) async fn render_pass<T: Widen>(
+    pub(super) async fn render_pass<T: Sample>(
         &mut self,
         plan: &Plan,
         tan: Option<&TangentPass>,

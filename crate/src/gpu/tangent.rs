@@ -32,9 +32,10 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::AtomicBool;
 
 use super::layout::{self, MAX_TAN_PARAMS, NO_PIXEL};
-use super::readback::{Fresh, Widen};
+use super::readback::Fresh;
 use super::renderer::{GpuRenderer, TangentPass};
 use crate::error::{Error, Result};
+use crate::pages::Sample;
 use crate::plan::Plan;
 use crate::tangent::PlanTangent;
 
@@ -128,7 +129,7 @@ impl GpuRenderer {
         self.render_tangents_as(plan, t, progress, cancel).await
     }
 
-    async fn render_tangents_as<T: Widen>(
+    async fn render_tangents_as<T: Sample>(
         &mut self,
         plan: &Plan,
         t: &PlanTangent,
