@@ -5,6 +5,9 @@
 //! float image -> statistics (`stats`) and output files (`output`, `io`). `api` ties these
 //! together for the CLI (`cli`), the wasm bindings and the tests. See docs/ARCHITECTURE.md.
 
+// first: its `simd_versions!` macro is used by the kernels' modules below
+#[macro_use]
+pub mod simd;
 pub mod api;
 pub mod args;
 pub mod cfmt;

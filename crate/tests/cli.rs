@@ -356,3 +356,78 @@ fn backend_gpu_matches_upstream() {
         c.sum_ratio
     );
 }
+
+/// The CPU kernels compiled per vector level (`simd`: none, AVX2, AVX-512) give the same bits:
+/// the f32 image (row path, with mosaic domains, divergence and dispersion), the f64 image, the
+/// f32 tangent images and structure factors computed from an atomic model, each with
+/// `NANOBRAGG_SIMD` capping the level (a level the CPU lacks runs as its widest). A value that
+/// is not a level is refused naming the variable, before anything is written.
+#[test]
+fn every_vector_level_gives_the_same_bits() {
+    let model = repo_root().join("tests/fixtures/models/4hhh_frag.pdb");
+    let runs = [
+        (
+            "f32",
+            "-cell 70 80 90 85 95 105 -misset 10 5 3 -lambda 1.5 -N 10 -default_F 100 -distance 100 \
+             -detpixels 48 -pixel 0.4 -mosaic 0.5 -mosaic_dom 4 -hdivrange 0.5 -divsteps 2 \
+             -dispersion 0.2 -dispsteps 2 -precision f32 -backend cpu -floatfile out.bin \
+             -gradients rot_x,cell_a,distance,n_cells,lambda -gradfile g"
+                .to_string(),
+        ),
+        (
+            "f64",
+            format!("{BASE} -misset 10 5 3 -mosaic 0.3 -mosaic_dom 3 -floatfile out.bin"),
+        ),
+        (
+            "model",
+            format!(
+                "-pdb {} -lambda 1 -N 3 -distance 80 -detpixels 32 -pixel 0.4 -dmin 4 -precision f32 \
+                 -backend cpu -floatfile out.bin -nonoise -nopgm",
+                model.display()
+            ),
+        ),
+    ];
+    let run = |dir: &Path, level: &str, args: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_nanobragg"))
+            .args(words(args))
+            .current_dir(dir)
+            .env("NANOBRAGG_SIMD", level)
+            .output()
+            .unwrap()
+    };
+    for (name, args) in &runs {
+        let mut outputs: Vec<(String, Vec<Vec<u8>>)> = Vec::new();
+        for level in ["none", "avx2", "avx512"] {
+            let dir = scratch(&format!("simd_{name}_{level}"));
+            let out = run(&dir, level, args);
+            assert!(
+                out.status.success(),
+                "{name} {level}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let mut files: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+                .collect();
+            files.sort();
+            assert!(!files.is_empty(), "{name} {level}: no output");
+            outputs.push((
+                level.to_string(),
+                files.iter().map(|p| std::fs::read(p).unwrap()).collect(),
+            ));
+        }
+        for (level, files) in &outputs[1..] {
+            assert!(files == &outputs[0].1, "{name}: {level} differs from none");
+        }
+    }
+    let dir = scratch("simd_bad");
+    let out = run(&dir, "avx-512", BASE);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("NANOBRAGG_SIMD") && !err.contains("panicked"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "files written");
+}

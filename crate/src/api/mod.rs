@@ -51,6 +51,8 @@ pub fn prepare(words: &[String], files: &dyn FileSource) -> Result<Prepared> {
 }
 
 pub fn prepare_options(opts: &Options, files: &dyn FileSource) -> Result<Prepared> {
+    // a mistyped NANOBRAGG_SIMD is refused before anything renders
+    crate::simd::setting()?;
     Ok(Prepared {
         setup: resolve(opts, files)?,
     })

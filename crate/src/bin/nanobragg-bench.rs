@@ -225,7 +225,8 @@ fn main() {
         .map(|n| n.get())
         .unwrap_or(1);
     println!(
-        "nanobragg-bench: {threads} threads, render only (prepare excluded), median of {reps}"
+        "nanobragg-bench: {threads} threads, vector level {}, render only (prepare excluded), median of {reps}",
+        nanobragg::simd::level().name()
     );
     let baseline = std::env::var_os("NANOBRAGG_BASELINE").map(std::path::PathBuf::from);
     if let Some(b) = &baseline {
@@ -393,11 +394,10 @@ fn main() {
 /// `--gradients`: the cost of the tangents of 10 parameters against the image alone.
 fn gradients(cases: &[String], reps: usize, precision: Precision, params: &[api::Param]) {
     let names: Vec<&str> = params.iter().map(|p| p.name()).collect();
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let threads = rayon::current_num_threads();
     println!(
-        "nanobragg-bench --gradients: {precision:?}, {threads} threads, median of {reps}, interleaved; parameters {}",
+        "nanobragg-bench --gradients: {precision:?}, {threads} threads, vector level {}, median of {reps}, interleaved; parameters {}",
+        nanobragg::simd::level().name(),
         names.join(",")
     );
     println!(

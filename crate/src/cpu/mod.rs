@@ -2,37 +2,6 @@
 //! and upstream's raster-order semantics for the two pieces of sequential state (MODEL §9.6):
 //! the first phi sequence of the run (stale-phi rule) and the global tricubic switch-off.
 
-/// `fn $select() -> fn(..)`: `$body` compiled twice, as is and with AVX2 enabled (so its loops
-/// vectorise 4 × f64 / 8 × f32 wide), choosing at run time by CPU feature detection. On other
-/// targets (wasm32 with simd128) the plain version is used.
-macro_rules! avx2_versions {
-    ($(#[$m:meta])* $vis:vis fn $select:ident => $body:ident $(::<$gen:tt>)? ($($arg:ident: $ty:ty),*) $(-> $ret:ty)?) => {
-        $(#[$m])*
-        $vis fn $select() -> fn($($ty),*) $(-> $ret)? {
-            fn plain($($arg: $ty),*) $(-> $ret)? {
-                $body$(::<$gen>)?($($arg),*)
-            }
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2")]
-            unsafe fn avx2_inner($($arg: $ty),*) $(-> $ret)? {
-                $body$(::<$gen>)?($($arg),*)
-            }
-            #[cfg(target_arch = "x86_64")]
-            fn avx2($($arg: $ty),*) $(-> $ret)? {
-                // SAFETY: only returned when the CPU reports AVX2 (below)
-                unsafe { avx2_inner($($arg),*) }
-            }
-            #[cfg(target_arch = "x86_64")]
-            {
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    return avx2;
-                }
-            }
-            plain
-        }
-    };
-}
-
 pub mod pixel;
 pub mod pixel32;
 pub mod pixel64;

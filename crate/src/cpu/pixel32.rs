@@ -289,7 +289,7 @@ fn phase1_body(
     exact
 }
 
-avx2_versions!(
+simd_versions!(
     fn select_phase1 => phase1_body(
         fc: &FastCtx,
         soa: &OrientationsSoa,

@@ -1,6 +1,6 @@
 //! The fast kernel's main path: blocks of pixels along a row, with the loops turned inside out
-//! so that the innermost loop runs over pixels (branch-free, vectorised; AVX2 when the CPU has
-//! it). Same terms (`terms.rs`: `lattice_square`, `polarization`, `solid_angle`,
+//! so that the innermost loop runs over pixels (branch-free, vectorised; AVX2 or AVX-512 when the CPU
+//! has it, `simd`). Same terms (`terms.rs`: `lattice_square`, `polarization`, `solid_angle`,
 //! `capture_fraction`, `f_nearest`), factor semantics and rules as `pixel32`; used for the square
 //! lattice without the running-sum flags, curved detector or tricubic lookups. Pixels under the
 //! exact-Bragg rule are flagged for the f64 kernel; the pixel holding the run's first phi
@@ -31,7 +31,7 @@ pub fn applies(p: &Plan) -> bool {
 pub type BlockFn =
     fn(&FastCtx, &Panel, usize, usize, usize, &mut [f32], &mut [bool], &Poll) -> bool;
 
-avx2_versions!(
+simd_versions!(
     /// The row-block kernel for this CPU.
     pub fn select => block_body(fc: &FastCtx, pan: &Panel, s: usize, f0: usize, len: usize, out: &mut [f32], exact_out: &mut [bool], poll: &Poll) -> bool
 );

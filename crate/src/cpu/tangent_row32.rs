@@ -1,6 +1,6 @@
 //! The f32 tangent kernel's row path (MODEL §10.5): the image and its tangents for blocks of
 //! pixels along a row, with the loops turned inside out as in `row32.rs` (orientations outside,
-//! pixels inside: branch-free and vectorised, AVX2 when the CPU has it). Same terms and partials
+//! pixels inside: branch-free and vectorised, AVX2 or AVX-512 when the CPU has it, `simd`). Same terms and partials
 //! as `tangent32.rs` (`lattice_square_d`, `polarization_d`, `solid_angle_d`,
 //! `capture_fraction_d`, `f_nearest`), the chain pixel → direction → q → Miller index in f64 and
 //! the sums in f64; for the plans `row32` takes (square lattice, nearest structure factors, no
@@ -150,11 +150,11 @@ impl RowScratch {
 
 type BlockFn = fn(&RowCtx, usize, usize, usize, &mut [f64], &mut [bool], &mut RowScratch);
 
-avx2_versions!(
+simd_versions!(
     /// The tangent row-block kernel for this CPU.
     fn select => block_body::<true>(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], exact_out: &mut [bool], sc: &mut RowScratch)
 );
-avx2_versions!(
+simd_versions!(
     /// The tangent row-block kernel for this CPU, for plans where no parameter moves N (the
     /// lattice factor's d/dN left out).
     fn select_without_n => block_body::<false>(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], exact_out: &mut [bool], sc: &mut RowScratch)

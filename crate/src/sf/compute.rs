@@ -282,7 +282,7 @@ type WalkFn = fn(
     &mut [f64],
 );
 
-avx2_versions!(
+simd_versions!(
     fn walk_fn => walk_body(er: &mut [f64], ei: &mut [f64], rr: &mut [f64], ri: &mut [f64], c: &[f64], steps: usize, skip: usize, out_re: &mut [f64], out_im: &mut [f64])
 );
 
