@@ -203,8 +203,9 @@ fn selftest(@builtin(global_invocation_id) gid: vec3<u32>) {
             r = vec4<f32>(sincg_delta_d(a.x, a.y, a.z), sinc3_pi_d_over_x(a.w));
         }
         case OP_LATTICE_SQUARE_D: {
-            // deltas a.xyz, nearest integers b.xyz, N c.xyz, part d.w
-            r = lattice_part(lattice_square_d(a.xyz, b.xyz, c.xyz), d.w);
+            // deltas a.xyz, nearest integers b.xyz, N c.xyz, part d.w; d.z = 1: without d/dN
+            // (lattice_square_d_with)
+            r = lattice_part(lattice_square_d_with(a.xyz, b.xyz, c.xyz, d.z == 0.0), d.w);
         }
         case OP_LATTICE_ROUND_D: {
             // deltas a.xyz, fudge a.w, N c.xyz, part d.w

@@ -60,7 +60,8 @@ struct TanParams {
     count: u32,
     // entries of one block of `terms` (the image's terms; term block b starts at block * (1 + b))
     block: u32,
-    _pad0: u32,
+    // 1 when a parameter of this pass moves N (the lattice factor's d/dN is formed), else 0
+    any_n: u32,
     _pad1: u32,
     params: array<TanParam, 24>,
 }
@@ -286,7 +287,7 @@ fn tangent(@builtin(global_invocation_id) gid: vec3<u32>) {
                         var zero = false;
                         if P.shape == SHAPE_SQUARE {
                             exact_bragg = exact_bragg | ((P.na > 1.0) & is_exact_bragg(dh, h0)) | ((P.nb > 1.0) & is_exact_bragg(dk, k0)) | ((P.nc > 1.0) & is_exact_bragg(dl, l0));
-                            let ld = lattice_square_d(delta, vec3<f32>(h0, k0, l0), nvec);
+                            let ld = lattice_square_d_with(delta, vec3<f32>(h0, k0, l0), nvec, TP.any_n != 0u);
                             f_latt = ld.v;
                             fl_hkl = ld.d_hkl;
                             fl_n = ld.d_n;

@@ -996,7 +996,7 @@ fn grating_and_lattice_derivatives_match_rust_twins() {
     assert_eq!(out[0][1], 0.0, "exact Bragg: d/dδ = 0");
     assert_eq!(out[0][2], 1.0, "h = 0: d/dN = 1");
 
-    // lattice_square_d and lattice_round_d, both parts
+    // lattice_square_d and lattice_round_d, both parts; lattice_square_d_with without d/dN
     let mut sq = Vec::new();
     for (na, nb, nc) in [
         (5.0f32, 5.0, 5.0),
@@ -1032,10 +1032,11 @@ fn grating_and_lattice_derivatives_match_rust_twins() {
         Worst::new("lattice_round_d value", 24, 0.0),
         Worst::new("lattice_round_d", 24, 0.0),
     ];
-    for part in [0.0f32, 1.0] {
+    for (part, without_n) in [(0.0f32, false), (1.0, false), (0.0, true), (1.0, true)] {
+        let flag = if without_n { 1.0 } else { 0.0 };
         let inputs: Vec<_> = sq
             .iter()
-            .map(|x| v4(x[0], x[1], x[2], [0.0, 0.0, 0.0, part]))
+            .map(|x| v4(x[0], x[1], x[2], [0.0, 0.0, flag, part]))
             .collect();
         let out_sq = c.run(Op::LatticeSquareD, &inputs);
         let out_round = c.run(Op::LatticeRoundD, &inputs);
@@ -1045,8 +1046,15 @@ fn grating_and_lattice_derivatives_match_rust_twins() {
             let n = [x[2][0], x[2][1], x[2][2]];
             let fudge = x[0][3];
             let nabc = n[0] * n[1] * n[2];
-            let what = format!("{x:?} part {part}");
-            let (v, dd, dn) = terms::lattice_square_d(d, m, n);
+            let what = format!("{x:?} part {part} without d/dN {without_n}");
+            let (v, dd, dn) = if without_n {
+                terms::lattice_square_d_with::<false>(d, m, n)
+            } else {
+                terms::lattice_square_d(d, m, n)
+            };
+            if without_n && part == 1.0 {
+                assert_eq!(s[1..], [0.0; 3], "{what}: d/dN left out");
+            }
             // floors: 1e-6 of each partial's scale (the N-partial of an axis grows like h/δ)
             let sd: f32 = (0..3)
                 .map(|a| {

@@ -20,6 +20,7 @@
 // with respect to its own inputs, in this order:
 //   sincg_delta_d(d, n, m)               -> vec3(value, d/dδ, d/dN); m = nearest integer (h = m + δ)
 //   lattice_square_d(d, m, n: vec3)      -> LatticeD(v, d_hkl = dF/dδ, d_n = dF/dN)
+//   lattice_square_d_with(d, m, n, with_n) the same, d_n left 0 where with_n is false
 //   lattice_round_d(d, n: vec3, fudge)   -> LatticeD(v, d_hkl = dF/dδ, d_n = dF/dN)
 //   shape_r2_d(d, a*, b*, c*, n: vec3)   -> ShapeR2D(r2, d_hkl = dr2/dδ, d_n = dr2/dN,
 //                                            d_star = mat3x3 columns dr2/da*, dr2/db*, dr2/dc*)
@@ -144,7 +145,8 @@ struct GratingD {
     d: vec3<f32>,
 }
 
-fn grating_d(d: f32, n: f32, m: f32) -> GratingD {
+// with_n false leaves d/dN out (0): terms.rs grating_d::<DN>.
+fn grating_d(d: f32, n: f32, m: f32, with_n: bool) -> GratingD {
     let x = n * d;
     let r = x - round_even(x);
     let small = abs(x) < GRATING_SMALL;
@@ -172,7 +174,9 @@ fn grating_d(d: f32, n: f32, m: f32) -> GratingD {
     let t_1 = sinc3_series(3.1415927 * d);
     let dd = 3.1415927 * (n * (3.1415927 * d) * (1.0 / 3.0)) * (s_n * t_1 - (n * n) * t_n * s_1) / (s_1 * s_1);
     var dn = 0.0;
-    if m == 0.0 {
+    if !with_n {
+        dn = 0.0;
+    } else if m == 0.0 {
         dn = c / s_1;
     } else if den != 0.0 {
         dn = 3.1415927 * (m + d) * c / den;
@@ -182,7 +186,7 @@ fn grating_d(d: f32, n: f32, m: f32) -> GratingD {
 
 // (value, d/d delta, d/dN) of sincg_delta; m the nearest integer (see terms.rs sincg_delta_d).
 fn sincg_delta_d(d: f32, n: f32, m: f32) -> vec3<f32> {
-    return grating_d(d, n, m).d;
+    return grating_d(d, n, m, true).d;
 }
 
 // Square lattice factor from the index offsets (up to sign); axes with N <= 1 contribute 1.
@@ -206,17 +210,23 @@ struct LatticeD {
 }
 
 fn lattice_square_d(d: vec3<f32>, m: vec3<f32>, n: vec3<f32>) -> LatticeD {
+    return lattice_square_d_with(d, m, n, true);
+}
+
+// lattice_square_d with dF/dN left out (0) where with_n is false (the tangent passes in which no
+// parameter moves N; terms.rs lattice_square_d_with::<DN>).
+fn lattice_square_d_with(d: vec3<f32>, m: vec3<f32>, n: vec3<f32>, with_n: bool) -> LatticeD {
     var a = GratingD(vec2<f32>(1.0, 1.0), vec3<f32>(1.0, 0.0, 0.0));
     var b = a;
     var c = a;
     if n.x > 1.0 {
-        a = grating_d(d.x, n.x, m.x);
+        a = grating_d(d.x, n.x, m.x, with_n);
     }
     if n.y > 1.0 {
-        b = grating_d(d.y, n.y, m.y);
+        b = grating_d(d.y, n.y, m.y, with_n);
     }
     if n.z > 1.0 {
-        c = grating_d(d.z, n.z, m.z);
+        c = grating_d(d.z, n.z, m.z, with_n);
     }
     let f = (a.parts.x * b.parts.x * c.parts.x) / (a.parts.y * b.parts.y * c.parts.y);
     let g0 = a.d;

@@ -526,7 +526,8 @@ pub struct TanParams {
     /// Entries of one block of the terms buffer (the image's (table, source, orientation)
     /// terms; each moving parameter's term tangents follow in blocks of the same length).
     pub block: u32,
-    pub _pad0: u32,
+    /// 1 when a parameter of this pass moves N (the lattice factor's d/dN is formed), else 0.
+    pub any_n: u32,
     pub _pad1: u32,
     pub params: [GpuTanParam; MAX_TAN_PARAMS],
 }
@@ -542,7 +543,7 @@ impl GpuStruct for TanParams {
     const FIELDS: &'static [(&'static str, usize, usize)] = &[
         ("count", 0, 4),
         ("block", 4, 4),
-        ("_pad0", 8, 4),
+        ("any_n", 8, 4),
         ("_pad1", 12, 4),
         (
             "params",
@@ -681,6 +682,7 @@ pub fn pack_tangent(
         }
         if d.moves_n() {
             kind |= TAN_MOVES_N;
+            out.any_n = 1;
         }
         if d.moves_reciprocal() {
             kind |= TAN_MOVES_RECIPROCAL;

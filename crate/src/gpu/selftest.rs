@@ -48,7 +48,8 @@ pub enum Op {
     Polint4 = 23,
     /// `sincg_delta_d`, `sinc3_pi_d_over_x` (MODEL §10.5: the derivative twins).
     GratingD = 24,
-    /// `lattice_square_d`, one part of its result per case (`d.w`: 0 d/dδ, 1 d/dN).
+    /// `lattice_square_d`, one part of its result per case (`d.w`: 0 d/dδ, 1 d/dN); `d.z` = 1:
+    /// `lattice_square_d_with` without d/dN.
     LatticeSquareD = 25,
     /// `lattice_round_d`, parts as [`Op::LatticeSquareD`].
     LatticeRoundD = 26,
