@@ -3,7 +3,7 @@
 //! A fresh vector's pages fault in on its first write; with the kernel's THP setting `madvise`
 //! that is one 2 MiB fault instead of 512 4 KiB ones, which on a 2-core VM made a 64 MiB
 //! read-back 1.7× faster and the 10 CPU tangent planes at 512² 20–30 % faster
-//! (`docs/benchmarks.md`).
+//! (`docs/benchmarks.md`). `Sample` is their element type where it is either f32 or f64.
 
 use std::mem::MaybeUninit;
 
@@ -14,7 +14,6 @@ use rayon::prelude::*;
 pub trait Sample: Copy + Default + Send + Sync + 'static {
     fn from_f32(v: f32) -> Self;
     fn from_f64(v: f64) -> Self;
-    fn to_f64(self) -> f64;
 }
 
 impl Sample for f32 {
@@ -24,9 +23,6 @@ impl Sample for f32 {
     fn from_f64(v: f64) -> Self {
         v as f32
     }
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
 }
 
 impl Sample for f64 {
@@ -35,9 +31,6 @@ impl Sample for f64 {
     }
     fn from_f64(v: f64) -> Self {
         v
-    }
-    fn to_f64(self) -> f64 {
-        self
     }
 }
 

@@ -44,31 +44,6 @@ pub enum Planes {
 }
 
 impl Planes {
-    /// Values in all planes.
-    pub fn len(&self) -> usize {
-        match self {
-            Planes::F64(v) => v.len(),
-            Planes::F32(v) => v.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// True for f32 planes.
-    pub fn is_f32(&self) -> bool {
-        matches!(self, Planes::F32(_))
-    }
-
-    /// Value number `k` (parameter-major), as f64.
-    pub fn get(&self, k: usize) -> f64 {
-        match self {
-            Planes::F64(v) => v[k],
-            Planes::F32(v) => v[k] as f64,
-        }
-    }
-
     /// Values `r` as f64 (borrowed where they are f64).
     pub fn f64s(&self, r: std::ops::Range<usize>) -> Cow<'_, [f64]> {
         match self {
@@ -82,14 +57,6 @@ impl Planes {
         match self {
             Planes::F64(v) => Cow::Owned(v[r].iter().map(|&x| x as f32).collect()),
             Planes::F32(v) => Cow::Borrowed(&v[r]),
-        }
-    }
-
-    /// All values as f64.
-    pub fn into_f64(self) -> Vec<f64> {
-        match self {
-            Planes::F64(v) => v,
-            Planes::F32(v) => crate::pages::map_collect(&v, |x| x as f64),
         }
     }
 }
