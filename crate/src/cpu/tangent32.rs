@@ -507,16 +507,11 @@ fn row_path<T: Sample>(
     sc: &mut Scratch,
     rs: &mut super::tangent_row32::RowScratch,
 ) {
-    use super::tangent_row32::BLOCK;
     let p = c.p;
     let fp = p.fpixels;
     let np = c.t.deltas.len();
-    let mut exact = [false; BLOCK];
     let mut out = Vec::new();
-    let mut f0 = 0;
-    while f0 < fp {
-        let len = BLOCK.min(fp - f0);
-        rc.block(s, f0, len, &mut row[f0..f0 + len], &mut exact, rs);
+    rc.row(s, row, rs, &mut |f0, len, row, exact, rs| {
         for (j, t) in trow.iter_mut().enumerate() {
             for (d, &v) in t[f0..f0 + len].iter_mut().zip(rs.tangent(j)) {
                 *d = T::from_f64(v);
@@ -538,8 +533,7 @@ fn row_path<T: Sample>(
                 }
             }
         }
-        f0 += len;
-    }
+    });
 }
 
 #[cfg(test)]

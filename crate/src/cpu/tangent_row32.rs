@@ -19,6 +19,12 @@
 //! A parameter of neither form (the mosaic spread) is contracted per term, from its moved table
 //! in structure-of-arrays form. Pixels under the exact-Bragg rule and the pixel of the run's
 //! first φ sequence come back flagged: the caller renders them with the per-pixel kernel.
+//!
+//! The kernel is called once per row and loops over its blocks itself: the block's lane arrays
+//! (some 45 of 32 values) are stack arrays made once per row (zeroing them for every block cost
+//! a third of a one-term-per-pixel row; kept on the heap instead, LLVM no longer vectorised the
+//! block); the caller's work after each block (the tangents into the planes, the flagged pixels)
+//! is a callback.
 
 use super::pixel32::FastCtx;
 use super::tangent::{dpos, ori_form, OriForm};
@@ -101,19 +107,13 @@ impl<'a> RowCtx<'a> {
         })
     }
 
-    /// Renders pixels `f0..f0+len` (`len` ≤ [`BLOCK`]) of row `s`: values into `vals`, the
-    /// tangents into the scratch (parameter j's at [`RowScratch::tangent`]), `exact[j]` set for
-    /// pixels the caller must render with the scalar kernel (exact-Bragg rule).
-    pub fn block(
-        &self,
-        s: usize,
-        f0: usize,
-        len: usize,
-        vals: &mut [f64],
-        exact: &mut [bool],
-        sc: &mut RowScratch,
-    ) {
-        (self.block)(self, s, f0, len, vals, exact, sc)
+    /// Renders row `s` in blocks of [`BLOCK`] pixels: values into `row`, each block's tangents
+    /// into the scratch (parameter j's at [`RowScratch::tangent`]), then `on_block` (the
+    /// block's first pixel and length, the row, the pixels the caller must render with the
+    /// scalar kernel (exact-Bragg rule), the scratch). One call per row: the block's lanes are
+    /// stack arrays made once per row, not zeroed per block.
+    pub fn row(&self, s: usize, row: &mut [f64], sc: &mut RowScratch, on_block: OnBlock) {
+        (self.block)(self, s, row, sc, on_block)
     }
 
     pub fn scratch(&self) -> RowScratch {
@@ -148,28 +148,30 @@ impl RowScratch {
     }
 }
 
-type BlockFn = fn(&RowCtx, usize, usize, usize, &mut [f64], &mut [bool], &mut RowScratch);
+/// What the caller does after each block of a row: with the block's first pixel and length,
+/// the row's values, the block's pixels flagged for the per-pixel kernel (exact-Bragg rule) and
+/// the scratch holding the block's tangents ([`RowScratch::tangent`]).
+pub type OnBlock<'a> = &'a mut dyn FnMut(usize, usize, &mut [f64], &[bool], &RowScratch);
+
+type BlockFn = fn(&RowCtx, usize, &mut [f64], &mut RowScratch, OnBlock);
 
 simd_versions!(
     /// The tangent row-block kernel for this CPU.
-    fn select => block_body::<true>(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], exact_out: &mut [bool], sc: &mut RowScratch)
+    fn select => block_body::<true>(c: &RowCtx, s: usize, row: &mut [f64], sc: &mut RowScratch, on_block: OnBlock)
 );
 simd_versions!(
     /// The tangent row-block kernel for this CPU, for plans where no parameter moves N (the
     /// lattice factor's d/dN left out).
-    fn select_without_n => block_body::<false>(c: &RowCtx, s: usize, f0: usize, len: usize, vals: &mut [f64], exact_out: &mut [bool], sc: &mut RowScratch)
+    fn select_without_n => block_body::<false>(c: &RowCtx, s: usize, row: &mut [f64], sc: &mut RowScratch, on_block: OnBlock)
 );
 
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn block_body<const DN: bool>(
     c: &RowCtx,
     s: usize,
-    f0: usize,
-    len: usize,
-    vals: &mut [f64],
-    exact_out: &mut [bool],
+    row: &mut [f64],
     sc: &mut RowScratch,
+    on_block: OnBlock,
 ) {
     let fc = &c.fc;
     let p = fc.plan;
@@ -177,7 +179,6 @@ fn block_body<const DN: bool>(
     let deltas = &c.t.deltas;
     let n = p.oversample as usize;
     let sub = p.pixel / n as f64;
-    let len = len.min(BLOCK);
     let nv = c.n;
     let use_axis = [nv[0] > 1.0, nv[1] > 1.0, nv[2] > 1.0];
     let constant_f = p.hkl.hkls == 0;
@@ -213,290 +214,312 @@ fn block_body<const DN: bool>(
     let mut hm = [[0.0f64; BLOCK]; 9];
     let mut gq = [0.0f64; BLOCK];
     let mut drs = [0.0f64; BLOCK];
-    let nd = c.det.len();
-    for &jp in &c.sums {
-        sc.di[jp * BLOCK..(jp + 1) * BLOCK].fill(0.0);
-    }
-    sc.domega[..nd * BLOCK].fill(0.0);
-    sc.dpolar[..nd * BLOCK].fill(0.0);
-    sc.dcapture[..nd * BLOCK].fill(0.0);
+    let fp = p.fpixels;
+    let mut exact_out = [false; BLOCK];
+    let mut f0 = 0;
+    while f0 < fp {
+        let len = BLOCK.min(fp - f0);
+        // the sums of this block start again; the other lanes are written before they are read
+        isum.fill(p.i_bg);
+        polar.fill(if p.nopolar { 1.0 } else { 0.0 });
+        omega.fill(0.0);
+        exact.fill(false);
+        for x in sum_n.iter_mut() {
+            x.fill(0.0);
+        }
+        sum_f.fill(0.0);
+        let vals = &mut row[f0..f0 + len];
+        let nd = c.det.len();
+        for &jp in &c.sums {
+            sc.di[jp * BLOCK..(jp + 1) * BLOCK].fill(0.0);
+        }
+        sc.domega[..nd * BLOCK].fill(0.0);
+        sc.dpolar[..nd * BLOCK].fill(0.0);
+        sc.dcapture[..nd * BLOCK].fill(0.0);
 
-    for t in 0..p.thicksteps as usize {
-        let odet = t as f64 * p.thickstep;
-        let layer_capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
-        capture[..len].fill(layer_capture);
-        for subs in 0..n {
-            let sd = sub * ((s * n + subs) as f64) + sub / 2.0;
-            for subf in 0..n {
-                let base = (f0 * n + subf) as i32;
-                let step = n as i32;
-                let fd_of = |j: usize| sub * ((base + j as i32 * step) as f64) + sub / 2.0;
-                // directions, solid angle
-                for j in 0..len {
-                    let fd = fd_of(j);
-                    let x =
-                        ((fd * pan.fdet[0] + sd * pan.sdet[0]) + odet * pan.odet[0]) + pan.pix0[0];
-                    let y =
-                        ((fd * pan.fdet[1] + sd * pan.sdet[1]) + odet * pan.odet[1]) + pan.pix0[1];
-                    let z =
-                        ((fd * pan.fdet[2] + sd * pan.sdet[2]) + odet * pan.odet[2]) + pan.pix0[2];
-                    let inv_r = 1.0 / (x * x + y * y + z * z).sqrt();
-                    rr[j] = inv_r;
-                    dx[j] = x * inv_r;
-                    dy[j] = y * inv_r;
-                    dz[j] = z * inv_r;
-                }
-                // the solid angle (once per pixel), and the detector parameters' direction
-                // tangents (dpos − d (d·dpos))/r with the solid angle's tangents from d·dpos
-                let omega_now = omega[0] == 0.0;
-                if omega_now {
+        for t in 0..p.thicksteps as usize {
+            let odet = t as f64 * p.thickstep;
+            let layer_capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
+            capture[..len].fill(layer_capture);
+            for subs in 0..n {
+                let sd = sub * ((s * n + subs) as f64) + sub / 2.0;
+                for subf in 0..n {
+                    let base = (f0 * n + subf) as i32;
+                    let step = n as i32;
+                    let fd_of = |j: usize| sub * ((base + j as i32 * step) as f64) + sub / 2.0;
+                    // directions, solid angle
                     for j in 0..len {
-                        let [w, dw_dr, dw_dclose] =
-                            solid_angle_d(rr[j] as f32, fc.pixel2, close, p.point_pixel);
-                        omega[j] = w as f64;
-                        wr[j] = dw_dr as f64;
-                        wc[j] = dw_dclose as f64;
+                        let fd = fd_of(j);
+                        let x = ((fd * pan.fdet[0] + sd * pan.sdet[0]) + odet * pan.odet[0])
+                            + pan.pix0[0];
+                        let y = ((fd * pan.fdet[1] + sd * pan.sdet[1]) + odet * pan.odet[1])
+                            + pan.pix0[1];
+                        let z = ((fd * pan.fdet[2] + sd * pan.sdet[2]) + odet * pan.odet[2])
+                            + pan.pix0[2];
+                        let inv_r = 1.0 / (x * x + y * y + z * z).sqrt();
+                        rr[j] = inv_r;
+                        dx[j] = x * inv_r;
+                        dy[j] = y * inv_r;
+                        dz[j] = z * inv_r;
                     }
-                }
-                for (k, &jp) in c.det.iter().enumerate() {
-                    let dl = &deltas[jp];
-                    let (ddx, rest) = sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK].split_at_mut(BLOCK);
-                    let (ddy, ddz) = rest.split_at_mut(BLOCK);
-                    let (ddx, ddy, ddz) = (&mut ddx[..len], &mut ddy[..len], &mut ddz[..len]);
-                    for j in 0..len {
-                        let dp = dpos(dl, fd_of(j), sd, odet);
-                        let dr = dx[j] * dp[0] + dy[j] * dp[1] + dz[j] * dp[2];
-                        ddx[j] = (dp[0] - dx[j] * dr) * rr[j];
-                        ddy[j] = (dp[1] - dy[j] * dr) * rr[j];
-                        ddz[j] = (dp[2] - dz[j] * dr) * rr[j];
-                        drs[j] = dr;
-                    }
+                    // the solid angle (once per pixel), and the detector parameters' direction
+                    // tangents (dpos − d (d·dpos))/r with the solid angle's tangents from d·dpos
+                    let omega_now = omega[0] == 0.0;
                     if omega_now {
-                        let dw = &mut sc.domega[k * BLOCK..k * BLOCK + len];
                         for j in 0..len {
-                            dw[j] = wr[j] * drs[j] + wc[j] * dl.close_distance;
+                            let [w, dw_dr, dw_dclose] =
+                                solid_angle_d(rr[j] as f32, fc.pixel2, close, p.point_pixel);
+                            omega[j] = w as f64;
+                            wr[j] = dw_dr as f64;
+                            wc[j] = dw_dclose as f64;
                         }
-                    }
-                }
-                if capture[0] == 0.0 {
-                    for j in 0..len {
-                        let rho = dx[j] * p.odet[0] + dy[j] * p.odet[1] + dz[j] * p.odet[2];
-                        let [v, dv] = capture_fraction_d(t as f32, fc.mu_step, rho as f32);
-                        capture[j] = v as f64;
-                        wr[j] = dv as f64;
                     }
                     for (k, &jp) in c.det.iter().enumerate() {
                         let dl = &deltas[jp];
-                        let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
-                        let dc = &mut sc.dcapture[k * BLOCK..(k + 1) * BLOCK];
+                        let (ddx, rest) =
+                            sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK].split_at_mut(BLOCK);
+                        let (ddy, ddz) = rest.split_at_mut(BLOCK);
+                        let (ddx, ddy, ddz) = (&mut ddx[..len], &mut ddy[..len], &mut ddz[..len]);
                         for j in 0..len {
-                            let drho = (dd[j] * p.odet[0]
-                                + dd[BLOCK + j] * p.odet[1]
-                                + dd[2 * BLOCK + j] * p.odet[2])
-                                + (dx[j] * dl.odet[0] + dy[j] * dl.odet[1] + dz[j] * dl.odet[2]);
-                            dc[j] = wr[j] * drho;
+                            let dp = dpos(dl, fd_of(j), sd, odet);
+                            let dr = dx[j] * dp[0] + dy[j] * dp[1] + dz[j] * dp[2];
+                            ddx[j] = (dp[0] - dx[j] * dr) * rr[j];
+                            ddy[j] = (dp[1] - dy[j] * dr) * rr[j];
+                            ddz[j] = (dp[2] - dz[j] * dr) * rr[j];
+                            drs[j] = dr;
+                        }
+                        if omega_now {
+                            let dw = &mut sc.domega[k * BLOCK..k * BLOCK + len];
+                            for j in 0..len {
+                                dw[j] = wr[j] * drs[j] + wc[j] * dl.close_distance;
+                            }
                         }
                     }
-                }
-                for (si, src) in fc.sources.iter().enumerate() {
-                    let inc = src.incident;
-                    let il = src.inv_lambda;
-                    for j in 0..len {
-                        qx[j] = (dx[j] - inc[0]) * il;
-                        qy[j] = (dy[j] - inc[1]) * il;
-                        qz[j] = (dz[j] - inc[2]) * il;
-                        let ok = if p.dmin > 0.0 {
-                            let stol = 0.5 * (qx[j] * qx[j] + qy[j] * qy[j] + qz[j] * qz[j]).sqrt();
-                            !(stol > 0.0 && p.dmin > 0.5 / stol)
-                        } else {
-                            true
-                        };
-                        pass[j] = if ok { 1.0 } else { 0.0 };
-                    }
-                    // Kahn factor and its tangents, at the pixel's first accepted source
-                    // (branch-free: computed everywhere, kept where it is taken)
-                    let mut any = false;
-                    for j in 0..len {
-                        let take = (polar[j] == 0.0) & (pass[j] != 0.0);
-                        let d = [dx[j] as f32, dy[j] as f32, dz[j] as f32];
-                        let (v, gp) = polarization_d(fc.polar_k, src.i, d, src.e_in, src.b_in);
-                        polar[j] = if take { v as f64 } else { polar[j] };
-                        took[j] = take;
-                        for x in 0..3 {
-                            gpol[x][j] = gp[x] as f64;
+                    if capture[0] == 0.0 {
+                        for j in 0..len {
+                            let rho = dx[j] * p.odet[0] + dy[j] * p.odet[1] + dz[j] * p.odet[2];
+                            let [v, dv] = capture_fraction_d(t as f32, fc.mu_step, rho as f32);
+                            capture[j] = v as f64;
+                            wr[j] = dv as f64;
                         }
-                        any |= take;
-                    }
-                    if any {
-                        for k in 0..nd {
+                        for (k, &jp) in c.det.iter().enumerate() {
+                            let dl = &deltas[jp];
                             let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
-                            let dpol = &mut sc.dpolar[k * BLOCK..(k + 1) * BLOCK];
+                            let dc = &mut sc.dcapture[k * BLOCK..(k + 1) * BLOCK];
                             for j in 0..len {
-                                let v = gpol[0][j] * dd[j]
-                                    + gpol[1][j] * dd[BLOCK + j]
-                                    + gpol[2][j] * dd[2 * BLOCK + j];
-                                dpol[j] = if took[j] { v } else { dpol[j] };
+                                let drho = (dd[j] * p.odet[0]
+                                    + dd[BLOCK + j] * p.odet[1]
+                                    + dd[2 * BLOCK + j] * p.odet[2])
+                                    + (dx[j] * dl.odet[0]
+                                        + dy[j] * dl.odet[1]
+                                        + dz[j] * dl.odet[2]);
+                                dc[j] = wr[j] * drho;
                             }
                         }
                     }
-                    for a in g.iter_mut() {
-                        a[..len].fill(0.0);
-                    }
-                    for a in hm.iter_mut() {
-                        a[..len].fill(0.0);
-                    }
-                    for o in 0..soa.len {
-                        let m = [
-                            comp[0][o], comp[1][o], comp[2][o], comp[3][o], comp[4][o], comp[5][o],
-                            comp[6][o], comp[7][o], comp[8][o],
-                        ];
-                        // Miller indices (upstream's association); out-of-range ones skip the term
+                    for (si, src) in fc.sources.iter().enumerate() {
+                        let inc = src.incident;
+                        let il = src.inv_lambda;
                         for j in 0..len {
-                            let mut ok = pass[j] != 0.0;
-                            for (a, ha) in hh.iter_mut().enumerate() {
-                                let h = (m[3 * a] * qx[j] + m[3 * a + 1] * qy[j])
-                                    + m[3 * a + 2] * qz[j];
-                                ok &= index_ok(h);
-                                ha[j] = h;
-                            }
-                            okm[j] = ok;
-                            for ha in hh.iter_mut() {
-                                ha[j] = if ok { ha[j] } else { 0.25 };
-                            }
+                            qx[j] = (dx[j] - inc[0]) * il;
+                            qy[j] = (dy[j] - inc[1]) * il;
+                            qz[j] = (dz[j] - inc[2]) * il;
+                            let ok = if p.dmin > 0.0 {
+                                let stol =
+                                    0.5 * (qx[j] * qx[j] + qy[j] * qy[j] + qz[j] * qz[j]).sqrt();
+                                !(stol > 0.0 && p.dmin > 0.5 / stol)
+                            } else {
+                                true
+                            };
+                            pass[j] = if ok { 1.0 } else { 0.0 };
                         }
-                        if !constant_f {
-                            for j in 0..len {
-                                let h0 = [0, 1, 2].map(|a| (hh[a][j] - 0.5).ceil());
-                                fcell[j] = f_nearest(&p.hkl, p.default_f, h0[0], h0[1], h0[2]);
-                                fdef[j] = if f_nearest_is_default(&p.hkl, h0[0], h0[1], h0[2]) {
-                                    1.0
-                                } else {
-                                    0.0
-                                };
-                            }
-                        }
+                        // Kahn factor and its tangents, at the pixel's first accepted source
+                        // (branch-free: computed everywhere, kept where it is taken)
+                        let mut any = false;
                         for j in 0..len {
-                            let hkl = [hh[0][j], hh[1][j], hh[2][j]];
-                            let h0 = [
-                                (hkl[0] - 0.5).ceil(),
-                                (hkl[1] - 0.5).ceil(),
-                                (hkl[2] - 0.5).ceil(),
-                            ];
-                            let dlt = [
-                                (hkl[0] - h0[0]) as f32,
-                                (hkl[1] - h0[1]) as f32,
-                                (hkl[2] - h0[2]) as f32,
-                            ];
-                            let mut ex = false;
-                            for a in 0..3 {
-                                ex |= use_axis[a] & is_exact_bragg(dlt[a] as f64, h0[a]);
-                            }
-                            exact[j] |= ex & okm[j];
-                            let (f, fd, fnn) = lattice_square_d_with::<DN>(
-                                dlt,
-                                [h0[0] as f32, h0[1] as f32, h0[2] as f32],
-                                nv,
-                            );
-                            let fl = if okm[j] { f as f64 } else { 0.0 };
-                            let fcl = fcell[j];
-                            isum[j] += ((fcl * fcl) * fl) * fl;
-                            let a_fc = 2.0 * fcl * fl * fl;
-                            let a_fl = 2.0 * fcl * fcl * fl;
-                            let tk = [
-                                a_fl * fd[0] as f64,
-                                a_fl * fd[1] as f64,
-                                a_fl * fd[2] as f64,
-                            ];
+                            let take = (polar[j] == 0.0) & (pass[j] != 0.0);
+                            let d = [dx[j] as f32, dy[j] as f32, dz[j] as f32];
+                            let (v, gp) = polarization_d(fc.polar_k, src.i, d, src.e_in, src.b_in);
+                            polar[j] = if take { v as f64 } else { polar[j] };
+                            took[j] = take;
                             for x in 0..3 {
-                                if DN {
-                                    sum_n[x][j] += a_fl * fnn[x] as f64;
-                                }
-                                tt[x][j] = tk[x];
+                                gpol[x][j] = gp[x] as f64;
                             }
-                            if need_g {
-                                for x in 0..3 {
-                                    g[x][j] += tk[0] * m[x] + tk[1] * m[3 + x] + tk[2] * m[6 + x];
-                                }
-                            }
-                            if need_h {
-                                for a in 0..3 {
-                                    for b in 0..3 {
-                                        hm[3 * a + b][j] += tk[a] * hkl[b];
-                                    }
-                                }
-                            }
-                            sum_f[j] += a_fc * fdef[j];
+                            any |= take;
                         }
-                        for (jp, form) in &c.ori {
-                            if let OriForm::Generic(dm) = form {
-                                let dm = [
-                                    dm[0][o], dm[1][o], dm[2][o], dm[3][o], dm[4][o], dm[5][o],
-                                    dm[6][o], dm[7][o], dm[8][o],
+                        if any {
+                            for k in 0..nd {
+                                let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
+                                let dpol = &mut sc.dpolar[k * BLOCK..(k + 1) * BLOCK];
+                                for j in 0..len {
+                                    let v = gpol[0][j] * dd[j]
+                                        + gpol[1][j] * dd[BLOCK + j]
+                                        + gpol[2][j] * dd[2 * BLOCK + j];
+                                    dpol[j] = if took[j] { v } else { dpol[j] };
+                                }
+                            }
+                        }
+                        for a in g.iter_mut() {
+                            a[..len].fill(0.0);
+                        }
+                        for a in hm.iter_mut() {
+                            a[..len].fill(0.0);
+                        }
+                        for o in 0..soa.len {
+                            let m = [
+                                comp[0][o], comp[1][o], comp[2][o], comp[3][o], comp[4][o],
+                                comp[5][o], comp[6][o], comp[7][o], comp[8][o],
+                            ];
+                            // Miller indices (upstream's association); out-of-range ones skip the term
+                            for j in 0..len {
+                                let mut ok = pass[j] != 0.0;
+                                for (a, ha) in hh.iter_mut().enumerate() {
+                                    let h = (m[3 * a] * qx[j] + m[3 * a + 1] * qy[j])
+                                        + m[3 * a + 2] * qz[j];
+                                    ok &= index_ok(h);
+                                    ha[j] = h;
+                                }
+                                okm[j] = ok;
+                                for ha in hh.iter_mut() {
+                                    ha[j] = if ok { ha[j] } else { 0.25 };
+                                }
+                            }
+                            if !constant_f {
+                                for j in 0..len {
+                                    let h0 = [0, 1, 2].map(|a| (hh[a][j] - 0.5).ceil());
+                                    fcell[j] = f_nearest(&p.hkl, p.default_f, h0[0], h0[1], h0[2]);
+                                    fdef[j] = if f_nearest_is_default(&p.hkl, h0[0], h0[1], h0[2]) {
+                                        1.0
+                                    } else {
+                                        0.0
+                                    };
+                                }
+                            }
+                            for j in 0..len {
+                                let hkl = [hh[0][j], hh[1][j], hh[2][j]];
+                                let h0 = [
+                                    (hkl[0] - 0.5).ceil(),
+                                    (hkl[1] - 0.5).ceil(),
+                                    (hkl[2] - 0.5).ceil(),
                                 ];
-                                let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
-                                for j in 0..len {
-                                    let q = [qx[j], qy[j], qz[j]];
-                                    let mut v = 0.0;
-                                    for a in 0..3 {
-                                        v += tt[a][j]
-                                            * (dm[3 * a] * q[0]
-                                                + dm[3 * a + 1] * q[1]
-                                                + dm[3 * a + 2] * q[2]);
-                                    }
-                                    di[j] += v;
+                                let dlt = [
+                                    (hkl[0] - h0[0]) as f32,
+                                    (hkl[1] - h0[1]) as f32,
+                                    (hkl[2] - h0[2]) as f32,
+                                ];
+                                let mut ex = false;
+                                for a in 0..3 {
+                                    ex |= use_axis[a] & is_exact_bragg(dlt[a] as f64, h0[a]);
                                 }
-                            }
-                        }
-                    }
-                    // the orientation parameters of one form, once per pixel and source
-                    for (jp, form) in &c.ori {
-                        let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
-                        match form {
-                            OriForm::Right(k) => {
-                                for j in 0..len {
-                                    let q = [qx[j], qy[j], qz[j]];
+                                exact[j] |= ex & okm[j];
+                                let (f, fd, fnn) = lattice_square_d_with::<DN>(
+                                    dlt,
+                                    [h0[0] as f32, h0[1] as f32, h0[2] as f32],
+                                    nv,
+                                );
+                                let fl = if okm[j] { f as f64 } else { 0.0 };
+                                let fcl = fcell[j];
+                                isum[j] += ((fcl * fcl) * fl) * fl;
+                                let a_fc = 2.0 * fcl * fl * fl;
+                                let a_fl = 2.0 * fcl * fcl * fl;
+                                let tk = [
+                                    a_fl * fd[0] as f64,
+                                    a_fl * fd[1] as f64,
+                                    a_fl * fd[2] as f64,
+                                ];
+                                for x in 0..3 {
+                                    if DN {
+                                        sum_n[x][j] += a_fl * fnn[x] as f64;
+                                    }
+                                    tt[x][j] = tk[x];
+                                }
+                                if need_g {
                                     for x in 0..3 {
-                                        let kq = k[x][0] * q[0] + k[x][1] * q[1] + k[x][2] * q[2];
-                                        di[j] += g[x][j] * kq;
+                                        g[x][j] +=
+                                            tk[0] * m[x] + tk[1] * m[3 + x] + tk[2] * m[6 + x];
                                     }
                                 }
-                            }
-                            OriForm::Left(cm) => {
-                                for j in 0..len {
-                                    let mut v = 0.0;
+                                if need_h {
                                     for a in 0..3 {
                                         for b in 0..3 {
-                                            v += cm[a][b] * hm[3 * a + b][j];
+                                            hm[3 * a + b][j] += tk[a] * hkl[b];
                                         }
                                     }
-                                    di[j] += v;
+                                }
+                                sum_f[j] += a_fc * fdef[j];
+                            }
+                            for (jp, form) in &c.ori {
+                                if let OriForm::Generic(dm) = form {
+                                    let dm = [
+                                        dm[0][o], dm[1][o], dm[2][o], dm[3][o], dm[4][o], dm[5][o],
+                                        dm[6][o], dm[7][o], dm[8][o],
+                                    ];
+                                    let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
+                                    for j in 0..len {
+                                        let q = [qx[j], qy[j], qz[j]];
+                                        let mut v = 0.0;
+                                        for a in 0..3 {
+                                            v += tt[a][j]
+                                                * (dm[3 * a] * q[0]
+                                                    + dm[3 * a + 1] * q[1]
+                                                    + dm[3 * a + 2] * q[2]);
+                                        }
+                                        di[j] += v;
+                                    }
                                 }
                             }
-                            OriForm::Generic(_) => {}
                         }
-                    }
-                    // parameters moving q: dq = (dd − q·dλ)/λ, so g·dq = (g·dd − (g·q) dλ)/λ
-                    if !c.q_params.is_empty() {
-                        for j in 0..len {
-                            gq[j] = g[0][j] * qx[j] + g[1][j] * qy[j] + g[2][j] * qz[j];
-                        }
-                    }
-                    for &jp in &c.q_params {
-                        let dlam = deltas[jp].lambda.get(si).copied().unwrap_or(0.0);
-                        let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
-                        match c.det_index[jp] {
-                            Some(k) => {
-                                let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
-                                for j in 0..len {
-                                    let gd = g[0][j] * dd[j]
-                                        + g[1][j] * dd[BLOCK + j]
-                                        + g[2][j] * dd[2 * BLOCK + j];
-                                    di[j] += (gd - gq[j] * dlam) * il;
+                        // the orientation parameters of one form, once per pixel and source
+                        for (jp, form) in &c.ori {
+                            let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
+                            match form {
+                                OriForm::Right(k) => {
+                                    for j in 0..len {
+                                        let q = [qx[j], qy[j], qz[j]];
+                                        for x in 0..3 {
+                                            let kq =
+                                                k[x][0] * q[0] + k[x][1] * q[1] + k[x][2] * q[2];
+                                            di[j] += g[x][j] * kq;
+                                        }
+                                    }
                                 }
+                                OriForm::Left(cm) => {
+                                    for j in 0..len {
+                                        let mut v = 0.0;
+                                        for a in 0..3 {
+                                            for b in 0..3 {
+                                                v += cm[a][b] * hm[3 * a + b][j];
+                                            }
+                                        }
+                                        di[j] += v;
+                                    }
+                                }
+                                OriForm::Generic(_) => {}
                             }
-                            None => {
-                                for j in 0..len {
-                                    di[j] -= gq[j] * dlam * il;
+                        }
+                        // parameters moving q: dq = (dd − q·dλ)/λ, so g·dq = (g·dd − (g·q) dλ)/λ
+                        if !c.q_params.is_empty() {
+                            for j in 0..len {
+                                gq[j] = g[0][j] * qx[j] + g[1][j] * qy[j] + g[2][j] * qz[j];
+                            }
+                        }
+                        for &jp in &c.q_params {
+                            let dlam = deltas[jp].lambda.get(si).copied().unwrap_or(0.0);
+                            let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
+                            match c.det_index[jp] {
+                                Some(k) => {
+                                    let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
+                                    for j in 0..len {
+                                        let gd = g[0][j] * dd[j]
+                                            + g[1][j] * dd[BLOCK + j]
+                                            + g[2][j] * dd[2 * BLOCK + j];
+                                        di[j] += (gd - gq[j] * dlam) * il;
+                                    }
+                                }
+                                None => {
+                                    for j in 0..len {
+                                        di[j] -= gq[j] * dlam * il;
+                                    }
                                 }
                             }
                         }
@@ -504,72 +527,74 @@ fn block_body<const DN: bool>(
                 }
             }
         }
-    }
-    // the pixels' values; then each parameter's tangents (pixel-inner: vectorised), left in
-    // the scratch by parameter for the caller
-    let inv_steps = 1.0 / p.steps as f64;
-    let mut base = [0.0f64; BLOCK];
-    // a: d value / d (the pixel's term sum), b: d value / d (r_e² fluence)
-    let (mut a, mut b) = ([0.0f64; BLOCK], [0.0f64; BLOCK]);
-    for j in 0..len {
-        base[j] = (p.r_e_sqr_fluence * isum[j]) / p.steps as f64;
-        let mut val = base[j];
-        val *= capture[j];
-        val *= polar[j];
-        val *= omega[j];
-        vals[j] = val;
-        let cpo = capture[j] * polar[j] * omega[j];
-        a[j] = p.r_e_sqr_fluence * inv_steps * cpo;
-        b[j] = isum[j] * inv_steps * cpo;
-        exact_out[j] = exact[j];
-    }
-    // each parameter's tangent from the parts it moves (a loop over the block's pixels for
-    // each part, the others left out)
-    for (jp, dl) in deltas.iter().enumerate() {
-        let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
-        if c.summed[jp] {
-            for j in 0..len {
-                di[j] *= a[j];
-            }
-        } else {
-            di[..len].fill(0.0);
+        // the pixels' values; then each parameter's tangents (pixel-inner: vectorised), left in
+        // the scratch by parameter for the caller
+        let inv_steps = 1.0 / p.steps as f64;
+        let mut base = [0.0f64; BLOCK];
+        // a: d value / d (the pixel's term sum), b: d value / d (r_e² fluence)
+        let (mut a, mut b) = ([0.0f64; BLOCK], [0.0f64; BLOCK]);
+        for j in 0..len {
+            base[j] = (p.r_e_sqr_fluence * isum[j]) / p.steps as f64;
+            let mut val = base[j];
+            val *= capture[j];
+            val *= polar[j];
+            val *= omega[j];
+            vals[j] = val;
+            let cpo = capture[j] * polar[j] * omega[j];
+            a[j] = p.r_e_sqr_fluence * inv_steps * cpo;
+            b[j] = isum[j] * inv_steps * cpo;
+            exact_out[j] = exact[j];
         }
-        if dl.i_bg != 0.0 {
-            for j in 0..len {
-                di[j] += a[j] * dl.i_bg;
+        // each parameter's tangent from the parts it moves (a loop over the block's pixels for
+        // each part, the others left out)
+        for (jp, dl) in deltas.iter().enumerate() {
+            let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
+            if c.summed[jp] {
+                for j in 0..len {
+                    di[j] *= a[j];
+                }
+            } else {
+                di[..len].fill(0.0);
+            }
+            if dl.i_bg != 0.0 {
+                for j in 0..len {
+                    di[j] += a[j] * dl.i_bg;
+                }
+            }
+            if dl.default_f != 0.0 {
+                for j in 0..len {
+                    di[j] += a[j] * (dl.default_f * sum_f[j]);
+                }
+            }
+            if DN && dl.n.iter().any(|&x| x != 0.0) {
+                for j in 0..len {
+                    di[j] += a[j]
+                        * (sum_n[0][j] * dl.n[0] + sum_n[1][j] * dl.n[1] + sum_n[2][j] * dl.n[2]);
+                }
+            }
+            if dl.r_e_sqr_fluence != 0.0 {
+                for j in 0..len {
+                    di[j] += b[j] * dl.r_e_sqr_fluence;
+                }
+            }
+            // a detector parameter also moves the capture fraction, polarisation and solid angle
+            if let Some(k) = c.det_index[jp] {
+                let r = k * BLOCK..(k + 1) * BLOCK;
+                let (dcap, dpol, dom) = (
+                    &sc.dcapture[r.clone()],
+                    &sc.dpolar[r.clone()],
+                    &sc.domega[r],
+                );
+                for j in 0..len {
+                    di[j] += base[j]
+                        * (dcap[j] * polar[j] * omega[j]
+                            + capture[j] * dpol[j] * omega[j]
+                            + capture[j] * polar[j] * dom[j]);
+                }
             }
         }
-        if dl.default_f != 0.0 {
-            for j in 0..len {
-                di[j] += a[j] * (dl.default_f * sum_f[j]);
-            }
-        }
-        if DN && dl.n.iter().any(|&x| x != 0.0) {
-            for j in 0..len {
-                di[j] +=
-                    a[j] * (sum_n[0][j] * dl.n[0] + sum_n[1][j] * dl.n[1] + sum_n[2][j] * dl.n[2]);
-            }
-        }
-        if dl.r_e_sqr_fluence != 0.0 {
-            for j in 0..len {
-                di[j] += b[j] * dl.r_e_sqr_fluence;
-            }
-        }
-        // a detector parameter also moves the capture fraction, polarisation and solid angle
-        if let Some(k) = c.det_index[jp] {
-            let r = k * BLOCK..(k + 1) * BLOCK;
-            let (dcap, dpol, dom) = (
-                &sc.dcapture[r.clone()],
-                &sc.dpolar[r.clone()],
-                &sc.domega[r],
-            );
-            for j in 0..len {
-                di[j] += base[j]
-                    * (dcap[j] * polar[j] * omega[j]
-                        + capture[j] * dpol[j] * omega[j]
-                        + capture[j] * polar[j] * dom[j]);
-            }
-        }
+        on_block(f0, len, row, &exact_out[..len], sc);
+        f0 += len;
     }
 }
 
