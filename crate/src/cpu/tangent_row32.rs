@@ -21,9 +21,9 @@
 //! first φ sequence come back flagged: the caller renders them with the per-pixel kernel.
 //!
 //! The kernel is called once per row and loops over its blocks itself: the block's lane arrays
-//! (some 45 of 32 values) are stack arrays made once per row (zeroing them for every block cost
-//! a third of a one-term-per-pixel row; kept on the heap instead, LLVM no longer vectorised the
-//! block); the caller's work after each block (the tangents into the planes, the flagged pixels)
+//! (some 45 of 32 values) are stack arrays made once per row (zeroed for every block they cost
+//! 10–35 % of a one-term-per-pixel row here; kept on the heap instead, LLVM no longer vectorised
+//! the block); the caller's work after each block (the tangents into the planes, the flagged pixels)
 //! is a callback.
 
 use super::pixel32::FastCtx;
