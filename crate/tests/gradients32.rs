@@ -354,3 +354,64 @@ fn row_path_matches_the_per_pixel_path() {
     }
     assert!(taken >= 20, "the row path took only {taken} golden cases");
 }
+
+/// The row path on part of the detector: a region of interest that cuts blocks (x 3–36 of 40,
+/// y 5–30), and one with whole rows of blocks (x 0–39) and a mask (set on the plan) that drops
+/// one pixel of a block inside it. Row path = per-pixel path (1e-6 of the peak) and every plane
+/// is 0 off the rendered pixels.
+#[test]
+fn row_path_on_a_region_and_a_mask() {
+    use nanobragg::cpu::{tangent32, tangent_row32};
+    let cancel = AtomicBool::new(false);
+    let params = [RotX, CellA, Distance, NCells, Scale];
+    for (roi, masked) in [("3 36 5 30", false), ("0 39 5 30", true)] {
+        let prep = prepare(
+            "triclinic_misset_xybeam",
+            &format!("-detpixels 40 -roi {roi}"),
+        );
+        let (mut moved, t) =
+            nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &params, &[])
+                .unwrap();
+        let plan = &mut moved.plan;
+        let (fp, npx) = (plan.fpixels, plan.pixel_count());
+        if masked {
+            let mut mask = vec![1u8; npx];
+            mask[12 * fp + 20] = 0;
+            plan.mask = Some(mask);
+        }
+        assert!(tangent_row32::applies(plan));
+        let rows = tangent32::render_with_rows(plan, &t, true, &|_| {}, &cancel).unwrap();
+        let px = tangent32::render_with_rows(plan, &t, false, &|_| {}, &cancel).unwrap();
+        let peak = px.image.iter().fold(0f64, |m, v| m.max(v.abs()));
+        assert!(peak > 0.0);
+        let mut off = 0;
+        for i in 0..npx {
+            let (f, s) = (i % fp, i / fp);
+            let here = format!("roi {roi}: pixel {f},{s}");
+            assert!((rows.image[i] - px.image[i]).abs() <= 1e-6 * peak, "{here}");
+            if !plan.renders(f, s) {
+                off += 1;
+                assert_eq!(rows.image[i], 0.0, "{here} not rendered");
+            }
+            for j in 0..params.len() {
+                let (a, b) = (rows.tangents[j * npx + i], px.tangents[j * npx + i]);
+                let m = px.tangents[j * npx..(j + 1) * npx]
+                    .iter()
+                    .fold(0f32, |m, v| m.max(v.abs()));
+                assert!((a - b).abs() <= 1e-6 * m.max(peak as f32), "{here} {j}");
+                if !plan.renders(f, s) {
+                    assert_eq!(a, 0.0, "{here} {j} not rendered");
+                }
+            }
+        }
+        // the masked pixel has signal where it is rendered
+        if masked {
+            assert!(!plan.renders(20, 12));
+            plan.mask = None;
+            let whole = tangent32::render_with_rows(plan, &t, true, &|_| {}, &cancel).unwrap();
+            assert!(whole.image[12 * fp + 20] > 0.0);
+            assert!(whole.tangents[12 * fp + 20] != 0.0);
+        }
+        assert!(off > 0, "roi {roi}");
+    }
+}
