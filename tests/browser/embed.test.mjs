@@ -63,6 +63,10 @@ test('the README\'s first <nanobragg-view> snippet, in a plain block, fills its 
     // hover: the status line leads with d, 2θ and hkl (a narrow element cuts its end)
     const box = await page.locator('#r1').boundingBox();
     await page.mouse.move(box.x + box.width * 0.7, box.y + box.height * 0.3);
+    // the value shows at once, d, 2θ and hkl when the crate's answer comes (an asynchronous
+    // request to the worker): wait for it, then check the whole line
+    await page.waitForFunction(() => /^d=/.test(document.getElementById('r1').shadowRoot.querySelector('.bar').textContent),
+      null, { timeout: 10_000 }).catch(() => {});
     const bar = await page.evaluate(() => document.getElementById('r1').shadowRoot.querySelector('.bar').textContent);
     assert.match(bar, /^d=[\d.]+ Å 2θ=[\d.]+° hkl≈\(-?\d+ -?\d+ -?\d+\) I=\S+ \(\d+, \d+\)$/);
     await page.screenshot({ path: join(ARTIFACTS, 'embed-readme-snippet.png') });
