@@ -386,6 +386,14 @@ impl Plan {
         pos
     }
 
+    /// Whether pixels `f0..f0 + len` of row `s` (len ≥ 1) lie inside the ROI with no mask: on
+    /// one panel's run, every one of them is rendered (the row kernels' drivers then skip
+    /// [`Plan::renders`] per pixel).
+    #[inline]
+    pub fn unmasked_in_roi(&self, f0: usize, len: usize, s: usize) -> bool {
+        self.mask.is_none() && self.roi.contains(f0, s) && self.roi.contains(f0 + len - 1, s)
+    }
+
     #[inline]
     pub fn renders(&self, f: usize, s: usize) -> bool {
         self.roi.contains(f, s)

@@ -177,11 +177,8 @@ pub fn render_with(
                     }
                     // a block wholly rendered (no mask, inside the ROI: the block is on one
                     // panel's run) without the first pixel: only its reports
-                    let roi = &plan.roi;
                     let row0 = s * fp + f0;
-                    if plan.mask.is_none()
-                        && roi.contains(f0, s)
-                        && roi.contains(f0 + len - 1, s)
+                    if plan.unmasked_in_roi(f0, len, s)
                         && first.is_none_or(|i| i < row0 || i >= row0 + len)
                     {
                         if exact[..len].contains(&true) {

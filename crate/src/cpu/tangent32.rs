@@ -520,10 +520,8 @@ fn row_path<T: Sample>(
         // a block wholly rendered (no mask, inside the ROI and the panel) without the first
         // pixel and flagged ones: nothing more to do
         let row0 = s * fp + f0;
-        let (roi, pan) = (&p.roi, &p.panels[0]);
-        if p.mask.is_none()
-            && roi.contains(f0, s)
-            && roi.contains(f0 + len - 1, s)
+        let pan = &p.panels[0];
+        if p.unmasked_in_roi(f0, len, s)
             && pan.contains(f0, s)
             && pan.contains(f0 + len - 1, s)
             && first.is_none_or(|i| i < row0 || i >= row0 + len)

@@ -190,8 +190,9 @@ fn block_body<const DN: bool>(
         !c.q_params.is_empty() || c.ori.iter().any(|(_, f)| matches!(f, OriForm::Right(_)));
     let need_h = c.ori.iter().any(|(_, f)| matches!(f, OriForm::Left(_)));
 
-    let mut isum = [p.i_bg; BLOCK];
-    let mut polar = [if p.nopolar { 1.0f64 } else { 0.0 }; BLOCK];
+    // the sums, reset for every block below
+    let mut isum = [0.0f64; BLOCK];
+    let mut polar = [0.0f64; BLOCK];
     let mut omega = [0.0f64; BLOCK];
     let mut capture = [1.0f64; BLOCK];
     let mut exact = [false; BLOCK];
