@@ -9,6 +9,7 @@ import { asBackend, normaliseArgs } from './args';
 import type { Backend, FromWorker, Geometry, HklSummary, ModuleInfo, PixelGeometry, Precision, Timings, ToWorker } from './protocol';
 import type { DetectorEffects, RealisticLayers, RealisticPhase, RealisticRequest, RealisticResult } from './protocol';
 import type { Fitted, FitInfo, FitRequest, FitStepInfo, Spot, SpotsRequest } from './protocol';
+import type { TangentInfo } from './protocol';
 import { crateError } from './protocol';
 export { splitArgs, normaliseArgs, asBackend } from './args';
 
@@ -268,6 +269,8 @@ export class NanoBraggClient {
     this.fittedQueries.clear();
     for (const p of this.spotQueries.values()) p.reject(err);
     this.spotQueries.clear();
+    for (const p of this.tangentQueries.values()) p.reject(err);
+    this.tangentQueries.clear();
     if (this.fitJob) {
       this.fitJob.reject(err);
       this.fitJob = null;
@@ -307,6 +310,7 @@ export class NanoBraggClient {
   private onMessage(m: FromWorker) {
     if (this.onRealisticMessage(m)) return;
     if (this.onFitMessage(m)) return;
+    if (this.onTangentMessage(m)) return;
     if (m.type === 'pixel-geometry') {
       const p = this.pixelQueries.get(m.id);
       this.pixelQueries.delete(m.id);
@@ -586,6 +590,30 @@ export class NanoBraggClient {
       this.fitJob = null;
       job.reject(m.cancelled ? abortError('cancelled') : crateError(m.message, m.error));
     }
+    return true;
+  }
+
+  // ---- derivative images (derivative/) --------------------------------------------------------
+  private tangentQueries = new Map<number, { resolve: (r: TangentInfo & { adapter: string }) => void; reject: (e: Error) => void }>();
+
+  /** The image of `args` and its derivative by `param` (the crate's `render_tangent` in the
+   * worker, on the backend the one policy picks for `backend` and `precision`). Queued in the
+   * worker with the renders. */
+  async renderTangent(args: string[], files: SimulateOptions['files'], param: string, backend: Backend, precision: Precision): Promise<TangentInfo & { adapter: string }> {
+    await this.ready;
+    const id = this.nextId++;
+    this.lastFilesKey = '\u0001'; // the request installs the files: the next render sends them again
+    return new Promise((resolve, reject) => {
+      this.tangentQueries.set(id, { resolve, reject });
+      this.worker.postMessage({ type: 'tangent', id, args, files: encodeFiles(files), param, backend, precision } satisfies ToWorker);
+    });
+  }
+
+  private onTangentMessage(m: FromWorker): boolean {
+    if (m.type !== 'tangent') return false;
+    const q = this.tangentQueries.get(m.id);
+    this.tangentQueries.delete(m.id);
+    if (q) (m.result ? q.resolve({ ...m.result, adapter: m.adapter }) : q.reject(crateError(m.message, m.error)));
     return true;
   }
 

@@ -23,6 +23,7 @@ import { pixelQuery, type PixelQuery } from './pixelquery';
 import { installDownloads } from './downloads';
 import { installMeasured, type MeasuredCompare } from './measured';
 import { installFit, type FitPanel } from './fit';
+import { installDerivative, type DerivativeView } from './derivative';
 import { installViewControls } from './viewcontrols';
 import { createLayeredRender } from './layered';
 import { installPageChrome } from './pagechrome';
@@ -81,6 +82,8 @@ declare global {
       measured?: MeasuredCompare;
       /** "Fit to image" (fit/index.ts). */
       fit?: FitPanel;
+      /** The derivative image ∂I/∂p beside the image (derivative/index.ts). */
+      derivative?: DerivativeView;
       /** The crate's geometry (d, 2θ, hkl, lab position) at continuous full-resolution pixel
        * coordinates of the image shown (pixel centres at i + 0.5): what the readout shows. */
       pixelGeometry?: PixelQuery;
@@ -496,6 +499,12 @@ const fitPanel = installFit({
 });
 window.nanobragg.fit = fitPanel;
 window.addEventListener('nanobragg-frame', () => fitPanel.refresh());
+
+// ---- the derivative image beside the image (derivative/): the crate's tangent kernel ---------------
+window.nanobragg.derivative = installDerivative({
+  store, client, view, host: $('canvas-host'), stage: $('stage'), measured,
+  shownArgs: () => (last && !realistic && !lastWasPreview && !fitting && lastBuilt === store.args.peek().args.join('\n') ? last.args : null),
+});
 
 // ---- drag and drop anywhere: routed by content ---------------------------------------------------
 window.addEventListener('dragover', (e) => e.preventDefault());

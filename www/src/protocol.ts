@@ -56,6 +56,8 @@ export interface ModuleInfo {
   initMs: number;
   /** The crate's detector presets with the effects of their kind (`detector_presets`). */
   detectors: DetectorChoice[];
+  /** The parameters derivative images can be taken by, with their units (`gradient_params`). */
+  gradientParams: GradientParam[];
 }
 
 export type ToWorker =
@@ -90,7 +92,8 @@ export type ToWorker =
   | RealisticCompose
   | FitRequest
   | { type: 'fitted-values'; id: number; args: string[]; files: Record<string, Uint8Array> | null; params: string; values: number[] }
-  | SpotsRequest;
+  | SpotsRequest
+  | TangentRequest;
 
 export type FromWorker =
   | { type: 'ready'; info: ModuleInfo }
@@ -125,7 +128,24 @@ export type FromWorker =
   | { type: 'fit-result'; id: number; result: FitInfo }
   | { type: 'fit-error'; id: number; message: string; cancelled: boolean; error?: CrateErrorInfo }
   | { type: 'fitted-values'; id: number; fitted: Fitted | null; message: string; error?: CrateErrorInfo }
-  | { type: 'spots'; id: number; spots: Spot[] | null; message: string; error?: CrateErrorInfo };
+  | { type: 'spots'; id: number; spots: Spot[] | null; message: string; error?: CrateErrorInfo }
+  | { type: 'tangent'; id: number; result: TangentInfo | null; adapter: string; message: string; error?: CrateErrorInfo };
+
+// ---- derivative images (www/src/derivative/, crate/src/wasm/gradients.rs) ----------------------
+export type { GradientParam, TangentInfo } from '../dist/pkg/nanobragg';
+import type { GradientParam, TangentInfo } from '../dist/pkg/nanobragg';
+
+/** The image of `args` and its derivative with respect to `param` (the crate's
+ * `render_tangent`), where `backend` and `precision` put it (the one backend policy). */
+export interface TangentRequest {
+  type: 'tangent';
+  id: number;
+  args: string[];
+  files: Record<string, Uint8Array> | null;
+  param: string;
+  backend: Backend;
+  precision: Precision;
+}
 
 // ---- the fit to an image (www/src/fit/, crate/src/wasm/fit.rs) --------------------------------
 export type { Fitted, FitInfo, FitStepInfo, Spot } from '../dist/pkg/nanobragg';

@@ -8,7 +8,9 @@ import { asBackend, buildArgs, validate, type Backend, type Precision } from './
 import { BUNDLED_MODEL } from './layers';
 
 export type { ModelState } from './params';
-export type ColourMap = 'inverted-grey' | 'grey' | 'viridis' | 'inferno';
+/** 'diverging' (blue, white, red: signed images such as the derivative view's) is not offered
+ * for the image itself (`COLOUR_MAPS`). */
+export type ColourMap = 'inverted-grey' | 'grey' | 'viridis' | 'inferno' | 'diverging';
 export type Scaling = 'linear' | 'sqrt' | 'log';
 export type Theme = 'auto' | 'light' | 'dark';
 

@@ -39,6 +39,10 @@ const POLY: Record<'viridis' | 'inferno', number[][]> = {
   ],
 };
 
+// ColorBrewer's RdBu (Cynthia Brewer, Apache-2.0), blue to red: 0 maps to the white middle.
+const DIVERGING = ['053061', '2166ac', '4393c3', '92c5de', 'd1e5f0', 'f7f7f7', 'fddbc7', 'f4a582', 'd6604d', 'b2182b', '67001f']
+  .map((h) => [0, 2, 4].map((i) => parseInt(h.slice(i, i + 2), 16) / 255));
+
 export function colourLut(map: ColourMap): Uint32Array {
   const lut = new Uint32Array(256);
   for (let i = 0; i < 256; i++) {
@@ -46,7 +50,10 @@ export function colourLut(map: ColourMap): Uint32Array {
     let r: number, g: number, b: number;
     if (map === 'grey') r = g = b = t;
     else if (map === 'inverted-grey') r = g = b = 1 - t;
-    else {
+    else if (map === 'diverging') {
+      const x = t * (DIVERGING.length - 1), k = Math.min(DIVERGING.length - 2, Math.floor(x)), u = x - k;
+      [r, g, b] = [0, 1, 2].map((c) => DIVERGING[k][c] * (1 - u) + DIVERGING[k + 1][c] * u);
+    } else {
       const c = POLY[map];
       const ch = (k: number) => {
         let v = 0;
@@ -136,6 +143,10 @@ export class ImageView {
   /** A detector's image over a background (ADU: water, air, noise): the automatic black level
    * is its median, so that spots stand out from the background instead of mid-grey on grey. */
   backgroundBlack = false;
+  /** A signed image (a derivative): a view of several image pixels per screen pixel shows each
+   * block's value of the largest magnitude, sign kept (the block maximum would drop the
+   * negative half). */
+  signed = false;
   /** What the mouse wheel does over the image: zoom ('always': the app), zoom only with
    * Ctrl/⌘ (a trackpad pinch) or once the image has the focus ('focus': embedded, so that the
    * wheel scrolls the page it sits in), or nothing ('off'). */
@@ -274,12 +285,13 @@ export class ImageView {
     if (hit) return hit;
     const prev = this.level(p / 2);
     const w = Math.ceil(prev.w / 2), h = Math.ceil(prev.h / 2);
-    const out = new Float32Array(w * h).fill(-Infinity);
+    const signed = this.signed;
+    const out = new Float32Array(w * h).fill(signed ? 0 : -Infinity);
     for (let y = 0; y < prev.h; y++) {
       const row = y * prev.w, orow = (y >> 1) * w;
       for (let x = 0; x < prev.w; x++) {
         const v = prev.data[row + x], i = orow + (x >> 1);
-        if (v > out[i]) out[i] = v;
+        if (signed ? Math.abs(v) > Math.abs(out[i]) : v > out[i]) out[i] = v;
       }
     }
     const l = { k: p, w, h, data: out };
@@ -296,12 +308,13 @@ export class ImageView {
     const src = this.level(p);
     const b = Math.ceil(k / p);
     const pw = Math.ceil(src.w / b), ph = Math.ceil(src.h / b);
-    const maxes = new Float32Array(pw * ph).fill(-Infinity);
+    const signed = this.signed;
+    const maxes = new Float32Array(pw * ph).fill(signed ? 0 : -Infinity);
     for (let y = 0; y < src.h; y++) {
       const row = y * src.w, prow = ((y / b) | 0) * pw;
       for (let x = 0; x < src.w; x++) {
         const v = src.data[row + x], i = prow + ((x / b) | 0);
-        if (v > maxes[i]) maxes[i] = v;
+        if (signed ? Math.abs(v) > Math.abs(maxes[i]) : v > maxes[i]) maxes[i] = v;
       }
     }
     const canvas = document.createElement('canvas');
@@ -382,7 +395,7 @@ export class ImageView {
   /** The colour around the image: for inverted grey (a white image) the page's theme-dependent
    * `--canvas-bg` (light grey, or near-black in the dark theme), else dark grey. */
   private surround(): string {
-    if (this.settings.cmap !== 'inverted-grey') return '#202020';
+    if (this.settings.cmap !== 'inverted-grey' && this.settings.cmap !== 'diverging') return '#202020';
     return getComputedStyle(this.host).getPropertyValue('--canvas-bg').trim() || '#d8d8d8';
   }
 
@@ -424,7 +437,8 @@ export class ImageView {
       return;
     }
     const k = this.scale; // overlay coordinates are in the shown image's pixels
-    const accent = this.settings.cmap === 'inverted-grey' || this.settings.cmap === 'grey' ? '#d0342c' : '#38d9f5';
+    const accent = this.settings.cmap === 'diverging' ? '#2a2a2a'
+      : this.settings.cmap === 'inverted-grey' || this.settings.cmap === 'grey' ? '#d0342c' : '#38d9f5';
     const big = this.large ? 2 : 1;
     if (this.settings.rings) {
       ctx.strokeStyle = accent;

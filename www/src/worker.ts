@@ -52,6 +52,7 @@ async function load(preferParallel: boolean, threads: number): Promise<ModuleInf
     parallelNote,
     initMs: performance.now() - t0,
     detectors: wasm.detector_presets(),
+    gradientParams: wasm.gradient_params(),
   };
 }
 
@@ -187,10 +188,34 @@ function fit(msg: Extract<ToWorker, { type: 'fit' }>) {
   }
 }
 
+/** A derivative image (crate/src/wasm/gradients.rs) on the engine the backend policy picks:
+ * the WGSL tangent kernel on WebGPU where the device opens, else the CPU tangent kernel. */
+async function tangent(msg: Extract<ToWorker, { type: 'tangent' }>, rendersBefore: number) {
+  const w = wasm!;
+  // a render asked for after this request goes first: the derivative is of an image no longer
+  // shown, and would hold up a drag's frames (the page asks again after the next full image)
+  if (rendersAsked !== rendersBefore) {
+    post({ type: 'tangent', id: msg.id, result: null, adapter: gpu.adapter, message: 'superseded by a newer image', error: { kind: 'cancelled' } });
+    return;
+  }
+  useFiles(msg.files);
+  if (msg.backend !== 'cpu') await ensureGpu();
+  try {
+    const result = await w.render_tangent(msg.args, msg.param, msg.backend, msg.precision === 'f64');
+    if (result.notice && gpu.error !== 'no-webgpu') console.warn(`nanobragg: ${result.notice}`);
+    post({ type: 'tangent', id: msg.id, result, adapter: gpu.adapter, message: '' }, [result.tangent.buffer, result.image.buffer]);
+  } catch (e) {
+    post({ type: 'tangent', id: msg.id, result: null, adapter: gpu.adapter, message: errText(e), error: errorInfo(e) });
+  }
+}
+
 function errText(e: unknown): string {
   if (e instanceof Error) return e.message;
   return String(e);
 }
+
+/** Render requests received so far (a derivative asked for before one is skipped). */
+let rendersAsked = 0;
 
 // Messages are handled one at a time, in order; only a cancel bypasses the queue, so that it
 // reaches a GPU render that is awaiting the device.
@@ -274,7 +299,13 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
     });
     return;
   }
+  if (msg.type === 'tangent') {
+    const before = rendersAsked;
+    chain = chain.then(() => tangent(msg, before));
+    return;
+  }
   if (msg.type === 'render') {
+    rendersAsked++;
     chain = chain.then(() => render(msg)).catch((e) => post({ type: 'error', id: msg.id, message: errText(e), cancelled: false, error: errorInfo(e) }));
   }
 };

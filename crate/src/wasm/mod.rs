@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use wasm_bindgen::prelude::*;
 
 mod fit; // the fit to an image (api::fit) and the fitted values as flags
+mod gradients; // derivative images (api::Renderer::render_gradients_async) for the page's ∂I/∂ view
 mod measured; // measured images read for the overlay (io::measured)
 mod realistic; // the realistic-image chain: model → structure factors, background, detector
 
@@ -207,14 +208,8 @@ pub fn clear_files() {
 /// Parse and resolve the flags into a plan; returns the resolved geometry and the plan's size
 /// (`PrepareInfo`). The previous plan and image are kept when this fails.
 #[wasm_bindgen(unchecked_return_type = "PrepareInfo")]
-pub fn prepare(mut args: Vec<String>) -> Result<JsValue, JsValue> {
-    // Upstream seeds the noise from the clock when -seed is absent; std's clock panics on
-    // wasm32-unknown-unknown, so pass the same default (seconds since the epoch) explicitly.
-    // Put first, so that a message about a missing value at the end still names the user's flag.
-    if !args.iter().any(|a| a == "-seed") {
-        let now = (js_sys::Date::now() / 1000.0) as i64;
-        args.splice(0..0, ["-seed".to_string(), now.to_string()]);
-    }
+pub fn prepare(args: Vec<String>) -> Result<JsValue, JsValue> {
+    let args = with_seed(args);
     STATE.with(|st| {
         let mut st = st.borrow_mut();
         let prep = api::prepare(&args, &st.files).map_err(js_err)?;
@@ -224,6 +219,18 @@ pub fn prepare(mut args: Vec<String>) -> Result<JsValue, JsValue> {
         st.image = None;
         to_js(&info)
     })
+}
+
+/// The words with a `-seed` when they have none. Upstream seeds the noise from the clock when
+/// -seed is absent; std's clock panics on wasm32-unknown-unknown, so pass the same default
+/// (seconds since the epoch) explicitly. Put first, so that a message about a missing value at
+/// the end still names the user's flag.
+fn with_seed(mut args: Vec<String>) -> Vec<String> {
+    if !args.iter().any(|a| a == "-seed") {
+        let now = (js_sys::Date::now() / 1000.0) as i64;
+        args.splice(0..0, ["-seed".to_string(), now.to_string()]);
+    }
+    args
 }
 
 thread_local! {
