@@ -6,13 +6,14 @@
 // renders (distance ± 0.01 mm); the image it came with is the image shown; the readout gives
 // the derivative at the pointer; the download is the derivative's floats (the CLI's -gradfile
 // file); a parameter the set-up has no derivative by is the crate's error in the bar; a new
-// image (another distance) is followed by its derivative. Screenshots of the view go to
+// image (another distance) is followed by its derivative; without WebGPU the CPU's tangent kernel
+// computes it and the bar says so. Screenshots of the view go to
 // tests/artifacts/derivative-*.png (1280×720 and 1920×1080).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { open, waitRendered, setup, pearson, ARTIFACTS } from './helpers.mjs';
+import { open, launch, waitRendered, setup, pearson, ARTIFACTS } from './helpers.mjs';
 
 const env = setup({ webgpu: true });
 
@@ -147,4 +148,24 @@ test('∂I/∂p beside the image: WebGPU, against the f64 CPU kernel and a finit
   assert.equal(await page.locator('.dhost').isVisible(), false);
   assert.deepEqual(errors, []);
   await page.close();
+});
+
+test('without WebGPU the CPU tangent kernel computes the view, and the bar says why', { timeout: 120_000 }, async () => {
+  const ctx = await launch({ webgpu: false });
+  try {
+    const { page, errors } = await open(ctx, `${env.base}/${BASE}`);
+    await waitRendered(page, 1);
+    await page.click('.dopen');
+    const r = await derivativeOf(page, 'rot_x');
+    assert.ok(r, await page.locator('.dstatus').textContent());
+    assert.equal(r.engine, 'cpu');
+    assert.match(await page.locator('.dstatus').textContent(), /tangent kernel on the CPU \(no WebGPU in this browser\)/);
+    // the f32 CPU kernel's derivative: the same as asking the crate for it on the CPU
+    const args = await page.evaluate(() => window.nanobragg.lastRender().result.args);
+    const cpu = await page.evaluate(async ([a]) => Array.from((await window.nanobragg.client.renderTangent(a, {}, 'rot_x', 'cpu', 'f32')).tangent), [args]);
+    assert.deepEqual(r.tangent, cpu);
+    assert.deepEqual(errors, []);
+  } finally {
+    await ctx.close();
+  }
 });

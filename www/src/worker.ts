@@ -85,11 +85,15 @@ let filesLoaded = false;
 /** Measured speed per backend (kernel terms per ms, last render), for the cost estimate. */
 const speed: Record<'gpu' | 'cpu', number> = { gpu: 0, cpu: 0 };
 
-/** The notice for a CPU fallback: one plain line (the details go to the console). */
+/** Why a render fell back to the CPU, in a few words (the details go to the console). */
+function fallbackReason(error: string): string {
+  if (error === 'no-webgpu' || /adapter|not available|not supported/i.test(error)) return 'No WebGPU in this browser';
+  return 'WebGPU failed';
+}
+
+/** The notice for a CPU fallback: one plain line. */
 function fallbackNotice(error: string, threads: number): string {
-  const cpu = `running on the CPU, ${threads} thread${threads === 1 ? '' : 's'}`;
-  if (error === 'no-webgpu' || /adapter|not available|not supported/i.test(error)) return `No WebGPU in this browser: ${cpu}`;
-  return `WebGPU failed: ${cpu}`;
+  return `${fallbackReason(error)}: running on the CPU, ${threads} thread${threads === 1 ? '' : 's'}`;
 }
 
 /** Install the request's input files (null: unchanged since the previous request). */
@@ -202,7 +206,10 @@ async function tangent(msg: Extract<ToWorker, { type: 'tangent' }>, rendersBefor
   if (msg.backend !== 'cpu') await ensureGpu();
   try {
     const result = await w.render_tangent(msg.args, msg.param, msg.backend, msg.precision === 'f64');
-    if (result.notice && gpu.error !== 'no-webgpu') console.warn(`nanobragg: ${result.notice}`);
+    if (result.notice) {
+      if (gpu.error !== 'no-webgpu') console.warn(`nanobragg: ${result.notice}`);
+      result.notice = fallbackReason(gpu.error === 'no-webgpu' ? 'no-webgpu' : result.notice);
+    }
     post({ type: 'tangent', id: msg.id, result, adapter: gpu.adapter, message: '' }, [result.tangent.buffer, result.image.buffer]);
   } catch (e) {
     post({ type: 'tangent', id: msg.id, result: null, adapter: gpu.adapter, message: errText(e), error: errorInfo(e) });

@@ -206,7 +206,7 @@ export class DerivativeView {
     }
     const args = this.d.shownArgs();
     if (!args) {
-      this.status('The derivative is of the full image of the simulation: waiting for it (a preview, the realistic image and a measured file have none).');
+      this.status('The derivative is of the plain simulation\'s full image: waiting for one (a preview, a fit\'s steps and the realistic image have none).');
       return;
     }
     const param = this.param;
@@ -251,7 +251,8 @@ export class DerivativeView {
     this.q<HTMLButtonElement>('.dsave').disabled = false;
     const s = signedSummary(r.tangent);
     const where = r.engine === 'gpu' ? `WebGPU${r.adapter ? ` (${r.adapter})` : ''}` : 'the CPU';
-    const fell = r.notice ? ` (${r.notice.split('\n')[0]})` : '';
+    // the worker's few words on a fallback ("No WebGPU in this browser")
+    const fell = r.notice ? ` (${r.notice.charAt(0).toLowerCase()}${r.notice.slice(1)})` : '';
     this.status(`Red: the pixel brightens as ${r.param} grows; blue: it dims. Largest |∂I/∂${r.param}| ${fmtValue(s.maxAbs)} photons per ${r.unit}. ` +
       `The crate's tangent kernel on ${where}${fell}, ${Math.round(r.ms)} ms with the image.`);
   }
