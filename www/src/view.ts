@@ -467,7 +467,7 @@ export class ImageView {
           this.drawnBoxes.push([best[0] + 1, best[1] - 3 - fontPx, best[0] + 5 + ctx.measureText(label).width, best[1] - 1]);
           if (this.large) {
             ctx.lineWidth = 4;
-            ctx.strokeStyle = this.settings.cmap === 'inverted-grey' ? 'rgba(255,255,255,.85)' : 'rgba(0,0,0,.7)';
+            ctx.strokeStyle = this.settings.cmap === 'inverted-grey' || this.settings.cmap === 'diverging' ? 'rgba(255,255,255,.85)' : 'rgba(0,0,0,.7)';
             ctx.strokeText(label, best[0] + 3, best[1] - 3);
             ctx.strokeStyle = accent;
             ctx.lineWidth = big;

@@ -100,6 +100,11 @@ export class DerivativeView {
     const prevDraw = d.view.onDraw;
     d.view.onDraw = () => {
       prevDraw?.();
+      // presentation mode's large labels, as the image's
+      if (this.dview.large !== d.view.large) {
+        this.dview.large = d.view.large;
+        this.dview.draw();
+      }
       this.sync(d.view, this.dview);
     };
     this.dview.onDraw = () => this.sync(this.dview, d.view);
