@@ -7,7 +7,7 @@
 // the derivative at the pointer; the download is the derivative's floats (the CLI's -gradfile
 // file); a parameter the set-up has no derivative by is the crate's error in the bar; a new
 // image (another distance) is followed by its derivative; without WebGPU the CPU's tangent kernel
-// computes it and the bar says so. Screenshots of the view go to
+// computes it and the bar says so; the URL holds the view (`deriv=NAME`). Screenshots of the view go to
 // tests/artifacts/derivative-*.png (1280×720 and 1920×1080).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -124,9 +124,10 @@ test('∂I/∂p beside the image: WebGPU, against the f64 CPU kernel and a finit
   assert.match(await page.locator('.dstatus').textContent(), /mosaic spread is 0/);
   assert.equal(await page.locator('.dsave').isDisabled(), true);
 
-  // a new image: its derivative follows (another distance, ∂I/∂distance)
+  // a new image: its derivative follows (another distance, ∂I/∂distance); the URL holds the view
   await page.selectOption('.dparam', 'distance');
   await derivativeOf(page, 'distance');
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('deriv') === 'distance', null, { timeout: 5_000 });
   const before = await page.evaluate(() => window.nanobragg.derivative.resultArgs.join(' '));
   const n = await page.evaluate(() => window.nanobragg.lastRender().count);
   await page.fill('#f-distance', '120');
@@ -146,17 +147,18 @@ test('∂I/∂p beside the image: WebGPU, against the f64 CPU kernel and a finit
   // closing it hides the view and its tag
   await page.click('.dclose');
   assert.equal(await page.locator('.dhost').isVisible(), false);
+  await page.waitForFunction(() => !new URLSearchParams(location.search).has('deriv'), null, { timeout: 5_000 });
   assert.deepEqual(errors, []);
   await page.close();
 });
 
-test('without WebGPU the CPU tangent kernel computes the view, and the bar says why', { timeout: 120_000 }, async () => {
+test('a link with deriv=NAME opens the view; without WebGPU the CPU tangent kernel computes it, and the bar says why', { timeout: 120_000 }, async () => {
   const ctx = await launch({ webgpu: false });
   try {
-    const { page, errors } = await open(ctx, `${env.base}/${BASE}`);
+    const { page, errors } = await open(ctx, `${env.base}/${BASE}&deriv=rot_x`);
     await waitRendered(page, 1);
-    await page.click('.dopen');
     const r = await derivativeOf(page, 'rot_x');
+    assert.equal(await page.locator('.dbar').isVisible(), true);
     assert.ok(r, await page.locator('.dstatus').textContent());
     assert.equal(r.engine, 'cpu');
     assert.match(await page.locator('.dstatus').textContent(), /tangent kernel on the CPU \(no WebGPU in this browser\)/);

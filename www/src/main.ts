@@ -504,6 +504,7 @@ window.addEventListener('nanobragg-frame', () => fitPanel.refresh());
 window.nanobragg.derivative = installDerivative({
   store, client, view, host: $('canvas-host'), stage: $('stage'), measured,
   shownArgs: () => (last && !realistic && !lastWasPreview && !fitting && lastBuilt === store.args.peek().args.join('\n') ? last.args : null),
+  rest, urlChanged: () => store.setView({}), notice: showNotice,
 });
 
 // ---- drag and drop anywhere: routed by content ---------------------------------------------------

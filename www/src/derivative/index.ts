@@ -27,6 +27,11 @@ export interface DerivativeDeps {
   /** The words of the full-resolution plain image shown (null: none, a preview, a realistic
    * image: there is nothing to differentiate). */
   shownArgs: () => string[] | null;
+  /** The URL's other keys (`deriv=NAME`: the view open on that parameter, so that a copied link
+   * opens it); `urlChanged` rewrites the URL. */
+  rest: Record<string, string>;
+  urlChanged: () => void;
+  notice: (text: string, kind?: 'info' | 'warn') => void;
 }
 
 const STYLE = `
@@ -81,7 +86,10 @@ export class DerivativeView {
       `<p class="dstatus" aria-live="polite"></p><p class="dread" aria-live="off"></p>`;
     d.measured.bar.insertAdjacentElement('afterend', bar);
     this.q = <T extends HTMLElement>(sel: string) => bar.querySelector(sel) as T;
-    this.q('.dparam').addEventListener('change', () => void this.request());
+    this.q('.dparam').addEventListener('change', () => {
+      this.writeUrl();
+      void this.request();
+    });
     this.q('.dlim').addEventListener('change', () => this.recolour());
     this.q('.dsave').addEventListener('click', () => this.download());
     this.q('.dclose').addEventListener('click', () => this.toggle(false));
@@ -150,11 +158,19 @@ export class DerivativeView {
 
   set param(name: string) {
     this.q<HTMLSelectElement>('.dparam').value = name;
+    this.writeUrl();
     if (this.open) void this.request();
+  }
+
+  private writeUrl() {
+    if (this.open && this.param) this.d.rest.deriv = this.param;
+    else delete this.d.rest.deriv;
+    this.d.urlChanged();
   }
 
   toggle(show = this.bar.hidden) {
     this.bar.hidden = !show;
+    this.writeUrl();
     this.dhost.hidden = !show;
     this.tag.hidden = !show;
     this.simTag.hidden = !show || this.d.measured.info !== null;
@@ -171,6 +187,13 @@ export class DerivativeView {
     const sel = this.q<HTMLSelectElement>('.dparam');
     for (const p of params) sel.add(new Option(paramLabel(p.name, p.unit), p.name));
     sel.value = params.some((p) => p.name === 'rot_x') ? 'rot_x' : params[0]?.name ?? '';
+    // a link with deriv=NAME opens the view on that parameter (an unknown name: said in the bar)
+    const asked = this.d.rest.deriv;
+    if (asked === undefined) return;
+    const known = params.find((p) => p.name.toLowerCase() === asked.trim().toLowerCase());
+    if (known) sel.value = known.name;
+    this.toggle(true);
+    if (!known) this.d.notice(`Ignored URL parameter: deriv=${asked} is not a parameter of the derivative view (${params.map((p) => p.name).join(', ')}); showing ${sel.value}`, 'warn');
   }
 
   private makeTag(host: HTMLElement, text: string) {
