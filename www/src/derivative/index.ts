@@ -12,6 +12,7 @@
 import type { NanoBraggClient } from '../client';
 import type { Store } from '../state';
 import { ImageView, type Readout } from '../view';
+import { makeBar, viewTag } from '../panelbar';
 import type { MeasuredCompare } from '../measured';
 import type { GradientParam, TangentInfo } from '../protocol';
 import { derivativeFileName, fmtValue, paramLabel, signedSummary, symmetricLimit } from './logic';
@@ -68,22 +69,15 @@ export class DerivativeView {
   private q: <T extends HTMLElement>(sel: string) => T;
 
   constructor(private d: DerivativeDeps) {
-    const style = document.createElement('style');
-    style.textContent = STYLE;
-    document.head.appendChild(style);
-    const bar = (this.bar = document.createElement('div'));
-    bar.className = 'dbar';
-    bar.hidden = true;
-    bar.setAttribute('role', 'group');
-    bar.setAttribute('aria-label', 'Derivative image');
-    bar.innerHTML =
+    const bar = (this.bar = makeBar('dbar', 'Derivative image', STYLE,
       `<span class="dtitle">Derivative ∂I/∂</span>` +
       `<label><span class="sr-only">Parameter</span><select class="dparam" aria-label="Parameter of the derivative"></select></label>` +
       `<span class="dkey" title="Blue: the pixel dims as the parameter grows; white: unchanged; red: it brightens">dims <i></i> brightens</span>` +
       `<label title="The colour range ±this value (photons per pixel per the parameter's unit); empty: automatic (the 99th percentile of the pixels that move)">± <input class="dlim" type="text" inputmode="decimal" placeholder="auto" aria-label="Colour range of the derivative"></label>` +
       `<button type="button" class="dsave" disabled title="The derivative as raw little-endian float32, fast-major: the file the CLI's -gradfile writes">Download .bin</button>` +
       `<button type="button" class="dclose" aria-label="Close the derivative view">×</button>` +
-      `<p class="dstatus" aria-live="polite"></p><p class="dread" aria-live="off"></p>`;
+      `<p class="dstatus" aria-live="polite"></p><p class="dread" aria-live="off"></p>`));
+    bar.hidden = true;
     d.measured.bar.insertAdjacentElement('afterend', bar);
     this.q = <T extends HTMLElement>(sel: string) => bar.querySelector(sel) as T;
     this.q('.dparam').addEventListener('change', () => {
@@ -101,8 +95,8 @@ export class DerivativeView {
     this.dview = new ImageView(dhost);
     this.dview.signed = true;
     this.dview.canvas.setAttribute('aria-label', 'Derivative of the detector image. Arrow keys pan, + and - zoom, 0 fits.');
-    this.tag = this.makeTag(dhost, '∂I/∂');
-    this.simTag = this.makeTag(d.host, 'image I');
+    this.tag = viewTag(dhost, '∂I/∂');
+    this.simTag = viewTag(d.host, 'image I');
 
     // one zoom and pan with the image (chained after the measured view's, which shares it too)
     const prevDraw = d.view.onDraw;
@@ -194,15 +188,6 @@ export class DerivativeView {
     if (known) sel.value = known.name;
     this.toggle(true);
     if (!known) this.d.notice(`Ignored URL parameter: deriv=${asked} is not a parameter of the derivative view (${params.map((p) => p.name).join(', ')}); showing ${sel.value}`, 'warn');
-  }
-
-  private makeTag(host: HTMLElement, text: string) {
-    const t = document.createElement('span');
-    t.className = 'mtag';
-    t.textContent = text;
-    t.hidden = true;
-    host.appendChild(t);
-    return t;
   }
 
   private sync(from: ImageView, to: ImageView) {

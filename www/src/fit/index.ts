@@ -14,6 +14,7 @@ import type { Store } from '../state';
 import type { ImageView } from '../view';
 import type { MeasuredCompare } from '../measured';
 import type { FitRequest, FitStepInfo, Geometry, Spot } from '../protocol';
+import { makeBar } from '../panelbar';
 import { GROUPS, fmtField, paramsOf, perturbation, plotPoints, withFitted } from './logic';
 
 export interface ShownImage {
@@ -90,15 +91,7 @@ export class FitPanel {
   private q: <T extends HTMLElement>(sel: string) => T;
 
   constructor(private d: FitDeps) {
-    const style = document.createElement('style');
-    style.textContent = STYLE;
-    document.head.appendChild(style);
-    const bar = (this.bar = document.createElement('div'));
-    bar.className = 'fitbar';
-    bar.hidden = true;
-    bar.setAttribute('role', 'group');
-    bar.setAttribute('aria-label', 'Fit to image');
-    bar.innerHTML =
+    const bar = (this.bar = makeBar('fitbar', 'Fit to image', STYLE,
       `<span class="ftitle">Fit to image</span>` +
       `<fieldset class="fparams"><legend>Fit</legend>${GROUPS.map((g) => `<label class="fgroup" title="${g.title}"><input type="checkbox" data-group="${g.id}"${g.on ? ' checked' : ''}> ${g.label}</label>`).join('')}</fieldset>` +
       `<span class="fgroup fperturb" title="For teaching: the image shown becomes the target, then the crystal is turned by this angle about each lab axis and its cell edges changed by this share; Fit brings them back">` +
@@ -109,7 +102,8 @@ export class FitPanel {
       `<canvas class="fplot" width="180" height="44" role="img" aria-label="Residual: cost per pixel against the fit's steps (log scale)" title="Cost per pixel at each accepted step (log scale); a dashed line starts a new cycle, which weighs the pixels anew"></canvas>` +
       `<span class="ftarget"></span>` +
       `<button type="button" class="fclose" aria-label="Close Fit to image" title="Close (a fit running goes on; Cancel stops it)">×</button>` +
-      `<p class="fstatus" aria-live="polite"></p>`;
+      `<p class="fstatus" aria-live="polite"></p>`));
+    bar.hidden = true;
     d.after.insertAdjacentElement('afterend', bar);
     this.q = <T extends HTMLElement>(sel: string) => bar.querySelector(sel) as T;
     this.q('.fmake').addEventListener('click', () => void this.perturb());

@@ -12,6 +12,7 @@ import { effect } from '@preact/signals-core';
 import type { NanoBraggClient } from '../client';
 import type { Store } from '../state';
 import { ImageView, type Readout } from '../view';
+import { makeBar, viewTag } from '../panelbar';
 import { fromPrediction, type CratePrediction } from '../recip/adapter';
 import type { RecipData } from '../recip/types';
 import { difference, masterOf, measuredKind, simScale, withFileGeometry } from './logic';
@@ -47,7 +48,6 @@ const STYLE = `
 .stage .mhost { flex: 1; position: relative; min-height: 0; min-width: 0; overflow: hidden; background: var(--canvas-bg); border-left: 2px solid var(--line, #999); }
 .canvas-host > .mhost { position: absolute; inset: 0; border: 0; }
 .mhost[hidden] { display: none; }
-.mtag { position: absolute; top: 4px; left: 6px; z-index: 2; font: 600 12px system-ui, sans-serif; padding: 1px 6px; border-radius: 3px; background: rgba(0,0,0,.6); color: #fff; pointer-events: none; }
 `;
 
 export class MeasuredCompare {
@@ -75,15 +75,7 @@ export class MeasuredCompare {
   private q: <T extends HTMLElement>(sel: string) => T;
 
   constructor(private d: MeasuredDeps) {
-    const style = document.createElement('style');
-    style.textContent = STYLE;
-    document.head.appendChild(style);
-    const bar = (this.bar = document.createElement('div'));
-    bar.className = 'mbar';
-    bar.dataset.open = 'false';
-    bar.setAttribute('role', 'toolbar');
-    bar.setAttribute('aria-label', 'Measured image');
-    bar.innerHTML =
+    const bar = (this.bar = makeBar('mbar', 'Measured image', STYLE,
       `<button type="button" class="mopen" title="Open a measured image: SMV, miniCBF, or an EIGER NeXus master with its data files (select them together); a DIALS .expt with it sets the crystal">Open measured image…</button>` +
       `<input type="file" class="mfile" multiple hidden accept=".img,.smv,.cbf,.h5,.hdf5,.nxs,.expt,.json,.geom">` +
       `<span class="mname mopen-only"></span>` +
@@ -93,7 +85,8 @@ export class MeasuredCompare {
       `<label class="mopen-only" title="Predicted spots (in the diffraction condition) over the measured image"><input class="mspots" type="checkbox" checked> predicted spots</label>` +
       `<button type="button" class="mopen-only mapply" title="Put the file's detector and beam into the form again">Use the file's geometry</button>` +
       `<button type="button" class="mopen-only mclose" aria-label="Close the measured image">×</button>` +
-      `<p class="mnote mopen-only" aria-live="polite"></p><p class="mread mopen-only" aria-live="off"></p>`;
+      `<p class="mnote mopen-only" aria-live="polite"></p><p class="mread mopen-only" aria-live="off"></p>`, 'toolbar'));
+    bar.dataset.open = 'false';
     d.stage.parentElement!.insertBefore(bar, d.stage);
     this.q = <T extends HTMLElement>(sel: string) => bar.querySelector(sel) as T;
     const file = this.q<HTMLInputElement>('.mfile');
@@ -124,7 +117,7 @@ export class MeasuredCompare {
     this.mview = new ImageView(mhost);
     this.mview.backgroundBlack = true; // counts over water, air and an offset: levels as the realistic still's
     this.mview.canvas.setAttribute('aria-label', 'Measured detector image. Arrow keys pan, + and - zoom, 0 fits.');
-    this.tags = { sim: this.tag(d.host, 'simulated'), measured: this.tag(mhost, 'measured') };
+    this.tags = { sim: viewTag(d.host, 'simulated'), measured: viewTag(mhost, 'measured') };
 
     // one zoom and pan: whichever view moves, the other follows
     const sync = (from: ImageView, to: ImageView) => () => {
@@ -167,15 +160,6 @@ export class MeasuredCompare {
       void this.requestSpots();
     });
     this.layout();
-  }
-
-  private tag(host: HTMLElement, text: string) {
-    const t = document.createElement('span');
-    t.className = 'mtag';
-    t.textContent = text;
-    t.hidden = true;
-    host.appendChild(t);
-    return t;
   }
 
   /** Files dropped on the page or chosen: true if they were measured images (or a `.expt` or a
