@@ -38,3 +38,15 @@ export function viewTag(host: HTMLElement, text: string): HTMLElement {
   host.appendChild(t);
   return t;
 }
+
+/** The button that opens a bar (`aria-expanded` says whether it is open; the bar's toggle sets it). */
+export function openButton(className: string, text: string, title: string, onClick: () => void): HTMLButtonElement {
+  const open = document.createElement('button');
+  open.type = 'button';
+  open.className = className;
+  open.textContent = text;
+  open.title = title;
+  open.setAttribute('aria-expanded', 'false');
+  open.addEventListener('click', onClick);
+  return open;
+}

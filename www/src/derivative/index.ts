@@ -12,7 +12,7 @@
 import type { NanoBraggClient } from '../client';
 import type { Store } from '../state';
 import { ImageView, type Readout } from '../view';
-import { makeBar, viewTag } from '../panelbar';
+import { makeBar, openButton, viewTag } from '../panelbar';
 import type { MeasuredCompare } from '../measured';
 import type { GradientParam, TangentInfo } from '../protocol';
 import { derivativeFileName, fmtValue, paramLabel, signedSummary, symmetricLimit } from './logic';
@@ -123,13 +123,7 @@ export class DerivativeView {
     this.dview.update({ cmap: 'diverging', scaling: 'linear', contrast: 0, min: -1, max: 1 });
 
     // the button that opens it, in the measured image's bar (after "Fit to image…")
-    const open = document.createElement('button');
-    open.type = 'button';
-    open.className = 'dopen';
-    open.textContent = 'Derivative…';
-    open.title = 'Beside the image, its derivative ∂I/∂p with respect to a parameter (crystal rotation, cell, distance, wavelength, …), from the crate\'s tangent kernel (WebGPU where it opens)';
-    open.setAttribute('aria-expanded', 'false');
-    open.addEventListener('click', () => this.toggle());
+    const open = openButton('dopen', 'Derivative…', 'Beside the image, its derivative ∂I/∂p with respect to a parameter (crystal rotation, cell, distance, wavelength, …), from the crate\'s tangent kernel (WebGPU where it opens)', () => this.toggle());
     const after = d.measured.bar.querySelector('.fitopen') ?? d.measured.bar.querySelector('.mopen')!;
     after.insertAdjacentElement('afterend', open);
     window.addEventListener('nanobragg-frame', (e) => {

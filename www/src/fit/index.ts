@@ -14,7 +14,7 @@ import type { Store } from '../state';
 import type { ImageView } from '../view';
 import type { MeasuredCompare } from '../measured';
 import type { FitRequest, FitStepInfo, Geometry, Spot } from '../protocol';
-import { makeBar } from '../panelbar';
+import { makeBar, openButton } from '../panelbar';
 import { GROUPS, fmtField, paramsOf, perturbation, plotPoints, withFitted } from './logic';
 
 export interface ShownImage {
@@ -113,13 +113,7 @@ export class FitPanel {
     this.q('.fclose').addEventListener('click', () => this.toggle(false));
     d.view.overlays.push((ctx) => this.drawTargetSpots(ctx));
     // the button that opens it, in the measured image's bar
-    const open = document.createElement('button');
-    open.type = 'button';
-    open.className = 'fitopen';
-    open.textContent = 'Fit to image…';
-    open.title = 'Refine the crystal orientation and cell (and optionally the detector and scale) against the measured image, or against a perturbed copy of this image (teaching)';
-    open.setAttribute('aria-expanded', 'false');
-    open.addEventListener('click', () => this.toggle());
+    const open = openButton('fitopen', 'Fit to image…', 'Refine the crystal orientation and cell (and optionally the detector and scale) against the measured image, or against a perturbed copy of this image (teaching)', () => this.toggle());
     d.measured.bar.querySelector('.mopen')!.insertAdjacentElement('afterend', open);
     this.refresh();
   }
