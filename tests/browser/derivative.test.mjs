@@ -140,6 +140,12 @@ test('∂I/∂p beside the image: WebGPU, against the f64 CPU kernel and a finit
   const after = await page.evaluate(() => window.nanobragg.derivative.resultArgs);
   assert.equal(after[after.indexOf('-distance') + 1], '120');
 
+  // the toolbar's Rings and Beam apply to the derivative too
+  await page.uncheck('#rings');
+  assert.equal(await page.evaluate(() => window.nanobragg.derivative.dview.settings.rings), false);
+  await page.check('#rings');
+  assert.equal(await page.evaluate(() => window.nanobragg.derivative.dview.settings.rings), true);
+
   // the view at 1920×1080
   await page.setViewportSize({ width: 1920, height: 1080 });
   await page.waitForTimeout(500);

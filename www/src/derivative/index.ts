@@ -9,6 +9,7 @@
 // file the CLI's `-gradfile` writes. A teacher shows which pixels a parameter moves (turn the
 // crystal: the spots' leading and trailing edges; change the distance: every spot moves
 // outwards); a crystallographer sees what a refinement can see of a parameter.
+import { effect } from '@preact/signals-core';
 import type { NanoBraggClient } from '../client';
 import type { Store } from '../state';
 import { ImageView, type Readout } from '../view';
@@ -119,8 +120,13 @@ export class DerivativeView {
       prevReadout(r && { ...r, value: this.imageValueAt(r.f, r.s) ?? NaN });
       this.readout(r);
     };
-    // the image's rings and beam centre, with the store's view settings
+    // a signed image: the diverging map, linear, symmetric about 0 (the range: `recolour`); the
+    // rings and the beam centre as the toolbar says for the image
     this.dview.update({ cmap: 'diverging', scaling: 'linear', contrast: 0, min: -1, max: 1 });
+    effect(() => {
+      const v = d.store.view.value;
+      this.dview.update({ rings: v.rings, beamc: v.beamc });
+    });
 
     // the button that opens it, in the measured image's bar (after "Fit to image…")
     const open = openButton('dopen', 'Derivative…', 'Beside the image, its derivative ∂I/∂p with respect to a parameter (crystal rotation, cell, distance, wavelength, …), from the crate\'s tangent kernel (WebGPU where it opens)', () => this.toggle());
@@ -281,8 +287,7 @@ export class DerivativeView {
     box.classList.toggle('bad', bad);
     const lim = typed !== '' && !bad ? n : symmetricLimit(r.tangent);
     box.placeholder = fmtValue(symmetricLimit(r.tangent));
-    const v = this.d.store.view.peek();
-    this.dview.update({ cmap: 'diverging', scaling: 'linear', min: -lim, max: lim, rings: v.rings, beamc: v.beamc });
+    this.dview.update({ cmap: 'diverging', scaling: 'linear', min: -lim, max: lim });
   }
 
   private imageValueAt(f: number, s: number): number | null {
