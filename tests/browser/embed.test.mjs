@@ -39,6 +39,64 @@ for (const webgpu of [false, true]) {
   });
 }
 
+test('<nanobragg-view derivative="…"> shows ∂I/∂p from the crate\'s tangent kernel; the attribute switches it, names a bad parameter, and its removal brings the image back', { timeout: 180_000 }, async () => {
+  const ctx = await launch({ webgpu: false });
+  try {
+    const { page, errors } = await open(ctx, `${env.base}/examples/embed.html`);
+    const first = await page.evaluate(() => new Promise((ok, fail) => {
+      const el = document.getElementById('v3');
+      const done = () => ok({ param: el.tangent.param, unit: el.tangent.unit, engine: el.tangent.engine, w: el.tangent.width, status: el.shadowRoot.querySelector('.bar').textContent });
+      if (el.tangent) return done();
+      el.addEventListener('render', done, { once: true });
+      el.addEventListener('error', (e) => fail(new Error(e.detail.message)), { once: true });
+    }));
+    assert.deepEqual([first.param, first.unit, first.engine, first.w], ['rot_x', 'rad', 'cpu', 256]);
+    assert.match(first.status, /^∂I\/∂rot_x \(photons per rad\) · 256×256 · CPU/);
+    // a signed image (each spot a dipole), drawn in the diverging map
+    const check = await page.evaluate(() => {
+      const el = document.getElementById('v3');
+      let pos = 0, neg = 0;
+      for (const v of el.tangent.tangent) { if (v > 0) pos++; else if (v < 0) neg++; }
+      return { pos, neg, cmap: el.view.settings.cmap, signed: el.view.signed };
+    });
+    assert.ok(check.pos > 100 && check.neg > 100, JSON.stringify(check));
+    assert.equal(check.cmap, 'diverging');
+    assert.equal(check.signed, true);
+    // the attribute switches the parameter; a bad name is the crate's error naming it
+    const dist = await page.evaluate(() => new Promise((ok) => {
+      const el = document.getElementById('v3');
+      el.addEventListener('render', (e) => ok(e.detail.derivative), { once: true });
+      el.setAttribute('derivative', 'distance');
+    }));
+    assert.equal(dist, 'distance');
+    const bad = await page.evaluate(() => new Promise((ok) => {
+      const el = document.getElementById('v3');
+      el.addEventListener('error', (e) => ok(e.detail.message), { once: true });
+      el.setAttribute('derivative', 'rot_q');
+    }));
+    assert.match(bad, /unknown parameter 'rot_q' \(did you mean rot_x\?\)/);
+    // without the attribute the element shows the image again (and v2's image: the same words)
+    const img = await page.evaluate(() => new Promise((ok) => {
+      const el = document.getElementById('v3');
+      el.addEventListener('render', () => {
+        const a = el.result.data, b = document.getElementById('v2').result.data;
+        let same = a.length === b.length;
+        for (let i = 0; same && i < a.length; i++) same = a[i] === b[i];
+        ok({ tangent: el.tangent, same });
+      }, { once: true });
+      el.removeAttribute('derivative');
+    }));
+    assert.deepEqual(img, { tangent: null, same: true });
+    await page.evaluate(() => document.getElementById('v3').setAttribute('derivative', 'rot_x'));
+    await page.waitForFunction(() => document.getElementById('v3').tangent?.param === 'rot_x', null, { timeout: 60_000 });
+    await page.locator('#v3').scrollIntoViewIfNeeded();
+    await page.locator('#v3').screenshot({ path: join(ARTIFACTS, 'embed-derivative.png') });
+    assert.deepEqual(errors, []);
+  } finally {
+    await ctx.close();
+  }
+});
+
 test('the README\'s first <nanobragg-view> snippet, in a plain block, fills its box with the image', { timeout: 120_000 }, async () => {
   const ctx = await launch({ webgpu: false });
   try {

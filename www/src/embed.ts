@@ -10,7 +10,11 @@
 // view settings `backend`, `precision`, `cmap`, `scaling`, `contrast`, `min`, `max`, `rings`,
 // `beamc`, `labels` (hkl of the strongest predicted spots), `theme` (auto | light | dark), and
 // `view3d` (the reciprocal-space view beside the image, panel3d.ts; Shift+drag there turns the
-// crystal and updates the `misset` attribute). A bad attribute is reported naming the attribute.
+// crystal and updates the `misset` attribute), and `derivative` (a parameter of the crate's —
+// `rot_x`, `cell_a`, `distance`, `lambda`, … —: the element shows ∂I/∂parameter instead of the
+// image, from the crate's tangent kernel, in a diverging map: red where a pixel brightens as the
+// parameter grows, blue where it dims; `max` sets the ± range). A bad attribute is reported
+// naming the attribute.
 // Works without COOP/COEP (single-threaded CPU or WebGPU); uses threads when the page is
 // isolated. One worker is shared by all elements on a page; each element supersedes only its
 // own renders.
@@ -18,7 +22,8 @@ import { effect } from '@preact/signals-core';
 import { NanoBraggClient, type SimulateResult } from './client';
 import { buildArgs, splitArgs } from './args';
 import { PARAMS, fieldFlags } from './params';
-import { errorInfo } from './protocol';
+import { errorInfo, type TangentInfo } from './protocol';
+import { symmetricLimit } from './derivative/logic';
 import { ELEMENT_ATTRIBUTES, FILE_KEYS, attrName, createStore, decodeAttributes, type Store } from './state';
 import { ImageView } from './view';
 import { Teach3D } from './panel3d';
@@ -50,7 +55,7 @@ const CSS = `
 
 export class NanoBraggView extends HTMLElement {
   static get observedAttributes() {
-    return [...ELEMENT_ATTRIBUTES, 'view3d', 'zoom'];
+    return [...ELEMENT_ATTRIBUTES, 'view3d', 'zoom', 'derivative'];
   }
   private view!: ImageView;
   private bar!: HTMLElement;
@@ -60,6 +65,10 @@ export class NanoBraggView extends HTMLElement {
   private extraArgs = '';
   private attrErrors: Record<string, string> = {};
   result: SimulateResult | null = null;
+  /** With the `derivative` attribute: the derivative shown (the crate's `render_tangent`). */
+  tangent: (TangentInfo & { adapter: string }) | null = null;
+  /** The words of what is shown (the image or its derivative), for the readout's geometry. */
+  private shownArgs: string[] | null = null;
   /** The 3D view and the predicted spots (created when `view3d` or `labels` asks for them). */
   teach3d: Teach3D | null = null;
 
@@ -71,17 +80,18 @@ export class NanoBraggView extends HTMLElement {
     this.syncZoom();
     this.bar = root.querySelector('.bar') as HTMLElement;
     // the crate's d, 2θ and hkl at the pixel, for the words of the image shown
-    followReadout(this.view, pixelQuery(() => client(), () => this.result?.args ?? null), (r, i) => {
+    followReadout(this.view, pixelQuery(() => client(), () => this.shownArgs), (r, i) => {
       if (!r) return this.status();
       this.bar.classList.remove('err');
       // d, 2θ and hkl first: a narrow element cuts the line at its end
-      const px = `I=${r.value.toPrecision(4)} (${r.f}, ${r.s})`;
+      const t = this.tangent;
+      const px = t ? `∂I/∂${t.param}=${r.value.toPrecision(4)} (${r.f}, ${r.s})` : `I=${r.value.toPrecision(4)} (${r.f}, ${r.s})`;
       const d = i && Number.isFinite(i.d) ? i.d.toFixed(2) : '∞';
       this.bar.textContent = i ? `d=${d} Å 2θ=${i.two_theta.toFixed(2)}° hkl≈(${i.nearest.join(' ')}) ${px}` : px;
     });
     effect(() => {
-      const v = this.store.view.value;
-      this.view.update({ cmap: v.cmap, scaling: v.scaling, contrast: v.contrast, min: v.min, max: v.max, rings: v.rings, beamc: v.beamc });
+      void this.store.view.value;
+      this.colours();
       this.sync3d();
     });
     this.readAttributes();
@@ -94,6 +104,20 @@ export class NanoBraggView extends HTMLElement {
     if (name === 'zoom') return this.syncZoom();
     this.readAttributes();
     this.schedule();
+  }
+
+  /** The view settings: the store's for the image; for a derivative the diverging map, linear,
+   * ±(`max`, else the 99th percentile of the moving pixels' |∂I|). */
+  private colours() {
+    const v = this.store.view.peek();
+    const t = this.tangent;
+    this.view.signed = t !== null;
+    if (!t) {
+      this.view.update({ cmap: v.cmap, scaling: v.scaling, contrast: v.contrast, min: v.min, max: v.max, rings: v.rings, beamc: v.beamc });
+      return;
+    }
+    const lim = v.max !== null && v.max > 0 ? v.max : symmetricLimit(t.tangent);
+    this.view.update({ cmap: 'diverging', scaling: 'linear', contrast: 0, min: -lim, max: lim, rings: v.rings, beamc: v.beamc });
   }
 
   /** The wheel scrolls the page unless the image has the focus (a click) or Ctrl/⌘ is held;
@@ -164,11 +188,33 @@ export class NanoBraggView extends HTMLElement {
       const args = [...buildArgs(model).args, ...splitArgs(this.extraArgs)];
       this.lastArgs = { args, files, key: FILE_KEYS.map((k) => this.getAttribute(`${k}-src`) ?? '').join('|') };
       this.teach3d?.update(args, files, this.lastArgs.key, this.turning);
-      if (!this.result) this.bar.textContent = 'rendering…';
+      if (!this.result && !this.tangent) this.bar.textContent = 'rendering…';
       const v = this.store.view.value;
+      const param = (this.getAttribute('derivative') ?? '').trim();
+      if (param) {
+        const render = ++this.tangentSeq;
+        const t = await client().renderTangent(args, files, param, v.backend, v.precision);
+        if (render !== this.tangentSeq) return;
+        this.tangent = t;
+        this.result = null;
+        this.shownArgs = args;
+        this.view.signed = true;
+        this.view.setImage(t.tangent, t.width, t.height, t.geometry);
+        this.colours();
+        this.status();
+        const detail = { width: t.width, height: t.height, backend: t.engine as 'gpu' | 'cpu', preview: false, renderMs: t.ms, derivative: t.param };
+        window.dispatchEvent(new CustomEvent('nanobragg-frame', { detail: { ...detail, element: this } }));
+        this.dispatchEvent(new CustomEvent('render', { detail }));
+        return;
+      }
       const r = await client().simulate(args, { backend: v.backend, precision: v.precision, files, channel: this.channel });
+      this.tangentSeq++;
       this.result = r;
+      this.tangent = null;
+      this.shownArgs = r.args;
+      this.view.signed = false;
       this.view.setImage(r.data, r.width, r.height, r.geometry);
+      this.colours();
       this.status();
       const detail = { width: r.width, height: r.height, backend: r.backend, preview: false, renderMs: r.timings.render };
       window.dispatchEvent(new CustomEvent('nanobragg-frame', { detail: { ...detail, element: this } }));
@@ -185,10 +231,19 @@ export class NanoBraggView extends HTMLElement {
     }
   }
 
+  /** Derivative requests made (a newer one, or an image, supersedes an older reply). */
+  private tangentSeq = 0;
+
   private status() {
+    const info = client().info;
+    const t = this.tangent;
+    if (t) {
+      this.bar.classList.remove('err');
+      this.bar.textContent = `∂I/∂${t.param} (photons per ${t.unit}) · ${t.width}×${t.height} · ${t.engine === 'gpu' ? 'WebGPU' : 'CPU'} · ${t.ms.toFixed(0)} ms`;
+      return;
+    }
     const r = this.result;
     if (!r) return;
-    const info = client().info;
     this.bar.classList.remove('err');
     this.bar.textContent = `${r.width}×${r.height} · ${r.backend === 'gpu' ? `WebGPU` : `CPU ${info?.threads ?? 1} thread${info?.threads === 1 ? '' : 's'}`} · ${r.timings.render.toFixed(0)} ms`;
   }

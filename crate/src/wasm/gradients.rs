@@ -32,6 +32,8 @@ export interface TangentInfo {
   image: Float32Array;
   width: number;
   height: number;
+  /** The resolved geometry of the words (as `prepare`'s): rings, beam centre, readout. */
+  geometry: Geometry;
   /** "gpu" (the WGSL tangent kernel) or "cpu". */
   engine: string;
   /** Why it did not run where asked (GPU unavailable under auto), one per line; empty if it did. */
@@ -65,6 +67,7 @@ struct Info<'a> {
     unit: &'static str,
     width: usize,
     height: usize,
+    geometry: super::Geometry,
     engine: &'static str,
     notice: &'a str,
     ms: f64,
@@ -114,6 +117,7 @@ pub async fn render_tangent(
         unit: p.unit(),
         width: g.fpixels,
         height: g.spixels,
+        geometry: super::Geometry::of(&prep),
         engine: out.engine.name(),
         notice: &notice,
         ms: js_sys::Date::now() - t0,
