@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { derivativeFileName, fmtValue, paramLabel, signedSummary, symmetricLimit } from '../../www/src/derivative/logic';
+import { derivativeFileName, fmtValue, largestMagnitude, paramLabel, symmetricLimit } from '../../www/src/derivative/logic';
 import { colourLut } from '../../www/src/view';
 
 test('the colour range of a signed image: a quantile of |v| over the pixels that move', () => {
@@ -20,8 +20,9 @@ test('the colour range of a signed image: a quantile of |v| over the pixels that
   assert.ok(lim > 980 && lim <= 999, `${lim}`);
 });
 
-test('signed summary, labels, numbers and the file name', () => {
-  assert.deepEqual(signedSummary(Float32Array.from([0, 2, -5, 1, 0])), { maxAbs: 5, positive: 2, negative: 1 });
+test('largest magnitude, labels, numbers and the file name', () => {
+  assert.equal(largestMagnitude(Float32Array.from([0, 2, -5, 1, 0])), 5);
+  assert.equal(largestMagnitude(new Float32Array(3)), 0);
   assert.equal(paramLabel('rot_x', 'rad'), 'rot_x — crystal rotation about x (per rad)');
   assert.equal(paramLabel('new_one', 'mm'), 'new_one (per mm)');
   assert.equal(fmtValue(0), '0');

@@ -16,7 +16,7 @@ import { ImageView, type Readout } from '../view';
 import { makeBar, openButton, viewTag } from '../panelbar';
 import type { MeasuredCompare } from '../measured';
 import type { GradientParam, TangentInfo } from '../protocol';
-import { derivativeFileName, fmtValue, paramLabel, signedSummary, symmetricLimit } from './logic';
+import { derivativeFileName, fmtValue, largestMagnitude, paramLabel, symmetricLimit } from './logic';
 
 export interface DerivativeDeps {
   store: Store;
@@ -64,7 +64,6 @@ export class DerivativeView {
   private again = false;
   private seq = 0;
   private syncing = false;
-  private params: GradientParam[] = [];
   private tag: HTMLElement;
   private simTag: HTMLElement;
   private q: <T extends HTMLElement>(sel: string) => T;
@@ -177,7 +176,6 @@ export class DerivativeView {
   }
 
   private setParams(params: GradientParam[]) {
-    this.params = params;
     const sel = this.q<HTMLSelectElement>('.dparam');
     for (const p of params) sel.add(new Option(paramLabel(p.name, p.unit), p.name));
     sel.value = params.some((p) => p.name === 'rot_x') ? 'rot_x' : params[0]?.name ?? '';
@@ -262,11 +260,10 @@ export class DerivativeView {
     if (img && this.sameDetector()) this.dview.setViewport(this.d.view.viewport);
     this.tag.textContent = this.tagText();
     this.q<HTMLButtonElement>('.dsave').disabled = false;
-    const s = signedSummary(r.tangent);
     const where = r.engine === 'gpu' ? `WebGPU${r.adapter ? ` (${r.adapter})` : ''}` : 'the CPU';
     // the worker's few words on a fallback ("No WebGPU in this browser")
     const fell = r.notice ? ` (${r.notice.charAt(0).toLowerCase()}${r.notice.slice(1)})` : '';
-    this.status(`Red: the pixel brightens as ${r.param} grows; blue: it dims. Largest |∂I/∂${r.param}| ${fmtValue(s.maxAbs)} photons per ${r.unit}. ` +
+    this.status(`Red: the pixel brightens as ${r.param} grows; blue: it dims. Largest |∂I/∂${r.param}| ${fmtValue(largestMagnitude(r.tangent))} photons per ${r.unit}. ` +
       `The crate's tangent kernel on ${where}${fell}, ${Math.round(r.ms)} ms with the image.`);
   }
 

@@ -58,17 +58,14 @@ export function symmetricLimit(data: Float32Array, q = 0.99): number {
   return lim > 0 ? lim : 1;
 }
 
-/** The largest |v| of an image and the pixels where it is positive and negative. */
-export function signedSummary(data: Float32Array): { maxAbs: number; positive: number; negative: number } {
-  let maxAbs = 0, positive = 0, negative = 0;
+/** The largest |v| of an image. */
+export function largestMagnitude(data: Float32Array): number {
+  let maxAbs = 0;
   for (let i = 0; i < data.length; i++) {
-    const v = data[i];
-    if (v > 0) positive++;
-    else if (v < 0) negative++;
-    const a = Math.abs(v);
+    const a = Math.abs(data[i]);
     if (a > maxAbs) maxAbs = a;
   }
-  return { maxAbs, positive, negative };
+  return maxAbs;
 }
 
 /** A number for the readout and the bar: 4 significant digits, exponent form when small or large. */
