@@ -305,10 +305,7 @@ impl Session {
             && api::choose_backend(o.backend, o.precision).engine == api::Engine::Gpu
         {
             // the renderer's VJP reports no notices: the one its gradients give
-            let why = self.renderer.gpu_error().unwrap_or_default();
-            notices.push(format!(
-                "GPU backend unavailable ({why}); rendering on the CPU"
-            ));
+            notices.push(self.renderer.cpu_fallback_notice());
         }
         Ok(Vjp {
             image,

@@ -462,3 +462,62 @@ fn cancel_acts_within_a_long_render_and_progress_moves() {
     // it further: a generous bound, the figure is printed.
     assert!(latency.as_secs_f64() < 2.0, "cancel took {latency:?}");
 }
+
+/// `auto` never picks a software adapter (the CPU emulating a GPU: lavapipe here) over the CPU
+/// kernel, and says so; `gpu` still renders on it. On a hardware GPU `auto` takes the GPU.
+#[test]
+fn auto_passes_a_software_adapter_over_for_the_cpu() {
+    let Some((_, _)) = gpu_support::device_or_skip("auto_passes_a_software_adapter_over") else {
+        return;
+    };
+    let info = pollster::block_on(nanobragg::gpu::request_device())
+        .unwrap()
+        .2;
+    let software = info.device_type == wgpu::DeviceType::Cpu;
+    let p = plan(CASE_A);
+    let cancel = AtomicBool::new(false);
+    let mut r = api::Renderer::new(None);
+    let auto = r
+        .render(&p, api::Backend::Auto, Precision::F32, &|_| {}, &cancel)
+        .unwrap();
+    if software {
+        assert_eq!(auto.engine, api::Engine::Cpu, "{}", info.name);
+        assert_eq!(auto.notices.len(), 1, "{:?}", auto.notices);
+        let n = &auto.notices[0];
+        assert!(
+            n.contains("software renderer") && n.contains(&info.name) && n.contains("-backend gpu"),
+            "{n}"
+        );
+        assert_eq!(r.cpu_fallback_notice(), *n);
+        let cpu = api::render_cpu(&p, Precision::F32, &|_| {}, &cancel).unwrap();
+        assert_eq!(auto.image, cpu, "auto's CPU image is the f32 CPU kernel's");
+    } else {
+        assert_eq!(auto.engine, api::Engine::Gpu, "{}", info.name);
+        assert!(auto.notices.is_empty(), "{:?}", auto.notices);
+    }
+    // asked for by name, the adapter renders whatever it is
+    let gpu = r
+        .render(&p, api::Backend::Gpu, Precision::F32, &|_| {}, &cancel)
+        .unwrap();
+    assert_eq!(gpu.engine, api::Engine::Gpu);
+    assert!(gpu.notices.is_empty(), "{:?}", gpu.notices);
+    // the derivatives follow the same rule
+    let prep = api::prepare(&api::split_args(CASE_A), &DiskFiles).unwrap();
+    let g = r
+        .render_gradients(
+            &prep,
+            &DiskFiles,
+            &[nanobragg::tangent::Param::RotX],
+            &[],
+            api::Backend::Auto,
+            Precision::F32,
+            &|_| {},
+            &cancel,
+        )
+        .unwrap();
+    assert_eq!(g.engine == api::Engine::Cpu, software);
+    assert_eq!(
+        g.notices.iter().any(|n| n.contains("software renderer")),
+        software
+    );
+}

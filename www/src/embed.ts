@@ -202,7 +202,7 @@ export class NanoBraggView extends HTMLElement {
         this.view.setImage(t.tangent, t.width, t.height, t.geometry);
         this.colours();
         this.status();
-        const detail = { width: t.width, height: t.height, backend: t.engine as 'gpu' | 'cpu', preview: false, renderMs: t.ms, derivative: t.param };
+        const detail = { width: t.width, height: t.height, backend: t.engine as 'gpu' | 'cpu', notice: t.notice ?? '', preview: false, renderMs: t.ms, derivative: t.param };
         window.dispatchEvent(new CustomEvent('nanobragg-frame', { detail: { ...detail, element: this } }));
         this.dispatchEvent(new CustomEvent('render', { detail }));
         return;
@@ -216,7 +216,7 @@ export class NanoBraggView extends HTMLElement {
       this.view.setImage(r.data, r.width, r.height, r.geometry);
       this.colours();
       this.status();
-      const detail = { width: r.width, height: r.height, backend: r.backend, preview: false, renderMs: r.timings.render };
+      const detail = { width: r.width, height: r.height, backend: r.backend, notice: r.notice, preview: false, renderMs: r.timings.render };
       window.dispatchEvent(new CustomEvent('nanobragg-frame', { detail: { ...detail, element: this } }));
       this.dispatchEvent(new CustomEvent('render', { detail: { ...detail, timings: r.timings } }));
     } catch (e) {

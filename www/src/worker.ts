@@ -87,6 +87,8 @@ const speed: Record<'gpu' | 'cpu', number> = { gpu: 0, cpu: 0 };
 
 /** Why a render fell back to the CPU, in a few words (the details go to the console). */
 function fallbackReason(error: string): string {
+  // auto passes a software adapter (SwiftShader: isFallbackAdapter) over for the CPU kernel
+  if (/software renderer/.test(error)) return 'WebGPU here is a software renderer';
   if (error === 'no-webgpu' || /adapter|not available|not supported/i.test(error)) return 'No WebGPU in this browser';
   return 'WebGPU failed';
 }
@@ -139,7 +141,8 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
   let notice = '';
   let data: Float32Array;
   // Where to render is the crate's one backend policy (api::choose_backend, through `render`):
-  // auto = f64 on the CPU, f32 on the GPU when it opens, else the CPU with a notice.
+  // auto = f64 on the CPU, f32 on the GPU when it opens and is not a software renderer, else
+  // the CPU with a notice.
   const f64 = msg.precision === 'f64';
   if (msg.backend !== 'cpu') await ensureGpu(); // opens the device once, and names the adapter
   const likely = w.likely_engine(msg.backend, f64, gpu.state === 'ready') as 'gpu' | 'cpu';

@@ -358,7 +358,7 @@ impl Renderer {
         let mut notices = self.take_notices();
         let (moved, t) =
             crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
-        if choice.engine == Engine::Gpu {
+        if self.use_gpu(choice, &mut notices).await {
             match self.gpu_tangents(&moved.plan, &t, progress, cancel).await {
                 Ok((image, tangents)) => {
                     return Ok(RenderedGradients {
@@ -423,7 +423,8 @@ impl Renderer {
         let (moved, t) =
             crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
         let plan = &moved.plan;
-        if choice.engine == Engine::Gpu {
+        // the notice of a software adapter passed over: `cpu_fallback_notice`, for the caller
+        if self.use_gpu(choice, &mut Vec::new()).await {
             cpu::tangent::check_weights(plan, weights)?;
             match self.gpu_vjp(plan, &t, weights, cancel).await {
                 Ok((image, g)) => {

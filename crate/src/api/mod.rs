@@ -140,6 +140,35 @@ mod tests {
     }
 
     #[test]
+    fn software_adapters_are_recognised() {
+        // by wgpu's device type (lavapipe natively; the browser's isFallbackAdapter)
+        assert_eq!(
+            software_gpu(true, &["", ""]).as_deref(),
+            Some("a software adapter")
+        );
+        assert!(software_gpu(true, &["llvmpipe (LLVM 15.0.6, 256 bits)"]).is_some());
+        // by name, for a driver that reports another type
+        for n in [
+            "llvmpipe (LLVM 15.0.6, 256 bits)",
+            "SwiftShader Device (Subzero)",
+            "Microsoft Basic Render Driver",
+            "Mesa lavapipe",
+            "WARP",
+        ] {
+            assert_eq!(software_gpu(false, &[n, ""]).as_deref(), Some(n), "{n}");
+        }
+        for n in [
+            "NVIDIA H200",
+            "AMD Radeon Pro W7800 (RADV NAVI31)",
+            "Apple M2",
+            "Quadro Warpdrive",
+        ] {
+            assert_eq!(software_gpu(false, &[n, "Vulkan 1.3"]), None, "{n}");
+        }
+        assert!(software_gpu_notice("llvmpipe").contains("-backend gpu"));
+    }
+
+    #[test]
     fn threads_are_capped_per_core() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         assert_eq!(thread_count(Some(1)), (Some(1), None));

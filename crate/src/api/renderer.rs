@@ -86,7 +86,7 @@ impl Renderer {
     ) -> Result<Rendered> {
         let choice = choose_backend(backend, precision);
         let mut notices = std::mem::take(&mut self.notices);
-        if choice.engine == Engine::Gpu {
+        if self.use_gpu(choice, &mut notices).await {
             match self.render_gpu(plan, progress, cancel).await {
                 Ok((image, timings)) => {
                     check_image(plan, &image)?;
@@ -153,6 +153,48 @@ impl Renderer {
             return Some(adapter_name(r));
         }
         None
+    }
+
+    /// The opened adapter's name when it is a software renderer ([`software_gpu`]).
+    pub fn gpu_software(&self) -> Option<String> {
+        #[cfg(feature = "gpu")]
+        if let GpuSlot::Ready(r) = &self.gpu {
+            let i = r.adapter_info()?;
+            return software_gpu(
+                i.device_type == wgpu::DeviceType::Cpu,
+                &[&i.name, &i.driver, &i.driver_info],
+            );
+        }
+        None
+    }
+
+    /// Whether a render of `choice` goes to the GPU, now that the adapter can be known: under
+    /// `auto` (a choice that may fall back) a software adapter is passed over for the CPU, with
+    /// the notice that says so. An adapter that does not open is left to the render's own
+    /// fall-back (and its notice).
+    pub(super) async fn use_gpu(&mut self, choice: Choice, notices: &mut Vec<String>) -> bool {
+        if choice.engine != Engine::Gpu {
+            return false;
+        }
+        if choice.fallback_to_cpu && self.init_gpu().await.is_ok() {
+            if let Some(name) = self.gpu_software() {
+                notices.push(software_gpu_notice(&name));
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Why a computation the policy put on the GPU ran on the CPU: the software adapter `auto`
+    /// passed over, or the GPU's failure.
+    pub fn cpu_fallback_notice(&self) -> String {
+        match self.gpu_software() {
+            Some(name) => software_gpu_notice(&name),
+            None => format!(
+                "GPU backend unavailable ({}); rendering on the CPU",
+                self.gpu_error().unwrap_or_default()
+            ),
+        }
     }
 
     /// Why the GPU could not be opened or failed (it is then not tried again), once it did.

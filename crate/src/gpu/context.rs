@@ -93,12 +93,7 @@ pub async fn request_device() -> Result<(wgpu::Device, wgpu::Queue, wgpu::Adapte
                 ..Default::default()
             })
             .await
-            .map_err(|e| {
-                Error::gpu(format!(
-                    "no GPU adapter found ({e}); on Linux without a GPU install Mesa's lavapipe \
-                     (mesa-vulkan-drivers), or use the CPU backend"
-                ))
-            })?,
+            .map_err(|e| Error::gpu(no_adapter(&e)))?,
     };
     let info = adapter.get_info();
     let limits = required_limits(&adapter);
@@ -114,6 +109,22 @@ pub async fn request_device() -> Result<(wgpu::Device, wgpu::Queue, wgpu::Adapte
         .await
         .map_err(|e| Error::gpu(format!("could not open GPU device on {}: {e}", info.name)))?;
     Ok((device, queue, info))
+}
+
+/// Why no adapter opened, with what the user can do where they are: natively, install a
+/// Vulkan driver (Mesa's lavapipe without a GPU); in the browser, it is the browser's WebGPU.
+fn no_adapter(e: &dyn std::fmt::Display) -> String {
+    if cfg!(target_arch = "wasm32") {
+        format!(
+            "no WebGPU adapter in this browser ({e}): WebGPU may be off or unsupported here; \
+             the CPU backend renders the same image"
+        )
+    } else {
+        format!(
+            "no GPU adapter found ({e}); on Linux without a GPU install Mesa's lavapipe \
+             (mesa-vulkan-drivers), or use the CPU backend"
+        )
+    }
 }
 
 /// Wait until the GPU has finished the given submission (natively: a blocking poll; in the

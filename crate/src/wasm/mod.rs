@@ -342,7 +342,7 @@ async fn render_with(backend: api::Backend, precision: Precision) -> Result<Vec<
 
 /// Render the prepared plan where the library's backend policy puts it (`api::choose_backend`):
 /// `backend` is "cpu", "gpu" or "auto" (auto: f64 on the CPU, the only bit-exact engine; f32 on
-/// the GPU when it opens, else the CPU). `last_engine()` and `last_notice()` say what happened.
+/// the GPU when it opens and is not a software renderer, else the CPU). `last_engine()` and `last_notice()` say what happened.
 #[wasm_bindgen]
 pub async fn render(backend: String, f64_precision: bool) -> Result<Vec<f32>, JsValue> {
     render_with(parse_backend(&backend), precision_of(f64_precision)).await
@@ -365,12 +365,20 @@ fn precision_of(f64_precision: bool) -> Precision {
 }
 
 /// "gpu" or "cpu": where `render` will run with these choices, by the library's backend policy
-/// (`api::choose_backend`), given whether the WebGPU device opened (`gpu_open`): the worker's
+/// (`api::choose_backend`; auto passes a software adapter over), given whether the WebGPU
+/// device opened (`gpu_open`): the worker's
 /// time estimate before a render uses it.
 #[wasm_bindgen]
 pub fn likely_engine(backend: &str, f64_precision: bool, gpu_open: bool) -> String {
     let c = api::choose_backend(parse_backend(backend), precision_of(f64_precision));
-    let gpu = matches!(c.engine, api::Engine::Gpu) && (gpu_open || !c.fallback_to_cpu);
+    // auto passes a software adapter over (api::Renderer::use_gpu)
+    let software = RENDERER.with(|r| {
+        r.borrow()
+            .as_ref()
+            .is_some_and(|r| r.gpu_software().is_some())
+    });
+    let gpu =
+        matches!(c.engine, api::Engine::Gpu) && (!c.fallback_to_cpu || (gpu_open && !software));
     if gpu { "gpu" } else { "cpu" }.to_string()
 }
 
