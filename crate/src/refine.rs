@@ -211,8 +211,21 @@ pub struct Fit {
     /// Evaluations of the model (each one pass of the tangent kernel: image and tangents).
     pub iterations: usize,
     pub cycles: usize,
-    /// The last cycle ended on the tolerance (not on `max_iterations`).
+    /// The fit ended at a minimum near the target ([`Verdict`]): the solver ended on its
+    /// tolerance (not on `max_iterations`), the model correlates with the target on the spot
+    /// pixels as the noise allows, and the target's strongest spots have the model's spots on
+    /// them. False: [`Fit::verdict`] says why; `values` are the lowest point seen.
     pub converged: bool,
+    /// Why the fit did not converge (empty when it did), in a sentence for the user.
+    pub verdict: String,
+    /// The target's strongest spots checked ([`VERDICT_SPOTS`] at most), and how many of them
+    /// have a spot of the fitted model within [`VERDICT_PIXELS`].
+    pub spots_checked: usize,
+    pub spots_found: usize,
+    /// The fitted model's correlation with the target on the spot pixels of either, and the
+    /// most the noise allows there (a perfect model's); see [`Verdict`].
+    pub correlation: f64,
+    pub correlation_ceiling: f64,
     /// Pixels in the last selection.
     pub pixels: usize,
     /// The model image at the fitted values (f64, fast-major, photons without the
@@ -1068,17 +1081,137 @@ pub fn fit(
         }
         img
     };
+    let v = verdict(&setup.plan, &y, bg.as_deref(), &image, o, converged);
     Ok(Fit {
         params: o.params.clone(),
         values: x,
         history,
         iterations: evaluations,
         cycles,
-        converged,
+        converged: v.why.is_empty(),
+        verdict: v.why,
+        spots_checked: v.checked,
+        spots_found: v.found,
+        correlation: v.correlation,
+        correlation_ceiling: v.ceiling,
         pixels: sel.len(),
         image,
         centroid_spots,
     })
+}
+
+/// The target's spots the verdict checks: its strongest, at most this many.
+pub const VERDICT_SPOTS: usize = 50;
+/// A target's spot is found when a spot of the fitted model has its centroid within this
+/// many pixels of its own.
+pub const VERDICT_PIXELS: f64 = 2.5;
+/// The share of the checked spots that must be found, and of the noise's ceiling that the
+/// model's correlation with the target must reach.
+pub const VERDICT_SHARE: f64 = 0.5;
+
+/// The correlation of the model with the target over the spot pixels of either (the target's
+/// background subtracted), and the most the noise allows there: the correlation of a perfect
+/// model with its Poisson-noisy image, √(var m / (var m + mean(m + b + 1))).
+fn spot_correlation(
+    plan: &Plan,
+    y: &[f64],
+    bg: Option<&[f64]>,
+    model: &[f64],
+    o: &FitOptions,
+) -> (f64, f64) {
+    let mask = o.mask.as_deref();
+    let tm = target_mask(y, bg, o.spot_threshold, mask);
+    let mm = target_mask(model, None, o.spot_threshold, mask);
+    let nf = plan.fpixels;
+    let idx: Vec<usize> = (0..y.len())
+        .filter(|&i| (tm[i] || mm[i]) && plan.renders(i % nf, i / nf))
+        .collect();
+    let n = idx.len() as f64;
+    if idx.len() < 2 {
+        return (0.0, 0.0);
+    }
+    let (my, mm_) = idx
+        .iter()
+        .fold((0.0, 0.0), |(a, b), &i| (a + y[i] / n, b + model[i] / n));
+    let (mut sxy, mut sxx, mut syy, mut noise) = (0.0, 0.0, 0.0, 0.0);
+    for &i in &idx {
+        let (dy, dm) = (y[i] - my, model[i] - mm_);
+        sxy += dy * dm;
+        syy += dy * dy;
+        sxx += dm * dm;
+        noise += model[i].max(0.0) + bg.map_or(0.0, |b| b[i]) + 1.0;
+    }
+    let corr = if sxx > 0.0 && syy > 0.0 {
+        sxy / (sxx * syy).sqrt()
+    } else {
+        0.0
+    };
+    let var_m = sxx / n;
+    (corr, (var_m / (var_m + noise / n)).sqrt())
+}
+
+/// Whether a fit ended at a minimum near the target, not only where the solver stopped
+/// (MODEL §10.4, "The verdict").
+struct Verdict {
+    checked: usize,
+    found: usize,
+    /// The model's correlation with the target on the spot pixels, and the noise's ceiling.
+    correlation: f64,
+    ceiling: f64,
+    /// Empty: converged.
+    why: String,
+}
+
+fn verdict(
+    plan: &Plan,
+    y: &[f64],
+    bg: Option<&[f64]>,
+    model: &[f64],
+    o: &FitOptions,
+    solver_done: bool,
+) -> Verdict {
+    let mask = o.mask.as_deref();
+    let mut target = spots_of(y, bg, plan, o.spot_threshold, mask);
+    target.sort_by(|a, b| b.intensity.total_cmp(&a.intensity));
+    target.truncate(VERDICT_SPOTS);
+    let model_spots = spots_of(model, None, plan, o.spot_threshold, mask);
+    let near = |t: &Spot| {
+        model_spots
+            .iter()
+            .any(|m| (m.fast - t.fast).hypot(m.slow - t.slow) <= VERDICT_PIXELS)
+    };
+    let found = target.iter().filter(|t| near(t)).count();
+    let checked = target.len();
+    let (corr, ceiling) = spot_correlation(plan, y, bg, model, o);
+    let why = if !solver_done {
+        format!(
+            "the solver stopped at the evaluation limit ({}) before its tolerance",
+            o.max_iterations
+        )
+    } else if checked == 0 {
+        "the target has no spot to check the fit against".to_string()
+    } else if corr < VERDICT_SHARE * ceiling {
+        format!(
+            "the fitted model correlates {corr:.2} with the target on the spots' pixels, where \
+             the noise allows {ceiling:.2}: the fit ended in a false minimum (start nearer the \
+             truth, or use the spot-centroid stage)"
+        )
+    } else if (found as f64) < VERDICT_SHARE * checked as f64 {
+        format!(
+            "only {found} of the target's {checked} strongest spots have a spot of the fitted \
+             model within {VERDICT_PIXELS} pixels: the fit ended in a false minimum (start \
+             nearer the truth, or use the spot-centroid stage)"
+        )
+    } else {
+        String::new()
+    };
+    Verdict {
+        checked,
+        found,
+        correlation: corr,
+        ceiling,
+        why,
+    }
 }
 
 /// The spot-centroid stage (MODEL §10.4): orientation and cell from the positions of the

@@ -2,7 +2,8 @@
 //! target is the set-up moved by known offsets (0.5° about each axis, +0.5 % on each cell
 //! edge, …) with Poisson noise (upstream's `poidev`); the fit starts at the set-up's values
 //! and must recover the offsets (orientation within 0.02°, cell within 0.05 %). Times are
-//! printed (`--nocapture`); the convergence radius is an ignored test that prints a table.
+//! printed (`--nocapture`); the verdict (`converged`) is checked against the truth over starts
+//! beyond the convergence radius.
 
 use nanobragg::api::{self, FitOptions, Loss, Param, Prepared};
 use nanobragg::files::DiskFiles;
@@ -532,52 +533,81 @@ fn a_measured_images_flags_are_the_mask_of_the_fit_and_the_spot_search() {
 
 /// How far off the fit still converges (orientation and cell off together, every axis and
 /// edge): prints a table; run with `--ignored --nocapture`.
+/// The verdict (`Fit::converged`, MODEL §10.4) against the truth, over starts from inside to
+/// beyond the convergence radius: a fit said to converge is near the truth (orientation within
+/// 0.1°, cell within 0.2 %), a fit that ends far from it (0.3°, 0.5 %) is never said to
+/// converge, and both outcomes occur, one of them a solver that ended on its tolerance in a
+/// false minimum (room for it: 400 evaluations). Prints the table (`--nocapture`).
 #[test]
-#[ignore]
-fn convergence_radius() {
+fn the_verdict_agrees_with_the_truth() {
     let prep = prepare();
     let cancel = AtomicBool::new(false);
-    for (rot, share) in [
-        (0.5, 0.005),
-        (1.0, 0.01),
-        (1.5, 0.01),
-        (2.0, 0.01),
-        (2.5, 0.01),
-        (2.5, 0.015),
-        (3.0, 0.01),
-        (3.0, 0.02),
-        (4.0, 0.02),
-    ] {
+    let (mut said_yes, mut said_no) = (0, 0);
+    let mut false_minima = 0;
+    // (the table with 1.5°/1 %, 2°/2 % and 3°/2 % converged too; 4°/2 % ended 8.7° off after
+    // 332 evaluations, correlation 0.23 of 0.996: not said to converge)
+    for (rot, share) in [(0.5, 0.005), (2.5, 0.015), (6.0, 0.03)] {
         let truth = truth_off(rot, share);
         let t = target(&prep, &truth, 7);
         let t0 = Instant::now();
-        let r = api::fit(
-            &prep,
-            &DiskFiles,
-            &t,
-            &FitOptions::new(&ORIENT_CELL),
-            &mut |_| {},
-            &cancel,
-        );
-        match r {
-            Ok(fit) => {
-                let (er, ec) = errors(&fit, &truth);
-                println!(
-                    "start {rot}° / {} %: {} iterations {:.2} s, error {er:.4}° / {:.4} % ({})",
-                    share * 100.0,
-                    fit.iterations,
-                    t0.elapsed().as_secs_f64(),
-                    ec * 100.0,
-                    if er <= 0.02 && ec <= 5e-4 {
-                        "recovered"
-                    } else {
-                        "NOT recovered"
-                    }
-                );
+        let mut o = FitOptions::new(&ORIENT_CELL);
+        // room for the solver to end on its tolerance far from the truth (a false minimum)
+        o.max_iterations = 400;
+        let fit = match api::fit(&prep, &DiskFiles, &t, &o, &mut |_| {}, &cancel) {
+            Ok(fit) => fit,
+            Err(e) => {
+                // a refusal is honest too (no spot to fit on)
+                println!("start {rot}° / {} %: error {}", share * 100.0, e.message);
+                continue;
             }
-            Err(e) => println!("start {rot}° / {} %: error {}", share * 100.0, e.message),
+        };
+        let (er, ec) = errors(&fit, &truth);
+        println!(
+            "start {rot}° / {} %: {} evaluations {:.2} s, error {er:.4}° / {:.4} %, spots {}/{}, \
+             correlation {:.3} of {:.3}, converged {} {}",
+            share * 100.0,
+            fit.iterations,
+            t0.elapsed().as_secs_f64(),
+            ec * 100.0,
+            fit.spots_found,
+            fit.spots_checked,
+            fit.correlation,
+            fit.correlation_ceiling,
+            fit.converged,
+            fit.verdict
+        );
+        assert!(fit.spots_checked > 0 && fit.spots_found <= fit.spots_checked);
+        assert_eq!(fit.converged, fit.verdict.is_empty(), "{}", fit.verdict);
+        if fit.converged {
+            said_yes += 1;
+            assert!(
+                er <= 0.1 && ec <= 2e-3,
+                "start {rot}°/{share}: said converged {er}° / {ec} off the truth"
+            );
+        } else {
+            said_no += 1;
+            // a solver that ended on its tolerance, far off: the verdict's own test caught it
+            false_minima += fit.verdict.contains("false minimum") as usize;
+        }
+        if er > 0.3 || ec > 5e-3 {
+            assert!(
+                !fit.converged,
+                "start {rot}°/{share}: {er}° / {ec} off the truth, said converged"
+            );
         }
     }
+    assert!(
+        said_yes >= 2,
+        "no fit converged: the cases no longer span the radius"
+    );
+    assert!(
+        said_no >= 1,
+        "every fit converged: the cases no longer span the radius"
+    );
+    assert!(
+        false_minima >= 1,
+        "no fit ended in a false minimum: the verdict's spot tests went untested"
+    );
 }
 
 /// The same fit on a 256×256 detector of 0.1 mm pixels (the same field of view, 16× the

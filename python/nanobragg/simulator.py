@@ -55,7 +55,8 @@ class Simulator:
     ``Simulator.from_args("-cell 100 100 100 90 90 90 -default_F 100 ...")``.
 
     * ``precision``: ``"f64"`` (bit-identical with upstream nanoBragg) or ``"f32"`` (fast);
-    * ``backend``: ``"cpu"``, ``"gpu"``, or ``"auto"`` (the GPU for f32 when an adapter opens);
+    * ``backend``: ``"cpu"``, ``"gpu"``, or ``"auto"`` (the GPU for f32 when a hardware adapter
+      opens; a software one such as llvmpipe is passed over for the CPU, said in ``notices``);
     * ``threads``: CPU threads (``None``: all cores).
 
     :meth:`render` returns photons per pixel as a float32 array (slow, fast). Keyword overrides
@@ -247,7 +248,11 @@ class Simulator:
         Returns a dict: ``values`` ({name: fitted offset from the simulator's value, in the
         parameter's unit: rad for rotations, Å for cell edges, mm for distance and beam
         centre, relative for scale}), ``history`` (cost per selected pixel at the start and
-        after each accepted step), ``iterations``, ``cycles``, ``converged``, ``pixels`` (the
+        after each accepted step), ``iterations``, ``cycles``, ``converged`` (the crate's
+        verdict, as the page's: the solver ended on its tolerance and at least half of the
+        target's 50 strongest spots have a spot of the fitted model within 2.5 pixels;
+        ``values`` are then the lowest point seen), ``verdict`` (why not, empty when it
+        converged), ``spots_checked`` and ``spots_found``, ``pixels`` (the
         last selection's size), ``image`` (the model at the fit, float64) and ``fitted``: the
         fitted set-up as keyword values (``misset_deg``, ``cell_A_deg``, ``distance_mm`` or
         ``close_distance_mm``, ``beam_center_mm``, ``fluence_ph_per_m2``, ...: the crate's
@@ -268,7 +273,7 @@ class Simulator:
                 raise UsageError(f"fit: mask must be a {tuple(self.shape)} array (slow, fast) like the target, got shape {m.shape}", field="mask")
             m = np.ascontiguousarray(m)
         try:
-            values, history, iterations, cycles_run, converged, pixels, image, words = self._s.fit(
+            values, history, iterations, cycles_run, verdict, pixels, image, words = self._s.fit(
                 extra, names, t, st, loss, float(loss_scale), int(max_iterations), int(cycles),
                 int(spot_radius), float(spot_threshold), float(tolerance), str(background),
                 int(background_block), float(gain), float(adc), bool(centroids), m)
@@ -279,7 +284,10 @@ class Simulator:
             "history": list(history),
             "iterations": iterations,
             "cycles": cycles_run,
-            "converged": converged,
+            "converged": verdict[0],
+            "verdict": verdict[1],
+            "spots_checked": verdict[2],
+            "spots_found": verdict[3],
             "pixels": pixels,
             "image": image,
             "fitted": _fitted_keywords(words),

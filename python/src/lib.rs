@@ -97,14 +97,14 @@ fn params_and_offsets(
     Ok((params, offs))
 }
 
-/// What `Session.fit` returns: offsets, cost history, iterations, cycles, converged, pixels,
-/// the model image at the fit.
+/// What `Session.fit` returns: offsets, cost history, iterations, cycles, the verdict
+/// (converged, why not, spots checked, spots found), pixels, the model image at the fit.
 type FitOut<'py> = (
     Bound<'py, numpy::PyArray1<f64>>,
     Vec<f64>,
     usize,
     usize,
-    bool,
+    (bool, String, usize, usize),
     usize,
     Bound<'py, PyArray2<f64>>,
     Vec<String>,
@@ -480,7 +480,7 @@ impl PySession {
             f.history,
             f.iterations,
             f.cycles,
-            f.converged,
+            (f.converged, f.verdict, f.spots_checked, f.spots_found),
             f.pixels,
             f.image
                 .into_pyarray(py)

@@ -47,6 +47,32 @@ def test_fit_recovers_orientation_and_cell_from_a_noisy_still():
     np.testing.assert_allclose(sim.render(**kw), fit["image"], rtol=1e-5, atol=1e-3)
 
 
+def test_the_verdict_is_the_crates_and_honest_far_from_the_truth():
+    """Started beyond the convergence radius (3° about each axis, 2 % on each edge), the fit is
+    not said to converge unless it ended near the truth (the crate's verdict, the page's too),
+    and says why; near the truth (0.5°/0.5 %) it converges with the target's spots found."""
+    sim = nb.Simulator.from_args(ARGS)
+    for rot, share, seed in [(0.5, 0.005, 5), (3.0, 0.02, 6)]:
+        truth = {"rot_x": rot * DEG, "rot_y": -rot * DEG, "rot_z": rot * DEG,
+                 "cell_a": share * 70, "cell_b": -share * 80, "cell_c": share * 90, "scale": 0.0}
+        clean = sim._at(list(truth), list(truth.values()))
+        target = np.random.default_rng(seed).poisson(clean).astype(np.float64)
+        fit = sim.fit(target, params=NAMES)
+        rot_err = max(abs(fit["values"][n] - truth[n]) / DEG for n in ["rot_x", "rot_y", "rot_z"])
+        # an independent look: the fitted image against the noise-free truth
+        corr = np.corrcoef(fit["image"].ravel(), clean.ravel())[0, 1]
+        print(f"start {rot}°/{share}: converged {fit['converged']} ({fit['verdict']}), "
+              f"spots {fit['spots_found']}/{fit['spots_checked']}, error {rot_err:.3f}°, corr {corr:.3f}")
+        assert fit["converged"] == (fit["verdict"] == "")
+        assert 0 < fit["spots_checked"] <= 50 and 0 <= fit["spots_found"] <= fit["spots_checked"]
+        if fit["converged"]:
+            assert rot_err <= 0.1 and corr >= 0.9
+        if rot_err > 0.3 or corr < 0.5:
+            assert not fit["converged"] and ("spots" in fit["verdict"] or "limit" in fit["verdict"])
+        if rot == 0.5:
+            assert fit["converged"] and fit["spots_found"] >= fit["spots_checked"] // 2
+
+
 def test_fit_errors_name_the_problem():
     sim = nb.Simulator.from_args(ARGS)
     with pytest.raises(nb.UsageError, match=r"target: expected a \(64, 64\) array"):

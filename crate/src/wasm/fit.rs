@@ -54,7 +54,14 @@ export interface FitInfo {
   history: number[];
   iterations: number;
   cycles: number;
+  /** Whether the fit ended at a minimum near the target (`api::Fit::converged`): the solver
+   * ended on its tolerance and the target's strongest spots have the model's spots on them. */
   converged: boolean;
+  /** Why it did not converge (empty when it did), a sentence for the user. */
+  verdict: string;
+  /** The target's strongest spots checked, and how many the fitted model has a spot on. */
+  spotsChecked: number;
+  spotsFound: number;
   pixels: number;
   /** Pixels of the target the mask excluded (0 without a mask). */
   excluded: number;
@@ -94,6 +101,11 @@ struct Done<'a> {
     iterations: usize,
     cycles: usize,
     converged: bool,
+    verdict: &'a str,
+    #[serde(rename = "spotsChecked")]
+    spots_checked: usize,
+    #[serde(rename = "spotsFound")]
+    spots_found: usize,
     pixels: usize,
     excluded: usize,
     ms: f64,
@@ -235,6 +247,9 @@ pub fn fit(
             iterations: f.iterations,
             cycles: f.cycles,
             converged: f.converged,
+            verdict: &f.verdict,
+            spots_checked: f.spots_checked,
+            spots_found: f.spots_found,
             pixels: f.pixels,
             excluded,
             ms: js_sys::Date::now() - t0,

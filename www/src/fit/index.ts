@@ -86,7 +86,7 @@ export class FitPanel {
   cycles: number[] = [];
   /** The last step seen and the last result (for scripts and tests). */
   lastStep: FitStepInfo | null = null;
-  result: { misset: number[] | null; cell: number[] | null; ms: number; iterations: number; converged: boolean; excluded: number } | null = null;
+  result: { misset: number[] | null; cell: number[] | null; ms: number; iterations: number; converged: boolean; verdict: string; excluded: number } | null = null;
   running = false;
   private q: <T extends HTMLElement>(sel: string) => T;
 
@@ -330,11 +330,17 @@ export class FitPanel {
       this.running = false;
       this.d.setFitting(false);
       store.setModel(withFitted(base, r.fitted));
-      this.result = { misset: r.fitted.misset, cell: r.fitted.cell, ms: r.ms, iterations: r.iterations, converged: r.converged, excluded: r.excluded };
-      this.status(`Fitted in ${r.iterations} evaluations, ${(r.ms / 1000).toFixed(1)} s on ${r.pixels.toLocaleString('en')} pixels near the spots` +
-        (r.excluded ? ` (${r.excluded.toLocaleString('en')} flagged pixel${r.excluded === 1 ? '' : 's'} of the target excluded)` : '') + `: ${this.describe(r.fitted)}` +
-        this.costDrop() +
-        (r.converged ? '.' : ' (stopped at the evaluation limit: press Start fit again to go on).'));
+      this.result = { misset: r.fitted.misset, cell: r.fitted.cell, ms: r.ms, iterations: r.iterations, converged: r.converged, verdict: r.verdict, excluded: r.excluded };
+      // the crate's verdict (api::Fit::converged): a minimum near the target, not only a stop
+      const excluded = r.excluded ? ` (${r.excluded.toLocaleString('en')} flagged pixel${r.excluded === 1 ? '' : 's'} of the target excluded)` : '';
+      const spots = `${r.spotsFound} of the target's ${r.spotsChecked} strongest spots matched`;
+      if (r.converged) {
+        this.status(`Fitted in ${r.iterations} evaluations, ${(r.ms / 1000).toFixed(1)} s on ${r.pixels.toLocaleString('en')} pixels near the spots` +
+          `${excluded}: ${this.describe(r.fitted)}${this.costDrop()} · ${spots}.`);
+      } else {
+        this.status(`Did not converge (${r.iterations} evaluations, ${(r.ms / 1000).toFixed(1)} s): ${r.verdict}. ` +
+          `The form holds the lowest point reached: ${this.describe(r.fitted)}${this.costDrop()} · ${spots}.`, 'error');
+      }
       window.dispatchEvent(new CustomEvent('nanobragg-fit-done', { detail: { ...this.result } }));
     } catch (e) {
       const err = e as Error;
