@@ -10,6 +10,7 @@ means "the simulator's default". No physics happens here: fields become the crat
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -139,13 +140,19 @@ def _rotation_words(owner, name, v, files):
 
 
 def _pixels_words(owner, name, v, files):
+    def count(x):
+        # the crate reads -detpixels 0 as "not given" (its default detector): refuse it here
+        if isinstance(x, numbers.Real) and not isinstance(x, bool) and x < 1:
+            raise _bad(owner, name, f"expected a pixel count >= 1, got {x!r}")
+        return _num(owner, name, x, integer=True)
+
     if isinstance(v, numbers.Integral) and not isinstance(v, bool):
-        return ["-detpixels", _num(owner, name, v, integer=True)]
+        return ["-detpixels", count(v)]
     try:
         fast, slow = v
     except (TypeError, ValueError):
         raise _bad(owner, name, f"expected n or (fast, slow), got {v!r}") from None
-    return ["-detpixels_f", _num(owner, name, fast, integer=True), "-detpixels_s", _num(owner, name, slow, integer=True)]
+    return ["-detpixels_f", count(fast), "-detpixels_s", count(slow)]
 
 
 def _pair_words(flag_x, flag_y):
@@ -355,7 +362,9 @@ def override_words(overrides: Mapping[str, Any], files: Optional[dict] = None) -
             out += _port_words(name, v)
             continue
         if name not in _FIELDS:
-            raise TypeError(f"render() got an unexpected keyword argument {name!r} (not a field of Crystal, Beam or Detector)")
+            near = difflib.get_close_matches(name, [*_FIELDS, "precision", "backend"], n=2)
+            hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
+            raise TypeError(f"render() got an unexpected keyword argument {name!r} (not a field of Crystal, Beam or Detector){hint}")
         cls, f = _FIELDS[name]
         if v is None:
             continue

@@ -48,6 +48,24 @@ def test_typed_field_errors_name_the_field():
         nb.Simulator.from_args(GOOD).render(not_a_field=1)
 
 
+def test_a_keyword_typo_is_refused_with_the_nearest_names():
+    sim = nb.Simulator.from_args(GOOD)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'wavelenght_A'.*did you mean 'wavelength_A'\?"):
+        sim.render(wavelenght_A=1.0)
+    with pytest.raises(TypeError, match=r"'zzz' \(not a field of Crystal, Beam or Detector\)$"):
+        sim.render(zzz=1)
+
+
+def test_a_pixel_count_below_one_is_refused_not_the_default_detector():
+    for bad in (0, -3, (0, 32), (32, 0)):
+        with pytest.raises(nb.UsageError, match=r"Detector\.pixels: expected a pixel count >= 1"):
+            nb.Simulator(nb.Crystal(cell_A_deg=(50, 50, 50, 90, 90, 90), default_F=10, N=3),
+                         nb.Beam(wavelength_A=1), nb.Detector(distance_mm=100, pixels=bad, pixel_mm=0.2)).render()
+    sim = nb.Simulator.from_args(GOOD)
+    with pytest.raises(nb.UsageError, match=r"pixels: expected a pixel count >= 1"):
+        sim.render(pixels=0)
+
+
 def test_missing_input_error():
     with pytest.raises(nb.MissingInputError) as e:
         nb.Simulator.from_args("-lambda 1 -distance 100 -detpixels 16 -dump /nonexistent/Fdump.bin")
