@@ -46,10 +46,17 @@ test('previewArgs: same detector at 1/factor the pixels; refuses pixel-unit flag
   // pixel-unit flags come from the crate's flag table, aliases included
   for (const f of ['-img', '-mask', '-ORGX', '-pix0_vector_mm', '-printout_pixel']) assert.equal(previewArgs([f, '1'], 512, 512, 0.2, 2), null, f);
   assert.notEqual(previewArgs(['-Xclose', '10'], 512, 512, 0.2, 2), null);
-  assert.equal(previewFactor(10, 25), 1);
-  assert.equal(previewFactor(100, 25), 2);
-  assert.equal(previewFactor(470, 25), 5);
-  assert.equal(previewFactor(1e6, 25), 8);
+  // no fixed cost: the render alone against the budget
+  assert.equal(previewFactor(10, 0, 25), 1);
+  assert.equal(previewFactor(100, 0, 25), 2);
+  assert.equal(previewFactor(470, 0, 25), 5);
+  assert.equal(previewFactor(1e6, 0, 25), 8);
+  // a 3 ms render with 5 ms of transfer fits a 16 ms frame: full resolution
+  assert.equal(previewFactor(3, 5, 16), 1);
+  // the fixed cost takes from the budget (11 ms left for 100 ms: 4×), never all of it
+  assert.equal(previewFactor(100, 5, 16), 4);
+  assert.equal(previewFactor(100, 40, 16), 5);
+  assert.equal(previewFactor(NaN, 0, 16), 1);
 });
 
 test('fieldOfError: the crate\'s structured error attaches to the field the user changed', () => {

@@ -152,11 +152,17 @@ export function previewArgs(args: string[], width: number, height: number, pixel
   ];
 }
 
-/** Preview reduction factor: the smallest integer that brings an estimated render time under
- * `targetMs` (pixels scale with 1/factor²), at most `max`. */
-export function previewFactor(fullMs: number, targetMs: number, max = 8): number {
-  if (!(fullMs > targetMs)) return 1;
-  return Math.min(max, Math.ceil(Math.sqrt(fullMs / targetMs)));
+/**
+ * The reduction factor of a preview while dragging (1: full resolution): the smallest f whose
+ * render, `fullRenderMs`/f² (the kernel's time scales with the pixels), fits in the frame budget
+ * `targetMs` less the round trip's fixed cost `fixedMs` (prepare, transfer: what does not
+ * shrink with the pixels; at least a quarter of the budget is left to the render), at most
+ * `max`. A render that takes 3 ms is shown at full resolution while dragging.
+ */
+export function previewFactor(fullRenderMs: number, fixedMs: number, targetMs: number, max = 8): number {
+  const left = Math.max(targetMs - Math.max(fixedMs, 0), targetMs / 4);
+  if (!(fullRenderMs > left)) return 1;
+  return Math.max(1, Math.min(max, Math.ceil(Math.sqrt(fullRenderMs / left))));
 }
 
 /**

@@ -209,8 +209,10 @@ presetSel.addEventListener('change', () => {
 const progress = $<HTMLProgressElement>('progress');
 const cancelBtn = $<HTMLButtonElement>('cancel');
 const timing = $('timing');
-/** Milliseconds of the last full-resolution render per backend (to size previews). */
-const fullMs: Record<string, number> = {};
+/** Per backend: the kernel's time at full resolution (ms; from the last full render, kept
+ * current by the previews' times × their reduction²) and a round trip's fixed cost (prepare,
+ * transfer: not scaled), to size previews (`previewFactor`). */
+const speed: Record<string, { renderMs: number; fixedMs: number }> = {};
 let fullSize = { w: 0, h: 0, pixel: 0 };
 let scheduled: RenderMode | null = null;
 let rafHandle = 0;
@@ -262,9 +264,9 @@ async function render(mode: RenderMode) {
   let scale = 1;
   const { backend, precision } = store.view.peek();
   if (mode === 'preview' && fullSize.w) {
-    const ms = fullMs[backend] ?? fullMs.any ?? 100;
+    const sp = speed[backend] ?? speed.any ?? { renderMs: 100, fixedMs: 0 };
     // at least 128 pixels across: smaller previews say too little
-    const factor = previewFactor(ms, PREVIEW_MS, Math.max(1, Math.floor(Math.min(fullSize.w, fullSize.h) / 128)));
+    const factor = previewFactor(sp.renderMs, sp.fixedMs, PREVIEW_MS, Math.max(1, Math.floor(Math.min(fullSize.w, fullSize.h) / 128)));
     const pa = previewArgs(args, fullSize.w, fullSize.h, fullSize.pixel * 1000, factor);
     if (pa) { args = pa; scale = factor; }
   }
@@ -284,20 +286,20 @@ async function render(mode: RenderMode) {
     last = r;
     lastBuilt = built.args.join('\n');
     lastWasPreview = scale > 1;
-    if (!lastWasPreview) {
-      fullSize = { w: r.width, h: r.height, pixel: r.geometry.pixel };
-      fullMs[backend] = fullMs.any = r.timings.total;
-    } else {
-      // keep the estimate current while dragging: a preview is about 1/scale² of the work
-      fullMs[backend] = fullMs.any = 0.5 * (fullMs[backend] ?? r.timings.total * scale * scale) + 0.5 * r.timings.total * scale * scale;
-    }
+    // the kernel's time scales with the pixels (a preview is 1/scale² of the work), the rest
+    // of the round trip does not
+    const now = { renderMs: r.timings.render * scale * scale, fixedMs: Math.max(0, r.timings.total - r.timings.render) };
+    const was = speed[backend];
+    if (!lastWasPreview) fullSize = { w: r.width, h: r.height, pixel: r.geometry.pixel };
+    speed[backend] = speed.any = !lastWasPreview || !was ? now
+      : { renderMs: 0.5 * was.renderMs + 0.5 * now.renderMs, fixedMs: 0.5 * was.fixedMs + 0.5 * now.fixedMs };
     renderCount++;
     realistic = null;
     view.backgroundBlack = false;
     view.setImage(r.data, r.width, r.height, r.geometry, scale);
     showLevels();
     window.dispatchEvent(new CustomEvent('nanobragg-frame', {
-      detail: { width: r.width, height: r.height, backend: r.backend, preview: lastWasPreview, renderMs: r.timings.render },
+      detail: { width: r.width, height: r.height, backend: r.backend, notice: r.notice, preview: lastWasPreview, renderMs: r.timings.render },
     }));
     if (renderCount === 1) performance.mark('nb-first-image');
     showError('');
