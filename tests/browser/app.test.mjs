@@ -8,25 +8,43 @@ import { launch, open, waitRendered, goldenDir, canvasSpread, setup, ARTIFACTS }
 
 const env = setup();
 
-test('app loads, renders the default preset and shows the backend (WebGPU enabled)', { timeout: 180_000 }, async () => {
+test('app loads, renders the default preset and shows the backend; Auto passes a software WebGPU over, WebGPU still uses it', { timeout: 180_000 }, async () => {
   const ctx = await launch({ webgpu: true });
   try {
     const { page, errors } = await open(ctx, `${env.base}/`);
+    await page.evaluate(() => { window.__frames = []; window.addEventListener('nanobragg-frame', (e) => window.__frames.push(e.detail)); });
     await waitRendered(page, 1);
-    const st = await page.evaluate(() => ({
+    const st = await page.evaluate(async () => ({
       label: document.getElementById('backend-label').textContent,
       backend: document.getElementById('backend-label').dataset.backend,
       notice: document.getElementById('notice').textContent,
       gpu: !!navigator.gpu, iso: crossOriginIsolated,
+      // what the browser says of its adapter (SwiftShader here: a fallback adapter)
+      fallback: (await navigator.gpu?.requestAdapter())?.info?.isFallbackAdapter ?? null,
+      frame: window.__frames.at(-1) ?? null,
     }));
     test.diagnostic?.(JSON.stringify(st));
     console.log('# default render:', JSON.stringify(st));
     assert.ok(st.gpu, 'navigator.gpu exists (SwiftShader)');
     assert.ok(st.label.length > 3, 'backend shown');
-    if (st.backend === 'gpu') assert.match(st.label, /WebGPU/);
-    else assert.match(st.notice, /^(No WebGPU in this browser|WebGPU failed): running on the CPU, \d+ threads?$/, 'a CPU fallback says so in one plain line');
+    if (st.fallback) {
+      // the CPU kernel beats a CPU emulating a GPU: Auto renders there and says why
+      assert.equal(st.backend, 'cpu', JSON.stringify(st));
+      assert.match(st.notice, /^WebGPU here is a software renderer: running on the CPU, \d+ threads?/);
+      assert.equal(st.frame?.backend, 'cpu');
+      assert.match(st.frame?.notice ?? '', /software renderer/);
+    } else if (st.backend === 'gpu') assert.match(st.label, /WebGPU/);
+    else assert.match(st.notice, /^(No WebGPU in this browser|WebGPU failed): running on the CPU, \d+ threads?/, 'a CPU fallback says so in one plain line');
     assert.ok((await canvasSpread(page)) > 5, 'canvas is not blank');
     await page.screenshot({ path: join(ARTIFACTS, 'app-default.png') });
+    // asked for by name, WebGPU renders whatever its adapter is
+    const n = Number(await page.evaluate(() => document.body.dataset.rendered));
+    await page.selectOption('#backend', 'gpu');
+    await waitRendered(page, n + 1);
+    const gpu = await page.evaluate(() => ({ backend: document.getElementById('backend-label').dataset.backend, label: document.getElementById('backend-label').textContent }));
+    assert.equal(gpu.backend, 'gpu', JSON.stringify(gpu));
+    assert.match(gpu.label, /WebGPU/);
+    assert.ok((await canvasSpread(page)) > 5, 'the WebGPU image is not blank');
     assert.deepEqual(errors.filter((e) => !/favicon/.test(e)), []);
   } finally {
     await ctx.close();

@@ -18,7 +18,7 @@ import { open, launch, waitRendered, setup, pearson, ARTIFACTS } from './helpers
 const env = setup({ webgpu: true });
 
 /** The teaching crystal on a 128² detector, f32 on the GPU where it opens. */
-const BASE = '?cell=100+110+120+90+90+90&lambda=6.2&N=10&default_F=100&distance=100&detpixels=128&pixel=0.8&misset=10+20+30&shape=gauss&oversample=1&backend=auto&precision=f32';
+const BASE = '?cell=100+110+120+90+90+90&lambda=6.2&N=10&default_F=100&distance=100&detpixels=128&pixel=0.8&misset=10+20+30&shape=gauss&oversample=1&backend=gpu&precision=f32';
 
 async function derivativeOf(page, param) {
   await page.waitForFunction((p) => {
@@ -161,7 +161,7 @@ test('∂I/∂p beside the image: WebGPU, against the f64 CPU kernel and a finit
 test('a link with deriv=NAME opens the view; without WebGPU the CPU tangent kernel computes it, and the bar says why', { timeout: 120_000 }, async () => {
   const ctx = await launch({ webgpu: false });
   try {
-    const { page, errors } = await open(ctx, `${env.base}/${BASE}&deriv=rot_x`);
+    const { page, errors } = await open(ctx, `${env.base}/${BASE.replace("backend=gpu", "backend=auto")}&deriv=rot_x`);
     await waitRendered(page, 1);
     const r = await derivativeOf(page, 'rot_x');
     assert.equal(await page.locator('.dbar').isVisible(), true);

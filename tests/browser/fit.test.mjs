@@ -270,3 +270,59 @@ test('a measured image: the page\'s own Poisson-noisy SMV, opened as measured, i
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+/** Perturb the teaching crystal by `deg`°/`pct` % and fit; the result, the status and the error
+ * of the fitted orientation and cell against the truth (the image before the perturbation). */
+async function perturbAndFit(page, deg, pct) {
+  await page.fill('.fitbar .fdeg', String(deg));
+  await page.fill('.fitbar .fpct', String(pct));
+  const n = await page.evaluate(() => window.nanobragg.lastRender().count);
+  await page.click('.fitbar .fmake');
+  await waitRendered(page, n + 1);
+  await idle(page);
+  await page.evaluate(() => { window.nanobragg.fit.result = null; });
+  await page.click('.fitbar .frun');
+  await page.waitForFunction(() => window.nanobragg.fit.result !== null, null, { timeout: 170_000 });
+  await idle(page);
+  const r = await page.evaluate(() => window.nanobragg.fit.result);
+  const st = await page.evaluate(() => window.nanobragg.state());
+  const status = await page.textContent('.fitbar .fstatus');
+  const kind = await page.getAttribute('.fitbar .fstatus', 'data-kind');
+  const cell = nums(st.cell);
+  return { r, status, kind, rot: angleBetween(MISSET, nums(st.misset)), cell: Math.max(...[0, 1, 2].map((i) => Math.abs(cell[i] / CELL[i] - 1))) };
+}
+
+test('the fit is honest: perturbed 2°/2 % and 8°/5 %, it says "Fitted" only near the truth, else "Did not converge" and why (the crate\'s verdict)', { timeout: 400_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/${BASE}`);
+  await waitRendered(page, 1);
+  await page.click('.fitopen');
+  const outcomes = [];
+  for (const [deg, pct] of [[2, 2], [8, 5]]) {
+    // each perturbation starts from the truth (the form's values of BASE)
+    if (outcomes.length) {
+      const n = await page.evaluate(() => window.nanobragg.lastRender().count);
+      await page.goto(`${env.base}/${BASE}`);
+      await waitRendered(page, 1);
+      await page.click('.fitopen');
+      void n;
+    }
+    const o = await perturbAndFit(page, deg, pct);
+    console.log(`perturbed ${deg}°/${pct} %: converged ${o.r.converged}, ${o.rot.toFixed(3)}° / ${(o.cell * 100).toFixed(3)} % off the truth; ${o.status}`);
+    outcomes.push(o);
+    if (o.r.converged) {
+      assert.match(o.status, /^Fitted in \d+ evaluations/);
+      assert.equal(o.kind, 'info');
+      assert.ok(o.rot < 0.1 && o.cell < 2e-3, `said fitted ${o.rot}° / ${o.cell} off the truth`);
+    } else {
+      assert.match(o.status, /^Did not converge \(\d+ evaluations, [\d.]+ s\): .+\. The form holds the lowest point reached: misset /);
+      assert.equal(o.kind, 'error');
+      assert.ok(o.r.verdict.length > 10);
+    }
+    // far from the truth, never "Fitted"
+    if (o.rot > 0.3 || o.cell > 5e-3) assert.equal(o.r.converged, false, `${o.rot}° off, said converged`);
+    await page.screenshot({ path: join(ARTIFACTS, `fit-honest-${deg}deg.png`) });
+  }
+  assert.ok(outcomes.some((o) => !o.r.converged), 'an 8°/5 % start was said to converge: the verdict went untested');
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -338,8 +338,10 @@ export class FitPanel {
         this.status(`Fitted in ${r.iterations} evaluations, ${(r.ms / 1000).toFixed(1)} s on ${r.pixels.toLocaleString('en')} pixels near the spots` +
           `${excluded}: ${this.describe(r.fitted)}${this.costDrop()} · ${spots}.`);
       } else {
+        // the evaluation limit: going on from here may reach the minimum
+        const more = /evaluation limit/.test(r.verdict) ? ' Press Start fit again to go on from there.' : '';
         this.status(`Did not converge (${r.iterations} evaluations, ${(r.ms / 1000).toFixed(1)} s): ${r.verdict}. ` +
-          `The form holds the lowest point reached: ${this.describe(r.fitted)}${this.costDrop()} · ${spots}.`, 'error');
+          `The form holds the lowest point reached: ${this.describe(r.fitted)}${this.costDrop()} · ${spots}.${more}`, 'error');
       }
       window.dispatchEvent(new CustomEvent('nanobragg-fit-done', { detail: { ...this.result } }));
     } catch (e) {
