@@ -113,13 +113,30 @@ fn to_js<T: Serialize>(v: &T) -> Result<JsValue, JsValue> {
 
 // ---- module info ---------------------------------------------------------------------------
 
-/// Install a panic hook that prints the panic message to the console (the worker turns the
-/// following `unreachable` trap into an error for the page).
+thread_local! {
+    /// The message of the last panic on this thread (`take_panic`).
+    static LAST_PANIC: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Install a panic hook that prints the panic message to the console and keeps it for
+/// `take_panic` (the worker turns the following `unreachable` trap into an error for the page
+/// that names the file it was reading).
 #[wasm_bindgen(start)]
 pub fn start() {
     std::panic::set_hook(Box::new(|info| {
-        console_error(&format!("nanobragg panicked: {info}"))
+        let msg = format!("nanobragg panicked: {info}");
+        console_error(&msg);
+        LAST_PANIC.with(|p| *p.borrow_mut() = msg);
     }));
+}
+
+/// The message of the last panic (empty when none), taken: after a trap (`RuntimeError:
+/// unreachable`) the worker reports it and is replaced, since a module that trapped may hold
+/// half-updated state and keeps the memory it grew. An allocation failure aborts without a
+/// panic: then this is empty and the trap itself is the report.
+#[wasm_bindgen]
+pub fn take_panic() -> String {
+    LAST_PANIC.with(|p| std::mem::take(&mut *p.borrow_mut()))
 }
 
 /// "parallel" or "plain", and whether the kernel was compiled with wasm SIMD.

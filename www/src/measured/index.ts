@@ -214,6 +214,7 @@ export class MeasuredCompare {
         const cb = this.pending.get(ev.data.id);
         this.pending.delete(ev.data.id);
         cb?.(ev.data);
+        if (ev.data.error && ev.data.fatal) this.replaceWorker(ev.data.error.message);
       };
     }
     return new Promise((resolve) => {
@@ -221,6 +222,19 @@ export class MeasuredCompare {
       this.worker!.postMessage(msg, transfer);
     });
   }
+
+  /** After a trap in the worker's module: end the worker (its memory goes with it) and answer
+   * what else it held with the error; the next request starts a fresh one. */
+  private replaceWorker(why: string) {
+    this.worker?.terminate();
+    this.worker = null;
+    for (const [id, cb] of this.pending) cb({ id, error: { message: why, file: null } });
+    this.pending.clear();
+    this.workersReplaced++;
+  }
+
+  /** Measured-image workers replaced after a trap (tests read it). */
+  workersReplaced = 0;
 
   private show(info: MeasuredInfo, applyGeometry: boolean) {
     this.info = info;

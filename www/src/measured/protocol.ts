@@ -24,4 +24,5 @@ export interface PredictRequest {
 export type MeasuredReply =
   | { id: number; info: MeasuredInfo; ms: { load: number; decode: number }; error?: undefined; prediction?: undefined }
   | { id: number; prediction: unknown; error?: undefined; info?: undefined; ms?: undefined }
-  | { id: number; error: { message: string; file: string | null }; info?: undefined; prediction?: undefined; ms?: undefined };
+  /** `fatal`: the worker's module trapped (a panic or a failed allocation): it is replaced. */
+  | { id: number; error: { message: string; file: string | null }; fatal?: boolean; info?: undefined; prediction?: undefined; ms?: undefined };

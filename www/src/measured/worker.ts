@@ -45,6 +45,16 @@ self.onmessage = async (ev: MessageEvent<MeasuredRequest | PredictRequest>) => {
     post({ id, info, ms }, info.mask ? [info.pixels.buffer, info.mask.buffer] : [info.pixels.buffer]);
   } catch (e) {
     const err = e as Error & { file?: string | null };
-    post({ id, error: { message: err?.message ?? String(e), file: err?.file ?? null } });
+    if (!(e instanceof WebAssembly.RuntimeError)) {
+      post({ id, error: { message: err?.message ?? String(e), file: err?.file ?? null } });
+      return;
+    }
+    // a trap: a panic (its message kept by the crate's hook) or an allocation the module could
+    // not make. The module is spent (half-updated state, memory it never returns): the page
+    // replaces this worker.
+    let why = '';
+    try { why = (await load()).take_panic().replace(/^nanobragg panicked: /, ''); } catch { /* spent */ }
+    const message = `could not read ${name}: ${why || `the reader ran out of memory (${err.message}): the file declares more than this page can hold`}`;
+    post({ id, error: { message, file: name }, fatal: true });
   }
 };
