@@ -287,6 +287,11 @@ pub(super) fn pixel(
     let np = c.t.deltas.len();
     let n = p.oversample as usize;
     let sub = p.pixel / p.oversample as f64;
+    // each pixel on its own panel (its plane, distance and normal), as `pixel::render`
+    let Some(panel) = p.panel_at(fpixel, spixel).map(|i| &p.panels[i]) else {
+        out.iter_mut().for_each(|x| *x = 0.0);
+        return (0.0, false);
+    };
     let mut first_seq = first_sequence;
     let mut interp = interpolate;
     let mut triggered = false;
@@ -308,7 +313,7 @@ pub(super) fn pixel(
         for subs in 0..n {
             for subf in 0..n {
                 let (sf, ss) = (fpixel * n + subf, spixel * n + subs);
-                let pos = p.subpixel_position(sf, ss, odet);
+                let pos = p.panel_subpixel_position(panel, sf, ss, odet);
                 let (d, r) = unitize(pos);
                 // tangents of the direction: pos = f·fdet + s·sdet + odet·o + pix0
                 let fd = sub * (sf as f64) + sub / 2.0;
@@ -321,7 +326,7 @@ pub(super) fn pixel(
                 }
                 if omega == 0.0 {
                     let (w, dw_dr, dw_dclose) =
-                        solid_angle_f64_d(r, c.pixel2, p.close_distance, p.point_pixel);
+                        solid_angle_f64_d(r, c.pixel2, panel.close_distance, p.point_pixel);
                     omega = w;
                     for &j in &c.det {
                         let dl = &c.t.deltas[j];
@@ -330,13 +335,13 @@ pub(super) fn pixel(
                     }
                 }
                 if capture == 0.0 {
-                    let (v, dv) = capture_fraction_f64_d(t, p.thickstep, p.mu, dot(d, p.odet));
+                    let (v, dv) = capture_fraction_f64_d(t, p.thickstep, p.mu, dot(d, panel.odet));
                     capture = v;
                     for j in 0..np {
                         sc.dcapture[j] = 0.0;
                     }
                     for &j in &c.det {
-                        let drho = dot(sc.dd[j], p.odet) + dot(d, c.t.deltas[j].odet);
+                        let drho = dot(sc.dd[j], panel.odet) + dot(d, c.t.deltas[j].odet);
                         sc.dcapture[j] = dv * drho;
                     }
                 }

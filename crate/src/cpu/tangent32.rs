@@ -210,6 +210,11 @@ fn pixel32(
     let np = c.t.deltas.len();
     let n = p.oversample as usize;
     let sub = p.pixel / p.oversample as f64;
+    // each pixel on its own panel (its plane, distance and normal), as `pixel::render`
+    let Some(panel) = p.panel_at(fpixel, spixel).map(|i| &p.panels[i]) else {
+        out.iter_mut().for_each(|x| *x = 0.0);
+        return Some((0.0, false));
+    };
     let mut first_seq = first_sequence;
     let mut interp = interpolate;
     let mut triggered = false;
@@ -231,7 +236,7 @@ fn pixel32(
         for subs in 0..n {
             for subf in 0..n {
                 let (sf, ss) = (fpixel * n + subf, spixel * n + subs);
-                let pos = p.subpixel_position(sf, ss, odet);
+                let pos = p.panel_subpixel_position(panel, sf, ss, odet);
                 let (d, r) = unitize(pos);
                 let fd = sub * (sf as f64) + sub / 2.0;
                 let sd = sub * (ss as f64) + sub / 2.0;
@@ -245,7 +250,7 @@ fn pixel32(
                     let [w, dw_dr, dw_dclose] = solid_angle_d(
                         (1.0 / r) as f32,
                         c.pixel2,
-                        p.close_distance as f32,
+                        panel.close_distance as f32,
                         p.point_pixel,
                     );
                     omega = w as f64;
@@ -255,13 +260,14 @@ fn pixel32(
                     }
                 }
                 if capture == 0.0 {
-                    let [v, dv] = capture_fraction_d(t as f32, c.mu_step, dot(d, p.odet) as f32);
+                    let [v, dv] =
+                        capture_fraction_d(t as f32, c.mu_step, dot(d, panel.odet) as f32);
                     capture = v as f64;
                     for x in sc.dcapture.iter_mut() {
                         *x = 0.0;
                     }
                     for &j in &c.det {
-                        let drho = dot(sc.dd[j], p.odet) + dot(d, c.t.deltas[j].odet);
+                        let drho = dot(sc.dd[j], panel.odet) + dot(d, c.t.deltas[j].odet);
                         sc.dcapture[j] = dv as f64 * drho;
                     }
                 }

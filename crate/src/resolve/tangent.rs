@@ -147,6 +147,13 @@ fn check_applies(setup: &Setup, p: Param) -> Result<()> {
             refuse("default_F enters linearly only without an -hkl table (its blank entries are filled with it)")
         }
         Param::Fluence if setup.fluence == 0.0 => refuse("the fluence is 0"),
+        Param::Lambda if setup.opts.expt.is_some() => {
+            // the file's beam replaces -lambda: moving the option moves nothing
+            refuse(&format!(
+                "the wavelength comes from -expt {}, whose beam does not move with -lambda",
+                setup.opts.expt.as_deref().unwrap_or_default()
+            ))
+        }
         Param::Distance
         | Param::BeamX
         | Param::BeamY
