@@ -11,10 +11,12 @@
 //! A tangent kernel that takes one panel's distance or normal for every pixel is off on the
 //! other panel by the ratio of the two distances (the solid angle), which the norm ratio shows.
 
-#[macro_use]
+#[cfg(not(feature = "gpu"))]
 mod common;
 #[cfg(feature = "gpu")]
 mod gpu_support;
+#[cfg(feature = "gpu")]
+use gpu_support::common;
 
 use nanobragg::api::{self, Param, Precision, Prepared};
 use nanobragg::cpu::pixel64::{trace_pixel, ExactCtx};
