@@ -292,6 +292,33 @@ fn expt_two_panels_cpu() {
     cpu("-expt", "two_tilted.expt");
 }
 
+/// A `.geom` that states the photon energy replaces `-lambda` too: refused as well.
+#[test]
+fn wavelength_is_refused_on_a_geom_with_a_photon_energy() {
+    let dir =
+        std::env::temp_dir().join(format!("nanobragg-panel-gradients-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text =
+        std::fs::read_to_string(common::repo_root().join("tests/fixtures/panels/two_tilted.geom"))
+            .unwrap();
+    let file = dir.join("energy.geom");
+    std::fs::write(&file, format!("photon_energy = 9000 eV\n{text}")).unwrap();
+    let mut words = api::split_args(CRYSTAL);
+    words.extend(["-geom".to_string(), file.to_string_lossy().into_owned()]);
+    let prep = api::prepare(&words, &DiskFiles).expect("prepare");
+    let cancel = AtomicBool::new(false);
+    let e = api::render_gradients(&prep, &DiskFiles, &[Lambda], &|_| {}, &cancel).unwrap_err();
+    assert!(
+        e.message
+            .contains("the wavelength comes from a file (-geom, -sourcefile)"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.flag.as_deref(), Some("-gradients"));
+    // the crystal's derivatives are still there
+    assert!(api::render_gradients(&prep, &DiskFiles, &[CellA], &|_| {}, &cancel).is_ok());
+}
+
 /// The `.expt`'s beam replaces `-lambda`: its derivative would be an all-zero image, refused.
 #[test]
 fn wavelength_is_refused_on_an_expt() {
