@@ -3,7 +3,10 @@
 //! sequence, the raster-order tricubic switch-off), in f64, giving each pixel's value (bit for
 //! bit the f64 kernel's, `pixel64`) and, in the same pass, its derivative with respect to every
 //! parameter of a [`PlanTangent`]. Every term and its derivative come from `crate::terms`
-//! (`*_f64` and `*_f64_d` side by side).
+//! (`*_f64` and `*_f64_d` side by side). The loop ([`pixel_with`]) is generic over the terms
+//! ([`TermsD`]): the f32 tangent kernel (`tangent32.rs`) runs the same loop on the f32 terms.
+//! Each pixel takes its own panel's plane, distance and normal, as the image kernel
+//! (`pixel.rs`) does.
 //!
 //! Forward mode, arranged so a term costs little more than its value: per term the kernel takes
 //! the term's partial derivatives with respect to its own inputs (h, k, l, N, a*, F), adds
@@ -272,8 +275,8 @@ impl Kernel for Ctx<'_> {
     }
 }
 
-/// One pixel: its value and its tangents (into `out`, one per parameter); `triggered` when a
-/// tricubic stencil left the table here.
+/// One pixel with the f64 terms: its value and its tangents (into `out`, one per parameter);
+/// `triggered` when a tricubic stencil left the table here.
 pub(super) fn pixel(
     c: &Ctx,
     fpixel: usize,
@@ -283,13 +286,112 @@ pub(super) fn pixel(
     sc: &mut Scratch,
     out: &mut [f64],
 ) -> (f64, bool) {
+    pixel_with(c, fpixel, spixel, first_sequence, interpolate, sc, out)
+        .expect("the f64 terms defer no pixel")
+}
+
+/// A lattice factor and its partials: by (h, k, l), by N, by a*, b*, c*; and whether upstream
+/// skips the term (its F_latt is 0).
+pub(super) type LatticeTerm = (f64, V3, V3, [V3; 3], bool);
+
+/// What distinguishes the f64 and f32 tangent kernels inside their one loop ([`pixel_with`]):
+/// each term and its partial derivatives (this file's [`Ctx`]: upstream's f64 forms, `*_f64_d`;
+/// `tangent32.rs`: the f32 forms and their derivatives, the GPU's), returned in f64 (an f32
+/// value widened exactly, so the f64 sums are those of either kernel's terms).
+pub(super) trait TermsD: Sync {
+    /// The plan, its tangent and which parameters move what.
+    fn ctx(&self) -> &Ctx<'_>;
+    /// Solid angle at distance `r` (m) on a panel at `close_distance` (m): Ω, ∂Ω/∂r,
+    /// ∂Ω/∂close_distance.
+    fn solid_angle(&self, r: f64, close_distance: f64) -> (f64, f64, f64);
+    /// Capture fraction of layer `t` for ρ = d·o, and its derivative by ρ.
+    fn capture(&self, t: u32, rho: f64) -> (f64, f64);
+    /// Kahn polarisation factor of source `source` for the direction `d`, and its gradient.
+    fn polar(&self, source: usize, d: V3) -> (f64, V3);
+    /// F_latt at (h, k, l) with upstream's nearest indices (h0, k0, l0) and its partials; sets
+    /// `exact` where the kernel cannot reproduce upstream's value (the exact-Bragg rule: the
+    /// pixel is then the f64 kernel's).
+    fn lattice(&self, hkl: V3, hkl0: V3, exact: &mut bool) -> LatticeTerm;
+}
+
+impl TermsD for Ctx<'_> {
+    #[inline(always)]
+    fn ctx(&self) -> &Ctx<'_> {
+        self
+    }
+    #[inline(always)]
+    fn solid_angle(&self, r: f64, close_distance: f64) -> (f64, f64, f64) {
+        solid_angle_f64_d(r, self.pixel2, close_distance, self.p.point_pixel)
+    }
+    #[inline(always)]
+    fn capture(&self, t: u32, rho: f64) -> (f64, f64) {
+        capture_fraction_f64_d(t, self.p.thickstep, self.p.mu, rho)
+    }
+    #[inline(always)]
+    fn polar(&self, source: usize, d: V3) -> (f64, V3) {
+        polarization_f64_d(self.p.polar_k, &self.frames[source], d)
+    }
+    #[inline(always)]
+    fn lattice(&self, hkl: V3, hkl0: V3, _exact: &mut bool) -> LatticeTerm {
+        let p = self.p;
+        let [h, k, l] = hkl;
+        let (dh, dk, dl) = (h - hkl0[0], k - hkl0[1], l - hkl0[2]);
+        let mut fl_star = [[0.0; 3]; 3];
+        let (f_latt, fl_hkl, fl_n) = match p.shape {
+            Shape::Square => lattice_square_f64_d(h, k, l, p.na, p.nb, p.nc),
+            Shape::Round => lattice_round_f64_d(dh, dk, dl, p.na, p.nb, p.nc, p.fudge),
+            Shape::Gauss | Shape::Tophat => {
+                let (r2, r2_d, r2_n, r2_star) =
+                    shape_r2_f64_d(dh, dk, dl, p.a_star, p.b_star, p.c_star, p.na, p.nb, p.nc);
+                let nabc = (p.na * p.nb) * p.nc;
+                let (f, f_r2, f_nabc) = if p.shape == Shape::Gauss {
+                    crate::terms::lattice_gauss_f64_d(r2, nabc, p.fudge)
+                } else {
+                    lattice_tophat_f64_d(r2, nabc, p.fudge)
+                };
+                let nab = [p.nb * p.nc, p.na * p.nc, p.na * p.nb];
+                for (a, s) in fl_star.iter_mut().zip(r2_star) {
+                    *a = s.map(|x| f_r2 * x);
+                }
+                (
+                    f,
+                    r2_d.map(|x| f_r2 * x),
+                    std::array::from_fn(|a| f_r2 * r2_n[a] + f_nabc * nab[a]),
+                )
+            }
+        };
+        (f_latt, fl_hkl, fl_n, fl_star, f_latt == 0.0)
+    }
+}
+
+/// The tangent kernels' one per-pixel loop, for the terms of `K` (f64 or f32): the pixel's value
+/// and its tangents (into `out`, one per parameter), `triggered` when a tricubic stencil left the
+/// table here; None when a term falls under the exact-Bragg rule (the caller takes the f64
+/// kernel's pixel). A pixel of no panel is 0.
+#[inline(always)]
+pub(super) fn pixel_with<K: TermsD>(
+    terms: &K,
+    fpixel: usize,
+    spixel: usize,
+    first_sequence: bool,
+    interpolate: bool,
+    sc: &mut Scratch,
+    out: &mut [f64],
+) -> Option<(f64, bool)> {
+    let c = terms.ctx();
     let p = c.p;
     let np = c.t.deltas.len();
     let n = p.oversample as usize;
     let sub = p.pixel / p.oversample as f64;
+    // each pixel on its own panel (its plane, distance and normal), as `pixel::render`
+    let Some(panel) = p.panel_at(fpixel, spixel).map(|i| &p.panels[i]) else {
+        out.iter_mut().for_each(|x| *x = 0.0);
+        return Some((0.0, false));
+    };
     let mut first_seq = first_sequence;
     let mut interp = interpolate;
     let mut triggered = false;
+    let mut exact = false;
     let mut i_sum = p.i_bg;
     let mut polar = if p.nopolar { 1.0 } else { 0.0 };
     let mut omega = 0.0;
@@ -308,7 +410,7 @@ pub(super) fn pixel(
         for subs in 0..n {
             for subf in 0..n {
                 let (sf, ss) = (fpixel * n + subf, spixel * n + subs);
-                let pos = p.subpixel_position(sf, ss, odet);
+                let pos = p.panel_subpixel_position(panel, sf, ss, odet);
                 let (d, r) = unitize(pos);
                 // tangents of the direction: pos = f·fdet + s·sdet + odet·o + pix0
                 let fd = sub * (sf as f64) + sub / 2.0;
@@ -320,8 +422,7 @@ pub(super) fn pixel(
                     sc.dd[j] = std::array::from_fn(|k| (dp[k] - d[k] * dr) / r);
                 }
                 if omega == 0.0 {
-                    let (w, dw_dr, dw_dclose) =
-                        solid_angle_f64_d(r, c.pixel2, p.close_distance, p.point_pixel);
+                    let (w, dw_dr, dw_dclose) = terms.solid_angle(r, panel.close_distance);
                     omega = w;
                     for &j in &c.det {
                         let dl = &c.t.deltas[j];
@@ -330,13 +431,13 @@ pub(super) fn pixel(
                     }
                 }
                 if capture == 0.0 {
-                    let (v, dv) = capture_fraction_f64_d(t, p.thickstep, p.mu, dot(d, p.odet));
+                    let (v, dv) = terms.capture(t, dot(d, panel.odet));
                     capture = v;
                     for j in 0..np {
                         sc.dcapture[j] = 0.0;
                     }
                     for &j in &c.det {
-                        let drho = dot(sc.dd[j], p.odet) + dot(d, c.t.deltas[j].odet);
+                        let drho = dot(sc.dd[j], panel.odet) + dot(d, c.t.deltas[j].odet);
                         sc.dcapture[j] = dv * drho;
                     }
                 }
@@ -360,7 +461,7 @@ pub(super) fn pixel(
                         }
                     }
                     if polar == 0.0 {
-                        let (v, g) = polarization_f64_d(p.polar_k, &c.frames[si], d);
+                        let (v, g) = terms.polar(si, d);
                         polar = v;
                         for &j in &c.det {
                             sc.dpolar[j] = dot(g, sc.dd[j]);
@@ -379,36 +480,13 @@ pub(super) fn pixel(
                         let h0 = (h - 0.5).ceil();
                         let k0 = (k - 0.5).ceil();
                         let l0 = (l - 0.5).ceil();
-                        let (dh, dk, dl) = (h - h0, k - k0, l - l0);
                         // F_latt and its partials: by (h,k,l), by N, by a*, b*, c*
-                        let mut fl_star = [[0.0; 3]; 3];
-                        let (f_latt, fl_hkl, fl_n) = match p.shape {
-                            Shape::Square => lattice_square_f64_d(h, k, l, p.na, p.nb, p.nc),
-                            Shape::Round => {
-                                lattice_round_f64_d(dh, dk, dl, p.na, p.nb, p.nc, p.fudge)
-                            }
-                            Shape::Gauss | Shape::Tophat => {
-                                let (r2, r2_d, r2_n, r2_star) = shape_r2_f64_d(
-                                    dh, dk, dl, p.a_star, p.b_star, p.c_star, p.na, p.nb, p.nc,
-                                );
-                                let nabc = (p.na * p.nb) * p.nc;
-                                let (f, f_r2, f_nabc) = if p.shape == Shape::Gauss {
-                                    crate::terms::lattice_gauss_f64_d(r2, nabc, p.fudge)
-                                } else {
-                                    lattice_tophat_f64_d(r2, nabc, p.fudge)
-                                };
-                                let nab = [p.nb * p.nc, p.na * p.nc, p.na * p.nb];
-                                for (a, s) in fl_star.iter_mut().zip(r2_star) {
-                                    *a = s.map(|x| f_r2 * x);
-                                }
-                                (
-                                    f,
-                                    r2_d.map(|x| f_r2 * x),
-                                    std::array::from_fn(|a| f_r2 * r2_n[a] + f_nabc * nab[a]),
-                                )
-                            }
-                        };
-                        if f_latt == 0.0 && !p.water {
+                        let (f_latt, fl_hkl, fl_n, fl_star, zero) =
+                            terms.lattice([h, k, l], [h0, k0, l0], &mut exact);
+                        if exact {
+                            return None;
+                        }
+                        if zero && !p.water {
                             continue;
                         }
                         // F_cell (MODEL §6.4 and `pixel::structure_factor`) and its partials
@@ -515,7 +593,7 @@ pub(super) fn pixel(
                     + capture * sc.dpolar[j] * omega
                     + capture * polar * sc.domega[j]);
     }
-    (val, triggered)
+    Some((val, triggered))
 }
 
 /// The image (f64 values: `as f32` they are the f64 kernel's image to the bit) and its tangents

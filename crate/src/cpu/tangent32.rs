@@ -7,25 +7,24 @@
 //! with the chain pixel → direction → q → Miller index in f64 (upstream's indices to the bit;
 //! on the GPU it is df64) and the sums in f64 (df64 there).
 //!
-//! The loop and the contraction of the terms' partials with the plan's tangent are those of the
-//! f64 tangent kernel (`tangent.rs`, see its documentation); what differs is each term and its
-//! partials, evaluated in f32 on f32 arguments (δ = index − nearest index as in the WGSL kernel,
+//! The loop and the contraction of the terms' partials with the plan's tangent are the f64
+//! tangent kernel's, one function for both (`tangent::pixel_with`, generic over
+//! [`TermsD`]); what this file supplies is each term and its partials, evaluated in f32 on f32 arguments (δ = index − nearest index as in the WGSL kernel,
 //! N, a*, the direction, 1/R, ρ). The structure factor is the shared f64 lookup (nearest, or
 //! tricubic with `f_tricubic_d`) as in the f32 image kernel. A pixel with a term under the
 //! exact-Bragg rule (`terms::EXACT_BRAGG`) is evaluated again by the f64 tangent kernel, as the
 //! f32 image kernel does with `pixel64`.
 
-use super::tangent::{add_forms, add_h, check_supported, dpos, OriForm, TangentImages};
+use super::tangent::{check_supported, pixel_with, LatticeTerm, TangentImages, TermsD};
 use crate::error::Result;
 use crate::pages::Sample;
 use crate::plan::{Plan, Shape};
 use crate::tangent::PlanTangent;
 use crate::terms::{
-    capture_fraction_d, f_nearest, f_nearest_is_default, f_tricubic_at, f_tricubic_d,
-    gauss_underflows, index_ok, is_exact_bragg, lattice_gauss_d, lattice_round_d, lattice_square_d,
-    lattice_tophat_d, polarization_d, shape_r2_d, solid_angle_d, stencil_leaves_table, PolarFrame,
+    capture_fraction_d, gauss_underflows, is_exact_bragg, lattice_gauss_d, lattice_round_d,
+    lattice_square_d, lattice_tophat_d, polarization_d, shape_r2_d, solid_angle_d, PolarFrame,
 };
-use crate::vec3::{dot, mag, unitize, V3};
+use crate::vec3::V3;
 use std::sync::atomic::AtomicBool;
 
 fn f32x3(v: V3) -> [f32; 3] {
@@ -53,18 +52,12 @@ struct Ctx32<'a> {
     star: [[f32; 3]; 3],
     pixel2: f32,
     mu_step: f32,
-    det: Vec<usize>,
-    q_params: Vec<usize>,
-    recip: Vec<usize>,
     /// The row path (`tangent_row32.rs`), when it applies to the plan.
     rows: Option<super::tangent_row32::RowCtx<'a>>,
 }
 
 impl<'a> Ctx32<'a> {
     fn new(p: &'a Plan, t: &'a PlanTangent) -> Self {
-        let which = |f: &dyn Fn(&crate::tangent::PlanDelta) -> bool| -> Vec<usize> {
-            (0..t.deltas.len()).filter(|&i| f(&t.deltas[i])).collect()
-        };
         Ctx32 {
             p,
             t,
@@ -88,34 +81,22 @@ impl<'a> Ctx32<'a> {
             star: [f32x3(p.a_star), f32x3(p.b_star), f32x3(p.c_star)],
             pixel2: (p.pixel * p.pixel) as f32,
             mu_step: (p.thickstep * p.mu) as f32,
-            det: which(&|d| d.moves_detector()),
-            q_params: which(&|d| d.moves_detector() || d.moves_lambda()),
-            recip: which(&|d| d.moves_reciprocal()),
             rows: super::tangent_row32::RowCtx::new(p, t),
         }
     }
 }
 
-/// Scratch space of one worker.
+/// Scratch space of one worker: the per-pixel loop's (both passes of a pixel under the
+/// exact-Bragg rule) and the row path's.
 struct Scratch {
-    di: Vec<f64>,
-    dd: Vec<V3>,
-    domega: Vec<f64>,
-    dcapture: Vec<f64>,
-    dpolar: Vec<f64>,
-    f64: super::tangent::Scratch,
+    px: super::tangent::Scratch,
     rows: Option<super::tangent_row32::RowScratch>,
 }
 
 impl Scratch {
     fn new(np: usize, rows: Option<super::tangent_row32::RowScratch>) -> Self {
         Scratch {
-            di: vec![0.0; np],
-            dd: vec![[0.0; 3]; np],
-            domega: vec![0.0; np],
-            dcapture: vec![0.0; np],
-            dpolar: vec![0.0; np],
-            f64: super::tangent::Scratch::new(np),
+            px: super::tangent::Scratch::new(np),
             rows,
         }
     }
@@ -182,7 +163,8 @@ fn pixel(
     sc: &mut Scratch,
     out: &mut [f64],
 ) -> (f64, bool) {
-    match pixel32(c, fpixel, spixel, first_sequence, interpolate, sc, out) {
+    let sc = &mut sc.px;
+    match pixel_with(c, fpixel, spixel, first_sequence, interpolate, sc, out) {
         Some(r) => r,
         None => super::tangent::pixel(
             &c.f64ctx,
@@ -190,223 +172,47 @@ fn pixel(
             spixel,
             first_sequence,
             interpolate,
-            &mut sc.f64,
+            sc,
             out,
         ),
     }
 }
 
-/// [`pixel`] with the f32 terms; None under the exact-Bragg rule.
-fn pixel32(
-    c: &Ctx32,
-    fpixel: usize,
-    spixel: usize,
-    first_sequence: bool,
-    interpolate: bool,
-    sc: &mut Scratch,
-    out: &mut [f64],
-) -> Option<(f64, bool)> {
-    let p = c.p;
-    let np = c.t.deltas.len();
-    let n = p.oversample as usize;
-    let sub = p.pixel / p.oversample as f64;
-    let mut first_seq = first_sequence;
-    let mut interp = interpolate;
-    let mut triggered = false;
-    let mut exact = false;
-    let mut i_sum = p.i_bg;
-    let mut polar = if p.nopolar { 1.0 } else { 0.0 };
-    let mut omega = 0.0;
-    let mut capture = 1.0;
-    sc.di.iter_mut().for_each(|x| *x = 0.0);
-    sc.domega.iter_mut().for_each(|x| *x = 0.0);
-    sc.dcapture.iter_mut().for_each(|x| *x = 0.0);
-    sc.dpolar.iter_mut().for_each(|x| *x = 0.0);
-    let mut sum_n = [0.0f64; 3];
-    let mut sum_star = [[0.0f64; 3]; 3];
-    let mut sum_f = 0.0f64;
-    for t in 0..p.thicksteps {
-        let odet = t as f64 * p.thickstep;
-        capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
-        for subs in 0..n {
-            for subf in 0..n {
-                let (sf, ss) = (fpixel * n + subf, spixel * n + subs);
-                let pos = p.subpixel_position(sf, ss, odet);
-                let (d, r) = unitize(pos);
-                let fd = sub * (sf as f64) + sub / 2.0;
-                let sd = sub * (ss as f64) + sub / 2.0;
-                let dpos_of = |j: usize| dpos(&c.t.deltas[j], fd, sd, odet);
-                for &j in &c.det {
-                    let dp = dpos_of(j);
-                    let dr = dot(d, dp);
-                    sc.dd[j] = std::array::from_fn(|k| (dp[k] - d[k] * dr) / r);
-                }
-                if omega == 0.0 {
-                    let [w, dw_dr, dw_dclose] = solid_angle_d(
-                        (1.0 / r) as f32,
-                        c.pixel2,
-                        p.close_distance as f32,
-                        p.point_pixel,
-                    );
-                    omega = w as f64;
-                    for &j in &c.det {
-                        sc.domega[j] = dw_dr as f64 * dot(d, dpos_of(j))
-                            + dw_dclose as f64 * c.t.deltas[j].close_distance;
-                    }
-                }
-                if capture == 0.0 {
-                    let [v, dv] = capture_fraction_d(t as f32, c.mu_step, dot(d, p.odet) as f32);
-                    capture = v as f64;
-                    for x in sc.dcapture.iter_mut() {
-                        *x = 0.0;
-                    }
-                    for &j in &c.det {
-                        let drho = dot(sc.dd[j], p.odet) + dot(d, c.t.deltas[j].odet);
-                        sc.dcapture[j] = dv as f64 * drho;
-                    }
-                }
-                for (si, src) in p.sources.iter().enumerate() {
-                    let i = src.incident;
-                    let lambda = src.lambda;
-                    let q = [
-                        (d[0] - i[0]) / lambda,
-                        (d[1] - i[1]) / lambda,
-                        (d[2] - i[2]) / lambda,
-                    ];
-                    let (table, dtable) = if first_seq {
-                        (&p.orientations_first, 1)
-                    } else {
-                        (&p.orientations, 0)
-                    };
-                    if p.dmin > 0.0 {
-                        let stol = 0.5 * mag(q);
-                        if stol > 0.0 && p.dmin > 0.5 / stol {
-                            continue;
-                        }
-                    }
-                    if polar == 0.0 {
-                        let s = &c.sources[si];
-                        let (v, g) = polarization_d(c.polar_k, s.i, f32x3(d), s.e_in, s.b_in);
-                        polar = v as f64;
-                        let g = g.map(|x| x as f64);
-                        for &j in &c.det {
-                            sc.dpolar[j] = dot(g, sc.dd[j]);
-                        }
-                    }
-                    first_seq = false;
-                    let mut g = [0.0f64; 3];
-                    let mut hm = [0.0f64; 9];
-                    for (oi, o) in table.iter().enumerate() {
-                        let h = dot(o.a, q);
-                        let k = dot(o.b, q);
-                        let l = dot(o.c, q);
-                        if !(index_ok(h) & index_ok(k) & index_ok(l)) {
-                            continue;
-                        }
-                        let h0 = (h - 0.5).ceil();
-                        let k0 = (k - 0.5).ceil();
-                        let l0 = (l - 0.5).ceil();
-                        let dlt = [(h - h0) as f32, (k - k0) as f32, (l - l0) as f32];
-                        let (f_latt, fl_hkl, fl_n, fl_star, zero) =
-                            lattice(c, dlt, [h0, k0, l0], &mut exact);
-                        if exact {
-                            return None;
-                        }
-                        if zero && !p.water {
-                            continue;
-                        }
-                        let f_latt = f_latt as f64;
-                        if interp && stencil_leaves_table(&p.hkl, h, k, l) {
-                            interp = false;
-                            triggered = true;
-                        }
-                        let (f_cell, fc_hkl, fc_default) = if interp {
-                            (
-                                f_tricubic_at(&p.hkl, h, k, l),
-                                f_tricubic_d(&p.hkl, h, k, l),
-                                0.0,
-                            )
-                        } else {
-                            let v = f_nearest(&p.hkl, p.default_f, h0, k0, l0);
-                            let dflt = f_nearest_is_default(&p.hkl, h0, k0, l0);
-                            (v, [0.0; 3], if dflt { 1.0 } else { 0.0 })
-                        };
-                        i_sum += ((f_cell * f_cell) * f_latt) * f_latt;
-                        let a_fc = 2.0 * f_cell * f_latt * f_latt;
-                        let a_fl = 2.0 * f_cell * f_cell * f_latt;
-                        let t_hkl: V3 =
-                            std::array::from_fn(|x| a_fc * fc_hkl[x] + a_fl * fl_hkl[x] as f64);
-                        for x in 0..3 {
-                            g[x] += t_hkl[0] * o.a[x] + t_hkl[1] * o.b[x] + t_hkl[2] * o.c[x];
-                            sum_n[x] += a_fl * fl_n[x] as f64;
-                        }
-                        if !c.recip.is_empty() {
-                            for (s, fs) in sum_star.iter_mut().zip(fl_star) {
-                                for x in 0..3 {
-                                    s[x] += a_fl * fs[x] as f64;
-                                }
-                            }
-                        }
-                        sum_f += a_fc * fc_default;
-                        // the orientation parameters as in the f64 kernel (`tangent::pixel`)
-                        let fc64 = &c.f64ctx;
-                        if dtable == 0 && fc64.need_h {
-                            add_h(&mut hm, t_hkl, [h, k, l]);
-                        }
-                        for (&j, form) in fc64.ori.iter().zip(&fc64.forms) {
-                            if dtable == 0 && !matches!(form, OriForm::Generic(_)) {
-                                continue;
-                            }
-                            let dl = &c.t.deltas[j];
-                            let dt = if dtable == 1 {
-                                &dl.orientations_first
-                            } else {
-                                &dl.orientations
-                            };
-                            if let Some(dor) = dt.get(oi) {
-                                sc.di[j] += t_hkl[0] * dot(dor.a, q)
-                                    + t_hkl[1] * dot(dor.b, q)
-                                    + t_hkl[2] * dot(dor.c, q);
-                            }
-                        }
-                    }
-                    if dtable == 0 {
-                        add_forms(&c.f64ctx.ori, &c.f64ctx.forms, g, &hm, q, &mut sc.di);
-                    }
-                    for &j in &c.q_params {
-                        let dlam = c.t.deltas[j].lambda.get(si).copied().unwrap_or(0.0);
-                        let dd = sc.dd[j];
-                        let dq: V3 = std::array::from_fn(|x| (dd[x] - q[x] * dlam) / lambda);
-                        sc.di[j] += dot(g, dq);
-                    }
-                }
-            }
-        }
+/// The f32 terms and their partials, widened to f64 (the tangent kernels' loop is
+/// `tangent::pixel_with`).
+impl TermsD for Ctx32<'_> {
+    #[inline(always)]
+    fn ctx(&self) -> &super::tangent::Ctx<'_> {
+        &self.f64ctx
     }
-    let base = (p.r_e_sqr_fluence * i_sum) / p.steps as f64;
-    let mut val = base;
-    val *= capture;
-    val *= polar;
-    val *= omega;
-    for (j, o) in out.iter_mut().enumerate().take(np) {
-        let dl = &c.t.deltas[j];
-        let mut di = sc.di[j] + dl.i_bg + dl.default_f * sum_f;
-        for x in 0..3 {
-            di += sum_n[x] * dl.n[x];
-        }
-        if !c.recip.is_empty() {
-            di += dot(sum_star[0], dl.a_star)
-                + dot(sum_star[1], dl.b_star)
-                + dot(sum_star[2], dl.c_star);
-        }
-        let dbase = (dl.r_e_sqr_fluence * i_sum + p.r_e_sqr_fluence * di) / p.steps as f64;
-        *o = dbase * capture * polar * omega
-            + base
-                * (sc.dcapture[j] * polar * omega
-                    + capture * sc.dpolar[j] * omega
-                    + capture * polar * sc.domega[j]);
+    #[inline(always)]
+    fn solid_angle(&self, r: f64, close_distance: f64) -> (f64, f64, f64) {
+        let [w, dw_dr, dw_dclose] = solid_angle_d(
+            (1.0 / r) as f32,
+            self.pixel2,
+            close_distance as f32,
+            self.p.point_pixel,
+        );
+        (w as f64, dw_dr as f64, dw_dclose as f64)
     }
-    Some((val, triggered))
+    #[inline(always)]
+    fn capture(&self, t: u32, rho: f64) -> (f64, f64) {
+        let [v, dv] = capture_fraction_d(t as f32, self.mu_step, rho as f32);
+        (v as f64, dv as f64)
+    }
+    #[inline(always)]
+    fn polar(&self, source: usize, d: V3) -> (f64, V3) {
+        let s = &self.sources[source];
+        let (v, g) = polarization_d(self.polar_k, s.i, f32x3(d), s.e_in, s.b_in);
+        (v as f64, g.map(|x| x as f64))
+    }
+    #[inline(always)]
+    fn lattice(&self, hkl: V3, hkl0: V3, exact: &mut bool) -> LatticeTerm {
+        let dlt: [f32; 3] = std::array::from_fn(|a| (hkl[a] - hkl0[a]) as f32);
+        let (f, fl_hkl, fl_n, fl_star, zero) = lattice(self, dlt, hkl0, exact);
+        let w = |v: [f32; 3]| v.map(|x| x as f64);
+        (f as f64, w(fl_hkl), w(fl_n), fl_star.map(w), zero)
+    }
 }
 
 /// Render the image and one tangent image per parameter of `t` with the f32 terms (the driver of
@@ -553,6 +359,7 @@ mod tests {
     use super::*;
     use crate::files::MemFiles;
     use crate::tangent::PlanDelta;
+    use crate::vec3::{dot, unitize};
 
     /// A pixel with a term under the exact-Bragg rule is the f64 tangent kernel's to the bit
     /// (image and tangent); the others are the f32 terms'.

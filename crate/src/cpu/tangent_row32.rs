@@ -182,7 +182,7 @@ fn block_body<const DN: bool>(
     let nv = c.n;
     let use_axis = [nv[0] > 1.0, nv[1] > 1.0, nv[2] > 1.0];
     let constant_f = p.hkl.hkls == 0;
-    let close = p.close_distance as f32;
+    let close = pan.close_distance as f32;
     let soa = &fc.soa;
     let comp = &soa.comp;
     // g = Σ A_oᵀ t for q's tangent and the right-hand forms, H = Σ t ⊗ hkl for the left-hand
@@ -298,7 +298,8 @@ fn block_body<const DN: bool>(
                     }
                     if capture[0] == 0.0 {
                         for j in 0..len {
-                            let rho = dx[j] * p.odet[0] + dy[j] * p.odet[1] + dz[j] * p.odet[2];
+                            let rho =
+                                dx[j] * pan.odet[0] + dy[j] * pan.odet[1] + dz[j] * pan.odet[2];
                             let [v, dv] = capture_fraction_d(t as f32, fc.mu_step, rho as f32);
                             capture[j] = v as f64;
                             wr[j] = dv as f64;
@@ -308,9 +309,9 @@ fn block_body<const DN: bool>(
                             let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
                             let dc = &mut sc.dcapture[k * BLOCK..(k + 1) * BLOCK];
                             for j in 0..len {
-                                let drho = (dd[j] * p.odet[0]
-                                    + dd[BLOCK + j] * p.odet[1]
-                                    + dd[2 * BLOCK + j] * p.odet[2])
+                                let drho = (dd[j] * pan.odet[0]
+                                    + dd[BLOCK + j] * pan.odet[1]
+                                    + dd[2 * BLOCK + j] * pan.odet[2])
                                     + (dx[j] * dl.odet[0]
                                         + dy[j] * dl.odet[1]
                                         + dz[j] * dl.odet[2]);

@@ -147,6 +147,13 @@ fn check_applies(setup: &Setup, p: Param) -> Result<()> {
             refuse("default_F enters linearly only without an -hkl table (its blank entries are filled with it)")
         }
         Param::Fluence if setup.fluence == 0.0 => refuse("the fluence is 0"),
+        Param::Lambda if setup.opts.expt.is_some() => {
+            // the file's beam replaces -lambda: moving the option moves nothing
+            refuse(&format!(
+                "the wavelength comes from -expt {}, whose beam does not move with -lambda",
+                setup.opts.expt.as_deref().unwrap_or_default()
+            ))
+        }
         Param::Distance
         | Param::BeamX
         | Param::BeamY
@@ -579,6 +586,17 @@ pub fn plan_delta(
             let coarse = central(&at(h)?, &at(-h)?, 1.0 / (2.0 * h));
             let fine = central(&at(h / 2.0)?, &at(-h / 2.0)?, 1.0 / h);
             d = richardson(&fine, &coarse);
+            if p == Param::Lambda && d.lambda.iter().all(|&x| x == 0.0) {
+                // a file's wavelength (-geom's photon_energy, wavelength or electron_voltage;
+                // a -sourcefile's wavelengths) replaces -lambda: the derivative would be an
+                // all-zero image
+                return Err(Error::usage(format!(
+                    "{}: the wavelength comes from a file (-geom, -sourcefile), which does not \
+                     move with -lambda",
+                    named(p)
+                ))
+                .with_flag("-gradients"));
+            }
         }
     }
     Ok(d)

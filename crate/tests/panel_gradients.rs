@@ -1,0 +1,377 @@
+//! Derivatives on detectors of several panels (MODEL §10, issue 30 §3): the crystal, beam and
+//! scale derivatives (every parameter a file detector allows; the detector's own are refused,
+//! see `panels.rs`) on a CrystFEL `.geom` and a DIALS `.expt` of two panels that differ in
+//! distance and tilt (the `.expt`'s pixels are 0.172 mm, the `.geom`'s 0.2 mm; one render has one
+//! pitch), f64, f32 (per pixel; the f32 row path takes one panel only) and GPU, against central
+//! differences of the f64 IMAGE kernel (`pixel64`, its value before the f32 rounding, taken
+//! from its trace), PANEL BY PANEL: on each panel's pixels with signal (≥ 1e-3 of the panel's
+//! largest value), the norm of the tangent over the norm of the finite difference and their
+//! correlation.
+//!
+//! A tangent kernel that takes one panel's distance or normal for every pixel is off on the
+//! other panel by the ratio of the two distances (the solid angle), which the norm ratio shows.
+
+#[cfg(not(feature = "gpu"))]
+mod common;
+#[cfg(feature = "gpu")]
+mod gpu_support;
+#[cfg(feature = "gpu")]
+use gpu_support::common;
+
+use nanobragg::api::{self, Param, Precision, Prepared};
+use nanobragg::cpu::pixel64::{trace_pixel, ExactCtx};
+use nanobragg::files::DiskFiles;
+use nanobragg::plan::Plan;
+use std::sync::atomic::AtomicBool;
+use Param::*;
+
+/// The crystal: spots on both panels of both files, a thick sensor (the capture fraction follows
+/// each panel's normal), two mosaic domains (the spread's per-term derivative), no table (so
+/// default_F is a parameter) and the nearest lookup.
+const CRYSTAL: &str = "-cell 60 70 80 85 95 100 -misset 5 10 15 -default_F 100 -N 4 \
+    -nointerpolate -detector_thick 0.3 -detector_abs 300 -detector_thicksteps 2 \
+    -mosaic 0.3 -mosaic_domains 2 -seed 7";
+
+/// Every parameter a file detector allows (the `.geom` states no wavelength, so `-lambda` holds;
+/// an `.expt`'s beam replaces `-lambda`, and the wavelength is refused there).
+const PARAMS: &[Param] = &[
+    RotX, RotY, RotZ, CellA, CellB, CellC, CellAlpha, CellBeta, CellGamma, NA, NB, NC, NCells,
+    Mosaic, Lambda, Scale, Fluence, DefaultF,
+];
+
+fn params_for(flag: &str) -> Vec<Param> {
+    PARAMS
+        .iter()
+        .copied()
+        .filter(|&p| !(flag == "-expt" && p == Lambda))
+        .collect()
+}
+
+/// Norm ratio within this of 1, correlation within this of 1 (f64, f32 and GPU against the f64
+/// finite difference, on each panel's pixels with signal; measured on the CPU: |ratio − 1| ≤
+/// 1e-6, 1 − correlation < 1e-8; a kernel on the wrong panel's distance is off by ~0.2).
+const TOL_NORM: f64 = 1e-4;
+const TOL_CORR: f64 = 1e-6;
+
+/// The finite-difference step (public unit), as `gradients.rs`.
+fn fd_step(p: Param, prep: &Prepared) -> f64 {
+    match p {
+        RotX | RotY | RotZ => 1e-7,
+        CellA | CellB | CellC | CellAlpha | CellBeta | CellGamma => 1e-4,
+        NA | NB | NC | NCells => 1e-7,
+        Mosaic => 3.2e-2,
+        Lambda => 1e-7,
+        Scale => 1e-4,
+        Fluence => 1e-4 * prep.setup.fluence,
+        DefaultF => 1e-2,
+        _ => unreachable!("detector parameters are refused on a file detector"),
+    }
+}
+
+fn prepare(flag: &str, file: &str) -> Prepared {
+    let path = common::repo_root().join("tests/fixtures/panels").join(file);
+    let mut words = api::split_args(CRYSTAL);
+    words.push(flag.to_string());
+    words.push(path.to_string_lossy().into_owned());
+    api::prepare(&words, &DiskFiles).unwrap_or_else(|e| panic!("{file}: {}", e.message))
+}
+
+/// The f64 image kernel's image before its f32 rounding: each pixel's trace (`-printout`'s
+/// values) combined as the kernel combines them (no running-sum flags here).
+fn image_kernel_f64(p: &Plan) -> Vec<f64> {
+    let ctx = ExactCtx::new(p);
+    let first = nanobragg::cpu::first_rendered_pixel(p);
+    let mut image = vec![0f64; p.pixel_count()];
+    for s in 0..p.spixels {
+        for f in 0..p.fpixels {
+            let i = s * p.fpixels + f;
+            if !p.renders(f, s) {
+                continue;
+            }
+            let t = trace_pixel(&ctx, f, s, Some(i) == first, false);
+            let mut v = (p.r_e_sqr_fluence * t.i_sum) / p.steps as f64;
+            v *= t.capture;
+            v *= t.polar;
+            v *= t.omega;
+            assert_eq!((v as f32).to_bits(), t.value.to_bits(), "pixel {i}");
+            image[i] = v;
+        }
+    }
+    image
+}
+
+/// Central differences of the image kernel's f64 image for every parameter (Richardson on h and
+/// h/2 for the mosaic spread, whose image is a staircase in f32 angles, as `gradients.rs`).
+fn finite_differences(prep: &Prepared, params: &[Param]) -> Vec<Vec<f64>> {
+    params
+        .iter()
+        .map(|&p| {
+            let central = |x: f64| -> Vec<f64> {
+                let at = |y: f64| {
+                    image_kernel_f64(&api::moved_plan(prep, &DiskFiles, &[(p, y)]).unwrap())
+                };
+                let (plus, minus) = (at(x), at(-x));
+                plus.iter()
+                    .zip(&minus)
+                    .map(|(a, b)| (a - b) / (2.0 * x))
+                    .collect()
+            };
+            let h = fd_step(p, prep);
+            if p == Mosaic {
+                let (coarse, fine) = (central(h), central(h / 2.0));
+                fine.iter()
+                    .zip(&coarse)
+                    .map(|(f, c)| (4.0 * f - c) / 3.0)
+                    .collect()
+            } else {
+                central(h)
+            }
+        })
+        .collect()
+}
+
+/// Per panel: the indices of its pixels with signal (≥ 1e-3 of the panel's largest value).
+fn signal_by_panel(p: &Plan, image: &[f64]) -> Vec<Vec<usize>> {
+    (0..p.panels.len())
+        .map(|k| {
+            let on: Vec<usize> = (0..image.len())
+                .filter(|&i| p.panel_at(i % p.fpixels, i / p.fpixels) == Some(k))
+                .collect();
+            let peak = on.iter().fold(0f64, |m, &i| m.max(image[i]));
+            assert!(peak > 0.0, "panel {k}: no signal");
+            on.into_iter()
+                .filter(|&i| image[i] >= 1e-3 * peak)
+                .collect()
+        })
+        .collect()
+}
+
+/// |t| / |fd| and the correlation of `t` with `fd` on `pixels`.
+fn norm_and_correlation(t: &[f64], fd: &[f64], pixels: &[usize]) -> (f64, f64) {
+    let (mut tt, mut ff, mut tf) = (0f64, 0f64, 0f64);
+    for &i in pixels {
+        tt += t[i] * t[i];
+        ff += fd[i] * fd[i];
+        tf += t[i] * fd[i];
+    }
+    ((tt / ff).sqrt(), tf / (tt * ff).sqrt())
+}
+
+/// The tangents `g` of `label` against the finite differences, panel by panel; prints each
+/// figure and returns the failures.
+fn compare(
+    label: &str,
+    p: &Plan,
+    signal: &[Vec<usize>],
+    params: &[Param],
+    tangent: &dyn Fn(usize) -> Vec<f64>,
+    fd: &[Vec<f64>],
+) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (j, &q) in params.iter().enumerate() {
+        let t = tangent(j);
+        for (k, pixels) in signal.iter().enumerate() {
+            let (ratio, corr) = norm_and_correlation(&t, &fd[j], pixels);
+            eprintln!(
+                "{label:18} {:11} panel {:5} pixels={:4} |t|/|fd|={ratio:.6} corr={corr:.8}",
+                q.name(),
+                p.panels[k].name,
+                pixels.len()
+            );
+            if !((ratio - 1.0).abs() <= TOL_NORM && corr >= 1.0 - TOL_CORR) {
+                bad.push(format!(
+                    "{label} {} panel {}: |t|/|fd| = {ratio:.6}, correlation {corr:.8}",
+                    q.name(),
+                    p.panels[k].name
+                ));
+            }
+        }
+    }
+    bad
+}
+
+/// The set-up, its image kernel's f64 image, its signal per panel and its finite differences.
+struct Case {
+    prep: Prepared,
+    params: Vec<Param>,
+    image: Vec<f64>,
+    signal: Vec<Vec<usize>>,
+    fd: Vec<Vec<f64>>,
+}
+
+fn case(flag: &str, file: &str) -> Case {
+    let prep = prepare(flag, file);
+    let p = prep.plan();
+    assert_eq!(p.panels.len(), 2, "{file}");
+    let (a, b) = (&p.panels[0], &p.panels[1]);
+    assert!(
+        (a.close_distance - b.close_distance).abs() > 0.02
+            && nanobragg::vec3::dot(a.odet, b.odet) < 0.999,
+        "{file}: the panels should differ in distance and tilt"
+    );
+    let image = image_kernel_f64(p);
+    let signal = signal_by_panel(p, &image);
+    for (k, s) in signal.iter().enumerate() {
+        assert!(
+            s.len() >= 10,
+            "{file} panel {k}: {} pixels with signal",
+            s.len()
+        );
+    }
+    let params = params_for(flag);
+    let fd = finite_differences(&prep, &params);
+    Case {
+        prep,
+        params,
+        image,
+        signal,
+        fd,
+    }
+}
+
+fn cpu(flag: &str, file: &str) {
+    let c = case(flag, file);
+    let p = c.prep.plan();
+    let cancel = AtomicBool::new(false);
+    let mut bad = Vec::new();
+    for precision in [Precision::F64, Precision::F32] {
+        let g = api::render_gradients_with(
+            &c.prep,
+            &DiskFiles,
+            &c.params,
+            &[],
+            precision,
+            &|_| {},
+            &cancel,
+        )
+        .unwrap_or_else(|e| panic!("{file}: {}", e.message));
+        // the image: the f64 tangent kernel's is the image kernel's to the bit, the f32 one's
+        // within the f32 terms' rounding; on every panel
+        let peak = c.image.iter().fold(0f64, |m, &v| m.max(v));
+        for (k, pixels) in c.signal.iter().enumerate() {
+            let worst = pixels
+                .iter()
+                .map(|&i| (g.image_f64[i] - c.image[i]).abs() / peak)
+                .fold(0f64, f64::max);
+            eprintln!(
+                "{file} {precision:?} image panel {}: worst {worst:.2e} of the peak",
+                p.panels[k].name
+            );
+            let ok = match precision {
+                Precision::F64 => pixels.iter().all(|&i| g.image_f64[i] == c.image[i]),
+                _ => worst <= 2e-6,
+            };
+            if !ok {
+                bad.push(format!(
+                    "{file} {precision:?}: the tangent kernel's image on panel {} is off the \
+                     image kernel's by {worst:.2e} of the peak",
+                    p.panels[k].name
+                ));
+            }
+        }
+        let label = format!("{file} {precision:?}");
+        bad.extend(compare(
+            &label,
+            p,
+            &c.signal,
+            &c.params,
+            &|j| g.tangent(j).into_owned(),
+            &c.fd,
+        ));
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn geom_two_panels_cpu() {
+    cpu("-geom", "two_tilted.geom");
+}
+
+#[test]
+fn expt_two_panels_cpu() {
+    cpu("-expt", "two_tilted.expt");
+}
+
+/// A `.geom` that states the photon energy replaces `-lambda` too: refused as well.
+#[test]
+fn wavelength_is_refused_on_a_geom_with_a_photon_energy() {
+    let dir =
+        std::env::temp_dir().join(format!("nanobragg-panel-gradients-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text =
+        std::fs::read_to_string(common::repo_root().join("tests/fixtures/panels/two_tilted.geom"))
+            .unwrap();
+    let file = dir.join("energy.geom");
+    std::fs::write(&file, format!("photon_energy = 9000 eV\n{text}")).unwrap();
+    let mut words = api::split_args(CRYSTAL);
+    words.extend(["-geom".to_string(), file.to_string_lossy().into_owned()]);
+    let prep = api::prepare(&words, &DiskFiles).expect("prepare");
+    let cancel = AtomicBool::new(false);
+    let e = api::render_gradients(&prep, &DiskFiles, &[Lambda], &|_| {}, &cancel).unwrap_err();
+    assert!(
+        e.message
+            .contains("the wavelength comes from a file (-geom, -sourcefile)"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.flag.as_deref(), Some("-gradients"));
+    // the crystal's derivatives are still there
+    assert!(api::render_gradients(&prep, &DiskFiles, &[CellA], &|_| {}, &cancel).is_ok());
+}
+
+/// The `.expt`'s beam replaces `-lambda`: its derivative would be an all-zero image, refused.
+#[test]
+fn wavelength_is_refused_on_an_expt() {
+    let prep = prepare("-expt", "two_tilted.expt");
+    let e = api::render_gradients(
+        &prep,
+        &DiskFiles,
+        &[Lambda],
+        &|_| {},
+        &AtomicBool::new(false),
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains("the wavelength comes from -expt"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.flag.as_deref(), Some("-gradients"));
+}
+
+/// The GPU's tangents (f32, `shaders/tangent.wgsl`) on both files, panel by panel.
+#[cfg(feature = "gpu")]
+#[test]
+fn two_panels_gpu() {
+    use nanobragg::api::{Backend, Engine, Renderer};
+    let _ = gpu_support::device();
+    let mut r = Renderer::new(None);
+    let cancel = AtomicBool::new(false);
+    let mut bad = Vec::new();
+    for (flag, file) in [("-geom", "two_tilted.geom"), ("-expt", "two_tilted.expt")] {
+        let c = case(flag, file);
+        let g = r
+            .render_gradients(
+                &c.prep,
+                &DiskFiles,
+                &c.params,
+                &[],
+                Backend::Gpu,
+                Precision::F32,
+                &|_| {},
+                &cancel,
+            )
+            .unwrap_or_else(|e| panic!("{file}: {}", e.message));
+        assert_eq!(g.engine, Engine::Gpu);
+        let label = format!("{file} GPU");
+        bad.extend(compare(
+            &label,
+            c.prep.plan(),
+            &c.signal,
+            &c.params,
+            &|j| g.gradients.tangent(j).into_owned(),
+            &c.fd,
+        ));
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
