@@ -1,0 +1,46 @@
+// Cross-origin isolation on a host that cannot send COOP/COEP (GitHub Pages, Read the Docs,
+// `python3 -m http.server`): the approach of coi-serviceworker, written for this site. A classic
+// script, loaded first by index.html and the examples: it registers sw.js (beside this file; its
+// scope is this folder, so the site works under any base path) which adds the headers to every
+// response and keeps a copy of the site for offline visits; the first visit reloads once, when
+// the worker controls the page. Where even that is impossible (no service workers: a private
+// window, file://, plain http on another host), the page stays single-threaded and says why in
+// window.nanobraggIsolation = { state, why } (the app's status line shows `why`).
+(() => {
+  const KEY = 'nanobragg-coi-reload';
+  const set = (state, why) => { window.nanobraggIsolation = { state, why }; };
+  const script = document.currentScript;
+  const sw = navigator.serviceWorker;
+  if (!window.isSecureContext || !sw) {
+    set(window.crossOriginIsolated ? 'isolated' : 'unavailable',
+      window.crossOriginIsolated ? '' : 'no service worker here to add COOP/COEP (an insecure origin or a private window)');
+    return;
+  }
+  if (window.crossOriginIsolated) {
+    sessionStorage.removeItem(KEY);
+    set('isolated', '');
+  } else {
+    set('pending', 'waiting for the service worker that adds COOP/COEP');
+  }
+  const url = new URL('sw.js', script ? script.src : location.href);
+  sw.register(url.href).then((reg) => {
+    if (window.crossOriginIsolated) return;
+    const reload = () => {
+      if (sessionStorage.getItem(KEY)) {
+        // reloaded once already and still not isolated: the browser refuses (give up, say so)
+        set('failed', 'the browser refused the service worker\'s COOP/COEP');
+        return;
+      }
+      sessionStorage.setItem(KEY, '1');
+      set('reloading', 'reloading under the service worker');
+      location.reload();
+    };
+    if (sw.controller) reload();
+    else {
+      sw.addEventListener('controllerchange', reload, { once: true });
+      // a worker that activated before this listener existed
+      sw.ready.then(() => { if (sw.controller) reload(); });
+    }
+    return reg;
+  }).catch((e) => set('failed', `the service worker did not register (${e && e.message || e})`));
+})();
