@@ -7,6 +7,7 @@
 //   the lazily loaded three.js view in chunks/), worker.js, measured-worker.js, index.html,
 //   style.css, examples/, samples/, coi.js + sw.js (the service worker that adds COOP/COEP on a
 //   host that cannot: threads anywhere; it keeps a copy for offline visits)
+// and the npm package of the element into www/dist-npm/ (scripts/package-npm.mjs).
 //
 // Installs what is missing: rustup target / component, the wasm-bindgen CLI at the exact
 // version in Cargo.lock, npm packages.
@@ -19,6 +20,7 @@ import { createHash } from 'node:crypto';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { packageNpm } from './package-npm.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'www', 'dist');
@@ -232,6 +234,8 @@ async function main() {
   }
   await buildTs();
   const size = folderSize(dist);
+  const npm = await packageNpm({ dev });
+  log(`npm package nanobragg-view ${npm.version} -> www/dist-npm (npm pack www/dist-npm)`);
   log(`site: ${size.files} files, ${(size.bytes / 1e6).toFixed(2)} MB in www/dist (source maps in www/dist-maps)`);
   log(`done in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${dist}`);
 }
