@@ -104,6 +104,20 @@ export async function canvasSpread(page, sel = '.nb-canvas') {
   }, sel);
 }
 
+/**
+ * On a host without COOP/COEP the site's service worker (www/site/coi.js) reloads the page once,
+ * on the first visit: wait until that is settled (isolated, or given up), across the reload.
+ */
+export async function isolationSettled(page, timeout = 60_000) {
+  const t0 = Date.now();
+  while (Date.now() - t0 < timeout) {
+    const s = await page.evaluate(() => window.nanobraggIsolation?.state).catch(() => null);
+    if (['isolated', 'failed', 'unavailable'].includes(s)) return s;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the page did not settle its cross-origin isolation');
+}
+
 /** Wait until the app has shown `n` renders. */
 export async function waitRendered(page, n = 1, timeout = 120_000) {
   await page.waitForFunction((n) => Number(document.body.dataset.rendered ?? 0) >= n, n, { timeout });

@@ -65,6 +65,8 @@ test('plain host under /user/project/: the service worker isolates the page, the
   await page.close();
 });
 
+// examples/embed.html has no coi.js (it is the page a documentation author writes): the worker the
+// app's visit installed controls it all the same (the same scope)
 test('plain host: the element\'s example page is isolated by the same worker and renders on threads', { timeout: 200_000 }, async () => {
   const { page, errors } = await open(ctx, `${host.url}/examples/embed.html`);
   const r = await until(page, () => {

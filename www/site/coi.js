@@ -5,7 +5,8 @@
 // response and keeps a copy of the site for offline visits; the first visit reloads once, when
 // the worker controls the page. Where even that is impossible (no service workers: a private
 // window, file://, plain http on another host), the page stays single-threaded and says why in
-// window.nanobraggIsolation = { state, why } (the app's status line shows `why`).
+// window.nanobraggIsolation = { state, why } (the app's status line shows `why`). A page the host
+// already isolates registers nothing (no offline copy there).
 (() => {
   const KEY = 'nanobragg-coi-reload';
   const set = (state, why) => { window.nanobraggIsolation = { state, why }; };
@@ -17,15 +18,23 @@
     return;
   }
   if (window.crossOriginIsolated) {
+    // the host sends the headers (or the worker already added them): nothing to do
     sessionStorage.removeItem(KEY);
     set('isolated', '');
-  } else {
-    set('pending', 'waiting for the service worker that adds COOP/COEP');
+    return;
   }
+  if (window.top !== window) {
+    // a frame is isolated only when the page around it is: a reload here cannot help
+    set('unavailable', 'in a frame of a page that is not cross-origin isolated');
+    return;
+  }
+  set('pending', 'waiting for the service worker that adds COOP/COEP');
   const url = new URL('sw.js', script ? script.src : location.href);
   sw.register(url.href).then((reg) => {
-    if (window.crossOriginIsolated) return;
+    let done = false;
     const reload = () => {
+      if (done) return;
+      done = true;
       if (sessionStorage.getItem(KEY)) {
         // reloaded once already and still not isolated: the browser refuses (give up, say so)
         set('failed', 'the browser refused the service worker\'s COOP/COEP');
