@@ -117,7 +117,7 @@ test('where no service worker can run, the page renders on one thread and says w
     console.log('# site fallback:', JSON.stringify(s));
     assert.equal(s.iso, false);
     assert.equal(s.coi.state, 'unavailable');
-    assert.match(s.label, /^CPU · 1 thread \(single-threaded module: no service worker here to add COOP\/COEP/);
+    assert.match(s.label, /^CPU · 1 thread \(single-threaded module: no service worker to add COOP\/COEP\)$/);
     assert.ok((await canvasSpread(page)) > 5, 'the image is not blank');
     await page.screenshot({ path: join(ARTIFACTS, 'site-no-service-worker.png') });
     assert.deepEqual(errors, []);

@@ -14,7 +14,7 @@
   const sw = navigator.serviceWorker;
   if (!window.isSecureContext || !sw) {
     set(window.crossOriginIsolated ? 'isolated' : 'unavailable',
-      window.crossOriginIsolated ? '' : 'no service worker here to add COOP/COEP (an insecure origin or a private window)');
+      window.crossOriginIsolated ? '' : 'no service worker to add COOP/COEP');
     return;
   }
   if (window.crossOriginIsolated) {
@@ -25,10 +25,10 @@
   }
   if (window.top !== window) {
     // a frame is isolated only when the page around it is: a reload here cannot help
-    set('unavailable', 'in a frame of a page that is not cross-origin isolated');
+    set('unavailable', 'in a frame of a page without COOP/COEP');
     return;
   }
-  set('pending', 'waiting for the service worker that adds COOP/COEP');
+  set('pending', 'waiting for the service worker');
   const url = new URL('sw.js', script ? script.src : location.href);
   sw.register(url.href).then((reg) => {
     let done = false;
