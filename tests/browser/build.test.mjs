@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { DIST, ROOT } from './helpers.mjs';
@@ -57,10 +57,18 @@ test('the published folder holds each file once, no source maps, only relative U
   // one three.js chunk, imported by both the page and the element
   const three = files.filter((f) => /view3d-.*\.js$/.test(f));
   assert.equal(three.length, 1, three.join(' '));
-  const chunk = three[0].split('/').pop();
-  for (const entry of ['app.js', 'nanobragg-view.js']) {
-    assert.ok(readFileSync(join(DIST, entry), 'utf8').includes(`./chunks/${chunk}`), `${entry} imports ${chunk}`);
-  }
+  // the files each entry imports, statically or lazily (relative specifiers), transitively
+  const reach = (entry) => {
+    const seen = new Set([entry]);
+    for (const f of seen) {
+      const src = readFileSync(join(DIST, f), 'utf8');
+      for (const m of src.matchAll(/(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+\.js)"/g)) {
+        seen.add(join(dirname(f), m[1]));
+      }
+    }
+    return seen;
+  };
+  for (const entry of ['app.js', 'nanobragg-view.js']) assert.ok(reach(entry).has(three[0]), `${entry} reaches ${three[0]}`);
   assert.ok(!files.some((f) => f.startsWith('recip')), 'the 3D demo is not part of the site');
   // no file of the same content twice (above 10 kB)
   const seen = new Map();
