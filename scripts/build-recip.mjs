@@ -5,8 +5,6 @@
 //   chunk) and its sourcemaps. Prints the gzipped sizes.
 //   node scripts/build-recip.mjs [--dev]      (--dev: no minification)
 // Importable: `buildRecip({dev, quiet})` resolves to {dir, entry, chunks: [{file, bytes, gzip}]}.
-// (Kept apart from scripts/build.mjs until the app wires the view in; the app's own build then
-// needs `splitting: true` for the same lazy chunk.)
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
