@@ -44,12 +44,9 @@
       set('reloading', 'reloading under the service worker');
       location.reload();
     };
-    if (sw.controller) reload();
-    else {
-      sw.addEventListener('controllerchange', reload, { once: true });
-      // a worker that activated before this listener existed
-      sw.ready.then(() => { if (sw.controller) reload(); });
-    }
+    // once a worker is active, a navigation goes through it: the first visit, and a hard reload
+    // (which bypasses the worker) come back isolated
+    sw.ready.then(reload);
     return reg;
   }).catch((e) => set('failed', `the service worker did not register (${e && e.message || e})`));
 })();
