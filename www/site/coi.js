@@ -1,5 +1,7 @@
 // Cross-origin isolation on a host that cannot send COOP/COEP (GitHub Pages, Read the Docs,
-// `python3 -m http.server`): the approach of coi-serviceworker, written for this site. A classic
+// `python3 -m http.server`): the approach of coi-serviceworker, written for this site rather than
+// taken from npm (its ~100 lines also keep the offline copy and tell the page why it is not
+// isolated, and the build writes the site's version and file list into sw.js). A classic
 // script, loaded first by index.html and the examples: it registers sw.js (beside this file; its
 // scope is this folder, so the site works under any base path) which adds the headers to every
 // response and keeps a copy of the site for offline visits; the first visit reloads once, when
