@@ -2,7 +2,7 @@
 // `python3 -m http.server`): the approach of coi-serviceworker, written for this site rather than
 // taken from npm (its ~100 lines also keep the offline copy and tell the page why it is not
 // isolated, and the build writes the site's version and file list into sw.js). A classic
-// script, loaded first by index.html and the examples: it registers sw.js (beside this file; its
+// script, loaded first by index.html: it registers sw.js (beside this file; its
 // scope is this folder, so the site works under any base path) which adds the headers to every
 // response and keeps a copy of the site for offline visits; the first visit reloads once, when
 // the worker controls the page. Where even that is impossible (no service workers: a private
