@@ -1,18 +1,17 @@
 #!/usr/bin/env node
-// Build the reciprocal-space view's standalone demo into www/dist/ (no wasm needed):
+// Build the reciprocal-space view's standalone demo into target/recip-demo/ (no wasm needed; not
+// part of the published site, whose app and element share the same three.js chunk):
 //   recip-demo.html, recip-demo.js (small entry), recip/view3d-*.js (the lazily loaded three.js
 //   chunk) and its sourcemaps. Prints the gzipped sizes.
 //   node scripts/build-recip.mjs [--dev]      (--dev: no minification)
-// Importable: `buildRecip({dev, quiet})` resolves to {entry, chunks: [{file, bytes, gzip}]}.
-// (Kept apart from scripts/build.mjs until the app wires the view in; the app's own build then
-// needs `splitting: true` for the same lazy chunk.)
+// Importable: `buildRecip({dev, quiet})` resolves to {dir, entry, chunks: [{file, bytes, gzip}]}.
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const dist = join(root, 'www', 'dist');
+const dist = join(root, 'target', 'recip-demo');
 
 export async function buildRecip({ dev = false, quiet = false } = {}) {
   const esbuild = await import('esbuild');
@@ -31,7 +30,7 @@ export async function buildRecip({ dev = false, quiet = false } = {}) {
     return { file: relative(dist, join(root, f)), bytes: buf.length, gzip: gzipSync(buf, { level: 9 }).length };
   });
   if (!quiet) for (const f of files) console.log(`[build-recip] ${f.file}: ${(f.bytes / 1024).toFixed(1)} KiB, ${(f.gzip / 1024).toFixed(1)} KiB gzipped`);
-  return { entry: files.find((f) => f.file === 'recip-demo.js'), chunks: files.filter((f) => f.file !== 'recip-demo.js') };
+  return { dir: dist, entry: files.find((f) => f.file === 'recip-demo.js'), chunks: files.filter((f) => f.file !== 'recip-demo.js') };
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

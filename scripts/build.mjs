@@ -1,9 +1,13 @@
 #!/usr/bin/env node
-// Build the static site into www/dist/:
+// Build the static site into www/dist/: one folder any static host serves (relative URLs, so
+// under any base path), each file once, no source maps (those go to www/dist-maps/):
 //   pkg/           plain wasm module (WebGPU + single-threaded CPU, SIMD)
 //   pkg-parallel/  threaded wasm module (rayon over Web Workers, shared memory, SIMD)
-//   app.js, worker.js, nanobragg-view.js (esbuild bundles), chunks/ (the lazily loaded three.js
-//   view and what it shares with its entry), index.html, style.css
+//   app.js, nanobragg-view.js (the page and the element: one esbuild build, what they share and
+//   the lazily loaded three.js view in chunks/), worker.js, measured-worker.js, index.html,
+//   style.css, examples/, samples/, coi.js + sw.js (the service worker that adds COOP/COEP on a
+//   host that cannot: threads anywhere; it keeps a copy for offline visits)
+// and the npm package of the element into www/dist-npm/ (scripts/package-npm.mjs).
 //
 // Installs what is missing: rustup target / component, the wasm-bindgen CLI at the exact
 // version in Cargo.lock, npm packages.
@@ -11,10 +15,12 @@
 // Flags: --ts-only (skip the Rust builds; reuse the wasm already in www/dist),
 //        --skip-parallel (build only the plain module), --dev (no wasm-opt, no minify).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, copyFileSync, rmSync, statSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, copyFileSync, rmSync, statSync, readdirSync, writeFileSync, renameSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { packageNpm } from './package-npm.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'www', 'dist');
@@ -137,10 +143,43 @@ function patchRayonHelper(outDir) {
 }
 
 // ---- TypeScript / static files ----------------------------------------------------------
+// The published folder holds each file once and no source maps: production maps go to
+// www/dist-maps/ (same relative paths; load them in the browser's devtools by hand), --dev
+// links them beside the bundles.
+const maps = join(root, 'www', 'dist-maps');
+/** Everything in www/dist but the wasm modules (what --ts-only reuses) is rewritten. */
+function cleanDist() {
+  for (const f of readdirSync(dist)) {
+    if (['pkg', 'pkg-parallel', 'build-info.json'].includes(f)) continue;
+    rmSync(join(dist, f), { recursive: true, force: true });
+  }
+  rmSync(maps, { recursive: true, force: true });
+}
+/** Move the *.map files under `dir` to `to` (same relative paths). */
+function moveMaps(dir, to) {
+  for (const f of readdirSync(dir, { recursive: true }).map(String)) {
+    if (!f.endsWith('.map') || f.startsWith('pkg')) continue;
+    mkdirSync(dirname(join(to, f)), { recursive: true });
+    renameSync(join(dir, f), join(to, f));
+  }
+}
+function copyDir(src, to, skip = () => false) {
+  for (const f of readdirSync(src, { recursive: true }).map(String)) {
+    const p = join(src, f);
+    if (skip(f) || statSync(p).isDirectory()) continue;
+    mkdirSync(dirname(join(to, f)), { recursive: true });
+    copyFileSync(p, join(to, f));
+  }
+}
+function listFiles(dir) {
+  return readdirSync(dir, { recursive: true }).map(String).filter((f) => statSync(join(dir, f)).isFile()).sort();
+}
+
 async function buildTs() {
   const esbuild = await import('esbuild');
+  cleanDist();
   const common = {
-    bundle: true, format: 'esm', target: 'es2022', sourcemap: true, minify: !dev,
+    bundle: true, format: 'esm', target: 'es2022', sourcemap: dev ? 'linked' : 'external', minify: !dev,
     logLevel: 'warning', absWorkingDir: root,
     // The wasm-bindgen glue is loaded at run time from pkg*/ beside the bundle (no-bundler).
     external: ['./pkg/*', './pkg-parallel/*'],
@@ -148,22 +187,36 @@ async function buildTs() {
   await esbuild.build({ ...common, entryPoints: { worker: 'www/src/worker.ts' }, outdir: dist });
   // the measured-image worker (www/src/measured/worker.ts): decodes dropped images with the plain module
   await esbuild.build({ ...common, entryPoints: { 'measured-worker': 'www/src/measured/worker.ts' }, outdir: dist });
-  // The page and the element load the reciprocal-space view (three.js) lazily: code splitting
-  // puts it in its own chunk (chunks/view3d-*.js), fetched when the 3D view is first opened.
-  // One build per entry, so that each entry stays one file apart from that chunk.
-  rmSync(join(dist, 'chunks'), { recursive: true, force: true });
-  for (const [name, entry] of [['app', 'www/src/main.ts'], ['nanobragg-view', 'www/src/embed.ts']]) {
-    await esbuild.build({
-      ...common, entryPoints: { [name]: entry }, outdir: dist, splitting: true, chunkNames: 'chunks/[name]-[hash]',
-    });
-  }
+  // The page and the element in one build: code splitting puts what they share (the client, the
+  // image view, the state) in chunks/, and the reciprocal-space view (three.js, loaded when the 3D
+  // view first opens) in one chunk both import. Each entry names its worker itself
+  // (new URL('./worker.js', import.meta.url) in main.ts / embed.ts: a chunk's URL is chunks/…).
+  await esbuild.build({
+    ...common, entryPoints: { app: 'www/src/main.ts', 'nanobragg-view': 'www/src/embed.ts' }, outdir: dist,
+    splitting: true, chunkNames: 'chunks/[name]-[hash]',
+  });
   for (const f of ['index.html', 'style.css']) copyFileSync(join(root, 'www', f), join(dist, f));
   for (const dir of ['examples', 'samples']) {
     const src = join(root, 'www', dir);
-    if (!existsSync(src)) continue;
-    mkdirSync(join(dist, dir), { recursive: true });
-    for (const f of readdirSync(src)) copyFileSync(join(src, f), join(dist, dir, f));
+    if (existsSync(src)) copyDir(src, join(dist, dir));
   }
+  if (!dev) moveMaps(dist, maps);
+  // the service worker and its registration (www/site/): the site's version is a hash of its
+  // files, the file list is what the worker fetches ahead for offline visits
+  copyFileSync(join(root, 'www', 'site', 'coi.js'), join(dist, 'coi.js'));
+  const files = listFiles(dist).filter((f) => !f.endsWith('.map') && !f.endsWith('.d.ts'));
+  const hash = createHash('sha256');
+  for (const f of files) hash.update(f).update(readFileSync(join(dist, f)));
+  const sw = readFileSync(join(root, 'www', 'site', 'sw.js'), 'utf8')
+    .replace("'__NB_VERSION__'", JSON.stringify(hash.digest('hex').slice(0, 12)))
+    .replace("'__NB_PRECACHE__'", JSON.stringify(['./', ...files.filter((f) => f !== 'index.html')]));
+  writeFileSync(join(dist, 'sw.js'), sw);
+}
+
+/** Bytes and file count of a folder (what a static host would publish). */
+function folderSize(dir) {
+  const files = listFiles(dir);
+  return { files: files.length, bytes: files.reduce((s, f) => s + statSync(join(dir, f)).size, 0) };
 }
 
 async function main() {
@@ -180,6 +233,10 @@ async function main() {
     throw new Error('--ts-only needs an earlier full build (www/dist/pkg missing)');
   }
   await buildTs();
+  const size = folderSize(dist);
+  const npm = await packageNpm({ dev });
+  log(`npm package nanobragg-view ${npm.version} -> www/dist-npm (npm pack www/dist-npm)`);
+  log(`site: ${size.files} files, ${(size.bytes / 1e6).toFixed(2)} MB in www/dist (source maps in www/dist-maps)`);
   log(`done in ${((Date.now() - t0) / 1000).toFixed(1)} s -> ${dist}`);
 }
 

@@ -3,8 +3,8 @@
 // against the spec the page's splitter is tested on (www/test/split-args.json).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, existsSync, readdirSync, statSync } from 'node:fs';
+import { join, dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { DIST, ROOT } from './helpers.mjs';
@@ -49,4 +49,44 @@ test('the threaded module\'s pool workers use the non-deprecated init call', () 
   assert.equal(helpers.length, 1);
   const src = readFileSync(join(DIST, 'pkg-parallel', 'snippets', String(helpers[0])), 'utf8');
   assert.match(src, /pkg\.default\(\{ module_or_path: data\.module, memory: data\.memory \}\)/);
+});
+
+test('the published folder holds each file once, no source maps, only relative URLs', () => {
+  const files = readdirSync(DIST, { recursive: true }).map(String).filter((f) => statSync(join(DIST, f)).isFile());
+  assert.deepEqual(files.filter((f) => f.endsWith('.map')), [], 'source maps are in www/dist-maps, not the site');
+  // one three.js chunk, imported by both the page and the element
+  const three = files.filter((f) => /view3d-.*\.js$/.test(f));
+  assert.equal(three.length, 1, three.join(' '));
+  // the files each entry imports, statically or lazily (relative specifiers), transitively
+  const reach = (entry) => {
+    const seen = new Set([entry]);
+    for (const f of seen) {
+      const src = readFileSync(join(DIST, f), 'utf8');
+      for (const m of src.matchAll(/(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+\.js)"/g)) {
+        seen.add(join(dirname(f), m[1]));
+      }
+    }
+    return seen;
+  };
+  for (const entry of ['app.js', 'nanobragg-view.js']) assert.ok(reach(entry).has(three[0]), `${entry} reaches ${three[0]}`);
+  assert.ok(!files.some((f) => f.startsWith('recip')), 'the 3D demo is not part of the site');
+  // no file of the same content twice (above 10 kB)
+  const seen = new Map();
+  for (const f of files) {
+    const b = readFileSync(join(DIST, f));
+    if (b.length < 10_000) continue;
+    const k = `${b.length}:${b.subarray(0, 4096).toString('base64')}`;
+    assert.ok(!seen.has(k), `${f} repeats ${seen.get(k)}`);
+    seen.set(k, f);
+  }
+  // the service worker carries the site's version and file list (written by the build)
+  const sw = readFileSync(join(DIST, 'sw.js'), 'utf8');
+  assert.doesNotMatch(sw, /__NB_/);
+  assert.match(sw, /"pkg-parallel\/nanobragg_bg\.wasm"/);
+  // relative URLs only: the site works under any base path
+  for (const f of ['index.html', 'examples/embed.html']) {
+    assert.doesNotMatch(readFileSync(join(DIST, f), 'utf8'), /(src|href)="\/(?!\/)/, f);
+  }
+  const total = files.reduce((s, f) => s + statSync(join(DIST, f)).size, 0);
+  assert.ok(total < 8e6, `the site is ${(total / 1e6).toFixed(1)} MB`);
 });

@@ -8,6 +8,9 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../../scripts/serve.mjs';
+import { createServer } from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+import { extname, normalize, resolve } from 'node:path';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const DIST = join(ROOT, 'www', 'dist');
@@ -22,6 +25,37 @@ export function goldenDir() {
     if (d && existsSync(d)) return d;
   }
   return null;
+}
+
+/**
+ * A plain static server, as GitHub Pages or `python3 -m http.server` are: files and their
+ * Content-Type, no other header (no COOP/COEP, no CORP). Serves `root` under the URL path
+ * `prefix` (a site under /user/project/); every other path is a 404, and `misses` lists the
+ * paths asked for outside it. Resolves to {server, url, misses, requests, stop()}.
+ */
+export async function plainServer({ root = DIST, prefix = '/' } = {}) {
+  const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json',
+    '.wasm': 'application/wasm', '.cif': 'text/plain', '.md': 'text/plain', '.txt': 'text/plain' };
+  const base = resolve(root);
+  const misses = [];
+  const requests = [];
+  const server = createServer(async (req, res) => {
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    requests.push(path);
+    if (!path.startsWith(prefix)) { misses.push(path); res.writeHead(404).end(); return; }
+    let file = normalize(join(base, path.slice(prefix.length)));
+    if (!file.startsWith(base)) { res.writeHead(403).end(); return; }
+    try {
+      if ((await stat(file)).isDirectory()) file = join(file, 'index.html');
+      const body = await readFile(file);
+      res.writeHead(200, { 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream' }).end(body);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const stop = () => new Promise((ok) => { server.close(() => ok()); server.closeAllConnections(); });
+  return { server, url: `http://127.0.0.1:${server.address().port}${prefix.replace(/\/$/, '')}`, misses, requests, stop };
 }
 
 export async function launch({ webgpu = true, viewport = { width: 1280, height: 720 }, colorScheme = 'light' } = {}) {
@@ -68,6 +102,20 @@ export async function canvasSpread(page, sel = '.nb-canvas') {
     const m = s / n;
     return Math.sqrt(s2 / n - m * m);
   }, sel);
+}
+
+/**
+ * On a host without COOP/COEP the site's service worker (www/site/coi.js) reloads the page once,
+ * on the first visit: wait until that is settled (isolated, or given up), across the reload.
+ */
+export async function isolationSettled(page, timeout = 60_000) {
+  const t0 = Date.now();
+  while (Date.now() - t0 < timeout) {
+    const s = await page.evaluate(() => window.nanobraggIsolation?.state).catch(() => null);
+    if (['isolated', 'failed', 'unavailable'].includes(s)) return s;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the page did not settle its cross-origin isolation');
 }
 
 /** Wait until the app has shown `n` renders. */

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { open, waitRendered, setup, ROOT, DIST, ARTIFACTS } from './helpers.mjs';
+import { open, waitRendered, isolationSettled, setup, ROOT, DIST, ARTIFACTS } from './helpers.mjs';
 
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const browserPart = readme.slice(readme.indexOf('## In the browser'), readme.indexOf('## Command line'));
@@ -182,6 +182,8 @@ test('README 3D snippet: the element and the iframe open the 3D view (no isolati
 
 test('README scripting snippet runs verbatim on the app page (no isolation)', { timeout: 120_000 }, async () => {
   const { page, errors } = await open(env.ctx, `${env.base}/nanobragg/index.html?detpixels=64`);
+  // the first visit of the app on this header-less host: its service worker reloads it once
+  await isolationSettled(page);
   await waitRendered(page, 1);
   const r = await page.evaluate(`(async () => { ${js[0]}; return { w: r.width, h: r.height, n: r.data.length, backend: r.backend, sum: r.data.reduce((a, b) => a + b, 0) }; })()`);
   assert.equal(r.n, r.w * r.h);
@@ -191,6 +193,7 @@ test('README scripting snippet runs verbatim on the app page (no isolation)', { 
 
 test('?detpixels=1024 alone renders the default crystal on a 1024² detector', { timeout: 120_000 }, async () => {
   const { page } = await open(env.ctx, `${env.base}/nanobragg/index.html?detpixels=1024`);
+  await isolationSettled(page);
   await waitRendered(page, 1);
   const st = await page.evaluate(() => ({ w: window.nanobragg.lastRender().result.width, err: document.getElementById('error').hidden }));
   assert.deepEqual(st, { w: 1024, err: true });

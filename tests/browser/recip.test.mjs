@@ -14,7 +14,7 @@ import { buildRecip } from '../../scripts/build-recip.mjs';
 let server, base, ctx, sizes;
 before(async () => {
   sizes = await buildRecip({ quiet: true });
-  const s = await serve({ isolation: false });
+  const s = await serve({ isolation: false, root: sizes.dir });
   server = s.server;
   base = s.url;
   ctx = await launch({ webgpu: false });

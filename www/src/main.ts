@@ -37,7 +37,8 @@ const embed = rest.embed === '1';
 document.body.classList.toggle('embed', embed);
 
 const store = createStore(initial.model, initial.view);
-const client = new NanoBraggClient();
+// the worker beside app.js (client.ts sits in a chunk shared with the element: name it here)
+const client = new NanoBraggClient({ workerUrl: new URL('./worker.js', import.meta.url) });
 const view = new ImageView($('canvas-host'));
 // embedded in another page (an iframe), the wheel scrolls that page unless the image has the focus
 if (embed) view.wheel = 'focus';
@@ -431,7 +432,10 @@ function showBackend(r?: SimulateResult) {
   if (!info) return;
   const cpu = `CPU · ${info.threads} thread${info.threads === 1 ? '' : 's'}`;
   if (r?.backend === 'gpu') label.textContent = `WebGPU · ${r.adapter}`;
-  else label.textContent = cpu + (info.kind === 'plain' ? ' (single-threaded module)' : '');
+  // single-threaded: say why when the page could not be isolated (www/site/coi.js)
+  const iso = (window as unknown as { nanobraggIsolation?: { why: string } }).nanobraggIsolation;
+  const why = !crossOriginIsolated && iso?.why ? `: ${iso.why}` : '';
+  if (r?.backend !== 'gpu') label.textContent = cpu + (info.kind === 'plain' ? ` (single-threaded module${why})` : '');
   label.title = `wasm ${info.buildInfo}; module ${info.kind}${info.parallelNote ? ` — ${info.parallelNote}` : ''}`;
   label.dataset.backend = r?.backend ?? '';
   label.dataset.threads = String(info.threads);
