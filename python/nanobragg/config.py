@@ -329,7 +329,18 @@ class Detector(_Config):
 
 
 _CLASSES = (Crystal, Beam, Detector)
-_FIELDS = {f.name: (cls, f) for cls in _CLASSES for f in dataclasses.fields(cls)}
+# A keyword names one field: a name that two classes share (``size_mm``: the crystal's and the
+# detector's) is taken only with its class's prefix (``crystal_size_mm``, ``detector_size_mm``).
+_OWNERS: dict = {}
+for _cls in _CLASSES:
+    for _fld in dataclasses.fields(_cls):
+        _OWNERS.setdefault(_fld.name, []).append((_cls, _fld))
+# field names of more than one class -> the keywords that name each
+AMBIGUOUS = {n: [f"{c.__name__.lower()}_{n}" for c, _ in o] for n, o in _OWNERS.items() if len(o) > 1}
+_FIELDS = {}
+for _n, _o in _OWNERS.items():
+    for _cls, _fld in _o:
+        _FIELDS[f"{_cls.__name__.lower()}_{_n}" if _n in AMBIGUOUS else _n] = (_cls, _fld)
 _FLAG_FIELD = {}
 for _cls in _CLASSES:
     for _fld in dataclasses.fields(_cls):
@@ -361,6 +372,9 @@ def override_words(overrides: Mapping[str, Any], files: Optional[dict] = None) -
         if name in ("precision", "backend"):
             out += _port_words(name, v)
             continue
+        if name in AMBIGUOUS:
+            raise TypeError(f"render(): {name!r} is a field of {' and of '.join(c.__name__ for c, _ in _OWNERS[name])}: "
+                            f"say {' or '.join(map(repr, AMBIGUOUS[name]))}")
         if name not in _FIELDS:
             near = difflib.get_close_matches(name, [*_FIELDS, "precision", "backend"], n=2)
             hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""

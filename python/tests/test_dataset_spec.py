@@ -4,7 +4,9 @@ per-image parameters derive from (master seed, index) alone."""
 import numpy as np
 import pytest
 
+import nanobragg as nb
 from nanobragg import dataset
+from nanobragg.config import override_words
 from nanobragg.dataset.spec import SpecError, parse_spec
 
 BASE = """
@@ -152,3 +154,66 @@ distance_mm = { dist = "uniform", low = 90, high = 110 }
     assert all(np.array_equal(x["rotation"], p[0]["rotation"]) for x in p[:4])
     assert not np.array_equal(p[4]["rotation"], p[0]["rotation"])
     assert len({x["distance_mm"] for x in p}) == 2 and len({x["noise_seed"] for x in p}) == 8
+
+
+def test_size_mm_names_one_field_per_class():
+    """size_mm is a field of Crystal (-xtalsize) and of Detector (-detsize): in vary and in
+    overrides each is named with its class's prefix, the bare name refused naming both; varying
+    the crystal's size changes the images, and the labels hold the sizes drawn."""
+    refused(BASE + "[vary]\nsize_mm = { dist = 'uniform', low = 0.001, high = 0.002 }\n", "vary.size_mm",
+            "crystal_size_mm", "detector_size_mm")
+    s = spec("[vary]\ncrystal_size_mm = { dist = 'grid', values = [0.0005, 0.002] }\n", base=NPZ)
+    imgs, labels = dataset.render_shard(s, 0)
+    sizes = [dataset.image_params(s, i)["crystal_size_mm"] for i in range(5)]
+    assert sizes == [0.0005, 0.002] * 2 + [0.0005]
+    assert list(labels["crystal_size_mm"]) == sizes
+    # a crystal 4x larger: (4³)² = 4096x the peak (N from the size, the lattice factor ~ N²)
+    assert imgs[1].max() > 100 * imgs[0].max()
+    assert np.array_equal(imgs[0], imgs[2])
+    r = dataset.Renderer(s)
+    sim = r.simulator()
+    assert np.array_equal(sim.render(**r.overrides(dataset.image_params(s, 1))), imgs[1])
+    with pytest.raises(TypeError, match=r"'size_mm' is a field of Crystal and of Detector: say 'crystal_size_mm' or 'detector_size_mm'"):
+        sim.render(size_mm=0.002)
+    # each by its own name: the crystal's -xtalsize, the detector's -detsize
+    assert override_words({"crystal_size_mm": 0.002}) == ["-xtalsize", "0.002"]
+    assert override_words({"detector_size_mm": 1.6}) == ["-detsize", "1.6"]
+
+
+@pytest.mark.parametrize("text,key,words", [
+    # huge numbers: beyond the bounds, or beyond what TOML's integers hold
+    (BASE.replace("n_images = 12", "n_images = 1000000000000000000"), "dataset.n_images", ["beyond the bound"]),
+    (BASE.replace("seed = 3", "seed = 99999999999999999999999"), "dataset.seed", ["beyond the bound"]),
+    (BASE + "[vary]\ndistance_mm = { dist = 'uniform', low = 1e308, high = 1e309 }\n", "vary.distance_mm.high", []),
+    (BASE + "[vary]\ndistance_mm = { dist = 'normal', mean = 100, sd = 1e300 }\n", "vary.distance_mm.sd", []),
+    # deep nesting
+    (BASE + "[vary]\ncell_A_deg = { dist = 'grid', values = " + "[" * 5000 + "]" * 5000 + " }\n", "(toml)", ["nested too deeply"]),
+    (BASE + "[vary]\nN = { dist = 'grid', values = [[[[1]]]] }\n", "vary.N.values", []),
+    # typos in the chain and elsewhere
+    (BASE + "[chain]\nnoize = '-readout_noise 2'\n", "chain.noize", ["unknown key"]),
+    (BASE + "[chain]\nnoise = 42\n", "chain.noise", []),
+    (BASE.replace("[base]", "[base]\nprecison = 'f32'"), "base.precison", ["unknown key"]),
+])
+def test_hostile_descriptions_are_refused_naming_the_key(text, key, words):
+    refused(text, key, *words)
+
+
+def test_hostile_files_name_the_file_and_write_nothing(tmp_path):
+    """A description that is not UTF-8, or refused anywhere, is a SpecError naming the file and
+    the key, and the run writes nothing (the output folder is not even made)."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "latin1.toml"
+    bad.write_bytes(BASE.replace("[base]", "# caf\xe9\n[base]").encode("latin-1"))
+    with pytest.raises(SpecError) as e:
+        dataset.load_spec(str(bad))
+    assert str(e.value).startswith(f"{bad}: (file): not UTF-8 text: byte 0xe9"), str(e.value)
+    late = tmp_path / "late.toml"
+    # everything valid but the last key of the last table
+    late.write_text(BASE.replace("seed = 3", 'seed = 3\noutput = "out"') + "[chain]\nnoise = '-readout_noise 2'\nbackgrond = 'x'\n")
+    for p, key in [(bad, "(file)"), (late, "chain.backgrond")]:
+        r = subprocess.run([sys.executable, "-m", "nanobragg.dataset", "run", str(p), "--workers", "1", "--no-progress"],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert r.returncode != 0 and key in r.stderr and str(p) in r.stderr, r.stderr
+        assert not (tmp_path / "out").exists(), "a refused description wrote output"

@@ -50,7 +50,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - CPython 3.10
     import tomli as tomllib
 
-from ..config import Beam, Crystal, Detector
+from ..config import AMBIGUOUS, Beam, Crystal, Detector
 
 __all__ = ["SpecError", "Spec", "Variation", "load_spec", "parse_spec", "MAX_IMAGES", "MAX_BYTES"]
 
@@ -85,7 +85,7 @@ VARIABLE = {
     "exposure_s": (1, 0, math.inf),
     "dispersion_pct": (1, 0, 100),
     "divergence_mrad": (1, 0, math.inf),
-    "size_mm": (1, 0, math.inf),
+    "crystal_size_mm": (1, 0, math.inf),
     "phi_deg": (1, -math.inf, math.inf),
     "twotheta_deg": (1, -180, 180),
     "rotx_deg": (1, -180, 180),
@@ -96,7 +96,7 @@ VARIABLE = {
 }
 # lower bounds that are themselves impossible (a zero distance, cell edge, wavelength...)
 _OPEN_LOW = {"cell_A_deg", "N", "distance_mm", "wavelength_A", "energy_eV", "fluence_ph_per_m2",
-             "flux_ph_per_s", "exposure_s", "size_mm"}
+             "flux_ph_per_s", "exposure_s", "crystal_size_mm"}
 _INTEGER = {"mosaic_domains"}
 
 
@@ -183,7 +183,11 @@ def load_spec(path: str, *, output: Optional[str] = None) -> Spec:
             raw = f.read()
     except OSError as e:
         raise SpecError(os.fspath(path), "(file)", f"cannot read: {e.strerror}") from None
-    return parse_spec(raw.decode("utf-8"), path=os.fspath(path), output=output)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError(os.fspath(path), "(file)", f"not UTF-8 text: byte 0x{raw[e.start]:02x} at offset {e.start}") from None
+    return parse_spec(text, path=os.fspath(path), output=output)
 
 
 def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None) -> Spec:
@@ -192,6 +196,9 @@ def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None)
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SpecError(path, "(toml)", str(e)) from None
+    except RecursionError:
+        # tomllib reads nested arrays and inline tables recursively
+        raise SpecError(path, "(toml)", "arrays or tables nested too deeply") from None
     v = _Validator(path)
     v.keys(doc, "", {"dataset", "base", "vary", "chain"})
     ds = v.table(doc, "dataset", required=True)
@@ -251,6 +258,8 @@ def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None)
                 raise SpecError(path, f"{k}.count", f"{rotation.count} frames do not divide dataset.n_images = {n_images} into whole series")
         elif key == "model" or key in VARIABLE:
             variations.append(v.variation(vary, key))
+        elif key in AMBIGUOUS:
+            raise SpecError(path, k, f"{key} names a field of more than one class: say {' or '.join(AMBIGUOUS[key])}")
         elif key in _FIELDS:
             raise SpecError(path, k, f"{_FIELDS[key][0]}.{key} cannot be varied (variable: orientation, rotation, model, {', '.join(sorted(VARIABLE))})")
         else:
