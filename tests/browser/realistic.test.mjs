@@ -256,6 +256,33 @@ test('Cancel is enabled during a realistic render and stops it within 100 ms; st
   assert.deepEqual(errors, []);
 });
 
+test('switching the layers off during a realistic render: the status says what came of it (no stale stage), and gain 1 is no layer', { timeout: 600_000 }, async () => {
+  const { page } = await open(env.ctx, `${env.base}/?backend=cpu`);
+  await page.waitForFunction(() => document.getElementById('backend-label')?.dataset.threads);
+  await page.click('#rl-preset');
+  await page.waitForFunction(() => /spots/.test(document.getElementById('timing').textContent), null, { timeout: 300_000 });
+  // as a user would: the model to the form's, no air, no detector noise (gain stays 1)
+  await page.selectOption('#rl-model', '');
+  await page.fill('#f-air', '0');
+  await page.press('#f-air', 'Enter');
+  await page.uncheck('#f-detnoise');
+  // the preset's crystal came from the model: the plain render says what is missing, and the
+  // status line no longer shows the stage of the render it replaced
+  await page.waitForFunction(() => !/step \d of \d/.test(document.getElementById('timing').textContent), null, { timeout: 120_000 });
+  assert.equal(await page.textContent('#timing'), 'not rendered: see the message above');
+  assert.match(await page.textContent('#error'), /no crystal: give -cell/);
+  assert.equal(await page.isDisabled('#cancel'), true, 'nothing runs');
+  // a crystal for the form: the plain render follows, with gain = 1 still in the form
+  const n = await page.evaluate(() => Number(document.body.dataset.rendered ?? 0));
+  await page.fill('#f-cell', '79 79 38 90 90 90');
+  await page.press('#f-cell', 'Enter');
+  await page.fill('#f-default_F', '100');
+  await page.press('#f-default_F', 'Enter');
+  await page.waitForFunction((n) => Number(document.body.dataset.rendered ?? 0) > n, n, { timeout: 120_000 });
+  assert.equal((await page.evaluate(() => window.nanobragg.state())).gain, '1');
+  assert.match(await page.textContent('#timing'), /^\d+×\d+ · /, 'a plain render (no realistic stages)');
+});
+
 test('the detector presets come from the crate, with the effects of their kind', { timeout: 120_000 }, async () => {
   const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu`);
   await page.waitForFunction(() => document.getElementById('backend-label')?.dataset.threads);

@@ -14,6 +14,10 @@ const still = PRESETS.find((p) => p.id === 'protein-still')!.state;
 test('the protein still is one state: a model, a detector preset, layers; its words carry the units the flags take', () => {
   assert.ok(isLayered(still));
   assert.ok(!isLayered(PRESETS[0].state), 'a teaching preset renders plainly');
+  // the detector effects at their identity keep the plain render (gain 1 is no chain)
+  const plain = PRESETS[0].state;
+  for (const [k, v] of [['gain', '1'], ['gain', '1.0'], ['readout', '0'], ['psf', '0']]) assert.ok(!isLayered({ ...plain, [k]: v }), `${k} = ${v}`);
+  for (const [k, v] of [['gain', '2'], ['readout', '3'], ['psf', '50'], ['gain', 'abc']]) assert.ok(isLayered({ ...plain, [k]: v }), `${k} = ${v}`);
   const w = spotsWords(buildArgs(still).args);
   assert.equal(valueOf(w, '-detector'), 'eiger2-4m');
   assert.equal(Number(valueOf(w, '-xtal_size')), 0.001, 'mm');

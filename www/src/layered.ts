@@ -85,6 +85,7 @@ export function createLayeredRender(o: {
     o.ui.progress.classList.add('busy');
     const t0 = performance.now();
     let announced = false;
+    let failed = false;
     let stage = 0;
     try {
       let r: RealisticResult;
@@ -137,6 +138,8 @@ export function createLayeredRender(o: {
       }
       if (id !== running) return;
       o.rsec.stage('');
+      o.ui.timing.textContent = 'not rendered: see the message above';
+      failed = true;
       o.showError(`${err.message}${o.hasImage() ? ' (the image shows the last good settings)' : ''}`);
       document.body.dataset.error = String(Date.now());
     } finally {
@@ -144,7 +147,7 @@ export function createLayeredRender(o: {
       if (pending === id) pending = 0;
       if (id === running) {
         o.ui.progress.classList.remove('busy');
-        o.ui.progress.value = 1;
+        o.ui.progress.value = failed ? 0 : 1;
         o.ui.cancelBtn.disabled = !o.client.busy;
       }
     }

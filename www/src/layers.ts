@@ -13,9 +13,12 @@ export const BUNDLED_MODEL = { name: '1pfe.cif', url: 'samples/1pfe.cif', label:
 
 const num = (s: string | undefined) => (s !== undefined && s.trim() !== '' ? Number(s) : NaN);
 
-/** Whether the state asks for the realistic chain (a model or a layer). */
+/** Whether the state asks for the realistic chain (a model or a layer). A detector effect at
+ * its identity (read-out noise 0, PSF 0, gain 1) asks for nothing; a value that is not a number
+ * does (the chain then names it). */
 export function isLayered(m: ModelState): boolean {
-  return !!(m.pdb ?? '').trim() || num(m.air) > 0 || isOn(m.detnoise) || ['readout', 'psf', 'gain'].some((k) => !!(m[k] ?? '').trim());
+  const effect = (k: string, identity: number) => !!(m[k] ?? '').trim() && !(num(m[k]) === identity);
+  return !!(m.pdb ?? '').trim() || num(m.air) > 0 || isOn(m.detnoise) || effect('readout', 0) || effect('psf', 0) || effect('gain', 1);
 }
 
 /** The words of the spots: the state's words without `-pdb` (the chain reads the model itself)

@@ -325,6 +325,11 @@ async function render(mode: RenderMode) {
       row?.scrollIntoView({ block: 'nearest' });
     }
     showError(`${err.message}${view.hasImage ? ' (the image shows the last good settings)' : ''}`);
+    // the status line and the realistic section say no new image came (not a stage of a
+    // realistic render that this one replaced)
+    timing.textContent = 'not rendered: see the message above';
+    progress.value = 0;
+    rsec.stage('');
     document.body.dataset.error = String(Date.now());
   } finally {
     clearTimeout(progressTimer);
