@@ -406,7 +406,6 @@ fn fit_recovers_orientation_and_cell_on_two_different_panels() {
             &cancel,
         )
         .unwrap();
-        let target: Vec<f64> = target.iter().map(|&v| v as f64).collect();
         let params = [RotX, RotY, RotZ, CellA, CellB, CellC];
         let fit = api::fit(
             &prep,
