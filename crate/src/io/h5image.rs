@@ -12,6 +12,7 @@
 use crate::error::{Error, Result};
 use crate::io::bitshuffle::{self, FILTER_BITSHUFFLE, FILTER_LZ4};
 use crate::io::measured::{MeasuredGeometry, Pixels};
+use crate::resolve::limits::{over, MAX_MEASURED_PIXELS};
 use hdf5_pure::{AttrValue, DType, Dataset, File};
 
 /// An HDF5 file's signature.
@@ -79,20 +80,40 @@ fn base_name(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
 }
 
-/// A scalar number from `path`, in `want` units when its `units` attribute names a length,
-/// or as stored; `None` when absent or not numeric.
-fn number(f: &File, path: &str, scale: &dyn Fn(&str) -> Option<f64>) -> Option<f64> {
+/// The first value of `path` (NaN and infinities kept, for the checks to name) and its `units`
+/// attribute; `None` when absent or not numeric.
+fn raw(f: &File, path: &str) -> Option<(f64, Option<String>)> {
     let ds = f.dataset(path).ok()?;
     let v = *ds.read_f64().ok()?.first()?;
-    let units = ds.attrs().ok().and_then(|a| match a.get("units") {
-        Some(AttrValue::String(s)) | Some(AttrValue::AsciiString(s)) => Some(s.clone()),
+    // every string form: h5py writes a `str` attribute as a variable-length string
+    let units = ds.attrs().ok().and_then(|a| match a.get("units")? {
+        AttrValue::String(s)
+        | AttrValue::AsciiString(s)
+        | AttrValue::VarLenString(s)
+        | AttrValue::VarLenAsciiString(s) => Some(s.trim().to_string()),
+        AttrValue::StringSized { value, .. } | AttrValue::AsciiStringSized { value, .. } => {
+            Some(value.trim().to_string())
+        }
         _ => None,
     });
-    let k = match units {
-        Some(u) => scale(u.trim())?,
-        None => scale("")?,
-    };
-    Some(v * k).filter(|x| x.is_finite())
+    Some((v, units))
+}
+
+/// A scalar number from `path` in the unit `scale` maps its `units` attribute to (`""` when it
+/// has none); `None` when absent, not numeric or in a unit `scale` does not know.
+fn number(f: &File, path: &str, scale: &dyn Fn(&str) -> Option<f64>) -> Option<f64> {
+    let (v, units) = raw(f, path)?;
+    Some(v * scale(units.as_deref().unwrap_or(""))?)
+}
+
+/// A beam centre coordinate in pixels: NXmx gives it in pixels or as a length (then divided
+/// by that axis' pixel size, mm).
+fn beam_pixels(f: &File, path: &str, pixel_mm: Option<f64>) -> Option<f64> {
+    let (v, units) = raw(f, path)?;
+    match units.as_deref().unwrap_or("") {
+        "" | "pixel" | "pixels" => Some(v),
+        u => Some(v * to_mm(u)? / pixel_mm?),
+    }
 }
 
 /// Length units → mm (`""`: the NXmx default, metres).
@@ -147,21 +168,24 @@ fn geometry(f: &File) -> MeasuredGeometry {
     }
     g.distance_mm = number(f, &format!("{d}/detector_distance"), &to_mm)
         .or_else(|| number(f, &format!("{d}/transformations/translation"), &to_mm));
-    let bx = number(f, &format!("{d}/beam_center_x"), &plain);
-    let by = number(f, &format!("{d}/beam_center_y"), &plain);
+    let bx = beam_pixels(f, &format!("{d}/beam_center_x"), g.pixel_mm);
+    let by = beam_pixels(f, &format!("{d}/beam_center_y"), py.or(g.pixel_mm));
     g.beam_px = bx.zip(by);
     g.wavelength_a = number(f, "entry/instrument/beam/incident_wavelength", &to_angstrom)
         .or_else(|| number(f, "entry/instrument/monochromator/wavelength", &to_angstrom));
-    g.exposure_s = number(f, &format!("{d}/count_time"), &plain);
-    g.saturation = number(f, &format!("{d}/saturation_value"), &plain).or_else(|| {
-        number(
-            f,
-            &format!("{d}/detectorSpecific/countrate_correction_count_cutoff"),
-            &plain,
-        )
-    });
+    let finite = |x: &f64| x.is_finite();
+    g.exposure_s = number(f, &format!("{d}/count_time"), &plain).filter(finite);
+    g.saturation = number(f, &format!("{d}/saturation_value"), &plain)
+        .or_else(|| {
+            number(
+                f,
+                &format!("{d}/detectorSpecific/countrate_correction_count_cutoff"),
+                &plain,
+            )
+        })
+        .filter(finite);
     g.sensor_material = text(f, &format!("{d}/sensor_material"));
-    g.sensor_thickness_mm = number(f, &format!("{d}/sensor_thickness"), &to_mm);
+    g.sensor_thickness_mm = number(f, &format!("{d}/sensor_thickness"), &to_mm).filter(finite);
     for axis in ["omega", "phi"] {
         for base in ["entry/sample/goniometer", "entry/sample/transformations"] {
             if g.phi_deg.is_some() {
@@ -187,8 +211,8 @@ fn read_frame(name: &str, f: &File, ds: &Dataset) -> Result<(usize, usize, usize
     let e = |what: &str, x: &dyn std::fmt::Display| h5err(name, what, x);
     let shape = ds.shape().map_err(|x| e("the image data set", &x))?;
     let (frames, h, w) = match shape[..] {
-        [n, h, w] => (n as usize, h as usize, w as usize),
-        [h, w] => (1, h as usize, w as usize),
+        [n, h, w] => (n, h, w),
+        [h, w] => (1, h, w),
         _ => {
             return Err(e(
                 "the image data set",
@@ -202,6 +226,20 @@ fn read_frame(name: &str, f: &File, ds: &Dataset) -> Result<(usize, usize, usize
             &format!("shape {shape:?} holds no image"),
         ));
     }
+    if h.checked_mul(w)
+        .is_none_or(|n| n > MAX_MEASURED_PIXELS as u64)
+    {
+        return Err(over(format!(
+            "{name}: the image data set: frames of {w}x{h} pixels, more than this build reads \
+             (at most {MAX_MEASURED_PIXELS})"
+        ))
+        .at_file(name));
+    }
+    let (frames, h, w) = (
+        usize::try_from(frames).unwrap_or(usize::MAX),
+        h as usize,
+        w as usize,
+    );
     let dtype = ds.dtype().map_err(|x| e("the image data set", &x))?;
     let pipeline = ds.filter_pipeline();
     let own = pipeline
@@ -270,34 +308,62 @@ fn own_chunks(
                 &"bitshuffle/LZ4 filter on unchunked data",
             )
         })?;
-    let (ch, cw) = (
-        cshape[cshape.len() - 2] as usize,
-        cshape[cshape.len() - 1] as usize,
-    );
-    let cframes = if shape.len() == 3 {
-        cshape[0] as usize
-    } else {
-        1
+    let dims = |c: &[u64]| -> (u64, u64, u64) {
+        let n = c.len();
+        let frames = if n >= 3 { c[n - 3] } else { 1 };
+        (frames, c[n.saturating_sub(2)], c[n - 1])
     };
-    let chunk_bytes = cframes * ch * cw * elem;
+    if cshape.len() != shape.len() {
+        return Err(e(
+            "the image data set",
+            &format!("chunks of shape {cshape:?} for data of shape {shape:?}"),
+        ));
+    }
+    let (cframes, ch, cw) = dims(&cshape);
+    // a chunk's decoded size is its shape's: checked before any buffer is sized
+    let chunk_bytes = [cframes, ch, cw, elem as u64]
+        .iter()
+        .try_fold(1u64, |a, &b| a.checked_mul(b))
+        .filter(|&b| b > 0 && b <= 4 * MAX_MEASURED_PIXELS as u64)
+        .ok_or_else(|| {
+            over(format!(
+                "{name}: the image data set: chunks of shape {cshape:?} ({elem}-byte values) are \
+                 larger than this build reads (at most {} bytes)",
+                4 * MAX_MEASURED_PIXELS
+            ))
+            .at_file(name)
+        })? as usize;
+    let (ch, cw) = (ch as usize, cw as usize);
     let bytes = f.as_bytes();
     let mut out = vec![0u8; w * h * elem];
     let chunks = ds.chunks().map_err(|x| e("the image chunk index", &x))?;
     for c in chunks
         .iter()
-        .filter(|c| shape.len() == 2 || c.offset[0] == 0)
+        .filter(|c| shape.len() == 2 || c.offset.first() == Some(&0))
     {
-        let (oy, ox) = (
-            c.offset[c.offset.len() - 2] as usize,
-            c.offset[c.offset.len() - 1] as usize,
-        );
-        let at = c.address as usize;
-        let mut data = bytes
-            .get(at..at + c.storage_size as usize)
+        if c.offset.len() < 2 {
+            return Err(e("the image chunk index", &"a chunk without an offset"));
+        }
+        let (_, oy, ox) = dims(&c.offset);
+        if oy >= h as u64 || ox >= w as u64 || oy % ch as u64 != 0 || ox % cw as u64 != 0 {
+            return Err(e(
+                "the image chunk index",
+                &format!("a chunk at ({oy}, {ox}): bad coordinate offset for a {w}x{h} image in chunks of {cw}x{ch}"),
+            ));
+        }
+        let (oy, ox) = (oy as usize, ox as usize);
+        let at = c.address;
+        let mut data = usize::try_from(at)
+            .ok()
+            .zip(usize::try_from(c.storage_size).ok())
+            .and_then(|(a, n)| bytes.get(a..a.checked_add(n)?))
             .ok_or_else(|| {
                 e(
-                    "an image chunk",
-                    &format!("at byte {at} lies past the end of the file"),
+                    &format!("the chunk at ({oy}, {ox})"),
+                    &format!(
+                        "{} bytes at byte {at} lie past the end of the file",
+                        c.storage_size
+                    ),
                 )
             })?
             .to_vec();
@@ -306,18 +372,23 @@ fn own_chunks(
                 continue;
             }
             data = match flt.id {
-                FILTER_BITSHUFFLE => bitshuffle::bitshuffle_decode(&data, &flt.client_data, elem),
-                FILTER_LZ4 => bitshuffle::lz4_filter_decode(&data),
+                FILTER_BITSHUFFLE => {
+                    bitshuffle::bitshuffle_decode(&data, &flt.client_data, elem, chunk_bytes)
+                }
+                FILTER_LZ4 => bitshuffle::lz4_filter_decode(&data, chunk_bytes),
                 id => Err(format!(
                     "filter {id} together with bitshuffle/LZ4 is not supported"
                 )),
             }
             .map_err(|m| e(&format!("the chunk at ({oy}, {ox})"), &m))?;
         }
-        if data.len() < chunk_bytes {
+        if data.len() != chunk_bytes {
             return Err(e(
                 &format!("the chunk at ({oy}, {ox})"),
-                &format!("{} bytes decoded, {chunk_bytes} expected", data.len()),
+                &format!(
+                    "{} bytes decoded, {chunk_bytes} expected (chunks of {cshape:?})",
+                    data.len()
+                ),
             ));
         }
         // frame 0 of the chunk, clipped to the image
@@ -342,7 +413,17 @@ pub fn read_nexus(
         File::from_bytes(b.to_vec()).map_err(|x| h5err(n, "not a readable HDF5 file", x))
     };
     let f = open(name, bytes)?;
-    let mut g = geometry(&f);
+    let mut g = geometry(&f).checked(
+        name,
+        [
+            "entry/instrument/detector/x_pixel_size",
+            "entry/instrument/detector/detector_distance",
+            "entry/instrument/beam/incident_wavelength",
+            "entry/sample/goniometer/omega",
+            "entry/sample/goniometer/omega_range_average",
+            "entry/instrument/detector/beam_center_x/y",
+        ],
+    )?;
     let direct = ["entry/data/data", "entry/instrument/detector/data"]
         .iter()
         .find_map(|p| f.dataset(p).ok());
