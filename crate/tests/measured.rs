@@ -222,9 +222,15 @@ fn crafted_files_are_refused_naming_file_and_key() {
             "lz4-total-2e40",
             "the LZ4 header says 1099511627776 bytes, the chunk's shape holds 280",
         ),
+        (
+            "btree-offset-beyond-width-bslz4",
+            "a chunk at [0, 4, 64000]: bad coordinate offset for data of shape [1, 10, 14] in chunks of [1, 4, 8]",
+        ),
     ] {
         let bytes = std::fs::read(dir.join(file)).unwrap();
-        let e = err(read_measured(file, &bytes, &[]));
+        let Err(e) = read_measured(file, &bytes, &[]) else {
+            panic!("{file} was read");
+        };
         assert_eq!(e.file.as_deref(), Some(file), "{}", e.message);
         assert!(
             e.message.starts_with(&format!("{file}: ")) && e.message.contains(want),
@@ -232,6 +238,10 @@ fn crafted_files_are_refused_naming_file_and_key() {
             e.message
         );
     }
+    // the same offset in a gzip file (read by hdf5-pure): refused, not a panic
+    let b = std::fs::read(dir.join("btree-offset-beyond-width-gzip")).unwrap();
+    let e = err(read_measured("g.h5", &b, &[]));
+    assert!(e.message.starts_with("g.h5: "), "{}", e.message);
     // a block size of 0xFFFFFFF0 bytes is one block as large as the chunk: the same pixels
     let read = |f: &str| {
         let b = std::fs::read(dir.join(f)).unwrap();

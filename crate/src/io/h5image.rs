@@ -246,6 +246,9 @@ fn read_frame(name: &str, f: &File, ds: &Dataset) -> Result<(usize, usize, usize
         .iter()
         .any(|p| p.id == FILTER_BITSHUFFLE || p.id == FILTER_LZ4);
     let rows = if shape.len() == 3 { 1 } else { h as u64 };
+    if let (Ok(Some(cshape)), Ok(chunks)) = (ds.chunk_shape(), ds.chunks()) {
+        check_offsets(name, &shape, &cshape, &chunks)?;
+    }
     let px = if !own {
         let r = |x: hdf5_pure::Error| e("reading the image data set", &x);
         match dtype {
@@ -284,6 +287,33 @@ fn read_frame(name: &str, f: &File, ds: &Dataset) -> Result<(usize, usize, usize
         ));
     }
     Ok((frames, w, h, px))
+}
+
+/// Every chunk of the index starts inside the data, on a chunk boundary (HDF5's "bad coordinate
+/// offset" otherwise), so that placing its values cannot go out of bounds.
+fn check_offsets(
+    name: &str,
+    shape: &[u64],
+    cshape: &[u64],
+    chunks: &[hdf5_pure::Chunk],
+) -> Result<()> {
+    for c in chunks {
+        let inside = c.offset.len() == shape.len()
+            && cshape.len() == shape.len()
+            && (0..shape.len())
+                .all(|i| c.offset[i] < shape[i] && cshape[i] > 0 && c.offset[i] % cshape[i] == 0);
+        if !inside {
+            return Err(h5err(
+                name,
+                "the image chunk index",
+                format_args!(
+                    "a chunk at {:?}: bad coordinate offset for data of shape {shape:?} in chunks of {cshape:?}",
+                    c.offset
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Frame 0 assembled from its chunks, each decoded here (filters hdf5-pure has no decoder for).
@@ -337,20 +367,12 @@ fn own_chunks(
     let bytes = f.as_bytes();
     let mut out = vec![0u8; w * h * elem];
     let chunks = ds.chunks().map_err(|x| e("the image chunk index", &x))?;
+    check_offsets(name, shape, &cshape, &chunks)?;
     for c in chunks
         .iter()
         .filter(|c| shape.len() == 2 || c.offset.first() == Some(&0))
     {
-        if c.offset.len() < 2 {
-            return Err(e("the image chunk index", &"a chunk without an offset"));
-        }
         let (_, oy, ox) = dims(&c.offset);
-        if oy >= h as u64 || ox >= w as u64 || oy % ch as u64 != 0 || ox % cw as u64 != 0 {
-            return Err(e(
-                "the image chunk index",
-                &format!("a chunk at ({oy}, {ox}): bad coordinate offset for a {w}x{h} image in chunks of {cw}x{ch}"),
-            ));
-        }
         let (oy, ox) = (oy as usize, ox as usize);
         let at = c.address;
         let mut data = usize::try_from(at)
