@@ -499,7 +499,7 @@ pub(crate) mod tests {
             r#"{{"experiment": [{{"beam": 0, "detector": 0}}],
             "beam": [{{"direction": [0, 0, 1], "wavelength": 1}}],
             "detector": [{{"panels": [{}]}}]}}"#,
-            vec![panel; 3].join(",")
+            [panel; 3].join(",")
         );
         let err = parse_expt("m.expt", many.as_bytes()).unwrap_err();
         assert!(
