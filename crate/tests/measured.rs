@@ -192,7 +192,25 @@ fn errors_name_the_file_and_what_is_wrong() {
 #[test]
 fn crafted_files_are_refused_naming_file_and_key() {
     let dir = repo_root().join("fuzz/regressions/measured");
+    let cbf = |f: &str| format!("../cbf/{f}");
     for (file, want) in [
+        (
+            cbf("wavelength-1e999"),
+            "Wavelength: inf Å is out of range",
+        ),
+        (
+            cbf("distance-negative"),
+            "Detector_distance: -200 mm is out of range",
+        ),
+        (cbf("pixel-0"), "Pixel_size: 0 mm is out of range"),
+        (
+            cbf("dims-16384-squared-1k"),
+            "X-Binary-Number-of-Elements: 268435456 pixels cannot be held",
+        ),
+    ]
+    .iter()
+    .map(|(f, w)| (f.as_str(), *w))
+    .chain([
         (
             "gzip-30000-squared-unwritten",
             "the image data set: frames of 30000x30000 pixels, more than this build reads",
@@ -226,7 +244,8 @@ fn crafted_files_are_refused_naming_file_and_key() {
             "btree-offset-beyond-width-bslz4",
             "a chunk at [0, 4, 64000]: bad coordinate offset for data of shape [1, 10, 14] in chunks of [1, 4, 8]",
         ),
-    ] {
+    ])
+    {
         let bytes = std::fs::read(dir.join(file)).unwrap();
         let Err(e) = read_measured(file, &bytes, &[]) else {
             panic!("{file} was read");

@@ -189,9 +189,13 @@ pub fn image_extent(specs: &[PanelSpec]) -> (usize, usize) {
 /// Panels from a file's list (`what` names the file for errors): one pixel pitch, the plan's
 /// sensor, fast ⟂ slow, no two panels on one stored pixel.
 pub fn from_specs(what: &str, specs: &[PanelSpec], thick: f64, mu: f64) -> Result<Vec<Panel>> {
-    let bad = |name: &str, msg: String| Error::geometry(format!("{what}: panel {name}: {msg}"));
+    let bad = |name: &str, msg: String| {
+        Error::geometry(format!("{what}: panel {name}: {msg}"))
+            .at_file(what)
+            .at_key(name)
+    };
     let Some(first) = specs.first() else {
-        return Err(Error::geometry(format!("{what}: no panels")));
+        return Err(Error::geometry(format!("{what}: no panels")).at_file(what));
     };
     let mut out: Vec<Panel> = Vec::with_capacity(specs.len());
     let mut cover = Cover::new(image_extent(specs));
