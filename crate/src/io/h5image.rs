@@ -241,14 +241,34 @@ fn read_frame(name: &str, f: &File, ds: &Dataset) -> Result<(usize, usize, usize
         w as usize,
     );
     let dtype = ds.dtype().map_err(|x| e("the image data set", &x))?;
+    let elem = match dtype {
+        DType::U8 => 1,
+        DType::U16 | DType::I16 => 2,
+        DType::U32 | DType::I32 | DType::F32 => 4,
+        ref t => {
+            return Err(e(
+                "the image data set",
+                &format!("type {t} is not read (u8, u16, u32, i16, i32, f32 are)"),
+            ))
+        }
+    };
     let pipeline = ds.filter_pipeline();
     let own = pipeline
         .iter()
         .any(|p| p.id == FILTER_BITSHUFFLE || p.id == FILTER_LZ4);
     let rows = if shape.len() == 3 { 1 } else { h as u64 };
-    if let (Ok(Some(cshape)), Ok(chunks)) = (ds.chunk_shape(), ds.chunks()) {
-        check_offsets(name, &shape, &cshape, &chunks)?;
-    }
+    // chunks' sizes and offsets checked before any is decoded, whoever decodes them
+    let chunked = match ds.chunk_shape() {
+        Ok(Some(cshape)) => {
+            let bytes = chunk_bytes(name, &shape, &cshape, elem)?;
+            let chunks = ds.chunks();
+            if let Ok(chunks) = &chunks {
+                check_offsets(name, &shape, &cshape, chunks)?;
+            }
+            Some((cshape, bytes, chunks))
+        }
+        _ => None,
+    };
     let px = if !own {
         let r = |x: hdf5_pure::Error| e("reading the image data set", &x);
         match dtype {
@@ -257,27 +277,28 @@ fn read_frame(name: &str, f: &File, ds: &Dataset) -> Result<(usize, usize, usize
             DType::U32 => Pixels::U32(ds.read_u32_rows(0, rows).map_err(r)?),
             DType::I16 => Pixels::I16(ds.read_i16_rows(0, rows).map_err(r)?),
             DType::I32 => Pixels::I32(ds.read_i32_rows(0, rows).map_err(r)?),
-            DType::F32 => Pixels::F32(ds.read_f32_rows(0, rows).map_err(r)?),
-            ref t => {
-                return Err(e(
-                    "the image data set",
-                    &format!("type {t} is not read (u8, u16, u32, i16, i32, f32 are)"),
-                ))
-            }
+            _ => Pixels::F32(ds.read_f32_rows(0, rows).map_err(r)?),
         }
     } else {
-        let elem = match dtype {
-            DType::U8 => 1,
-            DType::U16 | DType::I16 => 2,
-            DType::U32 | DType::I32 | DType::F32 => 4,
-            ref t => {
-                return Err(e(
-                    "the image data set",
-                    &format!("type {t} is not read (u8, u16, u32, i16, i32, f32 are)"),
-                ))
-            }
+        let Some((cshape, chunk_bytes, chunks)) = chunked else {
+            return Err(e(
+                "the image data set",
+                &"bitshuffle/LZ4 filter on unchunked data",
+            ));
         };
-        let raw = own_chunks(name, f, ds, &pipeline, elem, &shape, h, w)?;
+        let chunks = chunks.map_err(|x| e("the image chunk index", &x))?;
+        let raw = own_chunks(
+            name,
+            f,
+            &chunks,
+            &pipeline,
+            elem,
+            &cshape,
+            chunk_bytes,
+            &shape,
+            h,
+            w,
+        )?;
         Pixels::from_le(&dtype, &raw)
     };
     if px.len() != w * h {
@@ -316,45 +337,20 @@ fn check_offsets(
     Ok(())
 }
 
-/// Frame 0 assembled from its chunks, each decoded here (filters hdf5-pure has no decoder for).
-#[allow(clippy::too_many_arguments)]
-fn own_chunks(
-    name: &str,
-    f: &File,
-    ds: &Dataset,
-    pipeline: &[hdf5_pure::Filter],
-    elem: usize,
-    shape: &[u64],
-    h: usize,
-    w: usize,
-) -> Result<Vec<u8>> {
-    let e = |what: &str, x: &dyn std::fmt::Display| h5err(name, what, x);
-    let cshape = ds
-        .chunk_shape()
-        .map_err(|x| e("the image data set", &x))?
-        .ok_or_else(|| {
-            e(
-                "the image data set",
-                &"bitshuffle/LZ4 filter on unchunked data",
-            )
-        })?;
-    let dims = |c: &[u64]| -> (u64, u64, u64) {
-        let n = c.len();
-        let frames = if n >= 3 { c[n - 3] } else { 1 };
-        (frames, c[n.saturating_sub(2)], c[n - 1])
-    };
+/// The decoded size of one chunk of shape `cshape` (`elem`-byte values), within the limit.
+fn chunk_bytes(name: &str, shape: &[u64], cshape: &[u64], elem: usize) -> Result<usize> {
     if cshape.len() != shape.len() {
-        return Err(e(
+        return Err(h5err(
+            name,
             "the image data set",
-            &format!("chunks of shape {cshape:?} for data of shape {shape:?}"),
+            format_args!("chunks of shape {cshape:?} for data of shape {shape:?}"),
         ));
     }
-    let (cframes, ch, cw) = dims(&cshape);
-    // a chunk's decoded size is its shape's: checked before any buffer is sized
-    let chunk_bytes = [cframes, ch, cw, elem as u64]
+    cshape
         .iter()
-        .try_fold(1u64, |a, &b| a.checked_mul(b))
+        .try_fold(elem as u64, |a, &b| a.checked_mul(b))
         .filter(|&b| b > 0 && b <= 4 * MAX_MEASURED_PIXELS as u64)
+        .map(|b| b as usize)
         .ok_or_else(|| {
             over(format!(
                 "{name}: the image data set: chunks of shape {cshape:?} ({elem}-byte values) are \
@@ -362,12 +358,36 @@ fn own_chunks(
                 4 * MAX_MEASURED_PIXELS
             ))
             .at_file(name)
-        })? as usize;
+        })
+}
+
+/// The last three of `c`'s values (frames, rows, columns), 1 for frames of a 2-D shape.
+fn dims(c: &[u64]) -> (u64, u64, u64) {
+    let n = c.len();
+    let frames = if n >= 3 { c[n - 3] } else { 1 };
+    (frames, c[n.saturating_sub(2)], c[n - 1])
+}
+
+/// Frame 0 assembled from its chunks (checked by [`chunk_bytes`] and [`check_offsets`]), each
+/// decoded here (filters hdf5-pure has no decoder for).
+#[allow(clippy::too_many_arguments)]
+fn own_chunks(
+    name: &str,
+    f: &File,
+    chunks: &[hdf5_pure::Chunk],
+    pipeline: &[hdf5_pure::Filter],
+    elem: usize,
+    cshape: &[u64],
+    chunk_bytes: usize,
+    shape: &[u64],
+    h: usize,
+    w: usize,
+) -> Result<Vec<u8>> {
+    let e = |what: &str, x: &dyn std::fmt::Display| h5err(name, what, x);
+    let (_, ch, cw) = dims(cshape);
     let (ch, cw) = (ch as usize, cw as usize);
     let bytes = f.as_bytes();
     let mut out = vec![0u8; w * h * elem];
-    let chunks = ds.chunks().map_err(|x| e("the image chunk index", &x))?;
-    check_offsets(name, shape, &cshape, &chunks)?;
     for c in chunks
         .iter()
         .filter(|c| shape.len() == 2 || c.offset.first() == Some(&0))
