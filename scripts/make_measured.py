@@ -40,11 +40,13 @@ def image(h, w, dtype, gaps=True):
     return a.astype(dtype)
 
 
-def nx_geometry(f, pixel_m=75e-6, dist_m=0.2, bx=150.25, by=100.75, lam=0.9763):
+def nx_geometry(f, pixel_m=75e-6, dist_m=0.2, bx=150.25, by=100.75, lam=0.9763, beam_mm=False):
+    """NXmx geometry; beam_mm: the beam centre as a length (mm), as NXmx also allows."""
     d = f.require_group("entry/instrument/detector")
+    bk, bu = (pixel_m * 1000, "mm") if beam_mm else (1.0, "pixel")
     for k, v, u in [("x_pixel_size", pixel_m, "m"), ("y_pixel_size", pixel_m, "m"),
-                    ("detector_distance", dist_m, "m"), ("beam_center_x", bx, "pixel"),
-                    ("beam_center_y", by, "pixel"), ("count_time", 0.1, "s"),
+                    ("detector_distance", dist_m, "m"), ("beam_center_x", bx * bk, bu),
+                    ("beam_center_y", by * bk, bu), ("count_time", 0.1, "s"),
                     ("sensor_thickness", 450e-6, "m")]:
         d[k] = v
         d[k].attrs["units"] = u
@@ -106,6 +108,25 @@ with h5py.File(os.path.join(out, "lz4.h5"), "w") as f:
     f.create_dataset("entry/data/data", data=fr[None], chunks=(1, 64, 80), **hdf5plugin.LZ4(nbytes=4096))
 with h5py.File(os.path.join(out, "lz4.h5"), "r") as f:
     expect("lz4_u32", f["entry/data/data"][0], ["lz4.h5"], {})
+
+# 4b. one file, bitshuffle without compression (hdf5plugin cname="none": no 12-byte header),
+# uint16 in 40 x 56 chunks (partial edge chunks, a short last block, left-over elements), and the
+# beam centre given in mm
+h, w = 90, 150
+fr = image(h, w, np.uint16)
+with h5py.File(os.path.join(out, "bsnone.h5"), "w") as f:
+    geo = nx_geometry(f, pixel_m=172e-6, dist_m=0.3, bx=70.5, by=40.25, lam=1.1, beam_mm=True)
+    f.create_dataset("entry/data/data", data=fr[None], chunks=(1, 40, 56),
+                     **hdf5plugin.Bitshuffle(nelems=0, cname="none"))
+with h5py.File(os.path.join(out, "bsnone.h5"), "r") as f:
+    expect("bitshuffle_none_u16", f["entry/data/data"][0], ["bsnone.h5"], geo)
+
+# 4c. the same without compression in blocks of 16 elements (the filter's own block size)
+with h5py.File(os.path.join(out, "bsnone16.h5"), "w") as f:
+    f.create_dataset("entry/data/data", data=fr, chunks=(40, 56),
+                     **hdf5plugin.Bitshuffle(nelems=16, cname="none"))
+with h5py.File(os.path.join(out, "bsnone16.h5"), "r") as f:
+    expect("bitshuffle_none_block16", f["entry/data/data"][()], ["bsnone16.h5"], {})
 
 # 5. miniCBF written by fabio (byte offset), with a PILATUS header
 h, w = 195, 487

@@ -722,6 +722,31 @@ fn smoke_nonbragg() {
 }
 
 #[test]
+fn smoke_cbf() {
+    smoke("cbf", 50000);
+}
+
+#[test]
+fn smoke_measured() {
+    smoke("measured", 20000);
+}
+
+#[test]
+fn smoke_h5chunk() {
+    smoke("h5chunk", 50000);
+}
+
+#[test]
+fn smoke_expt() {
+    smoke("expt", 20000);
+}
+
+#[test]
+fn smoke_geom() {
+    smoke("geom", 20000);
+}
+
+#[test]
 fn every_target_has_a_smoke_test_seeds_and_a_cargo_fuzz_entry() {
     let me = std::fs::read_to_string(file!()).unwrap_or_else(|_| {
         std::fs::read_to_string(common::repo_root().join("crate/tests/fuzz_smoke.rs")).unwrap()

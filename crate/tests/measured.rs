@@ -47,7 +47,7 @@ fn make(dir: &std::path::Path) -> Vec<Value> {
 fn every_format_decodes_as_h5py_and_fabio_read_it() {
     let dir = scratch("measured");
     let cases = make(&dir);
-    assert_eq!(cases.len(), 6);
+    assert_eq!(cases.len(), 8);
     for case in &cases {
         let name = case["name"].as_str().unwrap();
         let files: Vec<(String, Vec<u8>)> = case["files"]
@@ -184,4 +184,91 @@ fn errors_name_the_file_and_what_is_wrong() {
     let e = err(read_measured("f.cbf", &cbf[..cbf.len() / 2], &[]));
     assert!(e.message.starts_with("f.cbf: "), "{}", e.message);
     assert_eq!(e.file.as_deref(), Some("f.cbf"));
+}
+
+/// The crafted files of issue 29 (`fuzz/regressions/measured/`, made with h5py/hdf5plugin, the
+/// chunk headers then patched): each refused with an error naming the file and what is wrong,
+/// before any buffer of the declared size is allocated.
+#[test]
+fn crafted_files_are_refused_naming_file_and_key() {
+    let dir = repo_root().join("fuzz/regressions/measured");
+    let cbf = |f: &str| format!("../cbf/{f}");
+    for (file, want) in [
+        (
+            cbf("wavelength-1e999"),
+            "Wavelength: inf Å is out of range",
+        ),
+        (
+            cbf("distance-negative"),
+            "Detector_distance: -200 mm is out of range",
+        ),
+        (cbf("pixel-0"), "Pixel_size: 0 mm is out of range"),
+        (
+            cbf("dims-16384-squared-1k"),
+            "X-Binary-Number-of-Elements: 268435456 pixels cannot be held",
+        ),
+    ]
+    .iter()
+    .map(|(f, w)| (f.as_str(), *w))
+    .chain([
+        (
+            "gzip-30000-squared-unwritten",
+            "the image data set: frames of 30000x30000 pixels, more than this build reads",
+        ),
+        (
+            "omega-nan",
+            "entry/sample/goniometer/omega: NaN° is out of range",
+        ),
+        (
+            "pixel-0",
+            "entry/instrument/detector/x_pixel_size: 0 mm is out of range",
+        ),
+        (
+            "distance-negative",
+            "entry/instrument/detector/detector_distance: -200 mm is out of range",
+        ),
+        (
+            "wavelength-0",
+            "entry/instrument/beam/incident_wavelength: 0 Å is out of range",
+        ),
+        (
+            "bslz4-total-2e40",
+            "the bitshuffle header says 1099511627776 bytes, the chunk's shape holds 280",
+        ),
+        ("bslz4-total-2e63", "says 9223372036854775808 bytes"),
+        (
+            "lz4-total-2e40",
+            "the LZ4 header says 1099511627776 bytes, the chunk's shape holds 280",
+        ),
+        (
+            "btree-offset-beyond-width-bslz4",
+            "a chunk at [0, 4, 64000]: bad coordinate offset for data of shape [1, 10, 14] in chunks of [1, 4, 8]",
+        ),
+    ])
+    {
+        let bytes = std::fs::read(dir.join(file)).unwrap();
+        let Err(e) = read_measured(file, &bytes, &[]) else {
+            panic!("{file} was read");
+        };
+        assert_eq!(e.file.as_deref(), Some(file), "{}", e.message);
+        assert!(
+            e.message.starts_with(&format!("{file}: ")) && e.message.contains(want),
+            "{file}: {}",
+            e.message
+        );
+    }
+    // the same offset in a gzip file (read by hdf5-pure): refused, not a panic
+    let b = std::fs::read(dir.join("btree-offset-beyond-width-gzip")).unwrap();
+    let e = err(read_measured("g.h5", &b, &[]));
+    assert!(e.message.starts_with("g.h5: "), "{}", e.message);
+    // a block size of 0xFFFFFFF0 bytes is one block as large as the chunk: the same pixels
+    let read = |f: &str| {
+        let b = std::fs::read(dir.join(f)).unwrap();
+        read_measured(f, &b, &[]).unwrap().pixels
+    };
+    let want: Vec<u16> = (0..140).map(|i| i % 7).collect();
+    assert_eq!(
+        read("bslz4-block-fffffff0"),
+        nanobragg::io::measured::Pixels::U16(want)
+    );
 }

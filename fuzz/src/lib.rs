@@ -13,10 +13,15 @@
 //! `fuzz/corpus/<name>/`.
 
 mod args;
+mod cbf;
+mod expt;
 mod fdump;
+mod geom;
 mod grammar;
+mod h5chunk;
 mod hkl;
 mod matrix;
+mod measured;
 mod model;
 mod noisify;
 mod nonbragg;
@@ -25,14 +30,19 @@ mod sources;
 mod stol;
 
 pub use args::args;
+pub use cbf::cbf;
+pub use expt::expt;
 pub use fdump::fdump;
+pub use geom::geom;
 #[allow(unused_imports)] // used by the fuzz targets, not by every includer
 pub use grammar::{
     decode_with, decode_words, flag_names, grammar_flag_names, Grammar, NANOBRAGG, NOISIFY,
     NONBRAGG,
 };
+pub use h5chunk::h5chunk;
 pub use hkl::hkl;
 pub use matrix::matrix;
+pub use measured::measured;
 pub use model::model;
 pub use noisify::noisify;
 pub use nonbragg::nonbragg;
@@ -60,6 +70,11 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("stol", stol),
     ("noisify", noisify),
     ("nonbragg", nonbragg),
+    ("cbf", cbf),
+    ("measured", measured),
+    ("h5chunk", h5chunk),
+    ("expt", expt),
+    ("geom", geom),
 ];
 
 /// The body of a target by name.
@@ -121,4 +136,30 @@ fn program_files() -> MemFiles {
         include_bytes!("../../crate/data/stol/water.stol").to_vec(),
     );
     m
+}
+
+/// The measured-image reader on one file (and the files given with it): an image it returns
+/// holds width × height pixels, and its display values, mask and the form's words are made.
+fn measured_file(name: &str, data: &[u8], others: &[(&str, &[u8])]) {
+    let Ok(img) = io::measured::read_measured(name, data, others) else {
+        return;
+    };
+    assert_eq!(img.pixels.len(), img.width * img.height, "image size");
+    let (display, _) = img.pixels.to_display();
+    assert_eq!(display.len(), img.pixels.len());
+    let _ = img.pixels.mask();
+    let (words, _) = img.geometry.words(img.width, img.height);
+    for (flag, value) in &words {
+        let v: f64 = value.parse().expect("a number");
+        assert!(v.is_finite(), "{flag} {value}");
+    }
+}
+
+/// A detector file (`-expt`, `-geom`) named `name` with the bytes `data`, through the resolution
+/// as the CLI takes it, and a small render.
+fn geometry_file(flag: &str, name: &str, data: &[u8]) {
+    let mut files = fixture_files();
+    files.0.insert(name.into(), data.to_vec());
+    let words = format!("-cell 100 100 100 90 90 90 -default_F 100 -N 2 {flag} {name}");
+    args::run_words(&api::split_args(&words), &files);
 }

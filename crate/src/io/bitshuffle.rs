@@ -56,32 +56,71 @@ fn transpose8(mut x: u64) -> u64 {
     x ^ t ^ (t << 28)
 }
 
-/// Decodes one chunk written by the bitshuffle filter: a 12-byte header (uncompressed bytes,
-/// u64 big-endian; block size in bytes, u32 big-endian), then each block (with LZ4: a u32
-/// big-endian compressed length and the LZ4 block), then the `n % 8` elements left over,
-/// copied unshuffled. `cd` is the filter's client data (`[.., .., element size, block size,
-/// compression]`). Errors say what is wrong (the caller names file and dataset).
-pub fn bitshuffle_decode(chunk: &[u8], cd: &[u32], elem: usize) -> Result<Vec<u8>, String> {
-    let lz4 = cd.get(4).copied() == Some(BSHUF_LZ4);
-    if let Some(&c) = cd.get(4) {
-        if c != 0 && c != BSHUF_LZ4 {
+/// The bitshuffle library's default block (`bshuf_default_block_size`): 8 KiB of elements, a
+/// multiple of 8, at least 128 elements.
+fn default_block(elem: usize) -> usize {
+    (8192 / elem / 8 * 8).max(128)
+}
+
+/// Decodes one chunk written by the bitshuffle filter into its `expect` bytes (the chunk's
+/// shape × element size, checked against what the chunk says before any buffer is sized).
+/// With LZ4 (client value 4 = 2): a 12-byte header (uncompressed bytes, u64 big-endian; block
+/// size in bytes, u32 big-endian), then each block as a u32 big-endian compressed length and
+/// the LZ4 block. Without compression (0, hdf5plugin's `cname="none"`): no header, the blocks
+/// as they are, of `cd[3]` elements (0: the library's default). Then the `n % 8` elements left
+/// over, copied unshuffled. `cd` is the filter's client data (`[.., .., element size, block
+/// size, compression]`). Errors say what is wrong (the caller names file and chunk).
+pub fn bitshuffle_decode(
+    chunk: &[u8],
+    cd: &[u32],
+    elem: usize,
+    expect: usize,
+) -> Result<Vec<u8>, String> {
+    let lz4 = match cd.get(4).copied() {
+        None | Some(0) => false,
+        Some(BSHUF_LZ4) => true,
+        Some(c) => {
             return Err(format!(
                 "bitshuffle compression {c} is not supported (0 none, 2 LZ4 are)"
-            ));
+            ))
         }
-    }
+    };
     if elem == 0 {
         return Err("element size 0".into());
     }
     let short = || "the bitshuffle chunk is truncated".to_string();
-    let total = be64(chunk, 0).ok_or_else(short)? as usize;
-    let block_bytes = be32(chunk, 8).ok_or_else(short)? as usize;
-    if !total.is_multiple_of(elem) || !block_bytes.is_multiple_of(elem) {
+    let (total, block, mut at) = if lz4 {
+        let total = be64(chunk, 0).ok_or_else(short)?;
+        let block_bytes = be32(chunk, 8).ok_or_else(short)? as usize;
+        if total != expect as u64 {
+            return Err(format!(
+                "the bitshuffle header says {total} bytes, the chunk's shape holds {expect}"
+            ));
+        }
+        if !block_bytes.is_multiple_of(elem) {
+            return Err(format!(
+                "bitshuffle blocks of {block_bytes} bytes for {elem}-byte elements"
+            ));
+        }
+        (expect, block_bytes / elem, 12usize)
+    } else {
+        if chunk.len() != expect {
+            return Err(format!(
+                "{} bytes of uncompressed bitshuffle data, the chunk's shape holds {expect}",
+                chunk.len()
+            ));
+        }
+        let block = match cd.get(3).copied().unwrap_or(0) {
+            0 => default_block(elem),
+            b => b as usize,
+        };
+        (expect, block, 0usize)
+    };
+    if !total.is_multiple_of(elem) {
         return Err(format!(
-            "bitshuffle chunk of {total} bytes in blocks of {block_bytes} bytes for {elem}-byte elements"
+            "bitshuffle chunk of {total} bytes for {elem}-byte elements"
         ));
     }
-    let block = block_bytes / elem;
     if block == 0 || !block.is_multiple_of(8) {
         return Err(format!(
             "bitshuffle block of {block} elements (a multiple of 8 expected)"
@@ -89,8 +128,8 @@ pub fn bitshuffle_decode(chunk: &[u8], cd: &[u32], elem: usize) -> Result<Vec<u8
     }
     let n = total / elem;
     let mut out = vec![0u8; total];
-    let mut tmp = vec![0u8; block_bytes];
-    let mut at = 12usize;
+    // scratch for one decompressed block: never larger than the chunk
+    let mut tmp = vec![0u8; if lz4 { block.min(n) * elem } else { 0 }];
     let mut done = 0usize; // elements
     while n - done >= 8 {
         let m = block.min((n - done) / 8 * 8);
@@ -120,13 +159,20 @@ pub fn bitshuffle_decode(chunk: &[u8], cd: &[u32], elem: usize) -> Result<Vec<u8
     Ok(out)
 }
 
-/// Decodes one chunk written by the HDF5 LZ4 filter (32004): the uncompressed size (u64
-/// big-endian), the block size (u32 big-endian), then per block a u32 big-endian compressed
-/// length and the block (stored as is when that length equals the block's size).
-pub fn lz4_filter_decode(chunk: &[u8]) -> Result<Vec<u8>, String> {
+/// Decodes one chunk written by the HDF5 LZ4 filter (32004) into its `expect` bytes (checked
+/// against the header before any buffer is sized): the uncompressed size (u64 big-endian),
+/// the block size (u32 big-endian), then per block a u32 big-endian compressed length and the
+/// block (stored as is when that length equals the block's size).
+pub fn lz4_filter_decode(chunk: &[u8], expect: usize) -> Result<Vec<u8>, String> {
     let short = || "the LZ4 chunk is truncated".to_string();
-    let total = be64(chunk, 0).ok_or_else(short)? as usize;
+    let total = be64(chunk, 0).ok_or_else(short)?;
     let block = be32(chunk, 8).ok_or_else(short)? as usize;
+    if total != expect as u64 {
+        return Err(format!(
+            "the LZ4 header says {total} bytes, the chunk's shape holds {expect}"
+        ));
+    }
+    let total = expect;
     if block == 0 && total > 0 {
         return Err("LZ4 block size 0".into());
     }
@@ -182,16 +228,81 @@ mod tests {
 
     #[test]
     fn uncompressed_bitshuffle_chunk_with_leftover() {
-        // 21 u16 elements, blocks of 8: two blocks of 8, then 5 left over copied as is
+        // 21 u16 elements in blocks of 8 (client value 3), no compression: no header (as
+        // bshuf_h5filter writes it), two blocks of 8, then 5 left over copied as is
         let vals: Vec<u16> = (0..21).map(|i| i * 1000 + 7).collect();
         let raw: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let mut chunk = (raw.len() as u64).to_be_bytes().to_vec();
-        chunk.extend((16u32).to_be_bytes());
-        chunk.extend(bitshuffle_block(&raw[..16], 8, 2));
+        let mut chunk = bitshuffle_block(&raw[..16], 8, 2);
         chunk.extend(bitshuffle_block(&raw[16..32], 8, 2));
         chunk.extend(&raw[32..]);
-        assert_eq!(bitshuffle_decode(&chunk, &[0, 3, 2, 8, 0], 2).unwrap(), raw);
-        let e = bitshuffle_decode(&chunk[..30], &[0, 3, 2, 8, 0], 2).unwrap_err();
-        assert!(e.contains("truncated"), "{e}");
+        assert_eq!(
+            bitshuffle_decode(&chunk, &[0, 3, 2, 8, 0], 2, 42).unwrap(),
+            raw
+        );
+        let e = bitshuffle_decode(&chunk[..30], &[0, 3, 2, 8, 0], 2, 42).unwrap_err();
+        assert!(
+            e.contains("30 bytes of uncompressed bitshuffle data"),
+            "{e}"
+        );
+        // the default block (client value 0): 4096 u16 elements, so one block of 16 here
+        let mut chunk = bitshuffle_block(&raw[..32], 16, 2);
+        chunk.extend(&raw[32..]);
+        assert_eq!(
+            bitshuffle_decode(&chunk, &[0, 3, 2, 0, 0], 2, 42).unwrap(),
+            raw
+        );
+    }
+
+    /// An LZ4 block of literals only (the build has no LZ4 compressor): the token's length
+    /// nibble, its continuation bytes, the bytes.
+    fn lz4_literals(b: &[u8]) -> Vec<u8> {
+        let mut out = vec![(b.len().min(15) as u8) << 4];
+        if b.len() >= 15 {
+            let mut rest = b.len() - 15;
+            while rest >= 255 {
+                out.push(255);
+                rest -= 255;
+            }
+            out.push(rest as u8);
+        }
+        out.extend_from_slice(b);
+        out
+    }
+
+    /// An LZ4 bitshuffle chunk: header, then each block's length and LZ4 block.
+    fn lz4_chunk(raw: &[u8], total: u64, block_bytes: u32, elem: usize) -> Vec<u8> {
+        let mut chunk = total.to_be_bytes().to_vec();
+        chunk.extend(block_bytes.to_be_bytes());
+        let n = raw.len() / elem / 8 * 8;
+        for b in raw[..n * elem].chunks(block_bytes as usize) {
+            let c = lz4_literals(&bitshuffle_block(b, b.len() / elem, elem));
+            chunk.extend((c.len() as u32).to_be_bytes());
+            chunk.extend(c);
+        }
+        chunk.extend(&raw[n * elem..]);
+        chunk
+    }
+
+    #[test]
+    fn crafted_headers_are_refused_before_anything_is_allocated() {
+        let raw: Vec<u8> = (0..84u32).map(|i| (i * 7) as u8).collect(); // 21 u32
+        let cd = [0, 3, 4, 0, 2];
+        assert_eq!(
+            bitshuffle_decode(&lz4_chunk(&raw, 84, 32, 4), &cd, 4, 84).unwrap(),
+            raw
+        );
+        // totals of 2^40 and 2^63, a block of 0xFFFFFFF0 bytes: against the chunk's shape
+        for total in [1u64 << 40, 1 << 63] {
+            let e = bitshuffle_decode(&lz4_chunk(&raw, total, 32, 4), &cd, 4, 84).unwrap_err();
+            assert!(e.contains(&format!("says {total} bytes")), "{e}");
+            let mut l = lz4_chunk(&raw, 84, 84, 1);
+            l[..8].copy_from_slice(&total.to_be_bytes());
+            let e = lz4_filter_decode(&l, 84).unwrap_err();
+            assert!(e.contains(&format!("says {total} bytes")), "{e}");
+        }
+        let mut c = lz4_chunk(&raw, 84, 32, 4);
+        c[8..12].copy_from_slice(&0xFFFF_FFF0u32.to_be_bytes());
+        // one block of 16 elements at most (the chunk's), its data do not decode as one
+        assert!(bitshuffle_decode(&c, &cd, 4, 84).is_err());
     }
 }

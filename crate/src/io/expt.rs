@@ -23,7 +23,10 @@
 //! over: nanoBragg's sensor needs an attenuation depth the file does not hold
 //! (`-detector_thick`, `-detector_abs`).
 
+use crate::args::{Check, ANGLE};
 use crate::error::{Error, Result};
+use crate::io::{out_of_range, pixel_out_of_range};
+use crate::resolve::limits::MAX_PIXELS;
 use serde_json::Value;
 
 type V3 = [f64; 3];
@@ -65,6 +68,7 @@ pub struct Expt {
 fn err(name: &str, key: &str, what: impl std::fmt::Display) -> Error {
     Error::input(format!("{name}: {key}: {what}"))
         .at_file(name)
+        .at_key(key)
         .with_flag("-expt")
 }
 
@@ -166,6 +170,26 @@ pub fn parse_expt(name: &str, bytes: &[u8]) -> Result<Expt> {
         };
         out.push(panel(name, i, p, frame)?);
     }
+    // the panels stacked down the stored image: its size within the build's limit
+    let fast = out.iter().map(|p| p.image_size.0 as u64).max().unwrap_or(0);
+    let slow = out
+        .iter()
+        .try_fold(0u64, |a, p| a.checked_add(p.image_size.1 as u64));
+    if slow
+        .and_then(|s| s.checked_mul(fast))
+        .is_none_or(|n| n > MAX_PIXELS as u64)
+    {
+        return Err(err(
+            name,
+            "detector.panels",
+            format_args!(
+                "{} panels stacked need a stored image of {fast} x {} pixels, beyond this \
+                 build's detector limit ({MAX_PIXELS} pixels)",
+                out.len(),
+                slow.map_or("2^64".into(), |s| s.to_string())
+            ),
+        ));
+    }
     let p0 = out[0].clone();
     let gonio = model(name, &root, exp, "goniometer")?;
     let ident = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
@@ -195,6 +219,11 @@ pub fn parse_expt(name: &str, bytes: &[u8]) -> Result<Expt> {
     let scan = match model(name, &root, exp, "scan")? {
         Some(s) => {
             let o: [f64; 2] = nums(name, s, "oscillation")?;
+            for v in o {
+                if let Some(why) = out_of_range(v, "°", Check::Within(ANGLE)) {
+                    return Err(err(name, "oscillation", why));
+                }
+            }
             Some((o[0], o[1]))
         }
         None => None,
@@ -213,8 +242,8 @@ pub fn parse_expt(name: &str, bytes: &[u8]) -> Result<Expt> {
         None => None,
     };
     let wavelength = num(name, beam, "wavelength")?;
-    if !(wavelength > 0.0) {
-        return Err(err(name, "wavelength", "must be positive"));
+    if let Some(why) = out_of_range(wavelength, " Å", Check::Positive(1e10)) {
+        return Err(err(name, "wavelength", why));
     }
     Ok(Expt {
         panels: out,
@@ -291,7 +320,10 @@ fn walk(
 /// Panel `i` with its global frame.
 fn panel(name: &str, i: usize, p: &Value, (fast, slow, origin): Frame) -> Result<ExptPanel> {
     let px: [f64; 2] = nums(name, p, "pixel_size")?;
-    if !(px[0] > 0.0) || (px[0] - px[1]).abs() > 1e-12 * px[0] {
+    if let Some(why) = pixel_out_of_range(px[0]) {
+        return Err(err(name, "pixel_size", why));
+    }
+    if (px[0] - px[1]).abs() > 1e-12 * px[0] {
         return Err(err(
             name,
             "pixel_size",
@@ -304,6 +336,16 @@ fn panel(name: &str, i: usize, p: &Value, (fast, slow, origin): Frame) -> Result
             name,
             "image_size",
             "expected two positive whole numbers",
+        ));
+    }
+    if size[0] * size[1] > MAX_PIXELS as f64 {
+        return Err(err(
+            name,
+            "image_size",
+            format_args!(
+                "{} x {} pixels, beyond this build's detector limit ({MAX_PIXELS} pixels)",
+                size[0], size[1]
+            ),
         ));
     }
     let trusted = if p.get("trusted_range").is_some() {
@@ -414,5 +456,56 @@ pub(crate) mod tests {
         assert_eq!(e(&short), "x.expt: origin: expected 3 numbers");
         let err = parse_expt("x.expt", b"{}").unwrap_err();
         assert_eq!(err.flag.as_deref(), Some("-expt"));
+    }
+
+    #[test]
+    fn crafted_values_are_refused_naming_file_and_key() {
+        let e = |from: &str, to: &str| {
+            let err = parse_expt("x.expt", ONE.replace(from, to).as_bytes()).unwrap_err();
+            assert_eq!(err.file.as_deref(), Some("x.expt"));
+            (err.message, err.key.unwrap_or_default().to_string())
+        };
+        let (m, k) = e("[512, 400]", "[1e19, 400]");
+        assert!(
+            m.starts_with("x.expt: image_size: 10000000000000000000 x 400 pixels, beyond"),
+            "{m}"
+        );
+        assert_eq!(k, "image_size");
+        let (m, _) = e("[0.1, 0.1]", "[1e-300, 1e-300]");
+        assert!(
+            m.starts_with("x.expt: pixel_size: 1e-300 mm is out of range"),
+            "{m}"
+        );
+        let (m, _) = e("[0.1, 0.1]", "[0, 0]");
+        assert!(
+            m.starts_with("x.expt: pixel_size: 0 mm is out of range"),
+            "{m}"
+        );
+        let (m, k) = e("\"wavelength\": 0.9", "\"wavelength\": 1e300");
+        assert!(
+            m.starts_with("x.expt: wavelength: 1e300 Å is out of range"),
+            "{m}"
+        );
+        assert_eq!(k, "wavelength");
+        let (m, _) = e("[5.0, 0.5]", "[5.0, 1e300]");
+        assert!(
+            m.starts_with("x.expt: oscillation: 1e300° is out of range"),
+            "{m}"
+        );
+        // many panels stacked beyond the limit (each within it)
+        let panel = r#"{"origin": [0, 0, -80], "fast_axis": [1, 0, 0], "slow_axis": [0, -1, 0],
+            "pixel_size": [0.1, 0.1], "image_size": [30000, 30000]}"#;
+        let many = format!(
+            r#"{{"experiment": [{{"beam": 0, "detector": 0}}],
+            "beam": [{{"direction": [0, 0, 1], "wavelength": 1}}],
+            "detector": [{{"panels": [{}]}}]}}"#,
+            [panel; 3].join(",")
+        );
+        let err = parse_expt("m.expt", many.as_bytes()).unwrap_err();
+        assert!(
+            err.message.starts_with("m.expt: detector.panels: 3 panels stacked need a stored image of 30000 x 90000 pixels"),
+            "{}",
+            err.message
+        );
     }
 }

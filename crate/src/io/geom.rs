@@ -17,7 +17,10 @@
 //! number); global lines apply to the panels first mentioned after them (CrystFEL's rule).
 //! Errors name the file, line and key.
 
+use crate::args::Check;
 use crate::error::{Error, Result};
+use crate::io::out_of_range;
+use crate::resolve::limits::MAX_PIXELS;
 use std::collections::BTreeMap;
 
 type V3 = [f64; 3];
@@ -97,25 +100,28 @@ fn parse_vector(name: &str, line: usize, key: &str, v: &str) -> Result<V3> {
             format_args!("'{v}' is not a vector like '-1.0x +0.5y'"),
         )
     };
-    let mut rest = s.as_str();
-    if rest.is_empty() {
+    if s.is_empty() {
         return Err(bad());
     }
-    while !rest.is_empty() {
-        // a term: optional sign, optional number, then x/y/z
-        let end = rest[1..]
-            .find(['+', '-'])
-            .map(|i| i + 1)
-            .unwrap_or(rest.len());
-        let term = &rest[..end];
-        rest = &rest[end..];
+    // terms start at a sign, except the sign of a number's exponent (`1e-3x`)
+    let mut starts = vec![0];
+    let mut prev = None;
+    for (i, c) in s.char_indices() {
+        if i > 0 && (c == '+' || c == '-') && !matches!(prev, Some('e' | 'E')) {
+            starts.push(i);
+        }
+        prev = Some(c);
+    }
+    starts.push(s.len());
+    for w in starts.windows(2) {
+        let term = &s[w[0]..w[1]];
         let axis = match term.chars().last() {
             Some('x') => 0,
             Some('y') => 1,
             Some('z') => 2,
             _ => return Err(bad()),
         };
-        let num = &term[..term.len() - 1];
+        let num = &term[..term.len() - 1]; // x, y and z are one byte
         let value = match num {
             "" | "+" => 1.0,
             "-" => -1.0,
@@ -166,9 +172,21 @@ fn parse_number(
     Ok(value * factor)
 }
 
+/// A pixel index (or count) below the build's pixel limit, so that sums and products of a few
+/// of them cannot overflow.
 fn parse_index(name: &str, line: usize, key: &str, v: &str) -> Result<usize> {
-    v.parse::<usize>()
-        .map_err(|_| err(name, line, key, format_args!("'{v}' is not a pixel index")))
+    let n = v
+        .parse::<usize>()
+        .map_err(|_| err(name, line, key, format_args!("'{v}' is not a pixel index")))?;
+    if n >= MAX_PIXELS {
+        return Err(err(
+            name,
+            line,
+            key,
+            format_args!("{n} is beyond this build's detector limit ({MAX_PIXELS} pixels)"),
+        ));
+    }
+    Ok(n)
 }
 
 fn parse_bool(name: &str, line: usize, key: &str, v: &str) -> Result<bool> {
@@ -280,16 +298,18 @@ pub fn parse_geom(name: &str, bytes: &[u8]) -> Result<Geom> {
                         &[("eV", 1.0), ("keV", 1000.0)],
                         1.0,
                     )?;
-                    if !(ev > 0.0) {
-                        return Err(err(name, line, key, "must be positive"));
+                    let wl = 12398.419843320026 / ev;
+                    if let Some(why) = out_of_range(wl, " Å", Check::Positive(1e10)) {
+                        let ev = crate::io::short(ev);
+                        return Err(err(name, line, key, format_args!("{ev} eV: {why}")));
                     }
-                    geom.wavelength = Some(12398.419843320026 / ev);
+                    geom.wavelength = Some(wl);
                 }
                 "wavelength" => {
                     let wl =
                         parse_number(name, line, key, &value, &[("m", 1e10), ("A", 1.0)], 1e10)?;
-                    if !(wl > 0.0) {
-                        return Err(err(name, line, key, "must be positive"));
+                    if let Some(why) = out_of_range(wl, " Å", Check::Positive(1e10)) {
+                        return Err(err(name, line, key, why));
                     }
                     geom.wavelength = Some(wl);
                 }
@@ -379,16 +399,42 @@ pub fn parse_geom(name: &str, bytes: &[u8]) -> Result<Geom> {
             let (v, l) = need(k)?;
             parse_vector(name, l, &written(pname, k, l), v)
         };
+        // a value the flag that takes it would refuse, named by the line that set it
+        let refuse = |k: &str, why: Option<String>| match why {
+            None => Ok(()),
+            Some(why) => {
+                let l = need(k)?.1;
+                Err(err(name, l, &written(pname, k, l), why))
+            }
+        };
         let res = num("res", &[], 1.0)?;
         if !(res > 0.0) {
-            let l = need("res")?.1;
-            return Err(err(name, l, &written(pname, "res", l), "must be positive"));
+            refuse("res", Some("must be positive".into()))?;
         }
+        refuse(
+            "res",
+            crate::io::pixel_out_of_range(1e3 / res).map(|w| format!("a pixel of {w}")),
+        )?;
         let clen = num("clen", &[("m", 1.0), ("mm", 1e-3)], 1.0)?;
+        refuse("clen", out_of_range(clen * 1e3, " mm", Check::Within(1e6)))?;
         let coffset = match get("coffset") {
             Some(_) => num("coffset", &[("m", 1.0), ("mm", 1e-3)], 1.0)?,
             None => 0.0,
         };
+        refuse(
+            "coffset",
+            out_of_range(coffset * 1e3, " mm", Check::Within(1e6)),
+        )?;
+        // the panel's distance along the beam: in front of the sample (the writer puts it all in
+        // `coffset`, with `clen = 0`)
+        refuse(
+            "clen",
+            out_of_range(
+                (clen + coffset) * 1e3,
+                " mm (clen + coffset)",
+                Check::Positive(1e6),
+            ),
+        )?;
         let max_adu = match get("max_adu") {
             Some(_) => num("max_adu", &[], 1.0)?,
             None => 0.0,
@@ -407,7 +453,8 @@ pub fn parse_geom(name: &str, bytes: &[u8]) -> Result<Geom> {
             if !k.starts_with("dim") {
                 break;
             }
-            if let Ok(n) = v.parse::<usize>() {
+            if v.bytes().all(|b| b.is_ascii_digit()) {
+                let n = parse_index(name, *l, &written(pname, k, *l), v)?;
                 if module.is_some() {
                     return Err(err(
                         name,
@@ -454,6 +501,28 @@ pub fn parse_geom(name: &str, bytes: &[u8]) -> Result<Geom> {
             module,
             line: *first_line,
         });
+    }
+    // the stored image the panels need (a stack's modules one below the other) within the limit,
+    // so that placing them cannot overflow
+    let rows = geom.stack_rows() as u64;
+    for p in &geom.panels {
+        let bottom = (p.module.unwrap_or(0) as u64)
+            .checked_mul(rows)
+            .and_then(|r| r.checked_add(p.max_ss as u64 + 1));
+        let pixels = bottom.and_then(|b| b.checked_mul(p.max_fs as u64 + 1));
+        if pixels.is_none_or(|n| n > MAX_PIXELS as u64) {
+            return Err(err(
+                name,
+                p.line,
+                &p.name,
+                format_args!(
+                    "its place in the stored image (up to fast pixel {}, slow pixel {}) is beyond \
+                     this build's detector limit ({MAX_PIXELS} pixels)",
+                    p.max_fs,
+                    bottom.map_or("2^64".into(), |b| (b - 1).to_string())
+                ),
+            ));
+        }
     }
     for (bname, (first_line, s)) in bad {
         let has = |k: &str| s.contains_key(k);
@@ -546,6 +615,9 @@ impl Geom {
             .iter()
             .map(|p| {
                 let unit = |v: V3| {
+                    // scaled first: a vector like 1e-300x has a length that squares to 0
+                    let m = v.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+                    let v = v.map(|x| x / m);
                     let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
                     to_nanobragg([v[0] / n, v[1] / n, v[2] / n])
                 };
@@ -819,5 +891,58 @@ group_all = p0,p1
         let x = e(&TWO.replace("p0/max_fs = 99", "p0/max_fs = -3"));
         assert_eq!(x.message, "e.geom:11: p0/max_fs: '-3' is not a pixel index");
         assert_eq!(x.flag.as_deref(), Some("-geom"));
+    }
+
+    #[test]
+    fn crafted_values_are_refused_naming_line_and_key() {
+        let e = |t: &str| parse_geom("e.geom", t.as_bytes()).unwrap_err().message;
+        // a non-ASCII character in a vector: an error, not a panic on a char boundary
+        assert_eq!(
+            e(&TWO.replace("p0/fs = -1.0x", "p0/fs = éx")),
+            "e.geom:14: p0/fs: 'éx' is not a vector like '-1.0x +0.5y'"
+        );
+        assert!(e(&TWO.replace("p0/fs = -1.0x", "p0/fs = xé")).starts_with("e.geom:14: p0/fs:"));
+        // an exponent's sign does not split the term
+        let g = parse_geom(
+            "t.geom",
+            TWO.replace("p0/fs = -1.0x", "p0/fs = 1e-300x -2E-300y")
+                .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(g.panels[0].fs, [1e-300, -2e-300, 0.0]);
+        let f = g.lab_panels()[0].fast;
+        assert!((f[1] + 2.0 / 5f64.sqrt()).abs() < 1e-12, "{f:?}");
+        // indices and module numbers beyond the limit
+        let huge = "18446744073709551615";
+        assert!(
+            e(&TWO.replace("p0/max_fs = 99", &format!("p0/max_fs = {huge}")))
+                .starts_with("e.geom:11: p0/max_fs: 18446744073709551615 is beyond this build's")
+        );
+        let m = e(&TWO.replace("p0/max_fs = 99", "p0/max_fs = 999999999999"));
+        assert!(
+            m.starts_with("e.geom:11: p0/max_fs: 999999999999 is beyond this build's"),
+            "{m}"
+        );
+        let m = e(&TWO
+            .replace("dim1 = ss", &format!("dim1 = {}", MAX_PIXELS - 1))
+            .replace("dim0 = %", "dim0 = ss"));
+        assert!(m.contains("beyond this build's detector limit"), "{m}");
+        // camera lengths and wavelengths the flags refuse
+        let m = e(&TWO.replace("clen = 0.1 m", "clen = 1e300 m"));
+        assert!(
+            m.starts_with("e.geom:4: clen: 1e303 mm is out of range"),
+            "{m}"
+        );
+        let m = e(&TWO.replace("clen = 0.1 m", "clen = -0.1 m"));
+        assert!(
+            m.starts_with("e.geom:4: clen: -98") && m.contains("(clen + coffset) is out of range"),
+            "{m}"
+        );
+        let m = e(&TWO.replace("res = 10000", "res = 1e-300"));
+        assert!(m.starts_with("e.geom:3: res: a pixel of"), "{m}");
+        let m = e(&TWO.replace("res = 10000", "res = 1e300"));
+        assert!(m.contains("at least 1e-6 mm"), "{m}");
+        let m = e(&TWO.replace("9300 eV", "1e-300 eV"));
+        assert!(m.starts_with("e.geom:2: photon_energy: 1e-300 eV: "), "{m}");
     }
 }

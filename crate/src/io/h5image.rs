@@ -12,6 +12,7 @@
 use crate::error::{Error, Result};
 use crate::io::bitshuffle::{self, FILTER_BITSHUFFLE, FILTER_LZ4};
 use crate::io::measured::{MeasuredGeometry, Pixels};
+use crate::resolve::limits::{over, MAX_MEASURED_PIXELS};
 use hdf5_pure::{AttrValue, DType, Dataset, File};
 
 /// An HDF5 file's signature.
@@ -79,20 +80,40 @@ fn base_name(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
 }
 
-/// A scalar number from `path`, in `want` units when its `units` attribute names a length,
-/// or as stored; `None` when absent or not numeric.
-fn number(f: &File, path: &str, scale: &dyn Fn(&str) -> Option<f64>) -> Option<f64> {
+/// The first value of `path` (NaN and infinities kept, for the checks to name) and its `units`
+/// attribute; `None` when absent or not numeric.
+fn raw(f: &File, path: &str) -> Option<(f64, Option<String>)> {
     let ds = f.dataset(path).ok()?;
     let v = *ds.read_f64().ok()?.first()?;
-    let units = ds.attrs().ok().and_then(|a| match a.get("units") {
-        Some(AttrValue::String(s)) | Some(AttrValue::AsciiString(s)) => Some(s.clone()),
+    // every string form: h5py writes a `str` attribute as a variable-length string
+    let units = ds.attrs().ok().and_then(|a| match a.get("units")? {
+        AttrValue::String(s)
+        | AttrValue::AsciiString(s)
+        | AttrValue::VarLenString(s)
+        | AttrValue::VarLenAsciiString(s) => Some(s.trim().to_string()),
+        AttrValue::StringSized { value, .. } | AttrValue::AsciiStringSized { value, .. } => {
+            Some(value.trim().to_string())
+        }
         _ => None,
     });
-    let k = match units {
-        Some(u) => scale(u.trim())?,
-        None => scale("")?,
-    };
-    Some(v * k).filter(|x| x.is_finite())
+    Some((v, units))
+}
+
+/// A scalar number from `path` in the unit `scale` maps its `units` attribute to (`""` when it
+/// has none); `None` when absent, not numeric or in a unit `scale` does not know.
+fn number(f: &File, path: &str, scale: &dyn Fn(&str) -> Option<f64>) -> Option<f64> {
+    let (v, units) = raw(f, path)?;
+    Some(v * scale(units.as_deref().unwrap_or(""))?)
+}
+
+/// A beam centre coordinate in pixels: NXmx gives it in pixels or as a length (then divided
+/// by that axis' pixel size, mm).
+fn beam_pixels(f: &File, path: &str, pixel_mm: Option<f64>) -> Option<f64> {
+    let (v, units) = raw(f, path)?;
+    match units.as_deref().unwrap_or("") {
+        "" | "pixel" | "pixels" => Some(v),
+        u => Some(v * to_mm(u)? / pixel_mm?),
+    }
 }
 
 /// Length units → mm (`""`: the NXmx default, metres).
@@ -147,21 +168,24 @@ fn geometry(f: &File) -> MeasuredGeometry {
     }
     g.distance_mm = number(f, &format!("{d}/detector_distance"), &to_mm)
         .or_else(|| number(f, &format!("{d}/transformations/translation"), &to_mm));
-    let bx = number(f, &format!("{d}/beam_center_x"), &plain);
-    let by = number(f, &format!("{d}/beam_center_y"), &plain);
+    let bx = beam_pixels(f, &format!("{d}/beam_center_x"), g.pixel_mm);
+    let by = beam_pixels(f, &format!("{d}/beam_center_y"), py.or(g.pixel_mm));
     g.beam_px = bx.zip(by);
     g.wavelength_a = number(f, "entry/instrument/beam/incident_wavelength", &to_angstrom)
         .or_else(|| number(f, "entry/instrument/monochromator/wavelength", &to_angstrom));
-    g.exposure_s = number(f, &format!("{d}/count_time"), &plain);
-    g.saturation = number(f, &format!("{d}/saturation_value"), &plain).or_else(|| {
-        number(
-            f,
-            &format!("{d}/detectorSpecific/countrate_correction_count_cutoff"),
-            &plain,
-        )
-    });
+    let finite = |x: &f64| x.is_finite();
+    g.exposure_s = number(f, &format!("{d}/count_time"), &plain).filter(finite);
+    g.saturation = number(f, &format!("{d}/saturation_value"), &plain)
+        .or_else(|| {
+            number(
+                f,
+                &format!("{d}/detectorSpecific/countrate_correction_count_cutoff"),
+                &plain,
+            )
+        })
+        .filter(finite);
     g.sensor_material = text(f, &format!("{d}/sensor_material"));
-    g.sensor_thickness_mm = number(f, &format!("{d}/sensor_thickness"), &to_mm);
+    g.sensor_thickness_mm = number(f, &format!("{d}/sensor_thickness"), &to_mm).filter(finite);
     for axis in ["omega", "phi"] {
         for base in ["entry/sample/goniometer", "entry/sample/transformations"] {
             if g.phi_deg.is_some() {
@@ -187,8 +211,8 @@ fn read_frame(name: &str, f: &File, ds: &Dataset) -> Result<(usize, usize, usize
     let e = |what: &str, x: &dyn std::fmt::Display| h5err(name, what, x);
     let shape = ds.shape().map_err(|x| e("the image data set", &x))?;
     let (frames, h, w) = match shape[..] {
-        [n, h, w] => (n as usize, h as usize, w as usize),
-        [h, w] => (1, h as usize, w as usize),
+        [n, h, w] => (n, h, w),
+        [h, w] => (1, h, w),
         _ => {
             return Err(e(
                 "the image data set",
@@ -202,12 +226,49 @@ fn read_frame(name: &str, f: &File, ds: &Dataset) -> Result<(usize, usize, usize
             &format!("shape {shape:?} holds no image"),
         ));
     }
+    if h.checked_mul(w)
+        .is_none_or(|n| n > MAX_MEASURED_PIXELS as u64)
+    {
+        return Err(over(format!(
+            "{name}: the image data set: frames of {w}x{h} pixels, more than this build reads \
+             (at most {MAX_MEASURED_PIXELS})"
+        ))
+        .at_file(name));
+    }
+    let (frames, h, w) = (
+        usize::try_from(frames).unwrap_or(usize::MAX),
+        h as usize,
+        w as usize,
+    );
     let dtype = ds.dtype().map_err(|x| e("the image data set", &x))?;
+    let elem = match dtype {
+        DType::U8 => 1,
+        DType::U16 | DType::I16 => 2,
+        DType::U32 | DType::I32 | DType::F32 => 4,
+        ref t => {
+            return Err(e(
+                "the image data set",
+                &format!("type {t} is not read (u8, u16, u32, i16, i32, f32 are)"),
+            ))
+        }
+    };
     let pipeline = ds.filter_pipeline();
     let own = pipeline
         .iter()
         .any(|p| p.id == FILTER_BITSHUFFLE || p.id == FILTER_LZ4);
     let rows = if shape.len() == 3 { 1 } else { h as u64 };
+    // chunks' sizes and offsets checked before any is decoded, whoever decodes them
+    let chunked = match ds.chunk_shape() {
+        Ok(Some(cshape)) => {
+            let bytes = chunk_bytes(name, &shape, &cshape, elem)?;
+            let chunks = ds.chunks();
+            if let Ok(chunks) = &chunks {
+                check_offsets(name, &shape, &cshape, chunks)?;
+            }
+            Some((cshape, bytes, chunks))
+        }
+        _ => None,
+    };
     let px = if !own {
         let r = |x: hdf5_pure::Error| e("reading the image data set", &x);
         match dtype {
@@ -216,27 +277,28 @@ fn read_frame(name: &str, f: &File, ds: &Dataset) -> Result<(usize, usize, usize
             DType::U32 => Pixels::U32(ds.read_u32_rows(0, rows).map_err(r)?),
             DType::I16 => Pixels::I16(ds.read_i16_rows(0, rows).map_err(r)?),
             DType::I32 => Pixels::I32(ds.read_i32_rows(0, rows).map_err(r)?),
-            DType::F32 => Pixels::F32(ds.read_f32_rows(0, rows).map_err(r)?),
-            ref t => {
-                return Err(e(
-                    "the image data set",
-                    &format!("type {t} is not read (u8, u16, u32, i16, i32, f32 are)"),
-                ))
-            }
+            _ => Pixels::F32(ds.read_f32_rows(0, rows).map_err(r)?),
         }
     } else {
-        let elem = match dtype {
-            DType::U8 => 1,
-            DType::U16 | DType::I16 => 2,
-            DType::U32 | DType::I32 | DType::F32 => 4,
-            ref t => {
-                return Err(e(
-                    "the image data set",
-                    &format!("type {t} is not read (u8, u16, u32, i16, i32, f32 are)"),
-                ))
-            }
+        let Some((cshape, chunk_bytes, chunks)) = chunked else {
+            return Err(e(
+                "the image data set",
+                &"bitshuffle/LZ4 filter on unchunked data",
+            ));
         };
-        let raw = own_chunks(name, f, ds, &pipeline, elem, &shape, h, w)?;
+        let chunks = chunks.map_err(|x| e("the image chunk index", &x))?;
+        let raw = own_chunks(
+            name,
+            f,
+            &chunks,
+            &pipeline,
+            elem,
+            &cshape,
+            chunk_bytes,
+            &shape,
+            h,
+            w,
+        )?;
         Pixels::from_le(&dtype, &raw)
     };
     if px.len() != w * h {
@@ -248,56 +310,102 @@ fn read_frame(name: &str, f: &File, ds: &Dataset) -> Result<(usize, usize, usize
     Ok((frames, w, h, px))
 }
 
-/// Frame 0 assembled from its chunks, each decoded here (filters hdf5-pure has no decoder for).
+/// Every chunk of the index starts inside the data, on a chunk boundary (HDF5's "bad coordinate
+/// offset" otherwise), so that placing its values cannot go out of bounds.
+fn check_offsets(
+    name: &str,
+    shape: &[u64],
+    cshape: &[u64],
+    chunks: &[hdf5_pure::Chunk],
+) -> Result<()> {
+    for c in chunks {
+        let inside = c.offset.len() == shape.len()
+            && cshape.len() == shape.len()
+            && (0..shape.len())
+                .all(|i| c.offset[i] < shape[i] && cshape[i] > 0 && c.offset[i] % cshape[i] == 0);
+        if !inside {
+            return Err(h5err(
+                name,
+                "the image chunk index",
+                format_args!(
+                    "a chunk at {:?}: bad coordinate offset for data of shape {shape:?} in chunks of {cshape:?}",
+                    c.offset
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The decoded size of one chunk of shape `cshape` (`elem`-byte values), within the limit.
+fn chunk_bytes(name: &str, shape: &[u64], cshape: &[u64], elem: usize) -> Result<usize> {
+    if cshape.len() != shape.len() {
+        return Err(h5err(
+            name,
+            "the image data set",
+            format_args!("chunks of shape {cshape:?} for data of shape {shape:?}"),
+        ));
+    }
+    cshape
+        .iter()
+        .try_fold(elem as u64, |a, &b| a.checked_mul(b))
+        .filter(|&b| b > 0 && b <= 4 * MAX_MEASURED_PIXELS as u64)
+        .map(|b| b as usize)
+        .ok_or_else(|| {
+            over(format!(
+                "{name}: the image data set: chunks of shape {cshape:?} ({elem}-byte values) are \
+                 larger than this build reads (at most {} bytes)",
+                4 * MAX_MEASURED_PIXELS
+            ))
+            .at_file(name)
+        })
+}
+
+/// The last three of `c`'s values (frames, rows, columns), 1 for frames of a 2-D shape.
+fn dims(c: &[u64]) -> (u64, u64, u64) {
+    let n = c.len();
+    let frames = if n >= 3 { c[n - 3] } else { 1 };
+    (frames, c[n.saturating_sub(2)], c[n - 1])
+}
+
+/// Frame 0 assembled from its chunks (checked by [`chunk_bytes`] and [`check_offsets`]), each
+/// decoded here (filters hdf5-pure has no decoder for).
 #[allow(clippy::too_many_arguments)]
 fn own_chunks(
     name: &str,
     f: &File,
-    ds: &Dataset,
+    chunks: &[hdf5_pure::Chunk],
     pipeline: &[hdf5_pure::Filter],
     elem: usize,
+    cshape: &[u64],
+    chunk_bytes: usize,
     shape: &[u64],
     h: usize,
     w: usize,
 ) -> Result<Vec<u8>> {
     let e = |what: &str, x: &dyn std::fmt::Display| h5err(name, what, x);
-    let cshape = ds
-        .chunk_shape()
-        .map_err(|x| e("the image data set", &x))?
-        .ok_or_else(|| {
-            e(
-                "the image data set",
-                &"bitshuffle/LZ4 filter on unchunked data",
-            )
-        })?;
-    let (ch, cw) = (
-        cshape[cshape.len() - 2] as usize,
-        cshape[cshape.len() - 1] as usize,
-    );
-    let cframes = if shape.len() == 3 {
-        cshape[0] as usize
-    } else {
-        1
-    };
-    let chunk_bytes = cframes * ch * cw * elem;
+    let (_, ch, cw) = dims(cshape);
+    let (ch, cw) = (ch as usize, cw as usize);
     let bytes = f.as_bytes();
     let mut out = vec![0u8; w * h * elem];
-    let chunks = ds.chunks().map_err(|x| e("the image chunk index", &x))?;
     for c in chunks
         .iter()
-        .filter(|c| shape.len() == 2 || c.offset[0] == 0)
+        .filter(|c| shape.len() == 2 || c.offset.first() == Some(&0))
     {
-        let (oy, ox) = (
-            c.offset[c.offset.len() - 2] as usize,
-            c.offset[c.offset.len() - 1] as usize,
-        );
-        let at = c.address as usize;
-        let mut data = bytes
-            .get(at..at + c.storage_size as usize)
+        let (_, oy, ox) = dims(&c.offset);
+        let (oy, ox) = (oy as usize, ox as usize);
+        let at = c.address;
+        let mut data = usize::try_from(at)
+            .ok()
+            .zip(usize::try_from(c.storage_size).ok())
+            .and_then(|(a, n)| bytes.get(a..a.checked_add(n)?))
             .ok_or_else(|| {
                 e(
-                    "an image chunk",
-                    &format!("at byte {at} lies past the end of the file"),
+                    &format!("the chunk at ({oy}, {ox})"),
+                    &format!(
+                        "{} bytes at byte {at} lie past the end of the file",
+                        c.storage_size
+                    ),
                 )
             })?
             .to_vec();
@@ -306,18 +414,23 @@ fn own_chunks(
                 continue;
             }
             data = match flt.id {
-                FILTER_BITSHUFFLE => bitshuffle::bitshuffle_decode(&data, &flt.client_data, elem),
-                FILTER_LZ4 => bitshuffle::lz4_filter_decode(&data),
+                FILTER_BITSHUFFLE => {
+                    bitshuffle::bitshuffle_decode(&data, &flt.client_data, elem, chunk_bytes)
+                }
+                FILTER_LZ4 => bitshuffle::lz4_filter_decode(&data, chunk_bytes),
                 id => Err(format!(
                     "filter {id} together with bitshuffle/LZ4 is not supported"
                 )),
             }
             .map_err(|m| e(&format!("the chunk at ({oy}, {ox})"), &m))?;
         }
-        if data.len() < chunk_bytes {
+        if data.len() != chunk_bytes {
             return Err(e(
                 &format!("the chunk at ({oy}, {ox})"),
-                &format!("{} bytes decoded, {chunk_bytes} expected", data.len()),
+                &format!(
+                    "{} bytes decoded, {chunk_bytes} expected (chunks of {cshape:?})",
+                    data.len()
+                ),
             ));
         }
         // frame 0 of the chunk, clipped to the image
@@ -342,7 +455,17 @@ pub fn read_nexus(
         File::from_bytes(b.to_vec()).map_err(|x| h5err(n, "not a readable HDF5 file", x))
     };
     let f = open(name, bytes)?;
-    let mut g = geometry(&f);
+    let mut g = geometry(&f).checked(
+        name,
+        [
+            "entry/instrument/detector/x_pixel_size",
+            "entry/instrument/detector/detector_distance",
+            "entry/instrument/beam/incident_wavelength",
+            "entry/sample/goniometer/omega",
+            "entry/sample/goniometer/omega_range_average",
+            "entry/instrument/detector/beam_center_x/y",
+        ],
+    )?;
     let direct = ["entry/data/data", "entry/instrument/detector/data"]
         .iter()
         .find_map(|p| f.dataset(p).ok());

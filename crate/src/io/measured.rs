@@ -155,7 +155,49 @@ fn num(v: f64) -> String {
     format!("{v}")
 }
 
+/// What each format calls the values [`MeasuredGeometry::checked`] checks: pixel, distance,
+/// wavelength, start angle, oscillation, beam centre.
+pub(crate) type GeometryKeys = [&'static str; 6];
+
 impl MeasuredGeometry {
+    /// The geometry when every value it states is one the simulation's flag for it accepts
+    /// (pixel, distance and wavelength positive and finite, angles within the flags' range, beam
+    /// centre finite); else an error naming the file and the key (`keys`, as the file names it).
+    pub(crate) fn checked(self, file: &str, keys: GeometryKeys) -> Result<Self> {
+        use crate::args::{Check, ANGLE};
+        let [pixel, distance, wavelength, phi, osc, beam] = keys;
+        let each = [
+            (self.pixel_mm, pixel, " mm", Check::Positive(1e3)),
+            (self.distance_mm, distance, " mm", Check::Positive(1e6)),
+            (self.wavelength_a, wavelength, " Å", Check::Positive(1e10)),
+            (self.phi_deg, phi, "°", Check::Within(ANGLE)),
+            (self.osc_deg, osc, "°", Check::Within(ANGLE)),
+            (
+                self.beam_px.map(|b| b.0),
+                beam,
+                " pixels",
+                Check::Within(1e9),
+            ),
+            (
+                self.beam_px.map(|b| b.1),
+                beam,
+                " pixels",
+                Check::Within(1e9),
+            ),
+        ];
+        for (v, key, unit, check) in each {
+            if let Some(v) = v {
+                crate::io::checked_value(file, key, v, unit, check)?;
+            }
+        }
+        if let Some(why) = self.pixel_mm.and_then(crate::io::pixel_out_of_range) {
+            return Err(Error::input(format!("{file}: {pixel}: {why}"))
+                .at_file(file)
+                .at_key(pixel));
+        }
+        Ok(self)
+    }
+
     /// The simulation's flags and values for what the file says (`-detpixels_f/_s`, `-pixel`,
     /// `-distance`, `-Xbeam/-Ybeam` in the MOSFLM convention: Xbeam along slow, Ybeam along
     /// fast, each half a pixel less than the beam's distance from the first pixel's corner,
@@ -254,6 +296,17 @@ fn smv_image(name: &str, bytes: &[u8]) -> Result<MeasuredImage> {
     if let (Some(x), Some(y), Some(p)) = (v("BEAM_CENTER_X"), v("BEAM_CENTER_Y"), pixel) {
         g.beam_px = Some((y / p + 0.5, x / p + 0.5));
     }
+    let g = g.checked(
+        name,
+        [
+            "PIXEL_SIZE",
+            "DISTANCE",
+            "WAVELENGTH",
+            "PHI",
+            "OSC_RANGE",
+            "BEAM_CENTER_X/Y",
+        ],
+    )?;
     Ok(MeasuredImage {
         format: "SMV",
         width: w,
@@ -316,6 +369,17 @@ fn cbf_image(name: &str, bytes: &[u8]) -> Result<MeasuredImage> {
         g.sensor_material = s.split_whitespace().next().map(str::to_string);
         g.sensor_thickness_mm = s.split("thickness").nth(1).and_then(|t| with_unit(t, &mm));
     }
+    let g = g.checked(
+        name,
+        [
+            "Pixel_size",
+            "Detector_distance",
+            "Wavelength",
+            "Start_angle",
+            "Angle_increment",
+            "Beam_xy",
+        ],
+    )?;
     Ok(MeasuredImage {
         format: "miniCBF",
         width: c.width,

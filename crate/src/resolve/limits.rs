@@ -37,6 +37,11 @@ pub const MAX_PIXELS: usize = 1_000_000_000;
 #[cfg(target_arch = "wasm32")]
 pub const MAX_PIXELS: usize = BROWSER_MAX_PIXELS;
 
+/// Most pixels of a measured image's frame (a file a user opens to compare): the largest
+/// detectors made have about 20 M; the browser's image limit in every build, so that a small
+/// file cannot ask for gigabytes (an HDF5 chunk that is absent reads as its fill value).
+pub const MAX_MEASURED_PIXELS: usize = BROWSER_MAX_PIXELS;
+
 /// An error for a documented limit.
 pub fn over(message: impl Into<String>) -> Error {
     Error::new(ErrorKind::Limit, message)

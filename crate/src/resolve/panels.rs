@@ -189,11 +189,16 @@ pub fn image_extent(specs: &[PanelSpec]) -> (usize, usize) {
 /// Panels from a file's list (`what` names the file for errors): one pixel pitch, the plan's
 /// sensor, fast ⟂ slow, no two panels on one stored pixel.
 pub fn from_specs(what: &str, specs: &[PanelSpec], thick: f64, mu: f64) -> Result<Vec<Panel>> {
-    let bad = |name: &str, msg: String| Error::geometry(format!("{what}: panel {name}: {msg}"));
+    let bad = |name: &str, msg: String| {
+        Error::geometry(format!("{what}: panel {name}: {msg}"))
+            .at_file(what)
+            .at_key(name)
+    };
     let Some(first) = specs.first() else {
-        return Err(Error::geometry(format!("{what}: no panels")));
+        return Err(Error::geometry(format!("{what}: no panels")).at_file(what));
     };
     let mut out: Vec<Panel> = Vec::with_capacity(specs.len());
+    let mut cover = Cover::new(image_extent(specs));
     for p in specs {
         if p.size[0] == 0 || p.size[1] == 0 {
             return Err(bad(&p.name, "has no pixels".into()));
@@ -224,12 +229,7 @@ pub fn from_specs(what: &str, specs: &[PanelSpec], thick: f64, mu: f64) -> Resul
         } else {
             n
         };
-        if let Some(q) = out.iter().find(|q| {
-            q.data_origin[0] < p.data_origin[0] + p.size[0]
-                && p.data_origin[0] < q.data_origin[0] + q.size[0]
-                && q.data_origin[1] < p.data_origin[1] + p.size[1]
-                && p.data_origin[1] < q.data_origin[1] + q.size[1]
-        }) {
+        if let Some(q) = cover.overlap(p, specs) {
             return Err(bad(
                 &p.name,
                 format!("overlaps panel {} in the stored image", q.name),
@@ -259,7 +259,43 @@ pub fn from_specs(what: &str, specs: &[PanelSpec], thick: f64, mu: f64) -> Resul
     Ok(out)
 }
 
-/// Mask the stored pixels of no panel (joined to the mask already there).
+/// The stored pixels the panels seen so far cover, one bit each: finding overlaps takes time
+/// linear in the pixels, whatever the number of panels.
+struct Cover {
+    fast: usize,
+    bits: Vec<u64>,
+}
+
+impl Cover {
+    fn new((fast, slow): (usize, usize)) -> Cover {
+        Cover {
+            fast,
+            bits: vec![0; (fast * slow).div_ceil(64)],
+        }
+    }
+
+    /// Marks `p`'s pixels; the earlier panel of `specs` it overlaps, if any.
+    fn overlap<'a>(&mut self, p: &PanelSpec, specs: &'a [PanelSpec]) -> Option<&'a PanelSpec> {
+        let [f0, s0] = p.data_origin;
+        for s in s0..s0 + p.size[1] {
+            for i in s * self.fast + f0..s * self.fast + f0 + p.size[0] {
+                let (w, b) = (i / 64, 1u64 << (i % 64));
+                if self.bits[w] & b != 0 {
+                    let f = i - s * self.fast;
+                    return specs.iter().find(|q| {
+                        f.wrapping_sub(q.data_origin[0]) < q.size[0]
+                            && s.wrapping_sub(q.data_origin[1]) < q.size[1]
+                    });
+                }
+                self.bits[w] |= b;
+            }
+        }
+        None
+    }
+}
+
+/// Mask the stored pixels of no panel (joined to the mask already there): time linear in the
+/// pixels and panels.
 pub fn mask_gaps(plan: &mut Plan) {
     let (fp, sp) = (plan.fpixels, plan.spixels);
     let whole = plan.panels.len() == 1 && plan.panels[0].data_origin == [0, 0] && {
@@ -269,19 +305,22 @@ pub fn mask_gaps(plan: &mut Plan) {
     if whole {
         return;
     }
-    let mut m = plan.mask.take().unwrap_or_else(|| vec![1; fp * sp]);
-    for s in 0..sp {
-        let mut f = 0;
-        while f < fp {
-            let (end, panel) = plan.row_run(f, s);
-            let end = end.max(f + 1);
-            if panel.is_none() {
-                m[s * fp + f..s * fp + end].fill(0);
+    let mut cover = vec![0u8; fp * sp];
+    for p in &plan.panels {
+        let [f0, s0] = p.data_origin;
+        let f1 = f0.saturating_add(p.size[0]).min(fp);
+        for s in s0..s0.saturating_add(p.size[1]).min(sp) {
+            if f0 < f1 {
+                cover[s * fp + f0..s * fp + f1].fill(1);
             }
-            f = end;
         }
     }
-    plan.mask = Some(m);
+    if let Some(m) = &plan.mask {
+        for (c, &m) in cover.iter_mut().zip(m) {
+            *c = if *c != 0 { m } else { 0 };
+        }
+    }
+    plan.mask = Some(cover);
 }
 
 #[cfg(test)]
