@@ -308,6 +308,16 @@ export class NanoBraggClient {
   }
 
   private onMessage(m: FromWorker) {
+    if (m.type === 'trapped') {
+      // the request that trapped has its error; the spent worker goes (its memory with it) and
+      // the waiting requests run on a fresh one
+      this.worker.terminate();
+      this.restarts++;
+      this.info = null;
+      this.rejectPredictions(abortError('the worker was restarted'));
+      this.spawn();
+      return;
+    }
     if (this.onRealisticMessage(m)) return;
     if (this.onFitMessage(m)) return;
     if (this.onTangentMessage(m)) return;

@@ -98,6 +98,9 @@ export type ToWorker =
 export type FromWorker =
   | { type: 'ready'; info: ModuleInfo }
   | { type: 'init-error'; message: string }
+  /** The module trapped (a panic or a failed allocation) answering the request before: it is
+   * spent, and the page starts a fresh worker. */
+  | { type: 'trapped' }
   | { type: 'progress'; id: number; value: number }
   /** Sent before a render expected to take long (from the plan's work and measured speed). */
   | { type: 'estimate'; id: number; ms: number; backend: 'gpu' | 'cpu' }

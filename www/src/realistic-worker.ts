@@ -15,16 +15,14 @@ export interface RealisticDeps {
   threads: number;
   /** Install the request's input files (worker.ts). */
   useFiles: (files: Record<string, Uint8Array> | null) => void;
+  /** An error's text (worker.ts: a trap says why and gets the worker replaced). */
+  errText: (e: unknown) => string;
 }
 
 /** Measured speed of the last CPU spots render (kernel terms per ms); before the first, the
  * crate's estimate (native speed) times WASM_SLOWDOWN. */
 let cpuTermsPerMs = 0;
 const WASM_SLOWDOWN = 6; // measured: 6–9× the native constants in the threaded module on a 2-core VM
-
-function errText(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
 
 export async function realisticRun(msg: RealisticRequest, d: RealisticDeps): Promise<void> {
   const w = d.wasm;
@@ -77,7 +75,7 @@ export async function realisticRun(msg: RealisticRequest, d: RealisticDeps): Pro
       [data.buffer],
     );
   } catch (e) {
-    d.post({ type: 'realistic-error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled', error: errorInfo(e) });
+    d.post({ type: 'realistic-error', id: msg.id, message: d.errText(e), cancelled: errorInfo(e).kind === 'cancelled', error: errorInfo(e) });
   }
 }
 
@@ -96,6 +94,6 @@ export function realisticCompose(msg: RealisticCompose, d: RealisticDeps): void 
       [data.buffer],
     );
   } catch (e) {
-    d.post({ type: 'realistic-error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled', error: errorInfo(e) });
+    d.post({ type: 'realistic-error', id: msg.id, message: d.errText(e), cancelled: errorInfo(e).kind === 'cancelled', error: errorInfo(e) });
   }
 }

@@ -219,7 +219,18 @@ async function tangent(msg: Extract<ToWorker, { type: 'tangent' }>, rendersBefor
   }
 }
 
+/** The module trapped (a panic, or an allocation it could not make): it is spent (half-updated
+ * state, memory it never returns). The error says why, and the page is asked for a fresh worker
+ * once the request is answered. */
+let trapped = false;
+
 function errText(e: unknown): string {
+  if (e instanceof WebAssembly.RuntimeError) {
+    trapped = true;
+    let why = '';
+    try { why = wasm?.take_panic().replace(/^nanobragg panicked: /, '') ?? ''; } catch { /* spent */ }
+    return `the simulator stopped on an internal error (${why || `${e.message}: out of memory?`}); a fresh one was started`;
+  }
   if (e instanceof Error) return e.message;
   return String(e);
 }
@@ -232,7 +243,15 @@ let rendersAsked = 0;
 let chain: Promise<void> = Promise.resolve();
 
 self.onmessage = (ev: MessageEvent<ToWorker>) => {
-  const msg = ev.data;
+  handle(ev.data);
+  chain = chain.then(() => {
+    if (!trapped) return;
+    trapped = false;
+    post({ type: 'trapped' });
+  });
+};
+
+function handle(msg: ToWorker) {
   if (msg.type === 'cancel') {
     wasm?.set_cancel(true);
     return;
@@ -277,7 +296,7 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
   }
   if (msg.type === 'realistic' || msg.type === 'realistic-compose') {
     const deps: RealisticDeps = {
-      wasm: wasm!, post, threads: info?.threads ?? 1, useFiles,
+      wasm: wasm!, post, threads: info?.threads ?? 1, useFiles, errText,
       ensureGpu: () => ensureGpu().then(() => gpu.state === 'ready'),
     };
     chain = chain.then(() => (msg.type === 'realistic' ? realisticRun(msg, deps) : realisticCompose(msg, deps)));
@@ -318,4 +337,4 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
     rendersAsked++;
     chain = chain.then(() => render(msg)).catch((e) => post({ type: 'error', id: msg.id, message: errText(e), cancelled: false, error: errorInfo(e) }));
   }
-};
+}
