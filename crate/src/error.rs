@@ -30,7 +30,7 @@ pub enum ErrorKind {
     /// The GPU backend is unavailable or failed; the caller may fall back to the CPU.
     Gpu,
     /// The request exceeds a documented limit (table sizes, detector pixels, the CLI's cost
-    /// budget); see `resolve::limits` and `api::estimate_cost`.
+    /// budget); see `limits` and `api::estimate_cost`.
     Limit,
 }
 

@@ -11,6 +11,7 @@ pub mod simd;
 pub mod api;
 pub mod args;
 pub mod cfmt;
+pub mod check;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
 #[macro_use]
@@ -21,6 +22,7 @@ pub mod flagwords;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod io;
+pub mod limits;
 pub mod noisify;
 pub mod nonbragg;
 pub mod output;

@@ -58,17 +58,12 @@ pub fn prepare_options(opts: &Options, files: &dyn FileSource) -> Result<Prepare
     })
 }
 
-pub use crate::resolve::limits::BROWSER_MAX_PIXELS;
+pub use crate::limits::BROWSER_MAX_PIXELS;
 
 /// A clear error, naming the flag, when the detector has more than `max_pixels` pixels.
 pub fn check_pixel_budget(prep: &Prepared, max_pixels: usize) -> Result<()> {
     let p = prep.plan();
-    crate::resolve::limits::check_pixels(
-        "-detpixels",
-        p.fpixels as f64,
-        p.spixels as f64,
-        max_pixels,
-    )
+    crate::limits::check_pixels("-detpixels", p.fpixels as f64, p.spixels as f64, max_pixels)
 }
 
 /// Render on the CPU (rayon over rows) on the current pool, without the policy of [`Renderer`]

@@ -3,7 +3,7 @@
 //! Python binding's `read_cbf`; errors name the file.
 
 use crate::error::{Error, Result};
-use crate::resolve::limits::{over, MAX_PIXELS};
+use crate::limits::{over, MAX_PIXELS};
 
 /// A miniCBF file: its header text (before the binary section), image size and pixels.
 #[derive(Clone, Debug, PartialEq)]

@@ -23,10 +23,10 @@
 //! over: nanoBragg's sensor needs an attenuation depth the file does not hold
 //! (`-detector_thick`, `-detector_abs`).
 
-use crate::args::{Check, ANGLE};
+use crate::check::{Check, ANGLE};
 use crate::error::{Error, Result};
 use crate::io::{out_of_range, pixel_out_of_range};
-use crate::resolve::limits::MAX_PIXELS;
+use crate::limits::MAX_PIXELS;
 use serde_json::Value;
 
 type V3 = [f64; 3];

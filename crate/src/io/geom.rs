@@ -17,10 +17,10 @@
 //! number); global lines apply to the panels first mentioned after them (CrystFEL's rule).
 //! Errors name the file, line and key.
 
-use crate::args::Check;
+use crate::check::Check;
 use crate::error::{Error, Result};
 use crate::io::out_of_range;
-use crate::resolve::limits::MAX_PIXELS;
+use crate::limits::MAX_PIXELS;
 use std::collections::BTreeMap;
 
 type V3 = [f64; 3];

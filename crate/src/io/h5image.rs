@@ -12,7 +12,7 @@
 use crate::error::{Error, Result};
 use crate::io::bitshuffle::{self, FILTER_BITSHUFFLE, FILTER_LZ4};
 use crate::io::measured::{MeasuredGeometry, Pixels};
-use crate::resolve::limits::{over, MAX_MEASURED_PIXELS};
+use crate::limits::{over, MAX_MEASURED_PIXELS};
 use hdf5_pure::{AttrValue, DType, Dataset, File};
 
 /// An HDF5 file's signature.

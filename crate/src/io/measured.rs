@@ -164,7 +164,7 @@ impl MeasuredGeometry {
     /// (pixel, distance and wavelength positive and finite, angles within the flags' range, beam
     /// centre finite); else an error naming the file and the key (`keys`, as the file names it).
     pub(crate) fn checked(self, file: &str, keys: GeometryKeys) -> Result<Self> {
-        use crate::args::{Check, ANGLE};
+        use crate::check::{Check, ANGLE};
         let [pixel, distance, wavelength, phi, osc, beam] = keys;
         let each = [
             (self.pixel_mm, pixel, " mm", Check::Positive(1e3)),

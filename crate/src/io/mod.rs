@@ -19,7 +19,7 @@ pub mod textcols;
 
 /// Why a geometry value a file states is one the flag that takes it refuses (`check`, in the
 /// flag's unit `unit`), as a phrase for the reader's error ("0 mm is out of range (…)").
-pub(crate) fn out_of_range(v: f64, unit: &str, check: crate::args::Check) -> Option<String> {
+pub(crate) fn out_of_range(v: f64, unit: &str, check: crate::check::Check) -> Option<String> {
     check
         .violation(v)
         .map(|want| format!("{}{unit} is out of range ({want} expected)", short(v)))
@@ -41,7 +41,7 @@ pub(crate) fn checked_value(
     key: &str,
     v: f64,
     unit: &str,
-    check: crate::args::Check,
+    check: crate::check::Check,
 ) -> crate::error::Result<f64> {
     match out_of_range(v, unit, check) {
         None => Ok(v),
@@ -54,7 +54,7 @@ pub(crate) fn checked_value(
 /// The range a file's pixel size (mm) must be in: the flag's (`-pixel`, ≤ 1 m), and at least
 /// a nanometre (a smaller pixel's solid angle underflows to an all-zero image).
 pub(crate) fn pixel_out_of_range(mm: f64) -> Option<String> {
-    out_of_range(mm, " mm", crate::args::Check::Positive(1e3)).or_else(|| {
+    out_of_range(mm, " mm", crate::check::Check::Positive(1e3)).or_else(|| {
         (mm < 1e-6).then(|| {
             format!(
                 "{} mm is out of range (a pixel of at least 1e-6 mm expected)",

@@ -3,7 +3,7 @@
 
 use crate::args::{Convention, Options, Pivot};
 use crate::error::{Error, Result};
-use crate::resolve::limits;
+use crate::limits;
 use crate::vec3::{cross, dot, mag, rotaxis, rotxyz, unit, unitize, V3};
 
 /// The detector as placed, plus the values upstream reports in headers.

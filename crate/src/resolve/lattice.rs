@@ -6,9 +6,9 @@ use crate::args::Options;
 use crate::error::{Error, Result};
 use crate::files::{FileKind, FileSource};
 use crate::io;
+use crate::limits::{self, over};
 use crate::resolve::crystal::{resolve_crystal, Crystal, CrystalInput};
 use crate::resolve::detector::Detector;
-use crate::resolve::limits::{self, over};
 use crate::rng::RanState;
 use crate::vec3::mag;
 

@@ -26,7 +26,6 @@ pub mod expt;
 pub mod fitted;
 pub mod header;
 pub mod lattice;
-pub mod limits;
 pub mod orientations;
 pub mod panels;
 pub mod pixels;

@@ -1,11 +1,11 @@
 //! Auto-selection of sampling counts, ranges and steps (MODEL §5.2): phi, divergence,
 //! dispersion, detector layers, mosaic domains. Ported literally: the rules differ per quantity.
 //! [`resolve_sampling`] applies them all and checks the counts and their products against the
-//! documented limits (`resolve::limits`) before any table is built.
+//! documented limits (`limits`) before any table is built.
 
 use crate::args::Options;
 use crate::error::{Error, Result};
-use crate::resolve::limits::{self, over, product};
+use crate::limits::{self, over, product};
 
 /// (steps, range, step) after the divergence-style rules; `count_only_range` is the range used
 /// when only a count is given (1 rad for divergence, 1.0 = 100 % for dispersion).

@@ -2,7 +2,7 @@
 //! by, r_e² × fluence, and the water background every pixel's sum starts from.
 
 use crate::error::Result;
-use crate::resolve::limits::{over, product};
+use crate::limits::{over, product};
 
 pub const R_E_SQR: f64 = 7.94079248018965e-30;
 pub const AVOGADRO: f64 = 6.02214179e23;

@@ -4,9 +4,9 @@
 //! unit incident direction.
 
 use crate::error::{Error, Result};
+use crate::limits::{self, over};
 use crate::plan::Source;
 use crate::resolve::detector::Detector;
-use crate::resolve::limits::{self, over};
 use crate::resolve::sampling::Sampling;
 use crate::vec3::{mag, rotaxis, unit, V3};
 
