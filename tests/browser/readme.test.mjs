@@ -1,6 +1,7 @@
-// Every README snippet of the browser sections, verbatim, on a page served WITHOUT COOP/COEP with
-// the built site at /nanobragg/ (as the README's paths assume): the <nanobragg-view> element, the
-// iframe embed (renders with its minimal controls), and the scripting API on the app page.
+// Every snippet of the embedding guide (docs/embedding.md) and the README's element snippet,
+// verbatim, on a page served WITHOUT COOP/COEP with the built site at /nanobragg/ (as their paths
+// assume): the <nanobragg-view> element, the iframe embed (renders with its minimal controls), the
+// 3D view in both, and the scripting API on the app page.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -8,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open, waitRendered, isolationSettled, setup, ROOT, DIST, ARTIFACTS } from './helpers.mjs';
 
+const fence = (text, lang) => [...text.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]);
+const guide = readFileSync(join(ROOT, 'docs', 'embedding.md'), 'utf8');
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-const browserPart = readme.slice(readme.indexOf('## In the browser'), readme.indexOf('## Command line'));
-const blocks = (lang) => [...browserPart.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)```', 'g'))].map((m) => m[1]);
-const html = blocks('html');
-const js = blocks('js');
+const html = fence(guide, 'html');
+const js = fence(guide, 'js');
 
 const env = setup({
   isolation: false,
@@ -30,13 +31,16 @@ const env = setup({
   },
 });
 
-test('the README has the element, iframe and API snippets', () => {
+test('the embedding guide has the element, iframe, 3D and API snippets; the README shows the element\'s', () => {
   assert.equal(html.length, 3, 'three html snippets (element, iframe, the 3D view in both)');
   assert.match(html[2], /<nanobragg-view view3d/);
   assert.match(html[2], /<iframe [^>]*view3d=1/);
   assert.match(html[0], /<nanobragg-view /);
   assert.match(html[1], /<iframe /);
   assert.equal(js.length, 1);
+  // the README's one browser snippet is the guide's element, rendered below
+  assert.deepEqual(fence(readme, 'html'), [html[0]]);
+  assert.deepEqual(fence(readme, 'js'), []);
 });
 
 test('README <nanobragg-view> snippet renders without cross-origin isolation', { timeout: 120_000 }, async () => {
