@@ -6,7 +6,8 @@
 //   app.js, nanobragg-view.js (the page and the element: one esbuild build, what they share and
 //   the lazily loaded three.js view in chunks/), worker.js, measured-worker.js, index.html,
 //   style.css, examples/, samples/, coi.js + sw.js (the service worker that adds COOP/COEP on a
-//   host that cannot: threads anywhere; it keeps a copy for offline visits)
+//   host that cannot: threads anywhere; it keeps a copy for offline visits), docs/ (README.md and
+//   docs/*.md as pages, scripts/build-docs.mjs)
 // and the npm package of the element into www/dist-npm/ (scripts/package-npm.mjs).
 //
 // Installs what is missing: rustup target / component, the wasm-bindgen CLI at the exact
@@ -18,6 +19,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, copyFileSync, rmSync, statSync, readdirSync, writeFileSync, renameSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join, dirname } from 'node:path';
+import { buildDocs } from './build-docs.mjs';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { packageNpm } from './package-npm.mjs';
@@ -200,6 +202,9 @@ async function buildTs() {
     const src = join(root, 'www', dir);
     if (existsSync(src)) copyDir(src, join(dist, dir));
   }
+  // the documentation pages (README.md and docs/, scripts/build-docs.mjs) in docs/
+  const docs = await buildDocs(root, join(dist, 'docs'));
+  log(`documentation: ${docs.length} pages in www/dist/docs`);
   if (!dev) moveMaps(dist, maps);
   // the service worker and its registration (www/site/): the site's version is a hash of its
   // files, the file list is what the worker fetches ahead for offline visits

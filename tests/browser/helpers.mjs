@@ -35,7 +35,7 @@ export function goldenDir() {
  */
 export async function plainServer({ root = DIST, prefix = '/' } = {}) {
   const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json',
-    '.wasm': 'application/wasm', '.cif': 'text/plain', '.md': 'text/plain', '.txt': 'text/plain' };
+    '.wasm': 'application/wasm', '.cif': 'text/plain', '.md': 'text/plain', '.txt': 'text/plain', '.png': 'image/png' };
   const base = resolve(root);
   const misses = [];
   const requests = [];

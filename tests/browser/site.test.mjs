@@ -90,6 +90,59 @@ test('plain host: the element\'s example page is isolated by the same worker and
   await page.close();
 });
 
+test('the documentation is part of the site: every page reached from the map, no dead link or anchor, readable on a phone', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(ctx, `${host.url}/docs/`, { viewport: { width: 390, height: 844 } });
+  await page.waitForSelector('main h1');
+  // walk the pages from the map: every local link answers, every anchor is a heading's id
+  const seen = await page.evaluate(async () => {
+    const pages = new Map(), queue = [new URL('index.html', location.href).href], anchors = [], bad = [];
+    while (queue.length) {
+      const url = queue.shift();
+      if (pages.has(url)) continue;
+      const r = await fetch(url);
+      if (!r.ok) { bad.push(`${url}: ${r.status}`); pages.set(url, null); continue; }
+      const doc = new DOMParser().parseFromString(await r.text(), 'text/html');
+      pages.set(url, doc);
+      for (const a of doc.querySelectorAll('main a[href]')) {
+        const u = new URL(a.getAttribute('href'), url);
+        if (u.origin !== location.origin) continue;
+        const target = u.href.split('#')[0];
+        if (target.endsWith('.html')) queue.push(target);
+        if (u.hash) anchors.push([target, u.hash.slice(1), url]);
+      }
+      for (const img of doc.querySelectorAll('main img')) {
+        const r2 = await fetch(new URL(img.getAttribute('src'), url));
+        if (!r2.ok || !(r2.headers.get('content-type') ?? '').startsWith('image/')) bad.push(`${url}: image ${img.getAttribute('src')}`);
+      }
+    }
+    for (const [target, id, from] of anchors) {
+      let doc = pages.get(target);
+      if (doc === undefined) { doc = new DOMParser().parseFromString(await (await fetch(target)).text(), 'text/html'); pages.set(target, doc); }
+      if (!doc?.getElementById(decodeURIComponent(id))) bad.push(`${from} -> ${target}#${id}: no such anchor`);
+    }
+    const names = [...pages.keys()].map((k) => k.split('/').pop());
+    return { names, bad };
+  });
+  console.log('# docs pages:', seen.names.join(' '));
+  assert.deepEqual(seen.bad, []);
+  for (const name of ['index.html', 'readme.html', 'page.html', 'embedding.html', 'cli.html', 'realistic.html', 'fitting.html',
+    'python.html', 'datasets.html', 'contributing.html', 'ARCHITECTURE.html', 'MODEL.html', 'benchmarks.html']) {
+    assert.ok(seen.names.includes(name), `${name} is reached from the map`);
+  }
+  // a phone: the text fits the width (wide tables and code scroll inside themselves)
+  for (const name of ['index.html', 'cli.html', 'benchmarks.html']) {
+    await page.goto(`${host.url}/docs/${name}`);
+    const w = await page.evaluate(() => ({ doc: document.documentElement.scrollWidth, win: innerWidth }));
+    assert.ok(w.doc <= w.win + 1, `${name} scrolls sideways on a phone: ${JSON.stringify(w)}`);
+  }
+  await page.goto(`${host.url}/docs/readme.html`);
+  await page.screenshot({ path: join(ARTIFACTS, 'site-docs-phone.png') });
+  // the header's link opens the app
+  await page.click('header a[href="../index.html"]');
+  await until(page, () => Number(document.body.dataset.rendered ?? 0) >= 1);
+  assert.deepEqual(errors, []);
+});
+
 test('with the host gone, a second visit is served from the service worker\'s cache, isolated and threaded', { timeout: 200_000 }, async () => {
   const before = host.requests.length;
   await host.stop();
