@@ -19,7 +19,7 @@ def _shards(text: Optional[str], n: int) -> Optional[List[int]]:
     """"3", "0-9", "1,4,7-8" -> shard indices (checked against 0..n-1)."""
     if text is None:
         return None
-    out = []
+    out: List[int] = []
     for part in text.split(","):
         a, _, b = part.partition("-")
         try:

@@ -11,7 +11,7 @@ import os
 import shlex
 import sys
 import time
-from typing import Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .shards import is_complete, pending, prepare_output, write_shard
 from .spec import Spec, load_spec
@@ -210,7 +210,7 @@ def run_ray(spec: Spec, address: Optional[str] = None, shards: Optional[List[int
         started = True
     t0 = time.monotonic()
     try:
-        opts = {"max_retries": retries, "retry_exceptions": False, "num_cpus": cpus_per_task}
+        opts: Dict[str, Any] = {"max_retries": retries, "retry_exceptions": False, "num_cpus": cpus_per_task}
         if spec.backend == "gpu":
             opts["num_gpus"] = 1
         task = ray.remote(**opts)(_ray_task)

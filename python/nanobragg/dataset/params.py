@@ -99,7 +99,8 @@ def image_params(spec: Spec, i: int) -> Dict[str, Any]:
 
 def make_simulator(spec: Spec, model: Optional[str]):
     """The base Simulator of ``spec`` (with ``model`` as its structure factors, when models vary)."""
-    from ..simulator import Simulator, _port_words
+    from ..config import _port_words
+    from ..simulator import Simulator
 
     mem: dict = {}
     words = list(spec.args)
@@ -125,7 +126,7 @@ class Renderer:
     def __init__(self, spec: Spec):
         self.spec = spec
         self._sims: Dict[Optional[int], Any] = {}
-        self._background = None
+        self._background: Optional[np.ndarray] = None
 
     def simulator(self, model: Optional[int] = None):
         if model not in self._sims:
@@ -135,7 +136,7 @@ class Renderer:
             self._sims[model] = make_simulator(self.spec, path)
         return self._sims[model]
 
-    def background(self):
+    def background(self) -> Optional[np.ndarray]:
         if self._background is None and self.spec.background:
             from ..chain import nonbragg
 

@@ -136,7 +136,7 @@ def shard_reflections(spec: Spec, shard: int, renderer: Optional[Renderer] = Non
         t = r.reflections(i, image_params(spec, i))
         parts.append((i, t))
     cols: Dict[str, np.ndarray] = {"image": np.concatenate([np.full(len(t), i, np.int64) for i, t in parts])}
-    for name in parts[0][1].dtype.names:
+    for name in parts[0][1].dtype.names or ():
         cols[name] = np.concatenate([t[name] for _, t in parts])
     return cols
 

@@ -48,7 +48,7 @@ from typing import Any, Dict, List, Optional, Tuple
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - CPython 3.10
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 from ..config import AMBIGUOUS, Beam, Crystal, Detector
 
