@@ -281,7 +281,7 @@ class Simulator:
         (R, 3) int32 Miller indices, ``F`` (R,) and ``grad`` (R,) float64 for the R
         reflections some term reads, and the ``image`` (slow, fast) float64. Each pixel's
         terms contribute ∂T/∂F = 2F·F_latt² times the pixel's factor (MODEL §10.1); f64 on the
-        CPU, nearest lookup (with ``interpolate`` it is an error naming ``-interpolate``)."""
+        CPU, nearest lookup (with ``interpolate`` it is an error naming ``Crystal.interpolate``)."""
         extra = self._extra(overrides, "vjp_structure_factors")
         w = np.ascontiguousarray(weights, dtype=np.float64)
         try:

@@ -235,6 +235,10 @@ impl PySession {
         d.set_item("backend", format!("{:?}", o.backend).to_lowercase())?;
         d.set_item("hkl_source", p.setup.hkl_source.clone())?;
         d.set_item("N", (plan.na, plan.nb, plan.nc))?;
+        // sub-pixels per pixel side, and whether the crate chose it (upstream's rule: a small
+        // crystal gets many, each a full render's cost)
+        d.set_item("oversample", plan.oversample)?;
+        d.set_item("oversample_auto", o.oversample <= 0)?;
         Ok(d)
     }
 

@@ -117,6 +117,29 @@ def make_simulator(spec: Spec, model: Optional[str]):
     return Simulator(files=mem, _words=words)
 
 
+def base_facts(spec: Spec) -> Dict[str, Any]:
+    """Facts of the base set-up (the first model's, when models vary) that the tool reports and
+    sizes by: ``pixels`` (per image), ``oversample`` (sub-pixels per pixel side) and
+    ``oversample_auto`` (chosen by the crate for the crystal's size: a 1 µm crystal gets ~100,
+    and each sub-pixel is a pass of the render)."""
+    r = Renderer(spec)
+    models = any(v.name == "model" for v in spec.variations)
+    # the resolved set-up's facts (not Simulator.info(), which would open a GPU adapter here)
+    info = r.simulator(0 if models else None)._s.info()
+    return {"pixels": int(info["fast_pixels"]) * int(info["slow_pixels"]), "oversample": int(info.get("oversample", 1)),
+            "oversample_auto": bool(info.get("oversample_auto", False))}
+
+
+def oversample_notice(spec: Spec, facts: Dict[str, Any]) -> Optional[str]:
+    """The line that says an automatic oversample (None when it is 1 or was given)."""
+    o = facts["oversample"]
+    if not facts["oversample_auto"] or o <= 1:
+        return None
+    return (f"oversample {o}: chosen automatically for the crystal's size at the base set-up ({o}x{o} sub-pixels per "
+            f"pixel, each as costly as a render at oversample 1); set oversample in [base.detector] of {spec.path} "
+            f"to choose (1: upstream's point-like spots, faster by ~{o * o}x)")
+
+
 class Renderer:
     """Renders images of one spec, keeping its Simulators (one per model) and the background
     warm between images. :meth:`image` returns what the dataset stores: int32 counts for

@@ -71,6 +71,12 @@ def write_atomic(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise DatasetError(f"cannot write {path}: {e.strerror or e}", file=path) from None
+    except BaseException:  # Ctrl-C while writing: no temporary file left behind
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def prepare_output(spec: Spec) -> None:
