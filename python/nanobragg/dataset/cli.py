@@ -37,7 +37,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="nanobragg-dataset", description="Render a dataset described by a TOML file as independent shards (docs/datasets.md).")
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    def common(sp):
+    def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("spec", help="the dataset description (TOML)")
         sp.add_argument("--output", help="the dataset folder (default: dataset.output of the description)")
 

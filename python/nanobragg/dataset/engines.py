@@ -11,7 +11,7 @@ import os
 import shlex
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
 from .shards import is_complete, pending, prepare_output, write_shard
 from .spec import Spec, load_spec
@@ -25,7 +25,7 @@ def _worker_threads(spec: Spec, workers: int) -> Optional[int]:
     return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
-def _fault(shard: int, progress):
+def _fault(shard: int, progress: Optional[Callable[[int], None]]) -> Optional[Callable[[int], None]]:
     """Fault injection for the reliability tests: NANOBRAGG_DATASET_KILL="SHARD:IMAGES:MARKER"
     makes the process rendering SHARD SIGKILL itself after IMAGES of its images, once (the
     MARKER file records that it happened)."""
@@ -37,7 +37,7 @@ def _fault(shard: int, progress):
         return progress
     count = [0]
 
-    def hook(n):
+    def hook(n: int) -> None:
         if progress:
             progress(n)
         count[0] += n
@@ -50,7 +50,8 @@ def _fault(shard: int, progress):
     return hook
 
 
-def run_shard(spec_path: str, output: Optional[str], shard: int, threads: Optional[int] = None, progress=None) -> Optional[dict]:
+def run_shard(spec_path: str, output: Optional[str], shard: int, threads: Optional[int] = None,
+              progress: Optional[Callable[[int], None]] = None) -> Optional[Dict[str, Any]]:
     """One shard, in this process (what every engine's worker and the Slurm array task call)."""
     progress = _fault(shard, progress)
     spec = load_spec(spec_path, output=output)
@@ -64,7 +65,7 @@ def run_shard(spec_path: str, output: Optional[str], shard: int, threads: Option
 class Progress:
     """A one-line progress bar on stderr: images done, images/s, ETA."""
 
-    def __init__(self, total: int, done: int = 0, stream=None, enabled: bool = True):
+    def __init__(self, total: int, done: int = 0, stream: Optional[TextIO] = None, enabled: bool = True) -> None:
         self.total, self.done, self.start_done = total, done, done
         self.t0 = time.monotonic()
         self.stream = stream or sys.stderr
@@ -100,7 +101,7 @@ class Progress:
 _queue = None
 
 
-def _init_worker(q):
+def _init_worker(q: Any) -> None:
     global _queue
     _queue = q
     # Ctrl-C reaches the whole process group: the parent stops the pool (_stop_pool); a worker
@@ -110,7 +111,7 @@ def _init_worker(q):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _stop_pool(ex, output: str) -> None:
+def _stop_pool(ex: Any, output: str) -> None:
     """Stops a process pool now (Ctrl-C, or a failed shard): the queued shards cancelled, the
     workers ended (a shard being rendered is left out, unlisted: complete shards are kept), and
     their temporary files removed."""
@@ -138,13 +139,13 @@ def _stop_pool(ex, output: str) -> None:
                 pass
 
 
-def _pool_task(spec_path, output, shard, threads):
+def _pool_task(spec_path: str, output: Optional[str], shard: int, threads: Optional[int]) -> Optional[Dict[str, Any]]:
     q = _queue
     return run_shard(spec_path, output, shard, threads, progress=(lambda n: q.put(n)) if q is not None else None)
 
 
 def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[int]] = None, progress: bool = True,
-              on_done: Optional[Callable[[int], None]] = None) -> dict:
+              on_done: Optional[Callable[[int], None]] = None) -> Dict[str, Any]:
     """Runs the pending shards on a pool of ``workers`` processes (default: the cores; 1 runs
     in this process). Returns {"shards": rendered, "skipped": complete before, "images": n,
     "seconds": wall}."""
@@ -204,7 +205,7 @@ def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[i
     return {"shards": len(todo), "skipped": len(all_shards) - len(todo), "images": n_img, "seconds": time.monotonic() - t0}
 
 
-def gpu_adapter_env() -> dict:
+def gpu_adapter_env() -> Dict[str, str]:
     """Environment for a Ray task given GPU(s): Vulkan ignores CUDA_VISIBLE_DEVICES, so the
     task's first GPU is named to the crate by its PCI bus id (NANOBRAGG_GPU_ADAPTER=pci:<id>,
     from nvidia-smi), unless the user set NANOBRAGG_GPU_ADAPTER already."""
@@ -223,14 +224,14 @@ def gpu_adapter_env() -> dict:
     return {"NANOBRAGG_GPU_ADAPTER": "pci:" + out} if out else {}
 
 
-def _ray_task(spec_path, output, shard, threads):
+def _ray_task(spec_path: str, output: Optional[str], shard: int, threads: Optional[int]) -> Tuple[int, int]:
     os.environ.update(gpu_adapter_env())
     e = run_shard(spec_path, output, shard, threads)
     return shard, (e or {}).get("n_images", 0)
 
 
 def run_ray(spec: Spec, address: Optional[str] = None, shards: Optional[List[int]] = None, progress: bool = True,
-            retries: int = 3, cpus_per_task: int = 1, init_kwargs: Optional[dict] = None) -> dict:
+            retries: int = 3, cpus_per_task: int = 1, init_kwargs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Runs the pending shards as Ray tasks (``ray.init(address)``: None starts a local
     Ray; "auto" or "ray://host:port" joins a cluster). Each task retries ``retries`` times
     (a worker that dies mid-shard leaves no entry; the retry writes the shard again). With

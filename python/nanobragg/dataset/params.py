@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..simulator import Simulator
 
 from ..config import Beam, Crystal, Detector
 from .spec import Spec
@@ -47,7 +50,7 @@ def uniform_rotation(rng: np.random.Generator) -> np.ndarray:
     ])
 
 
-def _grid(spec: Spec) -> List:
+def _grid(spec: Spec) -> List[Any]:
     return [v for v in spec.variations if v.dist == "grid"]
 
 
@@ -97,12 +100,12 @@ def image_params(spec: Spec, i: int) -> Dict[str, Any]:
     return p
 
 
-def make_simulator(spec: Spec, model: Optional[str]):
+def make_simulator(spec: Spec, model: Optional[str]) -> "Simulator":
     """The base Simulator of ``spec`` (with ``model`` as its structure factors, when models vary)."""
     from ..config import _port_words
     from ..simulator import Simulator
 
-    mem: dict = {}
+    mem: Dict[str, bytes] = {}
     words = list(spec.args)
     words += Crystal(**spec.crystal).words(mem)
     words += Beam(**spec.beam).words(mem)
@@ -146,12 +149,12 @@ class Renderer:
     ``nxmx`` (noisify's ADU with ``chain.noise``, else ``round(photons · scale)``), float32
     photons for ``npz`` (or noisify's ADU as int32)."""
 
-    def __init__(self, spec: Spec):
+    def __init__(self, spec: Spec) -> None:
         self.spec = spec
-        self._sims: Dict[Optional[int], Any] = {}
+        self._sims: Dict[Optional[int], "Simulator"] = {}
         self._background: Optional[np.ndarray] = None
 
-    def simulator(self, model: Optional[int] = None):
+    def simulator(self, model: Optional[int] = None) -> "Simulator":
         if model not in self._sims:
             path = None
             if model is not None:
@@ -201,8 +204,9 @@ class Renderer:
             out = r.noise_image if r.noise_image is not None else r.int_image
             return np.minimum(out, np.iinfo(np.int32).max).astype(np.int32)
         if spec.format == "npz":
-            return img.astype(np.float32, copy=False)
-        return np.rint(img.astype(np.float64) * spec.scale).clip(0, np.iinfo(np.int32).max).astype(np.int32)
+            return np.asarray(img, dtype=np.float32)
+        counts: np.ndarray = np.rint(img.astype(np.float64) * spec.scale).clip(0, np.iinfo(np.int32).max).astype(np.int32)
+        return counts
 
 
     def reflections(self, i: int, p: Optional[Dict[str, Any]] = None) -> np.ndarray:
