@@ -57,13 +57,13 @@ if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
   # the crate's NXmx shards and writes the master file, Ray is the distributed engine its tests run
   if ! "$VENV/bin/python" -c 'import h5py, ray' 2>/dev/null; then
     echo "== pip install h5py ray (into $VENV)"
-    "$VENV/bin/pip" install --quiet 'h5py>=3.8' 'ray>=2.9'
+    "$VENV/bin/python" -m pip install --quiet 'h5py>=3.8' 'ray>=2.9'
   fi
   # measured images (crate/tests/measured.rs runs scripts/make_measured.py): EIGER-style NeXus
   # with hdf5plugin's bitshuffle-LZ4 and LZ4 filters, miniCBF and SMV read back with fabio
   if ! "$VENV/bin/python" -c 'import hdf5plugin, fabio' 2>/dev/null; then
     echo "== pip install hdf5plugin fabio (into $VENV)"
-    "$VENV/bin/pip" install --quiet 'hdf5plugin>=4' 'fabio>=2023'
+    "$VENV/bin/python" -m pip install --quiet 'hdf5plugin>=4' 'fabio>=2023'
   fi
   # the torch bridge's test: a venv over Debian's python3 and its site packages (torch, numpy),
   # with pytest
@@ -71,7 +71,7 @@ if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
   [ -x "$TVENV/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$TVENV"
   if ! "$TVENV/bin/python" -c 'import pytest, torch' 2>/dev/null; then
     echo "== pip install pytest (into $TVENV)"
-    "$TVENV/bin/pip" install --quiet 'pytest>=7'
+    "$TVENV/bin/python" -m pip install --quiet 'pytest>=7'
   fi
 fi
 [ "$what" = python ] && exit 0

@@ -27,7 +27,7 @@ step "maturin build --release (python/: the wheel)" \
   "$VENV/bin/maturin" build --release --manifest-path python/Cargo.toml --out target/wheels \
   --interpreter "$VENV/bin/python" --quiet
 step "pip install the wheel into target/pyvenv" \
-  "$VENV/bin/pip" install --quiet --force-reinstall --no-deps target/wheels/nanobragg-*.whl
+  "$VENV/bin/python" -m pip install --quiet --force-reinstall --no-deps target/wheels/nanobragg-*.whl
 # run from outside python/ so that `import nanobragg` is the installed wheel, not the source
 step "pytest (python/tests/: the installed package)" \
   env NANOBRAGG_CLI="$PWD/target/release/nanobragg" "$VENV/bin/python" -m pytest python/tests \
@@ -35,7 +35,7 @@ step "pytest (python/tests/: the installed package)" \
 # the PyTorch bridge (nanobragg.torch, gradcheck): the same wheel (abi3) in the venv over Debian's
 # python3 and python3-torch
 step "pip install the wheel into target/pyvenv-torch" \
-  target/pyvenv-torch/bin/pip install --quiet --force-reinstall --no-deps target/wheels/nanobragg-*.whl
+  target/pyvenv-torch/bin/python -m pip install --quiet --force-reinstall --no-deps target/wheels/nanobragg-*.whl
 step "pytest (python/tests_torch/: the PyTorch bridge, gradcheck in float64)" \
   env NANOBRAGG_CLI="$PWD/target/release/nanobragg" target/pyvenv-torch/bin/python -m pytest python/tests_torch \
   -p no:cacheprovider -q -rfE
