@@ -4,8 +4,8 @@
 # version in Cargo.lock, Debian's chromium (browser tests), Mesa's lavapipe (GPU tests on the
 # CPU), python3-fabio (miniCBF read-back), dials (the DIALS round trip), slurm-wlm and munge (the
 # dataset tool's Slurm test) and, for the Python
-# package (`python/`), a virtual environment target/pyvenv with maturin, pytest and numpy from
-# PyPI, and Debian's python3-torch with a venv target/pyvenv-torch over it for the PyTorch
+# package (`python/`), a virtual environment target/pyvenv with maturin, pytest, numpy and mypy
+# from PyPI, and Debian's python3-torch with a venv target/pyvenv-torch over it for the PyTorch
 # bridge's test (`setup.sh python` does only those). Nothing is downloaded from outside the package
 # registries.
 set -euo pipefail
@@ -46,19 +46,24 @@ if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
   if [ ! -x "$VENV/bin/maturin" ] || ! "$VENV/bin/python" -c 'import pytest, numpy' 2>/dev/null; then
     echo "== pip install maturin pytest numpy (into $VENV)"
-    "$VENV/bin/pip" install --quiet 'maturin>=1.5,<2' 'pytest>=7' 'numpy>=1.21'
+    "$VENV/bin/python" -m pip install --quiet 'maturin>=1.5,<2' 'pytest>=7' 'numpy>=1.21'
+  fi
+  # the typing test (python/tests/test_typing.py): mypy --strict on the package and a user's script
+  if ! "$VENV/bin/python" -c 'import mypy' 2>/dev/null; then
+    echo "== pip install mypy (into $VENV)"
+    "$VENV/bin/python" -m pip install --quiet 'mypy>=1.10'
   fi
   # datasets (python/nanobragg/dataset, the `hdf5` and `ray` extras): h5py adds labels to
   # the crate's NXmx shards and writes the master file, Ray is the distributed engine its tests run
   if ! "$VENV/bin/python" -c 'import h5py, ray' 2>/dev/null; then
     echo "== pip install h5py ray (into $VENV)"
-    "$VENV/bin/pip" install --quiet 'h5py>=3.8' 'ray>=2.9'
+    "$VENV/bin/python" -m pip install --quiet 'h5py>=3.8' 'ray>=2.9'
   fi
   # measured images (crate/tests/measured.rs runs scripts/make_measured.py): EIGER-style NeXus
   # with hdf5plugin's bitshuffle-LZ4 and LZ4 filters, miniCBF and SMV read back with fabio
   if ! "$VENV/bin/python" -c 'import hdf5plugin, fabio' 2>/dev/null; then
     echo "== pip install hdf5plugin fabio (into $VENV)"
-    "$VENV/bin/pip" install --quiet 'hdf5plugin>=4' 'fabio>=2023'
+    "$VENV/bin/python" -m pip install --quiet 'hdf5plugin>=4' 'fabio>=2023'
   fi
   # the torch bridge's test: a venv over Debian's python3 and its site packages (torch, numpy),
   # with pytest
@@ -66,7 +71,7 @@ if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
   [ -x "$TVENV/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$TVENV"
   if ! "$TVENV/bin/python" -c 'import pytest, torch' 2>/dev/null; then
     echo "== pip install pytest (into $TVENV)"
-    "$TVENV/bin/pip" install --quiet 'pytest>=7'
+    "$TVENV/bin/python" -m pip install --quiet 'pytest>=7'
   fi
 fi
 [ "$what" = python ] && exit 0

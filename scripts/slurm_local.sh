@@ -20,6 +20,9 @@ chmod 400 $D/munge/munge.key
 /usr/sbin/munged --key-file=$D/munge/munge.key --socket=$D/munge/munge.sock --pid-file=$D/munge/munged.pid --log-file=$D/log/munged.log --seed-file=$D/munge/seed --force
 H=$(hostname -s)
 CPUS=$(nproc)
+# the node's memory (MiB, a little under the machine's: slurmd refuses a node that claims more),
+# so that the dataset tool's `#SBATCH --mem` (sized from the shard) fits
+MEM=$(awk '/^MemTotal:/ { printf "%d", $2 / 1024 * 0.95 }' /proc/meminfo)
 cat > $D/slurm.conf <<CONF
 ClusterName=nbtest
 SlurmctldHost=$H
@@ -47,7 +50,7 @@ JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
 ReturnToService=2
 SlurmctldParameters=enable_configless
-NodeName=$H CPUs=$CPUS State=UNKNOWN
+NodeName=$H CPUs=$CPUS RealMemory=$MEM State=UNKNOWN
 PartitionName=local Nodes=$H Default=YES MaxTime=INFINITE State=UP
 CONF
 export SLURM_CONF=$D/slurm.conf

@@ -14,6 +14,7 @@ from .config import Beam, Crystal, Detector
 from .errors import (
     CancelledError,
     Error,
+    FileMissingError,
     GeometryError,
     GpuError,
     InputError,
@@ -25,11 +26,18 @@ from .errors import (
 from .images import read_cbf, read_float, read_smv, write_cbf, write_float, write_smv
 from .chain import noisify, nonbragg
 from .sf import StructureFactors, structure_factors
-from .simulator import GRADIENT_PARAMETERS, Simulator
+from .config import Backend, Overrides, Precision
+from .simulator import GRADIENT_PARAMETERS, BackgroundModel, FitResult, Loss, Simulator
 
 __all__ = [
     "Simulator",
     "GRADIENT_PARAMETERS",
+    "FitResult",
+    "Overrides",
+    "Precision",
+    "Backend",
+    "Loss",
+    "BackgroundModel",
     "Crystal",
     "Beam",
     "Detector",
@@ -48,6 +56,7 @@ __all__ = [
     "UsageError",
     "MissingInputError",
     "InputError",
+    "FileMissingError",
     "GeometryError",
     "OutputError",
     "CancelledError",

@@ -11,6 +11,7 @@ import os
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _nanobragg
 
@@ -19,7 +20,7 @@ __all__ = ["nonbragg", "noisify", "NoisifyResult"]
 Words = Union[str, Sequence[str], None]
 
 
-def _words(args: Words, flags: Mapping[str, Any]) -> list:
+def _words(args: Words, flags: Mapping[str, Any]) -> list[str]:
     out = list(_nanobragg.split_args(args) if isinstance(args, str) else (args or []))
     for k, v in flags.items():
         if v is None or v is False:
@@ -34,11 +35,12 @@ def _words(args: Words, flags: Mapping[str, Any]) -> list:
     return out
 
 
-def nonbragg(args: Words = None, *, files: Optional[Mapping[str, bytes]] = None, **flags: Any) -> np.ndarray:
+def nonbragg(args: Words = None, *, files: Optional[Mapping[str, bytes]] = None, **flags: Any) -> npt.NDArray[np.float32]:
     """nonBragg's background image (photons/pixel, float32 (slow, fast)) for its flags, e.g.
     ``nonbragg("-stol water.stol -thick 0.1 -distance 100 -detpixels 256")``. The
     ``water.stol``, ``air.stol`` and ``ice.stol`` tables are bundled: a missing file of that
-    name is the bundled one. The solid angle is ``nonbragg.last_solid_angle_sr``."""
+    name is the bundled one. The solid angle is ``nonbragg.last_solid_angle_sr``, the warnings
+    ``nonbragg.last_warnings``."""
     words = _words(args, flags)
     mem = dict(files or {})
     for i, w in enumerate(words[:-1]):
@@ -47,13 +49,13 @@ def nonbragg(args: Words = None, *, files: Optional[Mapping[str, bytes]] = None,
             if b is not None:
                 mem[words[i + 1]] = b
     image, omega, warnings = _nanobragg.nonbragg_render(words, mem)
-    nonbragg.last_solid_angle_sr = omega
-    nonbragg.last_warnings = warnings
+    nonbragg.last_solid_angle_sr = omega  # type: ignore[attr-defined]
+    nonbragg.last_warnings = warnings  # type: ignore[attr-defined]
     return image
 
 
-nonbragg.last_solid_angle_sr = None
-nonbragg.last_warnings = []
+nonbragg.last_solid_angle_sr = None  # type: ignore[attr-defined]
+nonbragg.last_warnings = []  # type: ignore[attr-defined]
 
 
 class NoisifyResult:
@@ -61,7 +63,13 @@ class NoisifyResult:
     ``None`` with ``-nonoise``), both uint32 (slow, fast) before the 16-bit clip of the SMV file
     (:meth:`smv` gives the file bytes), the SMV ``header`` bytes, and the ``log`` lines."""
 
-    def __init__(self, int_image, noise_image, header: bytes, log):
+    def __init__(
+        self,
+        int_image: npt.NDArray[np.uint32],
+        noise_image: Optional[npt.NDArray[np.uint32]],
+        header: bytes,
+        log: list[str],
+    ) -> None:
         self.int_image = int_image
         self.noise_image = noise_image
         self.header = header
@@ -71,10 +79,11 @@ class NoisifyResult:
         """The SMV file noisify writes (``-noisefile`` when ``noise``, else ``-intfile``),
         16-bit pixels."""
         a = self.noise_image if noise and self.noise_image is not None else self.int_image
-        return self.header + np.minimum(a, 65535).astype("<u2").tobytes()
+        body: bytes = np.minimum(a, 65535).astype("<u2").tobytes()
+        return self.header + body
 
 
-def noisify(image: np.ndarray, args: Words = None, *, files: Optional[Mapping[str, bytes]] = None, **flags: Any) -> NoisifyResult:
+def noisify(image: npt.ArrayLike, args: Words = None, *, files: Optional[Mapping[str, bytes]] = None, **flags: Any) -> NoisifyResult:
     """noisify's detector effects (photon scale, Poisson noise, PSF, read-out noise,
     calibration, gain, ADC) on ``image`` (photons/pixel, (slow, fast)), with noisify's flags,
     e.g. ``noisify(img, "-seed 1 -readout_noise 3 -psf_fwhm 50", pixel=0.1)``."""

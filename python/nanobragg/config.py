@@ -3,7 +3,8 @@
 Each field carries its unit in its name (``wavelength_A``, ``distance_mm``, ``mosaic_spread_deg``)
 and maps to one of the simulator's flags (the field's ``flag`` metadata). The simulator
 validates the values with the same rules as the command line: a bad value raises
-:class:`nanobragg.UsageError` (a ``ValueError``) with the CLI's text, naming the field. ``None``
+:class:`nanobragg.UsageError` (a ``ValueError``) with the CLI's text, naming the field
+(``Beam.wavelength_A: expected a number > 0 ...`` where the CLI says ``-lambda: ...``). ``None``
 means "the simulator's default". No physics happens here: fields become the crate's input words.
 """
 
@@ -13,19 +14,36 @@ import dataclasses
 import difflib
 import math
 import numbers
+import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
-__all__ = ["Crystal", "Beam", "Detector", "CONVENTIONS", "SHAPES", "field_of_flag", "override_words"]
+from .errors import UsageError
+
+__all__ = ["Crystal", "Beam", "Detector", "Overrides", "Precision", "Backend", "CONVENTIONS", "SHAPES", "field_of_flag", "override_words"]
 
 CONVENTIONS = ("mosflm", "xds", "adxv", "denzo", "dials")
 SHAPES = ("square", "round", "gauss", "tophat")
 _SHAPE_FLAGS = {"square": "-square_xtal", "round": "-round_xtal", "gauss": "-gauss_xtal", "tophat": "-tophat_spots"}
 
 Vec3 = Tuple[float, float, float]
+PathLike = Union[str, "os.PathLike[str]"]
+#: ``Crystal.shape``.
+Shape = Literal["square", "round", "gauss", "tophat"]
+#: ``Detector.convention``.
+Convention = Literal["mosflm", "xds", "adxv", "denzo", "dials"]
+Pivot = Literal["sample", "beam"]
+#: ``precision=``: ``"f64"`` (bit-identical with upstream) or ``"f32"`` (fast).
+Precision = Literal["f64", "f32"]
+#: ``backend=``: ``"auto"``, ``"cpu"`` or ``"gpu"``.
+Backend = Literal["auto", "cpu", "gpu"]
+# in-memory input files (name -> bytes) that the words name
+Files = dict[str, bytes]
+# a special field's words: (owner, name, value, files) -> words
+WordsFn = Callable[[str, str, Any, Optional[Files]], list[str]]
 
 
-def _f(flag: str, kind: str = "float", n: int = 1, **more):
+def _f(flag: str, kind: str = "float", n: int = 1, **more: Any) -> Any:
     """A field of flag `flag`; kind: float, int, vec (n numbers), switch, choice, file, text."""
     return field(default=None, metadata={"flag": flag, "kind": kind, "n": n, **more})
 
@@ -33,10 +51,10 @@ def _f(flag: str, kind: str = "float", n: int = 1, **more):
 class _Config:
     """Shared behaviour of the three configuration classes."""
 
-    def words(self, files: Optional[dict] = None) -> list:
+    def words(self, files: Optional[Files] = None) -> list[str]:
         """The flag words of the fields that are set (``files`` collects in-memory inputs)."""
-        out = []
-        for f in dataclasses.fields(self):
+        out: list[str] = []
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
             v = getattr(self, f.name)
             if v is None:
                 continue
@@ -51,20 +69,18 @@ def _num(owner: str, name: str, v: Any, integer: bool = False) -> str:
         if isinstance(v, numbers.Integral):
             return str(int(v))
         if float(v).is_integer():
-            return str(int(v))
+            return str(int(float(v)))
         raise _bad(owner, name, f"expected a whole number, got {v!r}")
     x = float(v)
     # repr round-trips: the crate reads back the same f64
     return "nan" if math.isnan(x) else repr(x)
 
 
-def _bad(owner: str, name: str, why: str):
-    from .errors import UsageError
-
+def _bad(owner: str, name: str, why: str) -> UsageError:
     return UsageError(f"{owner}.{name}: {why}", field=f"{owner}.{name}")
 
 
-def _seq(owner: str, name: str, v: Any, n: int) -> list:
+def _seq(owner: str, name: str, v: Any, n: int) -> list[str]:
     try:
         items = list(v)
     except TypeError:
@@ -74,7 +90,7 @@ def _seq(owner: str, name: str, v: Any, n: int) -> list:
     return [_num(owner, name, x) for x in items]
 
 
-def _field_words(owner: str, f: dataclasses.Field, v: Any, files: Optional[dict]) -> list:
+def _field_words(owner: str, f: "dataclasses.Field[Any]", v: Any, files: Optional[Files]) -> list[str]:
     m = f.metadata
     flag, kind = m["flag"], m["kind"]
     name = f.name
@@ -102,24 +118,23 @@ def _field_words(owner: str, f: dataclasses.Field, v: Any, files: Optional[dict]
     if kind == "file":
         if not isinstance(v, (str, bytes)) and not hasattr(v, "__fspath__"):
             raise _bad(owner, name, f"expected a path, got {v!r}")
-        import os
-
         return [flag, os.fsdecode(v)]
     if kind == "text":
         return [flag, str(v)]
     if kind == "special":
-        return m["words"](owner, name, v, files)
+        fn: WordsFn = m["words"]
+        return fn(owner, name, v, files)
     raise AssertionError(kind)
 
 
-def _n_words(owner, name, v, files):
+def _n_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     if isinstance(v, numbers.Real) and not isinstance(v, bool):
         return ["-N", _num(owner, name, v)]
     a, b, c = _seq(owner, name, v, 3)
     return ["-Na", a, "-Nb", b, "-Nc", c]
 
 
-def _misset_words(owner, name, v, files):
+def _misset_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     if isinstance(v, str):
         if v != "random":
             raise _bad(owner, name, f"expected 3 angles or 'random', got {v!r}")
@@ -127,7 +142,7 @@ def _misset_words(owner, name, v, files):
     return ["-misset"] + _seq(owner, name, v, 3)
 
 
-def _rotation_words(owner, name, v, files):
+def _rotation_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     try:
         u = [[float(x) for x in row] for row in v]
     except (TypeError, ValueError):
@@ -139,8 +154,8 @@ def _rotation_words(owner, name, v, files):
     return ["-misset"] + [repr(float(a)) for a in _nanobragg.misset_from_rotation(u)]
 
 
-def _pixels_words(owner, name, v, files):
-    def count(x):
+def _pixels_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
+    def count(x: Any) -> str:
         # the crate reads -detpixels 0 as "not given" (its default detector): refuse it here
         if isinstance(x, numbers.Real) and not isinstance(x, bool) and x < 1:
             raise _bad(owner, name, f"expected a pixel count >= 1, got {x!r}")
@@ -155,15 +170,15 @@ def _pixels_words(owner, name, v, files):
     return ["-detpixels_f", count(fast), "-detpixels_s", count(slow)]
 
 
-def _pair_words(flag_x, flag_y):
-    def words(owner, name, v, files):
+def _pair_words(flag_x: str, flag_y: str) -> WordsFn:
+    def words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
         x, y = _seq(owner, name, v, 2)
         return [flag_x, x, flag_y, y]
 
     return words
 
 
-def _roi_words(owner, name, v, files):
+def _roi_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     try:
         items = list(v)
     except TypeError:
@@ -173,7 +188,7 @@ def _roi_words(owner, name, v, files):
     return ["-roi"] + [_num(owner, name, x, integer=True) for x in items]
 
 
-def _f_words(owner, name, v, files):
+def _f_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     """Structure factors: a StructureFactors table, a {(h, k, l): F} mapping, or an -hkl path."""
     from .sf import StructureFactors
 
@@ -186,17 +201,13 @@ def _f_words(owner, name, v, files):
         files[key] = v.hkl_text()
         return ["-hkl", key]
     if isinstance(v, (str, bytes)) or hasattr(v, "__fspath__"):
-        import os
-
         return ["-hkl", os.fsdecode(v)]
     raise _bad(owner, name, f"expected a StructureFactors, a dict {{(h, k, l): F}} or an -hkl path, got {type(v).__name__}")
 
 
-def _sources_words(owner, name, v, files):
+def _sources_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     """Sources: an -sourcefile path, or rows (x, y, z, weight, lambda_m)."""
     if isinstance(v, (str, bytes)) or hasattr(v, "__fspath__"):
-        import os
-
         return ["-sourcefile", os.fsdecode(v)]
     if files is None:
         raise _bad(owner, name, "a source list needs the Simulator (it passes it in memory)")
@@ -208,7 +219,7 @@ def _sources_words(owner, name, v, files):
     return ["-sourcefile", key]
 
 
-def _shape_words(owner, name, v, files):
+def _shape_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     if v not in SHAPES:
         raise _bad(owner, name, f"expected one of {', '.join(map(repr, SHAPES))}, got {v!r}")
     return [_SHAPE_FLAGS[v]]
@@ -221,7 +232,7 @@ class Crystal(_Config):
 
     cell_A_deg: Optional[Sequence[float]] = _f("-cell", "vec", 6)
     """a, b, c (Å), α, β, γ (degrees)."""
-    mat_file: Optional[str] = _f("-mat", "file")
+    mat_file: Optional[PathLike] = _f("-mat", "file")
     """MOSFLM orientation matrix file (A = UB, λ-scaled Å⁻¹)."""
     misset_deg: Optional[Union[Vec3, str]] = _f("-misset", "special", words=_misset_words)
     """Rotation about x, then y, then z (degrees), or ``"random"``."""
@@ -234,7 +245,7 @@ class Crystal(_Config):
     thick_mm: Optional[float] = _f("-xtal_thick")
     width_mm: Optional[float] = _f("-xtal_width")
     height_mm: Optional[float] = _f("-xtal_height")
-    shape: Optional[str] = _f("", "special", words=_shape_words)
+    shape: Optional[Shape] = _f("", "special", words=_shape_words)
     """``"square"`` (default), ``"round"``, ``"gauss"`` or ``"tophat"``."""
     fudge: Optional[float] = _f("-fudge")
     mosaic_spread_deg: Optional[float] = _f("-mosaic")
@@ -247,10 +258,10 @@ class Crystal(_Config):
     spindle_axis: Optional[Vec3] = _f("-spindle_axis", "vec", 3)
     F: Any = _f("-hkl", "special", words=_f_words)
     """Structure factors: :class:`nanobragg.StructureFactors`, ``{(h, k, l): F}`` or an -hkl path."""
-    model: Optional[str] = _f("-pdb", "file")
+    model: Optional[PathLike] = _f("-pdb", "file")
     """Atomic model (PDB/mmCIF path): structure factors to the detector's reach (or ``dmin_A``)."""
     default_F: Optional[float] = _f("-default_F")
-    fdump_file: Optional[str] = _f("-dump", "file")
+    fdump_file: Optional[PathLike] = _f("-dump", "file")
     """Upstream's structure-factor cache (``-dump``), read when no F or model is given. The
     typed configuration reads none unless it is named here (the CLI reads ``./Fdump.bin``)."""
     interpolate: Optional[bool] = _f("-interpolate", "switch", off="-nointerpolate")
@@ -291,7 +302,7 @@ class Beam(_Config):
 class Detector(_Config):
     """The detector: convention, preset, distance, beam centre, pixels, tilts, sensor."""
 
-    convention: Optional[str] = _f("", "choice", choices=CONVENTIONS)
+    convention: Optional[Convention] = _f("", "choice", choices=CONVENTIONS)
     preset: Optional[str] = _f("-detector", "text")
     """A real detector: ``"pilatus6m"``, ``"eiger2-16m"``, ``"eiger2-4m"``, ``"mx300"``."""
     pixel_mm: Optional[float] = _f("-pixel")
@@ -304,7 +315,7 @@ class Detector(_Config):
     """(Xbeam, Ybeam) in the convention's axes."""
     close_center_mm: Optional[Tuple[float, float]] = _f("-Xclose", "special", words=_pair_words("-Xclose", "-Yclose"))
     org_px: Optional[Tuple[float, float]] = _f("-ORGX", "special", words=_pair_words("-ORGX", "-ORGY"))
-    pivot: Optional[str] = _f("-pivot", "choice", choices=("sample", "beam"))
+    pivot: Optional[Pivot] = _f("-pivot", "choice", choices=("sample", "beam"))
     fdet_vector: Optional[Vec3] = _f("-fdet_vector", "vec", 3)
     sdet_vector: Optional[Vec3] = _f("-sdet_vector", "vec", 3)
     odet_vector: Optional[Vec3] = _f("-odet_vector", "vec", 3)
@@ -324,24 +335,115 @@ class Detector(_Config):
     oversample_omega: Optional[bool] = _f("-oversample_omega", "switch")
     roi: Optional[Tuple[int, int, int, int]] = _f("-roi", "special", words=_roi_words)
     dmin_A: Optional[float] = _f("-dmin")
-    mask_file: Optional[str] = _f("-mask", "file")
-    img_file: Optional[str] = _f("-img", "file")
+    mask_file: Optional[PathLike] = _f("-mask", "file")
+    img_file: Optional[PathLike] = _f("-img", "file")
 
 
-_CLASSES = (Crystal, Beam, Detector)
+class Overrides(TypedDict, total=False):
+    """The keyword overrides of :meth:`Simulator.render` (and ``vjp``, ``fit``, ``predict``,
+    ``render_many``): the fields of :class:`Crystal`, :class:`Beam` and :class:`Detector` by
+    name (a name two classes share with its class's prefix: ``crystal_size_mm``,
+    ``detector_size_mm``), and ``precision``/``backend``. A type checker (mypy, pyright) refuses
+    a misspelt keyword; at run time an unknown name is a ``TypeError`` naming the nearest."""
+
+    cell_A_deg: Optional[Sequence[float]]
+    mat_file: Optional[PathLike]
+    misset_deg: Optional[Union[Vec3, str]]
+    rotation: Optional[Sequence[Sequence[float]]]
+    misset_seed: Optional[int]
+    N: Optional[Union[float, Vec3]]
+    crystal_size_mm: Optional[float]
+    detector_size_mm: Optional[float]
+    thick_mm: Optional[float]
+    width_mm: Optional[float]
+    height_mm: Optional[float]
+    shape: Optional[Shape]
+    fudge: Optional[float]
+    mosaic_spread_deg: Optional[float]
+    mosaic_domains: Optional[int]
+    mosaic_seed: Optional[int]
+    phi_deg: Optional[float]
+    osc_deg: Optional[float]
+    phistep_deg: Optional[float]
+    phisteps: Optional[int]
+    spindle_axis: Optional[Vec3]
+    F: Optional[Any]
+    model: Optional[PathLike]
+    default_F: Optional[float]
+    fdump_file: Optional[PathLike]
+    interpolate: Optional[bool]
+    wavelength_A: Optional[float]
+    energy_eV: Optional[float]
+    dispersion_pct: Optional[float]
+    dispsteps: Optional[int]
+    divergence_mrad: Optional[float]
+    hdivrange_mrad: Optional[float]
+    vdivrange_mrad: Optional[float]
+    hdivstep_mrad: Optional[float]
+    vdivstep_mrad: Optional[float]
+    divsteps: Optional[int]
+    hdivsteps: Optional[int]
+    vdivsteps: Optional[int]
+    round_div: Optional[bool]
+    sources: Optional[Any]
+    beam_vector: Optional[Vec3]
+    polar_vector: Optional[Vec3]
+    polarization: Optional[float]
+    nopolar: Optional[bool]
+    fluence_ph_per_m2: Optional[float]
+    flux_ph_per_s: Optional[float]
+    exposure_s: Optional[float]
+    beamsize_mm: Optional[float]
+    water_um: Optional[float]
+    convention: Optional[Convention]
+    preset: Optional[str]
+    pixel_mm: Optional[float]
+    pixels: Optional[Union[int, Tuple[int, int]]]
+    distance_mm: Optional[float]
+    close_distance_mm: Optional[float]
+    beam_center_mm: Optional[Tuple[float, float]]
+    close_center_mm: Optional[Tuple[float, float]]
+    org_px: Optional[Tuple[float, float]]
+    pivot: Optional[Pivot]
+    fdet_vector: Optional[Vec3]
+    sdet_vector: Optional[Vec3]
+    odet_vector: Optional[Vec3]
+    twotheta_axis: Optional[Vec3]
+    twotheta_deg: Optional[float]
+    rotx_deg: Optional[float]
+    roty_deg: Optional[float]
+    rotz_deg: Optional[float]
+    curved: Optional[bool]
+    point_pixel: Optional[bool]
+    absorption_depth_um: Optional[float]
+    thickness_um: Optional[float]
+    thicksteps: Optional[int]
+    oversample: Optional[int]
+    oversample_thick: Optional[bool]
+    oversample_polar: Optional[bool]
+    oversample_omega: Optional[bool]
+    roi: Optional[Tuple[int, int, int, int]]
+    dmin_A: Optional[float]
+    mask_file: Optional[PathLike]
+    img_file: Optional[PathLike]
+    precision: Precision
+    backend: Backend
+
+
+_CLASSES: tuple[type, ...] = (Crystal, Beam, Detector)
 # A keyword names one field: a name that two classes share (``size_mm``: the crystal's and the
 # detector's) is taken only with its class's prefix (``crystal_size_mm``, ``detector_size_mm``).
-_OWNERS: dict = {}
+_OWNERS: dict[str, list[tuple[type, "dataclasses.Field[Any]"]]] = {}
 for _cls in _CLASSES:
     for _fld in dataclasses.fields(_cls):
         _OWNERS.setdefault(_fld.name, []).append((_cls, _fld))
 # field names of more than one class -> the keywords that name each
 AMBIGUOUS = {n: [f"{c.__name__.lower()}_{n}" for c, _ in o] for n, o in _OWNERS.items() if len(o) > 1}
-_FIELDS = {}
+_FIELDS: dict[str, tuple[type, "dataclasses.Field[Any]"]] = {}
 for _n, _o in _OWNERS.items():
     for _cls, _fld in _o:
         _FIELDS[f"{_cls.__name__.lower()}_{_n}" if _n in AMBIGUOUS else _n] = (_cls, _fld)
-_FLAG_FIELD = {}
+_FLAG_FIELD: dict[str, str] = {}
 for _cls in _CLASSES:
     for _fld in dataclasses.fields(_cls):
         for _fl in [_fld.metadata["flag"], _fld.metadata.get("off")] + [
@@ -363,22 +465,22 @@ def field_of_flag(flag: Optional[str]) -> Optional[str]:
     return _FLAG_FIELD.get(flag) if flag else None
 
 
-def override_words(overrides: Mapping[str, Any], files: Optional[dict] = None) -> list:
+def override_words(overrides: Mapping[str, Any], files: Optional[Files] = None, where: str = "render") -> list[str]:
     """Words for keyword overrides named like the fields of Crystal, Beam and Detector
     (``misset_deg=(1, 2, 3)``, ``phi_deg=10``, ``fluence_ph_per_m2=1e24``...), and
     ``precision``/``backend``."""
-    out = []
+    out: list[str] = []
     for name, v in overrides.items():
         if name in ("precision", "backend"):
             out += _port_words(name, v)
             continue
         if name in AMBIGUOUS:
-            raise TypeError(f"render(): {name!r} is a field of {' and of '.join(c.__name__ for c, _ in _OWNERS[name])}: "
+            raise TypeError(f"{where}(): {name!r} is a field of {' and of '.join(c.__name__ for c, _ in _OWNERS[name])}: "
                             f"say {' or '.join(map(repr, AMBIGUOUS[name]))}")
         if name not in _FIELDS:
             near = difflib.get_close_matches(name, [*_FIELDS, "precision", "backend"], n=2)
             hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
-            raise TypeError(f"render() got an unexpected keyword argument {name!r} (not a field of Crystal, Beam or Detector){hint}")
+            raise TypeError(f"{where}() got an unexpected keyword argument {name!r} (not a field of Crystal, Beam or Detector){hint}")
         cls, f = _FIELDS[name]
         if v is None:
             continue
@@ -386,7 +488,7 @@ def override_words(overrides: Mapping[str, Any], files: Optional[dict] = None) -
     return out
 
 
-def _port_words(name: str, v: Any) -> list:
+def _port_words(name: str, v: Any) -> list[str]:
     choices = {"precision": ("f64", "f32"), "backend": ("auto", "cpu", "gpu")}[name]
     if v not in choices:
         raise _bad("Simulator", name, f"expected one of {', '.join(map(repr, choices))}, got {v!r}")

@@ -3,7 +3,11 @@
 Every error of the simulator is a :class:`nanobragg.Error`, with a subclass per kind of the
 crate's structured error. The ones that mean "a bad value" (usage, missing input, impossible
 geometry, a limit exceeded) are also :class:`ValueError`, so ``except ValueError`` catches a bad
-keyword argument. Attributes locate the error where the crate knows it:
+keyword argument; an input file that does not exist is a :class:`FileMissingError`, also a
+:class:`FileNotFoundError`. When the configuration was written in Python (``Crystal``, ``Beam``,
+``Detector``, keyword overrides), the message names the Python field (``Beam.wavelength_A:
+expected a number > 0 ...``) where the crate's names the flag (``-lambda``); with
+``Simulator.from_args`` it keeps the flag. Attributes locate the error where the crate knows it:
 
 * ``kind``: the crate's error kind (``"usage"``, ``"input"``, ...)
 * ``flag``: the command-line flag it concerns (``"-lambda"``), or ``None``
@@ -14,11 +18,14 @@ keyword argument. Attributes locate the error where the crate knows it:
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 __all__ = [
     "Error",
     "UsageError",
     "MissingInputError",
     "InputError",
+    "FileMissingError",
     "GeometryError",
     "OutputError",
     "CancelledError",
@@ -33,7 +40,16 @@ class Error(Exception):
 
     kind: str = "error"
 
-    def __init__(self, message: str, *, flag=None, file=None, line=None, key=None, field=None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        flag: Optional[str] = None,
+        file: Optional[str] = None,
+        line: Optional[int] = None,
+        key: Optional[str] = None,
+        field: Optional[str] = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.flag = flag
@@ -59,6 +75,17 @@ class InputError(Error):
     """An input file could not be read or parsed (``file``/``line`` say where)."""
 
     kind = "input"
+
+
+class FileMissingError(InputError, FileNotFoundError):
+    """An input file does not exist (also Python's :class:`FileNotFoundError`; ``file`` and
+    ``filename`` name it)."""
+
+    def __init__(self, message: str, **where: Any) -> None:
+        super().__init__(message, **where)
+        self.errno = 2  # ENOENT
+        self.filename = self.file
+        self.strerror = message
 
 
 class GeometryError(Error, ValueError):
@@ -106,8 +133,18 @@ _KINDS = {
 }
 
 
-def from_kind(kind, message, flag=None, file=None, line=None, key=None):
+def from_kind(
+    kind: str,
+    message: str,
+    flag: Optional[str] = None,
+    file: Optional[str] = None,
+    line: Optional[int] = None,
+    key: Optional[str] = None,
+) -> Error:
     """The exception for an error of the crate (called by the compiled module with the
-    locations of the crate's structured error)."""
+    locations of the crate's structured error). An input file that does not exist (the
+    operating system's "os error 2", ENOENT on every platform) is a :class:`FileMissingError`."""
     cls = _KINDS.get(kind, Error)
+    if cls is InputError and "(os error 2)" in message:
+        cls = FileMissingError
     return cls(message, flag=flag, file=file, line=line, key=key)

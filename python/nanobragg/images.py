@@ -11,12 +11,13 @@ import os
 from typing import Mapping, Optional, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _nanobragg
 
 __all__ = ["read_smv", "write_smv", "read_cbf", "write_cbf", "read_float", "write_float"]
 
-PathLike = Union[str, os.PathLike]
+PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _read(path: PathLike) -> Tuple[str, bytes]:
@@ -25,12 +26,13 @@ def _read(path: PathLike) -> Tuple[str, bytes]:
         with open(name, "rb") as f:
             return name, f.read()
     except OSError as e:
-        from .errors import InputError
+        from .errors import FileMissingError, InputError
 
-        raise InputError(f"cannot read file '{name}': {e.strerror}", file=name) from None
+        cls = FileMissingError if isinstance(e, FileNotFoundError) else InputError
+        raise cls(f"cannot read file '{name}': {e.strerror}", file=name) from None
 
 
-def _smv_header_dict(text: str) -> dict:
+def _smv_header_dict(text: str) -> dict[str, str]:
     out = {}
     for item in text.replace("\n", "").strip("{}\x0c ").split(";"):
         if "=" in item:
@@ -39,7 +41,7 @@ def _smv_header_dict(text: str) -> dict:
     return out
 
 
-def read_smv(path: PathLike) -> Tuple[np.ndarray, dict]:
+def read_smv(path: PathLike) -> Tuple[npt.NDArray[np.uint16], dict[str, str]]:
     """An SMV image: uint16 pixels (slow, fast) and the header's entries as strings."""
     name, data = _read(path)
     text, pixels = _nanobragg.read_smv(name, data)
@@ -71,7 +73,7 @@ def write_smv(path: PathLike, pixels: np.ndarray, header: Optional[Mapping[str, 
     _nanobragg.write_file_atomic(os.fsdecode(path), data)
 
 
-def read_cbf(path: PathLike) -> Tuple[np.ndarray, dict]:
+def read_cbf(path: PathLike) -> Tuple[npt.NDArray[np.int32], dict[str, str]]:
     """A miniCBF image (byte-offset): int32 pixels (slow, fast) and its ``# key value`` lines."""
     name, data = _read(path)
     text, pixels = _nanobragg.read_cbf(name, data)

@@ -6,6 +6,7 @@ import os
 from typing import Mapping, Optional, Tuple, Union
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["StructureFactors", "structure_factors"]
 
@@ -16,7 +17,7 @@ class StructureFactors:
     ``hkl`` is an (n, 3) int array and ``F`` an (n,) float64 array. ``cell_A_deg`` is the
     model's cell when the table came from a model (``None`` otherwise)."""
 
-    def __init__(self, hkl, F, cell_A_deg: Optional[Tuple[float, ...]] = None, description: str = "", _text: Optional[bytes] = None):
+    def __init__(self, hkl: npt.ArrayLike, F: npt.ArrayLike, cell_A_deg: Optional[Tuple[float, ...]] = None, description: str = "", _text: Optional[bytes] = None) -> None:
         self.hkl = np.asarray(hkl, dtype=np.int64).reshape(-1, 3)
         self.F = np.asarray(F, dtype=np.float64).reshape(-1)
         if len(self.hkl) != len(self.F):
@@ -38,8 +39,8 @@ class StructureFactors:
             self._text = ("\n".join(lines) + "\n").encode()
         return self._text
 
-    def as_dict(self) -> dict:
-        return {tuple(r): f for r, f in zip(self.hkl.tolist(), self.F.tolist())}
+    def as_dict(self) -> dict[Tuple[int, int, int], float]:
+        return {(int(r[0]), int(r[1]), int(r[2])): f for r, f in zip(self.hkl.tolist(), self.F.tolist())}
 
     def __len__(self) -> int:
         return len(self.F)
@@ -48,7 +49,7 @@ class StructureFactors:
         return f"StructureFactors({len(self)} reflections{', ' + self.description if self.description else ''})"
 
 
-def structure_factors(model: Union[str, os.PathLike, bytes], dmin: float, *, name: Optional[str] = None) -> StructureFactors:
+def structure_factors(model: Union[str, "os.PathLike[str]", bytes], dmin: float, *, name: Optional[str] = None) -> StructureFactors:
     """Structure factors of an atomic model (PDB or mmCIF; a path, or the file's bytes/text with
     ``name``) for every reflection with d ≥ ``dmin`` Å, as the CLI's ``-pdb`` computes them."""
     from . import _nanobragg

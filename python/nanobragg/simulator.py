@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Optional, Sequence, Union, cast, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _nanobragg
-from .config import Beam, Crystal, Detector, _port_words, field_of_flag, override_words
+from .config import Backend, Beam, Crystal, Detector, Overrides, Precision, _port_words, field_of_flag, override_words
 from .errors import Error, UsageError
 
-__all__ = ["Simulator", "GRADIENT_PARAMETERS"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["Simulator", "FitResult", "GRADIENT_PARAMETERS", "Loss", "BackgroundModel"]
+
+#: ``fit(loss=...)``: the robust loss of the fit's residuals.
+Loss = Literal["huber", "cauchy", "squared"]
+#: ``fit(background=...)``: none (the target holds the spots alone) or a local estimate.
+BackgroundModel = Literal["none", "local"]
 
 #: The parameters ``render(gradients=...)``, ``vjp`` and :mod:`nanobragg.torch` differentiate by
 #: (units: rad for rot_*, Å for cell lengths and lambda, degrees for angles, mosaic and det_rot*,
@@ -42,10 +53,65 @@ _PREDICT_DTYPE = [
 ]
 
 
-def _name_field(e: Error) -> Error:
-    if getattr(e, "field", None) is None:
+_FLAG_WORD = re.compile(r"(?<![\w-])-[A-Za-z_]\w*")
+
+
+def _name_field(e: Error, python: bool = False) -> Error:
+    """``e`` with ``field`` set from its flag; with ``python`` (the user wrote the configuration
+    in Python) its message names the Python fields (``Beam.wavelength_A``) where the crate's
+    names the flags (``-lambda``), from the one flag → field table (``config.field_of_flag``)."""
+    if e.field is None:
         e.field = field_of_flag(e.flag)
+    if python:
+        message = _FLAG_WORD.sub(lambda m: field_of_flag(m.group(0)) or m.group(0), e.message)
+        if message != e.message:
+            e.message = message
+            e.args = (message,)
     return e
+
+
+@dataclass(frozen=True, eq=False)
+class FitResult:
+    """What :meth:`Simulator.fit` returns (fields described there). Read as attributes
+    (``fit.converged``, ``fit.values["rot_x"]``) or, as the dict it used to be, by key
+    (``fit["values"]``)."""
+
+    values: dict[str, float]
+    """Fitted offsets from the simulator's values, per parameter, in the parameter's unit."""
+    fitted: Overrides
+    """The fitted set-up as keyword values: ``sim.render(**fit.fitted)``."""
+    converged: bool
+    """The crate's decision: the fit ended at a minimum near the target."""
+    verdict: str
+    """Why it did not converge (empty when it did)."""
+    history: list[float]
+    """Cost per selected pixel at each cycle's start and after each accepted step."""
+    iterations: int
+    cycles: int
+    spots_checked: int
+    spots_found: int
+    correlation: float
+    correlation_ceiling: float
+    centroid_spots: int
+    pixels: int
+    image: npt.NDArray[np.float64]
+    """The model at the fit (slow, fast), photons without the background."""
+
+    def __getitem__(self, key: str) -> Any:
+        if not isinstance(key, str) or key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self.__dataclass_fields__
+
+    def keys(self) -> list[str]:
+        """The field names (so that ``dict(fit)`` reads it as a mapping)."""
+        return list(self.__dataclass_fields__)
+
+    def __repr__(self) -> str:
+        state = "converged" if self.converged else f"did not converge: {self.verdict}"
+        return f"<FitResult {state}; {self.iterations} iterations, values {self.values}>"
 
 
 class Simulator:
@@ -70,16 +136,18 @@ class Simulator:
         crystal: Optional[Crystal] = None,
         beam: Optional[Beam] = None,
         detector: Optional[Detector] = None,
-        precision: str = "f64",
-        backend: str = "auto",
+        precision: Precision = "f64",
+        backend: Backend = "auto",
         threads: Optional[int] = None,
         *,
         files: Optional[Mapping[str, bytes]] = None,
         _words: Optional[Sequence[str]] = None,
-    ):
+    ) -> None:
         mem = dict(files or {})
+        # the configuration is the user's Python (errors then name its fields, not the flags)
+        self._typed = _words is None
         if _words is None:
-            words = []
+            words: list[str] = []
             for part, cls in ((crystal, Crystal), (beam, Beam), (detector, Detector)):
                 if part is None:
                     continue
@@ -93,8 +161,6 @@ class Simulator:
             words += _port_words("precision", precision) + _port_words("backend", backend)
             if threads is not None:
                 if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-                    from .errors import UsageError
-
                     raise UsageError(f"Simulator.threads: expected a positive whole number, got {threads!r}", field="Simulator.threads")
                 words += ["-threads", str(threads)]
         else:
@@ -103,10 +169,10 @@ class Simulator:
         try:
             self._s = _nanobragg.Session(list(words), mem)
         except Error as e:
-            raise _name_field(e) from None
+            raise _name_field(e, self._typed) from None
         self.engine: Optional[str] = None
         """Where the last render, gradients or VJP ran (``"cpu"`` or ``"gpu"``)."""
-        self.notices: list = []
+        self.notices: list[str] = []
         """Notices of the last render, gradients or VJP (GPU fallback, threads capped)."""
 
     @classmethod
@@ -116,36 +182,51 @@ class Simulator:
         words = _nanobragg.split_args(args) if isinstance(args, str) else list(args)
         return cls(files=files, _words=words)
 
-    def args(self) -> list:
+    def args(self) -> list[str]:
         """The flag words this Simulator was made from."""
         return self._s.words()
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, int]:
         """(slow, fast) pixels of the rendered image."""
         return self._s.shape
 
     @property
-    def warnings(self) -> list:
+    def warnings(self) -> list[str]:
         """Warnings of the setup (the lines the CLI prints)."""
         return self._s.warnings()
 
-    def info(self) -> dict:
+    def info(self) -> dict[str, Any]:
         """Facts of the resolved setup (pixels, sources, orientations, precision, backend...)."""
-        d = self._s.info()
+        d: dict[str, Any] = self._s.info()
         d["gpu_adapter"] = self._s.gpu_adapter()
         return d
 
-    def _extra(self, overrides: Mapping[str, Any]) -> list:
+    def _extra(self, overrides: Mapping[str, Any], where: str = "render") -> list[str]:
         if not overrides:
             return []
         files = dict(self._files)
-        words = override_words(overrides, files)
+        words = override_words(overrides, files, where)
         if len(files) != len(self._files):
-            raise TypeError("render(): a structure-factor table or source list cannot be overridden; make a new Simulator")
+            raise TypeError(f"{where}(): a structure-factor table or source list cannot be overridden; make a new Simulator")
         return words
 
-    def render(self, gradients: Optional[Sequence[str]] = None, **overrides: Any):
+    def _error(self, e: Error, extra: Sequence[str]) -> Error:
+        """``e`` naming the Python field where the user wrote Python: the typed configuration,
+        or an override's keyword."""
+        return _name_field(e, self._typed or (e.flag is not None and e.flag in extra))
+
+    @overload
+    def render(self, gradients: None = None, **overrides: Unpack[Overrides]) -> npt.NDArray[np.float32]: ...
+
+    @overload
+    def render(
+        self, gradients: Union[str, Sequence[str]], **overrides: Unpack[Overrides]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.floating[Any]]]: ...
+
+    def render(
+        self, gradients: Union[str, Sequence[str], None] = None, **overrides: Unpack[Overrides]
+    ) -> Union[npt.NDArray[np.float32], tuple[npt.NDArray[np.float64], npt.NDArray[np.floating[Any]]]]:
         """Photons per pixel, float32 (slow, fast). The GIL is released while rendering;
         Ctrl-C cancels (KeyboardInterrupt).
 
@@ -169,65 +250,67 @@ class Simulator:
             try:
                 image, tangents, self.engine, self.notices = self._s.gradients(extra, names, [])
             except Error as e:
-                raise _name_field(e) from None
+                raise self._error(e, extra) from None
             return image, tangents
         try:
-            image, self.engine, self.notices = self._s.render(extra)
+            plain, self.engine, self.notices = self._s.render(extra)
         except Error as e:
-            raise _name_field(e) from None
-        return image
+            raise self._error(e, extra) from None
+        return plain
 
-    def vjp(self, weights: np.ndarray, gradients: Sequence[str], **overrides: Any) -> np.ndarray:
+    def vjp(
+        self, weights: npt.ArrayLike, gradients: Union[str, Sequence[str]], **overrides: Unpack[Overrides]
+    ) -> npt.NDArray[np.float64]:
         """The vector–Jacobian product: for each parameter of ``gradients``, the sum over pixels
         of ``weights`` (a (slow, fast) array) times ∂pixel/∂parameter, float64 (P,), without
         keeping the tangent images (what an optimiser needs for a loss's gradient); on the
         simulator's ``backend`` and in its ``precision``, as ``render(gradients=...)``
         (:attr:`engine` says where it ran; on the GPU the tangents are reduced on the host in
         float64)."""
-        extra = self._extra(overrides)
+        extra = self._extra(overrides, "vjp")
         w = np.ascontiguousarray(weights, dtype=np.float64)
         try:
             _, products, self.engine, self.notices = self._s.vjp(extra, _gradient_names(gradients), w, [])
         except Error as e:
-            raise _name_field(e) from None
+            raise self._error(e, extra) from None
         return products
 
-    def vjp_structure_factors(self, weights: np.ndarray, **overrides: Any) -> dict:
+    def vjp_structure_factors(self, weights: npt.ArrayLike, **overrides: Unpack[Overrides]) -> dict[str, npt.NDArray[Any]]:
         """The gradient of ``(weights * image).sum()`` with respect to the structure factors of
         the set-up's table (``hkl=``, or factors computed from a model): a dict with ``hkl``
         (R, 3) int32 Miller indices, ``F`` (R,) and ``grad`` (R,) float64 for the R
         reflections some term reads, and the ``image`` (slow, fast) float64. Each pixel's
         terms contribute ∂T/∂F = 2F·F_latt² times the pixel's factor (MODEL §10.1); f64 on the
-        CPU, nearest lookup (with ``interpolate`` it is an error naming ``-interpolate``)."""
-        extra = self._extra(overrides)
+        CPU, nearest lookup (with ``interpolate`` it is an error naming ``Crystal.interpolate``)."""
+        extra = self._extra(overrides, "vjp_structure_factors")
         w = np.ascontiguousarray(weights, dtype=np.float64)
         try:
             image, hkl, f, grad = self._s.vjp_structure_factors(extra, w)
         except Error as e:
-            raise _name_field(e) from None
+            raise self._error(e, extra) from None
         return {"hkl": hkl, "F": f, "grad": grad, "image": image}
 
     def fit(
         self,
-        target: np.ndarray,
-        params: Sequence[str],
+        target: npt.ArrayLike,
+        params: Union[str, Sequence[str]],
         *,
         start: Optional[Mapping[str, float]] = None,
-        loss: str = "huber",
+        loss: Loss = "huber",
         loss_scale: float = 3.0,
         max_iterations: int = 100,
         cycles: int = 3,
         spot_radius: int = 2,
         spot_threshold: float = 0.01,
         tolerance: float = 1e-8,
-        background: str = "none",
+        background: BackgroundModel = "none",
         background_block: int = 32,
         gain: float = 1.0,
         adc: float = 0.0,
         centroids: bool = False,
-        mask: Optional[np.ndarray] = None,
-        **overrides: Any,
-    ) -> dict:
+        mask: Optional[npt.ArrayLike] = None,
+        **overrides: Unpack[Overrides],
+    ) -> FitResult:
         """Fits ``params`` (names of :data:`GRADIENT_PARAMETERS`: ``rot_x``, ``cell_a``,
         ``distance``, ``beam_x``, ``scale``, ...) to ``target`` (photons per pixel, (slow,
         fast)) by robust least squares on the pixels around the spots (Levenberg–Marquardt on
@@ -245,26 +328,29 @@ class Simulator:
         background estimate and the centroid stage; an excluded pixel's value is never read (it
         may be NaN). Pixels the detector does not render are excluded either way.
 
-        Returns a dict: ``values`` ({name: fitted offset from the simulator's value, in the
+        Returns a :class:`FitResult` (its fields also read as ``fit["values"]``): ``values`` ({name: fitted offset from the simulator's value, in the
         parameter's unit: rad for rotations, Å for cell edges, mm for distance and beam
         centre, relative for scale}), ``history`` (cost per selected pixel at the start and
         after each accepted step), ``iterations``, ``cycles``, ``converged`` (the crate's
-        verdict, as the page's: the solver ended on its tolerance and at least half of the
-        target's 50 strongest spots have a spot of the fitted model within 2.5 pixels;
-        ``values`` are then the lowest point seen), ``verdict`` (why not, empty when it
-        converged), ``spots_checked`` and ``spots_found``, ``pixels`` (the
+        verdict, as the page's: the solver ended on its tolerance, the model correlates with
+        the target on the spot pixels as the noise allows, and at least half of the target's 50
+        strongest spots have a spot of the fitted model within 2.5 pixels; else ``values`` are
+        the lowest point seen), ``verdict`` (why not, empty when it converged),
+        ``spots_checked`` and ``spots_found``, ``correlation`` and ``correlation_ceiling`` (the
+        model's correlation with the target on the spot pixels, and the most the noise allows),
+        ``centroid_spots`` (spots the centroid stage used), ``pixels`` (the
         last selection's size), ``image`` (the model at the fit, float64) and ``fitted``: the
         fitted set-up as keyword values (``misset_deg``, ``cell_A_deg``, ``distance_mm`` or
         ``close_distance_mm``, ``beam_center_mm``, ``fluence_ph_per_m2``, ...: the crate's
-        ``fitted_values``), so that ``sim.render(**fit["fitted"])`` renders the fitted
+        ``fitted_values``), so that ``sim.render(**fit.fitted)`` renders the fitted
         set-up."""
-        extra = self._extra(overrides)
+        extra = self._extra(overrides, "fit")
         names = _gradient_names(params)
         t = np.ascontiguousarray(target, dtype=np.float64)
         if t.ndim != 2:
             raise UsageError(f"fit: target must be a (slow, fast) array, got {t.ndim} dimension(s)")
         st = [(str(k), float(v)) for k, v in (start or {}).items()]
-        m = None
+        m: Optional[npt.NDArray[np.bool_]] = None
         if mask is not None:
             m = np.asarray(mask)
             if m.dtype != np.bool_:
@@ -278,24 +364,31 @@ class Simulator:
                 int(spot_radius), float(spot_threshold), float(tolerance), str(background),
                 int(background_block), float(gain), float(adc), bool(centroids), m)
         except Error as e:
-            raise _name_field(e) from None
-        return {
-            "values": {n: float(v) for n, v in zip(names, values)},
-            "history": list(history),
-            "iterations": iterations,
-            "cycles": cycles_run,
-            "converged": verdict[0],
-            "verdict": verdict[1],
-            "spots_checked": verdict[2],
-            "spots_found": verdict[3],
-            "pixels": pixels,
-            "image": image,
-            "fitted": _fitted_keywords(words),
-        }
+            raise self._error(e, extra) from None
+        converged, why, checked, found, correlation, ceiling, centroid_spots = verdict
+        return FitResult(
+            values={n: float(v) for n, v in zip(names, values)},
+            fitted=_fitted_keywords(words),
+            converged=bool(converged),
+            verdict=str(why),
+            history=[float(h) for h in history],
+            iterations=int(iterations),
+            cycles=int(cycles_run),
+            spots_checked=int(checked),
+            spots_found=int(found),
+            correlation=float(correlation),
+            correlation_ceiling=float(ceiling),
+            centroid_spots=int(centroid_spots),
+            pixels=int(pixels),
+            image=image,
+        )
 
-    def _at(self, names: Sequence[str], offsets: Sequence[float], weights: Optional[np.ndarray] = None):
+    def _at(
+        self, names: Sequence[str], offsets: Sequence[float], weights: Optional[npt.ArrayLike] = None
+    ) -> npt.NDArray[np.float64]:
         """The PyTorch bridge's forward (image at the offsets) and backward (VJP there)."""
         off = [(n, float(v)) for n, v in zip(names, offsets)]
+        extra: list[str] = []
         try:
             if weights is None:
                 image, _, self.engine, self.notices = self._s.gradients([], [], off)
@@ -304,9 +397,11 @@ class Simulator:
             _, products, self.engine, self.notices = self._s.vjp([], list(names), w, off)
             return products
         except Error as e:
-            raise _name_field(e) from None
+            raise self._error(e, extra) from None
 
-    def render_many(self, orientations: Optional[Iterable] = None, *, overrides: Optional[Iterable[Mapping[str, Any]]] = None) -> np.ndarray:
+    def render_many(
+        self, orientations: Optional[npt.ArrayLike] = None, *, overrides: Optional[Iterable[Overrides]] = None
+    ) -> npt.NDArray[np.float32]:
         """A batch of renders as one float32 array (n, slow, fast): one per misset triple of
         ``orientations`` (degrees, an (n, 3) array), or one per mapping of ``overrides``."""
         if (orientations is None) == (overrides is None):
@@ -314,19 +409,19 @@ class Simulator:
         if orientations is not None:
             arr = np.asarray(orientations, dtype=np.float64)
             if arr.ndim != 2 or arr.shape[1] != 3:
-                from .errors import UsageError
-
                 raise UsageError(f"render_many: orientations must be an (n, 3) array of misset angles (degrees), got shape {arr.shape}", field="orientations")
-            items = [{"misset_deg": tuple(r)} for r in arr.tolist()]
+            items: list[Mapping[str, Any]] = [{"misset_deg": tuple(r)} for r in arr.tolist()]
         else:
-            items = list(overrides)
-        extras = [self._extra(o) for o in items]
+            assert overrides is not None
+            items = [cast(Mapping[str, Any], o) for o in overrides]
+        extras = [self._extra(o, "render_many") for o in items]
+        extra = [w for e in extras for w in e]
         try:
             return self._s.render_many(extras)
         except Error as e:
-            raise _name_field(e) from None
+            raise self._error(e, extra) from None
 
-    def predict(self, *, all_reflections: bool = False, **overrides: Any) -> np.ndarray:
+    def predict(self, *, all_reflections: bool = False, **overrides: Unpack[Overrides]) -> npt.NDArray[np.void]:
         """The reflections the CLI's ``-predict`` table lists (what is on the image: the spots in
         the diffraction condition of a still, every crossing of the Ewald sphere of an
         oscillation at its φ; those whose ray meets the detector), as a numpy structured
@@ -334,10 +429,11 @@ class Simulator:
         intensity, partiality, phi_deg, on_detector, in_condition. ``all_reflections=True``:
         every lattice point within the resolution limit (fast/slow NaN where the ray misses the
         detector plane)."""
+        extra = self._extra(overrides, "predict")
         try:
-            cols = self._s.predict(self._extra(overrides), not all_reflections)
+            cols = self._s.predict(extra, not all_reflections)
         except Error as e:
-            raise _name_field(e) from None
+            raise self._error(e, extra) from None
         n = len(cols["h"])
         out = np.empty(n, dtype=_PREDICT_DTYPE)
         for name, _ in _PREDICT_DTYPE:
@@ -346,15 +442,15 @@ class Simulator:
             out = out[out["on_detector"] & np.isfinite(out["fast"]) & np.isfinite(out["slow"])]
         return out
 
-    def int_image(self, image: np.ndarray) -> bytes:
+    def int_image(self, image: npt.ArrayLike) -> bytes:
         """The noiseless SMV file (the CLI's ``-intfile``) of ``image``, as bytes."""
         return self._s.int_image_smv(_flat(image, self.shape))
 
-    def noise_image(self, image: np.ndarray) -> bytes:
+    def noise_image(self, image: npt.ArrayLike) -> bytes:
         """The SMV file with Poisson noise (the CLI's ``-noisefile``, seeded by ``-seed``)."""
         return self._s.noise_image_smv(_flat(image, self.shape))
 
-    def statistics(self, image: np.ndarray) -> dict:
+    def statistics(self, image: npt.ArrayLike) -> dict[str, float]:
         """The CLI's statistics of ``image`` (max, mean, rms, rmsd)."""
         return self._s.statistics(_flat(image, self.shape))
 
@@ -363,13 +459,13 @@ class Simulator:
         return f"<nanobragg.Simulator {f}x{s} pixels>"
 
 
-def _gradient_names(gradients: Any) -> list:
+def _gradient_names(gradients: Union[str, Sequence[str]]) -> list[str]:
     if isinstance(gradients, str):
         return [w for w in gradients.replace(",", " ").split() if w]
     return [str(g) for g in gradients]
 
 
-def _flat(image: np.ndarray, shape: tuple) -> np.ndarray:
+def _flat(image: npt.ArrayLike, shape: tuple[int, int]) -> npt.NDArray[np.float32]:
     a = np.ascontiguousarray(image, dtype=np.float32)
     if a.size != shape[0] * shape[1]:
         raise ValueError(f"image has {a.size} pixels, the detector {shape[1]}x{shape[0]}")
@@ -386,16 +482,16 @@ _FITTED_FIELDS = {
 }
 
 
-def _fitted_keywords(words: Sequence[str]) -> dict:
-    flags: dict = {}
-    flag = None
+def _fitted_keywords(words: Sequence[str]) -> Overrides:
+    flags: dict[str, list[float]] = {}
+    flag = ""
     for w in words:
         try:
             flags[flag].append(float(w))
         except (ValueError, KeyError):
             flag = w
             flags[flag] = []
-    out: dict = {}
+    out: dict[str, Any] = {}
     for flag, vals in flags.items():
         if flag in _FITTED_FIELDS:
             out[_FITTED_FIELDS[flag]] = tuple(vals) if len(vals) > 1 else vals[0]
@@ -403,4 +499,4 @@ def _fitted_keywords(words: Sequence[str]) -> dict:
         out["beam_center_mm"] = (flags["-Xbeam"][0], flags["-Ybeam"][0])
     if "-Na" in flags:
         out["N"] = (flags["-Na"][0], flags["-Nb"][0], flags["-Nc"][0])
-    return out
+    return cast(Overrides, out)

@@ -20,7 +20,7 @@ float32 rounding is ``sim.render()`` at the same values).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -30,18 +30,18 @@ from .simulator import Simulator
 __all__ = ["render", "SimulatorModule", "RenderFunction"]
 
 
-class RenderFunction(torch.autograd.Function):
+class RenderFunction(torch.autograd.Function):  # type: ignore[misc]
     """``RenderFunction.apply(theta, sim, names)``: the image at offsets ``theta`` (1-D)."""
 
     @staticmethod
-    def forward(ctx, theta, sim, names):  # type: ignore[override]
+    def forward(ctx: Any, theta: torch.Tensor, sim: Simulator, names: Sequence[str]) -> torch.Tensor:
         values = theta.detach().cpu().to(torch.float64).numpy()
         ctx.sim, ctx.names, ctx.values = sim, list(names), values
         image = sim._at(ctx.names, values)
         return torch.from_numpy(np.ascontiguousarray(image)).to(dtype=theta.dtype, device=theta.device)
 
     @staticmethod
-    def backward(ctx, grad_output):  # type: ignore[override]
+    def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         w = grad_output.detach().cpu().to(torch.float64).numpy()
         g = ctx.sim._at(ctx.names, ctx.values, weights=w)
         return torch.from_numpy(np.asarray(g)).to(dtype=grad_output.dtype, device=grad_output.device), None, None
@@ -52,14 +52,15 @@ def render(sim: Simulator, names: Sequence[str], theta: torch.Tensor) -> torch.T
     names = list(names)
     if theta.ndim != 1 or theta.shape[0] != len(names):
         raise ValueError(f"theta must be a 1-D tensor of {len(names)} offsets (one per name), got shape {tuple(theta.shape)}")
-    return RenderFunction.apply(theta, sim, names)
+    out: torch.Tensor = RenderFunction.apply(theta, sim, names)
+    return out
 
 
-class SimulatorModule(torch.nn.Module):
+class SimulatorModule(torch.nn.Module):  # type: ignore[misc]
     """A ``torch.nn.Module`` whose parameter ``theta`` (offsets, zeros at the start) moves the
     named parameters of ``sim``; ``forward()`` returns the image."""
 
-    def __init__(self, sim: Simulator, names: Sequence[str], dtype: torch.dtype = torch.float64):
+    def __init__(self, sim: Simulator, names: Sequence[str], dtype: torch.dtype = torch.float64) -> None:
         super().__init__()
         self.sim = sim
         self.names = list(names)

@@ -104,11 +104,15 @@ type FitOut<'py> = (
     Vec<f64>,
     usize,
     usize,
-    (bool, String, usize, usize),
+    FitVerdict,
     usize,
     Bound<'py, PyArray2<f64>>,
     Vec<String>,
 );
+
+/// The crate's decision on a fit: converged, verdict, spots checked, spots found, correlation
+/// on the spot pixels, the noise's ceiling of it, spots the centroid stage used.
+type FitVerdict = (bool, String, usize, usize, f64, f64, usize);
 
 /// a, b, c (Å), α, β, γ (degrees).
 type Cell = (f64, f64, f64, f64, f64, f64);
@@ -231,6 +235,10 @@ impl PySession {
         d.set_item("backend", format!("{:?}", o.backend).to_lowercase())?;
         d.set_item("hkl_source", p.setup.hkl_source.clone())?;
         d.set_item("N", (plan.na, plan.nb, plan.nc))?;
+        // sub-pixels per pixel side, and whether the crate chose it (upstream's rule: a small
+        // crystal gets many, each a full render's cost)
+        d.set_item("oversample", plan.oversample)?;
+        d.set_item("oversample_auto", o.oversample <= 0)?;
         Ok(d)
     }
 
@@ -399,7 +407,7 @@ impl PySession {
 
     /// Fits the parameters `names` to `target` ((slow, fast) float64) at the setup with `extra`
     /// words (the crate's `api::fit`; `mask`: (slow, fast) bool, true = use the pixel); returns (offsets (P,) float64, cost history, iterations,
-    /// cycles, converged, selected pixels, model image at the fit (slow, fast) float64, the fitted
+    /// cycles, the verdict (`FitVerdict`), selected pixels, model image at the fit (slow, fast) float64, the fitted
     /// set-up as flag words: `-misset x y z -cell …`).
     #[pyo3(signature = (extra, names, target, start=Vec::new(), loss="huber".to_string(), loss_scale=3.0, max_iterations=100, cycles=3, spot_radius=2, spot_threshold=0.01, tolerance=1e-8, background="none".to_string(), background_block=32, gain=1.0, adc=0.0, centroids=false, mask=None))]
     #[allow(clippy::too_many_arguments)]
@@ -480,7 +488,15 @@ impl PySession {
             f.history,
             f.iterations,
             f.cycles,
-            (f.converged, f.verdict, f.spots_checked, f.spots_found),
+            (
+                f.converged,
+                f.verdict,
+                f.spots_checked,
+                f.spots_found,
+                f.correlation,
+                f.correlation_ceiling,
+                f.centroid_spots,
+            ),
             f.pixels,
             f.image
                 .into_pyarray(py)

@@ -1,6 +1,7 @@
 """The simtbx-style shim renders what the typed API renders."""
 
 import numpy as np
+import pytest
 
 import nanobragg as nb
 from nanobragg.compat.simtbx import nanoBragg
@@ -43,3 +44,17 @@ def test_simtbx_amatrix_equals_the_cell():
     amat.add_nanoBragg_spots()
     assert cell.raw_pixels.max() > 0
     assert np.allclose(amat.raw_pixels, cell.raw_pixels, rtol=1e-4, atol=1e-6 * cell.raw_pixels.max())
+
+
+def test_simtbx_refuses_an_attribute_typo_naming_the_nearest():
+    SIM = nanoBragg(detpixels_slowfast=(16, 16))
+    with pytest.raises(AttributeError, match=r"'wavelenght_A'; did you mean 'wavelength_A'\?"):
+        SIM.wavelenght_A = 1.5
+    with pytest.raises(AttributeError, match=r"'Ncells_abd'; did you mean 'Ncells_abc'"):
+        SIM.Ncells_abd = (5, 5, 5)
+    with pytest.raises(AttributeError, match="'frobnicate'"):
+        SIM.frobnicate = 1
+    assert not hasattr(SIM, "wavelenght_A")
+    # every attribute the shim documents (and __init__ sets) can be set
+    for name in ("wavelength_A", "Amatrix", "Fhkl", "xtal_shape", "raw_pixels", "seed", "adc_offset_adu", "backend"):
+        setattr(SIM, name, getattr(SIM, name))

@@ -6,6 +6,8 @@ import hashlib
 import json
 import os
 import pathlib
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -255,6 +257,13 @@ def test_slurm_script_and_its_array_entry_point(tmp_path):
     r = run_cli("slurm", spec.path, "--shards-per-task", "2", "--cpus-per-task", "1")
     script = (tmp_path / "out/slurm/job.sh").read_text()
     assert "#SBATCH --array=0-1\n" in script and "#SBATCH --requeue" in script
+    # --mem from the shard a worker holds (2 images of 48x48 here: the 1 GiB base, rounded up)
+    mem = int(re.search(r"^#SBATCH --mem=(\d+)M$", script, re.M).group(1))
+    assert mem % 256 == 0 and 1024 + (2 * 48 * 48 * 4 * 3) / 2**20 <= mem <= 2048, mem
+    # the printed finalize hint: this interpreter and absolute paths, runnable from anywhere
+    hint = r.stdout.strip().split(", then ", 1)[1]
+    assert hint.startswith(shlex.quote(sys.executable) + " -m nanobragg.dataset finalize " + shlex.quote(os.path.abspath(spec.path)))
+    assert f"# then: {hint}\n" in script
     # run the script's body for array tasks 1 then 0 (what sbatch does on each node)
     for t in (1, 0):
         body = subprocess.run(["bash", str(tmp_path / "out/slurm/job.sh")], env={**os.environ, "SLURM_ARRAY_TASK_ID": str(t)},
@@ -262,8 +271,10 @@ def test_slurm_script_and_its_array_entry_point(tmp_path):
         assert body.returncode == 0, body.stderr
         done = sorted(shards_mod.manifest_entries(spec))
         assert done == ([2] if t == 1 else [0, 1, 2])
-    out = run_cli("finalize", spec.path).stdout.strip()
-    assert out.endswith("master.h5")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    fin = subprocess.run(hint, shell=True, cwd=elsewhere, capture_output=True, text=True, timeout=600)
+    assert fin.returncode == 0 and fin.stdout.strip() == str(tmp_path / "out" / "master.h5"), fin.stderr
     ref = write_spec(tmp_path / "ref", n=6, k=2)
     dataset.run_local(ref, workers=1, progress=False)
     assert digests(spec) == digests(ref)
@@ -398,3 +409,78 @@ def test_list_of_models(tmp_path):
         img = sim.render(rotation=p["rotation"].tolist(), wavelength_A=p["wavelength_A"], N=p["N"],
                          fluence_ph_per_m2=p["fluence_ph_per_m2"], mosaic_seed=p["mosaic_seed"])
         assert np.array_equal(imgs[i], np.rint(img.astype(np.float64)).astype(np.int32))
+
+
+def test_ctrl_c_stops_a_local_run_within_seconds_and_resume_is_bit_identical(tmp_path):
+    """Ctrl-C (SIGINT to the run's process group, as a terminal sends it) stops a local run with
+    queued shards within ~2 s, not after them; complete shards are kept, no temporary file is
+    left, and running again renders the rest: the same bytes as an uninterrupted run."""
+    # 16 shards of ~0.5 s each on one thread: most of them still queued at the first one's end
+    slow = SPEC.replace("-detpixels 48", "-detpixels 192").replace("-mosaic_dom 3", "-mosaic_dom 30 -oversample 2")
+    for name in ("ref", "run"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "spec.toml").write_text(slow.format(n=32, k=2, fmt="nxmx"))
+    spec = dataset.load_spec(str(tmp_path / "run/spec.toml"))
+    proc = subprocess.Popen([sys.executable, "-m", "nanobragg.dataset", "run", spec.path, "--workers", "2", "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not shards_mod.manifest_entries(spec) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        os.killpg(proc.pid, signal.SIGINT)
+        t0 = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        stopped = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    print(f"Ctrl-C: stopped in {stopped:.2f} s")
+    assert proc.returncode == 130 and "interrupted (complete shards are kept; run again to resume)" in err, err
+    assert stopped < 3.0, stopped
+    entries = shards_mod.manifest_entries(spec)
+    assert 1 <= len(entries) < 12, entries  # stopped with shards still queued
+    for e in entries.values():
+        assert hashlib.sha256((tmp_path / "run/out" / e["file"]).read_bytes()).hexdigest() == e["sha256"]
+    assert not [p.name for p in (tmp_path / "run/out").iterdir() if ".tmp-" in p.name]
+    res = json.loads(run_cli("run", spec.path, "--workers", "2", "--no-progress").stdout)
+    assert res["skipped"] == len(entries) and res["shards"] == 16 - len(entries)
+    ref = dataset.load_spec(str(tmp_path / "ref/spec.toml"))
+    dataset.run_local(ref, workers=1, progress=False)
+    dataset.finalize(ref)
+    assert digests(spec) == digests(ref)
+    for name in [*digests(ref), "master.h5"]:
+        assert (tmp_path / "run/out" / name).read_bytes() == (tmp_path / "ref/out" / name).read_bytes(), name
+
+
+def test_slurm_memory_grows_with_the_shard_and_can_be_given(tmp_path):
+    spec = write_spec(tmp_path, n=400, k=100)
+    eiger4m = 2068 * 2162
+    mem = dataset.slurm_memory_mb(spec, eiger4m)
+    held = 100 * eiger4m * 4 * 3 / 2**20  # a shard of int32 frames: images, file bytes, writer buffers
+    assert held + 1024 <= mem <= 1.6 * (held + 1024) and mem % 256 == 0, (mem, held)
+    assert dataset.slurm_memory_mb(spec, eiger4m // 4) < mem
+    run_cli("slurm", spec.path, "--mem", "5000")
+    assert "#SBATCH --mem=5000M\n" in (tmp_path / "out/slurm/job.sh").read_text()
+
+
+def test_an_automatic_oversample_is_said_in_the_run_output(tmp_path):
+    """A 1 µm crystal: the crate picks upstream's oversample ceil(3·size / (λ·distance/pixel)),
+    which the run says (and reports in its JSON); given in the description, nothing is said."""
+    text = SPEC.format(n=2, k=1, fmt="npz").replace(
+        "-N 6 -lambda 1.0 -distance 80 -detpixels 48", "-xtalsize 0.001 -lambda 1.0 -distance 80 -detpixels 12")
+    text = text.replace('N = {{ dist = "grid", values = [4, 6] }}', "").replace('N = { dist = "grid", values = [4, 6] }', "")
+    (tmp_path / "spec.toml").write_text(text)
+    spec = dataset.load_spec(str(tmp_path / "spec.toml"))
+    sim = nb.Simulator.from_args("-cell 78 78 38 90 90 90 -xtalsize 0.001 -lambda 1.0 -distance 80 -detpixels 12 -pixel 0.2 -default_F 1")
+    na, nb_, nc = sim.info()["N"]
+    size_m = max(78 * na, 78 * nb_, 38 * nc) * 1e-10
+    expected = int(np.ceil(3 * size_m / (1e-10 * 0.080 / 0.0002)))
+    assert expected > 50
+    r = run_cli("run", spec.path, "--workers", "1", "--no-progress")
+    assert f"nanobragg-dataset: oversample {expected}: chosen automatically" in r.stderr, r.stderr
+    assert "[base.detector]" in r.stderr and json.loads(r.stdout)["oversample"] == expected
+    (tmp_path / "given").mkdir()
+    (tmp_path / "given/spec.toml").write_text(text + "\n[base.detector]\noversample = 2\n")
+    r = run_cli("run", str(tmp_path / "given/spec.toml"), "--workers", "1", "--no-progress")
+    assert "oversample" not in r.stderr and json.loads(r.stdout)["oversample"] == 2

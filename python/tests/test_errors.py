@@ -166,3 +166,69 @@ def test_fuzz_random_keyword_values_only_raise():
             assert img.dtype == np.float32 and img.ndim == 2 and np.isfinite(img).all(), kw
             outcomes["image"] += 1
     assert outcomes["image"] > 10 and outcomes["error"] > 10, outcomes
+
+
+@pytest.mark.parametrize("field_kw, flag_words", [
+    ({"beam": nb.Beam(wavelength_A=-1.0)}, ["-lambda", "-1.0"]),
+    ({"crystal": nb.Crystal(cell_A_deg=(50, 50, 50, 90, 90, 90), default_F=10, mosaic_spread_deg=-1.0)}, ["-mosaic", "-1.0"]),
+    ({"detector": nb.Detector(pixels=16, distance_mm=0.0)}, ["-distance", "0.0"]),
+    ({"detector": nb.Detector(pixels=16, pixel_mm=-0.1)}, ["-pixel", "-0.1"]),
+    ({"beam": nb.Beam(wavelength_A=1.0, dispersion_pct=-5.0)}, ["-dispersion", "-5.0"]),
+])
+def test_errors_name_the_python_field_where_the_user_wrote_python(field_kw, flag_words):
+    """The same bad value, written as flags and as a typed field: the crate's message, with the
+    flag (from_args) or the Python field (typed configuration, and a render's keyword override)
+    where it names the parameter, and nothing else changed."""
+    base = {"crystal": nb.Crystal(cell_A_deg=(50, 50, 50, 90, 90, 90), default_F=10),
+            "beam": nb.Beam(wavelength_A=1.0), "detector": nb.Detector(pixels=16)}
+    base.update(field_kw)
+    with pytest.raises(nb.UsageError) as typed:
+        nb.Simulator(base["crystal"], base["beam"], base["detector"])
+    with pytest.raises(nb.UsageError) as flags:
+        nb.Simulator.from_args(GOOD.split() + flag_words)
+    flag = flag_words[0]
+    assert typed.value.flag == flags.value.flag == flag
+    field = typed.value.field
+    assert field is not None and field == flags.value.field
+    assert str(flags.value).startswith(flag + ":"), str(flags.value)
+    assert str(typed.value) == str(flags.value).replace(flag, field, 1), (str(typed.value), str(flags.value))
+    assert flag not in str(typed.value)
+    # an override is Python too, on a Simulator made from flags
+    good = nb.Simulator.from_args(GOOD)
+    keyword = field.split(".")[1]
+    value = field_kw[next(iter(field_kw))].__dict__[keyword]
+    with pytest.raises(nb.UsageError) as over:
+        good.render(**{keyword: value})
+    assert str(over.value) == str(typed.value)
+
+
+def test_a_missing_input_file_is_a_file_not_found_error(tmp_path):
+    missing = str(tmp_path / "absent.mat")
+    with pytest.raises(FileNotFoundError) as e:
+        nb.Simulator(nb.Crystal(mat_file=missing, default_F=10), nb.Beam(wavelength_A=1.0), nb.Detector(pixels=16))
+    assert isinstance(e.value, nb.InputError) and isinstance(e.value, nb.FileMissingError)
+    assert e.value.filename == missing and e.value.errno == 2 and missing in str(e.value)
+    for read in (nb.read_smv, nb.read_cbf, nb.read_float):
+        with pytest.raises(FileNotFoundError) as e:
+            read(tmp_path / "absent.img")
+        assert isinstance(e.value, nb.InputError) and e.value.filename == str(tmp_path / "absent.img")
+    # a file that exists but cannot be parsed stays an InputError, not a FileNotFoundError
+    (tmp_path / "bad.mat").write_text("not a matrix\n")
+    with pytest.raises(nb.InputError) as e:
+        nb.Simulator(nb.Crystal(mat_file=str(tmp_path / "bad.mat"), default_F=10), nb.Beam(wavelength_A=1.0), nb.Detector(pixels=16))
+    assert not isinstance(e.value, FileNotFoundError)
+
+
+def test_every_keyword_taking_method_refuses_a_typo_naming_itself():
+    sim = nb.Simulator.from_args(GOOD)
+    image = sim.render()
+    calls = {
+        "render": lambda: sim.render(mosaic_sead=1),
+        "vjp": lambda: sim.vjp(image, ["rot_x"], mosaic_sead=1),
+        "fit": lambda: sim.fit(image, ["rot_x"], mosaic_sead=1),
+        "predict": lambda: sim.predict(mosaic_sead=1),
+        "render_many": lambda: sim.render_many(overrides=[{"mosaic_sead": 1}]),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=rf"^{name}\(\) got an unexpected keyword argument 'mosaic_sead'.*did you mean 'mosaic_seed'"):
+            call()

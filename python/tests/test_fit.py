@@ -26,7 +26,10 @@ def test_fit_recovers_orientation_and_cell_from_a_noisy_still():
     fit = sim.fit(target, params=NAMES)
     secs = time.perf_counter() - t0
     print(f"fit: {fit['iterations']} iterations, {secs:.2f} s, values {fit['values']}")
-    assert fit["converged"]
+    assert fit["converged"] and fit.converged and fit.verdict == ""
+    # the crate's correlation on the spot pixels: a converged noiseless fit is at its ceiling
+    assert 0.99 <= fit.correlation <= 1.0 + 1e-12 and 0.0 < fit.correlation_ceiling <= 1.0 + 1e-12
+    assert fit.correlation >= 0.99 * fit.correlation_ceiling
     assert set(fit["values"]) == set(NAMES)
     for n in ["rot_x", "rot_y", "rot_z"]:
         assert abs(fit["values"][n] - truth[n]) / DEG <= 0.02, n

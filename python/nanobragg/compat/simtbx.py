@@ -38,14 +38,16 @@ is this package's wgpu kernel).
 
 from __future__ import annotations
 
+import difflib
 import os
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
+import numpy.typing as npt
 
 from ..chain import noisify as _noisify
 from ..chain import nonbragg as _nonbragg
-from ..config import Beam, Crystal, Detector
+from ..config import Backend, Beam, Crystal, Detector, Files, Precision, Shape
 from ..sf import StructureFactors
 from ..simulator import Simulator
 
@@ -53,12 +55,57 @@ __all__ = ["nanoBragg"]
 
 
 class nanoBragg:
-    """The simtbx-style simulator (see the module's docstring for what it covers)."""
+    """The simtbx-style simulator (see the module's docstring for what it covers). Setting an
+    attribute it does not have (``SIM.wavelenght_A = 1``) is an ``AttributeError`` naming the
+    nearest ones, not a silently ignored new attribute."""
 
-    def __init__(self, detpixels_slowfast=(1024, 1024), pixel_size_mm=0.1, Ncells_abc=(1, 1, 1), wavelength_A=1.0, verbose=0, oversample=0):
-        self.detpixels_slowfast = tuple(detpixels_slowfast)
+    detpixels_slowfast: tuple[int, int]
+    pixel_size_mm: float
+    Ncells_abc: tuple[float, float, float]
+    wavelength_A: float
+    oversample: int
+    verbose: int
+    distance_mm: float
+    beam_center_mm: Optional[tuple[float, float]]
+    unit_cell_tuple: Optional[tuple[float, float, float, float, float, float]]
+    Amatrix: Any
+    missets_deg: Optional[tuple[float, float, float]]
+    Fhkl: Any
+    default_F: float
+    xtal_shape: Shape
+    mosaic_spread_deg: float
+    mosaic_domains: int
+    mosaic_seed: Optional[int]
+    phi_deg: float
+    osc_deg: Optional[float]
+    phisteps: Optional[int]
+    dispersion_pct: float
+    divergence_mrad: float
+    polarization: Optional[float]
+    fluence: Optional[float]
+    flux: Optional[float]
+    exposure_s: Optional[float]
+    beamsize_mm: Optional[float]
+    point_pixel: bool
+    detector_thick_mm: float
+    adc_offset_adu: float
+    seed: int
+    backend: Backend
+    precision: Precision
+    raw_pixels: npt.NDArray[np.float64]
+
+    def __init__(
+        self,
+        detpixels_slowfast: tuple[int, int] = (1024, 1024),
+        pixel_size_mm: float = 0.1,
+        Ncells_abc: tuple[float, float, float] = (1, 1, 1),
+        wavelength_A: float = 1.0,
+        verbose: int = 0,
+        oversample: int = 0,
+    ) -> None:
+        self.detpixels_slowfast = (int(detpixels_slowfast[0]), int(detpixels_slowfast[1]))
         self.pixel_size_mm = pixel_size_mm
-        self.Ncells_abc = tuple(Ncells_abc)
+        self.Ncells_abc = (Ncells_abc[0], Ncells_abc[1], Ncells_abc[2])
         self.wavelength_A = wavelength_A
         self.oversample = oversample
         self.verbose = verbose
@@ -93,9 +140,19 @@ class nanoBragg:
         self.raw_pixels = np.zeros((s, f), dtype=np.float64)
         self._sim: Optional[Simulator] = None
 
-    def _config(self):
-        files = {}
-        c = Crystal(N=tuple(self.Ncells_abc), default_F=self.default_F, shape=self.xtal_shape,
+    if not TYPE_CHECKING:  # a type checker reports an unknown attribute itself (no __setattr__)
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            if not name.startswith("_") and name not in _ATTRIBUTES:
+                near = difflib.get_close_matches(name, _ATTRIBUTES, n=2)
+                hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else " (see the module's docstring for what it covers)"
+                raise AttributeError(f"nanoBragg has no attribute {name!r}{hint}", name=name, obj=self)
+            object.__setattr__(self, name, value)
+
+    def _config(self) -> tuple[Crystal, Beam, Detector, Files]:
+        files: Files = {}
+        na, nb_, nc_ = self.Ncells_abc
+        c = Crystal(N=(na, nb_, nc_), default_F=self.default_F, shape=self.xtal_shape,
                     mosaic_spread_deg=self.mosaic_spread_deg or None, mosaic_domains=self.mosaic_domains if self.mosaic_spread_deg else None,
                     mosaic_seed=self.mosaic_seed, phi_deg=self.phi_deg, osc_deg=self.osc_deg, phisteps=self.phisteps)
         if self.Amatrix is not None:
@@ -107,7 +164,8 @@ class nanoBragg:
         elif self.unit_cell_tuple is not None:
             c.cell_A_deg = tuple(self.unit_cell_tuple)
         if self.missets_deg is not None:
-            c.misset_deg = tuple(self.missets_deg)
+            x, y, z = self.missets_deg
+            c.misset_deg = (x, y, z)
         if self.Fhkl is not None:
             c.F = self.Fhkl if isinstance(self.Fhkl, StructureFactors) else StructureFactors.from_dict(self.Fhkl)
         b = Beam(wavelength_A=self.wavelength_A, dispersion_pct=self.dispersion_pct or None, divergence_mrad=self.divergence_mrad or None,
@@ -118,7 +176,8 @@ class nanoBragg:
                      oversample=self.oversample or None, point_pixel=self.point_pixel or None,
                      thickness_um=(self.detector_thick_mm * 1e3) or None)
         if self.beam_center_mm is not None:
-            d.beam_center_mm = tuple(self.beam_center_mm)
+            bx, by = self.beam_center_mm
+            d.beam_center_mm = (bx, by)
         return c, b, d, files
 
     def _simulator(self) -> Simulator:
@@ -130,7 +189,9 @@ class nanoBragg:
         self._sim = self._simulator()
         self.raw_pixels = self.raw_pixels + self._sim.render().astype(np.float64)
 
-    def add_background(self, stol: str = "water.stol", thick_mm: float = 0.1, density_gcm3: float = 1.0, molecular_weight: float = 18.0) -> None:
+    def add_background(
+        self, stol: str = "water.stol", thick_mm: float = 0.1, density_gcm3: float = 1.0, molecular_weight: float = 18.0
+    ) -> None:
         """Adds nonBragg's amorphous background (a bundled or given ``.stol`` table) on the
         same detector and beam."""
         s, f = self.detpixels_slowfast
@@ -151,6 +212,7 @@ class nanoBragg:
         if psf_fwhm_um:
             words += ["-psf", "gauss", "-psf_fwhm", repr(float(psf_fwhm_um))]
         r = _noisify(self.raw_pixels.astype(np.float32), words)
+        assert r.noise_image is not None  # noisify without -nonoise
         self.raw_pixels = r.noise_image.astype(np.float64)
 
     def to_smv_format(self, fileout: str, intfile_scale: float = 0.0) -> None:
@@ -163,3 +225,7 @@ class nanoBragg:
         from .. import _nanobragg
 
         _nanobragg.write_file_atomic(os.fsdecode(fileout), data)
+
+
+# the attributes a nanoBragg has (those its class declares), the only ones it lets be set
+_ATTRIBUTES: tuple[str, ...] = tuple(nanoBragg.__annotations__)

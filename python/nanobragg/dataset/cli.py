@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from typing import List, Optional
 
@@ -19,7 +20,7 @@ def _shards(text: Optional[str], n: int) -> Optional[List[int]]:
     """"3", "0-9", "1,4,7-8" -> shard indices (checked against 0..n-1)."""
     if text is None:
         return None
-    out = []
+    out: List[int] = []
     for part in text.split(","):
         a, _, b = part.partition("-")
         try:
@@ -36,7 +37,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="nanobragg-dataset", description="Render a dataset described by a TOML file as independent shards (docs/datasets.md).")
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    def common(sp):
+    def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("spec", help="the dataset description (TOML)")
         sp.add_argument("--output", help="the dataset folder (default: dataset.output of the description)")
 
@@ -59,6 +60,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     s.add_argument("--time", default="04:00:00")
     s.add_argument("--cpus-per-task", type=int, default=1)
     s.add_argument("--gpus-per-task", type=int, default=0)
+    s.add_argument("--mem", type=int, metavar="MiB", help="memory per array task (default: sized from the shard, "
+                   "which a worker holds whole)")
     s.add_argument("--max-running", type=int)
     s.add_argument("--sbatch", action="append", default=[], help="another #SBATCH line (repeatable)")
 
@@ -80,6 +83,12 @@ def main(argv: Optional[List[str]] = None) -> int:
 
                 spec = dataclasses.replace(spec, threads=a.threads)
             shards = _shards(a.shards, spec.n_shards)
+            from .params import base_facts, oversample_notice
+
+            facts = base_facts(spec)
+            notice = oversample_notice(spec, facts)
+            if notice:
+                print(f"nanobragg-dataset: {notice}", file=sys.stderr, flush=True)
             if a.engine == "ray":
                 from .engines import run_ray
 
@@ -89,6 +98,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
                 res = run_local(spec, workers=a.workers, shards=shards, progress=not a.no_progress)
             res["images_per_s"] = round(res["images"] / res["seconds"], 3) if res["seconds"] > 0 and res["images"] else None
+            res["oversample"] = facts["oversample"]
             if shards is None and not a.no_finalize:
                 from .finalize import finalize
 
@@ -98,14 +108,19 @@ def main(argv: Optional[List[str]] = None) -> int:
             from .engines import slurm_script
             from .shards import prepare_output, write_atomic
 
+            if a.mem is not None and a.mem < 1:
+                raise SystemExit(f"nanobragg-dataset: --mem: expected a number of MiB >= 1, got {a.mem}")
             prepare_output(spec)
             os.makedirs(os.path.join(spec.output, "slurm"), exist_ok=True)
             path = a.script or os.path.join(spec.output, "slurm", "job.sh")
             text = slurm_script(spec, shards_per_task=a.shards_per_task, partition=a.partition, time_limit=a.time,
-                                cpus_per_task=a.cpus_per_task, gpus_per_task=a.gpus_per_task, max_running=a.max_running, extra=a.sbatch)
+                                cpus_per_task=a.cpus_per_task, gpus_per_task=a.gpus_per_task, max_running=a.max_running, extra=a.sbatch,
+                                mem_mb=a.mem)
             write_atomic(path, text.encode())
             os.chmod(path, 0o755)
-            print(f"wrote {path}: sbatch {path}, then python -m nanobragg.dataset finalize {a.spec}" + (f" --output {a.output}" if a.output else ""))
+            from .engines import finalize_command
+
+            print(f"wrote {path}: sbatch {shlex.quote(os.path.abspath(path))}, then {finalize_command(spec)}")
         elif a.cmd == "finalize":
             from .finalize import finalize
 

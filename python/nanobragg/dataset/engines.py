@@ -11,12 +11,12 @@ import os
 import shlex
 import sys
 import time
-from typing import Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
 from .shards import is_complete, pending, prepare_output, write_shard
 from .spec import Spec, load_spec
 
-__all__ = ["run_shard", "run_local", "run_ray", "slurm_script", "Progress"]
+__all__ = ["run_shard", "run_local", "run_ray", "slurm_script", "slurm_memory_mb", "finalize_command", "Progress"]
 
 
 def _worker_threads(spec: Spec, workers: int) -> Optional[int]:
@@ -25,7 +25,7 @@ def _worker_threads(spec: Spec, workers: int) -> Optional[int]:
     return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
-def _fault(shard: int, progress):
+def _fault(shard: int, progress: Optional[Callable[[int], None]]) -> Optional[Callable[[int], None]]:
     """Fault injection for the reliability tests: NANOBRAGG_DATASET_KILL="SHARD:IMAGES:MARKER"
     makes the process rendering SHARD SIGKILL itself after IMAGES of its images, once (the
     MARKER file records that it happened)."""
@@ -37,7 +37,7 @@ def _fault(shard: int, progress):
         return progress
     count = [0]
 
-    def hook(n):
+    def hook(n: int) -> None:
         if progress:
             progress(n)
         count[0] += n
@@ -50,7 +50,8 @@ def _fault(shard: int, progress):
     return hook
 
 
-def run_shard(spec_path: str, output: Optional[str], shard: int, threads: Optional[int] = None, progress=None) -> Optional[dict]:
+def run_shard(spec_path: str, output: Optional[str], shard: int, threads: Optional[int] = None,
+              progress: Optional[Callable[[int], None]] = None) -> Optional[Dict[str, Any]]:
     """One shard, in this process (what every engine's worker and the Slurm array task call)."""
     progress = _fault(shard, progress)
     spec = load_spec(spec_path, output=output)
@@ -64,7 +65,7 @@ def run_shard(spec_path: str, output: Optional[str], shard: int, threads: Option
 class Progress:
     """A one-line progress bar on stderr: images done, images/s, ETA."""
 
-    def __init__(self, total: int, done: int = 0, stream=None, enabled: bool = True):
+    def __init__(self, total: int, done: int = 0, stream: Optional[TextIO] = None, enabled: bool = True) -> None:
         self.total, self.done, self.start_done = total, done, done
         self.t0 = time.monotonic()
         self.stream = stream or sys.stderr
@@ -100,18 +101,51 @@ class Progress:
 _queue = None
 
 
-def _init_worker(q):
+def _init_worker(q: Any) -> None:
     global _queue
     _queue = q
+    # Ctrl-C reaches the whole process group: the parent stops the pool (_stop_pool); a worker
+    # does not die of it on its own mid-write
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _pool_task(spec_path, output, shard, threads):
+def _stop_pool(ex: Any, output: str) -> None:
+    """Stops a process pool now (Ctrl-C, or a failed shard): the queued shards cancelled, the
+    workers ended (a shard being rendered is left out, unlisted: complete shards are kept), and
+    their temporary files removed."""
+    # the workers, before shutdown() forgets them (CPython >= 3.14 has terminate_workers())
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.join(timeout=2)
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=2)
+    try:
+        names = os.listdir(output)
+    except OSError:
+        return
+    pids = {str(p.pid) for p in procs}
+    for n in names:
+        if ".tmp-" in n and n.rsplit(".tmp-", 1)[1] in pids:
+            try:
+                os.unlink(os.path.join(output, n))
+            except OSError:
+                pass
+
+
+def _pool_task(spec_path: str, output: Optional[str], shard: int, threads: Optional[int]) -> Optional[Dict[str, Any]]:
     q = _queue
     return run_shard(spec_path, output, shard, threads, progress=(lambda n: q.put(n)) if q is not None else None)
 
 
 def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[int]] = None, progress: bool = True,
-              on_done: Optional[Callable[[int], None]] = None) -> dict:
+              on_done: Optional[Callable[[int], None]] = None) -> Dict[str, Any]:
     """Runs the pending shards on a pool of ``workers`` processes (default: the cores; 1 runs
     in this process). Returns {"shards": rendered, "skipped": complete before, "images": n,
     "seconds": wall}."""
@@ -137,7 +171,8 @@ def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[i
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
-        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(q,)) as ex:
+        ex = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(q,))
+        try:
             futs = {ex.submit(_pool_task, spec.path, spec.output, s, threads): s for s in todo}
             remaining = set(futs)
             while remaining:
@@ -159,11 +194,18 @@ def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[i
                     time.sleep(0.05)
             while not q.empty():
                 bar.add(q.get())
+        except BaseException:
+            # Ctrl-C (KeyboardInterrupt) or a failed shard: stop within a second or two, not
+            # after the queued shards
+            _stop_pool(ex, spec.output)
+            bar.close()
+            raise
+        ex.shutdown(wait=True)
     bar.close()
     return {"shards": len(todo), "skipped": len(all_shards) - len(todo), "images": n_img, "seconds": time.monotonic() - t0}
 
 
-def gpu_adapter_env() -> dict:
+def gpu_adapter_env() -> Dict[str, str]:
     """Environment for a Ray task given GPU(s): Vulkan ignores CUDA_VISIBLE_DEVICES, so the
     task's first GPU is named to the crate by its PCI bus id (NANOBRAGG_GPU_ADAPTER=pci:<id>,
     from nvidia-smi), unless the user set NANOBRAGG_GPU_ADAPTER already."""
@@ -182,14 +224,14 @@ def gpu_adapter_env() -> dict:
     return {"NANOBRAGG_GPU_ADAPTER": "pci:" + out} if out else {}
 
 
-def _ray_task(spec_path, output, shard, threads):
+def _ray_task(spec_path: str, output: Optional[str], shard: int, threads: Optional[int]) -> Tuple[int, int]:
     os.environ.update(gpu_adapter_env())
     e = run_shard(spec_path, output, shard, threads)
     return shard, (e or {}).get("n_images", 0)
 
 
 def run_ray(spec: Spec, address: Optional[str] = None, shards: Optional[List[int]] = None, progress: bool = True,
-            retries: int = 3, cpus_per_task: int = 1, init_kwargs: Optional[dict] = None) -> dict:
+            retries: int = 3, cpus_per_task: int = 1, init_kwargs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Runs the pending shards as Ray tasks (``ray.init(address)``: None starts a local
     Ray; "auto" or "ray://host:port" joins a cluster). Each task retries ``retries`` times
     (a worker that dies mid-shard leaves no entry; the retry writes the shard again). With
@@ -210,7 +252,7 @@ def run_ray(spec: Spec, address: Optional[str] = None, shards: Optional[List[int
         started = True
     t0 = time.monotonic()
     try:
-        opts = {"max_retries": retries, "retry_exceptions": False, "num_cpus": cpus_per_task}
+        opts: Dict[str, Any] = {"max_retries": retries, "retry_exceptions": False, "num_cpus": cpus_per_task}
         if spec.backend == "gpu":
             opts["num_gpus"] = 1
         task = ray.remote(**opts)(_ray_task)
@@ -228,19 +270,51 @@ def run_ray(spec: Spec, address: Optional[str] = None, shards: Optional[List[int
     return {"shards": len(todo), "skipped": len(all_shards) - len(todo), "images": n_img, "seconds": time.monotonic() - t0}
 
 
+#: What a worker process needs besides its shard (Python, NumPy, h5py, the renderer and its
+#: structure-factor tables), MiB.
+WORKER_BASE_MB = 1024
+
+
+def slurm_memory_mb(spec: Spec, pixels: int) -> int:
+    """Memory (MiB) for one array task: a worker holds a whole shard (its images, 4 bytes a
+    pixel, and the file's bytes and the writer's buffers, as large again each), one image's
+    render and noise in float64, and :data:`WORKER_BASE_MB`; with a quarter more, rounded up to
+    256 MiB."""
+    shard = spec.shard_size * pixels * 4 * 3
+    image = pixels * 8 * 4
+    need = WORKER_BASE_MB * 2**20 + shard + image
+    return -(-int(need * 1.25) // (256 * 2**20)) * 256
+
+
+def finalize_command(spec: Spec, python: Optional[str] = None) -> str:
+    """The shell command that finalizes ``spec``'s dataset from anywhere: this interpreter (or
+    ``python``) and absolute paths."""
+    py = python or sys.executable
+    return (f"{shlex.quote(py)} -m nanobragg.dataset finalize {shlex.quote(os.path.abspath(spec.path))} "
+            f"--output {shlex.quote(os.path.abspath(spec.output))}")
+
+
 def slurm_script(spec: Spec, *, shards_per_task: int = 1, python: Optional[str] = None, partition: Optional[str] = None,
                  time_limit: str = "04:00:00", cpus_per_task: int = 1, gpus_per_task: int = 0, max_running: Optional[int] = None,
-                 extra: Optional[List[str]] = None) -> str:
+                 extra: Optional[List[str]] = None, mem_mb: Optional[int] = None, pixels: Optional[int] = None) -> str:
     """A job-array batch script: array index t runs shards t·k … t·k+k-1 (k = shards_per_task)
     through ``python -m nanobragg.dataset run SPEC --shards``; ``--requeue`` puts a task whose
-    node failed back in the queue, and the re-run skips shards already complete."""
+    node failed back in the queue, and the re-run skips shards already complete. ``--mem`` is
+    ``mem_mb``, else :func:`slurm_memory_mb` of the image size (``pixels``, else the base
+    set-up's)."""
     tasks = -(-spec.n_shards // shards_per_task)
     py = python or sys.executable
+    if mem_mb is None:
+        if pixels is None:
+            from .params import base_facts
+
+            pixels = base_facts(spec)["pixels"]
+        mem_mb = slurm_memory_mb(spec, pixels)
     log = os.path.join(spec.output, "slurm", "%A_%a.log")
     lines = ["#!/bin/bash", f"#SBATCH --job-name=nanobragg-{os.path.basename(spec.output.rstrip('/')) or 'dataset'}",
              f"#SBATCH --array=0-{tasks - 1}" + (f"%{max_running}" if max_running else ""),
              "#SBATCH --requeue", "#SBATCH --ntasks=1", f"#SBATCH --cpus-per-task={cpus_per_task}",
-             f"#SBATCH --time={time_limit}", f"#SBATCH --output={log}"]
+             f"#SBATCH --mem={mem_mb}M", f"#SBATCH --time={time_limit}", f"#SBATCH --output={log}"]
     if partition:
         lines.append(f"#SBATCH --partition={partition}")
     if gpus_per_task:
@@ -250,7 +324,7 @@ def slurm_script(spec: Spec, *, shards_per_task: int = 1, python: Optional[str] 
     lines += [
         "set -euo pipefail",
         f"# {spec.n_shards} shards of {spec.shard_size} images, {k} per array task; rerun `sbatch` of this file to resume,",
-        f"# then: {shlex.quote(py)} -m nanobragg.dataset finalize {shlex.quote(spec.path)} --output {shlex.quote(spec.output)}",
+        f"# then: {finalize_command(spec, py)}",
         f"first=$(( SLURM_ARRAY_TASK_ID * {k} ))",
         f"last=$(( first + {k} - 1 < {spec.n_shards - 1} ? first + {k} - 1 : {spec.n_shards - 1} ))",
         f"exec {shlex.quote(py)} -m nanobragg.dataset run {shlex.quote(os.path.abspath(spec.path))} "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from .spec import Spec
 __all__ = ["check_manifest", "finalize", "verify", "read_image"]
 
 
-def check_manifest(spec: Spec, checksums: bool = True) -> List[dict]:
+def check_manifest(spec: Spec, checksums: bool = True) -> List[Dict[str, Any]]:
     """Every shard has an entry for this description, its file exists with the entry's size
     (and sha256, when ``checksums``); returns the entries in order. Raises DatasetError
     listing what is missing or wrong."""
@@ -82,14 +82,16 @@ def read_image(spec: Spec, i: int) -> np.ndarray:
     k = i - s * spec.shard_size
     if spec.format == "npz":
         with np.load(path) as z:
-            return z["images"][k]
+            out: np.ndarray = z["images"][k]
+            return out
     import h5py
 
     with h5py.File(path, "r") as f:
-        return f["/entry/data/data"][k]
+        frame: np.ndarray = f["/entry/data/data"][k]
+        return frame
 
 
-def verify(spec: Spec, rerender: int = 0, seed: Optional[int] = None) -> dict:
+def verify(spec: Spec, rerender: int = 0, seed: Optional[int] = None) -> Dict[str, Any]:
     """Checks every shard against the manifest (sha256) and re-renders ``rerender`` images
     chosen at random (alone, from their index) against the stored ones."""
     entries = check_manifest(spec, checksums=True)

@@ -22,9 +22,12 @@ the same bytes.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..simulator import Simulator
 
 __all__ = ["shard_bytes", "master_bytes", "SATURATION"]
 
@@ -33,7 +36,7 @@ SATURATION = 2**31 - 1
 image is)."""
 
 
-def _group(parent, name: str, nx_class: str):
+def _group(parent: Any, name: str, nx_class: str) -> Any:
     import h5py
 
     gcpl = h5py.h5p.create(h5py.h5p.GROUP_CREATE)
@@ -44,18 +47,18 @@ def _group(parent, name: str, nx_class: str):
     return g
 
 
-def _ds(parent, name: str, data, units: Optional[str] = None, **kw):
+def _ds(parent: Any, name: str, data: Any, units: Optional[str] = None, **kw: Any) -> Any:
     d = parent.create_dataset(name, data=data, track_times=False, **kw)
     if units:
         d.attrs["units"] = np.bytes_(units)
     return d
 
 
-def _str(parent, name: str, text: str):
+def _str(parent: Any, name: str, text: str) -> Any:
     return _ds(parent, name, np.bytes_(text))
 
 
-def _virtual(parent, name: str, layout, fillvalue=None):
+def _virtual(parent: Any, name: str, layout: Any, fillvalue: Any = None) -> Any:
     """A virtual dataset without modification times (h5py's create_virtual_dataset stores them)."""
     import h5py
 
@@ -68,7 +71,7 @@ def _virtual(parent, name: str, layout, fillvalue=None):
     h5py.h5d.create(parent.id, name=name.encode(), tid=tid, space=space, dcpl=dcpl)
 
 
-def _meta(entry, meta: Dict[str, object]):
+def _meta(entry: Any, meta: Dict[str, object]) -> None:
     ds = _group(entry, "dataset", "NXcollection")
     for k, v in meta.items():
         if isinstance(v, str):
@@ -77,7 +80,7 @@ def _meta(entry, meta: Dict[str, object]):
             _ds(ds, k, np.asarray(v))
 
 
-def _edit(image: bytes, fn) -> bytes:
+def _edit(image: bytes, fn: Callable[[Any], None]) -> bytes:
     """Opens the HDF5 file image ``image`` in memory, applies ``fn(file)``, returns the bytes."""
     import h5py
 
@@ -88,10 +91,11 @@ def _edit(image: bytes, fn) -> bytes:
     with h5py.File(fid) as f:
         fn(f)
         f.flush()
-        return f.id.get_file_image()
+        out: bytes = f.id.get_file_image()
+        return out
 
 
-def _frames(labels: Dict[str, np.ndarray], n: int):
+def _frames(labels: Dict[str, np.ndarray], n: int) -> Tuple[float, float]:
     """(φ of the first frame, width): a rotation series' labels, else stills at 0."""
     if "phi_deg" in labels:
         return float(labels["phi_deg"][0]), float(labels["osc_deg"][0])
@@ -111,7 +115,7 @@ def wavelengths(labels: Dict[str, np.ndarray]) -> Optional[List[float]]:
     return None
 
 
-def shard_bytes(sim, images: np.ndarray, labels: Dict[str, np.ndarray], meta: Dict[str, object],
+def shard_bytes(sim: "Simulator", images: np.ndarray, labels: Dict[str, np.ndarray], meta: Dict[str, object],
                 reflections: Optional[Dict[str, np.ndarray]] = None, still: bool = True) -> bytes:
     """One shard: ``images`` (n, slow, fast) int32 counts, through the crate's writer (``still``:
     no rotation scan); ``reflections`` (``dataset.predict``): columns of every image's predicted
@@ -120,7 +124,7 @@ def shard_bytes(sim, images: np.ndarray, labels: Dict[str, np.ndarray], meta: Di
     crate = sim._s.nxmx(np.ascontiguousarray(images, np.int32), phi0, osc, SATURATION, still=still,
                         wavelengths=wavelengths(labels))
 
-    def add(f):
+    def add(f: Any) -> None:
         lab = _group(f["/entry"], "labels", "NXcollection")
         for k, v in labels.items():
             _ds(lab, k, v)
@@ -133,7 +137,7 @@ def shard_bytes(sim, images: np.ndarray, labels: Dict[str, np.ndarray], meta: Di
     return _edit(crate, add)
 
 
-def master_bytes(sim, shards: List[dict], shape, labels: Dict[str, np.ndarray], meta: Dict[str, object],
+def master_bytes(sim: "Simulator", shards: List[Dict[str, Any]], shape: Tuple[int, int], labels: Dict[str, np.ndarray], meta: Dict[str, object],
                  still: bool = True) -> bytes:
     """The master file: the crate's tree, ``/entry/data/data`` and every labels column virtual
     datasets over the shards (``shards``: ``file`` relative to the master, ``start``, ``stop``)."""
@@ -145,7 +149,7 @@ def master_bytes(sim, shards: List[dict], shape, labels: Dict[str, np.ndarray], 
     crate = sim._s.nxmx(np.zeros((1, h, w), np.int32), phi0, osc, SATURATION, still=still)
     lam = wavelengths(labels)
 
-    def edit(f):
+    def edit(f: Any) -> None:
         del f["/entry/data/data"]
         lay = h5py.VirtualLayout(shape=(n, h, w), dtype=np.int32)
         for s in shards:

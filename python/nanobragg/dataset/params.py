@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..simulator import Simulator
 
 from ..config import Beam, Crystal, Detector
 from .spec import Spec
@@ -47,7 +50,7 @@ def uniform_rotation(rng: np.random.Generator) -> np.ndarray:
     ])
 
 
-def _grid(spec: Spec) -> List:
+def _grid(spec: Spec) -> List[Any]:
     return [v for v in spec.variations if v.dist == "grid"]
 
 
@@ -97,11 +100,12 @@ def image_params(spec: Spec, i: int) -> Dict[str, Any]:
     return p
 
 
-def make_simulator(spec: Spec, model: Optional[str]):
+def make_simulator(spec: Spec, model: Optional[str]) -> "Simulator":
     """The base Simulator of ``spec`` (with ``model`` as its structure factors, when models vary)."""
-    from ..simulator import Simulator, _port_words
+    from ..config import _port_words
+    from ..simulator import Simulator
 
-    mem: dict = {}
+    mem: Dict[str, bytes] = {}
     words = list(spec.args)
     words += Crystal(**spec.crystal).words(mem)
     words += Beam(**spec.beam).words(mem)
@@ -116,18 +120,41 @@ def make_simulator(spec: Spec, model: Optional[str]):
     return Simulator(files=mem, _words=words)
 
 
+def base_facts(spec: Spec) -> Dict[str, Any]:
+    """Facts of the base set-up (the first model's, when models vary) that the tool reports and
+    sizes by: ``pixels`` (per image), ``oversample`` (sub-pixels per pixel side) and
+    ``oversample_auto`` (chosen by the crate for the crystal's size: a 1 µm crystal gets ~100,
+    and each sub-pixel is a pass of the render)."""
+    r = Renderer(spec)
+    models = any(v.name == "model" for v in spec.variations)
+    # the resolved set-up's facts (not Simulator.info(), which would open a GPU adapter here)
+    info = r.simulator(0 if models else None)._s.info()
+    return {"pixels": int(info["fast_pixels"]) * int(info["slow_pixels"]), "oversample": int(info.get("oversample", 1)),
+            "oversample_auto": bool(info.get("oversample_auto", False))}
+
+
+def oversample_notice(spec: Spec, facts: Dict[str, Any]) -> Optional[str]:
+    """The line that says an automatic oversample (None when it is 1 or was given)."""
+    o = facts["oversample"]
+    if not facts["oversample_auto"] or o <= 1:
+        return None
+    return (f"oversample {o}: chosen automatically for the crystal's size at the base set-up ({o}x{o} sub-pixels per "
+            f"pixel, each as costly as a render at oversample 1); set oversample in [base.detector] of {spec.path} "
+            f"to choose (1: upstream's point-like spots, faster by ~{o * o}x)")
+
+
 class Renderer:
     """Renders images of one spec, keeping its Simulators (one per model) and the background
     warm between images. :meth:`image` returns what the dataset stores: int32 counts for
     ``nxmx`` (noisify's ADU with ``chain.noise``, else ``round(photons · scale)``), float32
     photons for ``npz`` (or noisify's ADU as int32)."""
 
-    def __init__(self, spec: Spec):
+    def __init__(self, spec: Spec) -> None:
         self.spec = spec
-        self._sims: Dict[Optional[int], Any] = {}
-        self._background = None
+        self._sims: Dict[Optional[int], "Simulator"] = {}
+        self._background: Optional[np.ndarray] = None
 
-    def simulator(self, model: Optional[int] = None):
+    def simulator(self, model: Optional[int] = None) -> "Simulator":
         if model not in self._sims:
             path = None
             if model is not None:
@@ -135,7 +162,7 @@ class Renderer:
             self._sims[model] = make_simulator(self.spec, path)
         return self._sims[model]
 
-    def background(self):
+    def background(self) -> Optional[np.ndarray]:
         if self._background is None and self.spec.background:
             from ..chain import nonbragg
 
@@ -177,8 +204,9 @@ class Renderer:
             out = r.noise_image if r.noise_image is not None else r.int_image
             return np.minimum(out, np.iinfo(np.int32).max).astype(np.int32)
         if spec.format == "npz":
-            return img.astype(np.float32, copy=False)
-        return np.rint(img.astype(np.float64) * spec.scale).clip(0, np.iinfo(np.int32).max).astype(np.int32)
+            return np.asarray(img, dtype=np.float32)
+        counts: np.ndarray = np.rint(img.astype(np.float64) * spec.scale).clip(0, np.iinfo(np.int32).max).astype(np.int32)
+        return counts
 
 
     def reflections(self, i: int, p: Optional[Dict[str, Any]] = None) -> np.ndarray:

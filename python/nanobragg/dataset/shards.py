@@ -21,7 +21,7 @@ import io
 import json
 import os
 import zipfile
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -71,6 +71,12 @@ def write_atomic(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise DatasetError(f"cannot write {path}: {e.strerror or e}", file=path) from None
+    except BaseException:  # Ctrl-C while writing: no temporary file left behind
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def prepare_output(spec: Spec) -> None:
@@ -93,12 +99,12 @@ def is_complete(spec: Spec, shard: int) -> bool:
     try:
         with open(_entry_path(spec, shard), encoding="utf-8") as f:
             e = json.load(f)
-        return os.path.getsize(os.path.join(spec.output, e["file"])) == e["bytes"]
+        return bool(os.path.getsize(os.path.join(spec.output, e["file"])) == e["bytes"])
     except (OSError, ValueError, KeyError):
         return False
 
 
-def manifest_entries(spec: Spec) -> Dict[int, dict]:
+def manifest_entries(spec: Spec) -> Dict[int, Dict[str, Any]]:
     out = {}
     for s in range(spec.n_shards):
         try:
@@ -111,7 +117,8 @@ def manifest_entries(spec: Spec) -> Dict[int, dict]:
     return out
 
 
-def render_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None, progress: Optional[Callable[[int], None]] = None):
+def render_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None,
+                 progress: Optional[Callable[[int], None]] = None) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:
     """The images (n, slow, fast) and labels of shard ``shard``."""
     r = renderer or Renderer(spec)
     idx = spec.shard_range(shard)
@@ -136,12 +143,12 @@ def shard_reflections(spec: Spec, shard: int, renderer: Optional[Renderer] = Non
         t = r.reflections(i, image_params(spec, i))
         parts.append((i, t))
     cols: Dict[str, np.ndarray] = {"image": np.concatenate([np.full(len(t), i, np.int64) for i, t in parts])}
-    for name in parts[0][1].dtype.names:
+    for name in parts[0][1].dtype.names or ():
         cols[name] = np.concatenate([t[name] for _, t in parts])
     return cols
 
 
-def _meta(spec: Spec, shard: int) -> dict:
+def _meta(spec: Spec, shard: int) -> Dict[str, Any]:
     idx = spec.shard_range(shard)
     from .. import __version__
 
@@ -149,12 +156,12 @@ def _meta(spec: Spec, shard: int) -> dict:
             "shard": shard, "first_image": idx.start, "n_images": len(idx), "master_seed": spec.seed}
 
 
-def npz_bytes(images: np.ndarray, labels: Dict[str, np.ndarray], meta: dict, reflections: Optional[Dict[str, np.ndarray]] = None) -> bytes:
+def npz_bytes(images: np.ndarray, labels: Dict[str, np.ndarray], meta: Dict[str, Any], reflections: Optional[Dict[str, np.ndarray]] = None) -> bytes:
     """An npz (zip of .npy: ``images`` and ``labels/<column>``, ``meta`` as JSON) with fixed
     timestamps, so the same inputs give the same bytes."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=4) as z:
-        def put(name, arr):
+        def put(name: str, arr: np.ndarray) -> None:
             info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             b = io.BytesIO()
@@ -170,7 +177,8 @@ def npz_bytes(images: np.ndarray, labels: Dict[str, np.ndarray], meta: dict, ref
     return buf.getvalue()
 
 
-def shard_file_bytes(spec: Spec, shard: int, renderer: Optional[Renderer] = None, progress=None) -> bytes:
+def shard_file_bytes(spec: Spec, shard: int, renderer: Optional[Renderer] = None,
+                     progress: Optional[Callable[[int], None]] = None) -> bytes:
     """The bytes of shard ``shard``'s file (a pure function of the description and the index)."""
     r = renderer or Renderer(spec)
     images, labels = render_shard(spec, shard, r, progress)
@@ -184,7 +192,8 @@ def shard_file_bytes(spec: Spec, shard: int, renderer: Optional[Renderer] = None
                        still=spec.still)
 
 
-def write_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None, progress=None, force: bool = False) -> Optional[dict]:
+def write_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None, progress: Optional[Callable[[int], None]] = None,
+                force: bool = False) -> Optional[Dict[str, Any]]:
     """Renders and writes shard ``shard`` and its manifest entry; returns the entry, or None when
     the shard was already complete (and not ``force``)."""
     if not force and is_complete(spec, shard):

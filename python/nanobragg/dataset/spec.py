@@ -43,12 +43,12 @@ import math
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - CPython 3.10
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 from ..config import AMBIGUOUS, Beam, Crystal, Detector
 
@@ -123,7 +123,7 @@ class Variation:
     high: Any = None
     mean: Any = None
     sd: Any = None
-    values: Tuple = ()
+    values: Tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -333,7 +333,7 @@ class _Validator:
     def err(self, key: str, why: str) -> SpecError:
         return SpecError(self.path, key, why)
 
-    def keys(self, t: dict, where: str, allowed: set) -> None:
+    def keys(self, t: Dict[str, Any], where: str, allowed: Set[str]) -> None:
         for k in t:
             if k not in allowed:
                 import difflib
@@ -342,7 +342,7 @@ class _Validator:
                 hint = f" (did you mean {near[0]!r}?)" if near else f" (allowed: {', '.join(sorted(allowed))})"
                 raise self.err(f"{where}.{k}" if where else k, f"unknown key{hint}")
 
-    def table(self, t: dict, key: str, required: bool = False, key_name: Optional[str] = None) -> dict:
+    def table(self, t: Dict[str, Any], key: str, required: bool = False, key_name: Optional[str] = None) -> Dict[str, Any]:
         name = key_name or key
         if key not in t:
             if required:
@@ -350,9 +350,10 @@ class _Validator:
             return {}
         if not isinstance(t[key], dict):
             raise self.err(name, f"expected a table, got {t[key]!r}")
-        return t[key]
+        out: Dict[str, Any] = t[key]
+        return out
 
-    def _get(self, t, key, required, default):
+    def _get(self, t: Dict[str, Any], key: str, required: bool, default: Any) -> Tuple[bool, Any]:
         short = key.rsplit(".", 1)[-1]
         if short not in t:
             if required:
@@ -360,7 +361,8 @@ class _Validator:
             return False, default
         return True, t[short]
 
-    def integer(self, t, key, required=False, default=None, low=None, high=None):
+    def integer(self, t: Dict[str, Any], key: str, required: bool = False, default: Any = None, low: Optional[int] = None,
+                high: Optional[int] = None) -> Any:
         has, x = self._get(t, key, required, default)
         if not has:
             return x
@@ -372,7 +374,8 @@ class _Validator:
             raise self.err(key, f"{x} is beyond the bound {high}")
         return x
 
-    def number(self, t, key, required=False, default=None, low=None, high=None, open_low=False):
+    def number(self, t: Dict[str, Any], key: str, required: bool = False, default: Any = None, low: Optional[float] = None,
+               high: Optional[float] = None, open_low: bool = False) -> Any:
         has, x = self._get(t, key, required, default)
         if not has:
             return x
@@ -384,19 +387,19 @@ class _Validator:
             raise self.err(key, f"{x} is beyond the bound {high}")
         return float(x)
 
-    def choice(self, t, key, choices, default=None):
+    def choice(self, t: Dict[str, Any], key: str, choices: Sequence[Any], default: Any = None) -> Any:
         has, x = self._get(t, key, False, default)
         if has and x not in choices:
             raise self.err(key, f"expected one of {', '.join(map(repr, choices))}, got {x!r}")
         return x
 
-    def text(self, t, key, default=None):
+    def text(self, t: Dict[str, Any], key: str, default: Any = None) -> Any:
         has, x = self._get(t, key, False, default)
         if has and not isinstance(x, str):
             raise self.err(key, f"expected a string, got {x!r}")
         return x
 
-    def variation(self, vary: dict, name: str) -> Variation:
+    def variation(self, vary: Dict[str, Any], name: str) -> Variation:
         k = f"vary.{name}"
         t = vary[name]
         if not isinstance(t, dict):
@@ -426,7 +429,7 @@ class _Validator:
             comps = None  # N: a number or (Na, Nb, Nc); take the shape of the values given
         strict = name in _OPEN_LOW
 
-        def vec(x, key, n):
+        def vec(x: Any, key: str, n: Optional[int]) -> Any:
             """x as a tuple of n numbers (or a float when n is None)."""
             if isinstance(x, list):
                 if n is None and name == "N" and len(x) == 3:
@@ -445,12 +448,12 @@ class _Validator:
                 return tuple([float(x)] * n)
             return float(x)
 
-        def bounds(i):
+        def bounds(i: int) -> Tuple[Any, Any]:
             lo_i = lo[i] if isinstance(lo, list) else lo
             hi_i = hi[i] if isinstance(hi, list) else hi
             return lo_i, hi_i
 
-        def inside(key, vals, what):
+        def inside(key: str, vals: Any, what: str) -> None:
             seq = vals if isinstance(vals, tuple) else (vals,)
             for i, x in enumerate(seq):
                 lo_i, hi_i = bounds(i)
