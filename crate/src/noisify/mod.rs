@@ -15,8 +15,9 @@
 //! - `Counter` (the page's, Python's and the datasets' default; `noisify -rng counter`): every
 //!   deviate of pixel `i` is a pure function of (seed, `i`, role) (`rng::CounterRng`,
 //!   Philox4x32-10): flicker and Poisson from the noise seed, the calibration error from the
-//!   calibration seed (so it is the same pixel error in every image, as a detector's would be),
-//!   read-out noise from the noise seed. The pixels are computed in parallel (rayon), and the PSF
+//!   calibration seed (so it is the same pixel error in every image, as a detector's would be;
+//!   computed once per calibration seed and kept for the next image), read-out noise from the
+//!   noise seed. The pixels are computed in parallel (rayon), and the PSF
 //!   in bands of rows of a height set by the kernel's radius alone; sums are taken in chunks of a
 //!   fixed size and added in order. The images are therefore **deterministic** (the same for any
 //!   number of threads, natively and in wasm) but **not upstream's sequence**; the distributions
@@ -34,6 +35,7 @@ use crate::rng::{CounterRng, Noise, RanState};
 use psf::{apply_psf, apply_psf_bands, PsfKind, PsfReport};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Upstream noisify's default fluence: with r_e² it puts the input on a photons/pixel scale
 /// (their product is exactly 1.0 in f64).
@@ -280,13 +282,41 @@ const READOUT: u32 = 3;
 /// (chunk sums added in chunk order) do not depend on the number of threads.
 const CHUNK: usize = 1 << 14;
 
+/// The counter generator's calibration deviates of pixels `0..n` under `seed` (each rounded to
+/// f32), kept for the next image: the calibration error is the detector's, the same in every
+/// image of a series (a dataset, the page's re-renders), so only its first image pays for it.
+/// One vector is kept (the last seed's, the longest asked for: 4 bytes a pixel).
+fn calibration_deviates(seed: i64, n: usize) -> Arc<Vec<f32>> {
+    static KEPT: Mutex<Option<(i64, Arc<Vec<f32>>)>> = Mutex::new(None);
+    let kept = |k: &Option<(i64, Arc<Vec<f32>>)>| {
+        k.as_ref()
+            .filter(|(s, v)| *s == seed && v.len() >= n)
+            .map(|(_, v)| v.clone())
+    };
+    if let Some(v) = kept(&KEPT.lock().unwrap_or_else(|e| e.into_inner())) {
+        return v;
+    }
+    let v: Arc<Vec<f32>> = Arc::new(
+        (0..n)
+            .into_par_iter()
+            .with_min_len(CHUNK)
+            .map(|i| CounterRng::new(seed, i as u64, CALIBRATION).gauss() as f32)
+            .collect(),
+    );
+    *KEPT.lock().unwrap_or_else(|e| e.into_inner()) = Some((seed, v.clone()));
+    v
+}
+
 /// [`shot_noise`] with the counter generator: each pixel's flicker, calibration and Poisson
-/// deviates from its own streams, the pixels in parallel. Cancel is polled per chunk.
+/// deviates from its own streams (the calibration's kept from image to image,
+/// `calibration_deviates`), the pixels in parallel. Cancel is polled per chunk.
 pub fn shot_noise_counter(
     photons: &[f32],
     e: &Effects,
     cancel: &AtomicBool,
 ) -> Result<(Vec<f32>, f64)> {
+    let calibration =
+        (e.calibration > 0.0).then(|| calibration_deviates(e.calib_seed, photons.len()));
     let mut out = vec![0f32; photons.len()];
     let sums = out
         .par_chunks_mut(CHUNK)
@@ -301,9 +331,8 @@ pub fn shot_noise_counter(
                 if e.flicker > 0.0 {
                     p *= 1.0 + e.flicker * CounterRng::new(e.seed, i, FLICKER).gauss();
                 }
-                if e.calibration > 0.0 {
-                    p *=
-                        1.0 + e.calibration * CounterRng::new(e.calib_seed, i, CALIBRATION).gauss();
+                if let Some(g) = &calibration {
+                    p *= 1.0 + e.calibration * g[i as usize] as f64;
                 }
                 let n = CounterRng::new(e.seed, i, POISSON).poisson(p as f32 as f64) as f32;
                 sum += n as f64;
