@@ -3,7 +3,8 @@ effects (noisify: Poisson noise with a seed per image, calibration error, read-o
 512² by default, interleaved in one process (rounds of each in turn, so that the load of the
 machine falls on both alike), as images/s and their ratio. Also noisify alone, and noisify with
 upstream's sequence on one thread (`-rng upstream`, the noisify program's default) for
-comparison.
+comparison, each also with a Gaussian PSF of 2 pixels FWHM (the counter path's PSF in parallel
+bands, upstream's serial).
 
 usage: python python/bench_chain.py [--size 512] [--rounds 15] [--batch 10]
                                     [--noise "-readout_noise 3 -adc 40"] [--threads N]
@@ -65,8 +66,20 @@ def main() -> None:
         seed[0] += 1
         nb.noisify(img, noise + ["-seed", str(seed[0]), "-rng", "upstream"])
 
+    psf = ["-psf", "gauss", "-psf_fwhm", "200", "-pixel", "0.1"]
+
+    def effects_psf() -> None:
+        seed[0] += 1
+        nb.noisify(img, noise + psf + ["-seed", str(seed[0])])
+
+    def effects_psf_upstream() -> None:
+        seed[0] += 1
+        nb.noisify(img, noise + psf + ["-seed", str(seed[0]), "-rng", "upstream"])
+
     kinds = {"render": bare, "render + noisify": chain, "noisify alone": effects,
-             "noisify -rng upstream": effects_upstream}
+             "noisify -rng upstream": effects_upstream,
+             "noisify + PSF (2 px FWHM): banded, all threads": effects_psf,
+             "noisify + PSF -rng upstream: serial": effects_psf_upstream}
     for f in kinds.values():  # warm up
         f()
     times: dict = {k: [] for k in kinds}
