@@ -19,9 +19,9 @@ use crate::api::Prepared;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::MemFiles;
 use crate::io::stol::read_stol;
-use crate::noisify::{self, psf::PsfKind, Effects, Psf};
+use crate::noisify::{self, psf::PsfKind, Effects, Generator, Psf};
 use crate::nonbragg::{self, options::NonBraggOptions};
-use crate::plan::HklGrid;
+use crate::plan::{HklGrid, Interpolation};
 use crate::resolve::structure;
 use crate::sf::{self, Model, SfOptions, Summary};
 use std::sync::atomic::AtomicBool;
@@ -125,12 +125,119 @@ pub fn needed_d_min(prep: &Prepared) -> Result<f64> {
 }
 
 /// Puts a model's table into a plan prepared with [`SfCache::crystal_words`], as `resolve`
-/// does for `-pdb`: the table, `-default_F` 0 outside it, and the interpolation rule.
+/// does for `-pdb`: the table, `-default_F` 0 outside it, and the interpolation rule — with
+/// one difference: the automatic rule (no `-interpolate`/`-nointerpolate`) looks at the
+/// crystal's resolved cell counts, where upstream looks at the raw `-N` values and so
+/// interpolates every crystal given by `-xtalsize` alone, however large (MODEL §6.4, C-QUIRK
+/// 18). The page's 1 µm crystal (hundreds of cells a side, spots one to three pixels wide) thus
+/// takes F at the nearest lattice point, as `-pdb … -nointerpolate` does; tricubic
+/// interpolation made its spots stage ~10× slower (`nanobragg-bench --realistic`).
 pub fn install_table(prep: &mut Prepared, table: &HklGrid, description: &str) {
     let setup = &mut prep.setup;
     structure::install_table(&mut setup.plan, &setup.opts, table.clone());
+    if setup.opts.interpolate == 2 {
+        let p = &mut setup.plan;
+        let counts = [p.na, p.nb, p.nc];
+        p.interpolation = if structure::interpolate(2, counts, &p.hkl) {
+            Interpolation::Tricubic
+        } else {
+            Interpolation::Nearest
+        };
+    }
     setup.plan.default_f = 0.0;
     setup.hkl_source = description.to_string();
+}
+
+/// The amorphous background's layers of the last detector, kept: they depend on the detector,
+/// the beam (sources, λ, polarisation) and the materials' words, not on the crystal, so a new
+/// orientation, mosaic, cell or model reuses them (as [`SfCache`] reuses the structure
+/// factors). Only the materials of the last call are kept.
+#[derive(Default)]
+pub struct BackgroundCache {
+    layers: Vec<(u64, Vec<f32>)>,
+    /// How many material images were rendered (tests count them).
+    pub computations: usize,
+}
+
+impl BackgroundCache {
+    /// The sum of the materials' images ([`background`] of each word list, [`compose`]d in
+    /// the order given; zeros for none) on `prep`'s detector, each rendered only when its
+    /// words, table or the detector and beam changed. `progress(i, p)`: material `i`'s share.
+    pub fn layers(
+        &mut self,
+        prep: &Prepared,
+        lists: &[&[String]],
+        files: &MemFiles,
+        progress: &(dyn Fn(usize, f32) + Sync),
+        cancel: &AtomicBool,
+    ) -> Result<Vec<f32>> {
+        let frame = detector_key(prep);
+        let mut kept = Vec::with_capacity(lists.len());
+        for (i, words) in lists.iter().enumerate() {
+            let mut h = Fnv(frame);
+            for w in words.iter() {
+                h.bytes(w.as_bytes());
+                h.bytes(&[0]);
+            }
+            // a table of the page's files under a bundled name changes the image
+            for (name, bytes) in files.0.iter() {
+                if words.iter().any(|w| w == name) {
+                    h.bytes(name.as_bytes());
+                    h.bytes(bytes);
+                }
+            }
+            let key = h.0;
+            let image = match self.layers.iter().position(|(k, _)| *k == key) {
+                Some(at) => self.layers.swap_remove(at).1,
+                None => {
+                    let image = background(prep, words, files, &|p| progress(i, p), cancel)?;
+                    self.computations += 1;
+                    image
+                }
+            };
+            kept.push((key, image));
+        }
+        self.layers = kept;
+        if self.layers.is_empty() {
+            return Ok(vec![0.0; prep.plan().pixel_count()]);
+        }
+        let refs: Vec<&[f32]> = self.layers.iter().map(|(_, l)| l.as_slice()).collect();
+        Ok(compose(&refs))
+    }
+}
+
+/// FNV-1a, fed piece by piece.
+struct Fnv(u64);
+
+impl Fnv {
+    fn bytes(&mut self, b: &[u8]) {
+        self.0 = b
+            .iter()
+            .fold(self.0, |h, &b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+    }
+}
+
+/// What nonBragg reads of a prepared plan ([`setup_on_plan`], `nonbragg::render`): the
+/// detector (panels, pixels, frame, ROI and mask) and the beam (sources, polarisation), as a
+/// hash of their exact values.
+fn detector_key(prep: &Prepared) -> u64 {
+    let p = prep.plan();
+    let text = format!(
+        "{:?}",
+        (
+            &p.panels,
+            (p.fpixels, p.spixels, p.pixel, p.pix0, p.fdet, p.sdet, p.odet, p.beam),
+            (p.close_distance, p.distance, p.curved, p.point_pixel),
+            (&p.roi, &p.sources, p.polar_k, p.polar_axis, p.nopolar),
+        )
+    );
+    let mut h = Fnv(0xcbf29ce484222325);
+    h.bytes(text.as_bytes());
+    if let Some(m) = &p.mask {
+        h.bytes(&[1]);
+        h.bytes(m);
+    }
+    h.0
 }
 
 /// One amorphous material on the spots' detector: nonBragg's options from `words` (sample and
@@ -233,7 +340,8 @@ pub struct DetectorSettings {
 impl DetectorSettings {
     /// noisify's `Effects` for a float image of photons/pixel on pixels of `pixel` m, with the
     /// values converted as `noisify`'s flags convert them (`-psf_fwhm` µm → f32 m, `-seed N` →
-    /// −N); `noise` false: gain, ADC offset and PSF only.
+    /// −N), and the counter generator (`noisify -rng counter`: the same image on any number of
+    /// threads, not upstream's sequence); `noise` false: gain, ADC offset and PSF only.
     pub fn effects(&self, pixel: f64, noise: bool) -> Effects {
         let fwhm = (self.psf_um / 1e6) as f32;
         Effects {
@@ -249,6 +357,7 @@ impl DetectorSettings {
             }),
             seed: -self.seed,
             noise,
+            rng: Generator::Counter,
             ..Effects::default()
         }
     }
@@ -310,5 +419,122 @@ mod tests {
         let e = SfCache::load(&mut None, "bad.pdb", bad.as_bytes()).unwrap_err();
         assert!(e.message.contains("bad.pdb"), "{}", e.message);
         assert!(e.message.contains("line 2"), "{}", e.message);
+    }
+
+    #[test]
+    fn background_is_kept_while_the_detector_and_beam_stay() {
+        let never = AtomicBool::new(false);
+        let files = MemFiles::default();
+        let prep = |extra: &str| {
+            let w: Vec<String> = format!(
+                "-cell 20 25 30 90 90 90 -default_F 1 -lambda 1.3 -distance 40 -detpixels 24 -pixel 0.1 {extra}"
+            )
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+            crate::api::prepare(&w, &files).unwrap()
+        };
+        let water: Vec<String> =
+            "-stol water.stol -thickness 0.01 -flux 1e12 -exposure 0.1 -beamsize 0.01"
+                .split_whitespace()
+                .map(String::from)
+                .collect();
+        let air: Vec<String> = "-stol air.stol -thickness 10 -MW 29 -density 0.0012 -flux 1e12"
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        let fresh = |p: &Prepared| {
+            let a = background(p, &water, &files, &|_| {}, &never).unwrap();
+            let b = background(p, &air, &files, &|_| {}, &never).unwrap();
+            compose(&[&a, &b])
+        };
+        let mut cache = BackgroundCache::default();
+        let lists: [&[String]; 2] = [&water, &air];
+        let base = prep("-misset 10 20 30");
+        let first = cache
+            .layers(&base, &lists, &files, &|_, _| {}, &never)
+            .unwrap();
+        assert_eq!(first, fresh(&base));
+        assert_eq!(cache.computations, 2);
+        // another crystal, orientation and mosaic on the same detector: kept, and the same
+        // image a new render gives
+        let other = prep("-misset 1 2 3 -mosaic 0.5 -mosaic_dom 3 -cell 30 30 30 90 90 90");
+        assert_eq!(
+            cache
+                .layers(&other, &lists, &files, &|_, _| {}, &never)
+                .unwrap(),
+            fresh(&other)
+        );
+        assert_eq!(cache.computations, 2);
+        // one material's words change: that one only
+        let thicker: Vec<String> = water
+            .iter()
+            .map(|w| {
+                if w == "0.01" {
+                    "0.02".into()
+                } else {
+                    w.clone()
+                }
+            })
+            .collect();
+        let got = cache
+            .layers(&other, &[&thicker, &air], &files, &|_, _| {}, &never)
+            .unwrap();
+        assert_eq!(cache.computations, 3);
+        assert!(got.iter().zip(&first).all(|(a, b)| a > b));
+        // the detector moves, or the wavelength changes: both again
+        for extra in [
+            "-distance 41",
+            "-lambda 1.2",
+            "-detpixels 24 -pixel 0.11",
+            "-polar 0.5",
+        ] {
+            let n = cache.computations;
+            let p = prep(extra);
+            assert_eq!(
+                cache
+                    .layers(&p, &lists, &files, &|_, _| {}, &never)
+                    .unwrap(),
+                fresh(&p),
+                "{extra}"
+            );
+            assert_eq!(cache.computations, n + 2, "{extra}");
+        }
+        // no material: zeros
+        assert!(cache
+            .layers(&base, &[], &files, &|_, _| {}, &never)
+            .unwrap()
+            .iter()
+            .all(|&v| v == 0.0));
+    }
+
+    #[test]
+    fn large_crystals_take_the_nearest_structure_factor() {
+        // upstream interpolates any crystal given by -xtalsize alone (raw counts 1): the chain
+        // decides by the resolved counts; -interpolate still asks for it
+        let never = AtomicBool::new(false);
+        let mut slot = None;
+        SfCache::load(&mut slot, "m.pdb", MODEL.as_bytes()).unwrap();
+        let c = slot.as_mut().unwrap();
+        c.ensure(3.0, &|_| {}, &never).unwrap();
+        let grid = &c.table.as_ref().unwrap().0;
+        let files = MemFiles::default();
+        for (extra, want) in [
+            ("-xtalsize 0.001", Interpolation::Nearest),
+            ("-xtalsize 0.000004", Interpolation::Tricubic),
+            ("-N 2", Interpolation::Tricubic),
+            ("-N 10", Interpolation::Nearest),
+            ("-xtalsize 0.001 -interpolate", Interpolation::Tricubic),
+            ("-N 2 -nointerpolate", Interpolation::Nearest),
+        ] {
+            let mut w: Vec<String> = format!("-lambda 1 -distance 50 -detpixels 16 {extra}")
+                .split_whitespace()
+                .map(String::from)
+                .collect();
+            w.extend(c.crystal_words());
+            let mut prep = crate::api::prepare(&w, &files).unwrap();
+            install_table(&mut prep, grid, "m.pdb");
+            assert_eq!(prep.plan().interpolation, want, "{extra}");
+        }
     }
 }

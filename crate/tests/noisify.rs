@@ -187,6 +187,11 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
         "-psf: expected gauss or fiber",
     );
     assert_error(
+        &r("-bin in.bin -rng philox"),
+        2,
+        "-rng: expected upstream or counter, found 'philox'",
+    );
+    assert_error(
         &r("-bin in.bin -seed x"),
         2,
         "-seed: expected an integer, found 'x'",

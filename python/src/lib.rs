@@ -687,6 +687,9 @@ fn bundled_stol<'py>(py: Python<'py>, name: &str) -> Option<Bound<'py, PyBytes>>
 
 /// noisify's detector effects on `image` (photons/pixel, (slow, fast)) with noisify's flag
 /// words: (noiseless ADU (slow, fast) uint32, noisy ADU or None, SMV header bytes, log lines).
+/// The noise's random numbers are the counter generator's (`-rng counter`: on all threads, the
+/// same image for any number of threads) unless the words say `-rng upstream` (upstream's
+/// sequence on one thread, the `noisify` program's default).
 #[pyfunction]
 #[pyo3(signature = (image, words, files=None))]
 fn noisify_image<'py>(
@@ -706,6 +709,8 @@ fn noisify_image<'py>(
             f.to_string(),
             "-detpixels_y".to_string(),
             s.to_string(),
+            "-rng".to_string(),
+            "counter".to_string(),
         ];
         all.extend(words);
         let opts = noisify::options::parse(&all)?;

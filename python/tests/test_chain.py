@@ -30,6 +30,7 @@ def test_python_chain_equals_the_cli_chain(tmp_path, monkeypatch):
     cli = {n: np.fromfile(tmp_path / f"{n}.bin", dtype="<f4") for n in ("spots", "water", "air")}
     (cli["spots"] + cli["water"] + cli["air"]).astype("<f4").tofile(tmp_path / "sum.bin")
     run_cli(f"-floatfile sum.bin {NOISIFY} -noisefile noise.img -intfile int.img -nopgm".split(), cwd=tmp_path, program="noisify")
+    run_cli(f"-floatfile sum.bin {NOISIFY} -rng counter -noisefile counter.img -nopgm".split(), cwd=tmp_path, program="noisify")
 
     # the Python chain (the bundled .stol tables: no files needed)
     py = tmp_path / "py"
@@ -43,7 +44,13 @@ def test_python_chain_equals_the_cli_chain(tmp_path, monkeypatch):
     assert f32_bits_equal(spots, cli["spots"])
     assert f32_bits_equal(water, cli["water"])
     assert f32_bits_equal(air, cli["air"])
+    # Python's noisify draws from the counter generator (all threads) unless told -rng upstream
+    # (the noisify program's default: upstream's sequence)
     r = nb.noisify(spots + water + air, NOISIFY)
+    assert r.smv(noise=True) == (tmp_path / "counter.img").read_bytes()
+    assert r.smv(noise=True) != (tmp_path / "noise.img").read_bytes()
+    assert r.smv(noise=False) == (tmp_path / "int.img").read_bytes()
+    r = nb.noisify(spots + water + air, NOISIFY + " -rng upstream")
     assert r.smv(noise=True) == (tmp_path / "noise.img").read_bytes()
     assert r.smv(noise=False) == (tmp_path / "int.img").read_bytes()
     pixels, header = nb.read_smv(tmp_path / "noise.img")

@@ -31,6 +31,18 @@
 //! back; host tangent included), and, for the tangent kernel alone, its last pass's read-back
 //! (`GpuTimings::readback_s`, with the host copy's share).
 //!
+//! `--realistic MODEL [REPS]`: the page's realistic still (preset "Protein still on a
+//! pixel-array detector": EIGER2 X 4M, MODEL (the bundled 1pfe.cif), a 1 µm crystal with 12
+//! mosaic domains, water and air, Poisson noise with calibration error) as the page's worker
+//! makes it (`crate::realistic`), stage by stage on the CPU in f32 on rayon's threads
+//! (`RAYON_NUM_THREADS=2` for the page's two), each stage's variants interleaved, REPS rounds
+//! (default 5), medians: the spots with F interpolated (upstream's automatic rule for a crystal
+//! given by `-xtalsize`) and at the nearest lattice point (the chain's rule,
+//! `realistic::install_table`); the background rendered and cached (`BackgroundCache`); the
+//! detector effects with upstream's sequence on one thread and with the counter generator on all
+//! (`noisify::Generator`). The structure factors are computed once, untimed (the page caches
+//! them too).
+//!
 //! `--gpu-readback SIZES_MB`: the GPU read-back taken apart on the real adapter (a storage
 //! buffer of each size copied to a mappable one, mapped, copied out: each step timed alone,
 //! into fresh and reused vectors, on one thread and on rayon's, f32 → f64, and each strategy of
@@ -141,6 +153,13 @@ fn time_cmd(program: &str, args: &[String], dir: &std::path::Path) -> f64 {
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
+    if argv.len() >= 3 && argv[1] == "--realistic" {
+        let reps = argv
+            .get(3)
+            .map_or(5, |r| r.parse().expect("--realistic MODEL [REPS]"));
+        realistic(&argv[2], reps);
+        return;
+    }
     if argv.len() >= 5 && argv[1] == "--child" {
         child(&argv[2], &argv[3], argv[4].parse().unwrap());
         return;
@@ -844,4 +863,128 @@ fn gpu_readback_probe(sizes_mb: &[usize], reps: usize) {
 fn gpu_readback_probe(_sizes_mb: &[usize], _reps: usize) {
     eprintln!("--gpu-readback: this build has no gpu feature");
     std::process::exit(2);
+}
+
+/// `--realistic`: see the module's docs.
+fn realistic(model: &str, reps: usize) {
+    use nanobragg::noisify::{self, Generator};
+    use nanobragg::plan::Interpolation;
+    use nanobragg::realistic::{self, BackgroundCache, DetectorSettings, SfCache};
+    let never = AtomicBool::new(false);
+    let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+    let bytes = std::fs::read(model).unwrap_or_else(|e| panic!("{model}: {e}"));
+    let mut slot = None;
+    SfCache::load(&mut slot, "1pfe.cif", &bytes).expect("model");
+    let cache = slot.as_mut().unwrap();
+    let beam = "-flux 1e12 -exposure 0.5 -beamsize 0.001";
+    let mut w = words(&format!(
+        "-detector eiger2-4m -distance 120 -lambda 1 -xtalsize 0.001 -mosaic 0.3 \
+         -mosaic_domains 12 -misset_seed 3 -misset random {beam} -oversample 1"
+    ));
+    w.extend(cache.crystal_words());
+    let files = MemFiles::default();
+    let mut prep = api::prepare(&w, &files).expect("prepare");
+    let t = Instant::now();
+    cache
+        .ensure(realistic::needed_d_min(&prep).unwrap(), &|_| {}, &never)
+        .unwrap();
+    eprintln!(
+        "structure factors (once, untimed below): {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+    let (grid, _) = cache.table.as_ref().unwrap();
+    realistic::install_table(&mut prep, grid, "1pfe.cif");
+    let nearest = prep.plan().clone();
+    let mut tricubic = nearest.clone();
+    tricubic.interpolation = Interpolation::Tricubic;
+    let water = words(&format!("-stol water.stol -thickness 0.02 {beam}"));
+    let air = words(&format!(
+        "-stol air.stol -thickness 10 -MW 29 -density 0.0012 {beam}"
+    ));
+    let lists: [&[String]; 2] = [&water, &air];
+    let fx = DetectorSettings {
+        readout: 0.0,
+        psf_um: 0.0,
+        gain: 1.0,
+        adc: 0.0,
+        calibration: 0.03,
+        flicker: 0.0,
+        seed: 1,
+    };
+    let p = prep.plan();
+    let (w_px, h_px, pixel) = (p.fpixels, p.spixels, p.pixel);
+    let timed = |f: &mut dyn FnMut()| {
+        let t = Instant::now();
+        f();
+        t.elapsed().as_secs_f64()
+    };
+    let names = [
+        "spots, F tricubic (upstream's rule)",
+        "spots, F nearest (the chain's rule)",
+        "background rendered (water + air)",
+        "background cached",
+        "detector effects, -rng upstream (1 thread)",
+        "detector effects, -rng counter",
+    ];
+    let mut times = vec![Vec::new(); names.len()];
+    let mut bg_cache = BackgroundCache::default();
+    let mut sum = Vec::new();
+    for _ in 0..reps {
+        times[0].push(timed(&mut || {
+            api::render_cpu(&tricubic, Precision::F32, &|_| {}, &never).unwrap();
+        }));
+        let mut spots = Vec::new();
+        times[1].push(timed(&mut || {
+            spots = api::render_cpu(&nearest, Precision::F32, &|_| {}, &never).unwrap();
+        }));
+        let mut bg = Vec::new();
+        times[2].push(timed(&mut || {
+            bg_cache = BackgroundCache::default();
+            bg = bg_cache
+                .layers(&prep, &lists, &files, &|_, _| {}, &never)
+                .unwrap();
+        }));
+        times[3].push(timed(&mut || {
+            bg = bg_cache
+                .layers(&prep, &lists, &files, &|_, _| {}, &never)
+                .unwrap();
+        }));
+        sum = realistic::compose(&[&spots, &bg]);
+        for (k, rng) in [(4, Generator::Upstream), (5, Generator::Counter)] {
+            let e = noisify::Effects {
+                rng,
+                ..fx.effects(pixel, true)
+            };
+            times[k].push(timed(&mut || {
+                noisify::detect(&sum, w_px, h_px, &e, true, &|_| {}, &never).unwrap();
+            }));
+        }
+    }
+    let med = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let m: Vec<f64> = times.iter().map(|t| med(t)).collect();
+    println!(
+        "realistic still, {w_px}x{h_px} pixels, {} rayon threads, {reps} rounds, medians",
+        rayon::current_num_threads()
+    );
+    println!("| stage | s |\n|---|---:|");
+    for (n, t) in names.iter().zip(&m) {
+        println!("| {n} | {t:.3} |");
+    }
+    println!(
+        "| before: tricubic + background + upstream effects | {:.3} |",
+        m[0] + m[2] + m[4]
+    );
+    println!(
+        "| after, first still: nearest + background + counter effects | {:.3} |",
+        m[1] + m[2] + m[5]
+    );
+    println!(
+        "| after, crystal changed: nearest + cached background + counter effects | {:.3} |",
+        m[1] + m[3] + m[5]
+    );
+    assert!(sum.iter().any(|&v| v > 0.0));
 }

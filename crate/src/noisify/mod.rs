@@ -6,9 +6,24 @@
 //! [`Effects`] + [`detect`] are the model (used by the `noisify` program and usable by any other
 //! front end); [`options`] holds the program's flags and [`cli`] the program.
 //!
-//! Random numbers are upstream's generators with upstream's shared state (`rng.rs`): one shuffle
-//! table for both seeds, one Gaussian spare and one Poisson cache, so noise images are
-//! bit-identical to upstream's for the same seeds.
+//! Two generators ([`Generator`], noisify's `-rng`):
+//!
+//! - `Upstream` (the `noisify` program's default): upstream's generators with upstream's shared
+//!   state (`rng.rs`): one shuffle table for both seeds, one Gaussian spare and one Poisson cache,
+//!   drawn in raster order on one thread, so noise images are **bit-identical to upstream's** for
+//!   the same seeds, PSF included (its serial scatter keeps upstream's order of f32 additions).
+//! - `Counter` (the page's, Python's and the datasets' default; `noisify -rng counter`): every
+//!   deviate of pixel `i` is a pure function of (seed, `i`, role) (`rng::CounterRng`,
+//!   Philox4x32-10): flicker and Poisson from the noise seed, the calibration error from the
+//!   calibration seed (so it is the same pixel error in every image, as a detector's would be;
+//!   computed once per calibration seed and kept for the next image), read-out noise from the
+//!   noise seed. The pixels are computed in parallel (rayon), and the PSF
+//!   in bands of rows of a height set by the kernel's radius alone; sums are taken in chunks of a
+//!   fixed size and added in order. The images are therefore **deterministic** (the same for any
+//!   number of threads, natively and in wasm) but **not upstream's sequence**; the distributions
+//!   are the same (Poisson by inversion below a mean of 12, upstream's rejection method above,
+//!   Gaussian above 1e6; Box–Muller Gaussians). The noiseless image (`-intfile`) is the same
+//!   under both.
 
 #[cfg(not(target_arch = "wasm32"))] // uses crate::cli (native only)
 pub mod cli;
@@ -16,9 +31,11 @@ pub mod options;
 pub mod psf;
 
 use crate::error::{Error, Result};
-use crate::rng::{Noise, RanState};
-use psf::{apply_psf, PsfKind, PsfReport};
+use crate::rng::{CounterRng, Noise, RanState};
+use psf::{apply_psf, apply_psf_bands, PsfKind, PsfReport};
+use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Upstream noisify's default fluence: with r_e² it puts the input on a photons/pixel scale
 /// (their product is exactly 1.0 in f64).
@@ -35,6 +52,27 @@ pub struct Psf {
     pub kind: PsfKind,
     pub fwhm_px: f64,
     pub radius: i32,
+}
+
+/// Where the noise's random numbers come from (see the module's docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Generator {
+    /// Upstream's shared sequence, one thread: bit-identical to upstream's noisify.
+    #[default]
+    Upstream,
+    /// Philox per pixel, all threads: deterministic, not upstream's sequence.
+    Counter,
+}
+
+impl Generator {
+    /// `upstream` or `counter` (noisify's `-rng`).
+    pub fn parse(word: &str) -> Option<Self> {
+        match word {
+            "upstream" => Some(Generator::Upstream),
+            "counter" => Some(Generator::Counter),
+            _ => None,
+        }
+    }
 }
 
 /// Everything that turns photons into detector counts.
@@ -59,6 +97,7 @@ pub struct Effects {
     pub calib_seed: i64,
     /// false: only the noiseless image (and the PSF, if any, is applied to it).
     pub noise: bool,
+    pub rng: Generator,
 }
 
 impl Default for Effects {
@@ -75,6 +114,7 @@ impl Default for Effects {
             seed: -1,
             calib_seed: 123456789,
             noise: true,
+            rng: Generator::Upstream,
         }
     }
 }
@@ -140,7 +180,8 @@ impl Streams {
 pub fn photon_image(input: &[f32], fluence: f64, scale: f64) -> Vec<f32> {
     let k = fluence * crate::resolve::R_E_SQR;
     input
-        .iter()
+        .par_iter()
+        .with_min_len(CHUNK)
         .map(|&v| (k * scale * v as f64) as f32)
         .collect()
 }
@@ -154,7 +195,8 @@ fn count(adu: f64) -> u32 {
 /// Noiseless counts: `photons · gain + adc`, truncated.
 pub fn adu_image(photons: &[f32], gain: f64, adc: f64) -> Vec<u32> {
     photons
-        .iter()
+        .par_iter()
+        .with_min_len(CHUNK)
         .map(|&p| count(p as f64 * gain + adc))
         .collect()
 }
@@ -230,6 +272,128 @@ pub fn read_out(
     (adu, sum, overloads)
 }
 
+/// The counter generator's roles: which stream of a pixel each effect draws from.
+const FLICKER: u32 = 0;
+const CALIBRATION: u32 = 1;
+const POISSON: u32 = 2;
+const READOUT: u32 = 3;
+
+/// Pixels per parallel chunk of the counter generator's loops: a constant, so that the sums
+/// (chunk sums added in chunk order) do not depend on the number of threads.
+const CHUNK: usize = 1 << 14;
+
+/// The counter generator's calibration deviates of pixels `0..n` under `seed` (each rounded to
+/// f32), kept for the next image: the calibration error is the detector's, the same in every
+/// image of a series (a dataset, the page's re-renders), so only its first image pays for it.
+/// One vector is kept (the last seed's, the longest asked for: 4 bytes a pixel).
+fn calibration_deviates(seed: i64, n: usize) -> Arc<Vec<f32>> {
+    static KEPT: Mutex<Option<(i64, Arc<Vec<f32>>)>> = Mutex::new(None);
+    let kept = |k: &Option<(i64, Arc<Vec<f32>>)>| {
+        k.as_ref()
+            .filter(|(s, v)| *s == seed && v.len() >= n)
+            .map(|(_, v)| v.clone())
+    };
+    if let Some(v) = kept(&KEPT.lock().unwrap_or_else(|e| e.into_inner())) {
+        return v;
+    }
+    let v: Arc<Vec<f32>> = Arc::new(
+        (0..n)
+            .into_par_iter()
+            .with_min_len(CHUNK)
+            .map(|i| CounterRng::new(seed, i as u64, CALIBRATION).gauss() as f32)
+            .collect(),
+    );
+    *KEPT.lock().unwrap_or_else(|e| e.into_inner()) = Some((seed, v.clone()));
+    v
+}
+
+/// [`shot_noise`] with the counter generator: each pixel's flicker, calibration and Poisson
+/// deviates from its own streams (the calibration's kept from image to image,
+/// `calibration_deviates`), the pixels in parallel. Cancel is polled per chunk.
+pub fn shot_noise_counter(
+    photons: &[f32],
+    e: &Effects,
+    cancel: &AtomicBool,
+) -> Result<(Vec<f32>, f64)> {
+    let calibration =
+        (e.calibration > 0.0).then(|| calibration_deviates(e.calib_seed, photons.len()));
+    let mut out = vec![0f32; photons.len()];
+    let sums = out
+        .par_chunks_mut(CHUNK)
+        .zip(photons.par_chunks(CHUNK))
+        .enumerate()
+        .map(|(c, (out, inp))| {
+            check_cancel(cancel)?;
+            let mut sum = 0.0f64;
+            for (k, (o, &p)) in out.iter_mut().zip(inp).enumerate() {
+                let i = (c * CHUNK + k) as u64;
+                let mut p = p as f64;
+                if e.flicker > 0.0 {
+                    p *= 1.0 + e.flicker * CounterRng::new(e.seed, i, FLICKER).gauss();
+                }
+                if let Some(g) = &calibration {
+                    p *= 1.0 + e.calibration * g[i as usize] as f64;
+                }
+                let n = CounterRng::new(e.seed, i, POISSON).poisson(p as f32 as f64) as f32;
+                sum += n as f64;
+                *o = n;
+            }
+            Ok(sum)
+        })
+        .collect::<Result<Vec<f64>>>()?;
+    Ok((out, sums.iter().sum()))
+}
+
+/// [`read_out`] with the counter generator (each pixel's read-out deviate from its own
+/// stream), the pixels in parallel.
+pub fn read_out_counter(photons: &[f32], e: &Effects, bits32: bool) -> (Vec<u32>, f64, usize) {
+    let limit = if bits32 { MAX_U32 } else { MAX_U16 };
+    let mut adu = vec![0u32; photons.len()];
+    let parts: Vec<(f64, usize)> = adu
+        .par_chunks_mut(CHUNK)
+        .zip(photons.par_chunks(CHUNK))
+        .enumerate()
+        .map(|(c, (out, inp))| {
+            let (mut sum, mut overloads) = (0.0f64, 0usize);
+            for (k, (o, &p)) in out.iter_mut().zip(inp).enumerate() {
+                sum += p as f64;
+                let mut a = p as f64 * e.gain + e.adc;
+                if e.readout > 0.0 {
+                    let i = (c * CHUNK + k) as u64;
+                    a += e.readout * CounterRng::new(e.seed, i, READOUT).gauss();
+                }
+                if a > limit {
+                    overloads += 1;
+                }
+                *o = count(a);
+            }
+            (sum, overloads)
+        })
+        .collect();
+    let sum = parts.iter().map(|p| p.0).sum();
+    let overloads = parts.iter().map(|p| p.1).sum();
+    (adu, sum, overloads)
+}
+
+/// The PSF of either generator's path: upstream's serial scatter, or the banded parallel one.
+#[allow(clippy::too_many_arguments)]
+fn psf_for(
+    rng: Generator,
+    image: &[f32],
+    w: usize,
+    h: usize,
+    p: Psf,
+    progress: &dyn Fn(f32),
+    cancel: &AtomicBool,
+) -> Result<(Vec<f32>, PsfReport)> {
+    match rng {
+        Generator::Upstream => {
+            apply_psf(image, w, h, p.kind, p.fwhm_px, p.radius, progress, cancel)
+        }
+        Generator::Counter => apply_psf_bands(image, w, h, p.kind, p.fwhm_px, p.radius, cancel),
+    }
+}
+
 /// Applies every effect to a `w` x `h` float image (fast index first).
 pub fn detect(
     input: &[f32],
@@ -241,8 +405,16 @@ pub fn detect(
     cancel: &AtomicBool,
 ) -> Result<Detected> {
     assert_eq!(input.len(), w * h, "detect: image size");
-    let max_input = input.iter().fold(0.0f64, |m, &v| m.max(v as f64));
-    let negative = input.iter().filter(|&&v| v < 0.0).count();
+    let max_input = input
+        .par_iter()
+        .with_min_len(CHUNK)
+        .fold(|| 0.0f64, |m, &v| m.max(v as f64))
+        .reduce(|| 0.0, f64::max);
+    let negative = input
+        .par_iter()
+        .with_min_len(CHUNK)
+        .filter(|&&v| v < 0.0)
+        .count();
     let max_photons = max_input * e.scale * e.fluence * crate::resolve::R_E_SQR;
     let mut photons = photon_image(input, e.fluence, e.scale);
     let psf = e.psf.filter(|p| p.fwhm_px > 0.0);
@@ -251,9 +423,7 @@ pub fn detect(
     let mut noiseless_psf = None;
     if !e.noise {
         if let Some(p) = psf {
-            let (img, rep) = apply_psf(
-                &photons, w, h, p.kind, p.fwhm_px, p.radius, progress, cancel,
-            )?;
+            let (img, rep) = psf_for(e.rng, &photons, w, h, p, progress, cancel)?;
             photons = img;
             noiseless_psf = Some(rep);
         }
@@ -261,16 +431,21 @@ pub fn detect(
     let adu = adu_image(&photons, e.gain, e.adc);
     let noise = if e.noise {
         let mut rng = Streams::new(e.seed, e.calib_seed);
-        let (mut counted, before) = shot_noise(&photons, e, &mut rng, progress, cancel)?;
+        let (mut counted, before) = match e.rng {
+            Generator::Upstream => shot_noise(&photons, e, &mut rng, progress, cancel)?,
+            Generator::Counter => shot_noise_counter(&photons, e, cancel)?,
+        };
         let mut report = None;
         if let Some(p) = psf {
-            let (img, rep) = apply_psf(
-                &counted, w, h, p.kind, p.fwhm_px, p.radius, progress, cancel,
-            )?;
+            let (img, rep) = psf_for(e.rng, &counted, w, h, p, progress, cancel)?;
             counted = img;
             report = Some(rep);
         }
-        let (adu, sum, overloads) = read_out(&counted, e, bits32, &mut rng);
+        check_cancel(cancel)?;
+        let (adu, sum, overloads) = match e.rng {
+            Generator::Upstream => read_out(&counted, e, bits32, &mut rng),
+            Generator::Counter => read_out_counter(&counted, e, bits32),
+        };
         Some(NoiseImage {
             photons_before_psf: before,
             psf: report,
@@ -370,5 +545,174 @@ mod tests {
         let n = d32.noise.unwrap();
         assert_eq!(n.overloads, 0);
         assert!(n.adu[0] > 65535);
+    }
+
+    /// The counter generator's image under a pool of `threads` threads.
+    fn counter_run(input: &[f32], w: usize, h: usize, e: &Effects, threads: usize) -> Detected {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| detect(input, w, h, e, true, &|_| {}, &AtomicBool::new(false)).unwrap())
+    }
+
+    #[test]
+    fn counter_images_are_the_same_on_any_number_of_threads() {
+        // every effect, a PSF with the automatic radius, an image of several chunks and bands
+        let (w, h) = (301, 257);
+        let input: Vec<f32> = (0..w * h)
+            .map(|i| {
+                let (x, y) = ((i % w) as f32, (i / w) as f32);
+                0.5 + 3.0 * (x * 0.07).sin().abs()
+                    + if (x as usize % 40, y as usize % 37) == (3, 5) {
+                        5e4
+                    } else {
+                        0.0
+                    }
+            })
+            .collect();
+        let e = Effects {
+            readout: 2.5,
+            flicker: 0.01,
+            calibration: 0.03,
+            psf: Some(Psf {
+                kind: PsfKind::Gauss,
+                fwhm_px: 1.7,
+                radius: 0,
+            }),
+            seed: -11,
+            rng: Generator::Counter,
+            ..Effects::default()
+        };
+        let one = counter_run(&input, w, h, &e, 1);
+        for threads in [2, 3, 8] {
+            assert_eq!(
+                counter_run(&input, w, h, &e, threads),
+                one,
+                "{threads} threads"
+            );
+        }
+        let n = one.noise.as_ref().unwrap();
+        assert!(n.psf.as_ref().unwrap().auto_radius.unwrap() > 1);
+        // another seed, another image; the calibration's own seed moves it too
+        let other = counter_run(
+            &input,
+            w,
+            h,
+            &Effects {
+                seed: -12,
+                ..e.clone()
+            },
+            2,
+        );
+        assert_ne!(other.noise.unwrap().adu, n.adu);
+        let other = counter_run(
+            &input,
+            w,
+            h,
+            &Effects {
+                calib_seed: 5,
+                ..e.clone()
+            },
+            2,
+        );
+        assert_ne!(other.noise.unwrap().adu, n.adu);
+        // the noiseless image does not depend on the generator
+        let up = run(
+            &input,
+            w,
+            h,
+            &Effects {
+                rng: Generator::Upstream,
+                ..e.clone()
+            },
+        );
+        assert_eq!(up.adu, one.adu);
+        // photons are conserved through the PSF up to its truncation (upstream's estimate of
+        // the photons beyond each radius is added back) and the f32 roundings
+        let rel = (n.photons - n.photons_before_psf).abs() / n.photons_before_psf;
+        assert!(rel < 1e-3, "{rel}");
+    }
+
+    #[test]
+    fn counter_noise_statistics() {
+        // Poisson: mean and variance of (noise - adc)/gain are the photons' (calibration off);
+        // with read-out noise the variance grows by readout²/gain²
+        let n = 90000;
+        for (photons, readout) in [(0.7f32, 0.0), (50.0, 0.0), (50.0, 3.0), (3000.0, 0.0)] {
+            let input = vec![photons; n];
+            let e = Effects {
+                gain: 2.0,
+                adc: 100.0,
+                calibration: 0.0,
+                readout,
+                seed: -7,
+                rng: Generator::Counter,
+                ..Effects::default()
+            };
+            let d = counter_run(&input, 300, 300, &e, 2);
+            let noise = d.noise.unwrap();
+            let v: Vec<f64> = noise
+                .adu
+                .iter()
+                .map(|&a| (a as f64 - 100.0) / 2.0)
+                .collect();
+            let mean = v.iter().sum::<f64>() / n as f64;
+            let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64;
+            let p = photons as f64;
+            let want_var = p + readout * readout / 4.0;
+            // 5 standard errors (the ADU truncation adds less than 1/4 to the variance and
+            // removes up to 1/4 from the mean of a read-out value)
+            let trunc = if readout > 0.0 { 0.25 } else { 0.0 };
+            assert!(
+                (mean - p).abs() < 5.0 * (want_var / n as f64).sqrt() + trunc,
+                "{p}: {mean}"
+            );
+            assert!(
+                (var - want_var).abs() < 5.0 * want_var * (2.0 / n as f64).sqrt() + trunc,
+                "{p}: {var}"
+            );
+        }
+        // calibration error: a pixel's factor is its own, the same under another noise seed
+        let input = vec![1e5f32; 20000];
+        let e = Effects {
+            calibration: 0.05,
+            adc: 0.0,
+            rng: Generator::Counter,
+            ..Effects::default()
+        };
+        let a = counter_run(
+            &input,
+            200,
+            100,
+            &Effects {
+                seed: -1,
+                ..e.clone()
+            },
+            2,
+        );
+        let b = counter_run(
+            &input,
+            200,
+            100,
+            &Effects {
+                seed: -2,
+                ..e.clone()
+            },
+            2,
+        );
+        let (a, b) = (a.noise.unwrap().adu, b.noise.unwrap().adu);
+        let rel: Vec<f64> = a.iter().map(|&x| x as f64 / 1e5 - 1.0).collect();
+        let sd = (rel.iter().map(|x| x * x).sum::<f64>() / rel.len() as f64).sqrt();
+        // 5% calibration and 1/sqrt(1e5) = 0.3% shot noise
+        let want = (0.05f64.powi(2) + 1e-5).sqrt();
+        assert!((sd - want).abs() < 0.05 * want, "{sd} vs {want}");
+        let cov = a
+            .iter()
+            .zip(&b)
+            .map(|(&x, &y)| (x as f64 / 1e5 - 1.0) * (y as f64 / 1e5 - 1.0))
+            .sum::<f64>()
+            / a.len() as f64;
+        assert!((cov / 0.0025 - 1.0).abs() < 0.1, "{cov}");
     }
 }

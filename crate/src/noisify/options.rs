@@ -3,7 +3,7 @@
 //! the image dimensions, and the float image itself (its size must match them).
 
 use super::psf::PsfKind;
-use super::{Effects, Psf, DEFAULT_FLUENCE};
+use super::{Effects, Generator, Psf, DEFAULT_FLUENCE};
 use crate::args::{
     help_text, own, parse_with, shared, Check, Flag, Geometry, Group, Kind, Options, Parser,
 };
@@ -39,6 +39,8 @@ pub struct NoisifyOptions {
     pub calibration: f64,
     pub gain: f64,
     pub calib_seed: i64,
+    /// `-rng`: upstream's sequence (default) or the counter generator (`noisify` module docs).
+    pub rng: Generator,
     pub bits32: bool,
     /// Degrees: `-phi` and `-osc` as given; `None` takes the `-header`'s OSC_START (or PHI)
     /// and OSC_RANGE, else 0 and 1 (see [`Prepared::phi`]).
@@ -69,6 +71,7 @@ impl Default for NoisifyOptions {
             calibration: 0.03,
             gain: 1.0,
             calib_seed: 123456789,
+            rng: Generator::Upstream,
             bits32: false,
             phi: None,
             osc: None,
@@ -211,6 +214,14 @@ static OWN: &[Flag<NoisifyOptions>] = &[
         Ok(())
     })
     .check(SEED),
+    own::<NoisifyOptions>("-rng", Group::Effects, "upstream|counter", "random numbers of the noise: upstream's sequence on one thread (default, bit-identical to upstream's noisify) or a counter-based generator on all threads (deterministic for any number of threads, not upstream's sequence)", |p| {
+        let w = p.text()?;
+        p.o.rng = match Generator::parse(&w) {
+            Some(g) => g,
+            None => return Err(p.err(format_args!("expected upstream or counter, found '{w}'"))),
+        };
+        Ok(())
+    }),
     own::<NoisifyOptions>("-badpix_seed", Group::Effects, "n", "accepted, no effect in noisify", |p| {
         p.int()?;
         let w = format!("{} has no effect in noisify; ignored", p.flag);
@@ -506,6 +517,7 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         seed: o.geo.seed.unwrap_or(seed),
         calib_seed: o.calib_seed,
         noise: o.noise,
+        rng: o.rng,
     };
     Ok(Prepared {
         opts: o.clone(),

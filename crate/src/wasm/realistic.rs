@@ -23,6 +23,9 @@ struct Layers {
     d_min: f64,
     spots: Option<Vec<f32>>,
     background: Option<Vec<f32>>,
+    /// The materials' images of the last detector and beam, reused while only the crystal
+    /// changes.
+    materials: realistic::BackgroundCache,
     /// The spots' detector, kept apart from the module's plan (a prediction or another render
     /// may replace that plan while the page still shows this image).
     frame: Option<Frame>,
@@ -351,7 +354,9 @@ pub async fn realistic_render_spots(
 
 /// The amorphous background on the prepared plan's detector: one nonBragg material per word
 /// list (`materials` holds the lists separated by a "--" word, e.g. `-stol water.stol
-/// -thickness 0.02 -flux 1e12 … -- -stol air.stol …`); kept as the background layer.
+/// -thickness 0.02 -flux 1e12 … -- -stol air.stol …`); kept as the background layer. Each
+/// material's image is rendered again only when its words or the detector and beam changed
+/// (`realistic::BackgroundCache`).
 #[wasm_bindgen]
 pub fn realistic_background(materials: Vec<String>) -> Result<Vec<f32>, JsValue> {
     CANCEL.store(false, Ordering::SeqCst);
@@ -367,20 +372,15 @@ pub fn realistic_background(materials: Vec<String>) -> Result<Vec<f32>, JsValue>
             .prepared
             .as_ref()
             .ok_or_else(|| js_err("no plan prepared"))?;
-        let mut layers = Vec::new();
-        for (i, words) in lists.iter().enumerate() {
-            let progress = |p: f32| report_progress((i as f32 + p) / n);
-            layers.push(
-                realistic::background(prep, words, &st.files, &progress, &CANCEL)
-                    .map_err(js_err)?,
-            );
-        }
-        if layers.is_empty() {
-            layers.push(vec![0.0; prep.plan().pixel_count()]);
-        }
-        let refs: Vec<&[f32]> = layers.iter().map(|l| l.as_slice()).collect();
-        Ok::<_, JsValue>(realistic::compose(&refs))
+        let progress = |i: usize, p: f32| report_progress((i as f32 + p) / n);
+        RS.with(|rs| {
+            rs.borrow_mut()
+                .materials
+                .layers(prep, &lists, &st.files, &progress, &CANCEL)
+                .map_err(js_err)
+        })
     })?;
+    report_progress(1.0);
     RS.with(|rs| rs.borrow_mut().background = Some(img.clone()));
     Ok(img)
 }
