@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { difference, masterOf, measuredKind, simScale, tidyValue, withFileGeometry } from '../../www/src/measured/logic';
+import { difference, hasCrystal, masterOf, measuredKind, simScale, tidyValue, withFileGeometry } from '../../www/src/measured/logic';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 
@@ -13,6 +13,17 @@ test('measured files are told by content', () => {
   assert.equal(measuredKind(enc('1 2 3 100\n')), null);
   assert.equal(masterOf(['x_data_000001.h5', 'x_master.h5']), 1);
   assert.equal(masterOf(['a.h5', 'b.h5']), 0);
+});
+
+test('an experiment list holds a crystal when its first experiment names one it has', () => {
+  const list = (exp: object, crystals: unknown[] | undefined) => enc(JSON.stringify({ __id__: 'ExperimentList', experiment: [exp], ...(crystals ? { crystal: crystals } : {}) }));
+  const xtal = { real_space_a: [40, 0, 0], real_space_b: [0, 50, 0], real_space_c: [0, 0, 60] };
+  assert.equal(hasCrystal(list({ beam: 0, detector: 0, crystal: 0 }, [xtal])), true);
+  assert.equal(hasCrystal(list({ beam: 0, detector: 0, crystal: 1 }, [xtal, xtal])), true);
+  assert.equal(hasCrystal(list({ beam: 0, detector: 0 }, [xtal])), false, 'the experiment names none');
+  assert.equal(hasCrystal(list({ beam: 0, detector: 0, crystal: 1 }, [xtal])), false, 'the list lacks it');
+  assert.equal(hasCrystal(list({ beam: 0, detector: 0, crystal: 0 }, undefined)), false);
+  assert.equal(hasCrystal(enc('{"experiment": [{"crystal": 0}], "crystal": [{}]')), false, 'not JSON');
 });
 
 test("a file's geometry replaces the detector fields it conflicts with", () => {

@@ -139,7 +139,7 @@ export const PARAMS: ParamDef[] = [
   { key: 'oversample', flag: '-oversample', label: 'Sub-pixels per axis', group: 'detector', kind: 'int', slider: [1, 8, 1] },
   { key: 'roi', flag: '-roi', label: 'Region of interest xmin xmax ymin ymax', group: 'detector', kind: 'vec', n: [4, 4], unit: 'px' },
   { key: 'mask', flag: '-mask', label: 'Mask image (SMV; 0 = skip pixel)', group: 'detector', kind: 'file' },
-  { key: 'expt', flag: '-expt', label: 'DIALS experiment (.expt)', group: 'detector', kind: 'file', help: 'detector, beam, spindle and the crystal orientation DIALS refined; replaces the detector fields' },
+  { key: 'expt', flag: '-expt', label: 'DIALS experiment (.expt)', group: 'detector', kind: 'file', help: 'detector, beam, spindle and the crystal DIALS refined; replaces the detector fields; the misset and cell fields turn and resize its crystal (the cell field starts at the file\'s)' },
   { key: 'geom', flag: '-geom', label: 'CrystFEL geometry (.geom)', group: 'detector', kind: 'file', help: 'panels (corner, fs/ss vectors, res, clen), bad regions as masks; replaces the detector fields (docs/geometry.md)' },
   { key: 'img', flag: '-img', label: 'Header from an SMV image', group: 'detector', kind: 'file', help: 'detector size, distance, beam centre, wavelength; later fields override' },
   { key: 'dmin', flag: '-dmin', label: 'Resolution limit', group: 'detector', kind: 'num', unit: 'Å' },

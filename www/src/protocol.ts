@@ -189,6 +189,9 @@ export interface FitRequest {
   /** The target's units: ADU = gain·photons + adc (1 and 0: photons). */
   gain: number;
   adc: number;
+  /** Start with the spot-centroid stage (`FitOptions::centroids`): orientation and cell from
+   * the spots' positions, for sharp spots (the realistic still's). */
+  centroids: boolean;
   maxIterations: number;
   /** Send the model image with each step (the live view). */
   images: boolean;

@@ -186,7 +186,7 @@ function fit(msg: Extract<ToWorker, { type: 'fit' }>) {
   const w = wasm!;
   useFiles(msg.files);
   try {
-    const result = w.fit(msg.args, msg.target, msg.mask ?? undefined, msg.params, new Float64Array(msg.start), msg.background, msg.gain, msg.adc, msg.maxIterations, msg.images, (step) => {
+    const result = w.fit(msg.args, msg.target, msg.mask ?? undefined, msg.params, new Float64Array(msg.start), msg.background, msg.gain, msg.adc, msg.centroids, msg.maxIterations, msg.images, (step) => {
       post({ type: 'fit-step', id: msg.id, step }, step.image ? [step.image.buffer] : []);
     });
     post({ type: 'fit-result', id: msg.id, result }, [result.image.buffer]);

@@ -920,7 +920,7 @@ pub static FLAGS: &[Flag] = &[
     })
     .kind(OutputFile),
     // DIALS geometry in (issue 18 §1, io/expt.rs)
-    flag("-expt", Port, "FILE", "DIALS experiment list (.expt): its panels (the hierarchy flattened), beam, spindle, scan start/width and crystal A matrix replace those flags", |p| {
+    flag("-expt", Port, "FILE", "DIALS experiment list (.expt): its panels (the hierarchy flattened), beam, spindle, scan start/width and crystal A matrix replace those flags; -misset turns the file's crystal, -cell gives it that cell in the file's orientation", |p| {
         p.o.expt = Some(p.text()?);
         Ok(())
     }),

@@ -1,7 +1,9 @@
 //! `-expt FILE`: a DIALS experiment list's first experiment (read by `io::expt`) as the
 //! simulation's options: a CUSTOM detector with the SAMPLE pivot, beam, spindle, scan start and
 //! width (unless `-phi`/`-osc` are given) and the crystal as a MOSFLM matrix. See `io::expt` for
-//! the frames and what replaces which flags.
+//! the frames and what replaces which flags. The file's crystal is turned by `-misset` (as
+//! `-cell`'s is) and given `-cell`'s cell in its own orientation (`with_cell`): the values a fit
+//! of the orientation and cell writes (`resolve::fitted`).
 
 use crate::args::{Options, RTD};
 use crate::error::{Error, Result};
@@ -68,13 +70,62 @@ pub fn apply(o: &Options, e: &Expt, name: &str) -> Result<(Options, Option<[[f64
         }
         m
     });
+    let mat = match (mat, o.cell) {
+        // -cell: the file's orientation with this cell (what a fit of the cell moves)
+        (Some(m), Some(cell)) => Some(with_cell(m, e.wavelength, cell).map_err(|e| {
+            Error::geometry(format!("-cell with -expt {name}: {}", e.message)).with_flag("-cell")
+        })?),
+        (m, _) => m,
+    };
     if mat.is_some() {
-        // the lattice and its orientation are the file's
-        o.cell = None;
-        o.misset = None;
+        // the lattice is the file's (in the orientation -misset turns it to; no random one)
         o.misset_random = false;
     }
     Ok((o, mat))
+}
+
+type M3 = [[f64; 3]; 3];
+
+fn inverse(m: M3) -> Option<M3> {
+    let cols = |j: usize| [m[0][j], m[1][j], m[2][j]];
+    let (c0, c1, c2) = (cols(0), cols(1), cols(2));
+    let det = dot(c0, cross(c1, c2));
+    if det == 0.0 || !det.is_finite() {
+        return None;
+    }
+    // rows of the inverse: the reciprocal vectors of the columns
+    let rows = [cross(c1, c2), cross(c2, c0), cross(c0, c1)];
+    Some(std::array::from_fn(|i| rows[i].map(|x| x / det)))
+}
+
+fn mul(a: M3, b: M3) -> M3 {
+    std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| a[i][k] * b[k][j]).sum()))
+}
+
+/// The cell (Å, °) of the reciprocal basis `m` (columns a*, b*, c* in 1/Å).
+fn cell_of(m: M3) -> Option<[f64; 6]> {
+    // the real axes: the rows of the inverse of the reciprocal basis
+    let inv = inverse(m)?;
+    let (a, b, c) = (inv[0], inv[1], inv[2]);
+    let len = |x: V3| dot(x, x).sqrt();
+    let ang = |x: V3, y: V3| (dot(x, y) / (len(x) * len(y))).clamp(-1.0, 1.0).acos() * RTD;
+    Some([len(a), len(b), len(c), ang(b, c), ang(c, a), ang(a, b)])
+}
+
+/// The MOSFLM matrix `m` (columns λ·a*, λ·b*, λ·c*, `lambda` in Å) with its cell replaced by
+/// `cell` and its orientation kept: A*·B(cell_m)⁻¹·B(cell), B the reciprocal basis `-cell`
+/// makes (`crystal::reciprocal_from_cell`: upstream's frame and c* rule), cell_m the matrix's
+/// own cell. At the matrix's own cell this is `m` (to rounding).
+pub fn with_cell(m: M3, lambda: f64, cell: [f64; 6]) -> Result<M3> {
+    let basis = |cell: [f64; 6]| -> Result<M3> {
+        let (a, b, c, _, _) = super::crystal::reciprocal_from_cell(cell)?;
+        Ok(std::array::from_fn(|i| [a[i], b[i], c[i]]))
+    };
+    let degenerate = || Error::geometry("the file's crystal matrix is degenerate");
+    let a_star = m.map(|row| row.map(|x| x / lambda));
+    let own = cell_of(a_star).ok_or_else(degenerate)?;
+    let u = mul(a_star, inverse(basis(own)?).ok_or_else(degenerate)?);
+    Ok(mul(u, basis(cell)?).map(|row| row.map(|x| x * lambda)))
 }
 
 #[cfg(test)]

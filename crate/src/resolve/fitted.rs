@@ -15,7 +15,9 @@
 //!   φ and the domains' random rotations, so the two agree at the first φ step's central domain
 //!   (domain 0 is unrotated) and differ elsewhere by the commutator of the small rotations.
 //! * **Cell** → `-cell a b c α β γ` (upstream's defaults filled in: b, c ≤ 0 mean a, angles
-//!   ≤ 0 mean 90°), as `resolve::tangent` moves it.
+//!   ≤ 0 mean 90°), as `resolve::tangent` moves it. For an `-expt` crystal the cell starts from
+//!   the file's, and `-cell` with `-expt` keeps the file's orientation (`resolve::expt`); the
+//!   misset turns the file's crystal as it turns `-cell`'s.
 //! * **Distance** → `-distance` (or `-close_distance` when the set-up gave that), mm.
 //! * **Beam centre** → `-Xbeam` and `-Ybeam` (mm, the set-up's convention: the value
 //!   `resolve::tangent` moves, given or derived), both when either is fitted.
@@ -140,9 +142,9 @@ pub fn fitted_values(setup: &Setup, offsets: &[(Param, f64)]) -> Result<Fitted> 
         Param::CellGamma,
     ];
     if cell_params.iter().any(|&p| get(p).is_some()) {
-        let Some(mut c) = o.cell.filter(|_| o.mat.is_none() && o.mat_values.is_none()) else {
+        let Some(mut c) = super::tangent::fitted_cell(setup) else {
             return Err(Error::usage(
-                "fit: the cell was fitted but the crystal is not given by -cell (-mat or -expt)",
+                "fit: the cell was fitted but the crystal is given by -mat (not -cell or -expt)",
             ));
         };
         for i in 1..3 {

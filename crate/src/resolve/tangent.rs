@@ -120,6 +120,23 @@ fn mosaic_tangent(plan: &Plan, spread: f64) -> (Vec<Orientation>, Vec<Orientatio
     (rot(&plan.orientations), rot(&plan.orientations_first))
 }
 
+/// The cell the cell parameters move (Å, °; upstream's "≤ 0" defaults not yet filled in):
+/// `-cell`'s when it gives the crystal; an `-expt` crystal's (the file's, or the `-cell` given
+/// with it: `resolve::expt::with_cell` keeps the file's orientation); none for a `-mat` file,
+/// whose cell upstream's `-cell` only rescales.
+pub fn fitted_cell(setup: &Setup) -> Option<[f64; 6]> {
+    let o = &setup.opts;
+    if o.mat.is_some() {
+        None
+    } else if o.expt.is_some() && o.mat_values.is_some() {
+        Some(o.cell.unwrap_or(setup.crystal.cell))
+    } else if o.mat_values.is_some() {
+        None
+    } else {
+        o.cell
+    }
+}
+
 /// The name of `p` for messages.
 fn named(p: Param) -> String {
     format!("-gradients {}", p.name())
@@ -136,9 +153,9 @@ fn check_applies(setup: &Setup, p: Param) -> Result<()> {
         | Param::CellAlpha
         | Param::CellBeta
         | Param::CellGamma
-            if setup.opts.cell.is_none() || setup.opts.mat.is_some() || setup.opts.mat_values.is_some() =>
+            if fitted_cell(setup).is_none() =>
         {
-            refuse("cell derivatives need the crystal given by -cell (not -mat or -expt)")
+            refuse("cell derivatives need the crystal given by -cell or an -expt crystal (not -mat)")
         }
         Param::Mosaic if setup.mosaic_spread == 0.0 => {
             refuse("the mosaic spread is 0 (the domains are not drawn): give -mosaic > 0")
@@ -187,7 +204,11 @@ fn move_option(setup: &Setup, o: &mut crate::args::Options, p: Param, delta: f64
         | Param::CellAlpha
         | Param::CellBeta
         | Param::CellGamma => {
-            let mut c = o.cell.unwrap_or([0.0; 6]);
+            if delta == 0.0 && o.cell.is_none() {
+                // an -expt crystal not moved stays the file's matrix, bit for bit
+                return;
+            }
+            let mut c = o.cell.or_else(|| fitted_cell(setup)).unwrap_or([0.0; 6]);
             // upstream's rules: b, c ≤ 0 mean a; angles ≤ 0 mean 90
             for i in 1..3 {
                 if c[i] <= 0.0 {

@@ -5,6 +5,8 @@
 //! `find_spots`, a target's spots as the fit finds them (`api::find_spots`: the page rings them).
 //! Both take the target's mask (a measured image's flagged pixels: `MeasuredInfo.mask`, made by
 //! the crate's `Pixels::mask` when the file was read), one byte per pixel, 0 = excluded.
+//! Words naming the atomic model the realistic chain read (`-pdb NAME`) are the model's crystal
+//! with its cached structure factors (`realistic::prepare_for_fit`): a fit to the realistic still.
 //! Cancel is the module's flag (`set_cancel`, or the shared memory the page writes).
 
 use super::{js_err, to_js, CANCEL, STATE};
@@ -135,7 +137,8 @@ fn image_at(
 
 /// Fits `params` (comma-separated names: `rot_x,rot_y,rot_z,cell_a,…`) of the set-up of `args`
 /// (with the module's files) to `target` (the detector's size, fast-major; ADU = `gain`·photons
-/// + `adc`, photons for 1 and 0; `mask`: the pixels to use, 1 byte each, 0 = excluded, as
+/// + `adc`, photons for 1 and 0; `centroids`: start with the spot-centroid stage,
+/// `FitOptions::centroids`; `mask`: the pixels to use, 1 byte each, 0 = excluded, as
 /// `FitOptions::mask`; absent: all), with the `background` model under the spots (`none`,
 /// `local`: `api::Background`), starting from the offsets `start` (one per parameter, or empty), in at
 /// most `max_iterations` evaluations. `on_step(FitStepInfo)` is called at the start and at every accepted step (with
@@ -152,6 +155,7 @@ pub fn fit(
     background: &str,
     gain: f64,
     adc: f64,
+    centroids: bool,
     max_iterations: usize,
     images: bool,
     #[wasm_bindgen(unchecked_param_type = "(step: FitStepInfo) => void")]
@@ -171,7 +175,7 @@ pub fn fit(
     STATE.with(|st| {
         let st = st.borrow();
         let files = &st.files;
-        let prep = api::prepare(&args, files).map_err(js_err)?;
+        let prep = super::realistic::prepare_for_fit(args, files)?;
         api::check_pixel_budget(&prep, api::BROWSER_MAX_PIXELS).map_err(js_err)?;
         let target: Vec<f64> = target.iter().map(|&v| v as f64).collect();
         let mut options = api::FitOptions::new(&params);
@@ -180,6 +184,7 @@ pub fn fit(
         options.background = background;
         options.gain = gain;
         options.adc = adc;
+        options.centroids = centroids;
         options.mask = mask.map(|m| m.iter().map(|&b| b != 0).collect());
         let excluded = options
             .mask
@@ -270,7 +275,7 @@ pub fn fitted_values(
     let params = api::parse_params(params, "fit").map_err(js_err)?;
     STATE.with(|st| {
         let st = st.borrow();
-        let prep = api::prepare(&args, &st.files).map_err(js_err)?;
+        let prep = super::realistic::prepare_for_fit(args, &st.files)?;
         to_js(&api::fitted_values(&prep, &params, &values).map_err(js_err)?)
     })
 }
@@ -291,7 +296,8 @@ pub fn find_spots(
     let background = api::Background::parse(background).map_err(js_err)?;
     STATE.with(|st| {
         let st = st.borrow();
-        let prep = api::prepare(&args, &st.files).map_err(js_err)?;
+        let prep =
+            api::prepare(&super::realistic::with_model_cell(args), &st.files).map_err(js_err)?;
         api::check_pixel_budget(&prep, api::BROWSER_MAX_PIXELS).map_err(js_err)?;
         let image: Vec<f64> = image.iter().map(|&v| v as f64).collect();
         let options = api::SpotOptions {

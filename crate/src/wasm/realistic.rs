@@ -547,3 +547,38 @@ pub fn realistic_sf_benchmark(name: &str, bytes: Vec<u8>, d_min: f64) -> Result<
     .map_err(js_err)?;
     Ok(js_sys::Date::now() - t0)
 }
+
+/// The set-up of words that may name the atomic model the chain read (`-pdb NAME`), for a fit
+/// of the crystal the realistic chain shows: the model's cell in place of `-pdb NAME` and, when
+/// its cached table covers the detector, the model's structure factors in the plan (the fit's
+/// model then has the target's intensities; its moved set-ups keep the table). Other words are
+/// prepared as they are (`-pdb` of another name dropped, as `with_model_cell` does).
+pub(super) fn prepare_for_fit(
+    args: Vec<String>,
+    files: &dyn crate::files::FileSource,
+) -> Result<crate::api::Prepared, JsValue> {
+    let (mut words, cached) = split_model(args);
+    let with_model = cached.is_some();
+    words.extend(cached.unwrap_or_default());
+    let mut prep = crate::api::prepare(&words, files).map_err(js_err)?;
+    if with_model {
+        let d_min = realistic::needed_d_min(&prep).map_err(js_err)?;
+        RS.with(|rs| {
+            let rs = rs.borrow();
+            if let Some(c) = rs.cache.as_ref().filter(|c| c.covers(d_min)) {
+                if let Some((grid, s)) = c.table.as_ref() {
+                    let description = format!(
+                        "{} ({} model, space group {}, {} reflections to {:.3} Å)",
+                        c.name,
+                        s.format.name(),
+                        s.space_group,
+                        grid.hkls,
+                        s.d_min
+                    );
+                    realistic::install_table(&mut prep, grid, &description);
+                }
+            }
+        });
+    }
+    Ok(prep)
+}

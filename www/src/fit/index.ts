@@ -22,7 +22,23 @@ export interface ShownImage {
   width: number;
   height: number;
   geometry: Geometry;
+  /** The words of the model the fit moves (a realistic still's: the crystal's words with the
+   * atomic model's name, whose cached structure factors the crate uses: `prepare_for_fit`). */
   args: string[];
+  /** What the crate is told of the image as a target (its background model, units and the
+   * centroid stage): the plain image's photons over nothing, or a realistic still's ADU over
+   * its water and air. */
+  units: TargetUnits;
+  /** The crystal's cell comes from an atomic model (the realistic chain's): not fitted, the
+   * form's cell field does not give it. */
+  modelCell: boolean;
+}
+
+export interface TargetUnits {
+  background: FitRequest['background'];
+  gain: number;
+  adc: number;
+  centroids: boolean;
 }
 
 /** A fit's target and what the crate is told of it (`FitRequest`). */
@@ -39,6 +55,7 @@ export interface FitTarget {
   background: FitRequest['background'];
   gain: number;
   adc: number;
+  centroids: boolean;
 }
 
 export interface FitDeps {
@@ -48,17 +65,17 @@ export interface FitDeps {
   measured: MeasuredCompare;
   /** Where the panel goes (after this element). */
   after: HTMLElement;
-  /** The full-resolution plain image shown and its words (null: none, a preview, a realistic image). */
+  /** The full-resolution image shown (plain or the realistic chain's) and the words of its
+   * model, when it is of the form's state (null: none, a preview, a stale image). */
   shown: () => ShownImage | null;
-  /** The image shown is the realistic chain's (the fit works on the plain simulation). */
-  realistic: () => boolean;
+  /** The words of the model a fit starts from: the form's state (with the atomic model's cell
+   * for a realistic still, as `ShownImage.args`). */
+  words: () => string[];
   /** While a fit runs the page renders nothing itself (the fit sends its images). */
   setFitting: (on: boolean) => void;
   notice: (text: string, kind?: 'info' | 'warn') => void;
 }
 
-/** What the crate is told of the teacher's target: the image shown, photons, nothing under it. */
-const TEACHER = { background: 'none', gain: 1, adc: 0, mask: null } as const;
 
 const STYLE = `
 .fitbar { position: relative; display: flex; flex-wrap: wrap; align-items: center; gap: .3rem .7rem; padding: .3rem 2.4rem .3rem .5rem; font-size: .85rem; border-bottom: 1px solid var(--line, #ccc); }
@@ -141,14 +158,18 @@ export class FitPanel {
       const flagged = m.mask ? m.untrusted : 0;
       return {
         data: m.pixels, mask: m.mask, source: m, width: m.width, height: m.height,
-        background: 'local', gain: 1, adc: 0,
+        background: 'local', gain: 1, adc: 0, centroids: false,
         label: `measured image ${m.name}` + (flagged ? `, ${flagged.toLocaleString('en')} flagged pixel${flagged === 1 ? '' : 's'} excluded` : '') +
           ` (gain 1, offset 0 assumed: the file says neither, the fitted scale takes the gain; background: the crate's local map)`,
       };
     }
     const t = this.target;
     if (t && shown && t.width === shown.width && t.height === shown.height) {
-      return { data: t.data, ...TEACHER, source: t, width: t.width, height: t.height, label: 'the image before the perturbation' };
+      const u = t.units;
+      const label = u.background === 'local'
+        ? `the realistic still before the perturbation (ADU, gain ${u.gain}; under its spots the crate's local map of the water and air${shown.modelCell ? '; the cell is the atomic model\'s, not fitted' : ''})`
+        : 'the image before the perturbation';
+      return { data: t.data, mask: null, ...u, source: t, width: t.width, height: t.height, label };
     }
     return null;
   }
@@ -231,9 +252,7 @@ export class FitPanel {
       this.status('');
     }
     this.findTargetSpots(t);
-    this.q('.ftarget').textContent = this.d.realistic()
-      ? 'The fit works on the plain simulation: switch the realistic layers off (model, water and air, detector effects).'
-      : t
+    this.q('.ftarget').textContent = t
       ? `Target: ${t.label}.`
       : this.d.measured.info
         ? 'Target: the measured image, once the simulation is of its detector.'
@@ -256,7 +275,7 @@ export class FitPanel {
     if (!shown || this.running) return;
     const { store, client } = this.d;
     const files = Object.fromEntries(store.files.peek());
-    const groups = this.chosen().filter((g) => g === 'orientation' || g === 'cell');
+    const groups = this.chosen().filter((g) => g === 'orientation' || (g === 'cell' && !shown.modelCell));
     const params = paramsOf(groups.length ? groups : ['orientation']);
     try {
       let cell: number[] | null = null;
@@ -266,8 +285,8 @@ export class FitPanel {
       this.target = target;
       this.targetSpots = [];
       this.spotsOf = target;
-      const { background, gain, adc, mask } = TEACHER;
-      const spots = await client.findSpots({ args: shown.args, files, image: target.data, background, gain, adc, mask });
+      const { background, gain, adc } = shown.units;
+      const spots = await client.findSpots({ args: shown.args, files, image: target.data, background, gain, adc, mask: null });
       if (this.spotsOf === target) this.targetSpots = spots;
       this.costs = [];
       this.cycles = [];
@@ -294,6 +313,11 @@ export class FitPanel {
       groups = groups.filter((g) => g !== 'scale');
       this.d.notice('The scale is not fitted while the fluence comes from the flux (-flux): clear the Flux field to fit it.', 'warn');
     }
+    // a realistic still's cell is its atomic model's (the form's cell field does not give it)
+    if (shown.modelCell && groups.some((g) => g === 'cell' || g === 'angles')) {
+      groups = groups.filter((g) => g !== 'cell' && g !== 'angles');
+      this.d.notice('The cell is not fitted on a realistic still with an atomic model: the model gives it.', 'info');
+    }
     const params = paramsOf(groups);
     if (!params.length) {
       this.status('Choose what to fit.', 'error');
@@ -310,9 +334,11 @@ export class FitPanel {
     this.status(`Fitting ${params.join(', ')} to ${t.label}…`);
     const t0 = performance.now();
     const geometry = shown.geometry;
+    const realistic = shown.units.background === 'local'; // a realistic still shown
     try {
       const r = await client.fit(
-        { args: store.args.peek().args, files: Object.fromEntries(store.files.peek()), target: t.data, mask: t.mask, background: t.background, gain: t.gain, adc: t.adc, params: params.join(','), start: [], maxIterations, images: true },
+        // a realistic still's steps are plain images (photons): the chain renders the result
+        { args: this.d.words(), files: Object.fromEntries(store.files.peek()), target: t.data, mask: t.mask, background: t.background, gain: t.gain, adc: t.adc, centroids: t.centroids, params: params.join(','), start: [], maxIterations, images: !realistic },
         (step) => {
           this.lastStep = step;
           if (Number.isFinite(step.cost)) {

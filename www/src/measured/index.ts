@@ -15,7 +15,8 @@ import { ImageView, type Readout } from '../view';
 import { makeBar, viewTag } from '../panelbar';
 import { fromPrediction, type CratePrediction } from '../recip/adapter';
 import type { RecipData } from '../recip/types';
-import { difference, masterOf, measuredKind, simScale, withFileGeometry } from './logic';
+import { difference, hasCrystal, masterOf, measuredKind, simScale, withFileGeometry } from './logic';
+import { fmtField } from '../fit/logic';
 import type { MeasuredInfo, MeasuredReply, MeasuredRequest, PredictRequest } from './protocol';
 
 export type CompareMode = 'sim' | 'measured' | 'side' | 'blend' | 'blink' | 'diff';
@@ -181,7 +182,9 @@ export class MeasuredCompare {
     if (expt) {
       this.d.store.addFile(expt.name, expt.bytes);
       this.d.store.setField('expt', expt.name);
-      this.note(`${expt.name}: the simulation uses its detector, beam and crystal orientation (-expt)`);
+      const cell = hasCrystal(expt.bytes) ? await this.fileCell() : null;
+      this.note(`${expt.name}: the simulation uses its detector, beam and crystal` +
+        (cell ? ` (cell ${cell} from the file; the misset and cell fields turn and resize it)` : '') + ' (-expt)');
     }
     if (!images.length) return true;
     this.predictedKey = ''; // a new image: predict again
@@ -199,6 +202,31 @@ export class MeasuredCompare {
     const tShown = performance.now();
     this.timings = { read: tRead - t0, load: reply.ms!.load, decode: reply.ms!.decode, show: tShown - tDecoded, total: tShown - t0 };
     return true;
+  }
+
+  /** With an `.expt` crystal the form's misset turns the file's crystal and its cell is the
+   * crate's `-cell` with `-expt` (the file's orientation): both fields start from the file, the
+   * misset empty and the cell the one the crate reads from the file's matrix (its fitted value
+   * at no offset). Returns the cell put in the field (null: the crate refused, said). */
+  private async fileCell(): Promise<string | null> {
+    const { store, client } = this.d;
+    const was = { misset: store.model.peek().misset ?? '', cell: store.model.peek().cell ?? '' };
+    store.setField('misset', '');
+    store.setField('cell', '');
+    try {
+      const f = await client.fittedValues(store.args.peek().args, Object.fromEntries(store.files.peek()),
+        'cell_a,cell_b,cell_c,cell_alpha,cell_beta,cell_gamma', [0, 0, 0, 0, 0, 0]);
+      if (!f.cell) throw new Error('the crate gave no cell');
+      const cell = f.cell.map((v) => fmtField(v)).join(' ');
+      store.setField('cell', cell);
+      return cell;
+    } catch (e) {
+      // the file is refused (the render says why, naming it): the form keeps its crystal
+      store.setField('misset', was.misset);
+      store.setField('cell', was.cell);
+      this.d.notice(`The crystal of the .expt was not read: ${(e as Error).message}`, 'warn');
+      return null;
+    }
   }
 
   private decode(name: string, bytes: Uint8Array, others: { name: string; bytes: Uint8Array }[]): Promise<MeasuredReply> {

@@ -82,3 +82,15 @@ export function difference(measured: Float32Array, w: number, h: number, sim: Fl
   }
   return out;
 }
+
+/** Whether a DIALS experiment list (`.expt` bytes) holds a crystal: its first experiment names
+ * one and the list has it (the crate then takes the crystal from the file's matrix). */
+export function hasCrystal(bytes: Uint8Array): boolean {
+  try {
+    const j = JSON.parse(new TextDecoder().decode(bytes)) as { experiment?: { crystal?: number }[]; crystal?: unknown[] };
+    const i = j.experiment?.[0]?.crystal;
+    return typeof i === 'number' && Array.isArray(j.crystal) && i >= 0 && i < j.crystal.length;
+  } catch {
+    return false;
+  }
+}
