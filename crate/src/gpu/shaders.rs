@@ -124,7 +124,8 @@ mod tests {
         for s in [&image, &tangent] {
             assert!(!s.lines().any(|l| l.trim_start().starts_with('#')));
         }
-        assert!(image.contains("fn main(") && !image.contains("TanParams"));
+        assert!(image.contains("fn main(") && !image.contains("struct TanParams"));
+        assert!(tangent.contains("struct TanParams") && tangent.contains("var<uniform> TP"));
         assert!(tangent.contains("fn tangent(") && !tangent.contains("fn main("));
     }
 }
