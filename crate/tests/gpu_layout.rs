@@ -157,8 +157,8 @@ fn kernel_constants_match_rust() {
     check_shared_constants(&m);
 }
 
-/// The tangent kernel (the image kernel's module and `shaders/tangent.wgsl`) validates, its
-/// structs match `layout`'s, and its constants the Rust values.
+/// The tangent kernel (`shaders/nanobragg.wgsl` read with `TANGENT`) validates, its structs match
+/// `layout`'s, and its constants the Rust values.
 #[test]
 fn tangent_kernel_validates_and_matches_rust_layout() {
     let (m, _) = module(&shaders::tangent_source());

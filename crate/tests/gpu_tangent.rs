@@ -1,10 +1,10 @@
-//! The GPU tangent kernel (`shaders/tangent.wgsl`, `gpu::tangent`, MODEL §10) against the CPU
-//! f64 tangent kernel (`cpu::tangent`) on golden cases that together cover every parameter and
-//! every term's derivative (square, round, Gaussian lattices, tricubic F, sensor layers,
-//! polarisation, mosaic domains, sources, the water background); its image against the GPU
-//! image kernel's (within 1e-6 of the peak: two shader modules a driver may contract
-//! differently; bit for bit on lavapipe); the vector–Jacobian product against the CPU's; the parameters
-//! split into passes; the refused set-ups.
+//! The GPU tangent kernel (`shaders/nanobragg.wgsl` with `TANGENT`, `gpu::tangent`, MODEL §10)
+//! against the CPU f64 tangent kernel (`cpu::tangent`) on golden cases that together cover every
+//! parameter and every term's derivative (square, round, Gaussian lattices, tricubic F, sensor
+//! layers, polarisation, mosaic domains, sources, the water background); its image against the
+//! GPU image kernel's (within 1e-6 of the peak: two shader modules a driver may contract
+//! differently; bit for bit on lavapipe); the vector–Jacobian product against the CPU's; the
+//! parameters split into passes; the refused set-ups.
 //!
 //! Tolerance: the GPU's tangents are f32 (its df64 chain as the image's); on the pixels with
 //! signal (≥ 1e-3 of the image's largest) |gpu − cpu| ≤ [`TOL`] · max|cpu tangent| for each

@@ -296,6 +296,54 @@ fn expt_two_panels_cpu() {
     cpu("-expt", "two_tilted.expt");
 }
 
+/// The f32 tangent kernel's row path (`tangent_row32`: blocks within one panel's run of a row,
+/// each on its panel) gives the per-pixel path's image and tangents on both files, pixel by
+/// pixel, within f32 rounding (1e-6 of the image's or the tangent's peak), with signal on both
+/// panels (the second panel's rows on the second panel's plane, distance and normal).
+#[test]
+fn f32_row_path_takes_each_panel() {
+    use nanobragg::cpu::{tangent32, tangent_row32};
+    let cancel = AtomicBool::new(false);
+    for (flag, file) in [("-geom", "two_tilted.geom"), ("-expt", "two_tilted.expt")] {
+        let prep = prepare(flag, file);
+        assert!(tangent_row32::applies(prep.plan()), "{file}");
+        let params = params_for(flag);
+        let (moved, t) =
+            nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &params, &[])
+                .unwrap_or_else(|e| panic!("{file}: {}", e.message));
+        let p = &moved.plan;
+        assert_eq!(p.panels.len(), 2, "{file}");
+        let rows = tangent32::render_with_rows(p, &t, true, &|_| {}, &cancel).unwrap();
+        let px = tangent32::render_with_rows(p, &t, false, &|_| {}, &cancel).unwrap();
+        let npx = p.pixel_count();
+        let peak = px.image.iter().fold(0f64, |m, &v| m.max(v.abs()));
+        let signal = signal_by_panel(p, &px.image);
+        assert!(signal.iter().all(|s| s.len() >= 10), "{file}: {signal:?}");
+        for i in 0..npx {
+            let d = (rows.image[i] - px.image[i]).abs();
+            assert!(
+                d <= 1e-6 * peak,
+                "{file}: image pixel {i}: {d:e} of {peak:e}"
+            );
+        }
+        for (j, param) in params.iter().enumerate() {
+            let r = &rows.tangents[j * npx..(j + 1) * npx];
+            let q = &px.tangents[j * npx..(j + 1) * npx];
+            let m = q.iter().fold(0f64, |m, &v| m.max((v as f64).abs()));
+            assert!(m > 0.0, "{file} {}: an all-zero tangent", param.name());
+            let d = r
+                .iter()
+                .zip(q)
+                .fold(0f64, |w, (&x, &y)| w.max((x as f64 - y as f64).abs()));
+            assert!(
+                d <= 1e-6 * m.max(peak),
+                "{file} {}: {d:e} of {m:e}",
+                param.name()
+            );
+        }
+    }
+}
+
 /// A `.geom` that states the photon energy replaces `-lambda` too: refused as well.
 #[test]
 fn wavelength_is_refused_on_a_geom_with_a_photon_energy() {
@@ -343,7 +391,8 @@ fn wavelength_is_refused_on_an_expt() {
     assert_eq!(e.flag.as_deref(), Some("-gradients"));
 }
 
-/// The GPU's tangents (f32, `shaders/tangent.wgsl`) on both files, panel by panel.
+/// The GPU's tangents (f32, `shaders/nanobragg.wgsl` with `TANGENT`) on both files, panel by
+/// panel.
 #[cfg(feature = "gpu")]
 #[test]
 fn two_panels_gpu() {

@@ -5,16 +5,20 @@
 //! it keeps h, k, l equal to upstream's to the bit, so the exact-Bragg rule
 //! (`terms::EXACT_BRAGG`) sees the same indices as upstream: a pixel with such a term comes back
 //! flagged `exact`, the CPU renderer reports it (`plan::ExactFixup`) and `api::Renderer`
-//! evaluates it again with `pixel64`, as for the GPU's.
+//! evaluates it again with `pixel64`, as for the GPU's. With their f32 partial derivatives
+//! (`lattice_square_d`, `lattice_round_d`, `shape_r2_d`, `lattice_gauss_d`, `lattice_tophat_d`,
+//! `polarization_d`, `capture_fraction_d`, `solid_angle_d`: [`FactorsD`], whose WGSL twins the
+//! GPU tangent kernel calls) the same terms are the f32 tangent kernel's (`tangent32.rs`).
 
-use super::pixel::{structure_factor, Factors, PixelState};
+use super::pixel::{structure_factor, Factors, FactorsD, Image, LatticeTerm, PixelState};
 use super::poll::Poll;
 use super::PixelOut;
 use crate::plan::{Plan, Shape};
 use crate::terms::{
-    capture_fraction, gauss_underflows, index_ok, is_exact_bragg, lattice_gauss, lattice_round,
-    lattice_square, lattice_tophat, polarization, round_even_f64, shape_r2, solid_angle,
-    PolarFrame,
+    capture_fraction, capture_fraction_d, gauss_underflows, index_ok, is_exact_bragg,
+    lattice_gauss, lattice_gauss_d, lattice_round, lattice_round_d, lattice_square,
+    lattice_square_d, lattice_tophat, lattice_tophat_d, polarization, polarization_d,
+    round_even_f64, shape_r2, shape_r2_d, solid_angle, solid_angle_d, PolarFrame,
 };
 use crate::vec3::V3;
 
@@ -194,7 +198,7 @@ pub fn render_pixel(
     poll: &Poll,
 ) -> Option<PixelOut> {
     let mut unused = super::pixel64::PixelTrace::default();
-    super::pixel::render::<FastCtx, false>(
+    super::pixel::render::<FastCtx, Image, false>(
         fc,
         fpixel,
         spixel,
@@ -202,6 +206,7 @@ pub fn render_pixel(
         interpolate,
         poll,
         &mut unused,
+        &mut Image,
     )
 }
 
@@ -245,6 +250,90 @@ impl Factors for FastCtx<'_> {
         }
         let soa = if first { &self.soa_first } else { &self.soa };
         Some(square_terms(self, soa, q, st, poll))
+    }
+}
+
+/// A lattice factor and its partials (by δh, δk, δl; by N; by a*, b*, c*) from the f32 terms,
+/// and whether the term is skipped (upstream's F_latt is 0); `exact` set by the exact-Bragg
+/// rule (square lattice, axes with N > 1).
+#[inline(always)]
+fn lattice_fast_d(
+    fc: &FastCtx,
+    d: [f32; 3],
+    hkl0: [f64; 3],
+    exact: &mut bool,
+) -> (f32, [f32; 3], [f32; 3], [[f32; 3]; 3], bool) {
+    let n = [fc.na, fc.nb, fc.nc];
+    let mut star = [[0.0f32; 3]; 3];
+    match fc.plan.shape {
+        Shape::Square => {
+            for a in 0..3 {
+                *exact |= (n[a] > 1.0) & is_exact_bragg(d[a] as f64, hkl0[a]);
+            }
+            let (f, fd, fnn) = lattice_square_d(d, hkl0.map(|x| x as f32), n);
+            (f, fd, fnn, star, f == 0.0)
+        }
+        Shape::Round => {
+            let (f, fd, fnn) = lattice_round_d(d, n, fc.fudge);
+            (f, fd, fnn, star, f == 0.0)
+        }
+        Shape::Gauss | Shape::Tophat => {
+            let (r2, r2_d, r2_n, r2_star) = shape_r2_d(d, [fc.a_star, fc.b_star, fc.c_star], n);
+            let ([f, f_r2, f_nabc], zero) = if fc.plan.shape == Shape::Gauss {
+                (
+                    lattice_gauss_d(r2, fc.nabc, fc.fudge),
+                    gauss_underflows(r2, fc.fudge),
+                )
+            } else {
+                let v = lattice_tophat_d(r2, fc.nabc, fc.fudge);
+                (v, v[0] == 0.0)
+            };
+            let nab = [n[1] * n[2], n[0] * n[2], n[0] * n[1]];
+            for (s, r) in star.iter_mut().zip(r2_star) {
+                *s = r.map(|x| f_r2 * x);
+            }
+            (
+                f,
+                r2_d.map(|x| f_r2 * x),
+                std::array::from_fn(|a| f_r2 * r2_n[a] + f_nabc * nab[a]),
+                star,
+                zero,
+            )
+        }
+    }
+}
+
+/// The f32 terms and their partials, evaluated in f32 on f32 arguments (δ = index − nearest
+/// index as in the WGSL kernel, N, a*, the direction, 1/R, ρ) and widened to f64 (the f32
+/// tangent kernel's terms).
+impl FactorsD for FastCtx<'_> {
+    #[inline(always)]
+    fn solid_angle_d(&self, r: f64, close_distance: f64) -> (f64, f64, f64) {
+        let [w, dw_dr, dw_dclose] = solid_angle_d(
+            (1.0 / r) as f32,
+            self.pixel2,
+            close_distance as f32,
+            self.plan.point_pixel,
+        );
+        (w as f64, dw_dr as f64, dw_dclose as f64)
+    }
+    #[inline(always)]
+    fn capture_d(&self, t: u32, rho: f64) -> (f64, f64) {
+        let [v, dv] = capture_fraction_d(t as f32, self.mu_step, rho as f32);
+        (v as f64, dv as f64)
+    }
+    #[inline(always)]
+    fn polar_d(&self, source: usize, d: V3) -> (f64, V3) {
+        let s = &self.sources[source];
+        let (v, g) = polarization_d(self.polar_k, s.i, f32x3(d), s.e_in, s.b_in);
+        (v as f64, g.map(|x| x as f64))
+    }
+    #[inline(always)]
+    fn lattice_d(&self, hkl: V3, hkl0: V3, exact: &mut bool) -> LatticeTerm {
+        let dlt: [f32; 3] = std::array::from_fn(|a| (hkl[a] - hkl0[a]) as f32);
+        let (f, fl_hkl, fl_n, fl_star, zero) = lattice_fast_d(self, dlt, hkl0, exact);
+        let w = |v: [f32; 3]| v.map(|x| x as f64);
+        (f as f64, w(fl_hkl), w(fl_n), fl_star.map(w), zero)
     }
 }
 

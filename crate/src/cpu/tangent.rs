@@ -3,10 +3,10 @@
 //! sequence, the raster-order tricubic switch-off), in f64, giving each pixel's value (bit for
 //! bit the f64 kernel's, `pixel64`) and, in the same pass, its derivative with respect to every
 //! parameter of a [`PlanTangent`]. Every term and its derivative come from `crate::terms`
-//! (`*_f64` and `*_f64_d` side by side). The loop ([`pixel_with`]) is generic over the terms
-//! ([`TermsD`]): the f32 tangent kernel (`tangent32.rs`) runs the same loop on the f32 terms.
-//! Each pixel takes its own panel's plane, distance and normal, as the image kernel
-//! (`pixel.rs`) does.
+//! (`*_f64` and `*_f64_d` side by side). The loop is the image kernels' (`pixel::render`, each
+//! pixel on its own panel's plane, distance and normal) carrying the tangents ([`Tangents`], a
+//! `pixel::Carry`), on the terms of any kernel with their partials (`pixel::FactorsD`:
+//! `pixel64`'s f64 ones here, `pixel32`'s f32 ones in `tangent32.rs`) ([`pixel_with`]).
 //!
 //! Forward mode, arranged so a term costs little more than its value: per term the kernel takes
 //! the term's partial derivatives with respect to its own inputs (h, k, l, N, a*, F), adds
@@ -20,16 +20,16 @@
 //! `∂T/∂h·(δa·q) + …`.
 
 use super::first_rendered_pixel;
+use super::pixel::{structure_factor, Carry, FactorsD, PixelState};
+use super::pixel64::{ExactCtx, PixelTrace};
+use super::poll::Poll;
 use crate::error::{Error, Result};
 use crate::pages::Sample;
-use crate::plan::{Interpolation, Plan, Shape};
+use crate::plan::Orientation;
+use crate::plan::{Interpolation, Plan};
 use crate::tangent::PlanTangent;
-use crate::terms::{
-    capture_fraction_f64_d, f_nearest, f_nearest_is_default, f_tricubic_at, f_tricubic_d, index_ok,
-    lattice_round_f64_d, lattice_square_f64_d, lattice_tophat_f64_d, polarization_f64_d,
-    shape_r2_f64_d, solid_angle_f64_d, stencil_leaves_table, PolarFrame,
-};
-use crate::vec3::{dot, mag, unitize, V3};
+use crate::terms::{f_nearest_is_default, f_tricubic_d};
+use crate::vec3::{dot, V3};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -152,12 +152,12 @@ pub(super) fn add_forms(
     }
 }
 
-/// Per-render context: the plan, its tangent, and which parameters move what.
+/// Per-render context: the plan, its tangent, which parameters move what, and the f64 terms'
+/// context (`pixel64::ExactCtx`: the f64 kernel's, and the f32 kernel's exact-Bragg pixels).
 pub(super) struct Ctx<'a> {
     p: &'a Plan,
     t: &'a PlanTangent,
-    frames: Vec<PolarFrame>,
-    pixel2: f64,
+    pub(super) ex: ExactCtx<'a>,
     /// Parameters moving the pixel positions, the wavelengths, the orientation table, a*.
     det: Vec<usize>,
     q_params: Vec<usize>,
@@ -181,12 +181,7 @@ impl<'a> Ctx<'a> {
         Ctx {
             p,
             t,
-            frames: p
-                .sources
-                .iter()
-                .map(|s| PolarFrame::new(s.incident, p.polar_axis))
-                .collect(),
-            pixel2: p.pixel * p.pixel,
+            ex: ExactCtx::new(p),
             det: which(&|d| d.moves_detector()),
             q_params: which(&|d| d.moves_detector() || d.moves_lambda()),
             ori: which(&|d| d.moves_orientations()),
@@ -286,91 +281,29 @@ pub(super) fn pixel(
     sc: &mut Scratch,
     out: &mut [f64],
 ) -> (f64, bool) {
-    pixel_with(c, fpixel, spixel, first_sequence, interpolate, sc, out)
-        .expect("the f64 terms defer no pixel")
+    pixel_with(
+        &c.ex,
+        c,
+        fpixel,
+        spixel,
+        first_sequence,
+        interpolate,
+        sc,
+        out,
+    )
+    .expect("the f64 terms defer no pixel")
 }
 
-/// A lattice factor and its partials: by (h, k, l), by N, by a*, b*, c*; and whether upstream
-/// skips the term (its F_latt is 0).
-pub(super) type LatticeTerm = (f64, V3, V3, [V3; 3], bool);
-
-/// What distinguishes the f64 and f32 tangent kernels inside their one loop ([`pixel_with`]):
-/// each term and its partial derivatives (this file's [`Ctx`]: upstream's f64 forms, `*_f64_d`;
-/// `tangent32.rs`: the f32 forms and their derivatives, the GPU's), returned in f64 (an f32
-/// value widened exactly, so the f64 sums are those of either kernel's terms).
-pub(super) trait TermsD: Sync {
-    /// The plan, its tangent and which parameters move what.
-    fn ctx(&self) -> &Ctx<'_>;
-    /// Solid angle at distance `r` (m) on a panel at `close_distance` (m): Ω, ∂Ω/∂r,
-    /// ∂Ω/∂close_distance.
-    fn solid_angle(&self, r: f64, close_distance: f64) -> (f64, f64, f64);
-    /// Capture fraction of layer `t` for ρ = d·o, and its derivative by ρ.
-    fn capture(&self, t: u32, rho: f64) -> (f64, f64);
-    /// Kahn polarisation factor of source `source` for the direction `d`, and its gradient.
-    fn polar(&self, source: usize, d: V3) -> (f64, V3);
-    /// F_latt at (h, k, l) with upstream's nearest indices (h0, k0, l0) and its partials; sets
-    /// `exact` where the kernel cannot reproduce upstream's value (the exact-Bragg rule: the
-    /// pixel is then the f64 kernel's).
-    fn lattice(&self, hkl: V3, hkl0: V3, exact: &mut bool) -> LatticeTerm;
-}
-
-impl TermsD for Ctx<'_> {
-    #[inline(always)]
-    fn ctx(&self) -> &Ctx<'_> {
-        self
-    }
-    #[inline(always)]
-    fn solid_angle(&self, r: f64, close_distance: f64) -> (f64, f64, f64) {
-        solid_angle_f64_d(r, self.pixel2, close_distance, self.p.point_pixel)
-    }
-    #[inline(always)]
-    fn capture(&self, t: u32, rho: f64) -> (f64, f64) {
-        capture_fraction_f64_d(t, self.p.thickstep, self.p.mu, rho)
-    }
-    #[inline(always)]
-    fn polar(&self, source: usize, d: V3) -> (f64, V3) {
-        polarization_f64_d(self.p.polar_k, &self.frames[source], d)
-    }
-    #[inline(always)]
-    fn lattice(&self, hkl: V3, hkl0: V3, _exact: &mut bool) -> LatticeTerm {
-        let p = self.p;
-        let [h, k, l] = hkl;
-        let (dh, dk, dl) = (h - hkl0[0], k - hkl0[1], l - hkl0[2]);
-        let mut fl_star = [[0.0; 3]; 3];
-        let (f_latt, fl_hkl, fl_n) = match p.shape {
-            Shape::Square => lattice_square_f64_d(h, k, l, p.na, p.nb, p.nc),
-            Shape::Round => lattice_round_f64_d(dh, dk, dl, p.na, p.nb, p.nc, p.fudge),
-            Shape::Gauss | Shape::Tophat => {
-                let (r2, r2_d, r2_n, r2_star) =
-                    shape_r2_f64_d(dh, dk, dl, p.a_star, p.b_star, p.c_star, p.na, p.nb, p.nc);
-                let nabc = (p.na * p.nb) * p.nc;
-                let (f, f_r2, f_nabc) = if p.shape == Shape::Gauss {
-                    crate::terms::lattice_gauss_f64_d(r2, nabc, p.fudge)
-                } else {
-                    lattice_tophat_f64_d(r2, nabc, p.fudge)
-                };
-                let nab = [p.nb * p.nc, p.na * p.nc, p.na * p.nb];
-                for (a, s) in fl_star.iter_mut().zip(r2_star) {
-                    *a = s.map(|x| f_r2 * x);
-                }
-                (
-                    f,
-                    r2_d.map(|x| f_r2 * x),
-                    std::array::from_fn(|a| f_r2 * r2_n[a] + f_nabc * nab[a]),
-                )
-            }
-        };
-        (f_latt, fl_hkl, fl_n, fl_star, f_latt == 0.0)
-    }
-}
-
-/// The tangent kernels' one per-pixel loop, for the terms of `K` (f64 or f32): the pixel's value
-/// and its tangents (into `out`, one per parameter), `triggered` when a tricubic stencil left the
-/// table here; None when a term falls under the exact-Bragg rule (the caller takes the f64
-/// kernel's pixel). A pixel of no panel is 0.
+/// The tangent kernels' pixel: the one per-pixel loop (`pixel::render`) on the terms of `K` (f64
+/// or f32) carrying the tangents ([`Tangents`]): the pixel's value and its tangents (into `out`,
+/// one per parameter), `triggered` when a tricubic stencil left the table here; None when a term
+/// falls under the exact-Bragg rule (the caller takes the f64 kernel's pixel). A pixel of no
+/// panel is 0.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) fn pixel_with<K: TermsD>(
+pub(super) fn pixel_with<K: FactorsD>(
     terms: &K,
+    c: &Ctx,
     fpixel: usize,
     spixel: usize,
     first_sequence: bool,
@@ -378,222 +311,279 @@ pub(super) fn pixel_with<K: TermsD>(
     sc: &mut Scratch,
     out: &mut [f64],
 ) -> Option<(f64, bool)> {
-    let c = terms.ctx();
-    let p = c.p;
-    let np = c.t.deltas.len();
-    let n = p.oversample as usize;
-    let sub = p.pixel / p.oversample as f64;
-    // each pixel on its own panel (its plane, distance and normal), as `pixel::render`
-    let Some(panel) = p.panel_at(fpixel, spixel).map(|i| &p.panels[i]) else {
-        out.iter_mut().for_each(|x| *x = 0.0);
-        return Some((0.0, false));
-    };
-    let mut first_seq = first_sequence;
-    let mut interp = interpolate;
-    let mut triggered = false;
-    let mut exact = false;
-    let mut i_sum = p.i_bg;
-    let mut polar = if p.nopolar { 1.0 } else { 0.0 };
-    let mut omega = 0.0;
-    let mut capture = 1.0;
-    sc.di.iter_mut().for_each(|x| *x = 0.0);
-    sc.domega.iter_mut().for_each(|x| *x = 0.0);
-    sc.dcapture.iter_mut().for_each(|x| *x = 0.0);
-    sc.dpolar.iter_mut().for_each(|x| *x = 0.0);
-    // per-pixel sums of the terms' partial derivatives
-    let mut sum_n = [0.0f64; 3];
-    let mut sum_star = [[0.0f64; 3]; 3];
-    let mut sum_f = 0.0f64;
-    for t in 0..p.thicksteps {
-        let odet = t as f64 * p.thickstep;
-        capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
-        for subs in 0..n {
-            for subf in 0..n {
-                let (sf, ss) = (fpixel * n + subf, spixel * n + subs);
-                let pos = p.panel_subpixel_position(panel, sf, ss, odet);
-                let (d, r) = unitize(pos);
-                // tangents of the direction: pos = f·fdet + s·sdet + odet·o + pix0
-                let fd = sub * (sf as f64) + sub / 2.0;
-                let sd = sub * (ss as f64) + sub / 2.0;
-                for &j in &c.det {
-                    let dl = &c.t.deltas[j];
-                    let dp = dpos(dl, fd, sd, odet);
-                    let dr = dot(d, dp);
-                    sc.dd[j] = std::array::from_fn(|k| (dp[k] - d[k] * dr) / r);
-                }
-                if omega == 0.0 {
-                    let (w, dw_dr, dw_dclose) = terms.solid_angle(r, panel.close_distance);
-                    omega = w;
-                    for &j in &c.det {
-                        let dl = &c.t.deltas[j];
-                        let dp = dpos(dl, fd, sd, odet);
-                        sc.domega[j] = dw_dr * dot(d, dp) + dw_dclose * dl.close_distance;
-                    }
-                }
-                if capture == 0.0 {
-                    let (v, dv) = terms.capture(t, dot(d, panel.odet));
-                    capture = v;
-                    for j in 0..np {
-                        sc.dcapture[j] = 0.0;
-                    }
-                    for &j in &c.det {
-                        let drho = dot(sc.dd[j], panel.odet) + dot(d, c.t.deltas[j].odet);
-                        sc.dcapture[j] = dv * drho;
-                    }
-                }
-                for (si, src) in p.sources.iter().enumerate() {
-                    let i = src.incident;
-                    let lambda = src.lambda;
-                    let q = [
-                        (d[0] - i[0]) / lambda,
-                        (d[1] - i[1]) / lambda,
-                        (d[2] - i[2]) / lambda,
-                    ];
-                    let (table, dtable) = if first_seq {
-                        (&p.orientations_first, 1)
-                    } else {
-                        (&p.orientations, 0)
-                    };
-                    if p.dmin > 0.0 {
-                        let stol = 0.5 * mag(q);
-                        if stol > 0.0 && p.dmin > 0.5 / stol {
-                            continue;
-                        }
-                    }
-                    if polar == 0.0 {
-                        let (v, g) = terms.polar(si, d);
-                        polar = v;
-                        for &j in &c.det {
-                            sc.dpolar[j] = dot(g, sc.dd[j]);
-                        }
-                    }
-                    first_seq = false;
-                    let mut g = [0.0f64; 3];
-                    let mut hm = [0.0f64; 9];
-                    for (oi, o) in table.iter().enumerate() {
-                        let h = dot(o.a, q);
-                        let k = dot(o.b, q);
-                        let l = dot(o.c, q);
-                        if !(index_ok(h) & index_ok(k) & index_ok(l)) {
-                            continue;
-                        }
-                        let h0 = (h - 0.5).ceil();
-                        let k0 = (k - 0.5).ceil();
-                        let l0 = (l - 0.5).ceil();
-                        // F_latt and its partials: by (h,k,l), by N, by a*, b*, c*
-                        let (f_latt, fl_hkl, fl_n, fl_star, zero) =
-                            terms.lattice([h, k, l], [h0, k0, l0], &mut exact);
-                        if exact {
-                            return None;
-                        }
-                        if zero && !p.water {
-                            continue;
-                        }
-                        // F_cell (MODEL §6.4 and `pixel::structure_factor`) and its partials
-                        if interp && stencil_leaves_table(&p.hkl, h, k, l) {
-                            interp = false;
-                            triggered = true;
-                        }
-                        let (f_cell, fc_hkl, fc_default) = if interp {
-                            (
-                                f_tricubic_at(&p.hkl, h, k, l),
-                                f_tricubic_d(&p.hkl, h, k, l),
-                                0.0,
-                            )
-                        } else {
-                            let v = f_nearest(&p.hkl, p.default_f, h0, k0, l0);
-                            let dflt = f_nearest_is_default(&p.hkl, h0, k0, l0);
-                            (v, [0.0; 3], if dflt { 1.0 } else { 0.0 })
-                        };
-                        i_sum += ((f_cell * f_cell) * f_latt) * f_latt;
-                        // T = F_cell²·F_latt²
-                        let a_fc = 2.0 * f_cell * f_latt * f_latt;
-                        let a_fl = 2.0 * f_cell * f_cell * f_latt;
-                        if let Some(ft) = sc.f_terms.as_mut() {
-                            if !interp && fc_default == 0.0 {
-                                let e = p.hkl.index(h0 as i32, k0 as i32, l0 as i32);
-                                // consecutive terms mostly read the same entry
-                                match ft.last_mut() {
-                                    Some(last) if last.0 == e => last.1 += a_fc,
-                                    _ => ft.push((e, a_fc)),
-                                }
-                            }
-                        }
-                        let t_hkl: V3 =
-                            std::array::from_fn(|x| a_fc * fc_hkl[x] + a_fl * fl_hkl[x]);
-                        for x in 0..3 {
-                            g[x] += t_hkl[0] * o.a[x] + t_hkl[1] * o.b[x] + t_hkl[2] * o.c[x];
-                            sum_n[x] += a_fl * fl_n[x];
-                        }
-                        if !c.recip.is_empty() {
-                            for (s, fs) in sum_star.iter_mut().zip(fl_star) {
-                                for x in 0..3 {
-                                    s[x] += a_fl * fs[x];
-                                }
-                            }
-                        }
-                        sum_f += a_fc * fc_default;
-                        // the orientation parameters: per term those of no form (and all on
-                        // the first φ sequence's table), the others once below
-                        if dtable == 0 && c.need_h {
-                            add_h(&mut hm, t_hkl, [h, k, l]);
-                        }
-                        for (&j, form) in c.ori.iter().zip(&c.forms) {
-                            if dtable == 0 && !matches!(form, OriForm::Generic(_)) {
-                                continue;
-                            }
-                            let dl = &c.t.deltas[j];
-                            let dt = if dtable == 1 {
-                                &dl.orientations_first
-                            } else {
-                                &dl.orientations
-                            };
-                            if let Some(dor) = dt.get(oi) {
-                                sc.di[j] += t_hkl[0] * dot(dor.a, q)
-                                    + t_hkl[1] * dot(dor.b, q)
-                                    + t_hkl[2] * dot(dor.c, q);
-                            }
-                        }
-                    }
-                    if dtable == 0 {
-                        add_forms(&c.ori, &c.forms, g, &hm, q, &mut sc.di);
-                    }
-                    // parameters moving q: dq = (dd − q·dλ)/λ
-                    for &j in &c.q_params {
-                        let dlam = c.t.deltas[j].lambda.get(si).copied().unwrap_or(0.0);
-                        let dd = sc.dd[j];
-                        let dq: V3 = std::array::from_fn(|x| (dd[x] - q[x] * dlam) / lambda);
-                        sc.di[j] += dot(g, dq);
-                    }
+    let mut carry = Tangents::new(c, sc, out);
+    let px = super::pixel::render::<K, Tangents, false>(
+        terms,
+        fpixel,
+        spixel,
+        first_sequence,
+        interpolate,
+        &Poll::none(),
+        &mut PixelTrace::default(),
+        &mut carry,
+    )
+    .expect("a render without a cancel flag is never cancelled");
+    (!px.exact).then_some((carry.value, px.triggered))
+}
+
+/// The tangent carry of the per-pixel loop (`pixel::Carry`, MODEL §10.5): each term evaluated
+/// with its partials ([`FactorsD`]), `∂T/∂(h,k,l)` summed along the orientation's axes into G
+/// (and into H for the left-hand forms) per (sub-pixel, source) and contracted there with the
+/// parameters that move q or the orientations by one form, the per-term forms contracted per
+/// term, the partials by N, a*, default_F summed per pixel and contracted at its end.
+pub(super) struct Tangents<'a, 'b> {
+    c: &'b Ctx<'a>,
+    sc: &'b mut Scratch,
+    out: &'b mut [f64],
+    /// The sub-pixel: its coordinates along fdet and sdet, depth, direction, distance.
+    fd: f64,
+    sd: f64,
+    odet: f64,
+    d: V3,
+    /// Per (sub-pixel, source): G = Σ ∂T/∂q and H = Σ ∂T/∂(h,k,l) ⊗ (h,k,l).
+    g: V3,
+    hm: [f64; 9],
+    /// The current term's partials: F_latt by (h,k,l), N, a*; F_cell by (h,k,l), default_F;
+    /// whether F_cell was interpolated.
+    fl_hkl: V3,
+    fl_n: V3,
+    fl_star: [V3; 3],
+    fc_hkl: V3,
+    fc_default: f64,
+    fc_interp: bool,
+    /// Per pixel: the sums of the terms' partials by N, a*, default_F.
+    sum_n: V3,
+    sum_star: [V3; 3],
+    sum_f: f64,
+    /// The pixel's value (f64).
+    value: f64,
+}
+
+impl<'a, 'b> Tangents<'a, 'b> {
+    fn new(c: &'b Ctx<'a>, sc: &'b mut Scratch, out: &'b mut [f64]) -> Self {
+        sc.di.iter_mut().for_each(|x| *x = 0.0);
+        sc.domega.iter_mut().for_each(|x| *x = 0.0);
+        sc.dcapture.iter_mut().for_each(|x| *x = 0.0);
+        sc.dpolar.iter_mut().for_each(|x| *x = 0.0);
+        Tangents {
+            c,
+            sc,
+            out,
+            fd: 0.0,
+            sd: 0.0,
+            odet: 0.0,
+            d: [0.0; 3],
+            g: [0.0; 3],
+            hm: [0.0; 9],
+            fl_hkl: [0.0; 3],
+            fl_n: [0.0; 3],
+            fl_star: [[0.0; 3]; 3],
+            fc_hkl: [0.0; 3],
+            fc_default: 0.0,
+            fc_interp: false,
+            sum_n: [0.0; 3],
+            sum_star: [[0.0; 3]; 3],
+            sum_f: 0.0,
+            value: 0.0,
+        }
+    }
+}
+
+impl<K: FactorsD> Carry<K> for Tangents<'_, '_> {
+    const TANGENTS: bool = true;
+
+    #[inline(always)]
+    fn no_panel(&mut self) {
+        self.out.iter_mut().for_each(|x| *x = 0.0);
+        self.value = 0.0;
+    }
+
+    #[inline(always)]
+    fn subpixel(&mut self, sf: usize, ss: usize, odet: f64, d: V3, r: f64) {
+        let c = self.c;
+        let p = c.p;
+        let sub = p.pixel / p.oversample as f64;
+        // tangents of the direction: pos = f·fdet + s·sdet + odet·o + pix0
+        self.fd = sub * (sf as f64) + sub / 2.0;
+        self.sd = sub * (ss as f64) + sub / 2.0;
+        self.odet = odet;
+        self.d = d;
+        for &j in &c.det {
+            let dp = dpos(&c.t.deltas[j], self.fd, self.sd, odet);
+            let dr = dot(d, dp);
+            self.sc.dd[j] = std::array::from_fn(|k| (dp[k] - d[k] * dr) / r);
+        }
+    }
+
+    #[inline(always)]
+    fn solid_angle(&mut self, k: &K, r: f64, close_distance: f64) -> f64 {
+        let c = self.c;
+        let (w, dw_dr, dw_dclose) = k.solid_angle_d(r, close_distance);
+        for &j in &c.det {
+            let dl = &c.t.deltas[j];
+            let dp = dpos(dl, self.fd, self.sd, self.odet);
+            self.sc.domega[j] = dw_dr * dot(self.d, dp) + dw_dclose * dl.close_distance;
+        }
+        w
+    }
+
+    #[inline(always)]
+    fn capture(&mut self, k: &K, t: u32, d: V3, normal: V3) -> f64 {
+        let c = self.c;
+        let (v, dv) = k.capture_d(t, dot(d, normal));
+        self.sc.dcapture.iter_mut().for_each(|x| *x = 0.0);
+        for &j in &c.det {
+            let drho = dot(self.sc.dd[j], normal) + dot(d, c.t.deltas[j].odet);
+            self.sc.dcapture[j] = dv * drho;
+        }
+        v
+    }
+
+    #[inline(always)]
+    fn polar(&mut self, k: &K, source: usize, d: V3) -> f64 {
+        let (v, g) = k.polar_d(source, d);
+        for &j in &self.c.det {
+            self.sc.dpolar[j] = dot(g, self.sc.dd[j]);
+        }
+        v
+    }
+
+    #[inline(always)]
+    fn source_start(&mut self) {
+        self.g = [0.0; 3];
+        self.hm = [0.0; 9];
+    }
+
+    #[inline(always)]
+    fn lattice(&mut self, k: &K, hkl: V3, hkl0: V3, exact: &mut bool) -> (f64, bool) {
+        let (f, fl_hkl, fl_n, fl_star, zero) = k.lattice_d(hkl, hkl0, exact);
+        self.fl_hkl = fl_hkl;
+        self.fl_n = fl_n;
+        self.fl_star = fl_star;
+        (f, zero)
+    }
+
+    #[inline(always)]
+    fn structure_factor(&mut self, p: &Plan, hkl: V3, hkl0: V3, st: &mut PixelState) -> f64 {
+        // F_cell (MODEL §6.4, `pixel::structure_factor`) and its partials
+        let v = structure_factor(p, hkl, hkl0, st);
+        let [h, k, l] = hkl;
+        self.fc_interp = st.interp;
+        if st.interp {
+            self.fc_hkl = f_tricubic_d(&p.hkl, h, k, l);
+            self.fc_default = 0.0;
+        } else {
+            self.fc_hkl = [0.0; 3];
+            let dflt = f_nearest_is_default(&p.hkl, hkl0[0], hkl0[1], hkl0[2]);
+            self.fc_default = if dflt { 1.0 } else { 0.0 };
+        }
+        v
+    }
+
+    #[inline(always)]
+    fn term(
+        &mut self,
+        o: &Orientation,
+        oi: usize,
+        first_table: bool,
+        q: V3,
+        hkl: V3,
+        hkl0: V3,
+        f_cell: f64,
+        f_latt: f64,
+    ) {
+        let c = self.c;
+        let p = c.p;
+        // T = F_cell²·F_latt²
+        let a_fc = 2.0 * f_cell * f_latt * f_latt;
+        let a_fl = 2.0 * f_cell * f_cell * f_latt;
+        if let Some(ft) = self.sc.f_terms.as_mut() {
+            if !self.fc_interp && self.fc_default == 0.0 {
+                let e = p.hkl.index(hkl0[0] as i32, hkl0[1] as i32, hkl0[2] as i32);
+                // consecutive terms mostly read the same entry
+                match ft.last_mut() {
+                    Some(last) if last.0 == e => last.1 += a_fc,
+                    _ => ft.push((e, a_fc)),
                 }
             }
         }
-    }
-    let mut val = (p.r_e_sqr_fluence * i_sum) / p.steps as f64;
-    val *= capture;
-    val *= polar;
-    val *= omega;
-    let base = (p.r_e_sqr_fluence * i_sum) / p.steps as f64;
-    sc.factor = p.r_e_sqr_fluence / p.steps as f64 * capture * polar * omega;
-    for (j, o) in out.iter_mut().enumerate().take(np) {
-        let dl = &c.t.deltas[j];
-        let mut di = sc.di[j] + dl.i_bg + dl.default_f * sum_f;
+        let t_hkl: V3 = std::array::from_fn(|x| a_fc * self.fc_hkl[x] + a_fl * self.fl_hkl[x]);
         for x in 0..3 {
-            di += sum_n[x] * dl.n[x];
+            self.g[x] += t_hkl[0] * o.a[x] + t_hkl[1] * o.b[x] + t_hkl[2] * o.c[x];
+            self.sum_n[x] += a_fl * self.fl_n[x];
         }
         if !c.recip.is_empty() {
-            di += dot(sum_star[0], dl.a_star)
-                + dot(sum_star[1], dl.b_star)
-                + dot(sum_star[2], dl.c_star);
+            for (s, fs) in self.sum_star.iter_mut().zip(self.fl_star) {
+                for x in 0..3 {
+                    s[x] += a_fl * fs[x];
+                }
+            }
         }
-        let dbase = (dl.r_e_sqr_fluence * i_sum + p.r_e_sqr_fluence * di) / p.steps as f64;
-        *o = dbase * capture * polar * omega
-            + base
-                * (sc.dcapture[j] * polar * omega
-                    + capture * sc.dpolar[j] * omega
-                    + capture * polar * sc.domega[j]);
+        self.sum_f += a_fc * self.fc_default;
+        // the orientation parameters: per term those of no form (and all on the first φ
+        // sequence's table), the others once per (sub-pixel, source)
+        if !first_table && c.need_h {
+            add_h(&mut self.hm, t_hkl, hkl);
+        }
+        for (&j, form) in c.ori.iter().zip(&c.forms) {
+            if !first_table && !matches!(form, OriForm::Generic(_)) {
+                continue;
+            }
+            let dl = &c.t.deltas[j];
+            let dt = if first_table {
+                &dl.orientations_first
+            } else {
+                &dl.orientations
+            };
+            if let Some(dor) = dt.get(oi) {
+                self.sc.di[j] +=
+                    t_hkl[0] * dot(dor.a, q) + t_hkl[1] * dot(dor.b, q) + t_hkl[2] * dot(dor.c, q);
+            }
+        }
     }
-    Some((val, triggered))
+
+    #[inline(always)]
+    fn source_end(&mut self, source: usize, q: V3, lambda: f64, first_table: bool) {
+        let c = self.c;
+        if !first_table {
+            add_forms(&c.ori, &c.forms, self.g, &self.hm, q, &mut self.sc.di);
+        }
+        // parameters moving q: dq = (dd − q·dλ)/λ
+        for &j in &c.q_params {
+            let dlam = c.t.deltas[j].lambda.get(source).copied().unwrap_or(0.0);
+            let dd = self.sc.dd[j];
+            let dq: V3 = std::array::from_fn(|x| (dd[x] - q[x] * dlam) / lambda);
+            self.sc.di[j] += dot(self.g, dq);
+        }
+    }
+
+    #[inline(always)]
+    fn finish(&mut self, i_sum: f64, capture: f64, polar: f64, omega: f64, value: f64) {
+        let c = self.c;
+        let p = c.p;
+        let sc = &mut *self.sc;
+        self.value = value;
+        let base = (p.r_e_sqr_fluence * i_sum) / p.steps as f64;
+        sc.factor = p.r_e_sqr_fluence / p.steps as f64 * capture * polar * omega;
+        for (j, o) in self.out.iter_mut().enumerate().take(c.t.deltas.len()) {
+            let dl = &c.t.deltas[j];
+            let mut di = sc.di[j] + dl.i_bg + dl.default_f * self.sum_f;
+            for x in 0..3 {
+                di += self.sum_n[x] * dl.n[x];
+            }
+            if !c.recip.is_empty() {
+                di += dot(self.sum_star[0], dl.a_star)
+                    + dot(self.sum_star[1], dl.b_star)
+                    + dot(self.sum_star[2], dl.c_star);
+            }
+            let dbase = (dl.r_e_sqr_fluence * i_sum + p.r_e_sqr_fluence * di) / p.steps as f64;
+            *o = dbase * capture * polar * omega
+                + base
+                    * (sc.dcapture[j] * polar * omega
+                        + capture * sc.dpolar[j] * omega
+                        + capture * polar * sc.domega[j]);
+        }
+    }
 }
 
 /// The image (f64 values: `as f32` they are the f64 kernel's image to the bit) and its tangents

@@ -7,51 +7,30 @@
 //! with the chain pixel → direction → q → Miller index in f64 (upstream's indices to the bit;
 //! on the GPU it is df64) and the sums in f64 (df64 there).
 //!
-//! The loop and the contraction of the terms' partials with the plan's tangent are the f64
-//! tangent kernel's, one function for both (`tangent::pixel_with`, generic over
-//! [`TermsD`]); what this file supplies is each term and its partials, evaluated in f32 on f32 arguments (δ = index − nearest index as in the WGSL kernel,
-//! N, a*, the direction, 1/R, ρ). The structure factor is the shared f64 lookup (nearest, or
-//! tricubic with `f_tricubic_d`) as in the f32 image kernel. A pixel with a term under the
-//! exact-Bragg rule (`terms::EXACT_BRAGG`) is evaluated again by the f64 tangent kernel, as the
-//! f32 image kernel does with `pixel64`.
+//! The loop is the one per-pixel loop of every CPU kernel (`pixel::render`), with the tangent
+//! carry of the f64 tangent kernel (`tangent::Tangents`: the contraction of the terms' partials
+//! with the plan's tangent) on the f32 terms and their partials (`pixel32::FastCtx`'s
+//! `FactorsD`: evaluated in f32 on f32 arguments, δ = index − nearest index as in the WGSL
+//! kernel, N, a*, the direction, 1/R, ρ). The structure factor is the shared f64 lookup
+//! (nearest, or tricubic with `f_tricubic_d`) as in the f32 image kernel. A pixel with a term
+//! under the exact-Bragg rule (`terms::EXACT_BRAGG`) is evaluated again by the f64 tangent
+//! kernel, as the f32 image kernel does with `pixel64`.
 
-use super::tangent::{check_supported, pixel_with, LatticeTerm, TangentImages, TermsD};
+use super::pixel32::FastCtx;
+use super::tangent::{check_supported, pixel_with, TangentImages};
 use crate::error::Result;
 use crate::pages::Sample;
-use crate::plan::{Plan, Shape};
+use crate::plan::Plan;
 use crate::tangent::PlanTangent;
-use crate::terms::{
-    capture_fraction_d, gauss_underflows, is_exact_bragg, lattice_gauss_d, lattice_round_d,
-    lattice_square_d, lattice_tophat_d, polarization_d, shape_r2_d, solid_angle_d, PolarFrame,
-};
-use crate::vec3::V3;
 use std::sync::atomic::AtomicBool;
 
-fn f32x3(v: V3) -> [f32; 3] {
-    v.map(|x| x as f32)
-}
-
-/// Per-source constants: the polarisation frame rounded to f32 (as `pixel32::SourceConst`).
-struct Source32 {
-    i: [f32; 3],
-    e_in: [f32; 3],
-    b_in: [f32; 3],
-}
-
-/// Per-render context: the plan and its tangent, the f32 constants of the terms, which
-/// parameters move what, and the f64 tangent kernel's context for exact-Bragg pixels.
+/// Per-render context: the plan and its tangent, the f32 terms' context (`pixel32::FastCtx`),
+/// the f64 tangent kernel's context (which parameters move what; exact-Bragg pixels).
 struct Ctx32<'a> {
     p: &'a Plan,
     t: &'a PlanTangent,
+    fast: FastCtx<'a>,
     f64ctx: super::tangent::Ctx<'a>,
-    sources: Vec<Source32>,
-    n: [f32; 3],
-    nabc: f32,
-    fudge: f32,
-    polar_k: f32,
-    star: [[f32; 3]; 3],
-    pixel2: f32,
-    mu_step: f32,
     /// The row path (`tangent_row32.rs`), when it applies to the plan.
     rows: Option<super::tangent_row32::RowCtx<'a>>,
 }
@@ -61,26 +40,8 @@ impl<'a> Ctx32<'a> {
         Ctx32 {
             p,
             t,
+            fast: FastCtx::new(p),
             f64ctx: super::tangent::Ctx::new(p, t),
-            sources: p
-                .sources
-                .iter()
-                .map(|s| {
-                    let f = PolarFrame::new(s.incident, p.polar_axis);
-                    Source32 {
-                        i: f32x3(f.i),
-                        e_in: f32x3(f.e_in),
-                        b_in: f32x3(f.b_in),
-                    }
-                })
-                .collect(),
-            n: [p.na as f32, p.nb as f32, p.nc as f32],
-            nabc: ((p.na * p.nb) * p.nc) as f32,
-            fudge: p.fudge as f32,
-            polar_k: p.polar_k as f32,
-            star: [f32x3(p.a_star), f32x3(p.b_star), f32x3(p.c_star)],
-            pixel2: (p.pixel * p.pixel) as f32,
-            mu_step: (p.thickstep * p.mu) as f32,
             rows: super::tangent_row32::RowCtx::new(p, t),
         }
     }
@@ -102,56 +63,6 @@ impl Scratch {
     }
 }
 
-/// A lattice factor and its partials (by δh, δk, δl; by N; by a*, b*, c*) from the f32 terms,
-/// and whether the term is skipped (upstream's F_latt is 0); `exact` set by the exact-Bragg
-/// rule (square lattice, axes with N > 1).
-#[inline(always)]
-fn lattice(
-    c: &Ctx32,
-    d: [f32; 3],
-    hkl0: [f64; 3],
-    exact: &mut bool,
-) -> (f32, [f32; 3], [f32; 3], [[f32; 3]; 3], bool) {
-    let p = c.p;
-    let mut star = [[0.0f32; 3]; 3];
-    match p.shape {
-        Shape::Square => {
-            for a in 0..3 {
-                *exact |= (c.n[a] > 1.0) & is_exact_bragg(d[a] as f64, hkl0[a]);
-            }
-            let (f, fd, fnn) = lattice_square_d(d, hkl0.map(|x| x as f32), c.n);
-            (f, fd, fnn, star, f == 0.0)
-        }
-        Shape::Round => {
-            let (f, fd, fnn) = lattice_round_d(d, c.n, c.fudge);
-            (f, fd, fnn, star, f == 0.0)
-        }
-        Shape::Gauss | Shape::Tophat => {
-            let (r2, r2_d, r2_n, r2_star) = shape_r2_d(d, c.star, c.n);
-            let ([f, f_r2, f_nabc], zero) = if p.shape == Shape::Gauss {
-                (
-                    lattice_gauss_d(r2, c.nabc, c.fudge),
-                    gauss_underflows(r2, c.fudge),
-                )
-            } else {
-                let v = lattice_tophat_d(r2, c.nabc, c.fudge);
-                (v, v[0] == 0.0)
-            };
-            let nab = [c.n[1] * c.n[2], c.n[0] * c.n[2], c.n[0] * c.n[1]];
-            for (s, r) in star.iter_mut().zip(r2_star) {
-                *s = r.map(|x| f_r2 * x);
-            }
-            (
-                f,
-                r2_d.map(|x| f_r2 * x),
-                std::array::from_fn(|a| f_r2 * r2_n[a] + f_nabc * nab[a]),
-                star,
-                zero,
-            )
-        }
-    }
-}
-
 /// One pixel: its value and its tangents (into `out`); `triggered` when a tricubic stencil
 /// left the table here. A pixel under the exact-Bragg rule is the f64 tangent kernel's.
 fn pixel(
@@ -164,7 +75,16 @@ fn pixel(
     out: &mut [f64],
 ) -> (f64, bool) {
     let sc = &mut sc.px;
-    match pixel_with(c, fpixel, spixel, first_sequence, interpolate, sc, out) {
+    match pixel_with(
+        &c.fast,
+        &c.f64ctx,
+        fpixel,
+        spixel,
+        first_sequence,
+        interpolate,
+        sc,
+        out,
+    ) {
         Some(r) => r,
         None => super::tangent::pixel(
             &c.f64ctx,
@@ -175,43 +95,6 @@ fn pixel(
             sc,
             out,
         ),
-    }
-}
-
-/// The f32 terms and their partials, widened to f64 (the tangent kernels' loop is
-/// `tangent::pixel_with`).
-impl TermsD for Ctx32<'_> {
-    #[inline(always)]
-    fn ctx(&self) -> &super::tangent::Ctx<'_> {
-        &self.f64ctx
-    }
-    #[inline(always)]
-    fn solid_angle(&self, r: f64, close_distance: f64) -> (f64, f64, f64) {
-        let [w, dw_dr, dw_dclose] = solid_angle_d(
-            (1.0 / r) as f32,
-            self.pixel2,
-            close_distance as f32,
-            self.p.point_pixel,
-        );
-        (w as f64, dw_dr as f64, dw_dclose as f64)
-    }
-    #[inline(always)]
-    fn capture(&self, t: u32, rho: f64) -> (f64, f64) {
-        let [v, dv] = capture_fraction_d(t as f32, self.mu_step, rho as f32);
-        (v as f64, dv as f64)
-    }
-    #[inline(always)]
-    fn polar(&self, source: usize, d: V3) -> (f64, V3) {
-        let s = &self.sources[source];
-        let (v, g) = polarization_d(self.polar_k, s.i, f32x3(d), s.e_in, s.b_in);
-        (v as f64, g.map(|x| x as f64))
-    }
-    #[inline(always)]
-    fn lattice(&self, hkl: V3, hkl0: V3, exact: &mut bool) -> LatticeTerm {
-        let dlt: [f32; 3] = std::array::from_fn(|a| (hkl[a] - hkl0[a]) as f32);
-        let (f, fl_hkl, fl_n, fl_star, zero) = lattice(self, dlt, hkl0, exact);
-        let w = |v: [f32; 3]| v.map(|x| x as f64);
-        (f as f64, w(fl_hkl), w(fl_n), fl_star.map(w), zero)
     }
 }
 
@@ -323,13 +206,11 @@ fn row_path<T: Sample>(
                 *d = T::from_f64(v);
             }
         }
-        // a block wholly rendered (no mask, inside the ROI and the panel) without the first
-        // pixel and flagged ones: nothing more to do
+        // a block wholly rendered (no mask, inside the ROI and on one panel's run) without the
+        // first pixel and flagged ones: nothing more to do
         let row0 = s * fp + f0;
-        let pan = &p.panels[0];
         if p.unmasked_in_roi(f0, len, s)
-            && pan.contains(f0, s)
-            && pan.contains(f0 + len - 1, s)
+            && p.panel_at(f0, s).is_some()
             && first.is_none_or(|i| i < row0 || i >= row0 + len)
             && !exact.contains(&true)
         {
@@ -359,7 +240,7 @@ mod tests {
     use super::*;
     use crate::files::MemFiles;
     use crate::tangent::PlanDelta;
-    use crate::vec3::{dot, unitize};
+    use crate::vec3::{dot, unitize, V3};
 
     /// A pixel with a term under the exact-Bragg rule is the f64 tangent kernel's to the bit
     /// (image and tangent); the others are the f32 terms'.

@@ -4,7 +4,8 @@
 //! as `tangent32.rs` (`lattice_square_d`, `polarization_d`, `solid_angle_d`,
 //! `capture_fraction_d`, `f_nearest`), the chain pixel → direction → q → Miller index in f64 and
 //! the sums in f64; for the plans `row32` takes (square lattice, nearest structure factors, no
-//! curved detector or oversampling flags) on one panel.
+//! curved detector or oversampling flags), each block within one panel's run of the row and on
+//! that panel (`Plan::row_run`, as `cpu::render` cuts `row32`'s blocks).
 //!
 //! A parameter that moves the orientation table adds Σ_o t·(dA_o q) to a pixel's tangent (t =
 //! ∂I/∂(h,k,l) of a term, A_o the matrix of orientation o, rows a, b, c). As in the per-pixel
@@ -40,7 +41,7 @@ pub const BLOCK: usize = 32;
 
 /// True when the row path applies to this plan.
 pub fn applies(p: &Plan) -> bool {
-    super::row32::applies(p) && p.panels.len() == 1
+    super::row32::applies(p)
 }
 
 /// Per-render context of the row path.
@@ -175,14 +176,12 @@ fn block_body<const DN: bool>(
 ) {
     let fc = &c.fc;
     let p = fc.plan;
-    let pan = &p.panels[0];
     let deltas = &c.t.deltas;
     let n = p.oversample as usize;
     let sub = p.pixel / n as f64;
     let nv = c.n;
     let use_axis = [nv[0] > 1.0, nv[1] > 1.0, nv[2] > 1.0];
     let constant_f = p.hkl.hkls == 0;
-    let close = pan.close_distance as f32;
     let soa = &fc.soa;
     let comp = &soa.comp;
     // g = Σ A_oᵀ t for q's tangent and the right-hand forms, H = Σ t ⊗ hkl for the left-hand
@@ -219,7 +218,21 @@ fn block_body<const DN: bool>(
     let mut exact_out = [false; BLOCK];
     let mut f0 = 0;
     while f0 < fp {
-        let len = BLOCK.min(fp - f0);
+        // blocks within one panel's run of the row (`Plan::row_run`), each on its panel
+        let (end, panel) = p.row_run(f0, s);
+        let end = end.max(f0 + 1);
+        let len = BLOCK.min(end - f0);
+        let Some(pi) = panel else {
+            // pixels of no panel record nothing
+            row[f0..f0 + len].fill(0.0);
+            sc.di[..deltas.len() * BLOCK].fill(0.0);
+            exact_out.fill(false);
+            on_block(f0, len, row, &exact_out[..len], sc);
+            f0 += len;
+            continue;
+        };
+        let pan = &p.panels[pi];
+        let close = pan.close_distance as f32;
         // the sums of this block start again; the other lanes are written before they are read
         isum.fill(p.i_bg);
         polar.fill(if p.nopolar { 1.0 } else { 0.0 });

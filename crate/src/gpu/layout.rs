@@ -459,7 +459,7 @@ pub fn pack_mask(plan: &Plan) -> Option<Vec<u32>> {
     })
 }
 
-// ---- the tangent kernel (`shaders/tangent.wgsl`, MODEL §10) ----
+// ---- the tangent kernel (`shaders/nanobragg.wgsl` with `TANGENT`, MODEL §10) ----
 
 /// Most parameters one tangent pass carries (the length of `TanParams::params`): every
 /// [`crate::tangent::Param`] once. A longer list is split into passes by the driver.
@@ -481,7 +481,7 @@ pub const TAN_RIGHT: u32 = 16;
 /// the columns of C, contracted once per pixel with H = Σ_terms t ⊗ (h, k, l) (see
 /// [`TermForm`]).
 pub const TAN_LEFT: u32 = 32;
-/// Every tangent bit with its name (WGSL twins in `shaders/tangent.wgsl`).
+/// Every tangent bit with its name (WGSL twins in `shaders/nanobragg.wgsl` with `TANGENT`).
 pub const TAN_BITS: &[(&str, u32)] = &[
     ("TAN_MOVES_DETECTOR", TAN_MOVES_DETECTOR),
     ("TAN_MOVES_TERMS", TAN_MOVES_TERMS),

@@ -129,7 +129,8 @@ pub struct GpuRenderer {
     adapter: Option<wgpu::AdapterInfo>,
     fma_fused: bool,
     pipeline: wgpu::ComputePipeline,
-    /// The tangent kernel's pipeline (`shaders/tangent.wgsl`), created on first use.
+    /// The tangent kernel's pipeline (`shaders/nanobragg.wgsl` with `TANGENT`), created on first
+    /// use.
     pub(super) tangent_pipeline: Option<wgpu::ComputePipeline>,
     /// The VJP's reduction (`shaders/reduce.wgsl`): its pipeline and bind-group layout, created
     /// on first use.

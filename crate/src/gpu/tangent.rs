@@ -1,6 +1,6 @@
 //! The tangent kernel on the GPU (MODEL §10): the image and one tangent image per parameter of
-//! a [`PlanTangent`] in one pass (`shaders/tangent.wgsl`, f32 tangents beside the df64 image
-//! chain), driven by [`GpuRenderer::render_tangents`].
+//! a [`PlanTangent`] in one pass (`shaders/nanobragg.wgsl` with `TANGENT`, f32 tangents beside
+//! the df64 image chain), driven by [`GpuRenderer::render_tangents`].
 //!
 //! * The plan's tangent reaches the kernel as a uniform (`layout::TanParams`: per parameter
 //!   the detector's, N's, a*'s and the scalars' tangents) and, for the parameters that move the
