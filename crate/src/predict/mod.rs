@@ -22,7 +22,7 @@
 //!   pixel catches of it, not by its peak (issue 30: with a 350 Å cell, N = 40 and 0.1 mm
 //!   pixels the peak estimate ranked the image's strongest spot 288th of 437). It costs one
 //!   pixel's terms per spot, at most `PIXEL_TERMS` in all (orientations, then sources, thinned
-//!   evenly beyond). Other reflections keep the one-term peak estimate (`Geometry::intensity`).
+//!   evenly beyond, then the sub-pixels). Other reflections keep the one-term peak estimate (`Geometry::intensity`).
 //! * a rotation sweep (more than one phi step): the spot quantities are evaluated at the phi,
 //!   within the sampled range `phi0 … phi0 + (phisteps−1)·phistep`, where the point is nearest
 //!   the sphere (where it crosses it, if it does); `r` stays the reference orientation's.
@@ -807,9 +807,10 @@ pub fn predict(setup: &Setup, opts: &PredictOptions) -> Result<Prediction> {
 
 /// Kernel terms (sub-pixels × sources × orientations × sensor layers, summed over the spots)
 /// that [`pixel_values`] spends at most: beyond it the orientations, then the sources, are
-/// thinned evenly (each kept one standing for the ones left out) so that a prediction stays a
-/// small fraction of a render (about 0.2 s on one core of the f64 kernel).
-pub const PIXEL_TERMS: u64 = 8_000_000;
+/// thinned evenly (each kept one standing for the ones left out), then the sub-pixel grid made
+/// coarser, so that a prediction stays cheap on every drag of the page (2·10⁶ terms of the f64
+/// kernel: about 0.1-0.3 s on one core).
+pub const PIXEL_TERMS: u64 = 2_000_000;
 
 /// The record's `intensity` of every reflection in the condition whose spot lands on a panel
 /// pixel: the value of that pixel as the f64 kernel renders it (`cpu::pixel64::render_pixel`,
@@ -845,8 +846,8 @@ fn pixel_values(plan: &Plan, reflections: &mut [Reflection]) {
 }
 
 /// The plan [`pixel_values`] renders with when it differs from the image's: without the water
-/// background, and with its orientations and sources thinned evenly when `spots` pixels would
-/// take more than [`PIXEL_TERMS`] terms (`steps` follows, so each pixel stays an average).
+/// background, and with its orientations, sources and sub-pixels thinned when `spots` pixels
+/// would take more than [`PIXEL_TERMS`] terms (`steps` follows, so each pixel stays an average).
 fn thinned(plan: &Plan, spots: u64) -> Option<Plan> {
     let per_pixel = plan.terms_per_pixel().max(1);
     let over = (spots.saturating_mul(per_pixel)).div_ceil(PIXEL_TERMS);
@@ -870,8 +871,16 @@ fn thinned(plan: &Plan, spots: u64) -> Option<Plan> {
         if left > 1 {
             p.sources = every(&plan.sources, left);
         }
+        // then a coarser sub-pixel grid over the same pixel
+        let done = (plan.sources.len() / p.sources.len().max(1)).max(1) as u64;
+        let left = left.div_ceil(done);
+        if left > 1 {
+            let n = plan.oversample.max(1) as f64;
+            p.oversample = ((n / (left as f64).sqrt()).floor() as u32).max(1);
+        }
         // the image's steps in the proportion of the terms kept
-        let kept = (p.sources.len() * p.orientations.len()) as f64
+        let sub = (p.oversample as f64 / plan.oversample.max(1) as f64).powi(2);
+        let kept = sub * (p.sources.len() * p.orientations.len()) as f64
             / (plan.sources.len() * plan.orientations.len()).max(1) as f64;
         p.steps = (plan.steps as f64 * kept).round().max(1.0) as u64;
     }
@@ -1023,6 +1032,10 @@ mod tests {
         let kept = (t.sources.len() * t.orientations.len()) as f64
             / (p.sources.len() * p.orientations.len()) as f64;
         assert!(((t.steps as f64 / p.steps as f64) - kept).abs() < 1e-9);
+        // a thousand times the budget: down to one orientation and source, coarser sub-pixels
+        let many = thinned(p, 1000 * PIXEL_TERMS / p.terms_per_pixel()).unwrap();
+        assert!(many.oversample < p.oversample || many.orientations.len() == 1);
+        assert!(1000 * PIXEL_TERMS / p.terms_per_pixel() * many.terms_per_pixel() <= PIXEL_TERMS);
         // the strongest spot's pixel, full and thinned
         let pred = predict(&st, &PredictOptions::default()).unwrap();
         let r = pred
