@@ -24,6 +24,16 @@
 //!   4-point Lagrange form, `stencil_leaves_table`), the polarisation frame, the index guard
 //!   (`index_ok`) and the exact-Bragg rule (`is_exact_bragg`).
 //!
+//! The partials (`*_d`, `*_f64_d`, MODEL §10.5) are hand-written beside each term, and held
+//! against the term's own value function by forward-mode dual numbers (`num_dual`, a
+//! dev-dependency) across the term's domain (`dual_tests`): the value functions that have a
+//! hand-written partial are written once, generic over [`Real`] (module [`value`]: f32/f64 in
+//! the kernels, monomorphised to the same code, so the same bits and speed; dual numbers in the
+//! tests), and the concrete terms call them. The hand-written forms stay where the dual form
+//! loses digits (the grating factor's reduced-argument d/dδ near a spot's centre, whose quotient
+//! rule cancels: N·ε/|sin πδ|; the sinc3 series near 0) and where the kernels vectorise them
+//! over pixels (the row kernels' f32 partials, twinned in WGSL); the tests hold each one.
+//!
 //! Where the two languages cannot spell an operation the same way, the difference is stated at
 //! the function (`round_even`, `index_ok`); the device's own `exp` and division are accurate to
 //! a few ulp (WGSL spec), which bounds how far the twins may differ (see the self-test).
@@ -31,6 +41,247 @@
 use crate::plan::HklGrid;
 use crate::vec3::{cross, dot, unit, V3};
 use std::f64::consts::PI;
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+// ------------------------------------------------------------------------ value functions
+
+/// The numbers a term's value function is written over: `f32` and `f64` in the kernels (the
+/// `value` functions below, monomorphised, are the very code of the concrete terms: the same
+/// operations in the same order, so the same bits and speed) and, in the tests, forward-mode
+/// dual numbers (`num_dual`), which derive each term's partials from that same code to hold the
+/// hand-written `*_d` forms against (`crate::terms::tests::partials_against_dual_numbers`).
+/// Comparisons (the terms' branches) are on the real part.
+pub trait Real:
+    Copy
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+{
+    /// A constant of the fast (f32) family, exact in every implementation.
+    fn c32(x: f32) -> Self;
+    /// A constant of the upstream (f64) family.
+    fn c64(x: f64) -> Self;
+    fn exp(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn abs(self) -> Self;
+}
+
+impl Real for f32 {
+    #[inline(always)]
+    fn c32(x: f32) -> Self {
+        x
+    }
+    #[inline(always)]
+    fn c64(x: f64) -> Self {
+        x as f32
+    }
+    #[inline(always)]
+    fn exp(self) -> Self {
+        f32::exp(self)
+    }
+    #[inline(always)]
+    fn sin(self) -> Self {
+        f32::sin(self)
+    }
+    #[inline(always)]
+    fn cos(self) -> Self {
+        f32::cos(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        f32::abs(self)
+    }
+}
+
+impl Real for f64 {
+    #[inline(always)]
+    fn c32(x: f32) -> Self {
+        x as f64
+    }
+    #[inline(always)]
+    fn c64(x: f64) -> Self {
+        x
+    }
+    #[inline(always)]
+    fn exp(self) -> Self {
+        f64::exp(self)
+    }
+    #[inline(always)]
+    fn sin(self) -> Self {
+        f64::sin(self)
+    }
+    #[inline(always)]
+    fn cos(self) -> Self {
+        f64::cos(self)
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        f64::sqrt(self)
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        f64::abs(self)
+    }
+}
+
+/// The value functions of the terms whose partials have a hand-written form, generic over
+/// [`Real`]; the concrete terms of this file (same names, fixed precision) call them. Each is
+/// the term's formula once: for f32/f64 the kernels' code, for dual numbers its derivatives.
+pub mod value {
+    use super::Real;
+
+    /// [`super::lattice_gauss`].
+    #[inline(always)]
+    pub fn lattice_gauss<T: Real>(r2: T, nabc: T, fudge: T) -> T {
+        nabc * (-(r2 / T::c32(0.63) * fudge)).exp()
+    }
+
+    /// [`super::shape_r2`] (`star` = [a*, b*, c*]).
+    #[inline(always)]
+    pub fn shape_r2<T: Real>(d: [T; 3], star: [[T; 3]; 3], n: [T; 3]) -> T {
+        let v: [T; 3] =
+            std::array::from_fn(|c| d[0] * star[0][c] + d[1] * star[1][c] + d[2] * star[2][c]);
+        (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) * n[0] * n[0] * n[1] * n[1] * n[2] * n[2]
+    }
+
+    /// [`super::polarization`].
+    #[inline(always)]
+    pub fn polarization<T: Real>(k: T, i: [T; 3], d: [T; 3], e_in: [T; 3], b_in: [T; 3]) -> T {
+        let dot3 = |x: [T; 3], y: [T; 3]| x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
+        let zero = T::c32(0.0);
+        let one = T::c32(1.0);
+        let c2 = dot3(i, d);
+        let c2sq = c2 * c2;
+        let s2sq = one - c2sq;
+        let mut cos2psi = one;
+        if k != zero {
+            let e = dot3(d, e_in);
+            let b = dot3(d, b_in);
+            let den = e * e + b * b;
+            if den > zero {
+                cos2psi = (e * e - b * b) / den;
+            }
+        }
+        T::c32(0.5) * (one + c2sq - k * cos2psi * s2sq)
+    }
+
+    /// [`super::one_minus_exp_neg`].
+    #[inline(always)]
+    pub fn one_minus_exp_neg<T: Real>(x: T) -> T {
+        let c = T::c32;
+        if x.abs() < c(0.1) {
+            let mut p = c(1.0 / 5040.0);
+            p = c(1.0 / 720.0) - x * p;
+            p = c(1.0 / 120.0) - x * p;
+            p = c(1.0 / 24.0) - x * p;
+            p = c(1.0 / 6.0) - x * p;
+            p = c(0.5) - x * p;
+            return x * (c(1.0) - x * p);
+        }
+        c(1.0) - (-x).exp()
+    }
+
+    /// [`super::capture_fraction`].
+    #[inline(always)]
+    pub fn capture_fraction<T: Real>(t: T, mu_step: T, rho: T) -> T {
+        let x = mu_step / rho;
+        (-t * x).exp() * one_minus_exp_neg(x)
+    }
+
+    /// [`super::solid_angle`].
+    #[inline(always)]
+    pub fn solid_angle<T: Real>(inv_r: T, pixel2: T, close_distance: T, point_pixel: bool) -> T {
+        if point_pixel {
+            inv_r * inv_r
+        } else {
+            pixel2 * close_distance * (inv_r * inv_r * inv_r)
+        }
+    }
+
+    /// [`super::sincg_f64`].
+    #[inline(always)]
+    pub fn sincg_f64<T: Real>(x: T, n: T) -> T {
+        if x == T::c64(0.0) {
+            n
+        } else {
+            (x * n).sin() / x.sin()
+        }
+    }
+
+    /// [`super::sinc3_f64`].
+    #[inline(always)]
+    pub fn sinc3_f64<T: Real>(x: T) -> T {
+        if x == T::c64(0.0) {
+            T::c64(1.0)
+        } else {
+            T::c64(3.0) * (x.sin() / x - x.cos()) / (x * x)
+        }
+    }
+
+    /// [`super::lattice_round_f64`].
+    #[inline(always)]
+    pub fn lattice_round_f64<T: Real>(d: [T; 3], n: [T; 3], fudge: T) -> T {
+        let [dh, dk, dl] = d;
+        let [na, nb, nc] = n;
+        let hrad2 = ((dh * dh) * na) * na + ((dk * dk) * nb) * nb + ((dl * dl) * nc) * nc;
+        ((na * nb) * nc)
+            * T::c64(0.723601254558268)
+            * sinc3_f64(T::c64(std::f64::consts::PI) * (hrad2 * fudge).sqrt())
+    }
+
+    /// [`super::shape_r2_f64`] (`star` = [a*, b*, c*]).
+    #[inline(always)]
+    pub fn shape_r2_f64<T: Real>(d: [T; 3], star: [[T; 3]; 3], n: [T; 3]) -> T {
+        let [dh, dk, dl] = d;
+        let [na, nb, nc] = n;
+        let v: [T; 3] =
+            std::array::from_fn(|c| (dh * star[0][c] + dk * star[1][c]) + dl * star[2][c]);
+        ((v[0] * v[0] + v[1] * v[1]) + v[2] * v[2]) * na * na * nb * nb * nc * nc
+    }
+
+    /// [`super::lattice_gauss_f64`].
+    #[inline(always)]
+    pub fn lattice_gauss_f64<T: Real>(r2: T, nabc: T, fudge: T) -> T {
+        nabc * (-(r2 / T::c64(0.63) * fudge)).exp()
+    }
+
+    /// [`super::capture_fraction_f64`] (the layer index `t` as a number).
+    #[inline(always)]
+    pub fn capture_fraction_f64<T: Real>(t: T, thickstep: T, mu: T, rho: T) -> T {
+        ((((-t) * thickstep) * mu) / rho).exp()
+            - ((((-(t + T::c64(1.0))) * thickstep) * mu) / rho).exp()
+    }
+
+    /// [`super::solid_angle_f64`].
+    #[inline(always)]
+    pub fn solid_angle_f64<T: Real>(r: T, pixel2: T, close_distance: T, point_pixel: bool) -> T {
+        let one = T::c64(1.0);
+        if point_pixel {
+            (one / r) / r
+        } else {
+            ((pixel2 / r) / r) * close_distance / r
+        }
+    }
+
+    /// [`super::polint4`].
+    #[inline(always)]
+    pub fn polint4<T: Real>(dx: [T; 4], y: [T; 4]) -> T {
+        let c = T::c64;
+        ((dx[1] * dx[2]) * dx[3]) * y[0] / c(-6.0)
+            + ((dx[0] * dx[2]) * dx[3]) * y[1] / c(2.0)
+            + ((dx[0] * dx[1]) * dx[3]) * y[2] / c(-2.0)
+            + ((dx[0] * dx[1]) * dx[2]) * y[3] / c(6.0)
+    }
+}
 
 // ------------------------------------------------------------------------------------ guards
 
@@ -410,8 +661,7 @@ pub fn shape_r2(
     nb: f32,
     nc: f32,
 ) -> f32 {
-    let d: [f32; 3] = std::array::from_fn(|c| dh * a_star[c] + dk * b_star[c] + dl * c_star[c]);
-    (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) * na * na * nb * nb * nc * nc
+    value::shape_r2([dh, dk, dl], [a_star, b_star, c_star], [na, nb, nc])
 }
 
 /// [`shape_r2`] with its derivatives: (r2, dr2/dδ, dr2/dN, dr2/d(a*, b*, c*)) (the value is its
@@ -445,7 +695,7 @@ pub const GAUSS_F64_UNDERFLOW: f32 = -745.1332;
 /// Gaussian lattice factor from [`shape_r2`] and N_a·N_b·N_c.
 #[inline(always)]
 pub fn lattice_gauss(r2: f32, nabc: f32, fudge: f32) -> f32 {
-    nabc * (-(r2 / 0.63 * fudge)).exp()
+    value::lattice_gauss(r2, nabc, fudge)
 }
 
 /// [`lattice_gauss`] with its derivatives: `[F, dF/dr2, dF/dnabc]` (F bit for bit).
@@ -485,20 +735,7 @@ pub fn lattice_tophat_d(r2: f32, nabc: f32, fudge: f32) -> [f32; 3] {
 /// cos 2ψ = (E² − B²)/(E² + B²) (1 where E² + B² = 0: then sin² 2θ = 0 anyway). `i`, `d` unit.
 #[inline(always)]
 pub fn polarization(k: f32, i: [f32; 3], d: [f32; 3], e_in: [f32; 3], b_in: [f32; 3]) -> f32 {
-    let dot3 = |x: [f32; 3], y: [f32; 3]| x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
-    let c2 = dot3(i, d);
-    let c2sq = c2 * c2;
-    let s2sq = 1.0 - c2sq;
-    let mut cos2psi = 1.0;
-    if k != 0.0 {
-        let e = dot3(d, e_in);
-        let b = dot3(d, b_in);
-        let den = e * e + b * b;
-        if den > 0.0 {
-            cos2psi = (e * e - b * b) / den;
-        }
-    }
-    0.5 * (1.0 + c2sq - k * cos2psi * s2sq)
+    value::polarization(k, i, d, e_in, b_in)
 }
 
 /// [`polarization`] with its gradient with respect to the unit direction `d` (a tangent of `d`
@@ -538,24 +775,14 @@ pub fn polarization_d(
 /// below 3e-12 relative), above it the difference (relative error at most ~6e-7 there).
 #[inline(always)]
 pub fn one_minus_exp_neg(x: f32) -> f32 {
-    if x.abs() < 0.1 {
-        let mut p = 1.0 / 5040.0;
-        p = 1.0 / 720.0 - x * p;
-        p = 1.0 / 120.0 - x * p;
-        p = 1.0 / 24.0 - x * p;
-        p = 1.0 / 6.0 - x * p;
-        p = 0.5 - x * p;
-        return x * (1.0 - x * p);
-    }
-    1.0 - (-x).exp()
+    value::one_minus_exp_neg(x)
 }
 
 /// Fraction of the photons entering the sensor that are absorbed in layer `t` (MODEL §6.6,
 /// §9.5): exp(−t·x)·(1 − exp(−x)) with x = thickstep·μ/ρ, ρ = d·o.
 #[inline(always)]
 pub fn capture_fraction(t: f32, mu_step: f32, rho: f32) -> f32 {
-    let x = mu_step / rho;
-    (-t * x).exp() * one_minus_exp_neg(x)
+    value::capture_fraction(t, mu_step, rho)
 }
 
 /// [`capture_fraction`] with its derivative: `[value, d/dρ]` (value bit for bit), with
@@ -572,11 +799,7 @@ pub fn capture_fraction_d(t: f32, mu_step: f32, rho: f32) -> [f32; 2] {
 /// `-point_pixel`.
 #[inline(always)]
 pub fn solid_angle(inv_r: f32, pixel2: f32, close_distance: f32, point_pixel: bool) -> f32 {
-    if point_pixel {
-        inv_r * inv_r
-    } else {
-        pixel2 * close_distance * (inv_r * inv_r * inv_r)
-    }
+    value::solid_angle(inv_r, pixel2, close_distance, point_pixel)
 }
 
 /// [`solid_angle`] with its derivatives: `[Ω, dΩ/dR, dΩ/d close_distance]` (Ω bit for bit).
@@ -595,11 +818,7 @@ pub fn solid_angle_d(inv_r: f32, pixel2: f32, close_distance: f32, point_pixel: 
 /// Upstream's grating function sin(x·N)/sin(x) on the full argument x = π·h.
 #[inline(always)]
 pub fn sincg_f64(x: f64, n: f64) -> f64 {
-    if x == 0.0 {
-        n
-    } else {
-        (x * n).sin() / x.sin()
-    }
+    value::sincg_f64(x, n)
 }
 
 /// [`sincg_f64`] with its derivatives: (value, d/dx, d/dN) of sin(x·N)/sin(x) on the full
@@ -654,11 +873,7 @@ pub fn sinc3_reduced(u: f64) -> f64 {
 /// Upstream's sinc3 (libm sin, cos).
 #[inline(always)]
 pub fn sinc3_f64(x: f64) -> f64 {
-    if x == 0.0 {
-        1.0
-    } else {
-        3.0 * (x.sin() / x - x.cos()) / (x * x)
-    }
+    value::sinc3_f64(x)
 }
 
 /// sinc3′(x)/x for [`sinc3_f64`] (finite at 0: −1/5; the series below |x| = 1e-2, where the
@@ -728,8 +943,7 @@ pub fn lattice_square_f64_d(
 /// Upstream's round lattice factor (δ = index − nearest index).
 #[inline(always)]
 pub fn lattice_round_f64(dh: f64, dk: f64, dl: f64, na: f64, nb: f64, nc: f64, fudge: f64) -> f64 {
-    let hrad2 = ((dh * dh) * na) * na + ((dk * dk) * nb) * nb + ((dl * dl) * nc) * nc;
-    ((na * nb) * nc) * 0.723601254558268 * sinc3_f64(PI * (hrad2 * fudge).sqrt())
+    value::lattice_round_f64([dh, dk, dl], [na, nb, nc], fudge)
 }
 
 /// [`lattice_round_f64`] with its derivatives: (F, dF/d(δh,δk,δl), dF/d(Na,Nb,Nc)).
@@ -774,8 +988,7 @@ pub fn shape_r2_f64(
     nb: f64,
     nc: f64,
 ) -> f64 {
-    let d: [f64; 3] = std::array::from_fn(|c| (dh * a_star[c] + dk * b_star[c]) + dl * c_star[c]);
-    ((d[0] * d[0] + d[1] * d[1]) + d[2] * d[2]) * na * na * nb * nb * nc * nc
+    value::shape_r2_f64([dh, dk, dl], [a_star, b_star, c_star], [na, nb, nc])
 }
 
 /// [`shape_r2_f64`] with its derivatives: (r2, dr2/d(δh,δk,δl), dr2/d(Na,Nb,Nc),
@@ -813,7 +1026,7 @@ pub fn shape_r2_f64_d(
 /// Upstream's Gaussian lattice factor.
 #[inline(always)]
 pub fn lattice_gauss_f64(r2: f64, nabc: f64, fudge: f64) -> f64 {
-    nabc * (-(r2 / 0.63 * fudge)).exp()
+    value::lattice_gauss_f64(r2, nabc, fudge)
 }
 
 /// [`lattice_gauss_f64`] with (dF/dr2, dF/dnabc).
@@ -889,9 +1102,7 @@ pub fn polarization_f64_d(k: f64, frame: &PolarFrame, d: V3) -> (f64, V3) {
 /// metres, ρ = d·o).
 #[inline(always)]
 pub fn capture_fraction_f64(t: u32, thickstep: f64, mu: f64, rho: f64) -> f64 {
-    let t = t as i64;
-    ((((-t) as f64 * thickstep) * mu) / rho).exp()
-        - ((((-(t + 1)) as f64 * thickstep) * mu) / rho).exp()
+    value::capture_fraction_f64(t as f64, thickstep, mu, rho)
 }
 
 /// [`capture_fraction_f64`] with d/dρ.
@@ -907,11 +1118,7 @@ pub fn capture_fraction_f64_d(t: u32, thickstep: f64, mu: f64, rho: f64) -> (f64
 /// Upstream's solid angle from R.
 #[inline(always)]
 pub fn solid_angle_f64(r: f64, pixel2: f64, close_distance: f64, point_pixel: bool) -> f64 {
-    if point_pixel {
-        (1.0 / r) / r
-    } else {
-        ((pixel2 / r) / r) * close_distance / r
-    }
+    value::solid_angle_f64(r, pixel2, close_distance, point_pixel)
 }
 
 /// [`solid_angle_f64`] with (dΩ/dR, dΩ/d close_distance).
@@ -1024,10 +1231,7 @@ pub fn polint(xa: [f64; 4], ya: [f64; 4], x: f64) -> f64 {
 /// (which upstream computes from the nodes, exactly these numbers); summed left to right.
 #[inline(always)]
 pub fn polint4(dx: [f64; 4], y: [f64; 4]) -> f64 {
-    ((dx[1] * dx[2]) * dx[3]) * y[0] / -6.0
-        + ((dx[0] * dx[2]) * dx[3]) * y[1] / 2.0
-        + ((dx[0] * dx[1]) * dx[3]) * y[2] / -2.0
-        + ((dx[0] * dx[1]) * dx[2]) * y[3] / 6.0
+    value::polint4(dx, y)
 }
 
 /// d/dx of [`polint4`] (each difference moves with x).
@@ -1628,5 +1832,520 @@ mod tests {
                 "sinc_pi_poly({r})"
             );
         }
+    }
+}
+
+/// The hand-written partials (`*_d`, `*_f64_d`) held against forward-mode dual numbers
+/// (`num_dual::Dual64`, one input seeded at a time) through the value functions of
+/// [`value`] — the very code of the terms — across each term's domain. The f32 terms' value
+/// functions are evaluated in f64 dual arithmetic (their f32 constants exactly), so the
+/// reference carries no f32 rounding; where a hand-written form stays because the plain
+/// formula loses digits (the grating factor's reduced argument near its poles and zeros, the
+/// sinc3 series near 0), the reference is the dual number on the reduced argument, or the
+/// domain stops where the formula's own f64 rounding would exceed the tolerance (stated at
+/// each term).
+#[cfg(test)]
+mod dual_tests {
+    use super::value;
+    use super::*;
+    use num_dual::{Dual64, DualNum};
+
+    impl Real for Dual64 {
+        fn c32(x: f32) -> Self {
+            Dual64::from(x as f64)
+        }
+        fn c64(x: f64) -> Self {
+            Dual64::from(x)
+        }
+        fn exp(self) -> Self {
+            DualNum::exp(&self)
+        }
+        fn sin(self) -> Self {
+            DualNum::sin(&self)
+        }
+        fn cos(self) -> Self {
+            DualNum::cos(&self)
+        }
+        fn sqrt(self) -> Self {
+            DualNum::sqrt(&self)
+        }
+        fn abs(self) -> Self {
+            if self.re < 0.0 {
+                -self
+            } else {
+                self
+            }
+        }
+    }
+
+    /// Value and gradient of `f` at `x`, one dual evaluation per input.
+    fn grad<const K: usize>(f: impl Fn([Dual64; K]) -> Dual64, x: [f64; K]) -> (f64, [f64; K]) {
+        let mut g = [0.0; K];
+        let mut v = 0.0;
+        for (i, gi) in g.iter_mut().enumerate() {
+            let y: [Dual64; K] =
+                std::array::from_fn(|j| Dual64::new(x[j], if i == j { 1.0 } else { 0.0 }));
+            let r = f(y);
+            v = r.re;
+            *gi = r.eps;
+        }
+        (v, g)
+    }
+
+    fn c(x: f64) -> Dual64 {
+        Dual64::from(x)
+    }
+
+    /// |got − want| ≤ tol·scale, the worst ratio kept.
+    fn near(worst: &mut f64, got: f64, want: f64, scale: f64, tol: f64, what: &str) {
+        let e = (got - want).abs() / scale;
+        *worst = worst.max(e);
+        assert!(
+            e <= tol,
+            "{what}: {got:e} vs dual {want:e} ({e:e} of {scale:e} > {tol:e})"
+        );
+    }
+
+    fn rng(s: &mut u64) -> f64 {
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        (*s >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// The grating factor: `sincg_delta_d` (f32, reduced argument) and `sincg_f64_d` (f64)
+    /// against the dual number of upstream's value function sin(Nx)/sin(x). d/dδ: on the
+    /// reduced argument x = πδ (the sign (−1)^{m(N−1)} and the f32 convention's (−1)^j apart),
+    /// where the dual's quotient rule is exact to f64 rounding; judged against the peak slope
+    /// N²π (f32: 2e-6, f64: 1e-12). d/dN: upstream's full index x = π(m + δ), judged against
+    /// its size plus the f64 reference's own rounding of π·h (relative |h|·ε/|δ|) and, for f32,
+    /// the rounding of its argument Nδ. Domain: N from 2 to 1000, m from 0 to 500, δ at the
+    /// centre (1e-7), inside the small-argument cut (1e-5/N), at the zeros of the numerator
+    /// (Nδ = 1, 2), at the edges ±1/2 and random.
+    #[test]
+    fn grating_partials_against_dual_numbers() {
+        let mut s = 0x853c49e6748fea9bu64;
+        let (mut w32, mut w64) = ([0f64; 2], [0f64; 2]);
+        for &n in &[2.0f64, 3.0, 7.0, 40.0, 50.0, 1000.0] {
+            for &m in &[0.0f64, 1.0, -3.0, 37.0, 500.0] {
+                let mut ds: Vec<f64> =
+                    vec![1e-7, -3e-6, 1e-5 / n, 0.5, -0.5, 1.0 / n, 2.0 / n, -1.0 / n];
+                ds.extend((0..200).map(|_| rng(&mut s) - 0.5));
+                ds.extend((0..100).map(|_| (rng(&mut s) - 0.5) * (4.0 / n).min(1.0)));
+                for d in ds.into_iter().filter(|d| d.abs() <= 0.5) {
+                    let d32 = d as f32;
+                    let dd = d32 as f64;
+                    let y = PI * dd;
+                    // sin(Ny)/sin(y) in the reduced argument; × (−1)^{m(N−1)} is upstream's
+                    let shift = if (m as i64 * (n as i64 - 1)).rem_euclid(2) == 1 {
+                        -1.0
+                    } else {
+                        1.0
+                    };
+                    let (v_ref, [dx_ref]) = grad(|[x]| value::sincg_f64(x, c(n)), [y]);
+                    let (_, [dn_ref]) = grad(|[nn]| value::sincg_f64(c(PI * (m + dd)), nn), [n]);
+                    let h = m + dd;
+                    let what = format!("N={n} m={m} δ={dd:e}");
+                    // f32: the sign of its delta form is (−1)^j·(−1)^{m(N+1)} of upstream's
+                    let j = (n as f32 * d32).round_ties_even() as i64;
+                    let sign32 = if (j + m as i64 * (n as i64 + 1)).rem_euclid(2) == 1 {
+                        -1.0
+                    } else {
+                        1.0
+                    };
+                    let [v, ddl, ddn] = sincg_delta_d(d32, n as f32, m as f32);
+                    near(
+                        &mut w32[0],
+                        v as f64,
+                        sign32 * shift * v_ref,
+                        n,
+                        2e-6,
+                        &what,
+                    );
+                    near(
+                        &mut w32[0],
+                        ddl as f64,
+                        sign32 * shift * PI * dx_ref,
+                        n * n * PI,
+                        2e-6,
+                        &what,
+                    );
+                    let f64_err = dn_ref.abs() * h.abs() * 2e-10 / dd.abs().max(1e-30);
+                    let arg = (m.abs() + dd.abs() + 1.0) / y.sin().abs().max(1e-30)
+                        * (n * dd.abs()).max(1.0);
+                    near(
+                        &mut w32[1],
+                        ddn as f64,
+                        sign32 * dn_ref,
+                        dn_ref.abs() + arg + f64_err,
+                        2e-6,
+                        &what,
+                    );
+                    // f64 on the full index
+                    let (v64, dx64, dn64) = sincg_f64_d(PI * h, n);
+                    assert_eq!(v64.to_bits(), sincg_f64(PI * h, n).to_bits());
+                    // the dual's quotient rule cancels near the centre (the reason for the
+                    // hand-written form): its own rounding, about N·ε/|sin y|, is allowed
+                    let quotient_err = 8.0 * n * f64::EPSILON / y.sin().abs().max(1e-300);
+                    // and the f64 form's own rounding of π·h on the full index (slope N³)
+                    let index_err = n * n * n * (h.abs() + 1.0) * 4.0 * f64::EPSILON;
+                    near(
+                        &mut w64[0],
+                        dx64,
+                        shift * dx_ref,
+                        n * n * 1e-12 + quotient_err + index_err,
+                        1.0,
+                        &what,
+                    );
+                    near(
+                        &mut w64[1],
+                        dn64,
+                        dn_ref,
+                        dn_ref.abs() * 1e-3 + f64_err + 1e-12,
+                        1e-9,
+                        &what,
+                    );
+                }
+            }
+        }
+        eprintln!(
+            "grating vs dual: f32 d/dδ {:.1e} d/dN {:.1e}; f64 d/dx {:.1e} d/dN {:.1e}",
+            w32[0], w32[1], w64[0], w64[1]
+        );
+    }
+
+    /// The other lattice shapes and the per-pixel factors, f32 and f64, against the dual
+    /// numbers of their value functions; tolerances relative to the scale of each partial
+    /// (f32 forms 4e-6, f64 forms 1e-12, the round shape's closed form 1e-9 and only where
+    /// π·√(hrad²·fudge) ≥ 0.05, below which the dual of sinc3's closed form loses digits that
+    /// the hand-written series keeps: `sinc3_derivative_series_joins_formula`).
+    #[test]
+    fn term_partials_against_dual_numbers() {
+        let mut s = 0x2545f4914f6cdd1du64;
+        let mut w = [0f64; 10];
+        let star64 = [
+            [0.012, 0.001, 0.0],
+            [0.0, 0.0125, 0.002],
+            [0.001, 0.0, 0.0111],
+        ];
+        for &n in &[
+            [5.0f64, 5.0, 5.0],
+            [1.0, 10.0, 3.0],
+            [50.0, 2.0, 1.0],
+            [20.0, 30.0, 40.0],
+        ] {
+            for _ in 0..300 {
+                let d: [f64; 3] = [0; 3].map(|_| ((rng(&mut s) - 0.5) as f32) as f64);
+                let fudge = 0.5 + rng(&mut s);
+                let nabc = n[0] * n[1] * n[2];
+                let what = format!("N={n:?} δ={d:?} fudge={fudge}");
+                // shape_r2 (f32 and f64): inputs δ (3), N (3), a*, b*, c* (9)
+                let f15 = |x: [Dual64; 15], f64form: bool| {
+                    let dd = [x[0], x[1], x[2]];
+                    let nn = [x[3], x[4], x[5]];
+                    let st = [
+                        [x[6], x[7], x[8]],
+                        [x[9], x[10], x[11]],
+                        [x[12], x[13], x[14]],
+                    ];
+                    if f64form {
+                        value::shape_r2_f64(dd, st, nn)
+                    } else {
+                        value::shape_r2(dd, st, nn)
+                    }
+                };
+                let mut x15 = [0.0; 15];
+                x15[..3].copy_from_slice(&d);
+                x15[3..6].copy_from_slice(&n);
+                for a in 0..3 {
+                    x15[6 + 3 * a..9 + 3 * a]
+                        .copy_from_slice(&star64[a].map(|v| (v as f32) as f64));
+                }
+                let n6 = nabc * nabc;
+                let scale = n6 * 0.0125 * 0.0125;
+                for f64form in [false, true] {
+                    let (r2, g) = grad(|x| f15(x, f64form), x15);
+                    let star: [[f64; 3]; 3] =
+                        std::array::from_fn(|a| std::array::from_fn(|c| x15[6 + 3 * a + c]));
+                    let (v, rd, rn, rs, tol, k) = if f64form {
+                        let (v, rd, rn, rs) = shape_r2_f64_d(
+                            d[0], d[1], d[2], star[0], star[1], star[2], n[0], n[1], n[2],
+                        );
+                        (v, rd, rn, rs, 1e-12, 0)
+                    } else {
+                        let f = |v: [f64; 3]| v.map(|x| x as f32);
+                        let (v, rd, rn, rs) = shape_r2_d(f(d), star.map(f), f(n));
+                        (
+                            v as f64,
+                            rd.map(|x| x as f64),
+                            rn.map(|x| x as f64),
+                            rs.map(|r| r.map(|x| x as f64)),
+                            4e-6,
+                            1,
+                        )
+                    };
+                    near(&mut w[k], v, r2, scale, tol, &what);
+                    for a in 0..3 {
+                        near(&mut w[k], rd[a], g[a], scale / 0.0125 * 4.0, tol, &what);
+                        near(&mut w[k], rn[a], g[3 + a], scale / n[a], tol, &what);
+                        for cc in 0..3 {
+                            near(
+                                &mut w[k],
+                                rs[a][cc],
+                                g[6 + 3 * a + cc],
+                                scale / 0.0125,
+                                tol,
+                                &what,
+                            );
+                        }
+                    }
+                }
+                // Gaussian (f32, f64): inputs r2, nabc
+                let r2 = value::shape_r2_f64(d, star64, n);
+                let (gv, [g_r2, g_n]) = grad(
+                    |[r, nn]| value::lattice_gauss(r, nn, c(fudge as f32 as f64)),
+                    [r2 as f32 as f64, nabc],
+                );
+                let [v, d_r2, d_n] = lattice_gauss_d(r2 as f32, nabc as f32, fudge as f32);
+                near(&mut w[2], v as f64, gv, nabc, 4e-6, &what);
+                near(
+                    &mut w[2],
+                    d_r2 as f64,
+                    g_r2,
+                    nabc * fudge / 0.63,
+                    4e-6,
+                    &what,
+                );
+                near(&mut w[2], d_n as f64, g_n, 1.0, 4e-6, &what);
+                let (gv, [g_r2, g_n]) = grad(
+                    |[r, nn]| value::lattice_gauss_f64(r, nn, c(fudge)),
+                    [r2, nabc],
+                );
+                let (v, d_r2, d_n) = lattice_gauss_f64_d(r2, nabc, fudge);
+                near(&mut w[3], v, gv, nabc, 1e-12, &what);
+                near(&mut w[3], d_r2, g_r2, nabc * fudge / 0.63, 1e-12, &what);
+                near(&mut w[3], d_n, g_n, 1.0, 1e-12, &what);
+                // round (f32 and f64 against the f64 value function): inputs δ, N
+                let hrad2: f64 = (0..3).map(|a| (d[a] * n[a]).powi(2)).sum();
+                if PI * (hrad2 * fudge).sqrt() >= 0.05 {
+                    let (rv, g) = grad(
+                        |x| {
+                            value::lattice_round_f64(
+                                [x[0], x[1], x[2]],
+                                [x[3], x[4], x[5]],
+                                c(fudge),
+                            )
+                        },
+                        [d[0], d[1], d[2], n[0], n[1], n[2]],
+                    );
+                    let (v, dd, dn) =
+                        lattice_round_f64_d(d[0], d[1], d[2], n[0], n[1], n[2], fudge);
+                    near(&mut w[4], v, rv, nabc, 1e-12, &what);
+                    let f = |v: [f64; 3]| v.map(|x| x as f32);
+                    let (v32, dd32, dn32) = lattice_round_d(f(d), f(n), fudge as f32);
+                    let rv32 = value::lattice_round_f64(d, n, fudge as f32 as f64);
+                    near(&mut w[5], v32 as f64, rv32, nabc, 4e-6, &what);
+                    let (_, g32) = grad(
+                        |x| {
+                            value::lattice_round_f64(
+                                [x[0], x[1], x[2]],
+                                [x[3], x[4], x[5]],
+                                c(fudge as f32 as f64),
+                            )
+                        },
+                        [d[0], d[1], d[2], n[0], n[1], n[2]],
+                    );
+                    for a in 0..3 {
+                        near(&mut w[4], dd[a], g[a], nabc * n[a], 1e-9, &what);
+                        near(&mut w[4], dn[a], g[3 + a], nabc / n[a], 1e-9, &what);
+                        near(&mut w[5], dd32[a] as f64, g32[a], nabc * n[a], 8e-6, &what);
+                        near(
+                            &mut w[5],
+                            dn32[a] as f64,
+                            g32[3 + a],
+                            nabc / n[a],
+                            8e-6,
+                            &what,
+                        );
+                    }
+                }
+            }
+        }
+        // polarisation (f32 and f64) against the dual of the fast form in f64: the gradient
+        // along directions perpendicular to d (f64's normalises d); near E² + B² = 0 (d along
+        // the beam) too, k from 0 to 1
+        let frame = PolarFrame::new([1.0, 0.0, 0.0], [0.0, 0.3, 1.0]);
+        let f32v = |v: V3| v.map(|x| x as f32);
+        let r32 = |v: V3| v.map(|x| x as f32 as f64);
+        let mut dirs: Vec<V3> = (0..400)
+            .map(|_| unit([0; 3].map(|_| rng(&mut s) - 0.5)))
+            .collect();
+        dirs.extend(
+            [
+                [1.0, 1e-3, 2e-3],
+                [1.0, -1e-2, 0.0],
+                [0.6, 0.8, 0.0],
+                [0.0, 0.0, 1.0],
+            ]
+            .map(unit),
+        );
+        for d in dirs {
+            for k in [0.0, 0.5, 0.99, 1.0] {
+                let d32 = r32(d);
+                let (i, e, b) = (r32(frame.i), r32(frame.e_in), r32(frame.b_in));
+                let (pv, g) = grad(
+                    |x| value::polarization(c(k), i.map(c), x, e.map(c), b.map(c)),
+                    d32,
+                );
+                let (v, g32) = polarization_d(
+                    k as f32,
+                    f32v(frame.i),
+                    f32v(d32),
+                    f32v(frame.e_in),
+                    f32v(frame.b_in),
+                );
+                let what = format!("d={d:?} k={k}");
+                near(&mut w[6], v as f64, pv, 1.0, 4e-7, &what);
+                let t = unit(cross(d32, [0.3, -0.7, 0.2]));
+                let along = |g: [f64; 3]| g[0] * t[0] + g[1] * t[1] + g[2] * t[2];
+                let gs = g.iter().map(|x| x.abs()).fold(1.0, f64::max);
+                near(
+                    &mut w[6],
+                    along(g32.map(|x| x as f64)),
+                    along(g),
+                    gs,
+                    4e-6,
+                    &what,
+                );
+                let (pv, g) = grad(
+                    |x| {
+                        value::polarization(
+                            c(k),
+                            frame.i.map(c),
+                            x,
+                            frame.e_in.map(c),
+                            frame.b_in.map(c),
+                        )
+                    },
+                    d,
+                );
+                let (v64, g64) = polarization_f64_d(k, &frame, d);
+                near(&mut w[7], v64, pv, 1.0, 1e-12, &what);
+                near(&mut w[7], along(g64), along(g), gs, 1e-10, &what);
+            }
+        }
+        // capture fraction: d/dρ, thin layers (the series of 1 − e^−x) to thick ones
+        for &(t, step, mu, rho) in &[
+            (0u32, 1e-6, 300.0, 0.9),
+            (3, 5e-5, 2000.0, 0.7),
+            (1, 1e-4, 1e5, 1.0),
+            (0, 2e-4, 3e4, 0.3),
+            (2, 1e-5, 1e3, 0.99),
+            (5, 3e-5, 1e4, 0.05),
+        ] {
+            let what = format!("t={t} step={step} mu={mu} rho={rho}");
+            let ms = (step * mu) as f32 as f64;
+            let (cv, [g]) = grad(
+                |[r]| value::capture_fraction(c(t as f64), c(ms), r),
+                [rho as f32 as f64],
+            );
+            let [v, dv] = capture_fraction_d(t as f32, ms as f32, rho as f32);
+            near(&mut w[8], v as f64, cv, cv, 4e-6, &what);
+            near(&mut w[8], dv as f64, g, g.abs() + cv / rho, 4e-6, &what);
+            let (cv, [g]) = grad(
+                |[r]| value::capture_fraction_f64(c(t as f64), c(step), c(mu), r),
+                [rho],
+            );
+            let (v, dv) = capture_fraction_f64_d(t, step, mu, rho);
+            near(&mut w[8], v, cv, cv, 1e-12, &what);
+            near(&mut w[8], dv, g, g.abs() + cv / rho, 1e-9, &what);
+        }
+        // solid angle: dΩ/dR (through 1/R for the fast form) and dΩ/d close_distance
+        for &(r, close, point) in &[
+            (0.1f64, 0.1, false),
+            (0.234, 0.2, false),
+            (0.1, 0.1, true),
+            (2.5, 1.0, true),
+            (0.05, 0.01, false),
+        ] {
+            let what = format!("R={r} close={close} point={point}");
+            let px2 = 1e-8;
+            let inv = (1.0 / r) as f32 as f64;
+            let (ov, [g_inv, g_c]) = grad(
+                |[ir, cd]| value::solid_angle(ir, c(px2 as f32 as f64), cd, point),
+                [inv, close as f32 as f64],
+            );
+            let [v, d_r, d_c] = solid_angle_d(inv as f32, px2 as f32, close as f32, point);
+            near(&mut w[9], v as f64, ov, ov, 4e-7, &what);
+            // dΩ/dR = dΩ/d(1/R)·(−1/R²)
+            near(
+                &mut w[9],
+                d_r as f64,
+                -g_inv * inv * inv,
+                (g_inv * inv * inv).abs(),
+                4e-7,
+                &what,
+            );
+            near(
+                &mut w[9],
+                d_c as f64,
+                g_c,
+                g_c.abs().max(1e-30),
+                4e-7,
+                &what,
+            );
+            let (ov, [g_r, g_c]) = grad(
+                |[rr, cd]| value::solid_angle_f64(rr, c(px2), cd, point),
+                [r, close],
+            );
+            let (v, d_r, d_c) = solid_angle_f64_d(r, px2, close, point);
+            near(&mut w[9], v, ov, ov, 1e-14, &what);
+            near(&mut w[9], d_r, g_r, g_r.abs(), 1e-14, &what);
+            near(&mut w[9], d_c, g_c, g_c.abs().max(1e-300), 1e-14, &what);
+        }
+        // tricubic's building block: d/dx of the 4-point Lagrange form, all four differences
+        // moving with x, at fractions near 0 and 1 and in between
+        for i in 0..500 {
+            let x = (i as f64 - 250.0) * 0.0173 + rng(&mut s) * 1e-3;
+            let xf = x.floor();
+            let y = [
+                rng(&mut s) * 3.0 - 1.0,
+                7.0 * rng(&mut s),
+                -2.5,
+                1.0 + rng(&mut s),
+            ];
+            let (pv, [g]) = grad(
+                |[xx]| {
+                    value::polint4(
+                        [
+                            xx - c(xf - 1.0),
+                            xx - c(xf),
+                            xx - c(xf + 1.0),
+                            xx - c(xf + 2.0),
+                        ],
+                        y.map(c),
+                    )
+                },
+                [x],
+            );
+            let dx = node_diffs(x, xf);
+            near(
+                &mut w[9],
+                polint4(dx, y),
+                pv,
+                10.0,
+                1e-14,
+                &format!("polint4 x={x}"),
+            );
+            near(
+                &mut w[9],
+                polint4_d(dx, y),
+                g,
+                10.0,
+                1e-13,
+                &format!("polint4 x={x}"),
+            );
+        }
+        eprintln!("terms vs dual numbers, worst: {w:?}");
     }
 }
