@@ -86,7 +86,7 @@ impl FileKind {
         }
     }
 
-    fn too_large(self, name: &str, size: u64) -> Error {
+    pub(crate) fn too_large(self, name: &str, size: u64) -> Error {
         Error::input(format!(
             "cannot read file '{name}': {size} bytes, more than the {}-byte limit for {}",
             self.max_bytes(),

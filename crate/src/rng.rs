@@ -374,8 +374,7 @@ impl CounterRng {
         }
         let (a, b) = (self.buf[self.used], self.buf[self.used + 1]);
         self.used += 2;
-        let bits = ((a as u64) << 21) | (b as u64 >> 11);
-        (bits as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
+        uniform_of(a, b)
     }
 
     /// Gaussian deviate, zero mean, unit variance (Box–Muller, one of the pair).
@@ -394,15 +393,7 @@ impl CounterRng {
             return 0.0;
         }
         if xm < 12.0 {
-            let u = self.uniform();
-            let mut p = (-xm).exp();
-            let (mut k, mut cdf) = (0u32, p);
-            while u > cdf && p > 0.0 {
-                k += 1;
-                p *= xm / k as f64;
-                cdf += p;
-            }
-            return k as f64;
+            return poisson_inversion(self.uniform(), xm);
         }
         if xm > 1.0e6 {
             return xm + xm.sqrt() * self.gauss();
@@ -424,6 +415,55 @@ impl CounterRng {
             }
         }
     }
+}
+
+/// A Poisson deviate of mean `xm` (0 < `xm` < 12) by inversion of the cumulative distribution
+/// at the uniform `u` in (0, 1): the smallest k whose cumulative probability reaches `u`.
+#[inline]
+pub fn poisson_inversion(u: f64, xm: f64) -> f64 {
+    // k = 0 when u <= exp(-xm), which holds whenever u <= 1 - xm (< exp(-xm)): most pixels of
+    // a diffraction image (means far below 1) need no exponential
+    if u <= 1.0 - xm {
+        return 0.0;
+    }
+    let mut p = (-xm).exp();
+    let (mut k, mut cdf) = (0u32, p);
+    while u > cdf && p > 0.0 {
+        k += 1;
+        p *= xm / k as f64;
+        cdf += p;
+    }
+    k as f64
+}
+
+/// The 53-bit uniform in (0, 1) of two 32-bit words (`CounterRng::uniform`'s mapping).
+#[inline]
+fn uniform_of(a: u32, b: u32) -> f64 {
+    let bits = ((a as u64) << 21) | (b as u64 >> 11);
+    (bits as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
+}
+
+/// Two uniforms in (0, 1) of 53 bits from one Philox block: the block
+/// `philox4x32_10([pair low, pair high, stream, 0], seed)`, words 0-1 and 2-3. For deviates of two
+/// adjacent pixels (`pair` = pixel / 2): one block serves both, and each is still a pure function
+/// of (seed, pixel, stream).
+#[inline]
+pub fn counter_uniform_pair(seed: i64, pair: u64, stream: u32) -> (f64, f64) {
+    let b = philox4x32_10(
+        [pair as u32, (pair >> 32) as u32, stream, 0],
+        [seed as u64 as u32, (seed as u64 >> 32) as u32],
+    );
+    (uniform_of(b[0], b[1]), uniform_of(b[2], b[3]))
+}
+
+/// Two independent standard Gaussians from one Philox block ([`counter_uniform_pair`]): both
+/// of a Box–Muller pair, `r cos θ` and `r sin θ`, for two adjacent pixels (`pair` = pixel / 2).
+#[inline]
+pub fn counter_gauss_pair(seed: i64, pair: u64, stream: u32) -> (f64, f64) {
+    let (u1, u2) = counter_uniform_pair(seed, pair, stream);
+    let r = (-2.0 * u1.ln()).sqrt();
+    let (s, c) = (2.0 * PI * u2).sin_cos();
+    (r * c, r * s)
 }
 
 /// `ln Γ(x)` in f64 (the Lanczos series of [`gammln`], x > 0).
@@ -765,6 +805,41 @@ mod tests {
         for xm in [0.0, -1.0, f64::NAN] {
             assert_eq!(CounterRng::new(3, 0, 2).poisson(xm), 0.0);
         }
+    }
+
+    #[test]
+    fn counter_pairs_are_blocks_and_gaussian_pairs_are_independent_normals() {
+        let b = philox4x32_10(
+            [9, 1, 4, 0],
+            [-5i64 as u64 as u32, (-5i64 as u64 >> 32) as u32],
+        );
+        let (u, v) = counter_uniform_pair(-5, 9 | (1 << 32), 4);
+        assert_eq!((u, v), (uniform_of(b[0], b[1]), uniform_of(b[2], b[3])));
+        let n = 100_000u64;
+        let g: Vec<(f64, f64)> = (0..n).map(|j| counter_gauss_pair(11, j, 3)).collect();
+        for v in [
+            g.iter().map(|p| p.0).collect::<Vec<_>>(),
+            g.iter().map(|p| p.1).collect(),
+        ] {
+            let (m, var) = moments(&v);
+            assert!(m.abs() < 1.5e-2, "{m}");
+            assert!((var - 1.0).abs() < 2.5e-2, "{var}");
+            let tail = v.iter().filter(|x| x.abs() > 2.0).count() as f64 / n as f64;
+            assert!((tail - 0.0455).abs() < 3.5e-3, "{tail}");
+        }
+        // uncorrelated, also in their squares (independent, not merely orthogonal)
+        let c = g.iter().map(|p| p.0 * p.1).sum::<f64>() / n as f64;
+        let c2 = g
+            .iter()
+            .map(|p| (p.0 * p.0 - 1.0) * (p.1 * p.1 - 1.0))
+            .sum::<f64>()
+            / n as f64;
+        assert!(c.abs() < 1.5e-2, "{c}");
+        assert!(c2.abs() < 3e-2, "{c2}");
+        // inversion: the same deviates as the stream's for a given uniform
+        let mut r = CounterRng::new(3, 5, 2);
+        let u = CounterRng::new(3, 5, 2).uniform();
+        assert_eq!(r.poisson(4.5), poisson_inversion(u, 4.5));
     }
 
     #[test]

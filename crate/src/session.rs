@@ -43,8 +43,12 @@ impl CachedFiles {
 
 impl FileSource for CachedFiles {
     fn read(&self, name: &str, kind: FileKind) -> Result<Vec<u8>> {
-        if self.given.contains_key(name) {
-            return crate::files::MemFiles(self.given.clone()).read(name, kind);
+        if let Some(bytes) = self.given.get(name) {
+            // MemFiles' size check, without copying the other files
+            if bytes.len() as u64 > kind.max_bytes() {
+                return Err(kind.too_large(name, bytes.len() as u64).at_file(name));
+            }
+            return Ok(bytes.clone());
         }
         let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(b) = read.get(name) {

@@ -699,7 +699,14 @@ fn noisify_image<'py>(
     files: Option<HashMap<String, Vec<u8>>>,
 ) -> PyResult<Noisified<'py>> {
     let (s, f) = (image.shape()[0], image.shape()[1]);
-    let pixels = image.as_array().iter().copied().collect::<Vec<f32>>();
+    // the float file's bytes, in one copy where the array is contiguous
+    let bytes = match image.as_slice() {
+        Ok(s) => nanobragg::output::le_bytes(s).into_owned(),
+        Err(_) => {
+            let pixels = image.as_array().iter().copied().collect::<Vec<f32>>();
+            nanobragg::output::le_bytes(&pixels).into_owned()
+        }
+    };
     let (adu, noise, header, log) = interruptible(py, |cancel| {
         let name = "<image>.bin".to_string();
         let mut all = vec![
@@ -715,7 +722,7 @@ fn noisify_image<'py>(
         all.extend(words);
         let opts = noisify::options::parse(&all)?;
         let mut given = files.unwrap_or_default();
-        given.insert(name, nanobragg::output::le_bytes(&pixels).into_owned());
+        given.insert(name, bytes);
         let files = CachedFiles::new(given);
         let prep = noisify::options::prepare(&opts, &files, session::clock_seed())?;
         let d = noisify::detect(

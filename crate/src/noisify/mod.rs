@@ -17,7 +17,10 @@
 //!   Philox4x32-10): flicker and Poisson from the noise seed, the calibration error from the
 //!   calibration seed (so it is the same pixel error in every image, as a detector's would be;
 //!   computed once per calibration seed and kept for the next image), read-out noise from the
-//!   noise seed. The pixels are computed in parallel (rayon), and the PSF
+//!   noise seed. Adjacent pixels 2j and 2j + 1 share Philox blocks where one block holds both
+//!   their deviates (read-out noise: the two Gaussians of one Box–Muller draw; Poisson means
+//!   below 12: one uniform each), still a pure function of (seed, pixel, role). The pixels are
+//!   computed in parallel (rayon), and the PSF
 //!   in bands of rows of a height set by the kernel's radius alone; sums are taken in chunks of a
 //!   fixed size and added in order. The images are therefore **deterministic** (the same for any
 //!   number of threads, natively and in wasm) but **not upstream's sequence**; the distributions
@@ -31,7 +34,9 @@ pub mod options;
 pub mod psf;
 
 use crate::error::{Error, Result};
-use crate::rng::{CounterRng, Noise, RanState};
+use crate::rng::{
+    counter_gauss_pair, counter_uniform_pair, poisson_inversion, CounterRng, Noise, RanState,
+};
 use psf::{apply_psf, apply_psf_bands, PsfKind, PsfReport};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -277,6 +282,10 @@ const FLICKER: u32 = 0;
 const CALIBRATION: u32 = 1;
 const POISSON: u32 = 2;
 const READOUT: u32 = 3;
+/// Poisson deviates by inversion (means below 12): one uniform of a block shared by a pair of
+/// adjacent pixels (`rng::counter_uniform_pair`); larger means draw from the pixel's own
+/// `POISSON` stream.
+const POISSON_PAIR: u32 = 4;
 
 /// Pixels per parallel chunk of the counter generator's loops: a constant, so that the sums
 /// (chunk sums added in chunk order) do not depend on the number of threads.
@@ -325,6 +334,7 @@ pub fn shot_noise_counter(
         .map(|(c, (out, inp))| {
             check_cancel(cancel)?;
             let mut sum = 0.0f64;
+            let mut pair = (u64::MAX, (0.0, 0.0));
             for (k, (o, &p)) in out.iter_mut().zip(inp).enumerate() {
                 let i = (c * CHUNK + k) as u64;
                 let mut p = p as f64;
@@ -334,7 +344,18 @@ pub fn shot_noise_counter(
                 if let Some(g) = &calibration {
                     p *= 1.0 + e.calibration * g[i as usize] as f64;
                 }
-                let n = CounterRng::new(e.seed, i, POISSON).poisson(p as f32 as f64) as f32;
+                let xm = p as f32 as f64;
+                let n = if xm > 0.0 && xm < 12.0 {
+                    // the pair's block, drawn once for both pixels (a pure function of the
+                    // pair: drawing it again at a chunk's edge would give the same uniforms)
+                    if pair.0 != i >> 1 {
+                        pair = (i >> 1, counter_uniform_pair(e.seed, i >> 1, POISSON_PAIR));
+                    }
+                    let u = if i & 1 == 0 { pair.1 .0 } else { pair.1 .1 };
+                    poisson_inversion(u, xm) as f32
+                } else {
+                    CounterRng::new(e.seed, i, POISSON).poisson(xm) as f32
+                };
                 sum += n as f64;
                 *o = n;
             }
@@ -344,8 +365,9 @@ pub fn shot_noise_counter(
     Ok((out, sums.iter().sum()))
 }
 
-/// [`read_out`] with the counter generator (each pixel's read-out deviate from its own
-/// stream), the pixels in parallel.
+/// [`read_out`] with the counter generator (the read-out deviates of pixels 2j and 2j + 1 are
+/// the two Gaussians of pair j's Box–Muller draw, `rng::counter_gauss_pair`), the pixels in
+/// parallel.
 pub fn read_out_counter(photons: &[f32], e: &Effects, bits32: bool) -> (Vec<u32>, f64, usize) {
     let limit = if bits32 { MAX_U32 } else { MAX_U16 };
     let mut adu = vec![0u32; photons.len()];
@@ -355,12 +377,17 @@ pub fn read_out_counter(photons: &[f32], e: &Effects, bits32: bool) -> (Vec<u32>
         .enumerate()
         .map(|(c, (out, inp))| {
             let (mut sum, mut overloads) = (0.0f64, 0usize);
+            let mut pair = (u64::MAX, (0.0, 0.0));
             for (k, (o, &p)) in out.iter_mut().zip(inp).enumerate() {
                 sum += p as f64;
                 let mut a = p as f64 * e.gain + e.adc;
                 if e.readout > 0.0 {
+                    // both Gaussians of one Box–Muller draw, for the two pixels of a pair
                     let i = (c * CHUNK + k) as u64;
-                    a += e.readout * CounterRng::new(e.seed, i, READOUT).gauss();
+                    if pair.0 != i >> 1 {
+                        pair = (i >> 1, counter_gauss_pair(e.seed, i >> 1, READOUT));
+                    }
+                    a += e.readout * if i & 1 == 0 { pair.1 .0 } else { pair.1 .1 };
                 }
                 if a > limit {
                     overloads += 1;
@@ -554,6 +581,55 @@ mod tests {
             .build()
             .unwrap();
         pool.install(|| detect(input, w, h, e, true, &|_| {}, &AtomicBool::new(false)).unwrap())
+    }
+
+    #[test]
+    fn counter_noise_statistics_and_uncorrelated_pairs() {
+        // Poisson by inversion (mean 3, a block per pair of pixels), by rejection (mean 50, the
+        // pixel's own stream) and read-out noise alone (mean 0): counts are truncated, so
+        // (adu - adc) has mean xm + E[frac] - 1/2 ~ xm - 1/2 and variance xm + readout² + 1/12
+        let n = 200 * 200;
+        for xm in [3.0f32, 50.0, 0.0] {
+            let e = Effects {
+                adc: 100.0,
+                readout: 3.0,
+                calibration: 0.0,
+                seed: -11,
+                rng: Generator::Counter,
+                ..Effects::default()
+            };
+            let d = run(&vec![xm; n], 200, 200, &e);
+            let v: Vec<f64> = d
+                .noise
+                .unwrap()
+                .adu
+                .iter()
+                .map(|&a| a as f64 - 100.0)
+                .collect();
+            let mean = v.iter().sum::<f64>() / n as f64;
+            let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
+            let (want_m, want_v) = (xm as f64 - 0.5, xm as f64 + 9.0 + 1.0 / 12.0);
+            // 5 standard errors: of the mean sqrt(var/n), of the variance var sqrt(2/n)
+            assert!(
+                (mean - want_m).abs() < 5.0 * (want_v / n as f64).sqrt(),
+                "{xm}: mean {mean}"
+            );
+            assert!(
+                (var - want_v).abs() < 5.0 * want_v * (2.0 / n as f64).sqrt(),
+                "{xm}: var {var}"
+            );
+            // the two pixels of a pair (one Philox block, one Box–Muller draw) are uncorrelated
+            let c = v
+                .chunks(2)
+                .map(|p| (p[0] - mean) * (p[1] - mean))
+                .sum::<f64>()
+                / (n / 2) as f64
+                / var;
+            assert!(
+                c.abs() < 5.0 / ((n / 2) as f64).sqrt(),
+                "{xm}: pair correlation {c}"
+            );
+        }
     }
 
     #[test]
