@@ -140,6 +140,13 @@ test('the documentation is part of the site: every page reached from the map, no
   // the header's link opens the app
   await page.click('header a[href="../index.html"]');
   await until(page, () => Number(document.body.dataset.rendered ?? 0) >= 1);
+  // and the app's Help link opens the page's guide
+  const help = await page.evaluate(async () => {
+    const a = document.querySelector('.help-link');
+    const r = await fetch(a.href);
+    return { href: a.getAttribute('href'), ok: r.ok, title: new DOMParser().parseFromString(await r.text(), 'text/html').title };
+  });
+  assert.deepEqual(help, { href: 'docs/page.html', ok: true, title: 'The page · nanoBragg Web' });
   assert.deepEqual(errors, []);
 });
 

@@ -537,6 +537,18 @@ window.nanobragg.derivative = installDerivative({
   rest, urlChanged: () => store.setView({}), notice: showNotice,
 });
 
+// ---- the documentation (docs/ of the built site), at the end of the bar of panels -----------------
+{
+  const help = document.createElement('a');
+  help.className = 'help-link';
+  help.href = 'docs/page.html';
+  help.target = '_blank';
+  help.rel = 'noopener';
+  help.textContent = 'Help';
+  help.title = 'How to use the page: the documentation, in a new tab';
+  measured.bar.insertBefore(help, measured.bar.querySelector('.mnote'));
+}
+
 // ---- drag and drop anywhere: routed by content ---------------------------------------------------
 window.addEventListener('dragover', (e) => e.preventDefault());
 window.addEventListener('drop', async (e) => {
