@@ -10,9 +10,9 @@
 //!
 //! Target: photons, or ADU with the caller's `gain` and `adc` (ADU = gain·photons + adc, as
 //! noisify and the realistic chain write them). Background ([`Background`]): none, or a smooth
-//! map estimated once from the target (`Local`: block means with the spots clipped,
-//! bilinear), subtracted from it and added to the variance (MODEL §10.4 says why a map rather
-//! than per-spot annuli or nuisance parameters). Sharp spots started far off: the spot-centroid
+//! map estimated once from the target (`Local`: a radial profile in 2θ plus block means, the
+//! spots clipped), subtracted from it and added to the variance (MODEL §10.4 says why a map
+//! rather than per-spot annuli or nuisance parameters). Sharp spots started far off: the spot-centroid
 //! stage (`centroids`, `centroid::refine` at the end of this file) first, on the target's spots
 //! as [`find_spots`] finds them (public: the page rings them on the image). Flagged pixels of
 //! a measured image (overloads, dead or hot pixels, negative values): [`FitOptions::mask`]
@@ -147,9 +147,11 @@ pub enum Background {
     /// Nothing: the target holds the spots alone (or its background was subtracted).
     None,
     /// A smooth background estimated once from the target (the water and air scattering of a
-    /// real still): per block of `background_block`² pixels, the mean of the rendered pixels
-    /// within 4σ above the block's median (spots clipped), interpolated bilinearly between
-    /// block centres. It is subtracted from the target and added to the Poisson variance.
+    /// real still): the sum of a radial profile (per shell of 2θ, under a pixel wide, the mean
+    /// of the rendered pixels within 4σ above the shell's median: the rings) and a block map
+    /// (per block of `background_block`² pixels the same clipped mean, interpolated bilinearly
+    /// between block centres: slopes), fitted alternately, then again without the spots'
+    /// tails. It is subtracted from the target and added to the Poisson variance.
     Local,
 }
 
@@ -703,9 +705,164 @@ fn select(
         .collect())
 }
 
+/// Pixels a shell of the radial profile pools at least (with its neighbours where it has fewer).
+const SHELL_PIXELS: usize = 64;
+
+/// The scattering angle 2θ (radians) of each pixel's centre (on the panel that holds it; the
+/// first panel's plane for a pixel of none).
+fn two_theta_map(p: &Plan) -> Vec<f64> {
+    use crate::vec3::{dot, unit};
+    let (nf, ns) = (p.fpixels, p.spixels);
+    let beam = unit(p.beam);
+    let mut out = vec![0.0; nf * ns];
+    for s in 0..ns {
+        for f in 0..nf {
+            let pan = &p.panels[p.panel_at(f, s).unwrap_or(0)];
+            let pos = p.panel_point(
+                pan,
+                (f as f64 + 0.5) * p.pixel,
+                (s as f64 + 0.5) * p.pixel,
+                0.0,
+            );
+            out[s * nf + f] = dot(unit(pos), beam).clamp(-1.0, 1.0).acos();
+        }
+    }
+    out
+}
+
+/// The mean of the values of `vals` (photons above a background of `base`) within
+/// 4√(base + m + 1) above their median m (spots clipped).
+fn clipped_mean(vals: &[f64], base: f64) -> f64 {
+    let med = median(vals);
+    let cut = med + 4.0 * ((base + med).max(0.0) + 1.0).sqrt();
+    let (sum, n) = vals
+        .iter()
+        .filter(|&&v| v <= cut)
+        .fold((0.0, 0usize), |(a, n), &v| (a + v, n + 1));
+    if n > 0 {
+        sum / n as f64
+    } else {
+        med
+    }
+}
+
+/// The radial part of the [`Background::Local`] estimate, of `y` (photons) above the block
+/// map `base`: per shell of 2θ (as many shells as the detector's longer side has pixels over
+/// the 2θ the used pixels span, so a shell is less than a pixel wide), the [`clipped_mean`] of
+/// its rendered, used pixels (pooled with the neighbouring shells until [`SHELL_PIXELS`]),
+/// interpolated linearly in 2θ.
+/// `tt`: [`two_theta_map`].
+fn radial_profile(
+    y: &[f64],
+    base: &[f64],
+    tt: &[f64],
+    p: &Plan,
+    mask: Option<&[bool]>,
+) -> Option<Vec<f64>> {
+    let (nf, ns) = (p.fpixels, p.spixels);
+    let idx: Vec<usize> = (0..nf * ns)
+        .filter(|&i| p.renders(i % nf, i / nf) && used(mask, i) && tt[i].is_finite())
+        .collect();
+    if idx.len() < SHELL_PIXELS {
+        return None;
+    }
+    let lo = idx.iter().fold(f64::MAX, |m, &i| m.min(tt[i]));
+    let hi = idx.iter().fold(f64::MIN, |m, &i| m.max(tt[i]));
+    let nb = nf.max(ns).max(1);
+    let width = ((hi - lo) / nb as f64).max(1e-12);
+    let bin = |t: f64| (((t - lo) / width) as usize).min(nb - 1);
+    let mut shells: Vec<Vec<f64>> = vec![Vec::new(); nb];
+    let mut bases = vec![(0.0, 0usize); nb];
+    for &i in &idx {
+        let k = bin(tt[i]);
+        shells[k].push(y[i] - base[i]);
+        bases[k].0 += base[i];
+        bases[k].1 += 1;
+    }
+    let mut est = vec![0.0; nb];
+    let mut vals = Vec::new();
+    for (k, e) in est.iter_mut().enumerate() {
+        let mut w = 0;
+        loop {
+            let (a, b) = (k.saturating_sub(w), (k + w).min(nb - 1));
+            let n: usize = shells[a..=b].iter().map(|v| v.len()).sum();
+            if n >= SHELL_PIXELS || (a == 0 && b == nb - 1) {
+                vals.clear();
+                for v in &shells[a..=b] {
+                    vals.extend_from_slice(v);
+                }
+                let (sb, nbase) = bases[a..=b]
+                    .iter()
+                    .fold((0.0, 0), |(x, n), b| (x + b.0, n + b.1));
+                *e = clipped_mean(&vals, sb / nbase.max(1) as f64);
+                break;
+            }
+            w += 1;
+        }
+    }
+    Some(
+        tt.iter()
+            .map(|&t| {
+                let c = ((t - lo) / width - 0.5).clamp(0.0, (nb - 1) as f64);
+                let k0 = c.floor() as usize;
+                let k1 = (k0 + 1).min(nb - 1);
+                let u = c - k0 as f64;
+                est[k0] * (1.0 - u) + est[k1] * u
+            })
+            .collect(),
+    )
+}
+
 /// The [`Background::Local`] estimate of `y` (photons, fast-major) on the pixels the plan
-/// renders and `mask` uses (the others get the nearest block's value).
+/// renders and `mask` uses (the others get the interpolated value): [`background_once`], then
+/// again without the pixels within 2 of one 3σ above that first estimate (the spots' tails,
+/// which the clip at 4σ leaves in a shell or block).
 fn background_map(y: &[f64], p: &Plan, block: usize, mask: Option<&[bool]>) -> Vec<f64> {
+    let (nf, ns) = (p.fpixels, p.spixels);
+    let tt = two_theta_map(p);
+    let first = background_once(y, &tt, p, block, mask);
+    let mut keep: Vec<bool> = (0..nf * ns).map(|i| used(mask, i)).collect();
+    for i in 0..nf * ns {
+        if used(mask, i) && y[i] - first[i] > 3.0 * (first[i].max(0.0) + 1.0).sqrt() {
+            let (f, s) = (i % nf, i / nf);
+            for ss in s.saturating_sub(2)..(s + 3).min(ns) {
+                for ff in f.saturating_sub(2)..(f + 3).min(nf) {
+                    keep[ss * nf + ff] = false;
+                }
+            }
+        }
+    }
+    background_once(y, &tt, p, block, Some(&keep))
+}
+
+/// One estimate of [`background_map`]: the sum of a radial profile R ([`radial_profile`]:
+/// what follows the scattering angle, the water and air rings) and a block map B (what does
+/// not: a slope, polarisation, a tilted detector's obliquity), fitted alternately: R of y,
+/// B of y − R, R of y − B, B of y − R.
+fn background_once(
+    y: &[f64],
+    tt: &[f64],
+    p: &Plan,
+    block: usize,
+    mask: Option<&[bool]>,
+) -> Vec<f64> {
+    let zero = vec![0.0; y.len()];
+    let Some(r) = radial_profile(y, &zero, tt, p, mask) else {
+        return block_map(y, &zero, p, block, mask);
+    };
+    let b: Vec<f64> = block_map(y, &r, p, block, mask)
+        .iter()
+        .zip(&r)
+        .map(|(t, r)| t - r)
+        .collect();
+    let r = radial_profile(y, &b, tt, p, mask).unwrap_or(r);
+    block_map(y, &r, p, block, mask)
+}
+
+/// `radial` plus the block estimate of `y − radial`: per block of `block`² pixels the
+/// [`clipped_mean`] of its rendered, used pixels, interpolated bilinearly between block
+/// centres.
+fn block_map(y: &[f64], radial: &[f64], p: &Plan, block: usize, mask: Option<&[bool]>) -> Vec<f64> {
     let (nf, ns) = (p.fpixels, p.spixels);
     let block = block.max(2);
     let (bf, bs) = (nf.div_ceil(block), ns.div_ceil(block));
@@ -714,18 +871,22 @@ fn background_map(y: &[f64], p: &Plan, block: usize, mask: Option<&[bool]>) -> V
     for j in 0..bs {
         for i in 0..bf {
             vals.clear();
+            let mut base = 0.0;
             for s in j * block..((j + 1) * block).min(ns) {
                 for f in i * block..((i + 1) * block).min(nf) {
                     if p.renders(f, s) && used(mask, s * nf + f) {
-                        vals.push(y[s * nf + f]);
+                        vals.push(y[s * nf + f] - radial[s * nf + f]);
+                        base += radial[s * nf + f];
                     }
                 }
             }
             if vals.len() < 16 {
                 continue;
             }
+            // the residual's clip at 4σ of the whole background's Poisson noise
+            let base = base / vals.len() as f64;
             let med = median(&vals);
-            let cut = med + 4.0 * (med.max(0.0) + 1.0).sqrt();
+            let cut = med + 4.0 * ((base + med).max(0.0) + 1.0).sqrt();
             let (sum, n) = vals
                 .iter()
                 .filter(|&&v| v <= cut)
@@ -735,7 +896,7 @@ fn background_map(y: &[f64], p: &Plan, block: usize, mask: Option<&[bool]>) -> V
     }
     // blocks without enough pixels: the mean of their estimated neighbours, growing outwards
     if est.iter().all(|e| e.is_none()) {
-        return vec![0.0; nf * ns];
+        return radial.to_vec();
     }
     while est.iter().any(|e| e.is_none()) {
         let prev = est.clone();
@@ -778,7 +939,7 @@ fn background_map(y: &[f64], p: &Plan, block: usize, mask: Option<&[bool]>) -> V
             let (i0, i1, u) = coord(f, bf);
             let a = est[j0 * bf + i0] * (1.0 - u) + est[j0 * bf + i1] * u;
             let b = est[j1 * bf + i0] * (1.0 - u) + est[j1 * bf + i1] * u;
-            out[s * nf + f] = a * (1.0 - v) + b * v;
+            out[s * nf + f] = radial[s * nf + f] + a * (1.0 - v) + b * v;
         }
     }
     out
