@@ -3,8 +3,11 @@
 // and, through the matrix, the cell: the crate's `-cell` with `-expt`), and on the realistic
 // still (ADU over water and air, the atomic model's structure factors: the crate's local
 // background and gain), where it either recovers the orientation or says it did
-// not converge (it does not: the crate's local background leaves the water ring as the
-// target's strongest spots on this detector; it must then not move the crystal far). Screenshots: tests/artifacts/fit-expt-{1280,390}.png, fit-realistic-{1280,390}.png.
+// not converge (on this 512² detector of 0.3 mm pixels the crate's fit ends 0.04–0.08° off and
+// says so: crate/tests/refine_realistic.rs; it must then not move the crystal far). The local
+// background follows the water and air rings (radial profile + blocks, MODEL §10.4), so the ring
+// is no longer taken for spots. Screenshots: tests/artifacts/fit-expt-{1280,390}.png,
+// fit-realistic-{1280,390}.png.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';

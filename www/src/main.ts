@@ -500,11 +500,10 @@ const fitPanel = installFit({
   shown: () => {
     const m = store.model.peek();
     if (realistic) {
-      // the realistic still of the form's state: ADU over its water and air. Without the
-      // crate's spot-centroid stage: on a 512² detector of 0.3 mm pixels the local background
-      // leaves the water ring as the target's strongest "spots" (segments of 200–800 pixels),
-      // which the centroid stage fits (measured: 0.09° off → 0.62° off; without it 0.09°,
-      // both said "did not converge")
+      // the realistic still of the form's state: ADU over its water and air, the crate's local
+      // background (a radial profile that follows the rings, plus blocks). Without the
+      // spot-centroid stage: on a 512² detector of 0.3 mm pixels neither way reaches 0.02°
+      // (crate/tests/refine_realistic.rs: 0.04–0.08° off, said "did not converge")
       const r = realistic.result;
       if (!r.geometry || !sameModel(realistic.model, m)) return null;
       return {
