@@ -42,7 +42,8 @@ step "pytest (python/tests_torch/: the PyTorch bridge, gradcheck in float64)" \
 # the sdist as an index serves it (issue 33): `maturin sdist`, then `pip install` of the tarball
 # into a fresh venv (pip builds it with maturin from PyPI and the stable Rust toolchain, as on a
 # machine without this checkout), then the quickstart example (python/examples/quickstart.py) run
-# there from a scratch folder. CARGO_TARGET_DIR: the dependencies' artefacts of target/ serve the
+# there from a scratch folder, and the README's Python example (scripts/readme_python.py).
+# CARGO_TARGET_DIR: the dependencies' artefacts of target/ serve the
 # build (the same release profile as above), so only the two workspace crates compile again.
 rm -rf target/sdist target/sdist-venv target/sdist-run
 step "maturin sdist (python/: the source distribution)" \
@@ -54,4 +55,6 @@ step "pip install the sdist into a fresh venv (builds the crate with stable Rust
 mkdir -p target/sdist-run
 step "python/examples/quickstart.py with the package installed from the sdist" \
   bash -c 'cd target/sdist-run && ../sdist-venv/bin/python ../../python/examples/quickstart.py'
+step "the README's Python example with the package installed from the sdist" \
+  bash -c 'cd target/sdist-run && ../sdist-venv/bin/python ../../scripts/readme_python.py'
 summary
