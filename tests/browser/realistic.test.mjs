@@ -347,7 +347,10 @@ test('Shift+drag on the still turns the shown crystal and renders the still agai
   assert.match(after.timing, /128×128 realistic/, 'the still is shown again, not the teaching crystal');
   assert.match(after.url, /pdb=1pfe\.cif/);
   const changed = await page.evaluate((b) => { const d = window.nanobraggRealistic.data; let n = 0; for (let i = 0; i < d.length; i++) if (d[i] !== b[i]) n++; return n / d.length; }, before.data);
-  assert.ok(changed > 0.1, `the still changed (${changed})`);
+  // the spots moved; the noise of a pixel is a pure function of the seed and the pixel (the
+  // counter generator, docs/realistic.md) and the water and air did not change, so only the
+  // pixels whose photons changed differ (with upstream's sequential generator every pixel did)
+  assert.ok(changed > 0.01 && changed < 0.5, `the still changed where the spots did (${changed} of the pixels)`);
   assert.deepEqual(errors, []);
 });
 
