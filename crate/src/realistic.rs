@@ -338,6 +338,21 @@ pub struct DetectorSettings {
 }
 
 impl DetectorSettings {
+    /// The detector effects of a detector's kind (`presets::Preset::kind`), noise seed 1:
+    /// photon counting (no read-out noise, no PSF, gain 1, no ADC offset) or a CCD (noisify's
+    /// defaults: 46 µm PSF, 3 ADU read-out noise, ADC offset 40); 3 % calibration error both.
+    pub const fn of_kind(ccd: bool) -> DetectorSettings {
+        DetectorSettings {
+            readout: if ccd { 3.0 } else { 0.0 },
+            psf_um: if ccd { 46.0 } else { 0.0 },
+            gain: 1.0,
+            adc: if ccd { 40.0 } else { 0.0 },
+            calibration: 0.03,
+            flicker: 0.0,
+            seed: 1,
+        }
+    }
+
     /// noisify's `Effects` for a float image of photons/pixel on pixels of `pixel` m, with the
     /// values converted as `noisify`'s flags convert them (`-psf_fwhm` µm → f32 m, `-seed N` →
     /// −N), and the counter generator (`noisify -rng counter`: the same image on any number of

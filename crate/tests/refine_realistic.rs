@@ -32,15 +32,7 @@ const SPOTS: &str = "-detector eiger2-4m -distance 120 -lambda 1 -Na 254 -Nb 254
     -beamsize 0.001 -oversample 1";
 const BEAM: &str = "-flux 1e12 -exposure 0.5 -beamsize 0.001";
 /// The page's detector effects (`www/src/layers.ts` `effectsOf`): gain 1, no ADC offset.
-const DETECTOR: DetectorSettings = DetectorSettings {
-    readout: 0.0,
-    psf_um: 0.0,
-    gain: 1.0,
-    adc: 0.0,
-    calibration: 0.03,
-    flicker: 0.0,
-    seed: 1,
-};
+const DETECTOR: DetectorSettings = DetectorSettings::of_kind(false);
 const DEG: f64 = std::f64::consts::PI / 180.0;
 /// 1PFE's cell edges (Å).
 const CELL: [f64; 3] = [39.374, 39.374, 79.734];

@@ -902,15 +902,7 @@ fn realistic(model: &str, reps: usize) {
         "-stol air.stol -thickness 10 -MW 29 -density 0.0012 {beam}"
     ));
     let lists: [&[String]; 2] = [&water, &air];
-    let fx = DetectorSettings {
-        readout: 0.0,
-        psf_um: 0.0,
-        gain: 1.0,
-        adc: 0.0,
-        calibration: 0.03,
-        flicker: 0.0,
-        seed: 1,
-    };
+    let fx = DetectorSettings::of_kind(false);
     let p = prep.plan();
     let (w_px, h_px, pixel) = (p.fpixels, p.spixels, p.pixel);
     let timed = |f: &mut dyn FnMut()| {

@@ -499,27 +499,7 @@ pub fn detector_presets() -> Result<JsValue, JsValue> {
         .iter()
         .map(|p| DetectorChoice {
             preset: p,
-            effects: if p.kind == "CCD" {
-                realistic::DetectorSettings {
-                    readout: 3.0,
-                    psf_um: 46.0,
-                    gain: 1.0,
-                    adc: 40.0,
-                    calibration: 0.03,
-                    flicker: 0.0,
-                    seed: 1,
-                }
-            } else {
-                realistic::DetectorSettings {
-                    readout: 0.0,
-                    psf_um: 0.0,
-                    gain: 1.0,
-                    adc: 0.0,
-                    calibration: 0.03,
-                    flicker: 0.0,
-                    seed: 1,
-                }
-            },
+            effects: realistic::DetectorSettings::of_kind(p.kind == "CCD"),
         })
         .collect();
     to_js(&list)
