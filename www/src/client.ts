@@ -1,17 +1,18 @@
-// The page side of the worker bridge. One Worker, one render at a time, at most one render in
-// flight per channel and at most one waiting: a newer request replaces the waiting one (latest
-// wins; the replaced promise rejects with an AbortError). A running render is cancelled when a
-// request supersedes it, through the shared cancel flag (threaded module) and a cancel message
-// (GPU path), or by restarting the worker (plain module on the CPU, as squoosh does) — except
-// that a live request (a frame of a drag) lets a running live render finish and show, so that
-// a drag always shows frames however slow each one is (no starvation).
+// The page side of the worker bridge, over the one typed channel (channel.ts). One Worker, one
+// render at a time, at most one render in flight per channel and at most one waiting: a newer
+// request replaces the waiting one (latest wins; the replaced promise rejects with an
+// AbortError). A running render is cancelled when a request supersedes it, through the shared
+// cancel flag (threaded module) and a cancel message (GPU path), or by restarting the worker
+// (plain module on the CPU, as squoosh does) — except that a live request (a frame of a drag)
+// lets a running live render finish and show, so that a drag always shows frames however slow
+// each one is (no starvation). Every method takes an `AbortSignal` (abort = cancel that request)
+// and rejects with the channel's one error type (`WorkerError`: the crate's structured error;
+// named 'AbortError' when cancelled or superseded).
 import { asBackend, normaliseArgs } from './args';
-import type { Backend, FromWorker, Geometry, HklSummary, ModuleInfo, PixelGeometry, Precision, Timings, ToWorker } from './protocol';
-import type { DetectorEffects, RealisticLayers, RealisticPhase, RealisticRequest, RealisticResult } from './protocol';
-import type { Fitted, FitInfo, FitRequest, FitStepInfo, Spot, SpotsRequest } from './protocol';
-import type { TangentInfo } from './protocol';
-import { crateError } from './protocol';
+import type { Backend, DetectorEffects, Fitted, FitInfo, FitStepInfo, Geometry, HklSummary, ModuleInfo, PixelGeometry, Precision, RealisticLayers, RealisticPhase, Spot, TangentInfo, Timings } from './protocol';
+import { Channel, WorkerError, abortError, isAbort, type FitRequest, type FromWorker, type RealisticRequest, type RealisticResult, type RenderRequest, type SpotsRequest } from './channel';
 export { splitArgs, normaliseArgs, asBackend } from './args';
+export { abortError } from './channel';
 
 export interface SimulateOptions {
   /** 'auto' (default), 'webgpu' (alias 'gpu') or 'cpu'. */
@@ -27,6 +28,8 @@ export interface SimulateOptions {
   onProgress?: (p: number) => void;
   /** Called before a render the worker expects to take `ms` milliseconds (over 3 s). */
   onEstimate?: (ms: number, backend: 'gpu' | 'cpu') => void;
+  /** Abort: this render stops (or leaves the queue) and its promise rejects with an AbortError. */
+  signal?: AbortSignal;
 }
 
 export interface SimulateResult {
@@ -46,9 +49,8 @@ export interface SimulateResult {
 }
 
 interface Job {
-  id: number;
   channel: string;
-  msg: Extract<ToWorker, { type: 'render' }>;
+  msg: RenderRequest;
   resolve: (r: SimulateResult) => void;
   reject: (e: Error) => void;
   onProgress?: (p: number) => void;
@@ -58,16 +60,20 @@ interface Job {
   start: number;
 }
 
+/** A long request that Cancel stops in the worker (the realistic chain, the fit). */
+interface StoppableJob {
+  ctrl: AbortController;
+  /** The worker answered it (or went). */
+  settled: boolean;
+}
+
 /** How long a cancelled render may take to stop before its worker is restarted (ms). */
 const CANCEL_GRACE_MS = 50;
 /** The same for a render superseded by a newer request (a restart costs a module load). */
 const SUPERSEDE_GRACE_MS = 400;
 
-export function abortError(msg = 'superseded by a newer render'): Error {
-  const e = new Error(msg);
-  e.name = 'AbortError';
-  return e;
-}
+/** A cancelled request's error as the page has always seen it: an AbortError 'cancelled'. */
+const asCancelled = (e: unknown): Error => (isAbort(e) ? abortError('cancelled') : (e as Error));
 
 const enc = new TextEncoder();
 
@@ -107,6 +113,8 @@ export interface Prediction {
 
 export interface PredictOptions {
   files?: SimulateOptions['files'];
+  /** Abort: the promise rejects with an AbortError. */
+  signal?: AbortSignal;
   /** List only the points within this distance of the Ewald sphere (1/Å). */
   maxExcitationError?: number;
   /** Reflections as columns (10^5 points without 10^5 objects). */
@@ -121,23 +129,24 @@ export interface RealisticCallbacks {
   onProgress?: (p: number) => void;
   onPhase?: (p: RealisticPhase, sfCached: boolean) => void;
   onEstimate?: (ms: number) => void;
+  /** Abort = `cancelRealistic` for this request. */
+  signal?: AbortSignal;
 }
 
 export class NanoBraggClient {
   private worker!: Worker;
-  private nextId = 1;
+  private channel!: Channel;
   private running: Job | null = null;
   private queue: Job[] = [];
-  private exports = new Map<number, { resolve: (b: Uint8Array) => void; reject: (e: Error) => void }>();
   /** The words of the render whose plan and image the worker holds (exports use them); null
    * after a prediction replaced the plan. */
   lastRendered: string[] | null = null;
-  private predictions = new Map<number, { resolve: (p: Prediction) => void; reject: (e: Error) => void }>();
-  private pixelQueries = new Map<number, { resolve: (p: PixelGeometry[]) => void; reject: (e: Error) => void }>();
   private lastFilesKey = '';
   private progressTimer = 0;
   info: ModuleInfo | null = null;
   ready!: Promise<ModuleInfo>;
+  /** Workers restarted because a render did not stop in time (for tests and benchmarks). */
+  restarts = 0;
 
   constructor(private opts: { workerUrl?: URL; preferParallel?: boolean; threads?: number } = {}) {
     this.spawn();
@@ -154,32 +163,46 @@ export class NanoBraggClient {
       worker = new Worker(URL.createObjectURL(blob), { type: 'module', name: 'nanobragg' });
     }
     this.worker = worker;
+    const channel = (this.channel = new Channel(worker));
     this.lastFilesKey = '';
-    this.ready = new Promise<ModuleInfo>((resolve, reject) => {
-      worker.onmessage = (ev: MessageEvent<FromWorker>) => {
-        const m = ev.data;
-        if (m.type === 'ready') {
-          this.info = m.info;
-          resolve(m.info);
-          this.pump();
-        } else if (m.type === 'init-error') {
-          reject(new Error(`cannot start the simulator: ${m.message}`));
-        } else this.onMessage(m);
-      };
-      worker.onerror = (ev) => {
-        const err = new Error(`worker error: ${ev.message ?? 'failed to load'}`);
-        reject(err);
-        this.failAll(err);
-      };
-    });
-    this.ready.catch(() => {});
+    worker.onmessage = (ev: MessageEvent<FromWorker>) => channel.receive(ev.data);
+    // the request that trapped has its error; the spent worker goes (its memory with it) and
+    // the waiting requests run on a fresh one
+    channel.onTrapped = () => this.replaceWorker(abortError('the worker was restarted'), false);
+    worker.onerror = (ev) => this.failAll(new Error(`worker error: ${ev.message ?? 'failed to load'}`));
     const threads = this.opts.threads ?? Math.min(navigator.hardwareConcurrency || 1, 16);
     const preferParallel = this.opts.preferParallel ?? true;
-    worker.postMessage({ type: 'init', preferParallel, threads } satisfies ToWorker);
+    this.ready = channel.call('init', { preferParallel, threads }).then(
+      (info) => {
+        this.info = info;
+        this.pump();
+        return info;
+      },
+      (e: Error) => {
+        throw e instanceof WorkerError ? new Error(`cannot start the simulator: ${e.message}`) : e;
+      },
+    );
+    this.ready.catch(() => {});
+  }
+
+  /** End the worker and start a fresh one: the calls it had reject with `err`; the running
+   * render too when `withRender` (else it was answered already), the queue waits for the new one. */
+  private replaceWorker(err: Error, withRender: boolean) {
+    const old = this.channel;
+    this.worker.terminate();
+    this.restarts++;
+    this.info = null;
+    if (withRender && this.running) {
+      this.running.reject(err);
+      this.running = null;
+      cancelAnimationFrame(this.progressTimer);
+    }
+    this.spawn();
+    old.failAll(err);
   }
 
   private failAll(err: Error) {
-    this.rejectPredictions(err);
+    this.channel.failAll(err);
     if (this.running) this.running.reject(err);
     this.running = null;
     for (const j of this.queue) j.reject(err);
@@ -187,7 +210,8 @@ export class NanoBraggClient {
   }
 
   /** Render; resolves with the float image. Rejects with the simulator's message on bad input,
-   * or with an AbortError when a newer request on the same channel superseded this one. */
+   * or with an AbortError when a newer request on the same channel superseded this one, or
+   * `opts.signal` aborted it. */
   simulate(args: string | string[], opts: SimulateOptions = {}): Promise<SimulateResult> {
     const norm = normaliseArgs(args);
     const backend = asBackend(opts.backend ?? norm.backend ?? 'auto');
@@ -195,12 +219,13 @@ export class NanoBraggClient {
     const channel = opts.channel ?? 'main';
     const files = encodeFiles(opts.files);
     return new Promise<SimulateResult>((resolve, reject) => {
-      const id = this.nextId++;
+      if (opts.signal?.aborted) return reject(abortError('cancelled'));
       const live = opts.live === true;
       const job: Job = {
-        id, channel, resolve, reject, onProgress: opts.onProgress, onEstimate: opts.onEstimate, live, stale: false,
-        start: performance.now(), msg: { type: 'render', id, args: norm.args, files, backend, precision },
+        channel, resolve, reject, onProgress: opts.onProgress, onEstimate: opts.onEstimate, live, stale: false,
+        start: performance.now(), msg: { args: norm.args, files, backend, precision },
       };
+      opts.signal?.addEventListener('abort', () => this.cancelJob(job), { once: true });
       // Latest wins on this channel: the waiting request is replaced ...
       this.queue = this.queue.filter((j) => {
         if (j.channel !== channel) return true;
@@ -216,18 +241,23 @@ export class NanoBraggClient {
 
   /** Cancel the running render and drop the waiting ones (of one channel, or all). */
   cancel(channel?: string) {
-    this.queue = this.queue.filter((j) => {
-      if (channel !== undefined && j.channel !== channel) return true;
-      j.reject(abortError('cancelled'));
-      return false;
-    });
-    if (!this.running || (channel !== undefined && this.running.channel !== channel)) return;
-    const job = this.running;
+    for (const j of [...this.queue]) if (channel === undefined || j.channel === channel) this.cancelJob(j);
+    if (this.running && (channel === undefined || this.running.channel === channel)) this.cancelJob(this.running);
+  }
+
+  /** Cancel one render: out of the queue, or stopped in the worker (the caller sees the cancel at
+   * once; the worker acknowledges within the grace period or is restarted). */
+  private cancelJob(job: Job) {
+    const i = this.queue.indexOf(job);
+    if (i >= 0) {
+      this.queue.splice(i, 1);
+      job.reject(abortError('cancelled'));
+      return;
+    }
+    if (this.running !== job) return;
     const interruptible = this.info?.kind === 'parallel' || job.msg.backend !== 'cpu';
     if (!interruptible) return this.restart(job, 'cancelled');
     this.stopRunning(CANCEL_GRACE_MS);
-    // the caller sees the cancel at once; the worker acknowledges within the grace period or
-    // is restarted
     job.reject(abortError('cancelled'));
   }
 
@@ -238,47 +268,25 @@ export class NanoBraggClient {
     const job = this.running;
     if (!job || job.stale) return;
     job.stale = true;
-    const info = this.info;
-    if (info?.memory) Atomics.store(new Uint8Array(info.memory.buffer), info.cancelPtr, 1);
-    this.worker.postMessage({ type: 'cancel' } satisfies ToWorker);
+    this.raiseCancel();
     setTimeout(() => {
       if (this.running === job) this.restart(job, 'cancelled');
     }, graceMs);
   }
 
+  /** The module's cancel flag: in shared memory (read inside the crate's loops) and by message. */
+  private raiseCancel() {
+    const info = this.info;
+    if (info?.memory) Atomics.store(new Uint8Array(info.memory.buffer), info.cancelPtr, 1);
+    this.channel.cancel();
+  }
+
   /** Terminate the worker (stopping whatever it runs at once) and start a fresh one; the
    * waiting requests run on the new worker. */
   private restart(job: Job, why: string) {
-    this.running = null;
-    cancelAnimationFrame(this.progressTimer);
-    this.worker.terminate();
-    this.rejectPredictions(abortError('the worker was restarted'));
-    this.restarts++;
-    this.info = null;
     job.reject(abortError(why));
-    this.spawn();
+    this.replaceWorker(abortError('the worker was restarted'), true);
   }
-
-  /** A restarted worker never answers the predictions it was sent. */
-  private rejectPredictions(err: Error) {
-    for (const p of this.predictions.values()) p.reject(err);
-    this.predictions.clear();
-    for (const p of this.pixelQueries.values()) p.reject(err);
-    this.pixelQueries.clear();
-    for (const p of this.fittedQueries.values()) p.reject(err);
-    this.fittedQueries.clear();
-    for (const p of this.spotQueries.values()) p.reject(err);
-    this.spotQueries.clear();
-    for (const p of this.tangentQueries.values()) p.reject(err);
-    this.tangentQueries.clear();
-    if (this.fitJob) {
-      this.fitJob.reject(err);
-      this.fitJob = null;
-    }
-  }
-
-  /** Workers restarted because a render did not stop in time (for tests and benchmarks). */
-  restarts = 0;
 
   private pump() {
     if (this.running || !this.info) return;
@@ -304,67 +312,31 @@ export class NanoBraggClient {
       // Plain module on the CPU: the worker is busy in the kernel and cannot report.
       job.onProgress(NaN);
     }
-    this.worker.postMessage(job.msg);
-  }
-
-  private onMessage(m: FromWorker) {
-    if (m.type === 'trapped') {
-      // the request that trapped has its error; the spent worker goes (its memory with it) and
-      // the waiting requests run on a fresh one
-      this.worker.terminate();
-      this.restarts++;
-      this.info = null;
-      this.rejectPredictions(abortError('the worker was restarted'));
-      this.spawn();
-      return;
-    }
-    if (this.onRealisticMessage(m)) return;
-    if (this.onFitMessage(m)) return;
-    if (this.onTangentMessage(m)) return;
-    if (m.type === 'pixel-geometry') {
-      const p = this.pixelQueries.get(m.id);
-      this.pixelQueries.delete(m.id);
-      if (p) (m.message ? p.reject(crateError(m.message, m.error)) : p.resolve(m.points!));
-      return;
-    }
-    if (m.type === 'predicted') {
-      const p = this.predictions.get(m.id);
-      this.predictions.delete(m.id);
-      if (p) (m.message ? p.reject(crateError(m.message, m.error)) : p.resolve(m.prediction as Prediction));
-      return;
-    }
-    if (m.type === 'exported') {
-      const e = this.exports.get(m.id);
-      this.exports.delete(m.id);
-      if (!e) return;
-      if (m.bytes) e.resolve(m.bytes);
-      else e.reject(new Error(m.message));
-      return;
-    }
-    const job = this.running;
-    if (!job || !('id' in m) || m.id !== job.id) return;
-    if (m.type === 'progress') {
-      job.onProgress?.(m.value);
-      return;
-    }
-    if (m.type === 'estimate') {
-      job.onEstimate?.(m.ms, m.backend);
-      return;
-    }
-    this.running = null;
-    cancelAnimationFrame(this.progressTimer);
-    if (m.type === 'result') {
-      if (job.stale) job.reject(abortError());
-      else {
-        const { type: _t, id: _i, ...rest } = m;
-        this.lastRendered = job.msg.args;
-        job.resolve({ ...rest, args: job.msg.args, timings: { ...m.timings, total: performance.now() - job.start } } as SimulateResult);
+    const done = (ok: boolean, v: unknown) => {
+      if (this.running !== job) return; // the worker was restarted meanwhile
+      this.running = null;
+      cancelAnimationFrame(this.progressTimer);
+      if (ok) {
+        if (job.stale) job.reject(abortError());
+        else {
+          const r = v as SimulateResult;
+          this.lastRendered = job.msg.args;
+          job.resolve({ ...r, args: job.msg.args, timings: { ...r.timings, total: performance.now() - job.start } });
+        }
+      } else {
+        const cancelled = isAbort(v);
+        job.reject(cancelled || job.stale ? abortError(cancelled ? 'cancelled' : undefined) : (v as Error));
       }
-    } else if (m.type === 'error') {
-      if (m.cancelled || job.stale) job.reject(abortError(m.cancelled ? 'cancelled' : undefined));
-      else job.reject(crateError(m.message, m.error));
-    }
-    this.pump();
+      this.pump();
+    };
+    this.channel.call('render', job.msg, {
+      transfer: [],
+      onEvent: (ev) => {
+        if (this.running !== job) return;
+        if (ev.type === 'progress') job.onProgress?.(ev.value);
+        else job.onEstimate?.(ev.ms, ev.backend);
+      },
+    }).then((r) => done(true, r), (e) => done(false, e));
   }
 
   /** Reflection prediction for a command line (the crate's `predict`: every lattice point within
@@ -372,17 +344,13 @@ export class NanoBraggClient {
    * between renders; it prepares its own plan, so the next render prepares again. */
   async predict(args: string | string[], opts: PredictOptions = {}): Promise<Prediction> {
     await this.ready;
-    const id = this.nextId++;
     const files = encodeFiles(opts.files);
-    return new Promise((resolve, reject) => {
-      this.predictions.set(id, { resolve, reject });
-      this.lastFilesKey = '';
-      this.lastRendered = null;
-      this.worker.postMessage({
-        type: 'predict', id, args: normaliseArgs(args).args, files, maxExcitationError: opts.maxExcitationError ?? null,
-        columns: opts.columns === true, onImage: opts.onImage === true,
-      } satisfies ToWorker);
-    });
+    this.lastFilesKey = '';
+    this.lastRendered = null;
+    return this.channel.call('predict', {
+      args: normaliseArgs(args).args, files, maxExcitationError: opts.maxExcitationError ?? null,
+      columns: opts.columns === true, onImage: opts.onImage === true,
+    }, { signal: opts.signal }) as Promise<Prediction>;
   }
 
   /** The crate's detector geometry at points (`predict::pixel_geometry`: lab position, d, 2θ,
@@ -390,71 +358,91 @@ export class NanoBraggClient {
    * the last render). `points` are continuous pixel coordinates, pixel centres at i + 0.5. The
    * worker keeps the resolved words, so repeated queries cost the arithmetic only; the plan
    * it renders and exports is left alone. */
-  async pixelGeometry(args: string | string[], points: [number, number][]): Promise<PixelGeometry[]> {
+  async pixelGeometry(args: string | string[], points: [number, number][], signal?: AbortSignal): Promise<PixelGeometry[]> {
     await this.ready;
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pixelQueries.set(id, { resolve, reject });
-      this.worker.postMessage({ type: 'pixel-geometry', id, args: normaliseArgs(args).args, points: points.flat() } satisfies ToWorker);
-    });
+    return this.channel.call('pixelGeometry', { args: normaliseArgs(args).args, points: points.flat() }, { signal });
   }
 
   /** Bytes of the last render: SMV noiseless ('int'), SMV with Poisson noise, or raw floats. */
-  async exportImage(what: 'int' | 'noise' | 'float', realistic = false): Promise<Uint8Array> {
+  async exportImage(what: 'int' | 'noise' | 'float', realistic = false, signal?: AbortSignal): Promise<Uint8Array> {
     await this.ready;
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.exports.set(id, { resolve, reject });
-      this.worker.postMessage({ type: 'export', id, what, realistic } satisfies ToWorker);
-    });
+    return this.channel.call('export', { what, realistic }, { signal });
+  }
+
+  /** Stop a long job in the worker: the shared cancel flag (read inside the crate's loops) and a
+   * restart if the worker has not answered within `grace` ms; at once a restart where the
+   * module has no shared memory (its only thread is in the computation). */
+  private stopInWorker(job: StoppableJob, why: string, grace: number) {
+    const hard = () => this.replaceWorker(abortError(why), true);
+    if (this.info?.memory) {
+      this.raiseCancel();
+      setTimeout(() => { if (!job.settled) hard(); }, grace);
+    } else hard();
+  }
+
+  /** Run `call` as a stoppable job: aborting its controller (or `signal`) rejects it at once with
+   * an AbortError and stops it in the worker. */
+  private stoppable<T>(current: (j: StoppableJob | null) => void, grace: number, signal: AbortSignal | undefined,
+    call: (job: StoppableJob, ctl: { signal: AbortSignal; onAbort: () => void; onSettled: () => void }) => Promise<T>): Promise<T> {
+    const job: StoppableJob = { ctrl: new AbortController(), settled: false };
+    current(job);
+    signal?.addEventListener('abort', () => job.ctrl.abort(abortError('cancelled')), { once: true });
+    if (signal?.aborted) job.ctrl.abort(abortError('cancelled'));
+    return call(job, {
+      signal: job.ctrl.signal,
+      onAbort: () => this.stopInWorker(job, (job.ctrl.signal.reason as Error)?.message ?? 'cancelled', grace),
+      onSettled: () => { job.settled = true; },
+    }).finally(() => current(null)).catch((e) => { throw asCancelled(e); });
   }
 
   // ---- the realistic-image chain (realistic.ts): one request at a time, the newest wins ----
-  private realJob: {
-    id: number; resolve: (r: RealisticResult) => void; reject: (e: Error) => void;
-    onProgress?: (p: number) => void; onPhase?: (p: RealisticPhase, sfCached: boolean) => void;
-    onEstimate?: (ms: number) => void;
-  } | null = null;
+  private realJob: StoppableJob | null = null;
+  private setRealJob(j: StoppableJob | null, was?: StoppableJob) {
+    if (j || this.realJob === was) this.realJob = j;
+  }
 
-  /** Model → structure factors → spots → background → detector (see protocol.ts). Rejects with
+  /** Model → structure factors → spots → background → detector (see channel.ts). Rejects with
    * the simulator's message (naming file and line for a bad model), or an AbortError when
    * cancelled or superseded. */
-  async realistic(
-    req: Omit<RealisticRequest, 'type' | 'id'>,
-    cb: RealisticCallbacks = {},
-  ): Promise<RealisticResult> {
-    return this.realisticSend({ type: 'realistic', ...req } as RealisticRequest, cb);
+  async realistic(req: RealisticRequest, cb: RealisticCallbacks = {}): Promise<RealisticResult> {
+    return this.realisticSend('realistic', req, cb);
   }
 
   /** Compose the kept layers again (layer toggles, detector effects): no new render. */
-  async realisticCompose(layers: RealisticLayers, effects: DetectorEffects): Promise<RealisticResult> {
-    return this.realisticSend({ type: 'realistic-compose', layers, effects }, {});
+  async realisticCompose(layers: RealisticLayers, effects: DetectorEffects, signal?: AbortSignal): Promise<RealisticResult> {
+    return this.realisticSend('realisticCompose', { layers, effects }, { signal });
   }
 
-  private async realisticSend(
-    msg: Omit<Extract<ToWorker, { type: 'realistic' | 'realistic-compose' }>, 'id'>,
-    cb: RealisticCallbacks,
-  ): Promise<RealisticResult> {
+  private async realisticSend<M extends 'realistic' | 'realisticCompose'>(method: M, req: M extends 'realistic' ? RealisticRequest : { layers: RealisticLayers; effects: DetectorEffects }, cb: RealisticCallbacks): Promise<RealisticResult> {
     if (this.realJob) this.cancelRealistic('superseded by a newer render');
-    await this.ready;
-    const id = this.nextId++;
-    this.lastRendered = null; // the worker's plan is the realistic one now
-    this.lastFilesKey = '\u0001'; // the chain installs its own files: the next render sends them again
-    return new Promise<RealisticResult>((resolve, reject) => {
-      const job = { id, resolve, reject, ...cb };
-      this.realJob = job;
+    let mine: StoppableJob | null = null;
+    const ready = this.ready;
+    // the job is current from now (a cancel while the module loads stops it)
+    return this.stoppable((j) => { if (j) mine = j; this.setRealJob(j, mine ?? undefined); }, CANCEL_GRACE_MS, cb.signal, async (job, ctl) => {
+      await ready;
+      if (job.ctrl.signal.aborted) throw job.ctrl.signal.reason;
+      this.lastRendered = null; // the worker's plan is the realistic one now
+      this.lastFilesKey = '\u0001'; // the chain installs its own files: the next render sends them again
       const info = this.info;
       if (info?.memory && cb.onProgress) {
         const mem = info.memory;
         const ptr = info.progressPtr >> 2;
         const tick = () => {
           if (this.realJob !== job) return;
-          job.onProgress?.(Atomics.load(new Uint32Array(mem.buffer), ptr) / 65536);
+          cb.onProgress?.(Atomics.load(new Uint32Array(mem.buffer), ptr) / 65536);
           requestAnimationFrame(tick);
         };
         requestAnimationFrame(tick);
       }
-      this.worker.postMessage({ ...msg, id });
+      return this.channel.call(method as 'realistic', req as RealisticRequest, {
+        ...ctl,
+        onEvent: (ev) => {
+          if (this.realJob !== job) return;
+          if (ev.type === 'progress') cb.onProgress?.(ev.value);
+          else if (ev.type === 'estimate') cb.onEstimate?.(ev.ms);
+          else cb.onPhase?.(ev.phase, ev.sfCached);
+        },
+      });
     });
   }
 
@@ -464,74 +452,34 @@ export class NanoBraggClient {
     const job = this.realJob;
     if (!job) return;
     this.realJob = null;
-    job.reject(abortError(why));
-    // a stage that reads the flag stops within milliseconds; one that does not (or a GPU
-    // submission) is stopped by a restart after the grace period
-    this.stopInWorker('realStopping', job.id, why, CANCEL_GRACE_MS);
+    job.ctrl.abort(abortError(why));
   }
 
-  /** Stop job `id` in the worker: the shared cancel flag (read inside the crate's loops) and a
-   * restart if the worker has not answered within `grace` ms (`slot` holds the id until it
-   * answers); at once a restart where the module has no shared memory (its only thread is in
-   * the computation). */
-  private stopInWorker(slot: 'realStopping' | 'fitStopping', id: number, why: string, grace: number) {
-    const hard = () => {
-      this[slot] = 0;
-      this.failAll(abortError(why));
-      this.worker.terminate();
-      this.restarts++;
-      this.info = null;
-      this.spawn();
-    };
-    const info = this.info;
-    if (info?.memory) {
-      Atomics.store(new Uint8Array(info.memory.buffer), info.cancelPtr, 1);
-      this.worker.postMessage({ type: 'cancel' } satisfies ToWorker);
-      this[slot] = id;
-      setTimeout(() => { if (this[slot] === id) hard(); }, grace);
-    } else hard();
-  }
-
-  /** The id of a cancelled realistic job whose worker has not answered yet (0: none). */
-  private realStopping = 0;
-
-  private onRealisticMessage(m: FromWorker): boolean {
-    if (!m.type.startsWith('realistic') && m.type !== 'progress' && m.type !== 'estimate') return false;
-    if ('id' in m && m.id === this.realStopping && (m.type === 'realistic-error' || m.type === 'realistic-result')) this.realStopping = 0;
-    const job = this.realJob;
-    if (!('id' in m) || !job || m.id !== job.id) return m.type.startsWith('realistic');
-    if (m.type === 'progress') job.onProgress?.(m.value);
-    else if (m.type === 'estimate') job.onEstimate?.(m.ms);
-    else if (m.type === 'realistic-phase') job.onPhase?.(m.phase, m.sfCached);
-    else if (m.type === 'realistic-result') {
-      this.realJob = null;
-      job.resolve(m);
-    } else if (m.type === 'realistic-error') {
-      this.realJob = null;
-      job.reject(m.cancelled ? abortError('cancelled') : crateError(m.message, m.error));
-    }
-    return true;
+  /** A realistic chain is running. */
+  get realisticBusy() {
+    return this.realJob !== null;
   }
 
   // ---- the fit to an image (fit/): one at a time ----------------------------------------------
-  private fitJob: { id: number; resolve: (r: FitInfo) => void; reject: (e: Error) => void; onStep: (s: FitStepInfo) => void } | null = null;
-  private fitStopping = 0;
-  private fittedQueries = new Map<number, { resolve: (f: Fitted) => void; reject: (e: Error) => void }>();
-  private spotQueries = new Map<number, { resolve: (s: Spot[]) => void; reject: (e: Error) => void }>();
+  private fitJob: StoppableJob | null = null;
 
   /** Fit parameters of the set-up of `req.args` to `req.target` (`api::fit` in the worker);
    * `onStep` sees the start and every accepted step. Rejects with the crate's error, or an
-   * AbortError when cancelled (`cancelFit`). Renders wait behind it in the worker. */
-  async fit(req: Omit<FitRequest, 'type' | 'id' | 'files'> & { files?: SimulateOptions['files'] }, onStep: (s: FitStepInfo) => void): Promise<FitInfo> {
+   * AbortError when cancelled (`cancelFit`, `signal`). Renders wait behind it in the worker. */
+  async fit(req: Omit<FitRequest, 'files'> & { files?: SimulateOptions['files'] }, onStep: (s: FitStepInfo) => void, signal?: AbortSignal): Promise<FitInfo> {
     if (this.fitJob) this.cancelFit('superseded by a newer fit');
-    await this.ready;
-    const id = this.nextId++;
-    this.lastFilesKey = '\u0001'; // the fit installs the files: the next render sends them again
-    return new Promise<FitInfo>((resolve, reject) => {
-      this.fitJob = { id, resolve, reject, onStep };
+    let mine: StoppableJob | null = null;
+    const ready = this.ready;
+    return this.stoppable((j) => { if (j) mine = j; if (j || this.fitJob === mine) this.fitJob = j; }, 1000, signal, async (job, ctl) => {
+      await ready;
+      if (job.ctrl.signal.aborted) throw job.ctrl.signal.reason;
+      this.lastFilesKey = '\u0001'; // the fit installs the files: the next render sends them again
       const target = req.target.slice();
       const mask = req.mask ? req.mask.slice() : null;
-      this.worker.postMessage({ ...req, type: 'fit', id, files: encodeFiles(req.files), target, mask } satisfies FitRequest, mask ? [target.buffer, mask.buffer] : [target.buffer]);
+      return this.channel.call('fit', { ...req, files: encodeFiles(req.files), target, mask }, {
+        ...ctl, transfer: mask ? [target.buffer, mask.buffer] : [target.buffer],
+        onEvent: (step) => { if (this.fitJob === job) onStep(step); },
+      });
     });
   }
 
@@ -541,8 +489,7 @@ export class NanoBraggClient {
     const job = this.fitJob;
     if (!job) return;
     this.fitJob = null;
-    job.reject(abortError(why));
-    this.stopInWorker('fitStopping', job.id, why, 1000);
+    job.ctrl.abort(abortError(why));
   }
 
   get fitBusy() {
@@ -551,85 +498,31 @@ export class NanoBraggClient {
 
   /** The set-up of `args` moved by offsets (`values`, one per parameter of `params`) as the
    * values of its flags (the crate's `fitted_values`). */
-  async fittedValues(args: string[], files: SimulateOptions['files'], params: string, values: number[]): Promise<Fitted> {
+  async fittedValues(args: string[], files: SimulateOptions['files'], params: string, values: number[], signal?: AbortSignal): Promise<Fitted> {
     await this.ready;
-    const id = this.nextId++;
     this.lastFilesKey = '\u0001';
-    return new Promise((resolve, reject) => {
-      this.fittedQueries.set(id, { resolve, reject });
-      this.worker.postMessage({ type: 'fitted-values', id, args, files: encodeFiles(files), params, values } satisfies ToWorker);
-    });
+    return this.channel.call('fittedValues', { args, files: encodeFiles(files), params, values }, { signal });
   }
 
   /** The spots of `req.image` as a fit finds its target's (the crate's `find_spots` in the
    * worker: the detector of `req.args`, the background model and units of a fit's target). */
-  async findSpots(req: Omit<SpotsRequest, 'type' | 'id' | 'files'> & { files?: SimulateOptions['files'] }): Promise<Spot[]> {
+  async findSpots(req: Omit<SpotsRequest, 'files'> & { files?: SimulateOptions['files'] }, signal?: AbortSignal): Promise<Spot[]> {
     await this.ready;
-    const id = this.nextId++;
     this.lastFilesKey = '\u0001';
-    return new Promise((resolve, reject) => {
-      this.spotQueries.set(id, { resolve, reject });
-      const image = req.image.slice();
-      const mask = req.mask ? req.mask.slice() : null;
-      this.worker.postMessage({ ...req, type: 'find-spots', id, files: encodeFiles(req.files), image, mask } satisfies SpotsRequest, mask ? [image.buffer, mask.buffer] : [image.buffer]);
-    });
-  }
-
-  private onFitMessage(m: FromWorker): boolean {
-    if (m.type === 'spots') {
-      const q = this.spotQueries.get(m.id);
-      this.spotQueries.delete(m.id);
-      if (q) (m.spots ? q.resolve(m.spots) : q.reject(crateError(m.message, m.error)));
-      return true;
-    }
-    if (m.type === 'fitted-values') {
-      const q = this.fittedQueries.get(m.id);
-      this.fittedQueries.delete(m.id);
-      if (q) (m.fitted ? q.resolve(m.fitted) : q.reject(crateError(m.message, m.error)));
-      return true;
-    }
-    if (m.type !== 'fit-step' && m.type !== 'fit-result' && m.type !== 'fit-error') return false;
-    if (m.id === this.fitStopping && m.type !== 'fit-step') this.fitStopping = 0;
-    const job = this.fitJob;
-    if (!job || job.id !== m.id) return true;
-    if (m.type === 'fit-step') job.onStep(m.step);
-    else if (m.type === 'fit-result') {
-      this.fitJob = null;
-      job.resolve(m.result);
-    } else {
-      this.fitJob = null;
-      job.reject(m.cancelled ? abortError('cancelled') : crateError(m.message, m.error));
-    }
-    return true;
+    const image = req.image.slice();
+    const mask = req.mask ? req.mask.slice() : null;
+    return this.channel.call('findSpots', { ...req, files: encodeFiles(req.files), image, mask }, { signal, transfer: mask ? [image.buffer, mask.buffer] : [image.buffer] });
   }
 
   // ---- derivative images (derivative/) --------------------------------------------------------
-  private tangentQueries = new Map<number, { resolve: (r: TangentInfo & { adapter: string }) => void; reject: (e: Error) => void }>();
 
   /** The image of `args` and its derivative by `param` (the crate's `render_tangent` in the
    * worker, on the backend the one policy picks for `backend` and `precision`). Queued in the
    * worker with the renders. */
-  async renderTangent(args: string[], files: SimulateOptions['files'], param: string, backend: Backend, precision: Precision): Promise<TangentInfo & { adapter: string }> {
+  async renderTangent(args: string[], files: SimulateOptions['files'], param: string, backend: Backend, precision: Precision, signal?: AbortSignal): Promise<TangentInfo & { adapter: string }> {
     await this.ready;
-    const id = this.nextId++;
     this.lastFilesKey = '\u0001'; // the request installs the files: the next render sends them again
-    return new Promise((resolve, reject) => {
-      this.tangentQueries.set(id, { resolve, reject });
-      this.worker.postMessage({ type: 'tangent', id, args, files: encodeFiles(files), param, backend, precision } satisfies ToWorker);
-    });
-  }
-
-  private onTangentMessage(m: FromWorker): boolean {
-    if (m.type !== 'tangent') return false;
-    const q = this.tangentQueries.get(m.id);
-    this.tangentQueries.delete(m.id);
-    if (q) (m.result ? q.resolve({ ...m.result, adapter: m.adapter }) : q.reject(crateError(m.message, m.error)));
-    return true;
-  }
-
-  /** A realistic chain is running. */
-  get realisticBusy() {
-    return this.realJob !== null;
+    return this.channel.call('tangent', { args, files: encodeFiles(files), param, backend, precision }, { signal });
   }
 
   get busy() {

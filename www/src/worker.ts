@@ -1,17 +1,18 @@
 // The module Worker that owns the wasm module, the rayon thread pool and the WebGPU device.
-// The page talks to it only through client.ts (messages in protocol.ts).
+// The page talks to it only through client.ts, over the one typed channel (channel.ts): this
+// file is the table's handlers, one per method, each answering or throwing the crate's error.
 //
 // Two builds of the same crate sit beside this file (squoosh pattern): pkg-parallel/ (threads
 // over shared memory, needs crossOriginIsolated) and pkg/ (single-threaded CPU + WebGPU).
-import { errorInfo, type Backend, type FromWorker, type HklSummary, type ModuleInfo, type PrepareInfo, type ToWorker } from './protocol';
+import type { HklSummary, ModuleInfo, PrepareInfo } from './protocol';
+import { abortError, serve, type CallContext, type Files, type FromWorker, type Handlers, type RenderAnswer, type RenderEvent, type RenderRequest, type ToWorker, type WorkerApi } from './channel';
 import { realisticCompose, realisticRun, type RealisticDeps } from './realistic-worker';
 
 // The wasm-bindgen output (no-bundler), loaded at run time from beside this bundle; its types
 // are the generated declarations. The threaded module adds `initThreadPool`.
 type Wasm = typeof import('../dist/pkg/nanobragg') & { initThreadPool?: (n: number) => Promise<void> };
 
-const post = (msg: FromWorker, transfer: Transferable[] = []) =>
-  (self as unknown as Worker).postMessage(msg, transfer);
+const port = self as unknown as Worker;
 
 let wasm: Wasm | null = null;
 let info: ModuleInfo | null = null;
@@ -99,7 +100,7 @@ function fallbackNotice(error: string, threads: number): string {
 }
 
 /** Install the request's input files (null: unchanged since the previous request). */
-function useFiles(files: Record<string, Uint8Array> | null) {
+function useFiles(files: Files) {
   const w = wasm!;
   if (files) {
     w.clear_files();
@@ -111,31 +112,21 @@ function useFiles(files: Record<string, Uint8Array> | null) {
 }
 
 /** Reflection prediction (crate::predict) for a command line; the records as the crate gives them. */
-function predict(msg: Extract<ToWorker, { type: 'predict' }>) {
-  try {
-    useFiles(msg.files);
-    // an atomic model: the realistic chain's (its cell and cached structure factors)
-    if (msg.args.includes('-pdb')) wasm!.prepare_with_model(msg.args);
-    else wasm!.prepare(msg.args);
-    post({ type: 'predicted', id: msg.id, prediction: wasm!.predict(msg.maxExcitationError ?? undefined, msg.columns === true, msg.onImage === true), message: '' });
-  } catch (e) {
-    post({ type: 'predicted', id: msg.id, prediction: null, message: errText(e), error: errorInfo(e) });
-  }
+function predict(msg: WorkerApi['predict']['req']): unknown {
+  useFiles(msg.files);
+  // an atomic model: the realistic chain's (its cell and cached structure factors)
+  if (msg.args.includes('-pdb')) wasm!.prepare_with_model(msg.args);
+  else wasm!.prepare(msg.args);
+  return wasm!.predict(msg.maxExcitationError ?? undefined, msg.columns === true, msg.onImage === true);
 }
 
-async function render(msg: Extract<ToWorker, { type: 'render' }>) {
+async function render(msg: RenderRequest, ctx: CallContext<RenderEvent>): Promise<RenderAnswer> {
   const w = wasm!;
   const t0 = performance.now();
   useFiles(msg.files);
-  let prep: PrepareInfo;
+  const prep: PrepareInfo = w.prepare(msg.args);
   let hkl: HklSummary | null | undefined;
-  try {
-    prep = w.prepare(msg.args);
-    if (msg.files) hkl = w.hkl_summary();
-  } catch (e) {
-    post({ type: 'error', id: msg.id, message: errText(e), cancelled: false, error: errorInfo(e) });
-    return;
-  }
+  if (msg.files) hkl = w.hkl_summary();
   const geometry = prep.geometry;
   const t1 = performance.now();
   let notice = '';
@@ -148,16 +139,13 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
   const likely = w.likely_engine(msg.backend, f64, gpu.state === 'ready') as 'gpu' | 'cpu';
   if (speed[likely] > 0) {
     const ms = prep.work / speed[likely];
-    if (ms > 3000) post({ type: 'estimate', id: msg.id, ms, backend: likely });
+    if (ms > 3000) ctx.emit({ type: 'estimate', ms, backend: likely });
   }
   // progress while the GPU is awaited (a CPU render blocks this thread; the page then reads
   // the shared counter itself)
-  const timer = setInterval(() => post({ type: 'progress', id: msg.id, value: w.progress() }), 100);
+  const timer = setInterval(() => ctx.emit({ type: 'progress', value: w.progress() }), 100);
   try {
     data = await w.render(msg.backend, f64);
-  } catch (e) {
-    post({ type: 'error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled', error: errorInfo(e) });
-    return;
   } finally {
     clearInterval(timer);
   }
@@ -170,54 +158,43 @@ async function render(msg: Extract<ToWorker, { type: 'render' }>) {
   }
   const t2 = performance.now();
   if (t2 - t1 > 5) speed[backend] = prep.work / (t2 - t1);
-  post(
-    {
-      type: 'result', id: msg.id, width: geometry.width, height: geometry.height, data, backend,
-      threads: backend === 'cpu' ? info!.threads : 0, adapter: gpu.adapter, notice, geometry,
-      timings: { prepare: t1 - t0, render: t2 - t1, total: 0 }, hkl, warnings: prep.warnings,
-    },
-    [data.buffer],
-  );
+  ctx.transfer(data.buffer);
+  return {
+    width: geometry.width, height: geometry.height, data, backend,
+    threads: backend === 'cpu' ? info!.threads : 0, adapter: gpu.adapter, notice, geometry,
+    timings: { prepare: t1 - t0, render: t2 - t1, total: 0 }, hkl, warnings: prep.warnings,
+  };
 }
 
 /** The fit (crate/src/wasm/fit.rs): each accepted step posted as it comes (the page shows it
  * while this thread is still in the fit); Cancel raises the module's flag. */
-function fit(msg: Extract<ToWorker, { type: 'fit' }>) {
+const fit: Handlers['fit'] = (msg, ctx) => {
   const w = wasm!;
   useFiles(msg.files);
-  try {
-    const result = w.fit(msg.args, msg.target, msg.mask ?? undefined, msg.params, new Float64Array(msg.start), msg.background, msg.gain, msg.adc, msg.centroids, msg.maxIterations, msg.images, (step) => {
-      post({ type: 'fit-step', id: msg.id, step }, step.image ? [step.image.buffer] : []);
-    });
-    post({ type: 'fit-result', id: msg.id, result }, [result.image.buffer]);
-  } catch (e) {
-    post({ type: 'fit-error', id: msg.id, message: errText(e), cancelled: errorInfo(e).kind === 'cancelled', error: errorInfo(e) });
-  }
-}
+  const result = w.fit(msg.args, msg.target, msg.mask ?? undefined, msg.params, new Float64Array(msg.start), msg.background, msg.gain, msg.adc, msg.centroids, msg.maxIterations, msg.images, (step) => {
+    ctx.emit(step, step.image ? [step.image.buffer] : []);
+  });
+  ctx.transfer(result.image.buffer);
+  return result;
+};
 
 /** A derivative image (crate/src/wasm/gradients.rs) on the engine the backend policy picks:
  * the WGSL tangent kernel on WebGPU where the device opens, else the CPU tangent kernel. */
-async function tangent(msg: Extract<ToWorker, { type: 'tangent' }>, rendersBefore: number) {
+const tangent: Handlers['tangent'] = async (msg, ctx) => {
   const w = wasm!;
   // a render asked for after this request goes first: the derivative is of an image no longer
   // shown, and would hold up a drag's frames (the page asks again after the next full image)
-  if (rendersAsked !== rendersBefore) {
-    post({ type: 'tangent', id: msg.id, result: null, adapter: gpu.adapter, message: 'superseded by a newer image', error: { kind: 'cancelled' } });
-    return;
-  }
+  if (rendersAsked !== tangentAsked.get(msg)) throw abortError('superseded by a newer image');
   useFiles(msg.files);
   if (msg.backend !== 'cpu') await ensureGpu();
-  try {
-    const result = await w.render_tangent(msg.args, msg.param, msg.backend, msg.precision === 'f64');
-    if (result.notice) {
-      if (gpu.error !== 'no-webgpu') console.warn(`nanobragg: ${result.notice}`);
-      result.notice = fallbackReason(gpu.error === 'no-webgpu' ? 'no-webgpu' : result.notice);
-    }
-    post({ type: 'tangent', id: msg.id, result, adapter: gpu.adapter, message: '' }, [result.tangent.buffer, result.image.buffer]);
-  } catch (e) {
-    post({ type: 'tangent', id: msg.id, result: null, adapter: gpu.adapter, message: errText(e), error: errorInfo(e) });
+  const result = await w.render_tangent(msg.args, msg.param, msg.backend, msg.precision === 'f64');
+  if (result.notice) {
+    if (gpu.error !== 'no-webgpu') console.warn(`nanobragg: ${result.notice}`);
+    result.notice = fallbackReason(gpu.error === 'no-webgpu' ? 'no-webgpu' : result.notice);
   }
-}
+  ctx.transfer(result.tangent.buffer, result.image.buffer);
+  return Object.assign(result, { adapter: gpu.adapter });
+};
 
 /** The module trapped (a panic, or an allocation it could not make): it is spent (half-updated
  * state, memory it never returns). The error says why, and the page is asked for a fresh worker
@@ -235,106 +212,55 @@ function errText(e: unknown): string {
   return String(e);
 }
 
-/** Render requests received so far (a derivative asked for before one is skipped). */
+/** Render requests received so far (a derivative asked for before one is skipped), and the
+ * count when each derivative was asked for. */
 let rendersAsked = 0;
+const tangentAsked = new WeakMap<object, number>();
 
-// Messages are handled one at a time, in order; only a cancel bypasses the queue, so that it
-// reaches a GPU render that is awaiting the device.
-let chain: Promise<void> = Promise.resolve();
-
-self.onmessage = (ev: MessageEvent<ToWorker>) => {
-  handle(ev.data);
-  chain = chain.then(() => {
-    if (!trapped) return;
-    trapped = false;
-    post({ type: 'trapped' });
-  });
+const handlers: Handlers = {
+  init: async (msg) => (info = await load(msg.preferParallel, msg.threads)),
+  render,
+  predict,
+  pixelGeometry: (msg) => wasm!.pixel_geometry(msg.args, new Float64Array(msg.points)),
+  export: (msg, ctx) => {
+    const w = wasm!;
+    const bytes = msg.realistic ? w.realistic_export(msg.what)
+      : msg.what === 'int' ? w.export_int_smv() : msg.what === 'noise' ? w.export_noise_smv() : w.export_float();
+    ctx.transfer(bytes.buffer);
+    return bytes;
+  },
+  realistic: (msg, ctx) => realisticRun(msg, realisticDeps(), ctx),
+  realisticCompose: (msg, ctx) => realisticCompose(msg, realisticDeps(), ctx),
+  fit,
+  fittedValues: (msg) => {
+    useFiles(msg.files);
+    return wasm!.fitted_values(msg.args, msg.params, new Float64Array(msg.values));
+  },
+  findSpots: (msg) => {
+    useFiles(msg.files);
+    return wasm!.find_spots(msg.args, msg.image, msg.mask ?? undefined, msg.background, msg.gain, msg.adc);
+  },
+  tangent,
 };
 
-function handle(msg: ToWorker) {
-  if (msg.type === 'cancel') {
-    wasm?.set_cancel(true);
-    return;
-  }
-  if (msg.type === 'export') {
-    chain = chain.then(() => {
-      try {
-        const w = wasm!;
-        const bytes = msg.realistic ? w.realistic_export(msg.what)
-          : msg.what === 'int' ? w.export_int_smv() : msg.what === 'noise' ? w.export_noise_smv() : w.export_float();
-        post({ type: 'exported', id: msg.id, bytes, message: '' }, [bytes.buffer]);
-      } catch (e) {
-        post({ type: 'exported', id: msg.id, bytes: null, message: errText(e) });
-      }
-    });
-    return;
-  }
-  if (msg.type === 'init') {
-    chain = chain.then(async () => {
-      try {
-        info = await load(msg.preferParallel, msg.threads);
-        post({ type: 'ready', info });
-      } catch (e) {
-        post({ type: 'init-error', message: errText(e) });
-      }
-    });
-    return;
-  }
-  if (msg.type === 'predict') {
-    chain = chain.then(() => predict(msg));
-    return;
-  }
-  if (msg.type === 'pixel-geometry') {
-    chain = chain.then(() => {
-      try {
-        post({ type: 'pixel-geometry', id: msg.id, points: wasm!.pixel_geometry(msg.args, new Float64Array(msg.points)), message: '' });
-      } catch (e) {
-        post({ type: 'pixel-geometry', id: msg.id, points: null, message: errText(e), error: errorInfo(e) });
-      }
-    });
-    return;
-  }
-  if (msg.type === 'realistic' || msg.type === 'realistic-compose') {
-    const deps: RealisticDeps = {
-      wasm: wasm!, post, threads: info?.threads ?? 1, useFiles, errText,
-      ensureGpu: () => ensureGpu().then(() => gpu.state === 'ready'),
-    };
-    chain = chain.then(() => (msg.type === 'realistic' ? realisticRun(msg, deps) : realisticCompose(msg, deps)));
-    return;
-  }
-  if (msg.type === 'fit') {
-    chain = chain.then(() => fit(msg));
-    return;
-  }
-  if (msg.type === 'fitted-values') {
-    chain = chain.then(() => {
-      try {
-        useFiles(msg.files);
-        post({ type: 'fitted-values', id: msg.id, fitted: wasm!.fitted_values(msg.args, msg.params, new Float64Array(msg.values)), message: '' });
-      } catch (e) {
-        post({ type: 'fitted-values', id: msg.id, fitted: null, message: errText(e), error: errorInfo(e) });
-      }
-    });
-    return;
-  }
-  if (msg.type === 'find-spots') {
-    chain = chain.then(() => {
-      try {
-        useFiles(msg.files);
-        post({ type: 'spots', id: msg.id, spots: wasm!.find_spots(msg.args, msg.image, msg.mask ?? undefined, msg.background, msg.gain, msg.adc), message: '' });
-      } catch (e) {
-        post({ type: 'spots', id: msg.id, spots: null, message: errText(e), error: errorInfo(e) });
-      }
-    });
-    return;
-  }
-  if (msg.type === 'tangent') {
-    const before = rendersAsked;
-    chain = chain.then(() => tangent(msg, before));
-    return;
-  }
-  if (msg.type === 'render') {
-    rendersAsked++;
-    chain = chain.then(() => render(msg)).catch((e) => post({ type: 'error', id: msg.id, message: errText(e), cancelled: false, error: errorInfo(e) }));
-  }
-}
+const realisticDeps = (): RealisticDeps => ({
+  wasm: wasm!, threads: info?.threads ?? 1, useFiles,
+  ensureGpu: () => ensureGpu().then(() => gpu.state === 'ready'),
+});
+
+// Calls are answered one at a time, in order; only a cancel bypasses the queue, so that it
+// reaches a GPU render that is awaiting the device.
+const handle = serve(port, handlers, {
+  onCancel: () => wasm?.set_cancel(true),
+  onReceive: (msg) => {
+    if (msg.method === 'render') rendersAsked++;
+    if (msg.method === 'tangent') tangentAsked.set(msg.req, rendersAsked);
+  },
+  errText,
+  after: () => {
+    if (!trapped) return;
+    trapped = false;
+    port.postMessage({ kind: 'trapped' } satisfies FromWorker);
+  },
+});
+self.onmessage = (ev: MessageEvent<ToWorker>) => handle(ev.data);
