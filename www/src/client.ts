@@ -392,7 +392,10 @@ export class NanoBraggClient {
       signal: job.ctrl.signal,
       onAbort: () => this.stopInWorker(job, (job.ctrl.signal.reason as Error)?.message ?? 'cancelled', grace),
       onSettled: () => { job.settled = true; },
-    }).finally(() => current(null)).catch((e) => { throw asCancelled(e); });
+    }).finally(() => current(null)).catch((e) => {
+      // aborted here: the reason as given ('superseded …'); stopped in the worker: 'cancelled'
+      throw job.ctrl.signal.aborted ? e : asCancelled(e);
+    });
   }
 
   // ---- the realistic-image chain (realistic.ts): one request at a time, the newest wins ----

@@ -2,7 +2,8 @@
 // the crate's realistic chain in the worker: model → structure factors (cached) → spots →
 // background → detector effects, with progress, honest stage names and Cancel; a change of the
 // shown layers or the detector effects alone composes again from the kept layers. A slider or
-// crystal drag renders when it ends. main.ts shows the result (`show`).
+// crystal drag renders when it ends. The render panel (panels/render.ts) shows the result
+// (`show`). Its work is the store's task 'realistic': Cancel aborts it.
 import type { NanoBraggClient } from './client';
 import { BUNDLED_MODEL, COMPOSE_KEYS, effectsOf, layersOf, materialWords, spotsWords } from './layers';
 import type { RealisticPhase, RealisticResult } from './protocol';
@@ -18,16 +19,14 @@ export interface LayeredRender {
   /** A newer plain render replaces the image: the result in flight is no longer wanted. */
   supersede(): void;
   /** A realistic render is under way, including the steps before the worker has it (loading
-   * the model file): the Cancel button stays enabled through them. */
+   * the model file): its task stays through them. */
   readonly busy: boolean;
-  /** Cancel a render the worker has not been sent yet (client.cancelRealistic stops one it has). */
-  cancel(): void;
 }
 
 export function createLayeredRender(o: {
   store: Store;
   client: NanoBraggClient;
-  ui: { progress: HTMLProgressElement; cancelBtn: HTMLButtonElement; timing: HTMLElement };
+  ui: { progress: HTMLProgressElement; timing: HTMLElement };
   rsec: ReturnType<typeof initRealistic>;
   showNotice: (text: string, kind?: 'info' | 'warn') => void;
   showError: (msg: string) => void;
@@ -80,7 +79,9 @@ export function createLayeredRender(o: {
     const { backend, precision } = o.store.view.peek();
     const id = ++running;
     pending = id;
-    o.ui.cancelBtn.disabled = false;
+    // one task while realistic renders are under way: Cancel aborts it (a render the worker
+    // has not been sent yet, while its model file loads, stops here)
+    const signal = o.store.task('realistic', cancelUnsent);
     o.ui.progress.value = 0;
     o.ui.progress.classList.add('busy');
     const t0 = performance.now();
@@ -91,7 +92,7 @@ export function createLayeredRender(o: {
       let r: RealisticResult;
       if (composeOnly(m)) {
         o.ui.timing.textContent = 'detector effects…';
-        r = await o.client.realisticCompose(layersOf(m), effectsOf(m));
+        r = await o.client.realisticCompose(layersOf(m), effectsOf(m), signal);
         r = { ...o.shownRealistic()!.result, data: r.data, timings: r.timings };
       } else {
         const pdb = (m.pdb ?? '').trim();
@@ -105,6 +106,7 @@ export function createLayeredRender(o: {
             backend, precision, layers: layersOf(m), effects: effectsOf(m),
           },
           {
+            signal,
             onProgress: (p) => { o.ui.progress.value = p; },
             onPhase: (p, cached) => {
               stage++;
@@ -145,25 +147,31 @@ export function createLayeredRender(o: {
     } finally {
       if (announced) o.showNotice('');
       if (pending === id) pending = 0;
+      if (pending === 0) o.store.endTask('realistic', signal);
       if (id === running) {
         o.ui.progress.classList.remove('busy');
         o.ui.progress.value = failed ? 0 : 1;
-        o.ui.cancelBtn.disabled = !o.client.busy;
       }
+    }
+  }
+
+  /** Cancel a render the worker has not been sent yet (the task's signal stops one it has). */
+  function cancelUnsent() {
+    if (pending !== 0 && !o.client.realisticBusy) {
+      running++;
+      pending = 0;
+      o.ui.timing.textContent = 'cancelled';
+      document.body.dataset.cancelled = String(Date.now());
     }
   }
 
   return {
     render: renderLayered,
-    supersede: () => { running++; },
-    get busy() { return pending !== 0; },
-    cancel: () => {
-      if (pending !== 0 && !o.client.realisticBusy) {
-        running++;
-        pending = 0;
-        o.ui.timing.textContent = 'cancelled';
-        document.body.dataset.cancelled = String(Date.now());
-      }
+    supersede: () => {
+      running++;
+      pending = 0;
+      o.store.endTask('realistic');
     },
+    get busy() { return pending !== 0; },
   };
 }

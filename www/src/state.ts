@@ -1,11 +1,14 @@
 // The front end's state, in one place: the model parameters, the view settings, the one set of
-// defaults, the presets, the URL codec and the <nanobragg-view> attribute codec. The app
-// (main.ts) and the element (embed.ts) both hold a `Store`; everything else subscribes to its
-// signals (@preact/signals-core) instead of being called by hand after each change.
+// defaults, the presets, the URL codec and the <nanobragg-view> attribute codec; and what the
+// page is about: the image shown (`shown`, with whether it is of the current settings) and the
+// work Cancel stops (`tasks`, one cancellable task each). The app (main.ts and its panels) and
+// the element (embed.ts) both hold a `Store`; everything else subscribes to its signals
+// (@preact/signals-core) instead of being called by hand after each change.
 import { batch, computed, signal, type ReadonlySignal, type Signal } from '@preact/signals-core';
 import { PARAMS, PARAM_BY_KEY, type ModelState, type ParamDef } from './params';
 import { asBackend, buildArgs, validate, type Backend, type Precision } from './args';
 import { BUNDLED_MODEL } from './layers';
+import type { Geometry, MeasuredInfo } from './protocol';
 
 export type { ModelState } from './params';
 /** 'diverging' (blue, white, red: signed images such as the derivative view's) is not offered
@@ -287,6 +290,42 @@ export function decodeAttributes(get: (name: string) => string | null): Decoded 
 
 export type RenderMode = 'preview' | 'full';
 
+/** What the image shown is: a full plain render, a reduced preview of one (a drag's frame), or
+ * the realistic chain's still (ADU over water, air and noise). A measured image is not a kind of
+ * it: it is shown beside the simulation (`Store.measured`), which a fit needs at the same time. */
+export type ShownKind = 'full' | 'preview' | 'realistic';
+
+/** The image shown and what it was rendered from. */
+export interface Shown {
+  kind: ShownKind;
+  data: Float32Array;
+  width: number;
+  height: number;
+  geometry: Geometry;
+  /** The words rendered (the worker's, normalised: what an export of it holds). */
+  args: string[];
+  /** The store's words when it was asked for (`args` of `Store.args`): whether it is current. */
+  words: string[];
+  /** The state it shows. */
+  model: ModelState;
+  /** Reduction of a preview (1: full resolution). */
+  scale: number;
+  unit: 'photons' | 'ADU';
+}
+
+/** The image shown when it is of the current settings: its words are the store's (and, for the
+ * realistic still, its whole state: the layers and detector effects are not all words). */
+export function isCurrent(s: Shown | null, words: readonly string[], model: ModelState): boolean {
+  if (!s || s.words.join('\n') !== words.join('\n')) return false;
+  return s.kind !== 'realistic' || sameModel(s.model, model);
+}
+
+/** A cancellable piece of work the page runs (a render, the realistic chain, a fit). */
+export interface Task {
+  name: string;
+  controller: AbortController;
+}
+
 export interface Store {
   model: Signal<ModelState>;
   view: Signal<ViewSettings>;
@@ -298,13 +337,32 @@ export interface Store {
   args: ReadonlySignal<{ args: string[]; origin: string[] }>;
   /** Input errors found without running the simulator. */
   inputErrors: ReadonlySignal<Record<string, string>>;
+  /** The image shown (null: none yet). */
+  shown: Signal<Shown | null>;
+  /** `shown` when it is of the current settings (`isCurrent`), else null. */
+  current: ReadonlySignal<Shown | null>;
+  /** The measured image open beside the simulation (measured/), null: none. */
+  measured: Signal<MeasuredInfo | null>;
+  /** The work under way that Cancel stops, one task per name. */
+  tasks: ReadonlySignal<ReadonlyMap<string, Task>>;
+  /** Some task is under way. */
+  busy: ReadonlySignal<boolean>;
   setField(key: string, value: string, mode?: RenderMode): void;
   setView(patch: Partial<ViewSettings>): void;
   setModel(model: ModelState): void;
   addFile(name: string, bytes: Uint8Array): void;
+  /** The signal of task `name`: the one under way, or a new one (`onCancel` runs when it is
+   * cancelled, before its signal aborts). Pass it to the client's calls: Cancel aborts them. */
+  task(name: string, onCancel?: () => void): AbortSignal;
+  /** Task `name` ended (only the one of `signal` when given: a later task of the name stays). */
+  endTask(name: string, signal?: AbortSignal): void;
+  /** Cancel every task (the Cancel button): each one's `onCancel`, then its signal aborts. */
+  cancelTasks(reason?: string): void;
 }
 
 export function createStore(model: ModelState = { ...DEFAULT_MODEL }, view: ViewSettings = { ...VIEW_DEFAULTS }): Store {
+  const tasks = signal<ReadonlyMap<string, Task>>(new Map());
+  const cancelHooks = new WeakMap<Task, () => void>();
   const s: Store = {
     model: signal({ ...model }),
     view: signal({ ...view }),
@@ -319,6 +377,37 @@ export function createStore(model: ModelState = { ...DEFAULT_MODEL }, view: View
       }
       return errs;
     }),
+    shown: signal(null),
+    current: computed(() => (isCurrent(s.shown.value, s.args.value.args, s.model.value) ? s.shown.value : null)),
+    measured: signal(null),
+    tasks,
+    busy: computed(() => tasks.value.size > 0),
+    task(name, onCancel) {
+      const have = tasks.peek().get(name);
+      if (have && !have.controller.signal.aborted) {
+        if (onCancel) cancelHooks.set(have, onCancel);
+        return have.controller.signal;
+      }
+      const t: Task = { name, controller: new AbortController() };
+      if (onCancel) cancelHooks.set(t, onCancel);
+      tasks.value = new Map(tasks.peek()).set(name, t);
+      return t.controller.signal;
+    },
+    endTask(name, signal) {
+      const have = tasks.peek().get(name);
+      if (!have || (signal && have.controller.signal !== signal)) return;
+      const next = new Map(tasks.peek());
+      next.delete(name);
+      tasks.value = next;
+    },
+    cancelTasks(reason = 'cancelled') {
+      const all = [...tasks.peek().values()];
+      tasks.value = new Map();
+      for (const t of all) {
+        cancelHooks.get(t)?.();
+        t.controller.abort(reason);
+      }
+    },
     setField(key, value, mode = 'full') {
       batch(() => {
         s.changed.value = { key, mode };

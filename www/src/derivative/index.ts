@@ -14,7 +14,6 @@ import type { NanoBraggClient } from '../client';
 import type { Store } from '../state';
 import { ImageView, type Readout } from '../view';
 import { makeBar, openButton, viewTag } from '../panelbar';
-import type { MeasuredCompare } from '../measured';
 import type { GradientParam, TangentInfo } from '../protocol';
 import { derivativeFileName, fmtValue, largestMagnitude, paramLabel, symmetricLimit } from './logic';
 
@@ -25,7 +24,9 @@ export interface DerivativeDeps {
   view: ImageView;
   host: HTMLElement;
   stage: HTMLElement;
-  measured: MeasuredCompare;
+  /** The bar of the image's panels (the measured image's): the view's bar goes after it, its
+   * button into it. The measured image itself is the store's (`store.measured`). */
+  bar: HTMLElement;
   /** The words of the full-resolution plain image shown (null: none, a preview, a realistic
    * image: there is nothing to differentiate). */
   shownArgs: () => string[] | null;
@@ -78,7 +79,7 @@ export class DerivativeView {
       `<button type="button" class="dclose" aria-label="Close the derivative view">×</button>` +
       `<p class="dstatus" aria-live="polite"></p><p class="dread" aria-live="off"></p>`));
     bar.hidden = true;
-    d.measured.bar.insertAdjacentElement('afterend', bar);
+    d.bar.insertAdjacentElement('afterend', bar);
     this.q = <T extends HTMLElement>(sel: string) => bar.querySelector(sel) as T;
     this.q('.dparam').addEventListener('change', () => {
       this.writeUrl();
@@ -129,7 +130,7 @@ export class DerivativeView {
 
     // the button that opens it, in the measured image's bar (after "Fit to image…")
     const open = openButton('dopen', 'Derivative…', 'Beside the image, its derivative ∂I/∂p with respect to a parameter (crystal rotation, cell, distance, wavelength, …), from the crate\'s tangent kernel (WebGPU where it opens)', () => this.toggle());
-    const after = d.measured.bar.querySelector('.fitopen') ?? d.measured.bar.querySelector('.mopen')!;
+    const after = d.bar.querySelector('.fitopen') ?? d.bar.querySelector('.mopen')!;
     after.insertAdjacentElement('afterend', open);
     window.addEventListener('nanobragg-frame', (e) => {
       const preview = (e as CustomEvent<{ preview?: boolean }>).detail?.preview;
@@ -166,8 +167,8 @@ export class DerivativeView {
     this.writeUrl();
     this.dhost.hidden = !show;
     this.tag.hidden = !show;
-    this.simTag.hidden = !show || this.d.measured.info !== null;
-    this.d.measured.bar.querySelector('.dopen')?.setAttribute('aria-expanded', String(show));
+    this.simTag.hidden = !show || this.d.store.measured.peek() !== null;
+    this.d.bar.querySelector('.dopen')?.setAttribute('aria-expanded', String(show));
     window.dispatchEvent(new Event('resize')); // the stage's layout changed
     if (show) {
       if (this.result) this.dview.setViewport(this.d.view.viewport);

@@ -12,7 +12,6 @@
 import type { NanoBraggClient } from '../client';
 import type { Store } from '../state';
 import type { ImageView } from '../view';
-import type { MeasuredCompare } from '../measured';
 import type { FitRequest, FitStepInfo, Geometry, Spot } from '../protocol';
 import { makeBar, openButton } from '../panelbar';
 import { GROUPS, fmtField, paramsOf, perturbation, plotPoints, withFitted } from './logic';
@@ -62,17 +61,15 @@ export interface FitDeps {
   store: Store;
   client: NanoBraggClient;
   view: ImageView;
-  measured: MeasuredCompare;
-  /** Where the panel goes (after this element). */
-  after: HTMLElement;
+  /** The bar of the image's panels (the measured image's): the panel goes after it, its button
+   * into it. The measured image itself is the store's (`store.measured`). */
+  bar: HTMLElement;
   /** The full-resolution image shown (plain or the realistic chain's) and the words of its
    * model, when it is of the form's state (null: none, a preview, a stale image). */
   shown: () => ShownImage | null;
   /** The words of the model a fit starts from: the form's state (with the atomic model's cell
    * for a realistic still, as `ShownImage.args`). */
   words: () => string[];
-  /** While a fit runs the page renders nothing itself (the fit sends its images). */
-  setFitting: (on: boolean) => void;
   notice: (text: string, kind?: 'info' | 'warn') => void;
 }
 
@@ -121,7 +118,7 @@ export class FitPanel {
       `<button type="button" class="fclose" aria-label="Close Fit to image" title="Close (a fit running goes on; Cancel stops it)">×</button>` +
       `<p class="fstatus" aria-live="polite"></p>`));
     bar.hidden = true;
-    d.after.insertAdjacentElement('afterend', bar);
+    d.bar.insertAdjacentElement('afterend', bar);
     this.q = <T extends HTMLElement>(sel: string) => bar.querySelector(sel) as T;
     this.q('.fmake').addEventListener('click', () => void this.perturb());
     this.q('.frun').addEventListener('click', () => void this.run());
@@ -131,13 +128,13 @@ export class FitPanel {
     d.view.overlays.push((ctx) => this.drawTargetSpots(ctx));
     // the button that opens it, in the measured image's bar
     const open = openButton('fitopen', 'Fit to image…', 'Refine the crystal orientation and cell (and optionally the detector and scale) against the measured image, or against a perturbed copy of this image (teaching)', () => this.toggle());
-    d.measured.bar.querySelector('.mopen')!.insertAdjacentElement('afterend', open);
+    d.bar.querySelector('.mopen')!.insertAdjacentElement('afterend', open);
     this.refresh();
   }
 
   toggle(show = this.bar.hidden) {
     this.bar.hidden = !show;
-    this.d.measured.bar.querySelector('.fitopen')!.setAttribute('aria-expanded', String(show));
+    this.d.bar.querySelector('.fitopen')!.setAttribute('aria-expanded', String(show));
     this.refresh();
     window.dispatchEvent(new Event('resize')); // the stage's height changed
     this.d.view.draw();
@@ -148,7 +145,7 @@ export class FitPanel {
    * told of it: its background model and units (`FitOptions`). */
   currentTarget(): FitTarget | null {
     const shown = this.d.shown();
-    const m = this.d.measured.info;
+    const m = this.d.store.measured.peek();
     if (m && shown && m.width === shown.width && m.height === shown.height) {
       // a measured image: its water, air and detector offset are the crate's local background
       // (a smooth map from the image, spots clipped); neither the file nor the page knows the
@@ -237,7 +234,7 @@ export class FitPanel {
 
   refresh() {
     // counts of a measured image are on their own scale: fit the scale with it (once per image)
-    const m = this.d.measured.info;
+    const m = this.d.store.measured.peek();
     if (m && m !== this.scaledFor) {
       this.scaledFor = m;
       const box = this.bar.querySelector<HTMLInputElement>('input[data-group="scale"]');
@@ -254,7 +251,7 @@ export class FitPanel {
     this.findTargetSpots(t);
     this.q('.ftarget').textContent = t
       ? `Target: ${t.label}.`
-      : this.d.measured.info
+      : this.d.store.measured.peek()
         ? 'Target: the measured image, once the simulation is of its detector.'
         : 'No target yet: open a measured image, or make this image the target and perturb.';
     this.q<HTMLButtonElement>('.frun').disabled = this.running || !t || !shown;
@@ -330,7 +327,9 @@ export class FitPanel {
     this.result = null;
     this.plot();
     this.refresh();
-    this.d.setFitting(true);
+    // the store's task 'fit': while it runs the page renders nothing itself (the fit sends its
+    // images), and Cancel aborts it
+    const signal = store.task('fit', () => this.cancel());
     this.status(`Fitting ${params.join(', ')} to ${t.label}…`);
     const t0 = performance.now();
     const geometry = shown.geometry;
@@ -352,9 +351,10 @@ export class FitPanel {
             (Number.isFinite(step.cost) ? ` · cost/pixel ${step.cost.toPrecision(3)}` : '') + ` · ${((performance.now() - t0) / 1000).toFixed(1)} s`);
           window.dispatchEvent(new CustomEvent('nanobragg-fit-step', { detail: { step: step.step, cost: step.cost } }));
         },
+        signal,
       );
       this.running = false;
-      this.d.setFitting(false);
+      store.endTask('fit', signal);
       store.setModel(withFitted(base, r.fitted));
       this.result = { misset: r.fitted.misset, cell: r.fitted.cell, ms: r.ms, iterations: r.iterations, converged: r.converged, verdict: r.verdict, excluded: r.excluded };
       // the crate's verdict (api::Fit::converged): a minimum near the target, not only a stop
@@ -373,7 +373,7 @@ export class FitPanel {
     } catch (e) {
       const err = e as Error;
       this.running = false;
-      this.d.setFitting(false);
+      store.endTask('fit', signal);
       // the form keeps the values of the image shown (the last accepted step), rendered again
       const ls = this.lastStep as FitStepInfo | null; // set by the callback
       store.setModel(ls ? withFitted(base, ls.fitted) : base);

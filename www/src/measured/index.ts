@@ -55,8 +55,14 @@ export class MeasuredCompare {
   readonly bar: HTMLElement;
   readonly mview: ImageView;
   readonly mhost: HTMLElement;
-  /** The image open (null: none), as the worker gave it. */
-  info: MeasuredInfo | null = null;
+  /** The image open (null: none), as the worker gave it; the store's `measured` (the other
+   * panels read it there). */
+  get info(): MeasuredInfo | null {
+    return this.d.store.measured.peek();
+  }
+  private set info(v: MeasuredInfo | null) {
+    this.d.store.measured.value = v;
+  }
   mode: CompareMode = 'side';
   /** Timings of the last open (ms): read the files, worker (module load, decode), shown. */
   timings: { read: number; load: number; decode: number; show: number; total: number } | null = null;
