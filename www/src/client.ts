@@ -168,7 +168,7 @@ export class NanoBraggClient {
     worker.onmessage = (ev: MessageEvent<FromWorker>) => channel.receive(ev.data);
     // the request that trapped has its error; the spent worker goes (its memory with it) and
     // the waiting requests run on a fresh one
-    channel.onTrapped = () => this.replaceWorker(abortError('the worker was restarted'), false);
+    channel.onTrapped = () => this.replaceWorker(abortError('the worker was restarted'), 'requeue');
     worker.onerror = (ev) => this.failAll(new Error(`worker error: ${ev.message ?? 'failed to load'}`));
     const threads = this.opts.threads ?? Math.min(navigator.hardwareConcurrency || 1, 16);
     const preferParallel = this.opts.preferParallel ?? true;
@@ -186,16 +186,22 @@ export class NanoBraggClient {
   }
 
   /** End the worker and start a fresh one: the calls it had reject with `err`; the running
-   * render too when `withRender` (else it was answered already), the queue waits for the new one. */
-  private replaceWorker(err: Error, withRender: boolean) {
+   * render is rejected too (`'running'`), or with the waiting ones (`'all'`), or goes back to the
+   * front of the queue (`'requeue'`: it was sent to a worker that had trapped); the queue runs
+   * on the new worker. */
+  private replaceWorker(err: Error, renders: 'requeue' | 'running' | 'all') {
     const old = this.channel;
     this.worker.terminate();
     this.restarts++;
     this.info = null;
-    if (withRender && this.running) {
-      this.running.reject(err);
-      this.running = null;
-      cancelAnimationFrame(this.progressTimer);
+    const job = this.running;
+    this.running = null;
+    cancelAnimationFrame(this.progressTimer);
+    if (job && renders === 'requeue' && !job.stale) this.queue.unshift(job);
+    else job?.reject(err);
+    if (renders === 'all') {
+      for (const j of this.queue) j.reject(err);
+      this.queue = [];
     }
     this.spawn();
     old.failAll(err);
@@ -285,7 +291,7 @@ export class NanoBraggClient {
    * waiting requests run on the new worker. */
   private restart(job: Job, why: string) {
     job.reject(abortError(why));
-    this.replaceWorker(abortError('the worker was restarted'), true);
+    this.replaceWorker(abortError('the worker was restarted'), 'running');
   }
 
   private pump() {
@@ -373,7 +379,7 @@ export class NanoBraggClient {
    * restart if the worker has not answered within `grace` ms; at once a restart where the
    * module has no shared memory (its only thread is in the computation). */
   private stopInWorker(job: StoppableJob, why: string, grace: number) {
-    const hard = () => this.replaceWorker(abortError(why), true);
+    const hard = () => this.replaceWorker(abortError(why), 'all');
     if (this.info?.memory) {
       this.raiseCancel();
       setTimeout(() => { if (!job.settled) hard(); }, grace);
