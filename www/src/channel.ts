@@ -220,9 +220,9 @@ export type FromWorker =
   | { kind: 'ok'; id: number; value: unknown }
   | { kind: 'error'; id: number; error: WorkerErrorData }
   | { kind: 'event'; id: number; event: unknown }
-  /** The module trapped (a panic or a failed allocation) answering the request before: it is
-   * spent, and the page starts a fresh worker. */
-  | { kind: 'trapped' };
+  /** The module trapped (a panic or a failed allocation) answering the request before (`message`
+   * says why): it is spent, and the page starts a fresh worker. */
+  | { kind: 'trapped'; message?: string };
 
 /** What a handler can do besides answering: send events, name buffers to transfer. */
 export interface CallContext<Ev> {
@@ -296,15 +296,15 @@ interface Pending {
 export class Channel<A extends ApiTable = WorkerApi> {
   private next = 1;
   private pending = new Map<number, Pending>();
-  /** The worker trapped (the client replaces it). */
-  onTrapped: () => void = () => {};
+  /** The worker trapped (the client replaces it); `message` says why. */
+  onTrapped: (message?: string) => void = () => {};
 
   constructor(private port: Port) {}
 
   /** Route one message from the worker. */
   receive(m: FromWorker) {
     if (m.kind === 'trapped') {
-      this.onTrapped();
+      this.onTrapped(m.message);
       return;
     }
     const p = this.pending.get(m.id);

@@ -17,7 +17,8 @@ import { fromPrediction, type CratePrediction } from '../recip/adapter';
 import type { RecipData } from '../recip/types';
 import { difference, hasCrystal, masterOf, measuredKind, simScale, withFileGeometry } from './logic';
 import { fmtField } from '../fit/logic';
-import type { MeasuredInfo, MeasuredReply, MeasuredRequest, PredictRequest } from './protocol';
+import type { MeasuredApi, MeasuredInfo } from './protocol';
+import { Channel, WorkerError, type FromWorker } from '../channel';
 
 export type CompareMode = 'sim' | 'measured' | 'side' | 'blend' | 'blink' | 'diff';
 const MODES: [CompareMode, string][] = [
@@ -67,8 +68,7 @@ export class MeasuredCompare {
   /** Timings of the last open (ms): read the files, worker (module load, decode), shown. */
   timings: { read: number; load: number; decode: number; show: number; total: number } | null = null;
   private worker: Worker | null = null;
-  private nextId = 1;
-  private pending = new Map<number, (r: MeasuredReply) => void>();
+  private channel: Channel<MeasuredApi> | null = null;
   /** The latest prediction request (older replies are dropped) and the arguments predicted. */
   private predictSeq = 0;
   private predictedKey = '';
@@ -198,15 +198,17 @@ export class MeasuredCompare {
     const main = h5.length ? h5[masterOf(h5.map((r) => r.name))] : images[0];
     const others = images.filter((r) => r !== main);
     const tRead = performance.now();
-    const reply = await this.decode(main.name, main.bytes, others);
-    if (reply.error || !reply.info) {
-      this.d.notice(reply.error?.message ?? 'the measured-image worker gave no image', 'warn');
+    let reply: MeasuredApi['read']['res'];
+    try {
+      reply = await this.decode(main.name, main.bytes, others);
+    } catch (e) {
+      this.d.notice((e as Error).message || 'the measured-image worker gave no image', 'warn');
       return true;
     }
     const tDecoded = performance.now();
     this.show(reply.info, !expt);
     const tShown = performance.now();
-    this.timings = { read: tRead - t0, load: reply.ms!.load, decode: reply.ms!.decode, show: tShown - tDecoded, total: tShown - t0 };
+    this.timings = { read: tRead - t0, load: reply.ms.load, decode: reply.ms.decode, show: tShown - tDecoded, total: tShown - t0 };
     return true;
   }
 
@@ -235,26 +237,19 @@ export class MeasuredCompare {
     }
   }
 
-  private decode(name: string, bytes: Uint8Array, others: { name: string; bytes: Uint8Array }[]): Promise<MeasuredReply> {
-    const id = this.nextId++;
-    const msg: MeasuredRequest = { type: 'read', id, name, bytes, others };
-    return this.send(msg, [bytes.buffer, ...others.map((o) => o.bytes.buffer)]);
+  private decode(name: string, bytes: Uint8Array, others: { name: string; bytes: Uint8Array }[]): Promise<MeasuredApi['read']['res']> {
+    return this.worker_().call('read', { name, bytes, others }, { transfer: [bytes.buffer, ...others.map((o) => o.bytes.buffer)] });
   }
 
-  private send(msg: MeasuredRequest | PredictRequest, transfer: Transferable[] = []): Promise<MeasuredReply> {
-    if (!this.worker) {
-      this.worker = new Worker(new URL('./measured-worker.js', import.meta.url), { type: 'module', name: 'nanobragg-measured' });
-      this.worker.onmessage = (ev: MessageEvent<MeasuredReply>) => {
-        const cb = this.pending.get(ev.data.id);
-        this.pending.delete(ev.data.id);
-        cb?.(ev.data);
-        if (ev.data.error && ev.data.fatal) this.replaceWorker(ev.data.error.message);
-      };
+  /** The measured-image worker's channel (started on first use). */
+  private worker_(): Channel<MeasuredApi> {
+    if (!this.worker || !this.channel) {
+      const worker = (this.worker = new Worker(new URL('./measured-worker.js', import.meta.url), { type: 'module', name: 'nanobragg-measured' }));
+      const ch = (this.channel = new Channel<MeasuredApi>(worker));
+      worker.onmessage = (ev: MessageEvent<FromWorker>) => ch.receive(ev.data);
+      ch.onTrapped = (why) => this.replaceWorker(why ?? 'the measured-image reader stopped on an internal error');
     }
-    return new Promise((resolve) => {
-      this.pending.set(msg.id, resolve);
-      this.worker!.postMessage(msg, transfer);
-    });
+    return this.channel;
   }
 
   /** After a trap in the worker's module: end the worker (its memory goes with it) and answer
@@ -262,8 +257,8 @@ export class MeasuredCompare {
   private replaceWorker(why: string) {
     this.worker?.terminate();
     this.worker = null;
-    for (const [id, cb] of this.pending) cb({ id, error: { message: why, file: null } });
-    this.pending.clear();
+    this.channel?.failAll(new WorkerError({ message: why }));
+    this.channel = null;
     this.workersReplaced++;
   }
 
@@ -441,7 +436,7 @@ export class MeasuredCompare {
     this.predictedKey = key;
     const seq = ++this.predictSeq;
     const t0 = performance.now();
-    const r = await this.send({ type: 'predict', id: this.nextId++, args, files });
+    const r = await this.worker_().call('predict', { args, files }).then((prediction) => ({ prediction, error: null }), (error: Error) => ({ prediction: null, error }));
     if (seq !== this.predictSeq) return;
     if (r.error) {
       this.prediction = null;

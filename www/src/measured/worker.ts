@@ -2,7 +2,8 @@
 // reader (wasm `measured_read`, crate/src/io/measured.rs) off the page's thread, apart from the
 // simulation's worker so that opening a large image and rendering do not wait on each other.
 // It loads the plain wasm module that sits beside the bundle (www/dist/pkg/).
-import type { MeasuredReply, MeasuredRequest, PredictRequest } from './protocol';
+import { serve, type FromWorker, type Handlers, type ToWorker } from '../channel';
+import type { MeasuredApi } from './protocol';
 
 type Wasm = typeof import('../../dist/pkg/nanobragg');
 
@@ -19,42 +20,45 @@ function load(): Promise<Wasm> {
   return wasm;
 }
 
-const post = (msg: MeasuredReply, transfer: Transferable[] = []) => (self as unknown as Worker).postMessage(msg, transfer);
+const port = self as unknown as Worker;
+/** Why the module trapped (the page replaces this worker), null: it did not. */
+let trapped: string | null = null;
 
-self.onmessage = async (ev: MessageEvent<MeasuredRequest | PredictRequest>) => {
-  if (ev.data.type === 'predict') {
-    const { id, args, files } = ev.data;
-    try {
-      const w = await load();
-      w.clear_files();
-      for (const [n, b] of Object.entries(files)) w.set_file(n, b);
-      w.prepare(args);
-      post({ id, prediction: w.predict(undefined, true, true) });
-    } catch (e) {
-      post({ id, error: { message: (e as Error)?.message ?? String(e), file: null } });
-    }
-    return;
-  }
-  const { id, name, bytes, others } = ev.data;
-  const t0 = performance.now();
-  try {
+const handlers: Handlers<MeasuredApi> = {
+  predict: async ({ args, files }) => {
+    const w = await load();
+    w.clear_files();
+    for (const [n, b] of Object.entries(files)) w.set_file(n, b);
+    w.prepare(args);
+    return w.predict(undefined, true, true);
+  },
+  read: async ({ name, bytes, others }, ctx) => {
+    const t0 = performance.now();
     const w = await load();
     const t1 = performance.now();
-    const info = w.measured_read(name, bytes, others.map((o) => o.name), others.map((o) => o.bytes));
-    const ms = { load: t1 - t0, decode: performance.now() - t1 };
-    post({ id, info, ms }, info.mask ? [info.pixels.buffer, info.mask.buffer] : [info.pixels.buffer]);
-  } catch (e) {
-    const err = e as Error & { file?: string | null };
-    if (!(e instanceof WebAssembly.RuntimeError)) {
-      post({ id, error: { message: err?.message ?? String(e), file: err?.file ?? null } });
-      return;
+    try {
+      const info = w.measured_read(name, bytes, others.map((o) => o.name), others.map((o) => o.bytes));
+      const ms = { load: t1 - t0, decode: performance.now() - t1 };
+      ctx.transfer(...(info.mask ? [info.pixels.buffer, info.mask.buffer] : [info.pixels.buffer]));
+      return { info, ms };
+    } catch (e) {
+      if (!(e instanceof WebAssembly.RuntimeError)) throw e;
+      // a trap: a panic (its message kept by the crate's hook) or an allocation the module could
+      // not make. The module is spent (half-updated state, memory it never returns): the page
+      // replaces this worker.
+      let why = '';
+      try { why = w.take_panic().replace(/^nanobragg panicked: /, ''); } catch { /* spent */ }
+      trapped = `could not read ${name}: ${why || `the reader ran out of memory (${e.message}): the file declares more than this page can hold`}`;
+      throw new Error(trapped);
     }
-    // a trap: a panic (its message kept by the crate's hook) or an allocation the module could
-    // not make. The module is spent (half-updated state, memory it never returns): the page
-    // replaces this worker.
-    let why = '';
-    try { why = (await load()).take_panic().replace(/^nanobragg panicked: /, ''); } catch { /* spent */ }
-    const message = `could not read ${name}: ${why || `the reader ran out of memory (${err.message}): the file declares more than this page can hold`}`;
-    post({ id, error: { message, file: name }, fatal: true });
-  }
+  },
 };
+
+const handle = serve<MeasuredApi>(port, handlers, {
+  after: () => {
+    if (trapped === null) return;
+    port.postMessage({ kind: 'trapped', message: trapped } satisfies FromWorker);
+    trapped = null;
+  },
+});
+self.onmessage = (ev: MessageEvent<ToWorker<MeasuredApi>>) => handle(ev.data);
