@@ -134,3 +134,24 @@ test('failAll: a worker that went rejects every waiting call with the error give
 // the table's types: a handler table must have every method with its types (compile-time)
 const _typed: ApiTable = {} as Api;
 void _typed;
+
+test('a trapped module: the call that trapped gets its error, then the page is told why (to replace the worker)', async () => {
+  let trapped: string | null = null;
+  const mc = new MessageChannel();
+  const handle = serve<Api>(mc.port2, handlers, {
+    after: () => { if (trapped) { mc.port2.postMessage({ kind: 'trapped', message: trapped } satisfies FromWorker); trapped = null; } },
+  });
+  mc.port2.onmessage = (ev) => {
+    const m = ev.data as ToWorker<Api>;
+    if (m.kind === 'call' && m.method === 'fail') trapped = 'out of memory';
+    handle(m);
+  };
+  const ch = new Channel<Api>(mc.port1);
+  mc.port1.onmessage = (ev) => ch.receive(ev.data as FromWorker);
+  const why = new Promise<string | undefined>((r) => { ch.onTrapped = r; });
+  const e = await ch.call('fail', { crate: false }).then(() => null, (x) => x);
+  assert.equal(e.message, 'not the crate');
+  assert.equal(await why, 'out of memory');
+  mc.port1.close();
+  mc.port2.close();
+});
