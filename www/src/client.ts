@@ -388,17 +388,19 @@ export class NanoBraggClient {
 
   /** Run `call` as a stoppable job: aborting its controller (or `signal`) rejects it at once with
    * an AbortError and stops it in the worker. */
-  private stoppable<T>(current: (j: StoppableJob | null) => void, grace: number, signal: AbortSignal | undefined,
+  private stoppable<T>(slot: 'realJob' | 'fitJob', grace: number, signal: AbortSignal | undefined,
     call: (job: StoppableJob, ctl: { signal: AbortSignal; onAbort: () => void; onSettled: () => void }) => Promise<T>): Promise<T> {
     const job: StoppableJob = { ctrl: new AbortController(), settled: false };
-    current(job);
+    this[slot] = job; // current from now (a cancel while the module loads stops it)
     signal?.addEventListener('abort', () => job.ctrl.abort(abortError('cancelled')), { once: true });
     if (signal?.aborted) job.ctrl.abort(abortError('cancelled'));
     return call(job, {
       signal: job.ctrl.signal,
       onAbort: () => this.stopInWorker(job, (job.ctrl.signal.reason as Error)?.message ?? 'cancelled', grace),
       onSettled: () => { job.settled = true; },
-    }).finally(() => current(null)).catch((e) => {
+    }).finally(() => {
+      if (this[slot] === job) this[slot] = null;
+    }).catch((e) => {
       // aborted here: the reason as given ('superseded …'); stopped in the worker: 'cancelled'
       throw job.ctrl.signal.aborted ? e : asCancelled(e);
     });
@@ -406,9 +408,6 @@ export class NanoBraggClient {
 
   // ---- the realistic-image chain (realistic.ts): one request at a time, the newest wins ----
   private realJob: StoppableJob | null = null;
-  private setRealJob(j: StoppableJob | null, was?: StoppableJob) {
-    if (j || this.realJob === was) this.realJob = j;
-  }
 
   /** Model → structure factors → spots → background → detector (see channel.ts). Rejects with
    * the simulator's message (naming file and line for a bad model), or an AbortError when
@@ -424,10 +423,8 @@ export class NanoBraggClient {
 
   private async realisticSend<M extends 'realistic' | 'realisticCompose'>(method: M, req: M extends 'realistic' ? RealisticRequest : { layers: RealisticLayers; effects: DetectorEffects }, cb: RealisticCallbacks): Promise<RealisticResult> {
     if (this.realJob) this.cancelRealistic('superseded by a newer render');
-    let mine: StoppableJob | null = null;
     const ready = this.ready;
-    // the job is current from now (a cancel while the module loads stops it)
-    return this.stoppable((j) => { if (j) mine = j; this.setRealJob(j, mine ?? undefined); }, CANCEL_GRACE_MS, cb.signal, async (job, ctl) => {
+    return this.stoppable('realJob', CANCEL_GRACE_MS, cb.signal, async (job, ctl) => {
       await ready;
       if (job.ctrl.signal.aborted) throw job.ctrl.signal.reason;
       this.lastRendered = null; // the worker's plan is the realistic one now
@@ -477,9 +474,8 @@ export class NanoBraggClient {
    * AbortError when cancelled (`cancelFit`, `signal`). Renders wait behind it in the worker. */
   async fit(req: Omit<FitRequest, 'files'> & { files?: SimulateOptions['files'] }, onStep: (s: FitStepInfo) => void, signal?: AbortSignal): Promise<FitInfo> {
     if (this.fitJob) this.cancelFit('superseded by a newer fit');
-    let mine: StoppableJob | null = null;
     const ready = this.ready;
-    return this.stoppable((j) => { if (j) mine = j; if (j || this.fitJob === mine) this.fitJob = j; }, 1000, signal, async (job, ctl) => {
+    return this.stoppable('fitJob', 1000, signal, async (job, ctl) => {
       await ready;
       if (job.ctrl.signal.aborted) throw job.ctrl.signal.reason;
       this.lastFilesKey = '\u0001'; // the fit installs the files: the next render sends them again
