@@ -51,7 +51,7 @@ export interface ModuleInfo {
 }
 
 // ---- derivative images (www/src/derivative/, crate/src/wasm/gradients.rs) ----------------------
-export type { GradientParam, TangentInfo } from '../dist/pkg/nanobragg';
+export type { GradientParam, MeasuredInfo, TangentInfo } from '../dist/pkg/nanobragg';
 import type { GradientParam } from '../dist/pkg/nanobragg';
 
 // ---- the fit to an image (www/src/fit/, crate/src/wasm/fit.rs) --------------------------------
