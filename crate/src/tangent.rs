@@ -49,7 +49,8 @@ pub struct ParamRow {
     pub unit: &'static str,
     /// What it moves, for a person ("crystal rotation about x").
     pub description: &'static str,
-    /// The flag (a row name of `args::FLAGS`) whose value a fit of it changes.
+    /// The flag (a row name of `args::FLAGS`) whose value a fit of it changes (the first, where
+    /// it changes several: `n_cells` gives `-Na`, `-Nb`, `-Nc`), as `resolve::fitted` writes it.
     pub flag: &'static str,
 }
 
@@ -118,7 +119,7 @@ pub const ROWS: [ParamRow; 24] = [
         "n_cells",
         "cells",
         "cells along each axis",
-        "-N",
+        "-Na",
     ),
     row(Param::Mosaic, "mosaic", "deg", "mosaic spread", "-mosaic"),
     row(
@@ -185,6 +186,22 @@ impl Param {
         }
         all
     };
+
+    /// The crystal rotations about the lab axes x, y, z (`-misset`'s order).
+    pub const ROTATIONS: [Param; 3] = [Param::RotX, Param::RotY, Param::RotZ];
+    /// The cell in `-cell`'s order: a, b, c, α, β, γ.
+    pub const CELL: [Param; 6] = [
+        Param::CellA,
+        Param::CellB,
+        Param::CellC,
+        Param::CellAlpha,
+        Param::CellBeta,
+        Param::CellGamma,
+    ];
+    /// The cell counts along a, b, c (`-Na`, `-Nb`, `-Nc`).
+    pub const CELL_COUNTS: [Param; 3] = [Param::NA, Param::NB, Param::NC];
+    /// The detector rotations (`-detector_rotx/y/z`).
+    pub const DETECTOR_ROTATIONS: [Param; 3] = [Param::DetRotX, Param::DetRotY, Param::DetRotZ];
 
     /// The parameter's row.
     pub fn row(self) -> &'static ParamRow {

@@ -203,7 +203,7 @@ export const DERIVATIVE_PARAMS: DerivativeParam[] = [
   { name: 'n_a', unit: 'cells', description: 'cells along a', field: 'Na' },
   { name: 'n_b', unit: 'cells', description: 'cells along b', field: 'Nb' },
   { name: 'n_c', unit: 'cells', description: 'cells along c', field: 'Nc' },
-  { name: 'n_cells', unit: 'cells', description: 'cells along each axis', field: 'N' },
+  { name: 'n_cells', unit: 'cells', description: 'cells along each axis', field: 'Na' },
   { name: 'mosaic', unit: 'deg', description: 'mosaic spread', field: 'mosaic' },
   { name: 'distance', unit: 'mm', description: 'detector distance', field: 'distance' },
   { name: 'beam_x', unit: 'mm', description: 'beam centre x', field: 'Xbeam' },
