@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { derivativeFileName, fmtValue, largestMagnitude, paramLabel, symmetricLimit } from '../../www/src/derivative/logic';
 import { colourLut } from '../../www/src/view';
+import { DERIVATIVE_PARAMS, PARAM_BY_KEY } from '../../www/src/params';
 
 test('the colour range of a signed image: a quantile of |v| over the pixels that move', () => {
   // 10 000 still pixels and 100 moving ones, |v| = 1 … 100 with alternating signs
@@ -30,6 +31,17 @@ test('largest magnitude, labels, numbers and the file name', () => {
   assert.equal(fmtValue(-2.5e-5), '-2.500e-5');
   assert.equal(fmtValue(3e7), '3.000e+7');
   assert.equal(derivativeFileName('nanobragg_d', 'cell_a'), 'nanobragg_d_cell_a.bin');
+});
+
+test("the crate's derivative parameters (params.ts, generated): each described, each fit lands in a form field", () => {
+  assert.ok(DERIVATIVE_PARAMS.length >= 20);
+  for (const p of DERIVATIVE_PARAMS) {
+    assert.ok(p.description.length > 0, p.name);
+    const field = PARAM_BY_KEY.get(p.field);
+    assert.ok(field, `${p.name}: ${p.field} is no form field`);
+  }
+  assert.equal(PARAM_BY_KEY.get(DERIVATIVE_PARAMS.find((p) => p.name === 'cell_alpha')!.field)!.flag, '-cell');
+  assert.equal(PARAM_BY_KEY.get(DERIVATIVE_PARAMS.find((p) => p.name === 'beam_y')!.field)!.flag, '-Ybeam');
 });
 
 test('the diverging colour map: blue at the bottom, white in the middle, red at the top', () => {

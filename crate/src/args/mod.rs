@@ -12,6 +12,7 @@ use crate::cfmt::{atof, parse_f64_strict, parse_i64_strict};
 use crate::error::{Error, Result};
 use crate::vec3::V3;
 
+pub mod fields;
 mod table;
 pub use table::{
     find, help_text, own, shared, usage, Act, Check, Flag, Geometry, Group, Handler, Kind, ANGLE,

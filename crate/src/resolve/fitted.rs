@@ -124,7 +124,7 @@ pub fn fitted_values(setup: &Setup, offsets: &[(Param, f64)]) -> Result<Fitted> 
     }
 
     // orientation
-    let (rx, ry, rz) = (get(Param::RotX), get(Param::RotY), get(Param::RotZ));
+    let [rx, ry, rz] = Param::ROTATIONS.map(get);
     if rx.is_some() || ry.is_some() || rz.is_some() {
         let r = offset_rotation(rx.unwrap_or(0.0), ry.unwrap_or(0.0), rz.unwrap_or(0.0));
         let phi = matrix_of(|v| rotaxis(v, det.spindle, setup.phi0));
@@ -133,14 +133,7 @@ pub fn fitted_values(setup: &Setup, offsets: &[(Param, f64)]) -> Result<Fitted> 
     }
 
     // cell
-    let cell_params = [
-        Param::CellA,
-        Param::CellB,
-        Param::CellC,
-        Param::CellAlpha,
-        Param::CellBeta,
-        Param::CellGamma,
-    ];
+    let cell_params = Param::CELL;
     if cell_params.iter().any(|&p| get(p).is_some()) {
         let Some(mut c) = super::tangent::fitted_cell(setup) else {
             return Err(Error::usage(
@@ -176,7 +169,7 @@ pub fn fitted_values(setup: &Setup, offsets: &[(Param, f64)]) -> Result<Fitted> 
         out.xbeam = Some(o.xbeam.unwrap_or(det.xbeam) * 1e3 + get(Param::BeamX).unwrap_or(0.0));
         out.ybeam = Some(o.ybeam.unwrap_or(det.ybeam) * 1e3 + get(Param::BeamY).unwrap_or(0.0));
     }
-    let rots = [Param::DetRotX, Param::DetRotY, Param::DetRotZ];
+    let rots = Param::DETECTOR_ROTATIONS;
     if rots.iter().any(|&p| get(p).is_some()) {
         let base = [o.rotx, o.roty, o.rotz];
         out.detector_rot = Some(std::array::from_fn(|i| {
@@ -204,7 +197,7 @@ pub fn fitted_values(setup: &Setup, offsets: &[(Param, f64)]) -> Result<Fitted> 
     if let Some(d) = get(Param::Mosaic) {
         out.mosaic = Some(o.mosaic_spread * RTD + d);
     }
-    let ns = [Param::NA, Param::NB, Param::NC];
+    let ns = Param::CELL_COUNTS;
     if ns.iter().any(|&p| get(p).is_some()) || get(Param::NCells).is_some() {
         let all = get(Param::NCells).unwrap_or(0.0);
         let base = [setup.plan.na, setup.plan.nb, setup.plan.nc];
@@ -405,6 +398,25 @@ mod tests {
         let s = setup(&base);
         let f = fitted_values(&s, &[(Param::Distance, -2.0)]).unwrap();
         assert_eq!(f.distance, Some(("-close_distance".to_string(), 118.0)));
+    }
+
+    /// Each parameter's row names the flag its fitted value is given back in
+    /// (`tangent::ROWS`, which the page's generated fields read).
+    #[test]
+    fn each_parameter_comes_back_in_its_rows_flag() {
+        let s = setup(&format!(
+            "{BASE} -fluence 1e24 -mosaic 0.1 -mosaic_domains 2"
+        ));
+        for r in crate::tangent::ROWS {
+            let f = fitted_values(&s, &[(r.param, 0.01)]).unwrap();
+            let words = f.words();
+            assert!(
+                words.iter().any(|w| w == r.flag),
+                "{}: {words:?} has no {}",
+                r.name,
+                r.flag
+            );
+        }
     }
 
     #[test]

@@ -220,14 +220,7 @@ fn move_option(setup: &Setup, o: &mut crate::args::Options, p: Param, delta: f64
                     *a = 90.0;
                 }
             }
-            let i = match p {
-                Param::CellA => 0,
-                Param::CellB => 1,
-                Param::CellC => 2,
-                Param::CellAlpha => 3,
-                Param::CellBeta => 4,
-                _ => 5,
-            };
+            let i = Param::CELL.iter().position(|&q| q == p).unwrap_or(5);
             c[i] += delta;
             o.cell = Some(c);
             // a crystal size (-xtalsize, -xtal_thick …) makes the cell counts a step function of
@@ -274,7 +267,7 @@ fn offset_of(offsets: &[Offset], p: Param) -> f64 {
 /// The rotation of the `rot_x/y/z` offsets, R = R_z·R_y·R_x (x first), applied to `v`.
 fn rotate_xyz(v: V3, offsets: &[Offset]) -> V3 {
     let mut v = v;
-    for p in [Param::RotX, Param::RotY, Param::RotZ] {
+    for p in Param::ROTATIONS {
         let t = offset_of(offsets, p);
         if t != 0.0 {
             v = rotaxis(v, axis(p).unwrap(), t);
@@ -301,10 +294,7 @@ fn apply_analytic(plan: &mut Plan, base: &Setup, offsets: &[Offset]) {
         plan.i_bg *= f;
     }
     plan.default_f += o(Param::DefaultF);
-    if [Param::RotX, Param::RotY, Param::RotZ]
-        .iter()
-        .any(|&p| o(p) != 0.0)
-    {
+    if Param::ROTATIONS.iter().any(|&p| o(p) != 0.0) {
         for t in [&mut plan.orientations, &mut plan.orientations_first] {
             for v in t.iter_mut() {
                 v.a = rotate_xyz(v.a, offsets);

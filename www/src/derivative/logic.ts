@@ -3,34 +3,13 @@
 // float file of a derivative. No physics here: the values come from the crate
 // (`render_tangent`, crate/src/wasm/gradients.rs).
 
-/** What each of the crate's parameters (`tangent::Param` names) moves, for the menu; a name the
- * crate adds later shows as itself. */
-export const DESCRIPTIONS: Record<string, string> = {
-  rot_x: 'crystal rotation about x',
-  rot_y: 'crystal rotation about y',
-  rot_z: 'crystal rotation about z (the beam)',
-  cell_a: 'cell edge a',
-  cell_b: 'cell edge b',
-  cell_c: 'cell edge c',
-  cell_alpha: 'cell angle α',
-  cell_beta: 'cell angle β',
-  cell_gamma: 'cell angle γ',
-  n_a: 'cells along a',
-  n_b: 'cells along b',
-  n_c: 'cells along c',
-  n_cells: 'cells along each axis',
-  mosaic: 'mosaic spread',
-  distance: 'detector distance',
-  beam_x: 'beam centre x',
-  beam_y: 'beam centre y',
-  det_rotx: 'detector rotation about x',
-  det_roty: 'detector rotation about y',
-  det_rotz: 'detector rotation about z',
-  lambda: 'wavelength',
-  fluence: 'fluence',
-  scale: 'overall scale',
-  default_F: 'default structure factor',
-};
+import { DERIVATIVE_PARAMS } from '../params';
+
+/** What each of the crate's parameters (`tangent::ROWS` names) moves, for the menu (from the
+ * crate's rows, params.ts); a name the crate adds later shows as itself. */
+export const DESCRIPTIONS: Record<string, string> = Object.fromEntries(
+  DERIVATIVE_PARAMS.map((p) => [p.name, p.description]),
+);
 
 /** The menu's label of a parameter: "rot_x — crystal rotation about x (per rad)". */
 export function paramLabel(name: string, unit: string): string {
