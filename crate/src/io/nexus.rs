@@ -28,7 +28,9 @@
 //! Library: `hdf5-pure` (pure Rust, no C library, builds for wasm32, writes files that the HDF5
 //! C library 1.10+ and h5py read). Bitshuffle/LZ4 is not an HDF5 built-in filter (a reader needs
 //! the plugin, and hdf5-pure does not write it): the data are shuffle + deflate (gzip), which
-//! every HDF5 reader decodes. See docs/dials.md for the choice.
+//! every HDF5 reader decodes. See docs/dials.md for the choice. The frames (one chunk each) are
+//! compressed on rayon's current pool (the vendored hdf5-pure's `rayon` feature,
+//! vendor/README.md); the file's bytes do not depend on the number of threads.
 
 use crate::error::{Error, Result};
 use hdf5_pure::{AttrValue, FileBuilder};
