@@ -212,6 +212,52 @@ mod tests {
         assert_eq!(enc, want);
     }
 
+    /// What a 4M miniCBF costs (the CLI writes one per run; no dataset writes CBF): run with
+    /// `cargo test --release -p nanobragg --lib minicbf_bench -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn minicbf_bench() {
+        let (w, h) = (2068, 2162);
+        let px: Vec<i32> = (0..w * h)
+            .map(|i: usize| {
+                let z = (i as u64 ^ 0x5851_f42d).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                (((z >> 32) as u32).count_ones() as i32 - 13).max(0)
+            })
+            .collect();
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let data = byte_offset(&px);
+            let t_bo = t.elapsed().as_secs_f64();
+            let t = std::time::Instant::now();
+            let md5 = Md5::digest(&data);
+            let t_md5 = t.elapsed().as_secs_f64();
+            let t = std::time::Instant::now();
+            let info = CbfInfo {
+                detector: "EIGER2 X 4M".into(),
+                pixel: 75e-6,
+                sensor: Some(("Silicon".into(), 450e-6)),
+                exposure: 0.1,
+                count_cutoff: 1048575,
+                wavelength: 1.0,
+                distance: 0.25,
+                beam_xy: (1034.0, 1081.0),
+                start_angle: 0.0,
+                angle_increment: 0.1,
+                excluded: 0,
+            };
+            let file = write_minicbf(&info, w, h, &px);
+            println!(
+                "byte offset {:.1} ms ({} bytes), md5 {:.1} ms ({:02x}), whole file {:.1} ms ({} bytes)",
+                t_bo * 1e3,
+                data.len(),
+                t_md5 * 1e3,
+                md5[0],
+                t.elapsed().as_secs_f64() * 1e3,
+                file.len()
+            );
+        }
+    }
+
     #[test]
     fn layout_and_conventions() {
         assert!(

@@ -28,7 +28,9 @@
 //! Library: `hdf5-pure` (pure Rust, no C library, builds for wasm32, writes files that the HDF5
 //! C library 1.10+ and h5py read). Bitshuffle/LZ4 is not an HDF5 built-in filter (a reader needs
 //! the plugin, and hdf5-pure does not write it): the data are shuffle + deflate (gzip), which
-//! every HDF5 reader decodes. See docs/dials.md for the choice.
+//! every HDF5 reader decodes. See docs/dials.md for the choice. The frames (one chunk each) are
+//! compressed on rayon's current pool (the vendored hdf5-pure's `rayon` feature,
+//! vendor/README.md); the file's bytes do not depend on the number of threads.
 
 use crate::error::{Error, Result};
 use hdf5_pure::{AttrValue, FileBuilder};
@@ -540,6 +542,109 @@ mod tests {
             bad(vec![1.0, f64::NAN]),
             "NeXus writer: the wavelength of frame 1 is NaN, not a positive number"
         );
+    }
+
+    /// Deterministic counts like a noisy detector's (a splitmix64 hash of the seed and the pixel:
+    /// mostly 0–3 photons, a few bright pixels, gaps of -1), `frames` images of `w`×`h`.
+    fn noisy_frames(frames: usize, w: usize, h: usize, seed: u64) -> Vec<Vec<i32>> {
+        let mix = |mut z: u64| {
+            z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        (0..frames)
+            .map(|k| {
+                (0..w * h)
+                    .map(|i| {
+                        let r = mix(seed ^ ((k as u64) << 40) ^ i as u64);
+                        if i % w == w / 2 {
+                            -1
+                        } else if r % 997 == 0 {
+                            (r >> 20) as i32 & 0xffff
+                        } else {
+                            (r.count_ones() as i32 - 29).max(0)
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn big_geometry(w: usize, h: usize) -> NxGeometry {
+        let mut g = geometry();
+        g.image_size = (w, h);
+        g.panels[0].fast_pixels = w;
+        g.panels[0].slow_pixels = h;
+        g.mask = Some((0..w * h).map(|i| (i % w != w / 2) as u8).collect());
+        g
+    }
+
+    /// FNV-1a (64 bits): a fingerprint of a whole file.
+    fn fnv1a(bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        })
+    }
+
+    fn write_on(threads: usize, g: &NxGeometry, frames: &[Vec<i32>]) -> Vec<u8> {
+        let refs: Vec<&[i32]> = frames.iter().map(|f| f.as_slice()).collect();
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| write_nxmx(g, &refs))
+            .unwrap()
+    }
+
+    #[test]
+    fn bytes_do_not_depend_on_the_threads() {
+        let (w, h) = (517, 263);
+        let g = big_geometry(w, h);
+        let frames = noisy_frames(5, w, h, 7);
+        let one = write_on(1, &g, &frames);
+        // the file hdf5-pure 0.47.0 wrote before its chunks were compressed in parallel (one
+        // thread compressing chunk after chunk), recorded from that build
+        assert_eq!(
+            (one.len(), fnv1a(&one)),
+            (360_257, 0xd445_9dbb_60f6_dbed),
+            "not the serial writer's bytes"
+        );
+        for threads in [2, 3, 8] {
+            assert!(write_on(threads, &g, &frames) == one, "{threads} threads");
+        }
+        let f = File::from_bytes(one).unwrap();
+        let d = f.dataset("entry/data/data").unwrap();
+        assert_eq!(d.shape().unwrap(), vec![5, h as u64, w as u64]);
+        assert_eq!(d.read::<i32>().unwrap(), frames.concat());
+    }
+
+    /// The writer on a 12-frame EIGER2 4M series, on 1 thread and on all of rayon's (run with
+    /// `cargo test --release -p nanobragg --lib nxmx_writer_bench -- --ignored --nocapture`;
+    /// `NXMX_BENCH_ROUNDS`, default 3).
+    #[test]
+    #[ignore]
+    fn nxmx_writer_bench() {
+        let (w, h) = (2068, 2162);
+        let g = big_geometry(w, h);
+        let frames = noisy_frames(12, w, h, 11);
+        let rounds = std::env::var("NXMX_BENCH_ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3);
+        let all = rayon::current_num_threads();
+        for round in 0..rounds {
+            for threads in [1, all] {
+                let t = std::time::Instant::now();
+                let bytes = write_on(threads, &g, &frames);
+                println!(
+                    "round {round} threads {threads}: {:.3} s, {} bytes, fnv1a {:#018x}",
+                    t.elapsed().as_secs_f64(),
+                    bytes.len(),
+                    fnv1a(&bytes)
+                );
+            }
+        }
     }
 
     #[test]

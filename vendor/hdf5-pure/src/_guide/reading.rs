@@ -1,0 +1,3 @@
+//! Opening files, navigating groups, and reading datasets and attributes.
+//!
+#![doc = include_str!("../../docs/guide/reading.md")]
