@@ -399,8 +399,9 @@ export class NanoBraggClient {
     });
   }
 
-  /** Bytes of the last render: SMV noiseless ('int'), SMV with Poisson noise, or raw floats. */
-  async exportImage(what: 'int' | 'noise' | 'float', realistic = false): Promise<Uint8Array> {
+  /** Bytes of the last render: SMV noiseless ('int'), SMV with Poisson noise, or raw floats; of
+   * a realistic still also a miniCBF ('cbf'). */
+  async exportImage(what: 'int' | 'noise' | 'float' | 'cbf', realistic = false): Promise<Uint8Array> {
     await this.ready;
     const id = this.nextId++;
     return new Promise((resolve, reject) => {

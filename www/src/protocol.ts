@@ -87,7 +87,7 @@ export type ToWorker =
   | { type: 'pixel-geometry'; id: number; args: string[]; points: number[] }
   | { type: 'cancel' }
   /** `realistic`: the realistic chain's image shown (`realistic_export`), else the last render's. */
-  | { type: 'export'; id: number; what: 'int' | 'noise' | 'float'; realistic?: boolean }
+  | { type: 'export'; id: number; what: 'int' | 'noise' | 'float' | 'cbf'; realistic?: boolean }
   | RealisticRequest
   | RealisticCompose
   | FitRequest
