@@ -154,7 +154,7 @@ test('the preset\'s still is the page\'s image: downloads, URL, 3D view, labels,
   console.log(`# download menu: ${JSON.stringify(menu)}; ${over16} pixels above 65,535`);
   assert.equal(menu['dl-noise'].hidden, true, 'no second SMV entry for the same bytes');
   assert.match(menu['dl-int'].text, /noise included/);
-  assert.match(menu['dl-int'].text, over16 ? new RegExp(`${over16.toLocaleString('en-US')} pixels above 65,535 clipped`) : /up to 65,535/);
+  assert.match(menu['dl-int'].text, over16 ? new RegExp(`${over16.toLocaleString('en-US')} pixels? above 65,535 clipped`) : /up to 65,535/);
   assert.ok(!menu['dl-cbf'].hidden && /miniCBF/.test(menu['dl-cbf'].text), JSON.stringify(menu));
   for (const id of ['dl-int']) {
     const { name, bytes } = await dl(id);

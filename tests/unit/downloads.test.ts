@@ -23,6 +23,7 @@ test('a realistic still with its noise: one SMV entry that says so, the clipped 
   assert.ok(!e.cbf.hidden && /miniCBF/.test(e.cbf.text) && /gaps −1/.test(e.cbf.detail!));
   // nothing above 16 bits: no clipping claimed
   assert.doesNotMatch(menuEntries(true, true, 0).int.detail!, /clipped/);
+  assert.match(menuEntries(true, true, 1).int.detail!, /1 pixel above/);
 });
 
 test('a realistic still without its noise layer: the SMV without and the SMV with the detector\'s noise', () => {

@@ -34,7 +34,7 @@ export function menuEntries(realistic: boolean, noise: boolean, clipped: number)
   if (!realistic) {
     return { int: { text: 'SMV image' }, noise: { text: 'SMV + Poisson noise' }, cbf: { text: '', hidden: true } };
   }
-  const clip = clipped > 0 ? `16-bit: ${clipped.toLocaleString('en-US')} pixels above 65,535 clipped` : '16-bit (up to 65,535)';
+  const clip = clipped > 0 ? `16-bit: ${clipped.toLocaleString('en-US')} pixel${clipped === 1 ? '' : 's'} above 65,535 clipped` : '16-bit (up to 65,535)';
   return {
     int: { text: noise ? 'SMV image, noise included' : 'SMV image, no noise', detail: clip },
     noise: { text: "SMV + the detector's noise", detail: clip, hidden: noise },
