@@ -1083,13 +1083,21 @@ mod tests {
                 outside.push(norm(r));
             }
         }
-        assert!(inside.len() >= 5 && outside.len() >= 5, "{} {}", inside.len(), outside.len());
+        assert!(
+            inside.len() >= 5 && outside.len() >= 5,
+            "{} {}",
+            inside.len(),
+            outside.len()
+        );
         assert!(differs * 2 > inside.len(), "{differs} of {}", inside.len());
         let all: Vec<f64> = inside.iter().chain(&outside).copied().collect();
         let (lo, hi) = all
             .iter()
             .fold((f64::MAX, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
-        assert!(lo > 0.0 && hi / lo < 2.0, "peak / (F² partiality) from {lo} to {hi}");
+        assert!(
+            lo > 0.0 && hi / lo < 2.0,
+            "peak / (F² partiality) from {lo} to {hi}"
+        );
     }
 
     /// `pixel_of_direction` inverts the kernels' mapping, flat and curved, in every convention.
