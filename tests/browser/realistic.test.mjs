@@ -192,8 +192,8 @@ test('the preset\'s still is the page\'s image: downloads, URL, 3D view, labels,
     if (cpx[i] === Math.round(shownData[i])) agree++;
   }
   assert.ok(checked > 0.9 * shownData.length && agree === checked, `the miniCBF holds the ADU shown: ${agree} of ${checked}`);
-  const top = cpx.reduce((a, b) => (b > a ? b : a), 0);
-  if (over16) assert.ok(top > 65535, `the miniCBF keeps counts above 65,535 (${top})`);
+  const cbfTop = cpx.reduce((a, b) => (b > a ? b : a), 0);
+  if (over16) assert.ok(cbfTop > 65535, `the miniCBF keeps counts above 65,535 (${cbfTop})`);
   const fl = await dl('dl-float');
   assert.equal(fl.bytes.length, 2068 * 2162 * 4);
   assert.equal(new Float32Array(fl.bytes.buffer.slice(fl.bytes.byteOffset, fl.bytes.byteOffset + 400))[7], shownData[7]);
