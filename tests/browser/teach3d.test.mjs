@@ -420,6 +420,9 @@ test('while the λ slider is dragged the camera holds still and the sphere shrin
     return { dist: Math.hypot(...c.position.map((x, i) => x - c.target[i])), radius: s.radius, px: top && bottom ? Math.abs(bottom.y - top.y) : 0 };
   });
   const before = await look();
+  // the points are coloured by the crate's peak column (one quantity for every point)
+  const pk = await page.evaluate(() => { const t = window.nanobragg.teach3d.feed.current.data.reflections; return { n: t.count, peak: t.peak?.length ?? 0 }; });
+  assert.ok(pk.n > 100 && pk.peak === pk.n, `the crate's peak column reaches the 3D view: ${JSON.stringify(pk)}`);
   const lambda0 = Number(await page.inputValue('#f-lambda'));
   // a drag: 'input' events (previews), the pointer still down
   const frames = [];
