@@ -73,6 +73,10 @@ try {
       const r = [...runs].sort((a, b) => a.fps - b.fps)[Math.floor(runs.length / 2)];
       const threads = await page.evaluate(() => window.nanobragg.client.info?.threads);
       console.log(`${backend.padEnd(4)} ${preset.padEnd(8)} ${r.fps.toFixed(1).padStart(5)} frames/s median of ${runs.length} drags (all: ${runs.map((x) => x.fps.toFixed(1)).join(', ')}; ${r.frames} frames, sizes ${r.sizes.join(' ')}, mean render ${r.renderMs.toFixed(0)} ms, ${r.backends.join('/')}${r.backends.includes('cpu') ? ` ${threads} threads` : ''}); final ${r.finalWidth}² ${r.finalPreview ? 'preview' : 'full'}, misset ${r.misset}`);
+      // the preview sizes the drags reached: frames per size over all drags, with their render times
+      const counts = {};
+      for (const x of runs) for (const [s, n] of Object.entries(x.sizeCounts)) counts[s] = (counts[s] ?? 0) + n;
+      console.log(`     frames per size over the ${runs.length} drags: ${JSON.stringify(counts)}; mean render ms per size (median drag): ${JSON.stringify(r.sizeMs)}`);
       await ctx.close();
     }
   }

@@ -177,6 +177,12 @@ export async function dragSlider(page, { slider = 'f-distance-slider', from = 10
     return {
       frames: during.length, fps: (during.length * 1000) / ms, previews: during.filter((f) => f.preview).length,
       sizes: [...new Set(during.map((f) => `${f.width}x${f.height}`))], backends: [...new Set(during.map((f) => f.backend))],
+      // frames shown per size (e.g. {"512x512": 40, "256x256": 3}) and per size the mean render time
+      sizeCounts: during.reduce((m, f) => ({ ...m, [`${f.width}x${f.height}`]: (m[`${f.width}x${f.height}`] ?? 0) + 1 }), {}),
+      sizeMs: Object.fromEntries([...new Set(during.map((f) => `${f.width}x${f.height}`))].map((s) => {
+        const fs = during.filter((f) => `${f.width}x${f.height}` === s);
+        return [s, +(fs.reduce((a, f) => a + f.renderMs, 0) / fs.length).toFixed(1)];
+      })),
       renderMs: during.length ? during.reduce((a, f) => a + f.renderMs, 0) / during.length : 0,
       finalWidth: last?.width, finalPreview: last?.preview,
     };
@@ -208,7 +214,7 @@ export function setup({ isolation = true, webgpu, prepare } = {}) {
  * milliseconds: synthetic pointer events, one move per animation frame, `pxPerFrame` pixels
  * each (a circle around the image centre for tilt, an arc for spin); counts the
  * `nanobragg-frame` events during the drag and waits for the final full image. Returns
- * {frames, fps, previews, sizes, renderMs, finalWidth, finalPreview, misset}.
+ * {frames, fps, previews, sizes, sizeCounts, sizeMs, renderMs, finalWidth, finalPreview, misset}.
  */
 export async function dragRotate(page, { ms = 3000, spin = false, pxPerFrame = 4 } = {}) {
   return page.evaluate(async ({ ms, spin, pxPerFrame }) => {
@@ -249,6 +255,12 @@ export async function dragRotate(page, { ms = 3000, spin = false, pxPerFrame = 4
     return {
       frames: during.length, fps: (during.length * 1000) / ms, previews: during.filter((f) => f.preview).length,
       sizes: [...new Set(during.map((f) => `${f.width}x${f.height}`))], backends: [...new Set(during.map((f) => f.backend))],
+      // frames shown per size (e.g. {"512x512": 40, "256x256": 3}) and per size the mean render time
+      sizeCounts: during.reduce((m, f) => ({ ...m, [`${f.width}x${f.height}`]: (m[`${f.width}x${f.height}`] ?? 0) + 1 }), {}),
+      sizeMs: Object.fromEntries([...new Set(during.map((f) => `${f.width}x${f.height}`))].map((s) => {
+        const fs = during.filter((f) => `${f.width}x${f.height}` === s);
+        return [s, +(fs.reduce((a, f) => a + f.renderMs, 0) / fs.length).toFixed(1)];
+      })),
       renderMs: during.length ? during.reduce((s, f) => s + f.renderMs, 0) / during.length : 0,
       finalWidth: last?.width, finalPreview: last?.preview, misset: window.nanobragg.state().misset,
     };

@@ -41,6 +41,10 @@ test('the embedding guide has the element, iframe, 3D and API snippets; the READ
   // the README's one browser snippet is the guide's element, rendered below
   assert.deepEqual(fence(readme, 'html'), [html[0]]);
   assert.deepEqual(fence(readme, 'js'), []);
+  // every iframe has a title: a screen reader names a frame by it (axe: "frame-title", serious)
+  const frames = [...html, ...fence(readme, 'html')].flatMap((h) => h.match(/<iframe\b[^>]*>/g) ?? []);
+  assert.equal(frames.length, 2);
+  for (const f of frames) assert.match(f, /\stitle="[^"]{8,}"/, `an iframe without a title: ${f}`);
 });
 
 test('README <nanobragg-view> snippet renders without cross-origin isolation', { timeout: 120_000 }, async () => {

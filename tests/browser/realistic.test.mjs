@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { open, ARTIFACTS, setup } from './helpers.mjs';
 
 const env = setup({ webgpu: false });
@@ -63,6 +63,23 @@ async function change(page, id, value) {
   else if (kind.startsWith('select')) await page.selectOption(`#${id}`, value);
   else { await page.fill(`#${id}`, value); await page.press(`#${id}`, 'Enter'); }
   await waitShown(page, n + 1);
+}
+
+/** The `n` pixels of a miniCBF's byte-offset binary section (after its 0C 1A 04 D5 marker). */
+function byteOffset(bytes, n) {
+  let p = bytes.indexOf(Buffer.from([0x0c, 0x1a, 0x04, 0xd5])) + 4;
+  const out = new Int32Array(n);
+  let v = 0;
+  for (let i = 0; i < n; i++) {
+    let d = bytes.readInt8(p++);
+    if (d === -128) {
+      d = bytes.readInt16LE(p); p += 2;
+      if (d === -32768) { d = bytes.readInt32LE(p); p += 4; }
+    }
+    v += d;
+    out[i] = v;
+  }
+  return out;
 }
 
 /** SMV header fields of a download. */
@@ -125,7 +142,21 @@ test('the preset\'s still is the page\'s image: downloads, URL, 3D view, labels,
     const [d] = await Promise.all([page.waitForEvent('download'), page.click(`#${id}`)]);
     return { name: d.suggestedFilename(), bytes: readFileSync(await d.path()) };
   };
-  for (const id of ['dl-int', 'dl-noise']) {
+  // the still has its noise: one SMV entry that says so (a second saved the same bytes), with the
+  // pixels it clips counted; the detector's own format next to it
+  await page.click('.downloads summary');
+  const menu = await page.evaluate(() => Object.fromEntries(['dl-int', 'dl-noise', 'dl-cbf'].map((id) => {
+    const b = document.getElementById(id);
+    return [id, { hidden: b.hidden || !b.offsetParent, text: b.textContent }];
+  })));
+  await page.click('.downloads summary');
+  const over16 = await page.evaluate(() => Array.from(window.nanobraggRealistic.data).filter((x) => x > 65535.5).length);
+  console.log(`# download menu: ${JSON.stringify(menu)}; ${over16} pixels above 65,535`);
+  assert.equal(menu['dl-noise'].hidden, true, 'no second SMV entry for the same bytes');
+  assert.match(menu['dl-int'].text, /noise included/);
+  assert.match(menu['dl-int'].text, over16 ? new RegExp(`${over16.toLocaleString('en-US')} pixels? above 65,535 clipped`) : /up to 65,535/);
+  assert.ok(!menu['dl-cbf'].hidden && /miniCBF/.test(menu['dl-cbf'].text), JSON.stringify(menu));
+  for (const id of ['dl-int']) {
     const { name, bytes } = await dl(id);
     const { size, fields } = smvHeader(bytes);
     assert.equal(fields.SIZE1, '2068', `${id} ${name}: SIZE1`);
@@ -140,6 +171,29 @@ test('the preset\'s still is the page\'s image: downloads, URL, 3D view, labels,
     for (let i = 0; i < px.length; i++) if (px[i] === Math.min(65535, Math.round(shownData[i]))) same++;
     assert.equal(same, px.length, `${id}: pixels equal the image shown`);
   }
+  // the miniCBF: every pixel's ADU (not clipped at 65,535), the module gaps −1, the EIGER's header;
+  // kept as tests/artifacts/realistic-still.cbf for scripts/check_cbf.py's reader (fabio)
+  const cbf = await dl('dl-cbf');
+  assert.match(cbf.name, /_2068x2162\.cbf$/);
+  writeFileSync(join(ARTIFACTS, 'realistic-still.cbf'), cbf.bytes);
+  const cbfText = cbf.bytes.subarray(0, 4096).toString('latin1');
+  assert.match(cbfText, /Detector: .*DECTRIS EIGER2 X 4M/);
+  assert.match(cbfText, /# Pixel_size 75e-6 m x 75e-6 m/);
+  assert.match(cbfText, /# Wavelength 1.000000 A/);
+  const cpx = byteOffset(cbf.bytes, 2068 * 2162);
+  const gaps = cpx.filter((v) => v === -1).length;
+  // 2 × 4 modules of 1028 × 512 pixels on 2068 × 2162
+  assert.equal(gaps, 2068 * 2162 - 8 * 1028 * 512, 'the module gaps are −1');
+  assert.match(cbfText, new RegExp(`N_excluded_pixels = ${gaps}`));
+  let agree = 0, checked = 0;
+  for (let i = 0; i < shownData.length; i++) {
+    if (cpx[i] === -1) continue;
+    checked++;
+    if (cpx[i] === Math.round(shownData[i])) agree++;
+  }
+  assert.ok(checked > 0.9 * shownData.length && agree === checked, `the miniCBF holds the ADU shown: ${agree} of ${checked}`);
+  const cbfTop = cpx.reduce((a, b) => (b > a ? b : a), 0);
+  if (over16) assert.ok(cbfTop > 65535, `the miniCBF keeps counts above 65,535 (${cbfTop})`);
   const fl = await dl('dl-float');
   assert.equal(fl.bytes.length, 2068 * 2162 * 4);
   assert.equal(new Float32Array(fl.bytes.buffer.slice(fl.bytes.byteOffset, fl.bytes.byteOffset + 400))[7], shownData[7]);

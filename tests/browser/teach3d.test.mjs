@@ -405,3 +405,53 @@ test('the camera fits the sphere and the lattice when λ changes them (the wavel
   assert.ok(at6.span > 0.25 && at6.span < 1.05, `the sphere fills the view: ${at6.span}`);
   assert.deepEqual(errors, []);
 });
+
+// issue 31: the camera used to re-frame on every frame of a λ slider drag, so the sphere never
+// visibly shrank ("watch the sphere shrink"); it now holds still while the slider is held and
+// frames the scene again on release.
+test('while the λ slider is dragged the camera holds still and the sphere shrinks on screen; it re-frames on release', { timeout: 240_000 }, async () => {
+  const { page, errors } = await openApp('&preset=wavelength');
+  await settle(page);
+  const look = () => page.evaluate(() => {
+    const d = window.nanobragg.teach3d.view.debug;
+    const c = d.camera(), s = d.scene();
+    const top = d.projectPoint(s.center.map((x, i) => x + s.radius * s.up[i]));
+    const bottom = d.projectPoint(s.center.map((x, i) => x - s.radius * s.up[i]));
+    return { dist: Math.hypot(...c.position.map((x, i) => x - c.target[i])), radius: s.radius, px: top && bottom ? Math.abs(bottom.y - top.y) : 0 };
+  });
+  const before = await look();
+  // the points are coloured by the crate's peak column (one quantity for every point)
+  const pk = await page.evaluate(() => { const t = window.nanobragg.teach3d.feed.current.data.reflections; return { n: t.count, peak: t.peak?.length ?? 0 }; });
+  assert.ok(pk.n > 100 && pk.peak === pk.n, `the crate's peak column reaches the 3D view: ${JSON.stringify(pk)}`);
+  const lambda0 = Number(await page.inputValue('#f-lambda'));
+  // a drag: 'input' events (previews), the pointer still down
+  const frames = [];
+  for (const k of [1.3, 1.7, 2.2]) {
+    const updates = await page.evaluate(() => window.nanobragg.teach3d.stats.updates);
+    await page.evaluate((v) => {
+      const r = document.getElementById('f-lambda-slider');
+      r.value = String(v);
+      r.dispatchEvent(new Event('input', { bubbles: true }));
+    }, lambda0 * k);
+    await page.waitForFunction((u) => window.nanobragg.teach3d.stats.updates > u && !window.nanobragg.teach3d.feed.busy, updates, { timeout: 60_000 });
+    await settle(page);
+    frames.push(await look());
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'teach3d-lambda-drag.png') });
+  console.log(`# λ drag: before ${JSON.stringify(before)}, frames ${JSON.stringify(frames)}`);
+  for (const f of frames) assert.ok(Math.abs(f.dist / before.dist - 1) < 1e-6, `the camera held still: ${before.dist} -> ${f.dist}`);
+  assert.ok(frames[2].radius < 0.5 * before.radius, `λ ×2.2 shrank the sphere: ${before.radius} -> ${frames[2].radius}`);
+  assert.ok(frames[2].px < 0.55 * before.px && frames[0].px > frames[1].px && frames[1].px > frames[2].px,
+    `the sphere shrinks on screen during the drag: ${before.px} ${frames.map((f) => f.px)}`);
+  // release: 'change' frames the smaller sphere again
+  await page.evaluate(() => document.getElementById('f-lambda-slider').dispatchEvent(new Event('change', { bubbles: true })));
+  await page.waitForFunction((d) => {
+    const c = window.nanobragg.teach3d.view.debug.camera();
+    return Math.hypot(...c.position.map((x, i) => x - c.target[i])) < 0.6 * d;
+  }, before.dist, { timeout: 60_000 });
+  await settle(page);
+  const after = await look();
+  assert.ok(after.px > 0.6 * before.px, `re-framed on release: ${JSON.stringify(after)}`);
+  await page.screenshot({ path: join(ARTIFACTS, 'teach3d-lambda-release.png') });
+  assert.deepEqual(errors, []);
+});

@@ -6,6 +6,7 @@ import { importTs } from './helpers.mjs';
 
 const A = await importTs('www/src/recip/adapter.ts');
 const L = await importTs('www/src/recip/lattice.ts');
+const PS = await importTs('www/src/recip/pointstyle.ts');
 const dot = (a, b) => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
 const norm = (a) => Math.hypot(a[0], a[1], a[2]);
 
@@ -122,4 +123,42 @@ test('fromPrediction reads the crate\'s columns (predict(…, columns = true)) a
   assert.ok(Number.isNaN(b.fast[2]) && Number.isNaN(b.slow[1]));
   assert.throws(() => A.tableFromColumns({ ...columns, d: columns.d.subarray(4) }), /"d" missing or of the wrong length/);
   assert.throws(() => A.tableFromColumns({ ...columns, flags: undefined }), /"flags"/);
+});
+
+// issue 31: the points in the condition were coloured by `intensity`, which the crate gives as
+// the pixel's value for a spot that lands on a pixel and as the peak estimate for the others
+// (off the detector, in a gap): two points of the same peak got colours apart by the pixel's
+// share of the peak. The colour now compares the crate's `peak` column for all.
+test('pointStyle colours the points in the condition by the peak estimate, one quantity for all', () => {
+
+  const n = 4;
+  const t = {
+    count: n, hkl: new Int32Array(3 * n), r: new Float32Array([0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.01, 0.01, 0.01, 0]),
+    excitation: new Float32Array(n), d: new Float32Array(n).fill(50), twoTheta: new Float32Array(n),
+    // the first two on a pixel (its value: a fifth and a tenth of the peak), the others off the detector (the peak)
+    intensity: new Float32Array([20, 10, 100, 100]),
+    peak: new Float32Array([100, 100, 100, 100]),
+    strength: new Float32Array(n).fill(1), inCondition: new Uint8Array([1, 1, 1, 1]),
+  };
+  const d = { reflections: t, axes: { a: [0.01, 0, 0], b: [0, 0.01, 0], c: [0, 0, 0.01] } };
+  const s = PS.pointStyle(d, undefined, { sizes: new Float32Array(0), info: new Float32Array(0) });
+  const colour = [0, 1, 2, 3].map((i) => s.info[3 * i + 1]);
+  assert.deepEqual(colour, [1, 1, 1, 1], 'equal peaks, equal colours');
+  // without a peak column (the demo's own lattice) the intensity colours
+  const s2 = PS.pointStyle({ ...d, reflections: { ...t, peak: undefined } }, undefined, { sizes: new Float32Array(0), info: new Float32Array(0) });
+  assert.ok(s2.info[1] < s2.info[3 * 2 + 1]);
+});
+
+test('fromPrediction carries the crate\'s peak column next to its intensity', () => {
+  const f32 = (a) => new Uint8Array(new Float32Array(a).buffer);
+  const c = {
+    count: 2, hkl: new Uint8Array(new Int32Array([1, 0, 0, 0, 1, 0]).buffer), r: f32([0.01, 0, 0, 0, 0.01, 0]),
+    d: f32([100, 100]), f: f32([1, 2]), excitation_error: f32([0, 0]), tolerance: f32([1e-4, 1e-4]), two_theta: f32([1, 1]),
+    fast: f32([10, NaN]), slow: f32([20, NaN]), intensity: f32([3, 50]), peak: f32([40, 50]), flags: new Uint8Array([3, 1]),
+  };
+  const t = A.tableFromColumns(c);
+  assert.deepEqual(Array.from(t.intensity), [3, 50]);
+  assert.deepEqual(Array.from(t.peak), [40, 50]);
+  const { peak: _, ...old } = c;
+  assert.equal(A.tableFromColumns(old).peak, undefined);
 });

@@ -146,7 +146,7 @@ export type WorkerApi = {
    * with the files the worker holds; `points` = [f0, s0, f1, s1, …] (pixel centres at i + 0.5). */
   pixelGeometry: Method<{ args: string[]; points: number[] }, PixelGeometry[]>;
   /** `realistic`: the realistic chain's image shown (`realistic_export`), else the last render's. */
-  export: Method<{ what: 'int' | 'noise' | 'float'; realistic: boolean }, Uint8Array>;
+  export: Method<{ what: 'int' | 'noise' | 'float' | 'cbf'; realistic: boolean }, Uint8Array>;
   realistic: Method<RealisticRequest, RealisticResult, RealisticEvent>;
   realisticCompose: Method<RealisticCompose, RealisticResult>;
   fit: Method<FitRequest, FitInfo, FitStepInfo>;

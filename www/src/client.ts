@@ -369,8 +369,9 @@ export class NanoBraggClient {
     return this.channel.call('pixelGeometry', { args: normaliseArgs(args).args, points: points.flat() }, { signal });
   }
 
-  /** Bytes of the last render: SMV noiseless ('int'), SMV with Poisson noise, or raw floats. */
-  async exportImage(what: 'int' | 'noise' | 'float', realistic = false, signal?: AbortSignal): Promise<Uint8Array> {
+  /** Bytes of the last render: SMV noiseless ('int'), SMV with Poisson noise, or raw floats; of
+   * a realistic still also a miniCBF ('cbf'). */
+  async exportImage(what: 'int' | 'noise' | 'float' | 'cbf', realistic = false, signal?: AbortSignal): Promise<Uint8Array> {
     await this.ready;
     return this.channel.call('export', { what, realistic }, { signal });
   }

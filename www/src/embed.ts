@@ -39,10 +39,13 @@ const CSS = `
 :host { display: flex; flex-direction: column; position: relative; width: min(100%, 420px); aspect-ratio: 1 / 1.06; min-height: 140px;
   --nb-bg: #d8d8d8; --nb-bar-bg: #f4f5f7; --nb-bar-ink: #222; --nb-err: #b3261e;
   --canvas-bg: var(--nb-bg);
+  --panel: #fff; --ink: #1b1f24; --muted: #5b6570; --line: #d5dae0; --button: #eef1f5; --accent: #1f5fbf; --on-accent: #fff; --err: #b3261e;
   background: var(--nb-bg); font: 12px system-ui, sans-serif; color-scheme: light; }
-:host([theme=dark]) { --nb-bg: #15181c; --nb-bar-bg: #1f2329; --nb-bar-ink: #e4e7eb; --nb-err: #ff8a80; color-scheme: dark; }
+:host([theme=dark]) { --nb-bg: #15181c; --nb-bar-bg: #1f2329; --nb-bar-ink: #e4e7eb; --nb-err: #ff8a80; color-scheme: dark;
+  --panel: #1b1e23; --ink: #e4e7eb; --muted: #9aa4af; --line: #30363d; --button: #262b31; --accent: #6ea8ff; --on-accent: #0d1117; --err: #ff8a80; }
 @media (prefers-color-scheme: dark) {
-  :host(:not([theme=light])) { --nb-bg: #15181c; --nb-bar-bg: #1f2329; --nb-bar-ink: #e4e7eb; --nb-err: #ff8a80; color-scheme: dark; }
+  :host(:not([theme=light])) { --nb-bg: #15181c; --nb-bar-bg: #1f2329; --nb-bar-ink: #e4e7eb; --nb-err: #ff8a80; color-scheme: dark;
+    --panel: #1b1e23; --ink: #e4e7eb; --muted: #9aa4af; --line: #30363d; --button: #262b31; --accent: #6ea8ff; --on-accent: #0d1117; --err: #ff8a80; }
 }
 :host([view3d]) { aspect-ratio: 2 / 1.06; width: min(100%, 840px); }
 .stage { flex: 1; min-height: 0; display: flex; }

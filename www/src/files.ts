@@ -93,7 +93,7 @@ export function routeFile(bytes: Uint8Array): Routed {
 
 /** A download's file name made from the settings, e.g.
  * `nanobragg_cell100-100-100-90-90-90_lambda6.2_N5_dist100_512x512.img`. */
-export function downloadName(model: ModelState, size: { width: number; height: number }, kind: 'int' | 'noise' | 'float' | 'png'): string {
+export function downloadName(model: ModelState, size: { width: number; height: number }, kind: 'int' | 'noise' | 'float' | 'cbf' | 'png'): string {
   const clean = (v: string) => v.trim().replace(/[\s,]+/g, '-').replace(/[^\w.+-]/g, '');
   const parts = ['nanobragg'];
   const hkl = model.hkl?.trim();
@@ -104,7 +104,7 @@ export function downloadName(model: ModelState, size: { width: number; height: n
     if (v) parts.push(`${tag}${clean(v)}`);
   }
   parts.push(`${size.width}x${size.height}`);
-  const ext = kind === 'float' ? 'bin' : kind === 'png' ? 'png' : 'img';
+  const ext = kind === 'float' ? 'bin' : kind === 'png' ? 'png' : kind === 'cbf' ? 'cbf' : 'img';
   const suffix = kind === 'noise' ? '_noise' : kind === 'float' ? '_float' : '';
   return `${parts.join('_').slice(0, 180)}${suffix}.${ext}`;
 }

@@ -9,7 +9,7 @@ import type { DetectorEffects, RealisticLayers } from './protocol';
 
 /** The bundled model: PDB entry 1PFE (public domain / CC0, wwPDB), served from samples/. A URL
  * that names it needs no dropped file. */
-export const BUNDLED_MODEL = { name: '1pfe.cif', url: 'samples/1pfe.cif', label: '1PFE echinomycin–DNA (bundled, PDB, CC0)' };
+export const BUNDLED_MODEL = { name: '1pfe.cif', url: 'samples/1pfe.cif', label: '1PFE echinomycin–DNA', title: '1PFE echinomycin–DNA: bundled with the page, from the PDB (CC0)' };
 
 const num = (s: string | undefined) => (s !== undefined && s.trim() !== '' ? Number(s) : NaN);
 

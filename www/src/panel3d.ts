@@ -43,7 +43,7 @@ const CSS = `
 .p3d-bar .p3d-hint { color: var(--muted, #5b6570); flex: 1; min-width: 0; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .p3d-bar button { font: inherit; padding: 1px 7px; border: 1px solid var(--line, rgba(128,128,128,.4)); border-radius: 4px;
   background: var(--button, #eef1f5); color: inherit; cursor: pointer; }
-.p3d-bar button[aria-pressed=true] { background: var(--accent, #1f5fbf); color: #fff; border-color: var(--accent, #1f5fbf); }
+.p3d-bar button[aria-pressed=true] { background: var(--accent, #1f5fbf); color: var(--on-accent, #fff); border-color: var(--accent, #1f5fbf); }
 .p3d-bar .p3d-close { font-size: 15px; line-height: 1; padding: 0 6px; }
 .p3d-view { flex: 1; min-height: 0; position: relative; }
 .p3d-view > canvas { position: absolute; inset: 0; }
@@ -57,7 +57,8 @@ const CSS = `
 .present .p3d-bar { font-size: 16px; flex-wrap: nowrap; }
 .present .p3d-bar button { font-size: 14px; white-space: nowrap; }
 .present .p3d-bar b { font-size: 18px; }
-.present .p3d-info { font-size: 20px; }
+/* three lines in presentation mode, so that the hint and a spot's numbers are not cut off */
+.present .p3d-info { font-size: 17px; height: calc(4.05em + 6px); }
 .present .p3d .nbr-recip .nbr-label { font-size: 18px; }
 .present .p3d .nbr-recip .nbr-label.info { font-size: 18px; }
 .present .p3d .nbr-recip .nbr-legend { font-size: 16px; }
@@ -122,6 +123,9 @@ export class Teach3D {
    * lattice follows when the drag ends. */
   update(args: string[], files: Record<string, Uint8Array>, filesKey: string, live = false) {
     this.last = { args, files, filesKey, live };
+    // a slider held: the camera stays put (the sphere visibly shrinks as λ grows); it frames
+    // the scene again when the drag ends
+    this.view?.holdFrame(live);
     this.request();
   }
 
@@ -193,6 +197,9 @@ export class Teach3D {
           return;
         }
         this.view = view;
+        // the theme may have changed while three.js loaded (an element reads its `theme`
+        // attribute after it first opened the view: a dark element's panel came up light)
+        view.setTheme(this.theme);
         // the view's label style lives in document.head: a shadow root needs its own copy
         if (!(this.host.styleRoot instanceof Document)) {
           const s = document.getElementById('nbr-recip-style');

@@ -27,7 +27,7 @@ export function initRealistic(host: HTMLElement, store: Store): RealisticSection
   sec.innerHTML = `
     <button type="button" id="rl-preset" class="rl-preset" title="A protein crystal's still on an EIGER2 X 4M: atomic model, water and air, detector noise">Protein still on a pixel-array detector</button>
     <div class="field"><label for="rl-model">Structure factors from</label>
-      <select id="rl-model"><option value="">the form (default F or HKL file)</option><option value="${BUNDLED_MODEL.name}">${BUNDLED_MODEL.label}</option></select>
+      <select id="rl-model"><option value="" title="The Structure factors group's default F or HKL file">the form's F or HKL</option><option value="${BUNDLED_MODEL.name}" title="${BUNDLED_MODEL.title}">${BUNDLED_MODEL.label}</option></select>
       <button type="button" id="rl-open" title="Open a PDB or mmCIF file (or drop it here)">Open…</button><input type="file" id="rl-file" hidden accept=".pdb,.cif,.ent,.mmcif,.txt"></div>
     <div id="rl-model-info" class="help"></div>
     <div id="rl-status" class="help" role="status" aria-live="polite"></div>`;

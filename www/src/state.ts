@@ -116,7 +116,7 @@ export const PRESETS: Preset[] = [
     note: 'A rotation photograph: the crystal turns 4° about the spindle during the exposure, so every lattice point that crosses the sphere records a spot and the rings fill in. Press ▶ Play φ above the image to sweep on, or choose stills to compare.',
   },
   {
-    id: 'protein-still', label: 'Protein still on a pixel-array detector (realistic)',
+    id: 'protein-still', label: 'Protein still (realistic)',
     state: {
       pdb: BUNDLED_MODEL.name, detector: 'eiger2-4m', distance: '120', lambda: '1', xtal_size: '0.001', mosaic: '0.3', mosaic_domains: '12',
       misset_seed: '3', misset: 'random', flux: '1e12', exposure: '0.5', beamsize: '0.001', oversample: '1',

@@ -446,8 +446,14 @@ export class ImageView {
       ctx.lineWidth = 1 * big;
       const fontPx = 12 * (this.large ? 2.2 : 1);
       ctx.font = `${this.large ? 600 : 400} ${fontPx}px system-ui, sans-serif`;
+      // labels stay on the image where it is shown (a ring runs on over the surround; its label
+      // out there read as part of the page)
+      const left = Math.max(4, x0 + 4), top = Math.max(fontPx + 2, y0 + fontPx + 2);
+      const right = Math.min(r.width - 4, x0 + dw - 4), bottom = Math.min(r.height - 4, y0 + dh - 4);
       for (const ring of this.ringList) {
         const seg = ring.segments;
+        const label = `${+ring.d.toPrecision(3)} Å`;
+        const lw = ctx.measureText(label).width + 5;
         ctx.beginPath();
         let best: [number, number] | null = null, bestScore = -Infinity;
         for (let i = 0; i < seg.length; i += 4) {
@@ -455,16 +461,15 @@ export class ImageView {
           const [xb, yb] = this.fromDetector(seg[i + 2] * k, seg[i + 3] * k);
           ctx.moveTo(xa, ya);
           ctx.lineTo(xb, yb);
-          // label at the point of the ring nearest the top-right of the view, inside it
-          if (xa > 4 && ya > fontPx + 2 && xa < r.width - 4 * fontPx && ya < r.height - 4 && xa - ya > bestScore) {
+          // label at the point of the ring nearest the top-right of the view, inside the image
+          if (xa > left && ya > top && xa + lw < right && ya < bottom && xa - ya > bestScore) {
             bestScore = xa - ya;
             best = [xa, ya];
           }
         }
         ctx.stroke();
         if (best) {
-          const label = `${+ring.d.toPrecision(3)} Å`;
-          this.drawnBoxes.push([best[0] + 1, best[1] - 3 - fontPx, best[0] + 5 + ctx.measureText(label).width, best[1] - 1]);
+          this.drawnBoxes.push([best[0] + 1, best[1] - 3 - fontPx, best[0] + lw, best[1] - 1]);
           if (this.large) {
             ctx.lineWidth = 4;
             ctx.strokeStyle = this.settings.cmap === 'inverted-grey' || this.settings.cmap === 'diverging' ? 'rgba(255,255,255,.85)' : 'rgba(0,0,0,.7)';

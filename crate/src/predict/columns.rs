@@ -44,6 +44,7 @@ pub struct Columns {
     pub fast: Column,
     pub slow: Column,
     pub intensity: Column,
+    pub peak: Column,
     pub partiality: Column,
     pub flags: Column,
 }
@@ -76,6 +77,7 @@ impl Prediction {
             fast: one(|r| r.fast.unwrap_or(f64::NAN)),
             slow: one(|r| r.slow.unwrap_or(f64::NAN)),
             intensity: one(|r| r.intensity),
+            peak: one(|r| r.peak),
             partiality: one(|r| r.partiality),
             flags: Column(
                 rs.iter()

@@ -103,6 +103,11 @@ pub struct Reflection {
     /// strongest on the image; otherwise the one-term peak estimate
     /// `r_e²·fluence · F² · F_latt² · polarisation · Ω · capture` (`Geometry::intensity`).
     pub intensity: f64,
+    /// The one-term peak estimate for every reflection (photons/pixel), in or out of the
+    /// condition: `r_e²·fluence · F² · F_latt² · polarisation · Ω · capture`
+    /// (`Geometry::intensity`). `intensity` replaces it by the pixel's value for the spots the
+    /// image records; this one stays one quantity for all (the 3D view colours by it).
+    pub peak: f64,
     /// `F_latt²` at the excitation error over its peak value (0..1).
     pub partiality: f64,
 }
@@ -615,6 +620,7 @@ impl<'a> Geometry<'a> {
             slow: px.map(|x| x[1]),
             on_detector,
             intensity,
+            peak: intensity,
             partiality: if self.peak_latt != 0.0 {
                 (latt / self.peak_latt).powi(2)
             } else {
@@ -1049,6 +1055,49 @@ mod tests {
         let thin = render_pixel(&ExactCtx::new(&t), f, s, false, false).value as f64;
         assert_eq!(full, r.intensity);
         assert!((thin / full - 1.0).abs() < 0.25, "thinned {thin} vs {full}");
+    }
+
+    /// `peak` is one quantity for every reflection: the one-term peak estimate, which
+    /// `intensity` keeps only outside the condition. Divided by F² · partiality what is left is
+    /// polarisation · Ω · capture (within a factor 2 on this small flat detector) for points in
+    /// and out of the condition alike, while the pixels' values of the spots in the condition
+    /// are far from their peaks (N = 8, 0.1 mm pixels: a peak is not what a pixel records).
+    #[test]
+    fn peak_is_the_one_term_estimate_for_every_reflection() {
+        let st = setup(
+            "-cell 60 60 60 90 90 90 -misset 10 20 30 -default_F 1 -N 8 -lambda 1 \
+             -distance 100 -detpixels 256",
+        );
+        let pred = predict(&st, &PredictOptions::default()).unwrap();
+        let on = |r: &&Reflection| r.fast.is_some() && r.partiality > 1e-3;
+        let norm = |r: &Reflection| r.peak / (r.f * r.f * r.partiality);
+        let (mut inside, mut outside, mut differs) = (Vec::new(), Vec::new(), 0);
+        for r in pred.reflections.iter().filter(on) {
+            if r.in_condition && r.on_detector {
+                inside.push(norm(r));
+                if (r.intensity / r.peak - 1.0).abs() > 0.1 {
+                    differs += 1;
+                }
+            } else {
+                assert_eq!(r.peak, r.intensity, "({} {} {})", r.h, r.k, r.l);
+                outside.push(norm(r));
+            }
+        }
+        assert!(
+            inside.len() >= 5 && outside.len() >= 5,
+            "{} {}",
+            inside.len(),
+            outside.len()
+        );
+        assert!(differs * 2 > inside.len(), "{differs} of {}", inside.len());
+        let all: Vec<f64> = inside.iter().chain(&outside).copied().collect();
+        let (lo, hi) = all
+            .iter()
+            .fold((f64::MAX, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+        assert!(
+            lo > 0.0 && hi / lo < 2.0,
+            "peak / (F² partiality) from {lo} to {hi}"
+        );
     }
 
     /// `pixel_of_direction` inverts the kernels' mapping, flat and curved, in every convention.

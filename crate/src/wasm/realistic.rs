@@ -42,6 +42,8 @@ struct Frame {
     pixel: f64,
     mask: Option<Vec<u8>>,
     header: crate::io::smv::SmvHeader,
+    /// The miniCBF header of the same detector (its preset's name, sensor and largest count).
+    cbf: crate::io::cbf::CbfInfo,
 }
 
 thread_local! {
@@ -165,12 +167,24 @@ pub fn realistic_prepare(mut args: Vec<String>, with_model: bool) -> Result<JsVa
         let st = st.borrow();
         let prep = st.prepared.as_ref().expect("prepared");
         let p = prep.plan();
+        let s = &prep.setup;
+        let rtd = crate::args::RTD;
         let frame = Frame {
             w: p.fpixels,
             h: p.spixels,
             pixel: p.pixel,
             mask: p.mask.clone(),
-            header: crate::output::smv_header(&prep.setup),
+            header: crate::output::smv_header(s),
+            cbf: crate::output::cbf_info(
+                &s.det,
+                s.opts.preset,
+                "nanoBragg simulation",
+                s.lambda0 * 1e10,
+                s.opts.exposure,
+                s.phi0 * rtd,
+                s.osc * rtd,
+                p.thick,
+            ),
         };
         let d = if with_model {
             realistic::needed_d_min(prep).map_err(js_err)?
@@ -451,14 +465,25 @@ fn compose(
 
 /// The image shown, as a download: `int` an SMV image of its ADU (clipped to 0..=65535) with the
 /// spots' detector header, `noise` the same with the detector's noise switched on (the image
-/// the page shows with its noise layer), `float` its ADU as raw little-endian f32.
+/// the page shows with its noise layer), `float` its ADU as raw little-endian f32, `cbf` the
+/// detector's own format: a miniCBF of its ADU as 32-bit integers (rounded, clipped to 0 and
+/// the preset's largest count, not to 65535) with the module gaps and masked pixels −1, as
+/// PILATUS and EIGER files mark them.
 #[wasm_bindgen]
 pub fn realistic_export(what: &str) -> Result<Vec<u8>, JsValue> {
     let missing = || js_err("render the realistic image first");
-    let (shown, composed, header) = RS.with(|rs| {
+    let (shown, composed, header, cbf, mask, w, h) = RS.with(|rs| {
         let rs = rs.borrow();
         let f = rs.frame.as_ref().ok_or_else(missing)?;
-        Ok::<_, JsValue>((rs.shown.clone(), rs.composed, f.header.clone()))
+        Ok::<_, JsValue>((
+            rs.shown.clone(),
+            rs.composed,
+            f.header.clone(),
+            f.cbf.clone(),
+            f.mask.clone(),
+            f.w,
+            f.h,
+        ))
     })?;
     let shown = shown.ok_or_else(missing)?;
     let smv = |img: &[f32]| {
@@ -476,10 +501,36 @@ pub fn realistic_export(what: &str) -> Result<Vec<u8>, JsValue> {
             smv(&compose(spots, background, true, &fx)?)
         }
         "float" => Ok(crate::output::float_bytes(&shown)),
+        "cbf" => Ok(minicbf(&shown, mask.as_deref(), cbf, w, h)),
         _ => Err(js_err(format!(
-            "unknown export '{what}' (int, noise or float)"
+            "unknown export '{what}' (int, noise, float or cbf)"
         ))),
     }
+}
+
+/// A miniCBF of an ADU image: rounded, clipped to 0..=`info.count_cutoff` (at most i32::MAX),
+/// masked pixels −1 (counted in `N_excluded_pixels`).
+fn minicbf(
+    adu: &[f32],
+    mask: Option<&[u8]>,
+    mut info: crate::io::cbf::CbfInfo,
+    w: usize,
+    h: usize,
+) -> Vec<u8> {
+    let top = info.count_cutoff.min(i32::MAX as u64) as f64;
+    let px: Vec<i32> = adu
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if mask.is_some_and(|m| m[i] == 0) {
+                -1
+            } else {
+                (v as f64).round().clamp(0.0, top) as i32
+            }
+        })
+        .collect();
+    info.excluded = px.iter().filter(|&&v| v == -1).count();
+    crate::io::cbf::write_minicbf(&info, w, h, &px)
 }
 
 #[derive(Serialize)]

@@ -35,6 +35,8 @@ export interface CrateReflection {
   slow?: number | null;
   on_detector: boolean;
   intensity: number;
+  /** The one-term peak estimate (every reflection). */
+  peak?: number;
 }
 
 export interface CratePrediction {
@@ -54,7 +56,7 @@ export interface CratePrediction {
 }
 
 /** The crate's columns: `hkl` (i32 ×3), `r` (f32 ×3), `d`, `f`, `excitation_error`, `tolerance`,
- * `two_theta`, `fast`, `slow`, `intensity` (f32), `flags` (u8: 1 in condition, 2 on the detector). */
+ * `two_theta`, `fast`, `slow`, `intensity`, `peak` (f32), `flags` (u8: 1 in condition, 2 on the detector). */
 export interface CrateColumns {
   count: number;
   [column: string]: Uint8Array | number;
@@ -73,6 +75,7 @@ export function tableFromRecords(recs: CrateReflection[]): ReflectionTable {
     d: new Float32Array(n),
     twoTheta: new Float32Array(n),
     intensity: new Float32Array(n),
+    peak: new Float32Array(n),
     strength: new Float32Array(n),
     tolerance: new Float32Array(n),
     inCondition: new Uint8Array(n),
@@ -91,6 +94,7 @@ export function tableFromRecords(recs: CrateReflection[]): ReflectionTable {
     t.d[i] = x.d;
     t.twoTheta[i] = x.two_theta;
     t.intensity[i] = x.intensity;
+    t.peak![i] = x.peak ?? x.intensity;
     t.strength![i] = x.f * x.f;
     t.tolerance![i] = x.tolerance;
     t.inCondition![i] = x.in_condition ? 1 : 0;
@@ -132,6 +136,7 @@ export function tableFromColumns(c: CrateColumns): ReflectionTable {
     d: column(c, 'd', 1, Float32Array),
     twoTheta: column(c, 'two_theta', 1, Float32Array),
     intensity: column(c, 'intensity', 1, Float32Array),
+    ...(c.peak ? { peak: column(c, 'peak', 1, Float32Array) } : {}),
     strength,
     tolerance: column(c, 'tolerance', 1, Float32Array),
     inCondition,

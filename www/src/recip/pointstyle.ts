@@ -1,8 +1,10 @@
 // How the reciprocal-space view draws each lattice point (view3d.ts): its flag (2 in the
 // diffraction condition, by the crate's flag or the view's own tolerance; 1 near the sphere,
 // within 3 tolerances; 0 the haze), its size (∝ √strength, relative to the 99th percentile;
-// larger in the condition) and its colour weights (strength, and intensity relative to the
-// 98th percentile of the points in the condition).
+// larger in the condition) and its colour weights (strength, and the peak estimate relative to
+// the 98th percentile of the points in the condition). The colour compares one quantity for
+// every point, the crate's peak estimate (`peak`), not its `intensity`, which for the spots in
+// the condition that land on a pixel is that pixel's value and for the others the peak.
 import { len, quantile } from './scene-util';
 import type { RecipData } from './types';
 
@@ -23,12 +25,13 @@ export function pointStyle(d: RecipData, nearWidth: number | undefined, reuse: {
   const minSpacing = Math.min(len(a.a), len(a.b), len(a.c)) || 1;
   const nearW = nearWidth ?? minSpacing * 0.01;
   const strength = t.strength ?? t.intensity;
+  const peak = t.peak ?? t.intensity;
   const sRef = quantile(strength, 0.99);
   // intensities of the points in condition
   const inI: number[] = [];
   for (let i = 0; i < n; i++) {
     const tol = t.tolerance ? t.tolerance[i] : nearW;
-    if (t.inCondition ? t.inCondition[i] : Math.abs(t.excitation[i]) <= tol) inI.push(t.intensity[i]);
+    if (t.inCondition ? t.inCondition[i] : Math.abs(t.excitation[i]) <= tol) inI.push(peak[i]);
   }
   inI.sort((x, y) => x - y);
   const iRef = inI.length ? inI[Math.min(inI.length - 1, Math.floor(0.98 * inI.length))] || 1 : 1;
@@ -43,7 +46,7 @@ export function pointStyle(d: RecipData, nearWidth: number | undefined, reuse: {
     const near = !inC && Math.abs(t.excitation[i]) <= 3 * tol;
     const flag = inC ? 2 : near ? 1 : 0;
     info[3 * i] = ts;
-    info[3 * i + 1] = Math.min(1, Math.sqrt(Math.max(0, t.intensity[i]) / iRef));
+    info[3 * i + 1] = Math.min(1, Math.sqrt(Math.max(0, peak[i]) / iRef));
     info[3 * i + 2] = flag;
     if (flag > 0) nNear++;
     sizes[i] = base * (0.35 + 0.65 * ts) * (flag === 2 ? 1.6 : 1);

@@ -38,12 +38,18 @@ export function label(text: string, cls = ''): CSS2DObject {
 }
 
 /** Keep the fixed labels apart: in the order given (most important first), each label that
- * would cover one already placed moves down below it (the φ axis, 000, a*, b*, c* and k₀ all
- * start near the origin, and a small view crowds them). Run after each label render. */
-export function separateLabels(order: CSS2DObject[], bounds?: DOMRect) {
-  const placed: { l: number; r: number; t: number; b: number }[] = [];
+ * would cover one already placed (or an obstacle: the legend) moves down below it, at most two
+ * lines; one that still covers another is not shown (the φ axis, 000, a*, b*, c* and k₀ all
+ * start near the origin, and a small view crowds them: a pile of labels reads as none).
+ * Run after each label render; returns the labels left out. */
+export function separateLabels(order: CSS2DObject[], bounds?: DOMRect, obstacles: DOMRect[] = []): CSS2DObject[] {
+  const placed: { l: number; r: number; t: number; b: number }[] = obstacles
+    .filter((o) => o.width > 0 && o.height > 0)
+    .map((o) => ({ l: o.left, r: o.right, t: o.top, b: o.bottom }));
+  const skipped: CSS2DObject[] = [];
   for (const o of order) {
     const el = o.element;
+    el.style.visibility = '';
     if (!o.visible || el.style.display === 'none' || !el.textContent) continue;
     const r0 = el.getBoundingClientRect();
     if (!r0.width) continue;
@@ -54,10 +60,16 @@ export function separateLabels(order: CSS2DObject[], bounds?: DOMRect) {
       else if (r0.right > bounds.right - 4) dx = bounds.right - 4 - r0.right;
     }
     const r = { left: r0.left + dx, right: r0.right + dx, top: r0.top, bottom: r0.bottom, height: r0.height };
-    let dy = 0;
     const hits = (d: number) => placed.some((p) => r.left < p.r && r.right > p.l && r.top + d < p.b && r.bottom + d > p.t);
-    for (let i = 0; i < 8 && hits(dy); i++) dy += r.height * 0.9;
+    let dy = 0;
+    for (let i = 0; i < 2 && hits(dy); i++) dy += r.height * 0.9;
+    if (hits(dy)) {
+      el.style.visibility = 'hidden';
+      skipped.push(o);
+      continue;
+    }
     if (dx || dy) el.style.transform += ` translate(${dx.toFixed(1)}px, ${dy.toFixed(1)}px)`;
     placed.push({ l: r.left, r: r.right, t: r.top + dy, b: r.bottom + dy });
   }
+  return skipped;
 }

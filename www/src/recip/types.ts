@@ -21,9 +21,15 @@ export interface ReflectionTable {
   d: Float32Array;
   /** Angle between the beam and the diffracted direction unit(s0 + r) (degrees). */
   twoTheta: Float32Array;
-  /** Predicted peak intensity at the current orientation (any unit; only ratios are shown):
-   * colours the points in the diffraction condition. */
+  /** Predicted intensity at the current orientation (any unit; only ratios are shown). The
+   * crate's is the value of the pixel a spot in the condition lands on (what ranks the image's
+   * strongest spots) and the peak estimate for the other points. */
   intensity: Float32Array;
+  /** One quantity for every point: the one-term peak estimate r_e²·fluence·F²·F_latt²·
+   * polarisation·Ω (the crate's `peak` column). Colours the points in the diffraction condition
+   * (default: `intensity`), so that two points' colours compare the same quantity whether or not
+   * a spot of theirs lands on a pixel. */
+  peak?: Float32Array;
   /** Intrinsic strength of the point, |F|² (any unit): sizes every point. Default: intensity. */
   strength?: Float32Array;
   /** How far from the sphere the point still diffracts (1/Å): lattice-peak width, mosaic,
@@ -116,6 +122,10 @@ export interface ReciprocalView {
   /** Extra: 'all' or 'near' points; reset the camera. */
   setOptions(opts: Pick<RecipViewOptions, 'show' | 'nearWidth'>): void;
   resetCamera(view?: 'overview' | 'lattice'): void;
+  /** While held (a slider being dragged), updates keep the camera where it is, so that a
+   * change of λ or of the cell shows as the sphere or the lattice growing or shrinking; on
+   * release the camera fits them again when they changed. */
+  holdFrame(held: boolean): void;
   dispose(): void;
   /** Test and measurement hooks. */
   readonly debug: RecipDebug;

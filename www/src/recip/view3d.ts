@@ -504,6 +504,12 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   }
 
   let fitted: { R: number; lattice: number } | null = null;
+  let frameHeld = false;
+  function fitIfChanged() {
+    const grown = !fitted || Math.abs(R / fitted.R - 1) > 0.02 || Math.abs(latticeRadius / fitted.lattice - 1) > 0.05;
+    if (grown) refit();
+    fitted = { R, lattice: latticeRadius };
+  }
   /** The overview distance for the current sphere and lattice, along the current direction. */
   function refit() {
     const { target, dist } = framing(frameNow(), 'overview');
@@ -560,7 +566,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     renderer.render(scene, camera);
     placeInfo();
     labels.render(scene, camera);
-    separateLabels(labelOrder, canvas.getBoundingClientRect());
+    separateLabels(labelOrder, canvas.getBoundingClientRect(), [legend.getBoundingClientRect()]);
     renders++;
   }
 
@@ -678,12 +684,12 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       if (hoverIndex >= t.count) hoverIndex = -1;
       // fit the camera to the sphere and the lattice when the view opens and when λ or the
       // cell changes them (keeping the direction the user looks from)
-      const grown = !fitted || Math.abs(R / fitted.R - 1) > 0.02 || Math.abs(latticeRadius / fitted.lattice - 1) > 0.05;
+      // (not while a slider is held: the frame stays so that the change is seen)
       if (firstData) {
         firstData = false;
         cameraFor('overview');
-      } else if (grown) refit();
-      fitted = { R, lattice: latticeRadius };
+        fitted = { R, lattice: latticeRadius };
+      } else if (!frameHeld) fitIfChanged();
       showOverlay();
       updateLegend();
       if (pointer) pointerDirty = true;
@@ -725,6 +731,11 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     },
     resetCamera(v = 'overview') {
       cameraFor(v);
+    },
+    holdFrame(held: boolean) {
+      if (held === frameHeld) return;
+      frameHeld = held;
+      if (!held && data && !firstData) fitIfChanged();
     },
     dispose() {
       if (disposed) return;
@@ -777,7 +788,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       }
       const lbls: string[] = [];
       scene.traverse((o: Object3D) => {
-        if (o instanceof CSS2DObject && isShown(o) && o.element.textContent) lbls.push(o.element.textContent);
+        if (o instanceof CSS2DObject && isShown(o) && o.element.textContent && o.element.style.visibility !== 'hidden') lbls.push(o.element.textContent);
       });
       return {
         points: (pointGeo.getAttribute('position')?.count as number) ?? 0,

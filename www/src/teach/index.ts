@@ -5,6 +5,7 @@
 import { effect } from '@preact/signals-core';
 import type { NanoBraggClient } from '../client';
 import { PRESETS, presetOf, type Store } from '../state';
+import { PARAM_BY_KEY, type ModelState } from '../params';
 import type { ImageView } from '../view';
 import type { Geometry } from '../protocol';
 import { attachRotateDrag, type DragMode } from './drag';
@@ -33,6 +34,14 @@ export interface Teach {
 
 const AXES = ['x', 'y', 'z'] as const;
 
+/** The labels of the fields where `now` differs from a preset's state (at most three named). */
+export function changedFields(preset: ModelState, now: ModelState): string[] {
+  const keys = [...new Set([...Object.keys(preset), ...Object.keys(now)])].filter((k) => (preset[k] ?? '').trim() !== (now[k] ?? '').trim());
+  const label = (k: string) => (k === 'misset' ? 'orientation' : (PARAM_BY_KEY.get(k)?.label ?? k));
+  const names = keys.map((k) => label(k).charAt(0).toLowerCase() + label(k).slice(1));
+  return names.length > 3 ? [...names.slice(0, 3), `${names.length - 3} more`] : names;
+}
+
 export function installTeaching(o: TeachOptions): Teach {
   const { store, view } = o;
 
@@ -50,9 +59,13 @@ export function installTeaching(o: TeachOptions): Teach {
     if (shown?.note) {
       note.innerHTML = '';
       const b = document.createElement('strong');
-      b.textContent = `${shown.label}. `;
+      // the lesson stays after a slider or a drag changed its state; its title says so (it
+      // read as the preset's own title while the Preset menu no longer named it)
+      const changed = p ? [] : changedFields(shown.state, store.model.value);
+      b.textContent = changed.length ? `${shown.label}, changed: ${changed.join(', ')}. ` : `${shown.label}. `;
       note.append(b, shown.note);
       note.dataset.preset = shown.id;
+      note.dataset.changed = changed.join(',');
     }
   });
 
