@@ -17,16 +17,19 @@
 //!   Philox4x32-10): flicker and Poisson from the noise seed, the calibration error from the
 //!   calibration seed (so it is the same pixel error in every image, as a detector's would be;
 //!   computed once per calibration seed and kept for the next image), read-out noise from the
-//!   noise seed. Adjacent pixels 2j and 2j + 1 share Philox blocks where one block holds both
-//!   their deviates (read-out noise: the two Gaussians of one Box–Muller draw; Poisson means
-//!   below 12: one uniform each), still a pure function of (seed, pixel, role). The pixels are
-//!   computed in parallel (rayon), and the PSF
+//!   noise seed. Adjacent pixels 2j and 2j + 1 share a Philox block (Gaussians: the two of one
+//!   Box–Muller draw; Poisson means below 12: one uniform each), still a pure function of
+//!   (seed, pixel, role); the blocks of 512 pixels are computed at once (`rng::Lanes`: eight
+//!   blocks a step, in the machine's vector instructions, AVX2 or AVX-512 detected at run time),
+//!   and `ln`, `sin`/`cos` and `exp` are plain f64 arithmetic (`rng::ln_unit`,
+//!   `rng::sincos_turn`, `rng::exp_neg`), so every vector path, the scalar one and wasm give the
+//!   same bits. The pixels are computed in parallel (rayon), and the PSF
 //!   in bands of rows of a height set by the kernel's radius alone; sums are taken in chunks of a
-//!   fixed size and added in order. The images are therefore **deterministic** (the same for any
-//!   number of threads, natively and in wasm) but **not upstream's sequence**; the distributions
-//!   are the same (Poisson by inversion below a mean of 12, upstream's rejection method above,
-//!   Gaussian above 1e6; Box–Muller Gaussians). The noiseless image (`-intfile`) is the same
-//!   under both.
+//!   fixed size (in a fixed number of partial sums) and added in order. The images are therefore
+//!   **deterministic** (the same for any number of threads, natively and in wasm) but **not
+//!   upstream's sequence**; the distributions are the same (Poisson by inversion below a mean of
+//!   12, upstream's rejection method above, Gaussian above 1e6; Box–Muller Gaussians). The
+//!   noiseless image (`-intfile`) is the same under both.
 
 #[cfg(not(target_arch = "wasm32"))] // uses crate::cli (native only)
 pub mod cli;
