@@ -364,7 +364,7 @@ impl CounterRng {
         }
     }
 
-    /// Uniform deviate in (0, 1), 53 random bits (two of the block's words).
+    /// Uniform deviate in (0, 1), 52 random bits (two of the block's words, `uniform_of`).
     #[inline]
     pub fn uniform(&mut self) -> f64 {
         if self.used >= 4 {
@@ -381,7 +381,7 @@ impl CounterRng {
     #[inline]
     pub fn gauss(&mut self) -> f64 {
         let (u1, u2) = (self.uniform(), self.uniform());
-        (-2.0 * u1.ln()).sqrt() * (2.0 * PI * u2).cos()
+        box_muller(u1, u2).0
     }
 
     /// Poisson deviate of mean `xm` (0 for a mean that is not positive): inversion of the
@@ -418,7 +418,9 @@ impl CounterRng {
 }
 
 /// A Poisson deviate of mean `xm` (0 < `xm` < 12) by inversion of the cumulative distribution
-/// at the uniform `u` in (0, 1): the smallest k whose cumulative probability reaches `u`.
+/// at the uniform `u` in (0, 1): the smallest k whose cumulative probability reaches `u`. Plain
+/// f64 arithmetic ([`exp_neg`], the reciprocals `1/k` from a table): the same counts on every
+/// platform.
 #[inline]
 pub fn poisson_inversion(u: f64, xm: f64) -> f64 {
     // k = 0 when u <= exp(-xm), which holds whenever u <= 1 - xm (< exp(-xm)): most pixels of
@@ -426,27 +428,152 @@ pub fn poisson_inversion(u: f64, xm: f64) -> f64 {
     if u <= 1.0 - xm {
         return 0.0;
     }
-    let mut p = (-xm).exp();
-    let (mut k, mut cdf) = (0u32, p);
+    let mut p = exp_neg(xm);
+    let (mut k, mut cdf) = (0usize, p);
     while u > cdf && p > 0.0 {
         k += 1;
-        p *= xm / k as f64;
+        p *= xm
+            * if k < RECIPROCALS.len() {
+                RECIPROCALS[k]
+            } else {
+                1.0 / k as f64
+            };
         cdf += p;
     }
     k as f64
 }
 
-/// The 53-bit uniform in (0, 1) of two 32-bit words (`CounterRng::uniform`'s mapping).
+/// `1/k` for k < 64 (the inversion's steps; beyond, a division).
+const RECIPROCALS: [f64; 64] = {
+    let mut t = [0.0; 64];
+    let mut k = 1;
+    while k < 64 {
+        t[k] = 1.0 / k as f64;
+        k += 1;
+    }
+    t
+};
+
+/// `exp(−x)` for x in [0, 700], in f64 to about 1e-15 relative: `x = n ln 2 + r` with
+/// |r| ≤ ln 2 / 2 (ln 2 in two parts, so r is exact to 1e-19), `exp(−r)` by its Taylor series
+/// to r¹³, scaled by 2⁻ⁿ through the exponent's bits. Plain f64 arithmetic, no library call
+/// (as [`ln_unit`]).
 #[inline]
-fn uniform_of(a: u32, b: u32) -> f64 {
-    let bits = ((a as u64) << 21) | (b as u64 >> 11);
-    (bits as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
+pub fn exp_neg(x: f64) -> f64 {
+    const LN2_HI: f64 = 0.693_147_180_369_123_8; // the top 32 bits of ln 2
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+    const ROUND: f64 = 6755399441055744.0; // 1.5 · 2^52
+    let t = x * std::f64::consts::LOG2_E + ROUND;
+    let n = t - ROUND; // the nearest integer to x / ln 2 (n ≤ 1010: exact)
+    let r = (x - n * LN2_HI) - n * LN2_LO;
+    let mut e = 1.0 / 6_227_020_800.0; // 1/13!
+    for c in [
+        479_001_600.0, // 12!
+        39_916_800.0,
+        3_628_800.0,
+        362_880.0,
+        40_320.0,
+        5_040.0,
+        720.0,
+        120.0,
+        24.0,
+        6.0,
+        2.0,
+        1.0,
+        1.0,
+    ] {
+        // exp(−r) = Σ (−r)^k / k!: Horner in −r
+        e = e * -r + 1.0 / c;
+    }
+    // 2^-n: the exponent field of 1.0 lowered by n (n is the low bits of t's mantissa)
+    let n_bits = t.to_bits() & 0x7FF;
+    e * f64::from_bits((1023 - n_bits) << 52)
 }
 
-/// Two uniforms in (0, 1) of 53 bits from one Philox block: the block
+/// The uniform in (0, 1) of two 32-bit words (every counter deviate's mapping): their top 52
+/// bits `m` as `(m + 1/2) / 2^52`, exact in f64, by integer and exact f64 operations only (no
+/// conversion of a 64-bit integer, which AVX2 and wasm lack), so that the lane loops
+/// ([`counter_uniforms`]) compile to vector instructions and give the scalar path's bits.
+#[inline(always)]
+fn uniform_of(a: u32, b: u32) -> f64 {
+    let m = ((a as u64) << 20) | (b as u64 >> 12);
+    (f64::from_bits(0x3FF0_0000_0000_0000 | m) - 1.0) + f64::from_bits(0x3CA0_0000_0000_0000)
+}
+
+/// `ln u` for `u` in (0, 1] (a counter uniform), in f64 to about 1e-15 relative: `u = 2^e m`
+/// with m in [√½, √2), `ln m = 2 atanh s` with `s = (m − 1)/(m + 1)` (|s| < 0.172) by its series
+/// to s¹⁷. Plain f64 additions, multiplications and one division, no library call: the same
+/// bits in a vector lane, in a scalar loop and in wasm (a libm's `ln` may differ in the last
+/// bit between platforms).
+#[inline(always)]
+pub fn ln_unit(u: f64) -> f64 {
+    let bits = u.to_bits();
+    let biased = bits >> 52; // e + 1023 (u is normal and positive)
+    let m = f64::from_bits((bits & 0x000F_FFFF_FFFF_FFFF) | 0x3FF0_0000_0000_0000);
+    let big = m > std::f64::consts::SQRT_2;
+    let m = if big { m * 0.5 } else { m };
+    let biased = biased + big as u64;
+    // the exponent as an f64, exactly (the 2^52 trick: no 64-bit integer conversion)
+    let e = f64::from_bits(0x4330_0000_0000_0000 | biased) - (4503599627370496.0 + 1023.0);
+    let s = (m - 1.0) / (m + 1.0);
+    let z = s * s;
+    let mut p = 1.0 / 17.0;
+    for c in [15.0, 13.0, 11.0, 9.0, 7.0, 5.0, 3.0, 1.0] {
+        p = p * z + 1.0 / c;
+    }
+    e * std::f64::consts::LN_2 + 2.0 * s * p
+}
+
+/// `(sin 2πu, cos 2πu)` for `u` in [0, 1], in f64 to about 1e-15: `u = q/4 + f` with q the
+/// nearest quarter turn (exact), the Taylor series of sin and cos of `2πf` (|2πf| ≤ π/4) to the
+/// 16th power, then the quarter turns by swaps and sign flips. Like [`ln_unit`], plain f64
+/// arithmetic: the same bits in every lane, loop and platform.
+#[inline(always)]
+pub fn sincos_turn(u: f64) -> (f64, f64) {
+    const ROUND: f64 = 6755399441055744.0; // 1.5 · 2^52: x + ROUND rounds x to an integer
+    let t = u * 4.0;
+    let r = t + ROUND;
+    let q = r.to_bits() & 3;
+    let x = (u - (r - ROUND) * 0.25) * std::f64::consts::TAU;
+    let z = x * x;
+    // sin x = x (1 - z/3! + z²/5! - ...), cos x = 1 - z/2! + z²/4! - ...
+    let mut s = -1.0 / 1_307_674_368_000.0; // -1/15!
+    for c in [
+        6_227_020_800.0, // 13!
+        -39_916_800.0,
+        362_880.0,
+        -5_040.0,
+        120.0,
+        -6.0,
+        1.0,
+    ] {
+        s = s * z + 1.0 / c;
+    }
+    let s = s * x;
+    let mut c = 1.0 / 20_922_789_888_000.0; // 1/16!
+    for k in [
+        -87_178_291_200.0, // -14!
+        479_001_600.0,
+        -3_628_800.0,
+        40_320.0,
+        -720.0,
+        24.0,
+        -2.0,
+        1.0,
+    ] {
+        c = c * z + 1.0 / k;
+    }
+    // quarter turns: q = 1 → (cos, -sin), 2 → (-sin, -cos), 3 → (-cos, sin)
+    let (a, b) = if q & 1 == 1 { (c, s) } else { (s, c) };
+    let sin = f64::from_bits(a.to_bits() ^ ((q & 2) << 62));
+    let cos = f64::from_bits(b.to_bits() ^ (((q + 1) & 2) << 62));
+    (sin, cos)
+}
+
+/// Two uniforms in (0, 1) from one Philox block: the block
 /// `philox4x32_10([pair low, pair high, stream, 0], seed)`, words 0-1 and 2-3. For deviates of two
 /// adjacent pixels (`pair` = pixel / 2): one block serves both, and each is still a pure function
-/// of (seed, pixel, stream).
+/// of (seed, pixel, stream). [`counter_uniforms`] computes many at once.
 #[inline]
 pub fn counter_uniform_pair(seed: i64, pair: u64, stream: u32) -> (f64, f64) {
     let b = philox4x32_10(
@@ -458,12 +585,177 @@ pub fn counter_uniform_pair(seed: i64, pair: u64, stream: u32) -> (f64, f64) {
 
 /// Two independent standard Gaussians from one Philox block ([`counter_uniform_pair`]): both
 /// of a Box–Muller pair, `r cos θ` and `r sin θ`, for two adjacent pixels (`pair` = pixel / 2).
+/// [`counter_gaussians`] computes many at once.
 #[inline]
 pub fn counter_gauss_pair(seed: i64, pair: u64, stream: u32) -> (f64, f64) {
     let (u1, u2) = counter_uniform_pair(seed, pair, stream);
-    let r = (-2.0 * u1.ln()).sqrt();
-    let (s, c) = (2.0 * PI * u2).sin_cos();
+    box_muller(u1, u2)
+}
+
+#[inline(always)]
+fn box_muller(u1: f64, u2: f64) -> (f64, f64) {
+    let r = (-2.0 * ln_unit(u1)).sqrt();
+    let (s, c) = sincos_turn(u2);
     (r * c, r * s)
+}
+
+// ---- many counters at once ----
+
+/// Philox blocks per step of the lane loops: eight, two AVX2 registers of 64-bit products (one
+/// of AVX-512), so that each loop over the lanes compiles to vector instructions.
+const LANES: usize = 8;
+
+/// [`philox4x32_10`] of `LANES` counters, lane by lane (structure of arrays).
+#[inline(always)]
+fn philox_lanes(x: &mut [[u32; LANES]; 4], key: [u32; 2]) {
+    const M0: u64 = 0xD251_1F53;
+    const M1: u64 = 0xCD9E_8D57;
+    const W0: u32 = 0x9E37_79B9;
+    const W1: u32 = 0xBB67_AE85;
+    let mut k = key;
+    for round in 0..10 {
+        if round > 0 {
+            k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
+        }
+        let mut y = [[0u32; LANES]; 4];
+        for l in 0..LANES {
+            let p0 = M0 * x[0][l] as u64;
+            let p1 = M1 * x[2][l] as u64;
+            y[0][l] = (p1 >> 32) as u32 ^ x[1][l] ^ k[0];
+            y[1][l] = p1 as u32;
+            y[2][l] = (p0 >> 32) as u32 ^ x[3][l] ^ k[1];
+            y[3][l] = p0 as u32;
+        }
+        *x = y;
+    }
+}
+
+/// The deviates of pixels `first .. first + out.len()`: pixel i's of pair i / 2's block (as
+/// [`counter_uniform_pair`], [`counter_gauss_pair`]), `LANES` pairs a step; `GAUSS`: the
+/// Box–Muller pair's Gaussians, else the uniforms.
+#[inline(always)]
+fn fill_lanes<const GAUSS: bool>(seed: i64, stream: u32, first: u64, out: &mut [f64]) {
+    let key = [seed as u64 as u32, (seed as u64 >> 32) as u32];
+    let end = first + out.len() as u64;
+    let mut pair = first >> 1;
+    while 2 * pair < end {
+        let mut x = [[0u32; LANES]; 4];
+        for l in 0..LANES {
+            let j = pair + l as u64;
+            x[0][l] = j as u32;
+            x[1][l] = (j >> 32) as u32;
+            x[2][l] = stream;
+        }
+        philox_lanes(&mut x, key);
+        let mut v = [0f64; 2 * LANES];
+        for l in 0..LANES {
+            let u1 = uniform_of(x[0][l], x[1][l]);
+            let u2 = uniform_of(x[2][l], x[3][l]);
+            let (a, b) = if GAUSS { box_muller(u1, u2) } else { (u1, u2) };
+            v[2 * l] = a;
+            v[2 * l + 1] = b;
+        }
+        // the part of these 2·LANES pixels inside the range
+        let p0 = 2 * pair;
+        let lo = first.max(p0);
+        let hi = end.min(p0 + 2 * LANES as u64);
+        out[(lo - first) as usize..(hi - first) as usize]
+            .copy_from_slice(&v[(lo - p0) as usize..(hi - p0) as usize]);
+        pair += LANES as u64;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn fill_avx512<const GAUSS: bool>(seed: i64, stream: u32, first: u64, out: &mut [f64]) {
+    fill_lanes::<GAUSS>(seed, stream, first, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn fill_avx2<const GAUSS: bool>(seed: i64, stream: u32, first: u64, out: &mut [f64]) {
+    fill_lanes::<GAUSS>(seed, stream, first, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn run_avx512<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn run_avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// The widest of the machine's vector units, detected at run time (the binary assumes none
+/// beyond the target's baseline); every path computes the same bits (integer operations and
+/// correctly rounded f64 `+ − × ÷ √`, no fused multiply-add).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lanes {
+    Baseline,
+    Avx2,
+    Avx512,
+}
+
+impl Lanes {
+    pub fn detected() -> Lanes {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Lanes::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Lanes::Avx2;
+            }
+        }
+        Lanes::Baseline
+    }
+
+    fn fill<const GAUSS: bool>(self, seed: i64, stream: u32, first: u64, out: &mut [f64]) {
+        match self {
+            // SAFETY: `detected` found the feature on this CPU (a `Lanes` the caller names
+            // itself is checked again here)
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Avx512 if std::arch::is_x86_feature_detected!("avx512f") => unsafe {
+                fill_avx512::<GAUSS>(seed, stream, first, out)
+            },
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Avx2 if std::arch::is_x86_feature_detected!("avx2") => unsafe {
+                fill_avx2::<GAUSS>(seed, stream, first, out)
+            },
+            _ => fill_lanes::<GAUSS>(seed, stream, first, out),
+        }
+    }
+
+    /// Runs `f` compiled for this vector unit (its loops over pixels vectorised for it; `f` is
+    /// inlined into a function with the unit's target features).
+    #[inline(always)]
+    pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
+        match self {
+            // SAFETY: as in `fill`
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Avx512 if std::arch::is_x86_feature_detected!("avx512f") => unsafe {
+                run_avx512(f)
+            },
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Avx2 if std::arch::is_x86_feature_detected!("avx2") => unsafe { run_avx2(f) },
+            _ => f(),
+        }
+    }
+
+    /// `out[k]` = the uniform of pixel `first + k` in `stream` under `seed`: the value of
+    /// [`counter_uniform_pair`] for pair (first + k) / 2, its first for an even pixel.
+    pub fn uniforms(self, seed: i64, stream: u32, first: u64, out: &mut [f64]) {
+        self.fill::<false>(seed, stream, first, out)
+    }
+
+    /// `out[k]` = the Gaussian of pixel `first + k`: [`counter_gauss_pair`] of pair
+    /// (first + k) / 2, its first for an even pixel.
+    pub fn gaussians(self, seed: i64, stream: u32, first: u64, out: &mut [f64]) {
+        self.fill::<true>(seed, stream, first, out)
+    }
 }
 
 /// `ln Γ(x)` in f64 (the Lanczos series of [`gammln`], x > 0).
@@ -746,8 +1038,8 @@ mod tests {
             [7, 0, 2, 0],
             [-5i64 as u64 as u32, (-5i64 as u64 >> 32) as u32],
         );
-        let bits = ((b[0] as u64) << 21) | (b[1] as u64 >> 11);
-        assert_eq!(draw(-5, 7, 2)[0], (bits as f64 + 0.5) / (1u64 << 53) as f64);
+        let bits = ((b[0] as u64) << 20) | (b[1] as u64 >> 12);
+        assert_eq!(draw(-5, 7, 2)[0], (bits as f64 + 0.5) / (1u64 << 52) as f64);
     }
 
     fn moments(v: &[f64]) -> (f64, f64) {
@@ -840,6 +1132,78 @@ mod tests {
         let mut r = CounterRng::new(3, 5, 2);
         let u = CounterRng::new(3, 5, 2).uniform();
         assert_eq!(r.poisson(4.5), poisson_inversion(u, 4.5));
+    }
+
+    #[test]
+    fn ln_and_sincos_of_the_lanes_match_the_library() {
+        // across (0, 1), the ends included, against the platform's libm in f64
+        let mut worst = (0.0f64, 0.0f64);
+        let n = 200_000;
+        for i in 0..=n {
+            let u = if i == 0 {
+                uniform_of(0, 0)
+            } else if i == n {
+                uniform_of(u32::MAX, u32::MAX)
+            } else {
+                i as f64 / n as f64
+            };
+            let l = ln_unit(u);
+            worst.0 = worst.0.max((l - u.ln()).abs() / u.ln().abs().max(1e-300));
+            let (s, c) = sincos_turn(u);
+            let (s0, c0) = (2.0 * PI * u).sin_cos();
+            worst.1 = worst.1.max((s - s0).abs().max((c - c0).abs()));
+        }
+        assert!(worst.0 < 4e-15, "ln: relative error {}", worst.0);
+        // 2πu itself is rounded (1e-16 of 2π) before the library's sin and cos
+        assert!(worst.1 < 2e-15, "sin/cos: error {}", worst.1);
+        // the quarter turns exactly
+        assert_eq!(sincos_turn(0.25), (1.0, 0.0));
+        assert_eq!(sincos_turn(0.5).1, -1.0);
+        assert_eq!(sincos_turn(0.75), (-1.0, 0.0));
+    }
+
+    #[test]
+    fn exp_neg_matches_the_library() {
+        let mut worst = 0.0f64;
+        for i in 0..=120_000 {
+            let x = i as f64 * 1e-4; // 0 .. 12
+            worst = worst.max((exp_neg(x) - (-x).exp()).abs() / (-x).exp());
+        }
+        for x in [0.0, 1e-300, 1e-9, 0.5, 30.0, 100.0, 700.0] {
+            worst = worst.max((exp_neg(x) - (-x).exp()).abs() / (-x).exp());
+        }
+        assert!(worst < 4e-15, "exp(-x): relative error {worst}");
+        assert_eq!(exp_neg(0.0), 1.0);
+    }
+
+    #[test]
+    fn lanes_give_the_pairs_values_on_every_path() {
+        // every vector path this CPU has, from odd and even starts, across 2^32 pairs
+        let mut paths = vec![Lanes::Baseline];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                paths.push(Lanes::Avx2);
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                paths.push(Lanes::Avx512);
+            }
+        }
+        for first in [0u64, 1, 7, (1 << 33) - 5] {
+            let n = 37;
+            for lanes in &paths {
+                let (mut u, mut g) = (vec![0.0; n], vec![0.0; n]);
+                lanes.uniforms(-5, 4, first, &mut u);
+                lanes.gaussians(-5, 3, first, &mut g);
+                for k in 0..n {
+                    let i = first + k as u64;
+                    let (a, b) = counter_uniform_pair(-5, i >> 1, 4);
+                    assert_eq!(u[k], if i & 1 == 0 { a } else { b }, "{lanes:?} {i}");
+                    let (a, b) = counter_gauss_pair(-5, i >> 1, 3);
+                    assert_eq!(g[k], if i & 1 == 0 { a } else { b }, "{lanes:?} {i}");
+                }
+            }
+        }
     }
 
     #[test]

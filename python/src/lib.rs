@@ -699,19 +699,16 @@ fn noisify_image<'py>(
     files: Option<HashMap<String, Vec<u8>>>,
 ) -> PyResult<Noisified<'py>> {
     let (s, f) = (image.shape()[0], image.shape()[1]);
-    // the float file's bytes, in one copy where the array is contiguous
-    let bytes = match image.as_slice() {
-        Ok(s) => nanobragg::output::le_bytes(s).into_owned(),
-        Err(_) => {
-            let pixels = image.as_array().iter().copied().collect::<Vec<f32>>();
-            nanobragg::output::le_bytes(&pixels).into_owned()
-        }
+    // the pixels in one copy (none through a float file's bytes)
+    let pixels = match image.as_slice() {
+        Ok(s) => s.to_vec(),
+        Err(_) => image.as_array().iter().copied().collect::<Vec<f32>>(),
     };
     let (adu, noise, header, log) = interruptible(py, |cancel| {
         let name = "<image>.bin".to_string();
         let mut all = vec![
             "-floatfile".to_string(),
-            name.clone(),
+            name,
             "-detpixels_x".to_string(),
             f.to_string(),
             "-detpixels_y".to_string(),
@@ -721,10 +718,13 @@ fn noisify_image<'py>(
         ];
         all.extend(words);
         let opts = noisify::options::parse(&all)?;
-        let mut given = files.unwrap_or_default();
-        given.insert(name, bytes);
-        let files = CachedFiles::new(given);
-        let prep = noisify::options::prepare(&opts, &files, session::clock_seed())?;
+        let files = CachedFiles::new(files.unwrap_or_default());
+        let prep = noisify::options::prepare_with_image(
+            &opts,
+            &files,
+            session::clock_seed(),
+            Some(pixels),
+        )?;
         let d = noisify::detect(
             &prep.input,
             prep.width,

@@ -17,16 +17,19 @@
 //!   Philox4x32-10): flicker and Poisson from the noise seed, the calibration error from the
 //!   calibration seed (so it is the same pixel error in every image, as a detector's would be;
 //!   computed once per calibration seed and kept for the next image), read-out noise from the
-//!   noise seed. Adjacent pixels 2j and 2j + 1 share Philox blocks where one block holds both
-//!   their deviates (read-out noise: the two Gaussians of one Box–Muller draw; Poisson means
-//!   below 12: one uniform each), still a pure function of (seed, pixel, role). The pixels are
-//!   computed in parallel (rayon), and the PSF
+//!   noise seed. Adjacent pixels 2j and 2j + 1 share a Philox block (Gaussians: the two of one
+//!   Box–Muller draw; Poisson means below 12: one uniform each), still a pure function of
+//!   (seed, pixel, role); the blocks of 512 pixels are computed at once (`rng::Lanes`: eight
+//!   blocks a step, in the machine's vector instructions, AVX2 or AVX-512 detected at run time),
+//!   and `ln`, `sin`/`cos` and `exp` are plain f64 arithmetic (`rng::ln_unit`,
+//!   `rng::sincos_turn`, `rng::exp_neg`), so every vector path, the scalar one and wasm give the
+//!   same bits. The pixels are computed in parallel (rayon), and the PSF
 //!   in bands of rows of a height set by the kernel's radius alone; sums are taken in chunks of a
-//!   fixed size and added in order. The images are therefore **deterministic** (the same for any
-//!   number of threads, natively and in wasm) but **not upstream's sequence**; the distributions
-//!   are the same (Poisson by inversion below a mean of 12, upstream's rejection method above,
-//!   Gaussian above 1e6; Box–Muller Gaussians). The noiseless image (`-intfile`) is the same
-//!   under both.
+//!   fixed size (in a fixed number of partial sums) and added in order. The images are therefore
+//!   **deterministic** (the same for any number of threads, natively and in wasm) but **not
+//!   upstream's sequence**; the distributions are the same (Poisson by inversion below a mean of
+//!   12, upstream's rejection method above, Gaussian above 1e6; Box–Muller Gaussians). The
+//!   noiseless image (`-intfile`) is the same under both.
 
 #[cfg(not(target_arch = "wasm32"))] // uses crate::cli (native only)
 pub mod cli;
@@ -34,11 +37,10 @@ pub mod options;
 pub mod psf;
 
 use crate::error::{Error, Result};
-use crate::rng::{
-    counter_gauss_pair, counter_uniform_pair, poisson_inversion, CounterRng, Noise, RanState,
-};
+use crate::rng::{poisson_inversion, CounterRng, Lanes, Noise, RanState};
 use psf::{apply_psf, apply_psf_bands, PsfKind, PsfReport};
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -295,7 +297,7 @@ const CHUNK: usize = 1 << 14;
 /// f32), kept for the next image: the calibration error is the detector's, the same in every
 /// image of a series (a dataset, the page's re-renders), so only its first image pays for it.
 /// One vector is kept (the last seed's, the longest asked for: 4 bytes a pixel).
-fn calibration_deviates(seed: i64, n: usize) -> Arc<Vec<f32>> {
+fn calibration_deviates(seed: i64, n: usize, lanes: Lanes) -> Arc<Vec<f32>> {
     static KEPT: Mutex<Option<(i64, Arc<Vec<f32>>)>> = Mutex::new(None);
     let kept = |k: &Option<(i64, Arc<Vec<f32>>)>| {
         k.as_ref()
@@ -305,16 +307,27 @@ fn calibration_deviates(seed: i64, n: usize) -> Arc<Vec<f32>> {
     if let Some(v) = kept(&KEPT.lock().unwrap_or_else(|e| e.into_inner())) {
         return v;
     }
-    let v: Arc<Vec<f32>> = Arc::new(
-        (0..n)
-            .into_par_iter()
-            .with_min_len(CHUNK)
-            .map(|i| CounterRng::new(seed, i as u64, CALIBRATION).gauss() as f32)
-            .collect(),
-    );
+    let mut v = vec![0f32; n];
+    v.par_chunks_mut(CHUNK).enumerate().for_each(|(c, out)| {
+        let mut g = [0f64; SUB];
+        for (s, out) in out.chunks_mut(SUB).enumerate() {
+            let g = &mut g[..out.len()];
+            lanes.gaussians(seed, CALIBRATION, (c * CHUNK + s * SUB) as u64, g);
+            for (o, &x) in out.iter_mut().zip(g.iter()) {
+                *o = x as f32;
+            }
+        }
+    });
+    let v = Arc::new(v);
     *KEPT.lock().unwrap_or_else(|e| e.into_inner()) = Some((seed, v.clone()));
     v
 }
+
+/// Pixels per step of the counter generator's inner loops: their deviates are computed for
+/// `SUB` pixels at once (`rng::Lanes`, vector instructions), then used pixel by pixel.
+const SUB: usize = 512;
+/// Partial sums per chunk of the read-out loop (its vector width).
+const LANES: usize = 8;
 
 /// [`shot_noise`] with the counter generator: each pixel's flicker, calibration and Poisson
 /// deviates from its own streams (the calibration's kept from image to image,
@@ -324,8 +337,9 @@ pub fn shot_noise_counter(
     e: &Effects,
     cancel: &AtomicBool,
 ) -> Result<(Vec<f32>, f64)> {
+    let lanes = Lanes::detected();
     let calibration =
-        (e.calibration > 0.0).then(|| calibration_deviates(e.calib_seed, photons.len()));
+        (e.calibration > 0.0).then(|| calibration_deviates(e.calib_seed, photons.len(), lanes));
     let mut out = vec![0f32; photons.len()];
     let sums = out
         .par_chunks_mut(CHUNK)
@@ -334,30 +348,44 @@ pub fn shot_noise_counter(
         .map(|(c, (out, inp))| {
             check_cancel(cancel)?;
             let mut sum = 0.0f64;
-            let mut pair = (u64::MAX, (0.0, 0.0));
-            for (k, (o, &p)) in out.iter_mut().zip(inp).enumerate() {
-                let i = (c * CHUNK + k) as u64;
-                let mut p = p as f64;
+            let (mut u, mut f) = ([0f64; SUB], [0f64; SUB]);
+            for (s, (out, inp)) in out.chunks_mut(SUB).zip(inp.chunks(SUB)).enumerate() {
+                let first = c * CHUNK + s * SUB;
+                let n = out.len();
+                // the Poisson uniforms of these pixels (a block per pair of pixels)
+                lanes.uniforms(e.seed, POISSON_PAIR, first as u64, &mut u[..n]);
                 if e.flicker > 0.0 {
-                    p *= 1.0 + e.flicker * CounterRng::new(e.seed, i, FLICKER).gauss();
+                    lanes.gaussians(e.seed, FLICKER, first as u64, &mut f[..n]);
                 }
-                if let Some(g) = &calibration {
-                    p *= 1.0 + e.calibration * g[i as usize] as f64;
-                }
-                let xm = p as f32 as f64;
-                let n = if xm > 0.0 && xm < 12.0 {
-                    // the pair's block, drawn once for both pixels (a pure function of the
-                    // pair: drawing it again at a chunk's edge would give the same uniforms)
-                    if pair.0 != i >> 1 {
-                        pair = (i >> 1, counter_uniform_pair(e.seed, i >> 1, POISSON_PAIR));
+                let cal = calibration.as_ref().map(|g| &g[first..first + n]);
+                // the means (f32, as upstream rounds them), in a loop of vector instructions
+                let mut xm = [0f64; SUB];
+                lanes.run(|| {
+                    for k in 0..n {
+                        let mut p = inp[k] as f64;
+                        if e.flicker > 0.0 {
+                            p *= 1.0 + e.flicker * f[k];
+                        }
+                        if let Some(g) = cal {
+                            p *= 1.0 + e.calibration * g[k] as f64;
+                        }
+                        xm[k] = p as f32 as f64;
                     }
-                    let u = if i & 1 == 0 { pair.1 .0 } else { pair.1 .1 };
-                    poisson_inversion(u, xm) as f32
-                } else {
-                    CounterRng::new(e.seed, i, POISSON).poisson(xm) as f32
-                };
-                sum += n as f64;
-                *o = n;
+                });
+                for k in 0..n {
+                    let x = xm[k];
+                    // 0 for a mean that is not positive, and (inversion's first test) for most
+                    // pixels of a diffraction image, whose means are far below 1
+                    let count = if u[k] <= 1.0 - x {
+                        0.0
+                    } else if x < 12.0 {
+                        poisson_inversion(u[k], x) as f32
+                    } else {
+                        CounterRng::new(e.seed, (first + k) as u64, POISSON).poisson(x) as f32
+                    };
+                    sum += count as f64;
+                    out[k] = count;
+                }
             }
             Ok(sum)
         })
@@ -370,30 +398,44 @@ pub fn shot_noise_counter(
 /// parallel.
 pub fn read_out_counter(photons: &[f32], e: &Effects, bits32: bool) -> (Vec<u32>, f64, usize) {
     let limit = if bits32 { MAX_U32 } else { MAX_U16 };
+    let lanes = Lanes::detected();
     let mut adu = vec![0u32; photons.len()];
     let parts: Vec<(f64, usize)> = adu
         .par_chunks_mut(CHUNK)
         .zip(photons.par_chunks(CHUNK))
         .enumerate()
         .map(|(c, (out, inp))| {
-            let (mut sum, mut overloads) = (0.0f64, 0usize);
-            let mut pair = (u64::MAX, (0.0, 0.0));
-            for (k, (o, &p)) in out.iter_mut().zip(inp).enumerate() {
-                sum += p as f64;
-                let mut a = p as f64 * e.gain + e.adc;
+            let (mut part, mut over) = ([0.0f64; LANES], [0usize; LANES]);
+            let mut g = [0f64; SUB];
+            for (s, (out, inp)) in out.chunks_mut(SUB).zip(inp.chunks(SUB)).enumerate() {
+                let n = out.len();
                 if e.readout > 0.0 {
-                    // both Gaussians of one Box–Muller draw, for the two pixels of a pair
-                    let i = (c * CHUNK + k) as u64;
-                    if pair.0 != i >> 1 {
-                        pair = (i >> 1, counter_gauss_pair(e.seed, i >> 1, READOUT));
+                    let first = (c * CHUNK + s * SUB) as u64;
+                    lanes.gaussians(e.seed, READOUT, first, &mut g[..n]);
+                }
+                // LANES partial sums (a fixed order: the same for any number of threads), so
+                // that the loop compiles to vector instructions (the machine's: `Lanes::run`)
+                let g = &g;
+                lanes.run(|| {
+                    let mut k = 0;
+                    while k < n {
+                        let m = LANES.min(n - k);
+                        for l in 0..m {
+                            let p = inp[k + l];
+                            part[l] += p as f64;
+                            let mut a = p as f64 * e.gain + e.adc;
+                            if e.readout > 0.0 {
+                                a += e.readout * g[k + l];
+                            }
+                            over[l] += (a > limit) as usize;
+                            out[k + l] = count(a);
+                        }
+                        k += m;
                     }
-                    a += e.readout * if i & 1 == 0 { pair.1 .0 } else { pair.1 .1 };
-                }
-                if a > limit {
-                    overloads += 1;
-                }
-                *o = count(a);
+                });
             }
+            let sum = part.iter().sum::<f64>();
+            let overloads = over.iter().sum::<usize>();
             (sum, overloads)
         })
         .collect();
@@ -432,18 +474,24 @@ pub fn detect(
     cancel: &AtomicBool,
 ) -> Result<Detected> {
     assert_eq!(input.len(), w * h, "detect: image size");
-    let max_input = input
-        .par_iter()
-        .with_min_len(CHUNK)
-        .fold(|| 0.0f64, |m, &v| m.max(v as f64))
-        .reduce(|| 0.0, f64::max);
-    let negative = input
-        .par_iter()
-        .with_min_len(CHUNK)
-        .filter(|&&v| v < 0.0)
-        .count();
+    // the largest value and the negative pixels, in one pass
+    let (max_input, negative) = input
+        .par_chunks(CHUNK)
+        .map(|c| {
+            c.iter().fold((0.0f32, 0usize), |(m, n), &v| {
+                (if v > m { v } else { m }, n + (v < 0.0) as usize)
+            })
+        })
+        .reduce(|| (0.0, 0), |a, b| (a.0.max(b.0), a.1 + b.1));
+    let max_input = max_input as f64;
     let max_photons = max_input * e.scale * e.fluence * crate::resolve::R_E_SQR;
-    let mut photons = photon_image(input, e.fluence, e.scale);
+    // photons/pixel: the input itself when the scale is exactly 1 (noisify's defaults, and
+    // Python's and the page's images), as `photon_image` would compute it
+    let mut photons: Cow<[f32]> = if e.fluence * crate::resolve::R_E_SQR * e.scale == 1.0 {
+        Cow::Borrowed(input)
+    } else {
+        Cow::Owned(photon_image(input, e.fluence, e.scale))
+    };
     let psf = e.psf.filter(|p| p.fwhm_px > 0.0);
 
     // without noise the PSF goes on the noiseless image
@@ -451,7 +499,7 @@ pub fn detect(
     if !e.noise {
         if let Some(p) = psf {
             let (img, rep) = psf_for(e.rng, &photons, w, h, p, progress, cancel)?;
-            photons = img;
+            photons = Cow::Owned(img);
             noiseless_psf = Some(rep);
         }
     }

@@ -352,6 +352,12 @@ fn float_pixels(name: &str, bytes: &[u8], w: usize) -> Result<Vec<f32>> {
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
+    check_finite(name, &input, w)?;
+    Ok(input)
+}
+
+/// An error naming the first pixel that is not a finite number.
+fn check_finite(name: &str, input: &[f32], w: usize) -> Result<()> {
     if let Some(i) = input.iter().position(|v| !v.is_finite()) {
         return Err(Error::input(format!(
             "{name}: pixel {} (fast {}, slow {}) is {} (the image must hold finite numbers)",
@@ -362,12 +368,24 @@ fn float_pixels(name: &str, bytes: &[u8], w: usize) -> Result<Vec<f32>> {
         ))
         .at_file(name));
     }
-    Ok(input)
+    Ok(())
 }
 
 /// Reads the header (if any) and the float images and settles the dimensions.
 /// `seed` is used when the options carry none (upstream: the clock).
 pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<Prepared> {
+    prepare_with_image(o, files, seed, None)
+}
+
+/// [`prepare`] with the `-floatfile` image's pixels given (`image`: fast index first, as the
+/// file would hold them) instead of read from `files`: the same checks (size, finite values)
+/// without a round trip through the file's bytes (Python's `noisify` of an array).
+pub fn prepare_with_image(
+    o: &NoisifyOptions,
+    files: &dyn FileSource,
+    seed: i64,
+    image: Option<Vec<f32>>,
+) -> Result<Prepared> {
     let Some(name) = o.floatfile.clone() else {
         return Err(Error::new(
             ErrorKind::MissingInput,
@@ -429,15 +447,27 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         header = Some(bytes[..head.header_bytes].to_vec());
     }
 
-    let bytes = files.read(&name, FileKind::FloatImage)?;
-    if bytes.len() % 4 != 0 || bytes.is_empty() {
-        return Err(Error::input(format!(
-            "{name}: {} bytes is not a whole number of 4-byte float pixels",
-            bytes.len()
-        ))
-        .at_file(name));
+    let bytes = match &image {
+        Some(_) => None,
+        None => Some(files.read(&name, FileKind::FloatImage)?),
+    };
+    let n = match (&image, &bytes) {
+        (Some(px), _) => px.len(),
+        (None, Some(bytes)) => {
+            if bytes.len() % 4 != 0 || bytes.is_empty() {
+                return Err(Error::input(format!(
+                    "{name}: {} bytes is not a whole number of 4-byte float pixels",
+                    bytes.len()
+                ))
+                .at_file(name));
+            }
+            bytes.len() / 4
+        }
+        (None, None) => unreachable!("read above"),
+    };
+    if n == 0 {
+        return Err(Error::input(format!("{name}: the image has no pixels")).at_file(name));
     }
-    let n = bytes.len() / 4;
     let (w, h) = match (xpixels, ypixels) {
         (Some(x), Some(y)) => (x, y),
         (Some(x), None) => (x, n / x),
@@ -461,7 +491,14 @@ pub fn prepare(o: &NoisifyOptions, files: &dyn FileSource, seed: i64) -> Result<
         ))
         .at_file(name));
     }
-    let mut input = float_pixels(&name, &bytes, w)?;
+    let mut input = match (image, &bytes) {
+        (Some(px), _) => {
+            check_finite(&name, &px, w)?;
+            px
+        }
+        (None, Some(bytes)) => float_pixels(&name, bytes, w)?,
+        (None, None) => unreachable!("read above"),
+    };
     log.push(format!("importing {n} pixel intensites: {name}"));
     for add in &o.add {
         let bytes = files.read(add, FileKind::FloatImage)?;
