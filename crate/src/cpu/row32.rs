@@ -27,6 +27,37 @@ pub fn applies(p: &Plan) -> bool {
         && p.interpolation == Interpolation::Nearest
 }
 
+/// The diffracted directions and 1/R (`d` = [dx, dy, dz, 1/R]) of the first `len` lanes of a
+/// block of one row's sub-pixels: lane j at stored fast coordinate `base + j·step`, the row at
+/// slow offset `sdet` (m), depth `odet`, on panel `pan` of sub-pixel pitch `sub`; upstream's f64
+/// position and association, for the image and the tangent row kernels (`tangent_row32.rs`)
+/// alike. The sub-pixel index goes i32 → f64 (a vector conversion; usize → f64 is not).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn directions<const B: usize>(
+    pan: &Panel,
+    sub: f64,
+    sdet: f64,
+    odet: f64,
+    base: i32,
+    step: i32,
+    len: usize,
+    d: [&mut [f64; B]; 4],
+) {
+    let [dx, dy, dz, inv_r] = d;
+    for j in 0..len.min(B) {
+        let fdet = sub * ((base + j as i32 * step) as f64) + sub / 2.0;
+        let x = ((fdet * pan.fdet[0] + sdet * pan.sdet[0]) + odet * pan.odet[0]) + pan.pix0[0];
+        let y = ((fdet * pan.fdet[1] + sdet * pan.sdet[1]) + odet * pan.odet[1]) + pan.pix0[1];
+        let z = ((fdet * pan.fdet[2] + sdet * pan.sdet[2]) + odet * pan.odet[2]) + pan.pix0[2];
+        let ir = 1.0 / (x * x + y * y + z * z).sqrt();
+        inv_r[j] = ir;
+        dx[j] = x * ir;
+        dy[j] = y * ir;
+        dz[j] = z * ir;
+    }
+}
+
 /// Renders a block; returns false when the render was cancelled.
 pub type BlockFn =
     fn(&FastCtx, &Panel, usize, usize, usize, &mut [f32], &mut [bool], &Poll) -> bool;
@@ -61,6 +92,7 @@ fn block_body(
     let mut capture = [1.0f64; BLOCK];
     let mut exact = [false; BLOCK];
     let (mut dx, mut dy, mut dz) = ([0.0f64; BLOCK], [0.0f64; BLOCK], [0.0f64; BLOCK]);
+    let mut rr = [0.0f64; BLOCK];
     let (mut qx, mut qy, mut qz) = ([0.0f64; BLOCK], [0.0f64; BLOCK], [0.0f64; BLOCK]);
     let mut pass = [1.0f32; BLOCK];
     let mut fl2 = [0.0f32; BLOCK];
@@ -80,22 +112,11 @@ fn block_body(
             let sdet = sub * ((s * n + subs) as f64) + sub / 2.0;
             for subf in 0..n {
                 // diffracted directions, solid angle
-                // sub-pixel index as i32 -> f64 (a vector conversion; usize -> f64 is not)
                 let base = (f0 * n + subf) as i32;
-                let step = n as i32;
+                let d = [&mut dx, &mut dy, &mut dz, &mut rr];
+                directions(pan, sub, sdet, odet, base, n as i32, len, d);
                 for j in 0..len {
-                    let fdet = sub * ((base + j as i32 * step) as f64) + sub / 2.0;
-                    let x = ((fdet * pan.fdet[0] + sdet * pan.sdet[0]) + odet * pan.odet[0])
-                        + pan.pix0[0];
-                    let y = ((fdet * pan.fdet[1] + sdet * pan.sdet[1]) + odet * pan.odet[1])
-                        + pan.pix0[1];
-                    let z = ((fdet * pan.fdet[2] + sdet * pan.sdet[2]) + odet * pan.odet[2])
-                        + pan.pix0[2];
-                    let inv_r = 1.0 / (x * x + y * y + z * z).sqrt();
-                    dx[j] = x * inv_r;
-                    dy[j] = y * inv_r;
-                    dz[j] = z * inv_r;
-                    let om = solid_angle(inv_r as f32, fc.pixel2, close, p.point_pixel);
+                    let om = solid_angle(rr[j] as f32, fc.pixel2, close, p.point_pixel);
                     omega[j] = if omega[j] == 0.0 { om as f64 } else { omega[j] };
                 }
                 if capture[0] == 0.0 {

@@ -6,7 +6,7 @@
 //! (`*_f64` and `*_f64_d` side by side). The loop is the image kernels' (`pixel::render`, each
 //! pixel on its own panel's plane, distance and normal) carrying the tangents ([`Tangents`], a
 //! `pixel::Carry`), on the terms of any kernel with their partials (`pixel::FactorsD`:
-//! `pixel64`'s f64 ones here, `pixel32`'s f32 ones in `tangent32.rs`) ([`pixel_with`]).
+//! `pixel64`'s f64 ones here, `pixel32`'s f32 ones in `tangent32.rs`) ([`pixel`]).
 //!
 //! Forward mode, arranged so a term costs little more than its value: per term the kernel takes
 //! the term's partial derivatives with respect to its own inputs (h, k, l, N, a*, F), adds
@@ -266,42 +266,19 @@ impl Kernel for Ctx<'_> {
         sc: &mut Scratch,
         out: &mut [f64],
     ) -> (f64, bool) {
-        pixel(self, f, s, first, interpolate, sc, out)
+        pixel(&self.ex, self, f, s, first, interpolate, sc, out)
     }
 }
 
-/// One pixel with the f64 terms: its value and its tangents (into `out`, one per parameter);
-/// `triggered` when a tricubic stencil left the table here.
-pub(super) fn pixel(
-    c: &Ctx,
-    fpixel: usize,
-    spixel: usize,
-    first_sequence: bool,
-    interpolate: bool,
-    sc: &mut Scratch,
-    out: &mut [f64],
-) -> (f64, bool) {
-    pixel_with(
-        &c.ex,
-        c,
-        fpixel,
-        spixel,
-        first_sequence,
-        interpolate,
-        sc,
-        out,
-    )
-    .expect("the f64 terms defer no pixel")
-}
-
-/// The tangent kernels' pixel: the one per-pixel loop (`pixel::render`) on the terms of `K` (f64
-/// or f32) carrying the tangents ([`Tangents`]): the pixel's value and its tangents (into `out`,
-/// one per parameter), `triggered` when a tricubic stencil left the table here; None when a term
-/// falls under the exact-Bragg rule (the caller takes the f64 kernel's pixel). A pixel of no
+/// The tangent kernels' pixel: the one per-pixel loop (`pixel::render`) on the terms of `K` (the
+/// f64 terms, `c.ex`, or the f32 ones) carrying the tangents ([`Tangents`]): the pixel's value
+/// and its tangents (into `out`, one per parameter), `triggered` when a tricubic stencil left the
+/// table here. A pixel with a term under the exact-Bragg rule (only the f32 terms defer one) is
+/// the f64 terms' ([`pixel64`]), as the f32 image kernel's is `pixel64`'s there. A pixel of no
 /// panel is 0.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) fn pixel_with<K: FactorsD>(
+pub(super) fn pixel<K: FactorsD>(
     terms: &K,
     c: &Ctx,
     fpixel: usize,
@@ -310,7 +287,7 @@ pub(super) fn pixel_with<K: FactorsD>(
     interpolate: bool,
     sc: &mut Scratch,
     out: &mut [f64],
-) -> Option<(f64, bool)> {
+) -> (f64, bool) {
     let mut carry = Tangents::new(c, sc, out);
     let px = super::pixel::render::<K, Tangents, false>(
         terms,
@@ -323,7 +300,34 @@ pub(super) fn pixel_with<K: FactorsD>(
         &mut carry,
     )
     .expect("a render without a cancel flag is never cancelled");
-    (!px.exact).then_some((carry.value, px.triggered))
+    let value = carry.value;
+    if px.exact {
+        return pixel64(c, fpixel, spixel, first_sequence, interpolate, sc, out);
+    }
+    (value, px.triggered)
+}
+
+/// [`pixel`] with the f64 terms (a function of its own: the f32 kernel's fallback; the f64 terms
+/// defer no pixel).
+fn pixel64(
+    c: &Ctx,
+    fpixel: usize,
+    spixel: usize,
+    first_sequence: bool,
+    interpolate: bool,
+    sc: &mut Scratch,
+    out: &mut [f64],
+) -> (f64, bool) {
+    pixel(
+        &c.ex,
+        c,
+        fpixel,
+        spixel,
+        first_sequence,
+        interpolate,
+        sc,
+        out,
+    )
 }
 
 /// The tangent carry of the per-pixel loop (`pixel::Carry`, MODEL §10.5): each term evaluated
@@ -705,7 +709,7 @@ pub fn apply_exact_fixup<T: Sample>(
         let (f, s) = (i % p.fpixels, i / p.fpixels);
         let interp = fixup.tricubic && fixup.interp_switch.is_none_or(|q| i <= q);
         let first = Some(i) == fixup.first_pixel;
-        let (v, _) = pixel(&c, f, s, first, interp, &mut sc, &mut out);
+        let (v, _) = pixel64(&c, f, s, first, interp, &mut sc, &mut out);
         image[i] = v as f32;
         for (j, &o) in out.iter().enumerate() {
             tangents[j * npx + i] = T::from_f64(o);
@@ -768,7 +772,7 @@ pub fn render_pixels(
                     continue;
                 }
                 let out = &mut tans[k * stride..k * stride + np];
-                vals[k] = pixel(&c, f, s, Some(i) == first, false, &mut sc, out).0;
+                vals[k] = pixel64(&c, f, s, Some(i) == first, false, &mut sc, out).0;
             }
             Ok(())
         })?;
@@ -854,7 +858,7 @@ pub fn vjp_structure_factors(
                     if let Some(ft) = sc.f_terms.as_mut() {
                         ft.clear();
                     }
-                    row[f] = pixel(&c, f, s, Some(idx) == first, false, sc, &mut []).0;
+                    row[f] = pixel64(&c, f, s, Some(idx) == first, false, sc, &mut []).0;
                     let k = weights[idx] * sc.factor;
                     if k != 0.0 {
                         out.extend(sc.f_terms.iter().flatten().map(|&(e, d)| (e, k * d)));

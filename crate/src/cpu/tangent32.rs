@@ -17,7 +17,7 @@
 //! kernel, as the f32 image kernel does with `pixel64`.
 
 use super::pixel32::FastCtx;
-use super::tangent::{check_supported, pixel_with, TangentImages};
+use super::tangent::{check_supported, pixel, TangentImages};
 use crate::error::Result;
 use crate::pages::Sample;
 use crate::plan::Plan;
@@ -60,41 +60,6 @@ impl Scratch {
             px: super::tangent::Scratch::new(np),
             rows,
         }
-    }
-}
-
-/// One pixel: its value and its tangents (into `out`); `triggered` when a tricubic stencil
-/// left the table here. A pixel under the exact-Bragg rule is the f64 tangent kernel's.
-fn pixel(
-    c: &Ctx32,
-    fpixel: usize,
-    spixel: usize,
-    first_sequence: bool,
-    interpolate: bool,
-    sc: &mut Scratch,
-    out: &mut [f64],
-) -> (f64, bool) {
-    let sc = &mut sc.px;
-    match pixel_with(
-        &c.fast,
-        &c.f64ctx,
-        fpixel,
-        spixel,
-        first_sequence,
-        interpolate,
-        sc,
-        out,
-    ) {
-        Some(r) => r,
-        None => super::tangent::pixel(
-            &c.f64ctx,
-            fpixel,
-            spixel,
-            first_sequence,
-            interpolate,
-            sc,
-            out,
-        ),
     }
 }
 
@@ -155,7 +120,16 @@ impl super::tangent::Kernel for Ctx32<'_> {
         sc: &mut Scratch,
         out: &mut [f64],
     ) -> (f64, bool) {
-        pixel(self, f, s, first, interpolate, sc, out)
+        pixel(
+            &self.fast,
+            &self.f64ctx,
+            f,
+            s,
+            first,
+            interpolate,
+            &mut sc.px,
+            out,
+        )
     }
     fn row<T: Sample>(
         &self,
@@ -226,7 +200,17 @@ fn row_path<T: Sample>(
                 }
             } else if exact[j] || Some(idx) == first {
                 out.resize(np, 0.0);
-                row[f] = pixel(c, f, s, Some(idx) == first, false, sc, &mut out).0;
+                row[f] = pixel(
+                    &c.fast,
+                    &c.f64ctx,
+                    f,
+                    s,
+                    Some(idx) == first,
+                    false,
+                    &mut sc.px,
+                    &mut out,
+                )
+                .0;
                 for (t, &o) in trow.iter_mut().zip(out.iter()) {
                     t[f] = T::from_f64(o);
                 }

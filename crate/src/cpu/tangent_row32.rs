@@ -28,6 +28,7 @@
 //! is a callback.
 
 use super::pixel32::FastCtx;
+use super::row32::directions;
 use super::tangent::{dpos, ori_form, OriForm};
 use crate::plan::Plan;
 use crate::tangent::PlanTangent;
@@ -261,21 +262,9 @@ fn block_body<const DN: bool>(
                     let base = (f0 * n + subf) as i32;
                     let step = n as i32;
                     let fd_of = |j: usize| sub * ((base + j as i32 * step) as f64) + sub / 2.0;
-                    // directions, solid angle
-                    for j in 0..len {
-                        let fd = fd_of(j);
-                        let x = ((fd * pan.fdet[0] + sd * pan.sdet[0]) + odet * pan.odet[0])
-                            + pan.pix0[0];
-                        let y = ((fd * pan.fdet[1] + sd * pan.sdet[1]) + odet * pan.odet[1])
-                            + pan.pix0[1];
-                        let z = ((fd * pan.fdet[2] + sd * pan.sdet[2]) + odet * pan.odet[2])
-                            + pan.pix0[2];
-                        let inv_r = 1.0 / (x * x + y * y + z * z).sqrt();
-                        rr[j] = inv_r;
-                        dx[j] = x * inv_r;
-                        dy[j] = y * inv_r;
-                        dz[j] = z * inv_r;
-                    }
+                    // directions (the image row kernel's), solid angle
+                    let d = [&mut dx, &mut dy, &mut dz, &mut rr];
+                    directions(pan, sub, sd, odet, base, step, len, d);
                     // the solid angle (once per pixel), and the detector parameters' direction
                     // tangents (dpos − d (d·dpos))/r with the solid angle's tangents from d·dpos
                     let omega_now = omega[0] == 0.0;
