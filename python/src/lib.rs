@@ -259,7 +259,11 @@ impl PySession {
         still: bool,
         wavelengths: Option<Vec<f64>>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let mut g = nanobragg::cli::nexus_geometry(self.lock().prepared());
+        let (mut g, threads) = {
+            let guard = self.lock();
+            let prep = guard.prepared();
+            (nanobragg::cli::nexus_geometry(prep), prep.options().threads)
+        };
         g.phi_start = phi_start_deg;
         g.osc = osc_deg;
         if let Some(v) = saturation {
@@ -281,7 +285,10 @@ impl PySession {
         let bytes = py
             .detach(|| {
                 let frames = io::nexus::NxFrames { still, wavelengths };
-                io::nexus::write_nxmx_frames(&g, &refs, &frames)
+                // the chunks are compressed on rayon's pool: the words' -threads bound it too
+                nanobragg::cpu::with_threads(threads, || {
+                    io::nexus::write_nxmx_frames(&g, &refs, &frames)
+                })
             })
             .map_err(|e| to_py(py, e))?;
         Ok(PyBytes::new(py, &bytes))
