@@ -104,7 +104,10 @@ test('a realistic still: Start fit runs (ADU, local background); perturbed 0.3°
   // 512² detector of 0.3 mm pixels: the preset's EIGER2 X 4M has 16× the pixels, and its fit
   // took more than 400 s in the single-threaded module on this test's shared CPU
   const still = 'pdb=1pfe.cif&distance=120&lambda=1&xtal_size=0.001&mosaic=0.3&mosaic_domains=12&misset_seed=3&misset=random' +
-    '&flux=1e12&exposure=0.5&beamsize=0.001&oversample=1&water=20&air=10&detnoise=1&gain=1&seed=1&detpixels=512&pixel=0.3';
+    '&shape=&flux=1e12&exposure=0.5&beamsize=0.001&oversample=1&water=20&air=10&detnoise=1&gain=1&seed=1&detpixels=512&pixel=0.3';
+  // shape= : the preset's square lattice. Left out, the URL keeps the default state's Gaussian
+  // lattice, whose spots (no tails) one sample per 0.3 mm pixel misses: the target's strongest
+  // "spots" were then single noise pixels of ~200 ADU, and the fit stopped after 1 evaluation
   const { page, errors } = await open(env.ctx, `${env.base}/?${still}&backend=cpu`);
   const shown = () => page.evaluate(() => Number(document.body.dataset.realistic ?? 0));
   await page.waitForFunction(() => Number(document.body.dataset.realistic ?? 0) > 0, null, { timeout: 400_000 });
@@ -146,8 +149,9 @@ test('a realistic still: Start fit runs (ADU, local background); perturbed 0.3°
     assert.match(status, /^Did not converge \(\d+ evaluations/);
   }
   if (rot > 0.2) assert.equal(r.converged, false, `${rot}° off the truth, said converged`);
-  // the lowest point reached is no farther from the truth than the start by more than the start
-  assert.ok(rot < 2 * start, `the fit moved the crystal from ${start}° to ${rot}° off the truth`);
+  // the fit (its centroid stage first) brings the crystal at least halfway back (measured: 0.52° →
+  // 0.05°, "did not converge" on these 0.3 mm pixels, as the crate's test)
+  assert.ok(rot < start / 2, `the fit moved the crystal from ${start}° to ${rot}° off the truth`);
   await page.screenshot({ path: join(ARTIFACTS, 'fit-realistic-1280.png') });
   await page.setViewportSize({ width: 390, height: 844 });
   await page.waitForTimeout(300);

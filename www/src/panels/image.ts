@@ -69,13 +69,15 @@ export const fitPanel = panel('fit', ({ store, client, view, page }, scope) => {
       if (!s || s.kind === 'preview') return null;
       if (s.kind === 'realistic') {
         // the realistic still of the form's state: ADU over its water and air, the crate's local
-        // background (a radial profile that follows the rings, plus blocks). Without the
-        // spot-centroid stage: on a 512² detector of 0.3 mm pixels neither way reaches 0.02°
-        // (crate/tests/refine_realistic.rs: 0.04–0.08° off, said "did not converge")
+        // background (a radial profile that follows the rings, plus blocks), and the spot-centroid
+        // stage first: its spots are a pixel or two, so the pixel cost alone does not see a
+        // crystal 0.5° off (fit-cases.test.mjs: without it 60 evaluations leave it 0.52° off,
+        // with it 0.05°; crate/tests/refine_realistic.rs). On 0.3 mm pixels neither reaches
+        // 0.02°, and the fit says "did not converge".
         const m = s.model;
         return {
           data: s.data, width: s.width, height: s.height, geometry: s.geometry, args: page.words(),
-          units: { background: 'local', gain: effectsOf(m).gain, adc: effectsOf(m).adc, centroids: false },
+          units: { background: 'local', gain: effectsOf(m).gain, adc: effectsOf(m).adc, centroids: true },
           modelCell: !!(m.pdb ?? '').trim(),
         };
       }
