@@ -9,8 +9,8 @@
 // and rejects with the channel's one error type (`WorkerError`: the crate's structured error;
 // named 'AbortError' when cancelled or superseded).
 import { asBackend, normaliseArgs } from './args';
-import type { Backend, DetectorEffects, Fitted, FitInfo, FitStepInfo, Geometry, HklSummary, ModuleInfo, PixelGeometry, Precision, RealisticLayers, RealisticPhase, Spot, TangentInfo, Timings } from './protocol';
-import { Channel, WorkerError, abortError, isAbort, type FitRequest, type FromWorker, type RealisticRequest, type RealisticResult, type RenderRequest, type SpotsRequest } from './channel';
+import type { Backend, DetectorEffects, Fitted, FitInfo, FitStepInfo, ModuleInfo, PixelGeometry, Precision, RealisticLayers, RealisticPhase, Spot, TangentInfo } from './protocol';
+import { Channel, WorkerError, abortError, isAbort, type FitRequest, type FromWorker, type RealisticRequest, type RealisticResult, type RenderAnswer, type RenderRequest, type SpotsRequest } from './channel';
 export { splitArgs, normaliseArgs, asBackend } from './args';
 export { abortError } from './channel';
 
@@ -32,20 +32,9 @@ export interface SimulateOptions {
   signal?: AbortSignal;
 }
 
-export interface SimulateResult {
-  width: number;
-  height: number;
-  data: Float32Array;
-  backend: 'gpu' | 'cpu';
-  threads: number;
-  adapter: string;
-  notice: string;
-  geometry: Geometry;
-  timings: Timings;
+/** The worker's answer (`RenderAnswer`, the channel's row) with the words it was rendered from. */
+export interface SimulateResult extends RenderAnswer {
   args: string[];
-  /** Structure-factor file summary, when this request sent new input files. */
-  hkl?: HklSummary | null;
-  warnings: string[];
 }
 
 interface Job {
