@@ -385,9 +385,10 @@ impl CounterRng {
     }
 
     /// Poisson deviate of mean `xm` (0 for a mean that is not positive): inversion of the
-    /// cumulative distribution below 12, the Numerical Recipes rejection method (Lorentzian
-    /// comparison function, upstream's `poidev`) in f64 up to 1e6, above it the Gaussian
-    /// approximation, not rounded (as upstream's `poidev`).
+    /// cumulative distribution below 12 ([`poisson_inversion`]), Hörmann's transformed
+    /// rejection with squeeze (PTRS) up to 1e6 ([`poisson_ptrs`]), above it the Gaussian
+    /// approximation, not rounded (as upstream's `poidev`). Plain f64 arithmetic and this
+    /// module's own `ln`, `exp` and `sin`/`cos`: the same counts on every platform.
     pub fn poisson(&mut self, xm: f64) -> f64 {
         if !(xm > 0.0) {
             return 0.0;
@@ -398,56 +399,123 @@ impl CounterRng {
         if xm > 1.0e6 {
             return xm + xm.sqrt() * self.gauss();
         }
-        let sq = (2.0 * xm).sqrt();
-        let alxm = xm.ln();
-        let g = xm * alxm - ln_gamma(xm + 1.0);
-        loop {
-            let (y, em) = loop {
-                let y = (PI * self.uniform()).tan();
-                let em = sq * y + xm;
-                if em >= 0.0 {
-                    break (y, em.floor());
-                }
-            };
-            let t = 0.9 * (1.0 + y * y) * (em * alxm - ln_gamma(em + 1.0) - g).exp();
-            if self.uniform() <= t {
-                return em;
-            }
+        poisson_ptrs(xm, || self.uniform())
+    }
+}
+
+/// A Poisson deviate of mean `lam` (≥ 10) by PTRS, the transformed rejection with squeeze of
+/// W. Hörmann, "The transformed rejection method for generating Poisson random variables",
+/// Insurance: Mathematics and Economics 12 (1993) 39–45 (as NumPy's `random_poisson_ptrs`):
+/// two uniforms a try, about 1.1 tries a deviate, a logarithm only outside the squeeze.
+/// `uniform` gives uniforms in (0, 1).
+pub fn poisson_ptrs(lam: f64, mut uniform: impl FnMut() -> f64) -> f64 {
+    let slam = lam.sqrt();
+    let loglam = ln_unit(lam);
+    let b = 0.931 + 2.53 * slam;
+    let a = -0.059 + 0.02483 * b;
+    let invalpha = 1.1239 + 1.1328 / (b - 3.4);
+    let vr = 0.9277 - 3.6224 / (b - 2.0);
+    let ln_invalpha = ln_unit(invalpha);
+    loop {
+        let u = uniform() - 0.5;
+        let v = uniform();
+        let us = 0.5 - u.abs();
+        let k = ((2.0 * a / us + b) * u + lam + 0.43).floor();
+        if us >= 0.07 && v <= vr {
+            return k;
+        }
+        if k < 0.0 || (us < 0.013 && v > us) {
+            continue;
+        }
+        if ln_unit(v) + ln_invalpha - ln_unit(a / (us * us) + b)
+            <= -lam + k * loglam - ln_factorial(k)
+        {
+            return k;
         }
     }
 }
 
-/// A Poisson deviate of mean `xm` (0 < `xm` < 12) by inversion of the cumulative distribution
-/// at the uniform `u` in (0, 1): the smallest k whose cumulative probability reaches `u`. Plain
-/// f64 arithmetic ([`exp_neg`], the reciprocals `1/k` from a table): the same counts on every
-/// platform.
+/// `ln k!` for a whole k ≥ 0: a table below 16, Stirling's series above (as NumPy's
+/// `random_loggam`, to about 1e-15 relative), with this module's own `ln`.
+pub fn ln_factorial(k: f64) -> f64 {
+    const TABLE: [f64; 16] = {
+        // ln k! by sums of ln j is not const; the values to 17 digits
+        [
+            0.0,
+            0.0,
+            std::f64::consts::LN_2,
+            1.791_759_469_228_055,
+            3.178_053_830_347_945_6,
+            4.787_491_742_782_046,
+            6.579_251_212_010_101,
+            8.525_161_361_065_415,
+            10.604_602_902_745_25,
+            12.801_827_480_081_469,
+            15.104_412_573_075_516,
+            17.502_307_845_873_887,
+            19.987_214_495_661_885,
+            22.552_163_853_123_42,
+            25.191_221_182_738_683,
+            27.899_271_383_840_894,
+        ]
+    };
+    if k < 16.0 {
+        return TABLE[k as usize];
+    }
+    // ln Γ(x) for x = k + 1 ≥ 17: Stirling's series with the coefficients of `random_loggam`
+    const A: [f64; 10] = [
+        8.333333333333333e-02,
+        -2.777777777777778e-03,
+        7.936507936507937e-04,
+        -5.952380952380952e-04,
+        8.417508417508418e-04,
+        -1.917526917526918e-03,
+        6.410256410256410e-03,
+        -2.955065359477124e-02,
+        1.796443723688307e-01,
+        -1.39243221690590e+00,
+    ];
+    let x = k + 1.0;
+    let x2 = 1.0 / (x * x);
+    let mut gl0 = A[9];
+    for c in A[..9].iter().rev() {
+        gl0 = gl0 * x2 + c;
+    }
+    gl0 / x + 0.918_938_533_204_672_7 + (x - 0.5) * ln_unit(x) - x // ½ ln 2π
+}
+
+/// A Poisson deviate of mean `xm` (0 ≤ `xm` < 12, an f32 value) by inversion of the cumulative
+/// distribution at the uniform `u` in (0, 1): the smallest k whose cumulative probability
+/// reaches `u`. The sums in f64 from `exp(−xm)` in f32 ([`exp_neg_f32`]: 1e-7 relative, far
+/// below anything a sample could show) and the reciprocals `1/k` from a table: the same counts
+/// on every platform, and the same as the noise image's vector lanes compute
+/// (`noisify::counter`, eight pixels at once).
 #[inline]
 pub fn poisson_inversion(u: f64, xm: f64) -> f64 {
-    // k = 0 when u <= exp(-xm), which holds whenever u <= 1 - xm (< exp(-xm)): most pixels of
-    // a diffraction image (means far below 1) need no exponential
+    // k = 0 when u <= 1 - xm (< exp(-xm)): most pixels of a diffraction image, whose means are
+    // far below 1, need no exponential
     if u <= 1.0 - xm {
         return 0.0;
     }
-    let mut p = exp_neg(xm);
+    let mut p = exp_neg_f32(xm as f32) as f64;
     let (mut k, mut cdf) = (0usize, p);
-    while u > cdf && p > 0.0 {
+    while u > cdf && k < MAX_INVERSION {
         k += 1;
-        p *= xm
-            * if k < RECIPROCALS.len() {
-                RECIPROCALS[k]
-            } else {
-                1.0 / k as f64
-            };
+        p *= xm * RECIPROCALS[k];
         cdf += p;
     }
     k as f64
 }
 
-/// `1/k` for k < 64 (the inversion's steps; beyond, a division).
-const RECIPROCALS: [f64; 64] = {
-    let mut t = [0.0; 64];
+/// The inversion's last count: beyond the reach of any uniform in (0, 1) below a mean of 12
+/// (P(k > 100) < 1e-50), a bound for the loops.
+pub const MAX_INVERSION: usize = 127;
+
+/// `1/k` for k ≤ [`MAX_INVERSION`] (the inversion's steps).
+pub const RECIPROCALS: [f64; MAX_INVERSION + 1] = {
+    let mut t = [0.0; MAX_INVERSION + 1];
     let mut k = 1;
-    while k < 64 {
+    while k <= MAX_INVERSION {
         t[k] = 1.0 / k as f64;
         k += 1;
     }
@@ -490,10 +558,31 @@ pub fn exp_neg(x: f64) -> f64 {
     e * f64::from_bits((1023 - n_bits) << 52)
 }
 
-/// The uniform in (0, 1) of two 32-bit words (every counter deviate's mapping): their top 52
-/// bits `m` as `(m + 1/2) / 2^52`, exact in f64, by integer and exact f64 operations only (no
-/// conversion of a 64-bit integer, which AVX2 and wasm lack), so that the lane loops
-/// ([`counter_uniforms`]) compile to vector instructions and give the scalar path's bits.
+/// `exp(−x)` in f32 for x in [0, 87]: `x = n ln 2 + r`, |r| ≤ ln 2 / 2, `exp(−r)` by its Taylor
+/// series to r⁷ (5e-9), scaled by 2⁻ⁿ through the exponent's bits: about 1e-7 relative, plain
+/// f32 arithmetic (the same bits in every lane and on every platform).
+#[inline(always)]
+pub fn exp_neg_f32(x: f32) -> f32 {
+    const LN2_HI: f32 = 0.693_145_75; // ln 2 to 16 bits: n · LN2_HI is exact
+    const LN2_LO: f32 = 1.428_606_8e-6;
+    const ROUND: f32 = 12582912.0; // 1.5 · 2^23
+    let t = x * std::f32::consts::LOG2_E + ROUND;
+    let n = t - ROUND;
+    let r = (x - n * LN2_HI) - n * LN2_LO;
+    let e = ((((((r * (-1.0 / 5040.0) + 1.0 / 720.0) * r - 1.0 / 120.0) * r + 1.0 / 24.0) * r
+        - 1.0 / 6.0)
+        * r
+        + 0.5)
+        * r
+        - 1.0)
+        * r
+        + 1.0;
+    let n_bits = t.to_bits() & 0xFF;
+    e * f32::from_bits((127 - n_bits) << 23)
+}
+
+/// The uniform in (0, 1) of two 32-bit words ([`CounterRng::uniform`]): their top 52 bits `m`
+/// as `(m + 1/2) / 2^52`, exact in f64, by integer and exact f64 operations only.
 #[inline(always)]
 fn uniform_of(a: u32, b: u32) -> f64 {
     let m = ((a as u64) << 20) | (b as u64 >> 12);
@@ -570,28 +659,6 @@ pub fn sincos_turn(u: f64) -> (f64, f64) {
     (sin, cos)
 }
 
-/// Two uniforms in (0, 1) from one Philox block: the block
-/// `philox4x32_10([pair low, pair high, stream, 0], seed)`, words 0-1 and 2-3. For deviates of two
-/// adjacent pixels (`pair` = pixel / 2): one block serves both, and each is still a pure function
-/// of (seed, pixel, stream). [`counter_uniforms`] computes many at once.
-#[inline]
-pub fn counter_uniform_pair(seed: i64, pair: u64, stream: u32) -> (f64, f64) {
-    let b = philox4x32_10(
-        [pair as u32, (pair >> 32) as u32, stream, 0],
-        [seed as u64 as u32, (seed as u64 >> 32) as u32],
-    );
-    (uniform_of(b[0], b[1]), uniform_of(b[2], b[3]))
-}
-
-/// Two independent standard Gaussians from one Philox block ([`counter_uniform_pair`]): both
-/// of a Box–Muller pair, `r cos θ` and `r sin θ`, for two adjacent pixels (`pair` = pixel / 2).
-/// [`counter_gaussians`] computes many at once.
-#[inline]
-pub fn counter_gauss_pair(seed: i64, pair: u64, stream: u32) -> (f64, f64) {
-    let (u1, u2) = counter_uniform_pair(seed, pair, stream);
-    box_muller(u1, u2)
-}
-
 #[inline(always)]
 fn box_muller(u1: f64, u2: f64) -> (f64, f64) {
     let r = (-2.0 * ln_unit(u1)).sqrt();
@@ -599,26 +666,123 @@ fn box_muller(u1: f64, u2: f64) -> (f64, f64) {
     (r * c, r * s)
 }
 
-// ---- many counters at once ----
+// ---- the noise image's deviates: 32 pixels a group, 16 Philox blocks ----
 
-/// Philox blocks per step of the lane loops: eight, two AVX2 registers of 64-bit products (one
-/// of AVX-512), so that each loop over the lanes compiles to vector instructions.
-const LANES: usize = 8;
+/// Pixels per group of the noise image's counter deviates: pixel `i` takes its words from
+/// block `16·(i / 32) + i % 16` ([`group_block`]) of its stream, so that the 16 blocks of a
+/// group are computed side by side in vector lanes and each word lands in order.
+pub const GROUP: usize = 32;
+/// Philox blocks per group.
+pub const BLOCKS: usize = GROUP / 2;
 
-/// [`philox4x32_10`] of `LANES` counters, lane by lane (structure of arrays).
+/// The block of pixel `i` and which half of the group it is in (0: words 0 and the cosine;
+/// 1: word 1 and the sine).
 #[inline(always)]
-fn philox_lanes(x: &mut [[u32; LANES]; 4], key: [u32; 2]) {
+pub fn group_block(pixel: u64) -> (u64, usize) {
+    (
+        (pixel / GROUP as u64) * BLOCKS as u64 + pixel % BLOCKS as u64,
+        ((pixel / BLOCKS as u64) & 1) as usize,
+    )
+}
+
+/// The uniform in (0, 1) of a 32-bit word: `(w + 1/2) / 2^32`, exact in f64 (Poisson
+/// inversion's uniform: its resolution, 2.3e-10, is far below any count's probability that
+/// matters; a count beyond the reach of every uniform has a probability below 1.2e-10).
+#[inline(always)]
+pub fn unit_of_word(w: u32) -> f64 {
+    (w as f64 + 0.5) * (1.0 / 4294967296.0)
+}
+
+/// `ln u` in f32 for a positive normal `u`, to about 1e-7 relative: as [`ln_unit`] (exponent,
+/// mantissa in [√½, √2), `2 atanh s` by its series, here to s⁹), plain f32 arithmetic.
+#[inline(always)]
+pub fn ln_f32(u: f32) -> f32 {
+    let bits = u.to_bits();
+    let m = f32::from_bits((bits & 0x007F_FFFF) | 0x3F80_0000);
+    let big = m > std::f32::consts::SQRT_2;
+    let m = if big { m * 0.5 } else { m };
+    let e = ((bits >> 23) as i32 - 127 + big as i32) as f32;
+    let s = (m - 1.0) / (m + 1.0);
+    let z = s * s;
+    let p = (((z * (1.0 / 9.0) + 1.0 / 7.0) * z + 1.0 / 5.0) * z + 1.0 / 3.0) * z + 1.0;
+    // ln 2 in two parts: the exponent's product exact to f32's precision
+    e * 0.693_145_75 + (e * 1.428_606_8e-6 + 2.0 * s * p)
+}
+
+/// `(sin 2πt, cos 2πt)` in f32 for `t` in [0, 1], to about 1e-7: the nearest quarter turn
+/// (exact), Taylor series of sin to x⁹ and cos to x¹⁰ for |x| ≤ π/4, then swaps and sign
+/// flips (as [`sincos_turn`] in f64).
+#[inline(always)]
+pub fn sincos_turn_f32(t: f32) -> (f32, f32) {
+    const ROUND: f32 = 12582912.0; // 1.5 · 2^23: x + ROUND rounds x to an integer
+    let r = t * 4.0 + ROUND;
+    let q = r.to_bits() & 3;
+    let x = (t - (r - ROUND) * 0.25) * std::f32::consts::TAU;
+    let z = x * x;
+    let s = x
+        * ((((z * (1.0 / 362_880.0) - 1.0 / 5_040.0) * z + 1.0 / 120.0) * z - 1.0 / 6.0) * z + 1.0);
+    let c = ((((z * (-1.0 / 3_628_800.0) + 1.0 / 40_320.0) * z - 1.0 / 720.0) * z + 1.0 / 24.0)
+        * z
+        - 0.5)
+        * z
+        + 1.0;
+    let (a, b) = if q & 1 == 1 { (c, s) } else { (s, c) };
+    let sin = f32::from_bits(a.to_bits() ^ ((q & 2) << 30));
+    let cos = f32::from_bits(b.to_bits() ^ (((q + 1) & 2) << 30));
+    (sin, cos)
+}
+
+/// Two independent standard Gaussians of two 32-bit words (Box–Muller in f32): `r cos θ` and
+/// `r sin θ`, `r = √(−2 ln u)` with `u = (⌊a/2⌋ + ½)/2^31` (|g| up to 6.7; the normal's mass
+/// beyond, 2e-11, is not drawn), `θ = 2π ⌊b/2^8⌋/2^24`.
+#[inline(always)]
+pub fn gauss_pair_f32(a: u32, b: u32) -> (f32, f32) {
+    let u = (((a >> 1) as i32) as f32 + 0.5) * (1.0 / 2147483648.0);
+    let r = (-2.0 * ln_f32(u)).sqrt();
+    let (s, c) = sincos_turn_f32(((b >> 8) as i32) as f32 * (1.0 / 16777216.0));
+    (r * c, r * s)
+}
+
+/// The key of a seed.
+#[inline(always)]
+pub fn key_of(seed: i64) -> [u32; 2] {
+    [seed as u64 as u32, (seed as u64 >> 32) as u32]
+}
+
+/// Pixel `i`'s deviates in `stream` under `seed`, one at a time (the reference the vector
+/// lanes are checked against, `noisify::counter`): its Poisson word (word 0 or 1 of its block,
+/// [`group_block`]) and its Gaussian (of the Box–Muller pair of words 2 and 3: the cosine's for
+/// the group's first half, the sine's for the second).
+pub fn counter_pixel(seed: i64, pixel: u64, stream: u32) -> (u32, f32) {
+    let (b, half) = group_block(pixel);
+    let w = philox4x32_10([b as u32, (b >> 32) as u32, stream, 0], key_of(seed));
+    let (c, s) = gauss_pair_f32(w[2], w[3]);
+    (w[half], if half == 0 { c } else { s })
+}
+
+/// [`philox4x32_10`] of the 16 blocks of group `group` (blocks `16·group ..`) in `stream`,
+/// lane by lane (structure of arrays: each loop over the lanes is a few vector instructions).
+#[inline(always)]
+pub fn philox_group(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
     const M0: u64 = 0xD251_1F53;
     const M1: u64 = 0xCD9E_8D57;
     const W0: u32 = 0x9E37_79B9;
     const W1: u32 = 0xBB67_AE85;
-    let mut k = key;
+    let mut k = key_of(seed);
+    let first = group * BLOCKS as u64;
+    let mut x = [[0u32; BLOCKS]; 4];
+    for l in 0..BLOCKS {
+        let j = first + l as u64;
+        x[0][l] = j as u32;
+        x[1][l] = (j >> 32) as u32;
+        x[2][l] = stream;
+    }
     for round in 0..10 {
         if round > 0 {
             k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
         }
-        let mut y = [[0u32; LANES]; 4];
-        for l in 0..LANES {
+        let mut y = [[0u32; BLOCKS]; 4];
+        for l in 0..BLOCKS {
             let p0 = M0 * x[0][l] as u64;
             let p1 = M1 * x[2][l] as u64;
             y[0][l] = (p1 >> 32) as u32 ^ x[1][l] ^ k[0];
@@ -626,72 +790,46 @@ fn philox_lanes(x: &mut [[u32; LANES]; 4], key: [u32; 2]) {
             y[2][l] = (p0 >> 32) as u32 ^ x[3][l] ^ k[1];
             y[3][l] = p0 as u32;
         }
-        *x = y;
+        x = y;
     }
+    x
 }
 
-/// The deviates of pixels `first .. first + out.len()`: pixel i's of pair i / 2's block (as
-/// [`counter_uniform_pair`], [`counter_gauss_pair`]), `LANES` pairs a step; `GAUSS`: the
-/// Box–Muller pair's Gaussians, else the uniforms.
+/// The Gaussians of a group's 32 pixels from its blocks' words 2 and 3 ([`gauss_pair_f32`]).
 #[inline(always)]
-fn fill_lanes<const GAUSS: bool>(seed: i64, stream: u32, first: u64, out: &mut [f64]) {
-    let key = [seed as u64 as u32, (seed as u64 >> 32) as u32];
-    let end = first + out.len() as u64;
-    let mut pair = first >> 1;
-    while 2 * pair < end {
-        let mut x = [[0u32; LANES]; 4];
-        for l in 0..LANES {
-            let j = pair + l as u64;
-            x[0][l] = j as u32;
-            x[1][l] = (j >> 32) as u32;
-            x[2][l] = stream;
-        }
-        philox_lanes(&mut x, key);
-        let mut v = [0f64; 2 * LANES];
-        for l in 0..LANES {
-            let u1 = uniform_of(x[0][l], x[1][l]);
-            let u2 = uniform_of(x[2][l], x[3][l]);
-            let (a, b) = if GAUSS { box_muller(u1, u2) } else { (u1, u2) };
-            v[2 * l] = a;
-            v[2 * l + 1] = b;
-        }
-        // the part of these 2·LANES pixels inside the range
-        let p0 = 2 * pair;
-        let lo = first.max(p0);
-        let hi = end.min(p0 + 2 * LANES as u64);
-        out[(lo - first) as usize..(hi - first) as usize]
-            .copy_from_slice(&v[(lo - p0) as usize..(hi - p0) as usize]);
-        pair += LANES as u64;
+pub fn group_gaussians(w: &[[u32; BLOCKS]; 4]) -> [f32; GROUP] {
+    let mut g = [0f32; GROUP];
+    let (lo, hi) = g.split_at_mut(BLOCKS);
+    for l in 0..BLOCKS {
+        let (c, s) = gauss_pair_f32(w[2][l], w[3][l]);
+        lo[l] = c;
+        hi[l] = s;
     }
+    g
+}
+
+/// A kernel compiled once per vector unit ([`Lanes::run`]): `compute` is inlined into a
+/// function with that unit's target features, so its loops over lanes vectorise for it.
+pub trait LaneKernel {
+    type Out;
+    fn compute(self) -> Self::Out;
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn fill_avx512<const GAUSS: bool>(seed: i64, stream: u32, first: u64, out: &mut [f64]) {
-    fill_lanes::<GAUSS>(seed, stream, first, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn fill_avx2<const GAUSS: bool>(seed: i64, stream: u32, first: u64, out: &mut [f64]) {
-    fill_lanes::<GAUSS>(seed, stream, first, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn run_avx512<R>(f: impl FnOnce() -> R) -> R {
-    f()
+#[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2")]
+unsafe fn on_avx512<K: LaneKernel>(k: K) -> K::Out {
+    k.compute()
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn run_avx2<R>(f: impl FnOnce() -> R) -> R {
-    f()
+unsafe fn on_avx2<K: LaneKernel>(k: K) -> K::Out {
+    k.compute()
 }
 
-/// The widest of the machine's vector units, detected at run time (the binary assumes none
-/// beyond the target's baseline); every path computes the same bits (integer operations and
-/// correctly rounded f64 `+ − × ÷ √`, no fused multiply-add).
+/// The vector unit the counter generator's kernels run on: the CPU kernels' level
+/// (`simd::level`: the widest detected, capped by `NANOBRAGG_SIMD`). Every unit computes the
+/// same bits (integer operations and correctly rounded `+ − × ÷ √`, no fused multiply-add).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lanes {
     Baseline,
@@ -701,60 +839,40 @@ pub enum Lanes {
 
 impl Lanes {
     pub fn detected() -> Lanes {
+        match crate::simd::level() {
+            crate::simd::Simd::Avx512 => Lanes::Avx512,
+            crate::simd::Simd::Avx2 => Lanes::Avx2,
+            crate::simd::Simd::None => Lanes::Baseline,
+        }
+    }
+
+    /// Every unit this CPU has (for tests that compare them).
+    pub fn available() -> Vec<Lanes> {
+        let mut v = vec![Lanes::Baseline];
+        let d = crate::simd::detected();
+        if d >= crate::simd::Simd::Avx2 {
+            v.push(Lanes::Avx2);
+        }
+        if d >= crate::simd::Simd::Avx512 {
+            v.push(Lanes::Avx512);
+        }
+        v
+    }
+
+    /// Runs `k` compiled for this unit (a unit the CPU lacks runs the baseline's code).
+    #[inline(always)]
+    pub fn run<K: LaneKernel>(self, k: K) -> K::Out {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return Lanes::Avx512;
+            let d = crate::simd::detected();
+            match self {
+                // SAFETY: the CPU has the unit's features (`simd::detected`)
+                Lanes::Avx512 if d >= crate::simd::Simd::Avx512 => return unsafe { on_avx512(k) },
+                Lanes::Avx2 if d >= crate::simd::Simd::Avx2 => return unsafe { on_avx2(k) },
+                _ => {}
             }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                return Lanes::Avx2;
-            }
         }
-        Lanes::Baseline
-    }
-
-    fn fill<const GAUSS: bool>(self, seed: i64, stream: u32, first: u64, out: &mut [f64]) {
-        match self {
-            // SAFETY: `detected` found the feature on this CPU (a `Lanes` the caller names
-            // itself is checked again here)
-            #[cfg(target_arch = "x86_64")]
-            Lanes::Avx512 if std::arch::is_x86_feature_detected!("avx512f") => unsafe {
-                fill_avx512::<GAUSS>(seed, stream, first, out)
-            },
-            #[cfg(target_arch = "x86_64")]
-            Lanes::Avx2 if std::arch::is_x86_feature_detected!("avx2") => unsafe {
-                fill_avx2::<GAUSS>(seed, stream, first, out)
-            },
-            _ => fill_lanes::<GAUSS>(seed, stream, first, out),
-        }
-    }
-
-    /// Runs `f` compiled for this vector unit (its loops over pixels vectorised for it; `f` is
-    /// inlined into a function with the unit's target features).
-    #[inline(always)]
-    pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
-        match self {
-            // SAFETY: as in `fill`
-            #[cfg(target_arch = "x86_64")]
-            Lanes::Avx512 if std::arch::is_x86_feature_detected!("avx512f") => unsafe {
-                run_avx512(f)
-            },
-            #[cfg(target_arch = "x86_64")]
-            Lanes::Avx2 if std::arch::is_x86_feature_detected!("avx2") => unsafe { run_avx2(f) },
-            _ => f(),
-        }
-    }
-
-    /// `out[k]` = the uniform of pixel `first + k` in `stream` under `seed`: the value of
-    /// [`counter_uniform_pair`] for pair (first + k) / 2, its first for an even pixel.
-    pub fn uniforms(self, seed: i64, stream: u32, first: u64, out: &mut [f64]) {
-        self.fill::<false>(seed, stream, first, out)
-    }
-
-    /// `out[k]` = the Gaussian of pixel `first + k`: [`counter_gauss_pair`] of pair
-    /// (first + k) / 2, its first for an even pixel.
-    pub fn gaussians(self, seed: i64, stream: u32, first: u64, out: &mut [f64]) {
-        self.fill::<true>(seed, stream, first, out)
+        k.compute()
     }
 }
 
@@ -1100,38 +1218,93 @@ mod tests {
     }
 
     #[test]
-    fn counter_pairs_are_blocks_and_gaussian_pairs_are_independent_normals() {
-        let b = philox4x32_10(
-            [9, 1, 4, 0],
-            [-5i64 as u64 as u32, (-5i64 as u64 >> 32) as u32],
-        );
-        let (u, v) = counter_uniform_pair(-5, 9 | (1 << 32), 4);
-        assert_eq!((u, v), (uniform_of(b[0], b[1]), uniform_of(b[2], b[3])));
-        let n = 100_000u64;
-        let g: Vec<(f64, f64)> = (0..n).map(|j| counter_gauss_pair(11, j, 3)).collect();
-        for v in [
-            g.iter().map(|p| p.0).collect::<Vec<_>>(),
-            g.iter().map(|p| p.1).collect(),
+    fn counter_pixels_take_their_groups_blocks() {
+        // pixel i: block 16·(i / 32) + i % 16, word 0 / cosine in a group's first half, word 1
+        // / sine in its second; the group's lanes give the same words
+        for (i, block, half) in [
+            (0u64, 0u64, 0usize),
+            (15, 15, 0),
+            (16, 0, 1),
+            (31, 15, 1),
+            (32, 16, 0),
+            (77, 45, 0),
+            (1 << 40, 1 << 39, 0),
         ] {
-            let (m, var) = moments(&v);
-            assert!(m.abs() < 1.5e-2, "{m}");
-            assert!((var - 1.0).abs() < 2.5e-2, "{var}");
-            let tail = v.iter().filter(|x| x.abs() > 2.0).count() as f64 / n as f64;
-            assert!((tail - 0.0455).abs() < 3.5e-3, "{tail}");
+            assert_eq!(group_block(i), (block, half), "{i}");
         }
-        // uncorrelated, also in their squares (independent, not merely orthogonal)
-        let c = g.iter().map(|p| p.0 * p.1).sum::<f64>() / n as f64;
-        let c2 = g
-            .iter()
-            .map(|p| (p.0 * p.0 - 1.0) * (p.1 * p.1 - 1.0))
-            .sum::<f64>()
-            / n as f64;
-        assert!(c.abs() < 1.5e-2, "{c}");
-        assert!(c2.abs() < 3e-2, "{c2}");
-        // inversion: the same deviates as the stream's for a given uniform
-        let mut r = CounterRng::new(3, 5, 2);
-        let u = CounterRng::new(3, 5, 2).uniform();
-        assert_eq!(r.poisson(4.5), poisson_inversion(u, 4.5));
+        let w = philox4x32_10([45, 0, 5, 0], key_of(-5));
+        let (c, s) = gauss_pair_f32(w[2], w[3]);
+        assert_eq!(counter_pixel(-5, 77, 5), (w[0], c));
+        assert_eq!(counter_pixel(-5, 77 + 16, 5), (w[1], s));
+        let g = philox_group(-5, 5, 2);
+        for l in 0..BLOCKS {
+            let b = philox4x32_10([32 + l as u32, 0, 5, 0], key_of(-5));
+            assert_eq!([g[0][l], g[1][l], g[2][l], g[3][l]], b);
+        }
+        let gg = group_gaussians(&g);
+        assert_eq!(gg[3], counter_pixel(-5, 64 + 3, 5).1);
+        assert_eq!(gg[16 + 3], counter_pixel(-5, 64 + 16 + 3, 5).1);
+        // high pixel bits reach the counter's second word
+        let far = philox_group(-5, 5, (1 << 33) / 32);
+        let b = philox4x32_10([0, 1, 5, 0], key_of(-5));
+        assert_eq!(far[0][0], b[0]);
+    }
+
+    #[test]
+    fn f32_ln_and_sincos_match_the_library() {
+        let mut worst = (0.0f64, 0.0f64);
+        let n = 400_000u32;
+        for i in 0..=n {
+            // uniforms as the Box–Muller draws them, the ends included
+            let a = (i as u64 * u32::MAX as u64 / n as u64) as u32;
+            let u = (((a >> 1) as i32) as f32 + 0.5) * (1.0 / 2147483648.0);
+            let l = ln_f32(u) as f64;
+            let l0 = (u as f64).ln();
+            worst.0 = worst.0.max((l - l0).abs() / l0.abs().max(1e-3));
+            let t = ((a >> 8) as i32) as f32 * (1.0 / 16777216.0);
+            let (s, c) = sincos_turn_f32(t);
+            let (s0, c0) = (std::f64::consts::TAU * t as f64).sin_cos();
+            worst.1 = worst
+                .1
+                .max((s as f64 - s0).abs().max((c as f64 - c0).abs()));
+        }
+        // f32 arithmetic: a few units of 6e-8
+        assert!(worst.0 < 3e-7, "ln: relative error {}", worst.0);
+        assert!(worst.1 < 3e-7, "sin/cos: error {}", worst.1);
+        assert_eq!(ln_f32(1.0), 0.0);
+        assert_eq!(sincos_turn_f32(0.25), (1.0, 0.0));
+        assert_eq!(sincos_turn_f32(0.75), (-1.0, 0.0));
+        // the largest radius: u = 2^-32
+        let (g, _) = gauss_pair_f32(0, 0);
+        assert!(
+            (g as f64 - (2.0 * 32.0 * std::f64::consts::LN_2).sqrt()).abs() < 1e-5,
+            "{g}"
+        );
+    }
+
+    #[test]
+    fn exp_neg_f32_matches_the_library() {
+        let mut worst = 0.0f64;
+        for i in 0..=1_200_000 {
+            let x = i as f32 * 1e-5; // 0 .. 12
+            let want = (-(x as f64)).exp();
+            worst = worst.max((exp_neg_f32(x) as f64 - want).abs() / want);
+        }
+        assert!(worst < 3e-7, "exp(-x) in f32: relative error {worst}");
+        assert_eq!(exp_neg_f32(0.0), 1.0);
+    }
+
+    #[test]
+    fn ln_factorial_table_and_series() {
+        let mut sum = 0.0f64;
+        for k in 0..2000u32 {
+            if k > 1 {
+                sum += (k as f64).ln();
+            }
+            let l = ln_factorial(k as f64);
+            assert!((l - sum).abs() <= 2e-14 * sum.max(1.0), "{k}: {l} vs {sum}");
+        }
+        assert!((ln_factorial(1e6) - ln_gamma(1e6 + 1.0)).abs() < 1e-8 * ln_factorial(1e6));
     }
 
     #[test]
@@ -1174,36 +1347,6 @@ mod tests {
         }
         assert!(worst < 4e-15, "exp(-x): relative error {worst}");
         assert_eq!(exp_neg(0.0), 1.0);
-    }
-
-    #[test]
-    fn lanes_give_the_pairs_values_on_every_path() {
-        // every vector path this CPU has, from odd and even starts, across 2^32 pairs
-        let mut paths = vec![Lanes::Baseline];
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2") {
-                paths.push(Lanes::Avx2);
-            }
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                paths.push(Lanes::Avx512);
-            }
-        }
-        for first in [0u64, 1, 7, (1 << 33) - 5] {
-            let n = 37;
-            for lanes in &paths {
-                let (mut u, mut g) = (vec![0.0; n], vec![0.0; n]);
-                lanes.uniforms(-5, 4, first, &mut u);
-                lanes.gaussians(-5, 3, first, &mut g);
-                for k in 0..n {
-                    let i = first + k as u64;
-                    let (a, b) = counter_uniform_pair(-5, i >> 1, 4);
-                    assert_eq!(u[k], if i & 1 == 0 { a } else { b }, "{lanes:?} {i}");
-                    let (a, b) = counter_gauss_pair(-5, i >> 1, 3);
-                    assert_eq!(g[k], if i & 1 == 0 { a } else { b }, "{lanes:?} {i}");
-                }
-            }
-        }
     }
 
     #[test]

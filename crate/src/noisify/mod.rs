@@ -13,36 +13,36 @@
 //!   drawn in raster order on one thread, so noise images are **bit-identical to upstream's** for
 //!   the same seeds, PSF included (its serial scatter keeps upstream's order of f32 additions).
 //! - `Counter` (the page's, Python's and the datasets' default; `noisify -rng counter`): every
-//!   deviate of pixel `i` is a pure function of (seed, `i`, role) (`rng::CounterRng`,
-//!   Philox4x32-10): flicker and Poisson from the noise seed, the calibration error from the
-//!   calibration seed (so it is the same pixel error in every image, as a detector's would be;
-//!   computed once per calibration seed and kept for the next image), read-out noise from the
-//!   noise seed. Adjacent pixels 2j and 2j + 1 share a Philox block (Gaussians: the two of one
-//!   Box–Muller draw; Poisson means below 12: one uniform each), still a pure function of
-//!   (seed, pixel, role); the blocks of 512 pixels are computed at once (`rng::Lanes`: eight
-//!   blocks a step, in the machine's vector instructions, AVX2 or AVX-512 detected at run time),
-//!   and `ln`, `sin`/`cos` and `exp` are plain f64 arithmetic (`rng::ln_unit`,
-//!   `rng::sincos_turn`, `rng::exp_neg`), so every vector path, the scalar one and wasm give the
-//!   same bits. The pixels are computed in parallel (rayon), and the PSF
-//!   in bands of rows of a height set by the kernel's radius alone; sums are taken in chunks of a
-//!   fixed size (in a fixed number of partial sums) and added in order. The images are therefore
-//!   **deterministic** (the same for any number of threads, natively and in wasm) but **not
-//!   upstream's sequence**; the distributions are the same (Poisson by inversion below a mean of
-//!   12, upstream's rejection method above, Gaussian above 1e6; Box–Muller Gaussians). The
-//!   noiseless image (`-intfile`) is the same under both.
+//!   deviate of pixel `i` is a pure function of (seed, `i`, stream) (Philox4x32-10, [`counter`]):
+//!   the Poisson uniform (32 bits) and the read-out Gaussian (f32 Box–Muller) from one block of
+//!   the noise seed's noise stream, flicker from the noise seed's flicker stream, the
+//!   calibration error from the calibration seed (the same pixel error in every image, as a
+//!   detector's would be; computed once per calibration seed and kept for the next image).
+//!   Means below 12 are inverted (eight pixels at once in vector lanes), means from 12 to 1e6
+//!   drawn by Hörmann's PTRS and above by the Gaussian approximation, both from the pixel's own
+//!   further stream. Without a PSF the whole chain is one pass over the image, 32 pixels a
+//!   step (no intermediate image); `ln`, `exp`, `sin`/`cos` are plain f32/f64 arithmetic, so
+//!   the AVX-512, AVX2, scalar and wasm code give the same bits. The pixels are computed in
+//!   parallel (rayon), the PSF in bands of rows of a height set by the kernel's radius alone;
+//!   sums are taken in chunks of a fixed size (in a fixed number of partial sums) and added in
+//!   order. The images are therefore **deterministic** (the same for any number of threads,
+//!   natively and in wasm) but **not upstream's sequence**, and the sequence itself may change
+//!   between versions (it changed in this one); the distributions are the exact ones (checked
+//!   by chi-square and Kolmogorov–Smirnov tests in [`counter`]). The noiseless image
+//!   (`-intfile`) is the same under both generators, bit for bit.
 
 #[cfg(not(target_arch = "wasm32"))] // uses crate::cli (native only)
 pub mod cli;
+pub mod counter;
 pub mod options;
 pub mod psf;
 
 use crate::error::{Error, Result};
-use crate::rng::{poisson_inversion, CounterRng, Lanes, Noise, RanState};
+use crate::rng::{Noise, RanState};
 use psf::{apply_psf, apply_psf_bands, PsfKind, PsfReport};
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// Upstream noisify's default fluence: with r_e² it puts the input on a photons/pixel scale
 /// (their product is exactly 1.0 in f64).
@@ -195,8 +195,12 @@ pub fn photon_image(input: &[f32], fluence: f64, scale: f64) -> Vec<f32> {
 
 /// One pixel's count from a signal in ADU: truncated, clipped at 2^31 - 1 and at 0 (upstream
 /// leaves negative values undefined).
+#[inline(always)]
 fn count(adu: f64) -> u32 {
-    adu.clamp(0.0, MAX_U32) as u32
+    // adu.clamp(0.0, MAX_U32) as u32 (NaN: 0), in a form that vectorises
+    let a = adu.max(0.0).min(MAX_U32);
+    // SAFETY: `a` is in [0, 2^31 - 1], not NaN
+    unsafe { a.to_int_unchecked::<i32>() as u32 }
 }
 
 /// Noiseless counts: `photons · gain + adc`, truncated.
@@ -279,170 +283,8 @@ pub fn read_out(
     (adu, sum, overloads)
 }
 
-/// The counter generator's roles: which stream of a pixel each effect draws from.
-const FLICKER: u32 = 0;
-const CALIBRATION: u32 = 1;
-const POISSON: u32 = 2;
-const READOUT: u32 = 3;
-/// Poisson deviates by inversion (means below 12): one uniform of a block shared by a pair of
-/// adjacent pixels (`rng::counter_uniform_pair`); larger means draw from the pixel's own
-/// `POISSON` stream.
-const POISSON_PAIR: u32 = 4;
-
-/// Pixels per parallel chunk of the counter generator's loops: a constant, so that the sums
-/// (chunk sums added in chunk order) do not depend on the number of threads.
-const CHUNK: usize = 1 << 14;
-
-/// The counter generator's calibration deviates of pixels `0..n` under `seed` (each rounded to
-/// f32), kept for the next image: the calibration error is the detector's, the same in every
-/// image of a series (a dataset, the page's re-renders), so only its first image pays for it.
-/// One vector is kept (the last seed's, the longest asked for: 4 bytes a pixel).
-fn calibration_deviates(seed: i64, n: usize, lanes: Lanes) -> Arc<Vec<f32>> {
-    static KEPT: Mutex<Option<(i64, Arc<Vec<f32>>)>> = Mutex::new(None);
-    let kept = |k: &Option<(i64, Arc<Vec<f32>>)>| {
-        k.as_ref()
-            .filter(|(s, v)| *s == seed && v.len() >= n)
-            .map(|(_, v)| v.clone())
-    };
-    if let Some(v) = kept(&KEPT.lock().unwrap_or_else(|e| e.into_inner())) {
-        return v;
-    }
-    let mut v = vec![0f32; n];
-    v.par_chunks_mut(CHUNK).enumerate().for_each(|(c, out)| {
-        let mut g = [0f64; SUB];
-        for (s, out) in out.chunks_mut(SUB).enumerate() {
-            let g = &mut g[..out.len()];
-            lanes.gaussians(seed, CALIBRATION, (c * CHUNK + s * SUB) as u64, g);
-            for (o, &x) in out.iter_mut().zip(g.iter()) {
-                *o = x as f32;
-            }
-        }
-    });
-    let v = Arc::new(v);
-    *KEPT.lock().unwrap_or_else(|e| e.into_inner()) = Some((seed, v.clone()));
-    v
-}
-
-/// Pixels per step of the counter generator's inner loops: their deviates are computed for
-/// `SUB` pixels at once (`rng::Lanes`, vector instructions), then used pixel by pixel.
-const SUB: usize = 512;
-/// Partial sums per chunk of the read-out loop (its vector width).
-const LANES: usize = 8;
-
-/// [`shot_noise`] with the counter generator: each pixel's flicker, calibration and Poisson
-/// deviates from its own streams (the calibration's kept from image to image,
-/// `calibration_deviates`), the pixels in parallel. Cancel is polled per chunk.
-pub fn shot_noise_counter(
-    photons: &[f32],
-    e: &Effects,
-    cancel: &AtomicBool,
-) -> Result<(Vec<f32>, f64)> {
-    let lanes = Lanes::detected();
-    let calibration =
-        (e.calibration > 0.0).then(|| calibration_deviates(e.calib_seed, photons.len(), lanes));
-    let mut out = vec![0f32; photons.len()];
-    let sums = out
-        .par_chunks_mut(CHUNK)
-        .zip(photons.par_chunks(CHUNK))
-        .enumerate()
-        .map(|(c, (out, inp))| {
-            check_cancel(cancel)?;
-            let mut sum = 0.0f64;
-            let (mut u, mut f) = ([0f64; SUB], [0f64; SUB]);
-            for (s, (out, inp)) in out.chunks_mut(SUB).zip(inp.chunks(SUB)).enumerate() {
-                let first = c * CHUNK + s * SUB;
-                let n = out.len();
-                // the Poisson uniforms of these pixels (a block per pair of pixels)
-                lanes.uniforms(e.seed, POISSON_PAIR, first as u64, &mut u[..n]);
-                if e.flicker > 0.0 {
-                    lanes.gaussians(e.seed, FLICKER, first as u64, &mut f[..n]);
-                }
-                let cal = calibration.as_ref().map(|g| &g[first..first + n]);
-                // the means (f32, as upstream rounds them), in a loop of vector instructions
-                let mut xm = [0f64; SUB];
-                lanes.run(|| {
-                    for k in 0..n {
-                        let mut p = inp[k] as f64;
-                        if e.flicker > 0.0 {
-                            p *= 1.0 + e.flicker * f[k];
-                        }
-                        if let Some(g) = cal {
-                            p *= 1.0 + e.calibration * g[k] as f64;
-                        }
-                        xm[k] = p as f32 as f64;
-                    }
-                });
-                for k in 0..n {
-                    let x = xm[k];
-                    // 0 for a mean that is not positive, and (inversion's first test) for most
-                    // pixels of a diffraction image, whose means are far below 1
-                    let count = if u[k] <= 1.0 - x {
-                        0.0
-                    } else if x < 12.0 {
-                        poisson_inversion(u[k], x) as f32
-                    } else {
-                        CounterRng::new(e.seed, (first + k) as u64, POISSON).poisson(x) as f32
-                    };
-                    sum += count as f64;
-                    out[k] = count;
-                }
-            }
-            Ok(sum)
-        })
-        .collect::<Result<Vec<f64>>>()?;
-    Ok((out, sums.iter().sum()))
-}
-
-/// [`read_out`] with the counter generator (the read-out deviates of pixels 2j and 2j + 1 are
-/// the two Gaussians of pair j's Box–Muller draw, `rng::counter_gauss_pair`), the pixels in
-/// parallel.
-pub fn read_out_counter(photons: &[f32], e: &Effects, bits32: bool) -> (Vec<u32>, f64, usize) {
-    let limit = if bits32 { MAX_U32 } else { MAX_U16 };
-    let lanes = Lanes::detected();
-    let mut adu = vec![0u32; photons.len()];
-    let parts: Vec<(f64, usize)> = adu
-        .par_chunks_mut(CHUNK)
-        .zip(photons.par_chunks(CHUNK))
-        .enumerate()
-        .map(|(c, (out, inp))| {
-            let (mut part, mut over) = ([0.0f64; LANES], [0usize; LANES]);
-            let mut g = [0f64; SUB];
-            for (s, (out, inp)) in out.chunks_mut(SUB).zip(inp.chunks(SUB)).enumerate() {
-                let n = out.len();
-                if e.readout > 0.0 {
-                    let first = (c * CHUNK + s * SUB) as u64;
-                    lanes.gaussians(e.seed, READOUT, first, &mut g[..n]);
-                }
-                // LANES partial sums (a fixed order: the same for any number of threads), so
-                // that the loop compiles to vector instructions (the machine's: `Lanes::run`)
-                let g = &g;
-                lanes.run(|| {
-                    let mut k = 0;
-                    while k < n {
-                        let m = LANES.min(n - k);
-                        for l in 0..m {
-                            let p = inp[k + l];
-                            part[l] += p as f64;
-                            let mut a = p as f64 * e.gain + e.adc;
-                            if e.readout > 0.0 {
-                                a += e.readout * g[k + l];
-                            }
-                            over[l] += (a > limit) as usize;
-                            out[k + l] = count(a);
-                        }
-                        k += m;
-                    }
-                });
-            }
-            let sum = part.iter().sum::<f64>();
-            let overloads = over.iter().sum::<usize>();
-            (sum, overloads)
-        })
-        .collect();
-    let sum = parts.iter().map(|p| p.0).sum();
-    let overloads = parts.iter().map(|p| p.1).sum();
-    (adu, sum, overloads)
-}
+/// Pixels per parallel chunk of the loops over pixels (`counter::CHUNK`).
+const CHUNK: usize = counter::CHUNK;
 
 /// The PSF of either generator's path: upstream's serial scatter, or the banded parallel one.
 #[allow(clippy::too_many_arguments)]
@@ -478,9 +320,23 @@ pub fn detect(
     let (max_input, negative) = input
         .par_chunks(CHUNK)
         .map(|c| {
-            c.iter().fold((0.0f32, 0usize), |(m, n), &v| {
-                (if v > m { v } else { m }, n + (v < 0.0) as usize)
-            })
+            // eight lanes (the order of a maximum does not matter): vector instructions
+            let (mut m, mut n) = ([0.0f32; 8], [0u32; 8]);
+            let mut lanes = c.chunks_exact(8);
+            for v in &mut lanes {
+                for l in 0..8 {
+                    m[l] = if v[l] > m[l] { v[l] } else { m[l] };
+                    n[l] += (v[l] < 0.0) as u32;
+                }
+            }
+            let rest = lanes
+                .remainder()
+                .iter()
+                .fold((0.0f32, 0usize), |(m, n), &v| {
+                    (if v > m { v } else { m }, n + (v < 0.0) as usize)
+                });
+            let m = m.iter().fold(rest.0, |a, &b| if b > a { b } else { a });
+            (m, rest.1 + n.iter().map(|&x| x as usize).sum::<usize>())
         })
         .reduce(|| (0.0, 0), |a, b| (a.0.max(b.0), a.1 + b.1));
     let max_input = max_input as f64;
@@ -503,33 +359,50 @@ pub fn detect(
             noiseless_psf = Some(rep);
         }
     }
-    let adu = adu_image(&photons, e.gain, e.adc);
-    let noise = if e.noise {
-        let mut rng = Streams::new(e.seed, e.calib_seed);
-        let (mut counted, before) = match e.rng {
-            Generator::Upstream => shot_noise(&photons, e, &mut rng, progress, cancel)?,
-            Generator::Counter => shot_noise_counter(&photons, e, cancel)?,
-        };
-        let mut report = None;
-        if let Some(p) = psf {
-            let (img, rep) = psf_for(e.rng, &counted, w, h, p, progress, cancel)?;
-            counted = img;
-            report = Some(rep);
+    let (adu, noise) = match (e.noise, e.rng) {
+        (false, _) => (adu_image(&photons, e.gain, e.adc), None),
+        (true, Generator::Upstream) => {
+            let adu = adu_image(&photons, e.gain, e.adc);
+            let mut rng = Streams::new(e.seed, e.calib_seed);
+            let (mut counted, before) = shot_noise(&photons, e, &mut rng, progress, cancel)?;
+            let mut report = None;
+            if let Some(p) = psf {
+                let (img, rep) = psf_for(e.rng, &counted, w, h, p, progress, cancel)?;
+                counted = img;
+                report = Some(rep);
+            }
+            check_cancel(cancel)?;
+            let (noisy, sum, overloads) = read_out(&counted, e, bits32, &mut rng);
+            let n = NoiseImage {
+                photons_before_psf: before,
+                psf: report,
+                photons: sum,
+                overloads,
+                adu: noisy,
+            };
+            (adu, Some(n))
         }
-        check_cancel(cancel)?;
-        let (adu, sum, overloads) = match e.rng {
-            Generator::Upstream => read_out(&counted, e, bits32, &mut rng),
-            Generator::Counter => read_out_counter(&counted, e, bits32),
-        };
-        Some(NoiseImage {
-            photons_before_psf: before,
-            psf: report,
-            photons: sum,
-            overloads,
-            adu,
-        })
-    } else {
-        None
+        (true, Generator::Counter) => {
+            // one pass without a PSF; with one: Poisson, the PSF, then the read-out
+            let first = counter::run(&photons, e, bits32, true, psf.is_none(), cancel)?;
+            let (noisy, report) = match psf {
+                None => ((first.adu, first.after, first.overloads), None),
+                Some(p) => {
+                    let (img, rep) = psf_for(e.rng, &first.counts, w, h, p, progress, cancel)?;
+                    check_cancel(cancel)?;
+                    let r = counter::run(&img, e, bits32, false, true, cancel)?;
+                    ((r.adu, r.after, r.overloads), Some(rep))
+                }
+            };
+            let n = NoiseImage {
+                photons_before_psf: first.before,
+                psf: report,
+                photons: noisy.1,
+                overloads: noisy.2,
+                adu: noisy.0,
+            };
+            (first.noiseless, Some(n))
+        }
     };
     progress(1.0);
     Ok(Detected {

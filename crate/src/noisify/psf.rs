@@ -217,6 +217,34 @@ impl Kernel {
     }
 }
 
+/// How both PSF paths begin.
+enum Start {
+    /// Nothing to spread: the image as it is (no pixel or no width), or zeros (no photon).
+    Done(Vec<f32>, PsfReport),
+    Spread(Kernel, PsfReport),
+}
+
+/// The prologue of [`apply_psf`] and [`apply_psf_bands`]: the checks and the kernel.
+fn start(
+    image: &[f32],
+    w: usize,
+    h: usize,
+    kind: PsfKind,
+    fwhm_px: f64,
+    user_radius: i32,
+) -> Start {
+    let pixels = w * h;
+    assert_eq!(image.len(), pixels, "apply_psf: image size");
+    let mut report = PsfReport::default();
+    if pixels == 0 || !(fwhm_px > 0.0) {
+        return Start::Done(image.to_vec(), report);
+    }
+    match kernel_for(image, w, h, kind, fwhm_px, user_radius, &mut report) {
+        None => Start::Done(vec![0f32; pixels], report),
+        Some(kernel) => Start::Spread(kernel, report),
+    }
+}
+
 /// Applies the PSF to an image of `w` x `h` photons. `user_radius` > 0 fixes the radius;
 /// 0 selects it automatically. `progress` gets the fraction done; `cancel` is polled per row.
 #[allow(clippy::too_many_arguments)]
@@ -231,15 +259,11 @@ pub fn apply_psf(
     cancel: &AtomicBool,
 ) -> Result<(Vec<f32>, PsfReport)> {
     let pixels = w * h;
-    assert_eq!(image.len(), pixels, "apply_psf: image size");
-    let mut report = PsfReport::default();
-    if pixels == 0 || !(fwhm_px > 0.0) {
-        return Ok((image.to_vec(), report));
-    }
-    let mut out = vec![0f32; pixels];
-    let Some(kernel) = kernel_for(image, w, h, kind, fwhm_px, user_radius, &mut report) else {
-        return Ok((out, report));
+    let (kernel, mut report) = match start(image, w, h, kind, fwhm_px, user_radius) {
+        Start::Done(out, report) => return Ok((out, report)),
+        Start::Spread(kernel, report) => (kernel, report),
     };
+    let mut out = vec![0f32; pixels];
     let mut total_lost = 0.0f64;
     for y0 in 0..h {
         if cancel.load(Ordering::Relaxed) {
@@ -283,13 +307,9 @@ pub fn apply_psf_bands(
 ) -> Result<(Vec<f32>, PsfReport)> {
     use rayon::prelude::*;
     let pixels = w * h;
-    assert_eq!(image.len(), pixels, "apply_psf_bands: image size");
-    let mut report = PsfReport::default();
-    if pixels == 0 || !(fwhm_px > 0.0) {
-        return Ok((image.to_vec(), report));
-    }
-    let Some(kernel) = kernel_for(image, w, h, kind, fwhm_px, user_radius, &mut report) else {
-        return Ok((vec![0f32; pixels], report));
+    let (kernel, mut report) = match start(image, w, h, kind, fwhm_px, user_radius) {
+        Start::Done(out, report) => return Ok((out, report)),
+        Start::Spread(kernel, report) => (kernel, report),
     };
     let band = band_rows(kernel.radius);
     let reach = kernel.radius as usize;
