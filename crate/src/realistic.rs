@@ -215,9 +215,17 @@ impl BackgroundCache {
                 h.0
             })
             .collect();
-        // the materials not kept, rendered together (one pass over the pixels)
+        // the materials not kept (each kept image serves one list), rendered together (one
+        // pass over the pixels)
+        let mut kept_keys: Vec<u64> = self.layers.iter().map(|(k, _)| *k).collect();
         let missing: Vec<usize> = (0..lists.len())
-            .filter(|&i| !self.layers.iter().any(|(k, _)| *k == keys[i]))
+            .filter(|&i| match kept_keys.iter().position(|k| *k == keys[i]) {
+                Some(at) => {
+                    kept_keys.swap_remove(at);
+                    false
+                }
+                None => true,
+            })
             .collect();
         let setups = missing
             .iter()
@@ -602,6 +610,18 @@ mod tests {
             );
             assert_eq!(cache.computations, n + 2, "{extra}");
         }
+        // the same material twice: both layers (one kept, one rendered)
+        cache
+            .layers(&base, &lists, &files, &|_, _| {}, &never)
+            .unwrap();
+        let n = cache.computations;
+        let twice = cache
+            .layers(&base, &[&water, &water, &air], &files, &|_, _| {}, &never)
+            .unwrap();
+        assert_eq!(cache.computations, n + 1);
+        let w = background(&base, &water, &files, &|_| {}, &never).unwrap();
+        let a = background(&base, &air, &files, &|_| {}, &never).unwrap();
+        assert_eq!(twice, compose(&[&w, &w, &a]));
         // no material: zeros
         assert!(cache
             .layers(&base, &[], &files, &|_, _| {}, &never)
