@@ -162,7 +162,9 @@ pub struct BackgroundCache {
 impl BackgroundCache {
     /// The sum of the materials' images ([`background`] of each word list, [`compose`]d in
     /// the order given; zeros for none) on `prep`'s detector, each rendered only when its
-    /// words, table or the detector and beam changed. `progress(i, p)`: material `i`'s share.
+    /// words, table or the detector and beam changed; those rendered are rendered in one pass
+    /// (`nonbragg::render_shared`). `progress(i, p)`: the pass's fraction done f as material
+    /// `i`'s share p, (i + p) / materials = f.
     pub fn layers(
         &mut self,
         prep: &Prepared,
@@ -171,38 +173,89 @@ impl BackgroundCache {
         progress: &(dyn Fn(usize, f32) + Sync),
         cancel: &AtomicBool,
     ) -> Result<Vec<f32>> {
+        self.ensure(prep, lists, files, progress, cancel)?;
+        if self.layers.is_empty() {
+            return Ok(vec![0.0; prep.plan().pixel_count()]);
+        }
+        Ok(compose(&self.images()))
+    }
+
+    /// The materials' images of the last [`BackgroundCache::ensure`], in its order.
+    pub fn images(&self) -> Vec<&[f32]> {
+        self.layers.iter().map(|(_, l)| l.as_slice()).collect()
+    }
+
+    /// [`BackgroundCache::layers`] without their sum: the materials' images are then
+    /// [`BackgroundCache::images`] (the page adds them to the spots in one pass,
+    /// [`compose_over`]).
+    pub fn ensure(
+        &mut self,
+        prep: &Prepared,
+        lists: &[&[String]],
+        files: &MemFiles,
+        progress: &(dyn Fn(usize, f32) + Sync),
+        cancel: &AtomicBool,
+    ) -> Result<()> {
         let frame = detector_key(prep);
-        let mut kept = Vec::with_capacity(lists.len());
-        for (i, words) in lists.iter().enumerate() {
-            let mut h = Fnv(frame);
-            for w in words.iter() {
-                h.bytes(w.as_bytes());
-                h.bytes(&[0]);
-            }
-            // a table of the page's files under a bundled name changes the image
-            for (name, bytes) in files.0.iter() {
-                if words.iter().any(|w| w == name) {
-                    h.bytes(name.as_bytes());
-                    h.bytes(bytes);
+        let keys: Vec<u64> = lists
+            .iter()
+            .map(|words| {
+                let mut h = Fnv(frame);
+                for w in words.iter() {
+                    h.bytes(w.as_bytes());
+                    h.bytes(&[0]);
                 }
-            }
-            let key = h.0;
-            let image = match self.layers.iter().position(|(k, _)| *k == key) {
-                Some(at) => self.layers.swap_remove(at).1,
+                // a table of the page's files under a bundled name changes the image
+                for (name, bytes) in files.0.iter() {
+                    if words.iter().any(|w| w == name) {
+                        h.bytes(name.as_bytes());
+                        h.bytes(bytes);
+                    }
+                }
+                h.0
+            })
+            .collect();
+        // the materials not kept (each kept image serves one list), rendered together (one
+        // pass over the pixels)
+        let mut kept_keys: Vec<u64> = self.layers.iter().map(|(k, _)| *k).collect();
+        let missing: Vec<usize> = (0..lists.len())
+            .filter(|&i| match kept_keys.iter().position(|k| *k == keys[i]) {
+                Some(at) => {
+                    kept_keys.swap_remove(at);
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        let setups = missing
+            .iter()
+            .map(|&i| material_setup(prep, lists[i], files))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&nonbragg::Setup> = setups.iter().collect();
+        // the fraction done of the one pass, as material i's share p ((i + p) / materials)
+        let n = lists.len().max(1) as f32;
+        let share = |f: f32| {
+            let i = (f * n).floor().min(n - 1.0);
+            progress(i as usize, f * n - i)
+        };
+        let rendered = nonbragg::render_shared(&refs, &share, cancel)?;
+        self.computations += rendered.len();
+        let mut rendered = missing.iter().copied().zip(rendered);
+        let mut kept = Vec::with_capacity(lists.len());
+        let mut old = std::mem::take(&mut self.layers);
+        for (i, &key) in keys.iter().enumerate() {
+            let image = match old.iter().position(|(k, _)| *k == key) {
+                Some(at) => old.swap_remove(at).1,
                 None => {
-                    let image = background(prep, words, files, &|p| progress(i, p), cancel)?;
-                    self.computations += 1;
+                    let (j, (image, _)) = rendered.next().expect("rendered");
+                    debug_assert_eq!(i, j);
                     image
                 }
             };
             kept.push((key, image));
         }
         self.layers = kept;
-        if self.layers.is_empty() {
-            return Ok(vec![0.0; prep.plan().pixel_count()]);
-        }
-        let refs: Vec<&[f32]> = self.layers.iter().map(|(_, l)| l.as_slice()).collect();
-        Ok(compose(&refs))
+        Ok(())
     }
 }
 
@@ -251,6 +304,12 @@ pub fn background(
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
 ) -> Result<Vec<f32>> {
+    let setup = material_setup(prep, words, files)?;
+    Ok(nonbragg::render(&setup, progress, cancel)?.0)
+}
+
+/// nonBragg's set-up of one material (the words of [`background`]) on the spots' detector.
+fn material_setup(prep: &Prepared, words: &[String], files: &MemFiles) -> Result<nonbragg::Setup> {
     let o = nonbragg::options::parse(words)?;
     let (name, unit) = o.stol.clone().ok_or_else(|| {
         Error::new(
@@ -268,8 +327,7 @@ pub fn background(
             .with_flag("-stol")
         })?,
     };
-    let setup = setup_on_plan(&o, prep, read_stol(&name, bytes, unit)?);
-    Ok(nonbragg::render(&setup, progress, cancel)?.0)
+    Ok(setup_on_plan(&o, prep, read_stol(&name, bytes, unit)?))
 }
 
 /// nonBragg's setup with the spots' resolved detector and sources as its frame (one sub-pixel
@@ -311,14 +369,51 @@ fn setup_on_plan(
 }
 
 /// Pixel-wise sum of the chosen layers (f32, as the CLI chain adds float files).
+/// One pass over the pixels, in parallel (each pixel's sum in the layers' order, from 0).
 pub fn compose(layers: &[&[f32]]) -> Vec<f32> {
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 16;
     let n = layers.first().map_or(0, |l| l.len());
     let mut out = vec![0f32; n];
-    for l in layers {
-        for (o, v) in out.iter_mut().zip(l.iter()) {
-            *o += *v;
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, o)| {
+        let at = c * CHUNK;
+        for l in layers {
+            for (o, v) in o.iter_mut().zip(&l[at..]) {
+                *o += *v;
+            }
         }
-    }
+    });
+    out
+}
+
+/// `compose(&[spots, compose(background)])` in one pass, to the bit: each pixel the spots
+/// (when given) plus the sum of the background's layers (when any), in the layers' order;
+/// zeros for neither.
+pub fn compose_over(spots: Option<&[f32]>, background: &[&[f32]], n: usize) -> Vec<f32> {
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 16;
+    let mut out = vec![0f32; n];
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, o)| {
+        let at = c * CHUNK;
+        let len = o.len();
+        if let Some(sp) = spots {
+            for (o, v) in o.iter_mut().zip(&sp[at..at + len]) {
+                *o += *v;
+            }
+        }
+        if background.is_empty() {
+            return;
+        }
+        let mut bg = vec![0f32; len];
+        for l in background {
+            for (b, v) in bg.iter_mut().zip(&l[at..at + len]) {
+                *b += *v;
+            }
+        }
+        for (o, b) in o.iter_mut().zip(&bg) {
+            *o += *b;
+        }
+    });
     out
 }
 
@@ -515,12 +610,52 @@ mod tests {
             );
             assert_eq!(cache.computations, n + 2, "{extra}");
         }
+        // the same material twice: both layers (one kept, one rendered)
+        cache
+            .layers(&base, &lists, &files, &|_, _| {}, &never)
+            .unwrap();
+        let n = cache.computations;
+        let twice = cache
+            .layers(&base, &[&water, &water, &air], &files, &|_, _| {}, &never)
+            .unwrap();
+        assert_eq!(cache.computations, n + 1);
+        let w = background(&base, &water, &files, &|_| {}, &never).unwrap();
+        let a = background(&base, &air, &files, &|_| {}, &never).unwrap();
+        assert_eq!(twice, compose(&[&w, &w, &a]));
         // no material: zeros
         assert!(cache
             .layers(&base, &[], &files, &|_, _| {}, &never)
             .unwrap()
             .iter()
             .all(|&v| v == 0.0));
+    }
+
+    #[test]
+    fn layers_added_in_one_pass_as_composed_in_two() {
+        // values whose f32 sums depend on the order of addition
+        let n = (1 << 16) + 37;
+        let v = |k: u32| -> Vec<f32> {
+            (0..n as u32)
+                .map(|i| {
+                    ((i.wrapping_mul(2654435761) ^ k) % 100_000) as f32 * 1.37e-3
+                        + 1e4 * (k % 3) as f32
+                })
+                .collect()
+        };
+        let (spots, water, air) = (v(1), v(2), v(3));
+        let bg = compose(&[&water, &air]);
+        assert_eq!(
+            compose_over(Some(&spots), &[&water, &air], n),
+            compose(&[&spots, &bg])
+        );
+        assert_eq!(compose_over(Some(&spots), &[], n), spots);
+        assert_eq!(compose_over(None, &[&water, &air], n), bg);
+        assert!(compose_over(None, &[], n).iter().all(|&x| x == 0.0));
+        assert_ne!(
+            compose(&[&spots, &water, &air]),
+            compose(&[&spots, &bg]),
+            "order matters here"
+        );
     }
 
     #[test]

@@ -329,37 +329,118 @@ pub fn render(
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
 ) -> Result<(Vec<f32>, f64)> {
-    let plan = setup.plan();
+    let mut out = render_shared(&[setup], progress, cancel)?;
+    Ok(out.pop().expect("one material"))
+}
+
+/// Whether two set-ups see the same pixels from the same sources: the same detector frame
+/// (pixels, panels, ROI, mask), sub-pixel grid, sources and their weights, and polarisation;
+/// then [`render_shared`] renders them in one pass.
+pub fn same_frame(a: &Setup, b: &Setup) -> bool {
+    let (p, q) = (a.plan(), b.plan());
+    let weights = |s: &Setup| s.sources.iter().map(|r| r.weight).collect::<Vec<_>>();
+    p.fpixels == q.fpixels
+        && p.spixels == q.spixels
+        && p.pixel == q.pixel
+        && p.oversample == q.oversample
+        && p.point_pixel == q.point_pixel
+        && p.curved == q.curved
+        && p.close_distance == q.close_distance
+        && p.distance == q.distance
+        && p.beam == q.beam
+        && p.nopolar == q.nopolar
+        && p.polar_k == q.polar_k
+        && p.polar_axis == q.polar_axis
+        && p.roi == q.roi
+        && p.mask == q.mask
+        && p.panels == q.panels
+        && p.sources.len() == q.sources.len()
+        && p.sources
+            .iter()
+            .zip(&q.sources)
+            .all(|(s, t)| s.incident == t.incident && s.lambda == t.lambda)
+        && weights(a) == weights(b)
+}
+
+/// [`render`] of several materials on one frame ([`same_frame`]: the page's water and air on
+/// the spots' detector) in one pass over the pixels: each pixel's positions, solid angles,
+/// sin(θ)/λ and polarisation are computed once and each material's table interpolated there,
+/// every material's sum in [`render`]'s order (each image is the one `render` gives, to the
+/// bit). Set-ups of different frames are rendered one after the other. `progress` gets the
+/// fraction done over all of them.
+pub fn render_shared(
+    setups: &[&Setup],
+    progress: &(dyn Fn(f32) + Sync),
+    cancel: &AtomicBool,
+) -> Result<Vec<(Vec<f32>, f64)>> {
+    let Some(first) = setups.first() else {
+        return Ok(Vec::new());
+    };
+    if !setups.iter().all(|s| same_frame(first, s)) {
+        let n = setups.len() as f32;
+        return setups
+            .iter()
+            .enumerate()
+            .map(|(i, s)| render(s, &|p| progress((i as f32 + p) / n), cancel))
+            .collect();
+    }
+    let plan = first.plan();
     let (fp, sp) = (plan.fpixels, plan.spixels);
     let frames: Vec<PolarFrame> = plan
         .sources
         .iter()
         .map(|s| PolarFrame::new(s.incident, plan.polar_axis))
         .collect();
-    let weights: Vec<f64> = setup.sources.iter().map(|s| s.weight).collect();
+    let weights: Vec<f64> = first.sources.iter().map(|s| s.weight).collect();
     let steps = (plan.sources.len() * (plan.oversample as usize).pow(2)) as f64;
-    let smp = &setup.sample;
+    let tables: Vec<Lookup> = setups.iter().map(|s| Lookup::new(&s.table)).collect();
+    let m = setups.len();
     let done = AtomicUsize::new(0);
-    let mut image = vec![0f32; fp * sp];
-    let omega_rows: Vec<f64> = image
-        .par_chunks_mut(fp)
+    let mut images: Vec<Vec<f32>> = (0..m).map(|_| vec![0f32; fp * sp]).collect();
+    // rows in parallel: row s of every material's image
+    let mut rows: Vec<Vec<&mut [f32]>> = (0..sp).map(|_| Vec::with_capacity(m)).collect();
+    for image in images.iter_mut() {
+        for (r, row) in rows.iter_mut().zip(image.chunks_mut(fp)) {
+            r.push(row);
+        }
+    }
+    let omega_rows: Vec<f64> = rows
+        .into_par_iter()
         .enumerate()
-        .map(|(s, row)| {
+        .map(|(s, mut out)| {
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::cancelled());
             }
             let mut omega_sum = 0.0;
-            for (f, out) in row.iter_mut().enumerate() {
-                if !plan.renders(f, s) {
-                    continue;
+            let mut sums = vec![(0.0f64, 0.0f64); m];
+            let mut hints = vec![0usize; m];
+            let mut at = 0;
+            while at < fp {
+                let (end, panel) = plan.row_run(at, s);
+                let end = end.max(at + 1);
+                if let Some(pi) = panel {
+                    let panel = &plan.panels[pi];
+                    for f in at..end.min(fp) {
+                        if !plan.roi.contains(f, s)
+                            || plan.mask.as_ref().is_some_and(|k| k[s * fp + f] == 0)
+                        {
+                            continue;
+                        }
+                        omega_sum += pixel(
+                            plan, panel, &tables, &frames, &weights, f, s, &mut sums, &mut hints,
+                        );
+                        for (k, st) in setups.iter().enumerate() {
+                            let v = sums[k];
+                            let smp = &st.sample;
+                            out[k][f] = if st.opts.fmap {
+                                v.1 as f32
+                            } else {
+                                (v.0 * R_E_SQR * smp.fluence * smp.molecules / steps) as f32
+                            };
+                        }
+                    }
                 }
-                let (v, om) = pixel(setup, plan, &frames, &weights, f, s);
-                omega_sum += om;
-                *out = if setup.opts.fmap {
-                    v.1 as f32
-                } else {
-                    (v.0 * R_E_SQR * smp.fluence * smp.molecules / steps) as f32
-                };
+                at = end;
             }
             let d = done.fetch_add(1, Ordering::Relaxed) + 1;
             if d.is_multiple_of(16) {
@@ -369,30 +450,121 @@ pub fn render(
         })
         .collect::<Result<_>>()?;
     progress(1.0);
-    // an image with a NaN or infinite pixel is an error, never an output (as nanobragg's)
-    crate::api::check_image_with(
-        plan,
-        &image,
-        "-fluence/-flux, -molecules/-samplesize, -scale or the table's F",
-    )?;
-    Ok((image, omega_rows.iter().sum()))
+    let omega: f64 = omega_rows.iter().sum();
+    images
+        .into_iter()
+        .map(|image| {
+            // an image with a NaN or infinite pixel is an error, never an output (as nanobragg's)
+            crate::api::check_image_with(
+                plan,
+                &image,
+                "-fluence/-flux, -molecules/-samplesize, -scale or the table's F",
+            )?;
+            Ok((image, omega))
+        })
+        .collect()
 }
 
-/// One pixel: (Σ sign·F²·polar·omega·weight, last F) and its summed solid angle.
+/// A `.stol` table's interpolation as [`StolTable::interpolate`] computes it, to the bit, with
+/// each interval's Lagrange denominators computed once and the interval found from the last
+/// one's (neighbouring pixels have neighbouring sin(θ)/λ) instead of a search of the table.
+struct Lookup<'a> {
+    t: &'a StolTable,
+    /// Per interval start n (1 ..= len − 3): the four denominators of `terms::polint` through
+    /// points n − 1 .. n + 2, in its association order.
+    den: Vec<[f64; 4]>,
+}
+
+impl<'a> Lookup<'a> {
+    fn new(t: &'a StolTable) -> Self {
+        let x = &t.stol;
+        let den = (0..x.len())
+            .map(|n| {
+                if n < 1 || n + 2 >= x.len() {
+                    return [f64::NAN; 4];
+                }
+                let [x0, x1, x2, x3] = [x[n - 1], x[n], x[n + 1], x[n + 2]];
+                [
+                    ((x0 - x1) * (x0 - x2)) * (x0 - x3),
+                    ((x1 - x0) * (x1 - x2)) * (x1 - x3),
+                    ((x2 - x0) * (x2 - x1)) * (x2 - x3),
+                    ((x3 - x0) * (x3 - x1)) * (x3 - x2),
+                ]
+            })
+            .collect();
+        Lookup { t, den }
+    }
+
+    /// `StolTable::interpolate(x)`; `hint` is the previous call's `partition_point` (0: none).
+    #[inline(always)]
+    fn interpolate(&self, x: f64, hint: &mut usize) -> f64 {
+        let s = &self.t.stol;
+        let len = s.len();
+        if !x.is_finite() || len < 4 {
+            return self.t.interpolate(x);
+        }
+        let x = x.clamp(s[1], s[len - 2]);
+        // the number of nodes ≤ x (`partition_point(|t| t <= x)`): from the hint when it is
+        // a few nodes off, else by bisection
+        let mut p = (*hint).clamp(1, len - 1);
+        let mut walk = 0;
+        while walk < 8 && s[p - 1] > x {
+            p -= 1;
+            walk += 1;
+            if p == 0 {
+                break;
+            }
+        }
+        while walk < 8 && p < len && s[p] <= x {
+            p += 1;
+            walk += 1;
+        }
+        let exact = (p == 0 || s[p - 1] <= x) && (p == len || s[p] > x);
+        if !exact {
+            p = s.partition_point(|&t| t <= x);
+        }
+        *hint = p;
+        let n = p.saturating_sub(1).clamp(1, len - 3);
+        let xa = [s[n - 1], s[n], s[n + 1], s[n + 2]];
+        let f = &self.t.f;
+        let ya = [f[n - 1], f[n], f[n + 1], f[n + 2]];
+        let [x0, x1, x2, x3] = xa;
+        let d = self.den[n];
+        // `terms::polint` with its denominators precomputed (the same values)
+        let cubic = (((x - x1) * (x - x2)) * (x - x3)) * ya[0] / d[0]
+            + (((x - x0) * (x - x2)) * (x - x3)) * ya[1] / d[1]
+            + (((x - x0) * (x - x1)) * (x - x3)) * ya[2] / d[2]
+            + (((x - x0) * (x - x1)) * (x - x2)) * ya[3] / d[3];
+        if cubic.is_finite() {
+            return cubic;
+        }
+        let t = ((x - xa[1]) / (xa[2] - xa[1])).clamp(0.0, 1.0);
+        ya[1] + (ya[2] - ya[1]) * t
+    }
+}
+
+/// One pixel on `panel`: for each material k, `sums[k]` = (Σ sign·F²·polar·omega·weight, last
+/// F); returns its summed solid angle.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn pixel(
-    setup: &Setup,
     plan: &Plan,
+    panel: &crate::plan::Panel,
+    tables: &[Lookup],
     frames: &[PolarFrame],
     weights: &[f64],
     f: usize,
     s: usize,
-) -> ((f64, f64), f64) {
+    sums: &mut [(f64, f64)],
+    hints: &mut [usize],
+) -> f64 {
     let n = plan.oversample as usize;
     let px2 = plan.pixel * plan.pixel;
-    let (mut sum, mut last_f, mut omega_sum) = (0.0f64, 0.0f64, 0.0f64);
+    let mut omega_sum = 0.0f64;
+    sums.fill((0.0, 0.0));
     for subs in 0..n {
         for subf in 0..n {
-            let pos = plan.subpixel_position(f * n + subf, s * n + subs, 0.0);
+            let pos = plan.panel_subpixel_position(panel, f * n + subf, s * n + subs, 0.0);
             let (d, r) = unitize(pos);
             let omega = if plan.point_pixel {
                 (1.0 / r) / r
@@ -408,20 +580,22 @@ fn pixel(
                     (d[2] - i[2]) / src.lambda,
                 ];
                 let stol = 0.5 * mag(q);
-                let fb = setup.table.interpolate(stol);
-                // negative F gives a negative intensity, as upstream allows
-                let sign = if fb < 0.0 { -1.0 } else { 1.0 };
                 let polar = if plan.nopolar {
                     1.0
                 } else {
                     polarization_f64(plan.polar_k, &frames[si], d)
                 };
-                sum += ((((sign * fb) * fb) * polar) * omega) * weights[si];
-                last_f = fb;
+                for ((t, sum), hint) in tables.iter().zip(sums.iter_mut()).zip(hints.iter_mut()) {
+                    let fb = t.interpolate(stol, hint);
+                    // negative F gives a negative intensity, as upstream allows
+                    let sign = if fb < 0.0 { -1.0 } else { 1.0 };
+                    sum.0 += ((((sign * fb) * fb) * polar) * omega) * weights[si];
+                    sum.1 = fb;
+                }
             }
         }
     }
-    ((sum, last_f), omega_sum)
+    omega_sum
 }
 
 /// Statistics as nonBragg prints them: the crate's max/mean/rms over the rendered pixels, and
@@ -575,5 +749,58 @@ mod tests {
             max,
             img[8 * 16 + 7].max(img[7 * 16 + 7]).max(img[8 * 16 + 8])
         );
+    }
+
+    #[test]
+    fn lookup_interpolates_as_the_table_does_to_the_bit() {
+        // the bundled water table (10,000 points) and a short one, at points in order (the
+        // hint walks), out of order (bisection), on nodes, beyond both ends and not finite
+        for name in ["water.stol", "air.stol"] {
+            let bytes = crate::realistic::bundled_stol(name).unwrap();
+            let t = read_stol(name, bytes, crate::io::stol::StolUnit::Stol).unwrap();
+            let lookup = Lookup::new(&t);
+            let top = t.stol[t.len() - 3];
+            let mut xs: Vec<f64> = (0..20_000)
+                .map(|i| top * 1.1 * i as f64 / 20_000.0)
+                .collect();
+            xs.extend((0..5000).map(|i| top * ((i * 7919) % 5000) as f64 / 5000.0));
+            xs.extend(t.stol.iter().copied());
+            xs.extend([-1.0, -1e99, 1e99, f64::INFINITY, f64::NAN, 0.0]);
+            let mut hint = 0;
+            for x in xs {
+                let (a, b) = (lookup.interpolate(x, &mut hint), t.interpolate(x));
+                assert!(a.to_bits() == b.to_bits(), "{name} at {x}: {a} {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn materials_rendered_together_are_the_images_rendered_alone() {
+        let mut m = water();
+        m.0.insert("one.stol".into(), b"0 1\n1 1\n2 1\n3 1\n".to_vec());
+        let never = AtomicBool::new(false);
+        for frame in [
+            "-detpixels 24 -pixel 0.2 -distance 40 -oversample 2 -divergence 0.4 -divsteps 2",
+            "-detector pilatus6m -roi 1200 1300 1250 1330 -distance 200",
+        ] {
+            let a = setup(&format!("-stol w.stol -thickness 1 {frame}"), &m).unwrap();
+            let b = setup(
+                &format!("-stol one.stol -MW 29 -density 0.0012 {frame}"),
+                &m,
+            )
+            .unwrap();
+            assert!(same_frame(&a, &b));
+            let both = render_shared(&[&a, &b], &|_| {}, &never).unwrap();
+            assert_eq!(both[0], render(&a, &|_| {}, &never).unwrap(), "{frame}");
+            assert_eq!(both[1], render(&b, &|_| {}, &never).unwrap(), "{frame}");
+            assert!(both[0].0.iter().any(|&v| v > 0.0));
+        }
+        // another frame: rendered one after the other, each its own image
+        let a = setup("-stol w.stol -detpixels 16 -distance 40", &m).unwrap();
+        let b = setup("-stol w.stol -detpixels 16 -distance 41", &m).unwrap();
+        assert!(!same_frame(&a, &b));
+        let both = render_shared(&[&a, &b], &|_| {}, &never).unwrap();
+        assert_eq!(both[1], render(&b, &|_| {}, &never).unwrap());
+        assert_ne!(both[0].0, both[1].0);
     }
 }

@@ -2,7 +2,9 @@
 //! module Worker (squoosh / wasm-bindgen-rayon pattern: the page never runs the kernel).
 //!
 //! State (uploaded files, the last prepared plan and image) lives in a thread-local of the
-//! worker's own thread; rayon's pool threads only ever run `render_cpu`'s row loop.
+//! worker's own thread; rayon's pool threads only run parallel loops over borrowed data (the
+//! render's rows, the structure factors, the realistic chain's background, detector effects and
+//! passes over its layers), never the state.
 //!
 //! Progress and cancellation are two atomics in linear memory. In the threaded build the memory
 //! is a SharedArrayBuffer, so the page reads progress and raises the cancel flag directly

@@ -22,7 +22,9 @@ struct Layers {
     /// Resolution the prepared plan needs (Å).
     d_min: f64,
     spots: Option<Vec<f32>>,
-    background: Option<Vec<f32>>,
+    /// Whether `materials` holds the background of the prepared detector (its layers are
+    /// added to the spots when the image is composed, not kept summed).
+    background: bool,
     /// The materials' images of the last detector and beam, reused while only the crystal
     /// changes.
     materials: realistic::BackgroundCache,
@@ -197,7 +199,7 @@ pub fn realistic_prepare(mut args: Vec<String>, with_model: bool) -> Result<JsVa
         let mut rs = rs.borrow_mut();
         rs.d_min = d_min;
         rs.spots = None;
-        rs.background = None;
+        rs.background = false;
         rs.shown = None;
         rs.frame = Some(frame);
         rs.with_model = with_model;
@@ -351,28 +353,26 @@ pub fn realistic_structure_factors() -> Result<JsValue, JsValue> {
 }
 
 /// Render the spots of the prepared plan (the table installed) where the backend policy puts
-/// it; kept as the spots layer.
+/// it; kept as the spots layer (in the module: nothing is copied out).
 #[wasm_bindgen]
-pub async fn realistic_render_spots(
-    backend: String,
-    f64_precision: bool,
-) -> Result<Vec<f32>, JsValue> {
+pub async fn realistic_render_spots(backend: String, f64_precision: bool) -> Result<(), JsValue> {
     let img = render_with(
         super::parse_backend(&backend),
         super::precision_of(f64_precision),
     )
     .await?;
-    RS.with(|rs| rs.borrow_mut().spots = Some(img.clone()));
-    Ok(img)
+    RS.with(|rs| rs.borrow_mut().spots = Some(img));
+    Ok(())
 }
 
 /// The amorphous background on the prepared plan's detector: one nonBragg material per word
 /// list (`materials` holds the lists separated by a "--" word, e.g. `-stol water.stol
 /// -thickness 0.02 -flux 1e12 … -- -stol air.stol …`); kept as the background layer. Each
 /// material's image is rendered again only when its words or the detector and beam changed
-/// (`realistic::BackgroundCache`).
+/// (`realistic::BackgroundCache`; the materials not kept are rendered in one pass). Nothing is
+/// copied out: `realistic_compose` adds the layers.
 #[wasm_bindgen]
-pub fn realistic_background(materials: Vec<String>) -> Result<Vec<f32>, JsValue> {
+pub fn realistic_background(materials: Vec<String>) -> Result<(), JsValue> {
     CANCEL.store(false, Ordering::SeqCst);
     report_progress(0.0);
     let lists: Vec<&[String]> = materials
@@ -380,7 +380,7 @@ pub fn realistic_background(materials: Vec<String>) -> Result<Vec<f32>, JsValue>
         .filter(|l| !l.is_empty())
         .collect();
     let n = lists.len().max(1) as f32;
-    let img = STATE.with(|st| {
+    STATE.with(|st| {
         let st = st.borrow();
         let prep = st
             .prepared
@@ -390,77 +390,86 @@ pub fn realistic_background(materials: Vec<String>) -> Result<Vec<f32>, JsValue>
         RS.with(|rs| {
             rs.borrow_mut()
                 .materials
-                .layers(prep, &lists, &st.files, &progress, &CANCEL)
+                .ensure(prep, &lists, &st.files, &progress, &CANCEL)
                 .map_err(js_err)
         })
     })?;
     report_progress(1.0);
-    RS.with(|rs| rs.borrow_mut().background = Some(img.clone()));
-    Ok(img)
+    RS.with(|rs| rs.borrow_mut().background = true);
+    Ok(())
 }
 
 /// The image a detector would record from the chosen layers: noisify's effects (with `noise`:
 /// flicker, calibration error, Poisson, PSF, gain, ADC offset, read-out noise; without: gain
-/// and ADC offset only) in ADU, as f32. Masked pixels (module gaps) are 0.
+/// and ADC offset only) in ADU, as f32. Masked pixels (module gaps) are 0. The image is kept
+/// for the downloads; the page gets a copy.
 #[wasm_bindgen]
 pub fn realistic_compose(
     spots: bool,
     background: bool,
     noise: bool,
     #[wasm_bindgen(unchecked_param_type = "DetectorEffects")] effects: JsValue,
-) -> Result<Vec<f32>, JsValue> {
+) -> Result<js_sys::Float32Array, JsValue> {
     CANCEL.store(false, Ordering::SeqCst);
     let fx: realistic::DetectorSettings =
         serde_wasm_bindgen::from_value(effects).map_err(js_err)?;
     let out = compose(spots, background, noise, &fx)?;
+    let copy = js_sys::Float32Array::from(out.as_slice());
     RS.with(|rs| {
         let mut rs = rs.borrow_mut();
-        rs.shown = Some(out.clone());
+        rs.shown = Some(out);
         rs.composed = Some((spots, background, fx));
     });
-    Ok(out)
+    Ok(copy)
 }
 
+/// The chosen layers summed (`realistic::compose_over`: one pass), the detector's effects, and
+/// the ADU as f32 with the mask's pixels 0 (one pass); all passes over the pixels in parallel.
 fn compose(
     spots: bool,
     background: bool,
     noise: bool,
     fx: &realistic::DetectorSettings,
 ) -> Result<Vec<f32>, JsValue> {
-    let (w, h, pixel, mask) = RS.with(|rs| {
+    use rayon::prelude::*;
+    RS.with(|rs| {
         let rs = rs.borrow();
-        let f = rs
-            .frame
-            .as_ref()
-            .ok_or_else(|| js_err("render the realistic image first"))?;
-        Ok::<_, JsValue>((f.w, f.h, f.pixel, f.mask.clone()))
-    })?;
-    let sum = RS.with(|rs| {
-        let rs = rs.borrow();
-        let mut layers: Vec<&[f32]> = Vec::new();
         let missing = || js_err("render the realistic image first");
-        if spots {
-            layers.push(rs.spots.as_deref().ok_or_else(missing)?);
-        }
-        if background {
-            layers.push(rs.background.as_deref().ok_or_else(missing)?);
-        }
-        if layers.is_empty() {
-            return Ok(vec![0f32; w * h]);
-        }
-        Ok::<_, JsValue>(realistic::compose(&layers))
-    })?;
-    let adu = realistic::detect(&sum, w, h, pixel, fx, noise, &report_progress, &CANCEL)
-        .map_err(js_err)?;
-    let mut out: Vec<f32> = adu.iter().map(|&v| v as f32).collect();
-    if let Some(m) = mask {
-        for (o, &k) in out.iter_mut().zip(&m) {
-            if k == 0 {
-                *o = 0.0;
-            }
-        }
-    }
-    Ok(out)
+        let f = rs.frame.as_ref().ok_or_else(missing)?;
+        let (w, h) = (f.w, f.h);
+        let spots = match spots {
+            true => Some(rs.spots.as_deref().ok_or_else(missing)?),
+            false => None,
+        };
+        let layers = match background {
+            true if !rs.background => return Err(missing()),
+            true => rs.materials.images(),
+            false => Vec::new(),
+        };
+        let sum = realistic::compose_over(spots, &layers, w * h);
+        let adu = realistic::detect(&sum, w, h, f.pixel, fx, noise, &report_progress, &CANCEL)
+            .map_err(js_err)?;
+        drop(sum);
+        const CHUNK: usize = 1 << 16;
+        let mut out = vec![0f32; adu.len()];
+        out.par_chunks_mut(CHUNK)
+            .zip(adu.par_chunks(CHUNK))
+            .enumerate()
+            .for_each(|(c, (o, a))| match &f.mask {
+                Some(m) => {
+                    let m = &m[c * CHUNK..c * CHUNK + o.len()];
+                    for ((o, &v), &k) in o.iter_mut().zip(a).zip(m) {
+                        *o = if k == 0 { 0.0 } else { v as f32 };
+                    }
+                }
+                None => {
+                    for (o, &v) in o.iter_mut().zip(a) {
+                        *o = v as f32;
+                    }
+                }
+            });
+        Ok(out)
+    })
 }
 
 /// The image shown, as a download: `int` an SMV image of its ADU (clipped to 0..=65535) with the
