@@ -1,6 +1,8 @@
 //! The fast kernel's main path: blocks of pixels along a row, with the loops turned inside out
 //! so that the innermost loop runs over pixels (branch-free, vectorised; AVX2 or AVX-512 when the CPU
-//! has it, `simd`). Same terms (`terms.rs`: `lattice_square`, `polarization`, `solid_angle`,
+//! has it, `simd`). The block ([`block`]) is generic over what it carries beside the image
+//! ([`RowCarry`]): nothing for the image ([`ImageRow`], its hooks the bare terms), the tangents
+//! for `tangent_row32.rs`. Same terms (`terms.rs`: `lattice_square`, `polarization`, `solid_angle`,
 //! `capture_fraction`, `f_nearest`), factor semantics and rules as `pixel32`; used for the square
 //! lattice without the running-sum flags, curved detector or tricubic lookups. Pixels under the
 //! exact-Bragg rule are flagged for the f64 kernel; the pixel holding the run's first phi
@@ -59,18 +61,28 @@ pub(super) fn directions<const B: usize>(
 }
 
 /// Renders a block; returns false when the render was cancelled.
-pub type BlockFn =
-    fn(&FastCtx, &Panel, usize, usize, usize, &mut [f32], &mut [bool], &Poll) -> bool;
+pub type BlockFn = fn(
+    &FastCtx,
+    &Panel,
+    usize,
+    usize,
+    usize,
+    &mut Lanes<BLOCK>,
+    &mut [f32],
+    &mut [bool],
+    &Poll,
+) -> bool;
 
 simd_versions!(
     /// The row-block kernel for this CPU.
-    pub fn select => block_body(fc: &FastCtx, pan: &Panel, s: usize, f0: usize, len: usize, out: &mut [f32], exact_out: &mut [bool], poll: &Poll) -> bool
+    pub fn select => block_body(fc: &FastCtx, pan: &Panel, s: usize, f0: usize, len: usize, l: &mut Lanes<BLOCK>, out: &mut [f32], exact_out: &mut [bool], poll: &Poll) -> bool
 );
 
 /// Render pixels `f0..f0+len` of row `s` (all on panel `pan`) into `out[..len]`; `exact_out[j]` is set for pixels
 /// that fall under the exact-Bragg rule (to be redone by `pixel64`). Returns false when the
 /// render was cancelled (the cancel flag is read every `POLL_TERMS` orientations' worth of
-/// terms).
+/// terms). `l`: the lanes, made once per row by the caller (made for every block, their
+/// zeroing took a quarter of a one-term-per-pixel render).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn block_body(
@@ -79,13 +91,13 @@ fn block_body(
     s: usize,
     f0: usize,
     len: usize,
+    l: &mut Lanes<BLOCK>,
     out: &mut [f32],
     exact_out: &mut [bool],
     poll: &Poll,
 ) -> bool {
     let len = len.min(BLOCK);
-    let mut l = Lanes::<BLOCK>::new();
-    if !block(fc, pan, s, f0, len, &mut l, &mut ImageRow, poll) {
+    if !block(fc, pan, s, f0, len, l, &mut ImageRow, poll) {
         return false;
     }
     for j in 0..len {
@@ -97,7 +109,7 @@ fn block_body(
 
 /// The lane arrays of a block that every carry shares: the image's sums and the current
 /// sub-pixel's directions and scattering vectors (lane j = the block's pixel j).
-pub(super) struct Lanes<const B: usize> {
+pub struct Lanes<const B: usize> {
     pub isum: [f64; B],
     pub polar: [f64; B],
     pub omega: [f64; B],
@@ -118,6 +130,12 @@ pub(super) struct Lanes<const B: usize> {
     pub fl2: [f32; B],
     /// The source's Σ over orientations.
     pub acc: [f64; B],
+}
+
+impl<const B: usize> Default for Lanes<B> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl<const B: usize> Lanes<B> {
@@ -169,6 +187,16 @@ impl SubPixel {
     }
 }
 
+/// A term's Miller indices on one lane: `h` (f64, upstream's association), `r` the nearest
+/// integers (round to even), `d` = h − r in f32; `ok`: the term counts (indices in range,
+/// resolution test passed).
+pub(super) struct Index {
+    pub h: [f64; 3],
+    pub r: [f64; 3],
+    pub d: [f32; 3],
+    pub ok: bool,
+}
+
 /// What a block carries beside the image ([`block`]): nothing for the image ([`ImageRow`]),
 /// the tangents for `tangent_row32`. Each factor's hook returns the factor's f32 value (the
 /// image's, to the bit) and may keep its partials; the others see the shared lanes at fixed
@@ -193,17 +221,8 @@ pub(super) trait RowCarry<const B: usize> {
     /// A source's q, resolution test and polarisation are in `l`; its orientations follow.
     #[inline(always)]
     fn source(&mut self, _len: usize) {}
-    /// F_latt of lane j (`terms::lattice_square`) from δ = h − r (f32), h and r = round(h) in
-    /// f64; `ok`: the term counts (indices in range, resolution passed).
-    fn lattice(
-        &mut self,
-        j: usize,
-        fc: &FastCtx,
-        h: [f64; 3],
-        r: [f64; 3],
-        d: [f32; 3],
-        ok: bool,
-    ) -> f32;
+    /// F_latt of lane j's term (`terms::lattice_square`).
+    fn lattice(&mut self, j: usize, fc: &FastCtx, x: &Index) -> f32;
     /// The structure factors of orientation `m`'s terms (a table): `l.acc += F²·fl2`.
     fn cells(&mut self, fc: &FastCtx, l: &mut Lanes<B>, m: &[f64; 9], len: usize);
     /// Orientation `o` (matrix `m`, rows a, b, c) is summed into `l.acc`.
@@ -231,16 +250,8 @@ impl<const B: usize> RowCarry<B> for ImageRow {
         polarization(k, src.i, d, src.e_in, src.b_in)
     }
     #[inline(always)]
-    fn lattice(
-        &mut self,
-        _j: usize,
-        fc: &FastCtx,
-        _h: [f64; 3],
-        _r: [f64; 3],
-        d: [f32; 3],
-        _ok: bool,
-    ) -> f32 {
-        lattice_square(d[0], d[1], d[2], fc.na, fc.nb, fc.nc)
+    fn lattice(&mut self, _j: usize, fc: &FastCtx, x: &Index) -> f32 {
+        lattice_square(x.d[0], x.d[1], x.d[2], fc.na, fc.nb, fc.nc)
     }
     #[inline(always)]
     fn cells(&mut self, fc: &FastCtx, l: &mut Lanes<B>, m: &[f64; 9], len: usize) {
@@ -374,7 +385,16 @@ pub(super) fn block<C: RowCarry<B>, const B: usize>(
                                 }
                                 let counts = ok & (l.pass[j] != 0.0);
                                 l.exact[j] |= ex & counts;
-                                let g = c.lattice(j, fc, h, r, d, counts);
+                                let g = c.lattice(
+                                    j,
+                                    fc,
+                                    &Index {
+                                        h,
+                                        r,
+                                        d,
+                                        ok: counts,
+                                    },
+                                );
                                 l.fl2[j] = if ok { g * g * l.pass[j] } else { 0.0 };
                             }
                             if constant_f {
