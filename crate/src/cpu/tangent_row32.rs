@@ -215,12 +215,10 @@ fn row_body<const DN: bool>(
 }
 
 /// The tangent carry of `row32::block`: the factors' partials, the per-term sums (g, H, by N,
-/// by F) and each parameter's tangent in the scratch; lane arrays made once per row.
+/// by F) and each parameter's tangent in the scratch; lane arrays made once per row, each on a
+/// 64-byte line (as `row32::Lanes`: the arrays first).
+#[repr(C, align(64))]
 struct Tangents<'r, 'a, const DN: bool> {
-    c: &'r RowCtx<'a>,
-    sc: &'r mut RowScratch,
-    need_g: bool,
-    need_h: bool,
     /// dΩ/dR, dΩ/d close_distance, the capture fraction's d/dρ
     wr: [f64; BLOCK],
     wc: [f64; BLOCK],
@@ -245,6 +243,10 @@ struct Tangents<'r, 'a, const DN: bool> {
     gq: [f64; BLOCK],
     sum_n: [[f64; BLOCK]; 3],
     sum_f: [f64; BLOCK],
+    c: &'r RowCtx<'a>,
+    sc: &'r mut RowScratch,
+    need_g: bool,
+    need_h: bool,
 }
 
 impl<'r, 'a, const DN: bool> Tangents<'r, 'a, DN> {
@@ -423,8 +425,8 @@ impl<const DN: bool> RowCarry<BLOCK> for Tangents<'_, '_, DN> {
     }
 
     #[inline(always)]
-    fn polar(&mut self, j: usize, k: f32, src: &SourceConst, d: [f32; 3], take: bool) -> f32 {
-        let (v, gp) = polarization_d(k, src.i, d, src.e_in, src.b_in);
+    fn polar(&mut self, j: usize, k: f32, f: &[[f32; 3]; 3], d: [f32; 3], take: bool) -> f32 {
+        let (v, gp) = polarization_d(k, f[0], d, f[1], f[2]);
         self.took[j] = if take { 1.0 } else { 0.0 };
         for x in 0..3 {
             self.gpol[x][j] = gp[x] as f64;
