@@ -82,7 +82,7 @@ simd_versions!(
 /// that fall under the exact-Bragg rule (to be redone by `pixel64`). Returns false when the
 /// render was cancelled (the cancel flag is read every `POLL_TERMS` orientations' worth of
 /// terms). `l`: the lanes, made once per row by the caller (made for every block, their
-/// zeroing took a quarter of a one-term-per-pixel render).
+/// zeroing was a quarter of the instructions of a one-term-per-pixel render).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn block_body(
