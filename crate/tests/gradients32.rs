@@ -415,3 +415,132 @@ fn row_path_on_a_region_and_a_mask() {
         assert!(off > 0, "roi {roi}");
     }
 }
+
+/// The row path's image is the f32 image kernel's row path to the bit (`cpu::row32::block`,
+/// the one row block, with the tangent carry and without): the same nearest index, exact-Bragg
+/// test, resolution test (q² against 1/dmin²) and sums, so the row tangents are derivatives of
+/// the image the f32 kernel renders. On every golden case the row path takes (40², as above)
+/// and on `dmin_roi` whole, whose resolution limit crosses its region. Pixels either path hands
+/// to a per-pixel kernel (exact-Bragg rule, the first φ sequence's pixel) are left out.
+#[test]
+fn row_path_image_is_the_f32_kernels_to_the_bit() {
+    use nanobragg::cpu::{self, tangent32, tangent_row32};
+    let cancel = AtomicBool::new(false);
+    let dir = common::repo_root().join("tests/fixtures/golden");
+    let mut cases: Vec<(String, &str)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                "-detpixels 40 -roi 0 39 0 39",
+            )
+        })
+        .collect();
+    cases.sort();
+    cases.push(("dmin_roi".into(), ""));
+    let mut taken = 0;
+    for (case, extra) in &cases {
+        let prep = prepare(case, extra);
+        if !tangent_row32::applies(prep.plan()) {
+            continue;
+        }
+        let (moved, t) = nanobragg::resolve::tangent::plan_tangent_at(
+            &prep.setup,
+            &DiskFiles,
+            &[RotX, Scale],
+            &[],
+        )
+        .unwrap();
+        let plan = &moved.plan;
+        let rows = tangent32::render_with_rows(plan, &t, true, &|_| {}, &cancel).unwrap();
+        let (image, fix) =
+            cpu::render_with(plan, cpu::Precision::F32, true, &|_| {}, &cancel).unwrap();
+        let mut compared = 0;
+        for i in 0..image.len() {
+            if fix.pixels.contains(&i) || fix.first_pixel == Some(i) {
+                continue;
+            }
+            let (f, s) = (i % plan.fpixels, i / plan.fpixels);
+            assert_eq!(
+                (rows.image[i] as f32).to_bits(),
+                image[i].to_bits(),
+                "{case}: pixel {f},{s}: {} against {}",
+                rows.image[i],
+                image[i]
+            );
+            compared += usize::from(image[i] != 0.0);
+        }
+        assert!(
+            compared > image.len() / 4,
+            "{case}: {compared} pixels with signal"
+        );
+        taken += 1;
+    }
+    assert!(taken >= 20, "the row path took only {taken} golden cases");
+}
+
+/// Across the resolution limit (`dmin_roi`: the limit crosses its region), the row path's f32
+/// tangents against central differences of the f64 image (an independent computation: another
+/// kernel, the parameter moved in the set-up), on the pixels with signal (≥ 1e-3 of the peak)
+/// where the image is smooth in the parameter: a pixel whose difference with step h and with
+/// step h/2 disagree by more than 10 % is one the limit cuts within the step (the image jumps
+/// there; at most 1 % of them). |fd − t| ≤ 2e-4·(|t| + 1e-3·max|t|) (measured 1.6e-5: the
+/// f32 terms' rounding, ≤ 5e-6 of max|t| by TOL32, over the floor, and the difference's own
+/// truncation).
+#[test]
+fn row_tangents_across_the_resolution_limit() {
+    use nanobragg::cpu::{tangent32, tangent_row32};
+    let cancel = AtomicBool::new(false);
+    let prep = prepare("dmin_roi", "");
+    assert!(prep.plan().dmin > 0.0 && tangent_row32::applies(prep.plan()));
+    let params = [RotX, CellA, Distance];
+    let (moved, t) =
+        nanobragg::resolve::tangent::plan_tangent_at(&prep.setup, &DiskFiles, &params, &[])
+            .unwrap();
+    let rows = tangent32::render_with_rows(&moved.plan, &t, true, &|_| {}, &cancel).unwrap();
+    let npx = moved.plan.pixel_count();
+    let peak = rows.image.iter().fold(0f64, |m, v| m.max(v.abs()));
+    for (j, (&p, h)) in params.iter().zip([1e-7, 1e-4, 1e-5]).enumerate() {
+        let image_at = |x: f64| {
+            let plan = api::moved_plan(&prep, &DiskFiles, &[(p, x)]).unwrap();
+            api::render_f64(&plan, &cancel).unwrap()
+        };
+        let central = |x: f64| -> Vec<f64> {
+            let (plus, minus) = (image_at(x), image_at(-x));
+            plus.iter()
+                .zip(&minus)
+                .map(|(a, b)| (a - b) / (2.0 * x))
+                .collect()
+        };
+        let (fd, fd_half) = (central(h), central(h / 2.0));
+        let tj = &rows.tangents[j * npx..(j + 1) * npx];
+        let tmax = tj.iter().fold(0f64, |m, &v| m.max((v as f64).abs()));
+        assert!(tmax > 0.0, "{}: the tangent is 0", p.name());
+        let (mut worst, mut compared, mut cut) = (0f64, 0, 0);
+        for i in 0..npx {
+            if rows.image[i] < 1e-3 * peak {
+                continue;
+            }
+            let floor = 1e-3 * tmax;
+            if (fd[i] - fd_half[i]).abs() > 0.1 * (fd[i].abs() + floor) {
+                cut += 1;
+                continue;
+            }
+            let t = tj[i] as f64;
+            worst = worst.max((fd[i] - t).abs() / (t.abs() + floor));
+            compared += 1;
+        }
+        eprintln!(
+            "dmin_roi {:9} compared {compared} cut {cut} worst {worst:.2e}",
+            p.name()
+        );
+        assert!(
+            compared > 1000 && cut * 100 <= compared,
+            "{}: {compared}, {cut}",
+            p.name()
+        );
+        assert!(worst <= 2e-4, "{}: {worst:e}", p.name());
+    }
+}

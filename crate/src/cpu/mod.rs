@@ -146,6 +146,7 @@ pub fn render_with(
             if let (Some((fck, block)), None) = (kernel.row_block(), only_after) {
                 let quiet = Poll::new(cancel, None);
                 let mut exact = [false; row32::BLOCK];
+                let mut lanes = row32::Lanes::new();
                 // blocks within each run of one panel's pixels (a run of no panel stays 0)
                 let mut blocks = Vec::new();
                 let mut at = 0;
@@ -169,6 +170,7 @@ pub fn render_with(
                         s,
                         f0,
                         len,
+                        &mut lanes,
                         &mut row[f0..f0 + len],
                         &mut exact,
                         &poll,

@@ -1,12 +1,14 @@
 //! The fast kernel's main path: blocks of pixels along a row, with the loops turned inside out
 //! so that the innermost loop runs over pixels (branch-free, vectorised; AVX2 or AVX-512 when the CPU
-//! has it, `simd`). Same terms (`terms.rs`: `lattice_square`, `polarization`, `solid_angle`,
+//! has it, `simd`). The block ([`block`]) is generic over what it carries beside the image
+//! ([`RowCarry`]): nothing for the image ([`ImageRow`], its hooks the bare terms), the tangents
+//! for `tangent_row32.rs`. Same terms (`terms.rs`: `lattice_square`, `polarization`, `solid_angle`,
 //! `capture_fraction`, `f_nearest`), factor semantics and rules as `pixel32`; used for the square
 //! lattice without the running-sum flags, curved detector or tricubic lookups. Pixels under the
 //! exact-Bragg rule are flagged for the f64 kernel; the pixel holding the run's first phi
 //! sequence is redone by the per-pixel kernel.
 
-use super::pixel32::FastCtx;
+use super::pixel32::{FastCtx, SourceConst};
 use super::poll::{Poll, POLL_TERMS};
 use crate::plan::{Interpolation, Panel, Plan, Shape};
 use crate::terms::{
@@ -59,18 +61,29 @@ pub(super) fn directions<const B: usize>(
 }
 
 /// Renders a block; returns false when the render was cancelled.
-pub type BlockFn =
-    fn(&FastCtx, &Panel, usize, usize, usize, &mut [f32], &mut [bool], &Poll) -> bool;
+pub type BlockFn = fn(
+    &FastCtx,
+    &Panel,
+    usize,
+    usize,
+    usize,
+    &mut Lanes<BLOCK>,
+    &mut [f32],
+    &mut [bool],
+    &Poll,
+) -> bool;
 
 simd_versions!(
     /// The row-block kernel for this CPU.
-    pub fn select => block_body(fc: &FastCtx, pan: &Panel, s: usize, f0: usize, len: usize, out: &mut [f32], exact_out: &mut [bool], poll: &Poll) -> bool
+    pub fn select => block_body(fc: &FastCtx, pan: &Panel, s: usize, f0: usize, len: usize, l: &mut Lanes<BLOCK>, out: &mut [f32], exact_out: &mut [bool], poll: &Poll) -> bool
 );
 
 /// Render pixels `f0..f0+len` of row `s` (all on panel `pan`) into `out[..len]`; `exact_out[j]` is set for pixels
 /// that fall under the exact-Bragg rule (to be redone by `pixel64`). Returns false when the
 /// render was cancelled (the cancel flag is read every `POLL_TERMS` orientations' worth of
-/// terms).
+/// terms). `l`: the lanes, made once per row by the caller (made for every block, their
+/// zeroing was a quarter of the instructions of a one-term-per-pixel render).
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn block_body(
     fc: &FastCtx,
@@ -78,119 +91,326 @@ fn block_body(
     s: usize,
     f0: usize,
     len: usize,
+    l: &mut Lanes<BLOCK>,
     out: &mut [f32],
     exact_out: &mut [bool],
+    poll: &Poll,
+) -> bool {
+    let len = len.min(BLOCK);
+    if !block(fc, pan, s, f0, len, l, &mut ImageRow, poll) {
+        return false;
+    }
+    for j in 0..len {
+        out[j] = l.value(fc.plan, j) as f32;
+        exact_out[j] = l.exact[j];
+    }
+    true
+}
+
+/// The lane arrays of a block that every carry shares: the image's sums and the current
+/// sub-pixel's directions and scattering vectors (lane j = the block's pixel j). Each array
+/// starts on a 64-byte line (`repr(C)`, the f64 arrays first, the bools last): AVX-512 loads
+/// of a struct aligned to 8 bytes split cache lines (the image took twice the time on case (a)).
+#[repr(C, align(64))]
+pub struct Lanes<const B: usize> {
+    pub isum: [f64; B],
+    pub polar: [f64; B],
+    pub omega: [f64; B],
+    pub capture: [f64; B],
+    pub dx: [f64; B],
+    pub dy: [f64; B],
+    pub dz: [f64; B],
+    /// 1/R.
+    pub rr: [f64; B],
+    pub qx: [f64; B],
+    pub qy: [f64; B],
+    pub qz: [f64; B],
+    /// The source's Σ over orientations.
+    pub acc: [f64; B],
+    /// 1 where the source's q passes the resolution test, else 0.
+    pub pass: [f32; B],
+    /// The orientation's F_latt² (0 where the term is skipped).
+    pub fl2: [f32; B],
+    /// A term under the exact-Bragg rule (the pixel goes to the per-pixel kernel).
+    pub exact: [bool; B],
+}
+
+impl<const B: usize> Default for Lanes<B> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const B: usize> Lanes<B> {
+    #[inline(always)]
+    pub fn new() -> Self {
+        Lanes {
+            isum: [0.0; B],
+            polar: [0.0; B],
+            omega: [0.0; B],
+            capture: [0.0; B],
+            exact: [false; B],
+            dx: [0.0; B],
+            dy: [0.0; B],
+            dz: [0.0; B],
+            rr: [0.0; B],
+            qx: [0.0; B],
+            qy: [0.0; B],
+            qz: [0.0; B],
+            pass: [0.0; B],
+            fl2: [0.0; B],
+            acc: [0.0; B],
+        }
+    }
+
+    /// Lane j's pixel value once the block is done.
+    #[inline(always)]
+    pub fn value(&self, p: &Plan, j: usize) -> f64 {
+        p.r_e_sqr_fluence * self.isum[j] / p.steps as f64
+            * self.capture[j]
+            * self.polar[j]
+            * self.omega[j]
+    }
+}
+
+/// Where a block's current sub-pixel lies: lane j at stored fast coordinate
+/// `sub·(base + j·step) + sub/2`, slow `sdet`, depth `odet` (layer `layer`).
+pub(super) struct SubPixel {
+    pub sub: f64,
+    pub sdet: f64,
+    pub odet: f64,
+    pub base: i32,
+    pub step: i32,
+}
+
+impl SubPixel {
+    #[inline(always)]
+    pub fn fdet(&self, j: usize) -> f64 {
+        self.sub * ((self.base + j as i32 * self.step) as f64) + self.sub / 2.0
+    }
+}
+
+/// A term's Miller indices on one lane: `h` (f64, upstream's association), `r` the nearest
+/// integers (round to even), `d` = h − r in f32; `ok`: the term counts (indices in range,
+/// resolution test passed).
+pub(super) struct Index {
+    pub h: [f64; 3],
+    pub r: [f64; 3],
+    pub d: [f32; 3],
+    pub ok: bool,
+}
+
+/// What a block carries beside the image ([`block`]): nothing for the image ([`ImageRow`]),
+/// the tangents for `tangent_row32`. Each factor's hook returns the factor's f32 value (the
+/// image's, to the bit) and may keep its partials; the others see the shared lanes at fixed
+/// points of the loop. Monomorphised and inlined: the image's hooks are the bare terms.
+pub(super) trait RowCarry<const B: usize> {
+    /// A block starts (its first `len` lanes are its pixels).
+    #[inline(always)]
+    fn start(&mut self, _len: usize) {}
+    /// The solid angle of lane j (`terms::solid_angle`).
+    fn solid_angle(&mut self, j: usize, inv_r: f32, pixel2: f32, close: f32, point: bool) -> f32;
+    /// A sub-pixel's directions are in `l`; `first`: its solid angles were the pixels' ones.
+    #[inline(always)]
+    fn directions(&mut self, _l: &Lanes<B>, _at: &SubPixel, _first: bool, _len: usize) {}
+    /// The capture fraction of lane j in layer `t` (`terms::capture_fraction`).
+    fn capture(&mut self, j: usize, t: f32, mu_step: f32, rho: f32) -> f32;
+    /// A layer's capture fractions are in `l` (first sub-pixel of the layer).
+    #[inline(always)]
+    fn captured(&mut self, _l: &Lanes<B>, _pan: &Panel, _len: usize) {}
+    /// The Kahn factor of lane j for the source's polarisation frame `[i, e_in, b_in]`
+    /// (`terms::polarization`); `take`: the pixel takes it (its first accepted source).
+    fn polar(&mut self, j: usize, k: f32, frame: &[[f32; 3]; 3], d: [f32; 3], take: bool) -> f32;
+    /// A source's q, resolution test and polarisation are in `l`; its orientations follow.
+    #[inline(always)]
+    fn source(&mut self, _len: usize) {}
+    /// F_latt of lane j's term (`terms::lattice_square`).
+    fn lattice(&mut self, j: usize, fc: &FastCtx, x: &Index) -> f32;
+    /// The structure factors of orientation `m`'s terms (a table): `l.acc += F²·fl2`.
+    fn cells(&mut self, fc: &FastCtx, l: &mut Lanes<B>, m: &[f64; 9], len: usize);
+    /// Orientation `o` (matrix `m`, rows a, b, c) is summed into `l.acc`.
+    #[inline(always)]
+    fn term(&mut self, _o: usize, _m: &[f64; 9], _l: &Lanes<B>, _len: usize) {}
+    /// Source `si` is summed into `l.isum`.
+    #[inline(always)]
+    fn source_done(&mut self, _si: usize, _src: &SourceConst, _l: &Lanes<B>, _len: usize) {}
+}
+
+/// The image carries nothing: the bare f32 terms.
+pub(super) struct ImageRow;
+
+impl<const B: usize> RowCarry<B> for ImageRow {
+    #[inline(always)]
+    fn solid_angle(&mut self, _j: usize, inv_r: f32, pixel2: f32, close: f32, point: bool) -> f32 {
+        solid_angle(inv_r, pixel2, close, point)
+    }
+    #[inline(always)]
+    fn capture(&mut self, _j: usize, t: f32, mu_step: f32, rho: f32) -> f32 {
+        capture_fraction(t, mu_step, rho)
+    }
+    #[inline(always)]
+    fn polar(&mut self, _j: usize, k: f32, f: &[[f32; 3]; 3], d: [f32; 3], _take: bool) -> f32 {
+        polarization(k, f[0], d, f[1], f[2])
+    }
+    #[inline(always)]
+    fn lattice(&mut self, _j: usize, fc: &FastCtx, x: &Index) -> f32 {
+        lattice_square(x.d[0], x.d[1], x.d[2], fc.na, fc.nb, fc.nc)
+    }
+    #[inline(always)]
+    fn cells(&mut self, fc: &FastCtx, l: &mut Lanes<B>, m: &[f64; 9], len: usize) {
+        let p = fc.plan;
+        for j in 0..len {
+            if l.fl2[j] == 0.0 && !p.water {
+                continue;
+            }
+            let hkl = [0, 1, 2]
+                .map(|a| (m[3 * a] * l.qx[j] + m[3 * a + 1] * l.qy[j]) + m[3 * a + 2] * l.qz[j]);
+            let f = f_nearest(
+                &p.hkl,
+                p.default_f,
+                (hkl[0] - 0.5).ceil(),
+                (hkl[1] - 0.5).ceil(),
+                (hkl[2] - 0.5).ceil(),
+            );
+            l.acc[j] += f * f * l.fl2[j] as f64;
+        }
+    }
+}
+
+/// The one row block: pixels `f0..f0+len` (`len` ≤ B) of row `s`, all on panel `pan`, summed
+/// into `l` (each lane's value then [`Lanes::value`], its exact-Bragg flag `l.exact`) with what
+/// the carry `c` carries. Returns false when the render was cancelled (the cancel flag is read
+/// every `POLL_TERMS` orientations' worth of terms).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn block<C: RowCarry<B>, const B: usize>(
+    fc: &FastCtx,
+    pan: &Panel,
+    s: usize,
+    f0: usize,
+    len: usize,
+    l: &mut Lanes<B>,
+    c: &mut C,
     poll: &Poll,
 ) -> bool {
     let p = fc.plan;
     let n = p.oversample as usize;
     let sub = p.pixel / n as f64;
-    let len = len.min(BLOCK);
-    let mut isum = [p.i_bg; BLOCK];
-    let mut polar = [if p.nopolar { 1.0f64 } else { 0.0 }; BLOCK];
-    let mut omega = [0.0f64; BLOCK];
-    let mut capture = [1.0f64; BLOCK];
-    let mut exact = [false; BLOCK];
-    let (mut dx, mut dy, mut dz) = ([0.0f64; BLOCK], [0.0f64; BLOCK], [0.0f64; BLOCK]);
-    let mut rr = [0.0f64; BLOCK];
-    let (mut qx, mut qy, mut qz) = ([0.0f64; BLOCK], [0.0f64; BLOCK], [0.0f64; BLOCK]);
-    let mut pass = [1.0f32; BLOCK];
-    let mut fl2 = [0.0f32; BLOCK];
-    let mut acc = [0.0f64; BLOCK];
+    let len = len.min(B);
+    l.isum.fill(p.i_bg);
+    l.polar.fill(if p.nopolar { 1.0 } else { 0.0 });
+    l.omega.fill(0.0);
+    l.exact.fill(false);
+    c.start(len);
     let constant_f = p.hkl.hkls == 0;
     let f2_const = p.default_f * p.default_f;
     let use_axis = fc.use_axis();
-    let (na, nb, nc) = (fc.na, fc.nb, fc.nc);
     let soa = &fc.soa;
     // orientations per look at the cancel flag (at least one)
     let per_poll = (POLL_TERMS / len.max(1)).max(1);
     let close = pan.close_distance as f32;
     for t in 0..p.thicksteps as usize {
         let odet = t as f64 * p.thickstep;
-        capture[..len].fill(if p.thick == 0.0 { 1.0 } else { 0.0 });
+        l.capture[..len].fill(if p.thick == 0.0 { 1.0 } else { 0.0 });
         for subs in 0..n {
             let sdet = sub * ((s * n + subs) as f64) + sub / 2.0;
             for subf in 0..n {
                 // diffracted directions, solid angle
-                let base = (f0 * n + subf) as i32;
-                let d = [&mut dx, &mut dy, &mut dz, &mut rr];
-                directions(pan, sub, sdet, odet, base, n as i32, len, d);
+                let at = SubPixel {
+                    sub,
+                    sdet,
+                    odet,
+                    base: (f0 * n + subf) as i32,
+                    step: n as i32,
+                };
+                let d = [&mut l.dx, &mut l.dy, &mut l.dz, &mut l.rr];
+                directions(pan, sub, sdet, odet, at.base, at.step, len, d);
+                let first = l.omega[0] == 0.0;
                 for j in 0..len {
-                    let om = solid_angle(rr[j] as f32, fc.pixel2, close, p.point_pixel);
-                    omega[j] = if omega[j] == 0.0 { om as f64 } else { omega[j] };
+                    let om = c.solid_angle(j, l.rr[j] as f32, fc.pixel2, close, p.point_pixel);
+                    l.omega[j] = if l.omega[j] == 0.0 {
+                        om as f64
+                    } else {
+                        l.omega[j]
+                    };
                 }
-                if capture[0] == 0.0 {
+                c.directions(l, &at, first, len);
+                if l.capture[0] == 0.0 {
                     // first sub-pixel of a layer: absorption in this layer (scalar: exp)
                     for j in 0..len {
-                        let rho = dx[j] * pan.odet[0] + dy[j] * pan.odet[1] + dz[j] * pan.odet[2];
-                        capture[j] = capture_fraction(t as f32, fc.mu_step, rho as f32) as f64;
+                        let rho =
+                            l.dx[j] * pan.odet[0] + l.dy[j] * pan.odet[1] + l.dz[j] * pan.odet[2];
+                        l.capture[j] = c.capture(j, t as f32, fc.mu_step, rho as f32) as f64;
                     }
+                    c.captured(l, pan, len);
                 }
-                for src in &fc.sources {
+                for (si, src) in fc.sources.iter().enumerate() {
                     let i = src.incident;
                     let il = src.inv_lambda;
+                    // the frame as a local: read behind `src` in the hook, LLVM gathered it
+                    // lane by lane under the `take` mask (the image at half speed, AVX-512)
+                    let frame = [src.i, src.e_in, src.b_in];
                     for j in 0..len {
-                        qx[j] = (dx[j] - i[0]) * il;
-                        qy[j] = (dy[j] - i[1]) * il;
-                        qz[j] = (dz[j] - i[2]) * il;
-                        let q2 = qx[j] * qx[j] + qy[j] * qy[j] + qz[j] * qz[j];
+                        l.qx[j] = (l.dx[j] - i[0]) * il;
+                        l.qy[j] = (l.dy[j] - i[1]) * il;
+                        l.qz[j] = (l.dz[j] - i[2]) * il;
+                        let q2 = l.qx[j] * l.qx[j] + l.qy[j] * l.qy[j] + l.qz[j] * l.qz[j];
                         let ok = !(fc.inv_dmin2 > 0.0 && q2 > fc.inv_dmin2);
-                        pass[j] = if ok { 1.0 } else { 0.0 };
+                        l.pass[j] = if ok { 1.0 } else { 0.0 };
                         // Kahn factor, first accepted source of the pixel
-                        let d = [dx[j] as f32, dy[j] as f32, dz[j] as f32];
-                        let pol = polarization(fc.polar_k, src.i, d, src.e_in, src.b_in) as f64;
-                        polar[j] = if polar[j] == 0.0 && ok { pol } else { polar[j] };
+                        let d = [l.dx[j] as f32, l.dy[j] as f32, l.dz[j] as f32];
+                        let take = l.polar[j] == 0.0 && ok;
+                        let pol = c.polar(j, fc.polar_k, &frame, d, take) as f64;
+                        l.polar[j] = if take { pol } else { l.polar[j] };
                     }
-                    acc[..len].fill(0.0);
+                    c.source(len);
+                    l.acc[..len].fill(0.0);
                     let mut o0 = 0;
                     while o0 < soa.len {
                         let o1 = (o0 + per_poll).min(soa.len);
                         for o in o0..o1 {
-                            let c = &soa.comp;
+                            let cm = &soa.comp;
                             let m = [
-                                c[0][o], c[1][o], c[2][o], c[3][o], c[4][o], c[5][o], c[6][o],
-                                c[7][o], c[8][o],
+                                cm[0][o], cm[1][o], cm[2][o], cm[3][o], cm[4][o], cm[5][o],
+                                cm[6][o], cm[7][o], cm[8][o],
                             ];
                             for j in 0..len {
                                 let mut d = [0f32; 3];
+                                let mut h = [0f64; 3];
+                                let mut r = [0f64; 3];
                                 let mut ok = true;
                                 let mut ex = false;
                                 for a in 0..3 {
-                                    let h = (m[3 * a] * qx[j] + m[3 * a + 1] * qy[j])
-                                        + m[3 * a + 2] * qz[j];
-                                    let r = round_even_f64(h);
-                                    let delta = h - r;
-                                    ok &= index_ok(h);
-                                    ex |= use_axis[a] & is_exact_bragg(delta, r);
+                                    h[a] = (m[3 * a] * l.qx[j] + m[3 * a + 1] * l.qy[j])
+                                        + m[3 * a + 2] * l.qz[j];
+                                    r[a] = round_even_f64(h[a]);
+                                    let delta = h[a] - r[a];
+                                    ok &= index_ok(h[a]);
+                                    ex |= use_axis[a] & is_exact_bragg(delta, r[a]);
                                     d[a] = delta as f32;
                                 }
-                                exact[j] |= ex & ok & (pass[j] != 0.0);
-                                let g = lattice_square(d[0], d[1], d[2], na, nb, nc);
-                                fl2[j] = if ok { g * g * pass[j] } else { 0.0 };
+                                let counts = ok & (l.pass[j] != 0.0);
+                                l.exact[j] |= ex & counts;
+                                let g = c.lattice(
+                                    j,
+                                    fc,
+                                    &Index {
+                                        h,
+                                        r,
+                                        d,
+                                        ok: counts,
+                                    },
+                                );
+                                l.fl2[j] = if ok { g * g * l.pass[j] } else { 0.0 };
                             }
                             if constant_f {
                                 for j in 0..len {
-                                    acc[j] += fl2[j] as f64;
+                                    l.acc[j] += l.fl2[j] as f64;
                                 }
                             } else {
-                                for j in 0..len {
-                                    if fl2[j] == 0.0 && !p.water {
-                                        continue;
-                                    }
-                                    let hkl = [0, 1, 2].map(|a| {
-                                        (m[3 * a] * qx[j] + m[3 * a + 1] * qy[j])
-                                            + m[3 * a + 2] * qz[j]
-                                    });
-                                    let f = f_nearest(
-                                        &p.hkl,
-                                        p.default_f,
-                                        (hkl[0] - 0.5).ceil(),
-                                        (hkl[1] - 0.5).ceil(),
-                                        (hkl[2] - 0.5).ceil(),
-                                    );
-                                    acc[j] += f * f * fl2[j] as f64;
-                                }
+                                c.cells(fc, l, &m, len);
                             }
+                            c.term(o, &m, l, len);
                         }
                         if poll.tick(((o1 - o0) * len) as u64) {
                             return false;
@@ -199,16 +419,12 @@ fn block_body(
                     }
                     let scale_f = if constant_f { f2_const } else { 1.0 };
                     for j in 0..len {
-                        isum[j] += acc[j] * scale_f;
+                        l.isum[j] += l.acc[j] * scale_f;
                     }
+                    c.source_done(si, src, l, len);
                 }
             }
         }
-    }
-    for j in 0..len {
-        let v = p.r_e_sqr_fluence * isum[j] / p.steps as f64 * capture[j] * polar[j] * omega[j];
-        out[j] = v as f32;
-        exact_out[j] = exact[j];
     }
     true
 }

@@ -1,9 +1,10 @@
 //! The f32 tangent kernel's row path (MODEL §10.5): the image and its tangents for blocks of
-//! pixels along a row, with the loops turned inside out as in `row32.rs` (orientations outside,
-//! pixels inside: branch-free and vectorised, AVX2 or AVX-512 when the CPU has it, `simd`). Same terms and partials
-//! as `tangent32.rs` (`lattice_square_d`, `polarization_d`, `solid_angle_d`,
-//! `capture_fraction_d`, `f_nearest`), the chain pixel → direction → q → Miller index in f64 and
-//! the sums in f64; for the plans `row32` takes (square lattice, nearest structure factors, no
+//! pixels along a row: the image's row block (`row32::block`: orientations outside, pixels
+//! inside, branch-free and vectorised, AVX2 or AVX-512 when the CPU has it, `simd`) with the
+//! tangents as its carry ([`Tangents`]), so the image is the f32 image kernel's to the bit and
+//! the tangents are its derivatives. Same terms and partials as `tangent32.rs`
+//! (`lattice_square_d`, `polarization_d`, `solid_angle_d`, `capture_fraction_d`, `f_nearest`),
+//! the chain pixel → direction → q → Miller index in f64 and the tangent sums in f64; for the plans `row32` takes (square lattice, nearest structure factors, no
 //! curved detector or oversampling flags), each block within one panel's run of the row and on
 //! that panel (`Plan::row_run`, as `cpu::render` cuts `row32`'s blocks).
 //!
@@ -22,19 +23,23 @@
 //! first φ sequence come back flagged: the caller renders them with the per-pixel kernel.
 //!
 //! The kernel is called once per row and loops over its blocks itself: the block's lane arrays
-//! (some 45 of 32 values) are stack arrays made once per row (zeroed for every block they cost
-//! 10–35 % of a one-term-per-pixel row here; kept on the heap instead, LLVM no longer vectorised
-//! the block); the caller's work after each block (the tangents into the planes, the flagged pixels)
-//! is a callback.
+//! (`row32::Lanes` and the carry's, some 60 of 32 values) are stack arrays made once per row
+//! (zeroed for every block they cost 10–35 % of a one-term-per-pixel row here; kept on the heap
+//! instead, LLVM no longer vectorised the block); the caller's work after each block (the
+//! tangents into the planes, the flagged pixels) is a callback. In the carry's lane loops the
+//! invariants are arguments or locals, and the lane arrays one loop reads are of one width
+//! (f64): a field read behind `self`, or f32 lanes beside f64 ones in the one struct, kept those
+//! loops scalar (2.9× and 1.2× the instructions of the copy this replaced).
 
-use super::pixel32::FastCtx;
-use super::row32::directions;
+use super::pixel32::{FastCtx, SourceConst};
+use super::poll::Poll;
+use super::row32::{block, Index, Lanes, RowCarry, SubPixel};
 use super::tangent::{dpos, ori_form, OriForm};
-use crate::plan::Plan;
+use crate::plan::{Panel, Plan};
 use crate::tangent::PlanTangent;
 use crate::terms::{
-    capture_fraction_d, f_nearest, f_nearest_is_default, index_ok, is_exact_bragg,
-    lattice_square_d_with, polarization_d, solid_angle_d,
+    capture_fraction_d, f_nearest, f_nearest_is_default, lattice_square_d_with, polarization_d,
+    solid_angle_d,
 };
 
 /// Pixels per block.
@@ -49,7 +54,6 @@ pub fn applies(p: &Plan) -> bool {
 pub struct RowCtx<'a> {
     pub fc: FastCtx<'a>,
     t: &'a PlanTangent,
-    n: [f32; 3],
     /// Parameters moving the detector / q (detector or λ) / the orientations (with their form).
     det: Vec<usize>,
     q_params: Vec<usize>,
@@ -93,7 +97,6 @@ impl<'a> RowCtx<'a> {
         Some(RowCtx {
             fc: FastCtx::new(p),
             t,
-            n: [p.na as f32, p.nb as f32, p.nc as f32],
             det,
             q_params,
             ori,
@@ -158,17 +161,20 @@ pub type OnBlock<'a> = &'a mut dyn FnMut(usize, usize, &mut [f64], &[bool], &Row
 type BlockFn = fn(&RowCtx, usize, &mut [f64], &mut RowScratch, OnBlock);
 
 simd_versions!(
-    /// The tangent row-block kernel for this CPU.
-    fn select => block_body::<true>(c: &RowCtx, s: usize, row: &mut [f64], sc: &mut RowScratch, on_block: OnBlock)
+    /// The tangent row kernel for this CPU.
+    fn select => row_body::<true>(c: &RowCtx, s: usize, row: &mut [f64], sc: &mut RowScratch, on_block: OnBlock)
 );
 simd_versions!(
-    /// The tangent row-block kernel for this CPU, for plans where no parameter moves N (the
+    /// The tangent row kernel for this CPU, for plans where no parameter moves N (the
     /// lattice factor's d/dN left out).
-    fn select_without_n => block_body::<false>(c: &RowCtx, s: usize, row: &mut [f64], sc: &mut RowScratch, on_block: OnBlock)
+    fn select_without_n => row_body::<false>(c: &RowCtx, s: usize, row: &mut [f64], sc: &mut RowScratch, on_block: OnBlock)
 );
 
+/// Row `s` in blocks of [`BLOCK`] pixels, each within one panel's run of the row and on that
+/// panel (`Plan::row_run`): `row32::block` with the tangent carry, then the block's values into
+/// `row`, its tangents into the scratch and `on_block`.
 #[inline(always)]
-fn block_body<const DN: bool>(
+fn row_body<const DN: bool>(
     c: &RowCtx,
     s: usize,
     row: &mut [f64],
@@ -177,383 +183,124 @@ fn block_body<const DN: bool>(
 ) {
     let fc = &c.fc;
     let p = fc.plan;
-    let deltas = &c.t.deltas;
-    let n = p.oversample as usize;
-    let sub = p.pixel / n as f64;
-    let nv = c.n;
-    let use_axis = [nv[0] > 1.0, nv[1] > 1.0, nv[2] > 1.0];
-    let constant_f = p.hkl.hkls == 0;
-    let soa = &fc.soa;
-    let comp = &soa.comp;
-    // g = Σ A_oᵀ t for q's tangent and the right-hand forms, H = Σ t ⊗ hkl for the left-hand
-    let need_g =
-        !c.q_params.is_empty() || c.ori.iter().any(|(_, f)| matches!(f, OriForm::Right(_)));
-    let need_h = c.ori.iter().any(|(_, f)| matches!(f, OriForm::Left(_)));
-
-    // the sums, reset for every block below
-    let mut isum = [0.0f64; BLOCK];
-    let mut polar = [0.0f64; BLOCK];
-    let mut omega = [0.0f64; BLOCK];
-    let mut capture = [1.0f64; BLOCK];
-    let mut exact = [false; BLOCK];
-    let mut sum_n = [[0.0f64; BLOCK]; 3];
-    let mut sum_f = [0.0f64; BLOCK];
-    let mut fcell = [p.default_f; BLOCK];
-    let mut fdef = [1.0f64; BLOCK];
-    // rr: 1/R of each pixel
-    let (mut dx, mut dy, mut dz, mut rr) =
-        ([0.0f64; BLOCK], [0.0; BLOCK], [0.0; BLOCK], [0.0; BLOCK]);
-    let (mut qx, mut qy, mut qz) = ([0.0f64; BLOCK], [0.0; BLOCK], [0.0; BLOCK]);
-    let mut pass = [0.0f64; BLOCK];
-    let (mut wr, mut wc) = ([0.0f64; BLOCK], [0.0f64; BLOCK]);
-    let mut gpol = [[0.0f64; BLOCK]; 3];
-    let mut took = [false; BLOCK];
-    let mut hh = [[0.0f64; BLOCK]; 3];
-    let mut okm = [false; BLOCK];
-    let mut tt = [[0.0f64; BLOCK]; 3];
-    let mut g = [[0.0f64; BLOCK]; 3];
-    let mut hm = [[0.0f64; BLOCK]; 9];
-    let mut gq = [0.0f64; BLOCK];
-    let mut drs = [0.0f64; BLOCK];
     let fp = p.fpixels;
+    let poll = Poll::none();
+    let mut l = Lanes::<BLOCK>::new();
+    let mut tc = Tangents::<DN>::new(c, sc);
     let mut exact_out = [false; BLOCK];
     let mut f0 = 0;
     while f0 < fp {
-        // blocks within one panel's run of the row (`Plan::row_run`), each on its panel
         let (end, panel) = p.row_run(f0, s);
         let end = end.max(f0 + 1);
         let len = BLOCK.min(end - f0);
-        let Some(pi) = panel else {
-            // pixels of no panel record nothing
-            row[f0..f0 + len].fill(0.0);
-            sc.di[..deltas.len() * BLOCK].fill(0.0);
-            exact_out.fill(false);
-            on_block(f0, len, row, &exact_out[..len], sc);
-            f0 += len;
-            continue;
-        };
-        let pan = &p.panels[pi];
-        let close = pan.close_distance as f32;
-        // the sums of this block start again; the other lanes are written before they are read
-        isum.fill(p.i_bg);
-        polar.fill(if p.nopolar { 1.0 } else { 0.0 });
-        omega.fill(0.0);
-        exact.fill(false);
-        for x in sum_n.iter_mut() {
-            x.fill(0.0);
-        }
-        sum_f.fill(0.0);
-        let vals = &mut row[f0..f0 + len];
-        let nd = c.det.len();
-        for &jp in &c.sums {
-            sc.di[jp * BLOCK..(jp + 1) * BLOCK].fill(0.0);
-        }
-        sc.domega[..nd * BLOCK].fill(0.0);
-        sc.dpolar[..nd * BLOCK].fill(0.0);
-        sc.dcapture[..nd * BLOCK].fill(0.0);
-
-        for t in 0..p.thicksteps as usize {
-            let odet = t as f64 * p.thickstep;
-            let layer_capture = if p.thick == 0.0 { 1.0 } else { 0.0 };
-            capture[..len].fill(layer_capture);
-            for subs in 0..n {
-                let sd = sub * ((s * n + subs) as f64) + sub / 2.0;
-                for subf in 0..n {
-                    let base = (f0 * n + subf) as i32;
-                    let step = n as i32;
-                    let fd_of = |j: usize| sub * ((base + j as i32 * step) as f64) + sub / 2.0;
-                    // directions (the image row kernel's), solid angle
-                    let d = [&mut dx, &mut dy, &mut dz, &mut rr];
-                    directions(pan, sub, sd, odet, base, step, len, d);
-                    // the solid angle (once per pixel), and the detector parameters' direction
-                    // tangents (dpos − d (d·dpos))/r with the solid angle's tangents from d·dpos
-                    let omega_now = omega[0] == 0.0;
-                    if omega_now {
-                        for j in 0..len {
-                            let [w, dw_dr, dw_dclose] =
-                                solid_angle_d(rr[j] as f32, fc.pixel2, close, p.point_pixel);
-                            omega[j] = w as f64;
-                            wr[j] = dw_dr as f64;
-                            wc[j] = dw_dclose as f64;
-                        }
-                    }
-                    for (k, &jp) in c.det.iter().enumerate() {
-                        let dl = &deltas[jp];
-                        let (ddx, rest) =
-                            sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK].split_at_mut(BLOCK);
-                        let (ddy, ddz) = rest.split_at_mut(BLOCK);
-                        let (ddx, ddy, ddz) = (&mut ddx[..len], &mut ddy[..len], &mut ddz[..len]);
-                        for j in 0..len {
-                            let dp = dpos(dl, fd_of(j), sd, odet);
-                            let dr = dx[j] * dp[0] + dy[j] * dp[1] + dz[j] * dp[2];
-                            ddx[j] = (dp[0] - dx[j] * dr) * rr[j];
-                            ddy[j] = (dp[1] - dy[j] * dr) * rr[j];
-                            ddz[j] = (dp[2] - dz[j] * dr) * rr[j];
-                            drs[j] = dr;
-                        }
-                        if omega_now {
-                            let dw = &mut sc.domega[k * BLOCK..k * BLOCK + len];
-                            for j in 0..len {
-                                dw[j] = wr[j] * drs[j] + wc[j] * dl.close_distance;
-                            }
-                        }
-                    }
-                    if capture[0] == 0.0 {
-                        for j in 0..len {
-                            let rho =
-                                dx[j] * pan.odet[0] + dy[j] * pan.odet[1] + dz[j] * pan.odet[2];
-                            let [v, dv] = capture_fraction_d(t as f32, fc.mu_step, rho as f32);
-                            capture[j] = v as f64;
-                            wr[j] = dv as f64;
-                        }
-                        for (k, &jp) in c.det.iter().enumerate() {
-                            let dl = &deltas[jp];
-                            let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
-                            let dc = &mut sc.dcapture[k * BLOCK..(k + 1) * BLOCK];
-                            for j in 0..len {
-                                let drho = (dd[j] * pan.odet[0]
-                                    + dd[BLOCK + j] * pan.odet[1]
-                                    + dd[2 * BLOCK + j] * pan.odet[2])
-                                    + (dx[j] * dl.odet[0]
-                                        + dy[j] * dl.odet[1]
-                                        + dz[j] * dl.odet[2]);
-                                dc[j] = wr[j] * drho;
-                            }
-                        }
-                    }
-                    for (si, src) in fc.sources.iter().enumerate() {
-                        let inc = src.incident;
-                        let il = src.inv_lambda;
-                        for j in 0..len {
-                            qx[j] = (dx[j] - inc[0]) * il;
-                            qy[j] = (dy[j] - inc[1]) * il;
-                            qz[j] = (dz[j] - inc[2]) * il;
-                            let ok = if p.dmin > 0.0 {
-                                let stol =
-                                    0.5 * (qx[j] * qx[j] + qy[j] * qy[j] + qz[j] * qz[j]).sqrt();
-                                !(stol > 0.0 && p.dmin > 0.5 / stol)
-                            } else {
-                                true
-                            };
-                            pass[j] = if ok { 1.0 } else { 0.0 };
-                        }
-                        // Kahn factor and its tangents, at the pixel's first accepted source
-                        // (branch-free: computed everywhere, kept where it is taken)
-                        let mut any = false;
-                        for j in 0..len {
-                            let take = (polar[j] == 0.0) & (pass[j] != 0.0);
-                            let d = [dx[j] as f32, dy[j] as f32, dz[j] as f32];
-                            let (v, gp) = polarization_d(fc.polar_k, src.i, d, src.e_in, src.b_in);
-                            polar[j] = if take { v as f64 } else { polar[j] };
-                            took[j] = take;
-                            for x in 0..3 {
-                                gpol[x][j] = gp[x] as f64;
-                            }
-                            any |= take;
-                        }
-                        if any {
-                            for k in 0..nd {
-                                let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
-                                let dpol = &mut sc.dpolar[k * BLOCK..(k + 1) * BLOCK];
-                                for j in 0..len {
-                                    let v = gpol[0][j] * dd[j]
-                                        + gpol[1][j] * dd[BLOCK + j]
-                                        + gpol[2][j] * dd[2 * BLOCK + j];
-                                    dpol[j] = if took[j] { v } else { dpol[j] };
-                                }
-                            }
-                        }
-                        for a in g.iter_mut() {
-                            a[..len].fill(0.0);
-                        }
-                        for a in hm.iter_mut() {
-                            a[..len].fill(0.0);
-                        }
-                        for o in 0..soa.len {
-                            let m = [
-                                comp[0][o], comp[1][o], comp[2][o], comp[3][o], comp[4][o],
-                                comp[5][o], comp[6][o], comp[7][o], comp[8][o],
-                            ];
-                            // Miller indices (upstream's association); out-of-range ones skip the term
-                            for j in 0..len {
-                                let mut ok = pass[j] != 0.0;
-                                for (a, ha) in hh.iter_mut().enumerate() {
-                                    let h = (m[3 * a] * qx[j] + m[3 * a + 1] * qy[j])
-                                        + m[3 * a + 2] * qz[j];
-                                    ok &= index_ok(h);
-                                    ha[j] = h;
-                                }
-                                okm[j] = ok;
-                                for ha in hh.iter_mut() {
-                                    ha[j] = if ok { ha[j] } else { 0.25 };
-                                }
-                            }
-                            if !constant_f {
-                                for j in 0..len {
-                                    let h0 = [0, 1, 2].map(|a| (hh[a][j] - 0.5).ceil());
-                                    fcell[j] = f_nearest(&p.hkl, p.default_f, h0[0], h0[1], h0[2]);
-                                    fdef[j] = if f_nearest_is_default(&p.hkl, h0[0], h0[1], h0[2]) {
-                                        1.0
-                                    } else {
-                                        0.0
-                                    };
-                                }
-                            }
-                            for j in 0..len {
-                                let hkl = [hh[0][j], hh[1][j], hh[2][j]];
-                                let h0 = [
-                                    (hkl[0] - 0.5).ceil(),
-                                    (hkl[1] - 0.5).ceil(),
-                                    (hkl[2] - 0.5).ceil(),
-                                ];
-                                let dlt = [
-                                    (hkl[0] - h0[0]) as f32,
-                                    (hkl[1] - h0[1]) as f32,
-                                    (hkl[2] - h0[2]) as f32,
-                                ];
-                                let mut ex = false;
-                                for a in 0..3 {
-                                    ex |= use_axis[a] & is_exact_bragg(dlt[a] as f64, h0[a]);
-                                }
-                                exact[j] |= ex & okm[j];
-                                let (f, fd, fnn) = lattice_square_d_with::<DN>(
-                                    dlt,
-                                    [h0[0] as f32, h0[1] as f32, h0[2] as f32],
-                                    nv,
-                                );
-                                let fl = if okm[j] { f as f64 } else { 0.0 };
-                                let fcl = fcell[j];
-                                isum[j] += ((fcl * fcl) * fl) * fl;
-                                let a_fc = 2.0 * fcl * fl * fl;
-                                let a_fl = 2.0 * fcl * fcl * fl;
-                                let tk = [
-                                    a_fl * fd[0] as f64,
-                                    a_fl * fd[1] as f64,
-                                    a_fl * fd[2] as f64,
-                                ];
-                                for x in 0..3 {
-                                    if DN {
-                                        sum_n[x][j] += a_fl * fnn[x] as f64;
-                                    }
-                                    tt[x][j] = tk[x];
-                                }
-                                if need_g {
-                                    for x in 0..3 {
-                                        g[x][j] +=
-                                            tk[0] * m[x] + tk[1] * m[3 + x] + tk[2] * m[6 + x];
-                                    }
-                                }
-                                if need_h {
-                                    for a in 0..3 {
-                                        for b in 0..3 {
-                                            hm[3 * a + b][j] += tk[a] * hkl[b];
-                                        }
-                                    }
-                                }
-                                sum_f[j] += a_fc * fdef[j];
-                            }
-                            for (jp, form) in &c.ori {
-                                if let OriForm::Generic(dm) = form {
-                                    let dm = [
-                                        dm[0][o], dm[1][o], dm[2][o], dm[3][o], dm[4][o], dm[5][o],
-                                        dm[6][o], dm[7][o], dm[8][o],
-                                    ];
-                                    let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
-                                    for j in 0..len {
-                                        let q = [qx[j], qy[j], qz[j]];
-                                        let mut v = 0.0;
-                                        for a in 0..3 {
-                                            v += tt[a][j]
-                                                * (dm[3 * a] * q[0]
-                                                    + dm[3 * a + 1] * q[1]
-                                                    + dm[3 * a + 2] * q[2]);
-                                        }
-                                        di[j] += v;
-                                    }
-                                }
-                            }
-                        }
-                        // the orientation parameters of one form, once per pixel and source
-                        for (jp, form) in &c.ori {
-                            let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
-                            match form {
-                                OriForm::Right(k) => {
-                                    for j in 0..len {
-                                        let q = [qx[j], qy[j], qz[j]];
-                                        for x in 0..3 {
-                                            let kq =
-                                                k[x][0] * q[0] + k[x][1] * q[1] + k[x][2] * q[2];
-                                            di[j] += g[x][j] * kq;
-                                        }
-                                    }
-                                }
-                                OriForm::Left(cm) => {
-                                    for j in 0..len {
-                                        let mut v = 0.0;
-                                        for a in 0..3 {
-                                            for b in 0..3 {
-                                                v += cm[a][b] * hm[3 * a + b][j];
-                                            }
-                                        }
-                                        di[j] += v;
-                                    }
-                                }
-                                OriForm::Generic(_) => {}
-                            }
-                        }
-                        // parameters moving q: dq = (dd − q·dλ)/λ, so g·dq = (g·dd − (g·q) dλ)/λ
-                        if !c.q_params.is_empty() {
-                            for j in 0..len {
-                                gq[j] = g[0][j] * qx[j] + g[1][j] * qy[j] + g[2][j] * qz[j];
-                            }
-                        }
-                        for &jp in &c.q_params {
-                            let dlam = deltas[jp].lambda.get(si).copied().unwrap_or(0.0);
-                            let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
-                            match c.det_index[jp] {
-                                Some(k) => {
-                                    let dd = &sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
-                                    for j in 0..len {
-                                        let gd = g[0][j] * dd[j]
-                                            + g[1][j] * dd[BLOCK + j]
-                                            + g[2][j] * dd[2 * BLOCK + j];
-                                        di[j] += (gd - gq[j] * dlam) * il;
-                                    }
-                                }
-                                None => {
-                                    for j in 0..len {
-                                        di[j] -= gq[j] * dlam * il;
-                                    }
-                                }
-                            }
-                        }
-                    }
+        match panel {
+            Some(pi) => {
+                block(fc, &p.panels[pi], s, f0, len, &mut l, &mut tc, &poll);
+                for j in 0..len {
+                    row[f0 + j] = l.value(p, j);
+                    exact_out[j] = l.exact[j];
                 }
+                tc.finish(&l, len);
+            }
+            None => {
+                // pixels of no panel record nothing
+                row[f0..f0 + len].fill(0.0);
+                tc.sc.di[..c.t.deltas.len() * BLOCK].fill(0.0);
+                exact_out.fill(false);
             }
         }
-        // the pixels' values; then each parameter's tangents (pixel-inner: vectorised), left in
-        // the scratch by parameter for the caller
+        on_block(f0, len, row, &exact_out[..len], tc.sc);
+        f0 += len;
+    }
+}
+
+/// The tangent carry of `row32::block`: the factors' partials, the per-term sums (g, H, by N,
+/// by F) and each parameter's tangent in the scratch; lane arrays made once per row, each on a
+/// 64-byte line (as `row32::Lanes`: the arrays first).
+#[repr(C, align(64))]
+struct Tangents<'r, 'a, const DN: bool> {
+    /// dΩ/dR, dΩ/d close_distance, the capture fraction's d/dρ
+    wr: [f64; BLOCK],
+    wc: [f64; BLOCK],
+    cdv: [f64; BLOCK],
+    drs: [f64; BLOCK],
+    gpol: [[f64; BLOCK]; 3],
+    /// 1 where the pixel took the source's Kahn factor, else 0 (f64 as the lanes beside it:
+    /// the loop vectorises)
+    took: [f64; BLOCK],
+    /// The term's Miller indices (0.25 where it does not count), F_latt (0 there), dF_latt/dδ,
+    /// dF_latt/dN, F and whether F is `default_F`
+    hh: [[f64; BLOCK]; 3],
+    fl: [f64; BLOCK],
+    fd: [[f64; BLOCK]; 3],
+    fnn: [[f64; BLOCK]; 3],
+    fcell: [f64; BLOCK],
+    fdef: [f64; BLOCK],
+    /// t = ∂I/∂(h, k, l) of the term
+    tt: [[f64; BLOCK]; 3],
+    g: [[f64; BLOCK]; 3],
+    hm: [[f64; BLOCK]; 9],
+    gq: [f64; BLOCK],
+    sum_n: [[f64; BLOCK]; 3],
+    sum_f: [f64; BLOCK],
+    c: &'r RowCtx<'a>,
+    sc: &'r mut RowScratch,
+    need_g: bool,
+    need_h: bool,
+}
+
+impl<'r, 'a, const DN: bool> Tangents<'r, 'a, DN> {
+    #[inline(always)]
+    fn new(c: &'r RowCtx<'a>, sc: &'r mut RowScratch) -> Self {
+        Tangents {
+            c,
+            sc,
+            // g = Σ A_oᵀ t for q's tangent and the right-hand forms, H = Σ t ⊗ hkl for the left-hand
+            need_g: !c.q_params.is_empty()
+                || c.ori.iter().any(|(_, f)| matches!(f, OriForm::Right(_))),
+            need_h: c.ori.iter().any(|(_, f)| matches!(f, OriForm::Left(_))),
+            wr: [0.0; BLOCK],
+            wc: [0.0; BLOCK],
+            cdv: [0.0; BLOCK],
+            drs: [0.0; BLOCK],
+            gpol: [[0.0; BLOCK]; 3],
+            took: [0.0; BLOCK],
+            hh: [[0.0; BLOCK]; 3],
+            fl: [0.0; BLOCK],
+            fd: [[0.0; BLOCK]; 3],
+            fnn: [[0.0; BLOCK]; 3],
+            fcell: [c.fc.plan.default_f; BLOCK],
+            fdef: [1.0; BLOCK],
+            tt: [[0.0; BLOCK]; 3],
+            g: [[0.0; BLOCK]; 3],
+            hm: [[0.0; BLOCK]; 9],
+            gq: [0.0; BLOCK],
+            sum_n: [[0.0; BLOCK]; 3],
+            sum_f: [0.0; BLOCK],
+        }
+    }
+
+    /// The block's tangents from its sums (pixel-inner: vectorised), left in the scratch by
+    /// parameter for the caller.
+    #[inline(always)]
+    fn finish(&mut self, l: &Lanes<BLOCK>, len: usize) {
+        let p = self.c.fc.plan;
+        let sc = &mut *self.sc;
         let inv_steps = 1.0 / p.steps as f64;
         let mut base = [0.0f64; BLOCK];
         // a: d value / d (the pixel's term sum), b: d value / d (r_e² fluence)
         let (mut a, mut b) = ([0.0f64; BLOCK], [0.0f64; BLOCK]);
         for j in 0..len {
-            base[j] = (p.r_e_sqr_fluence * isum[j]) / p.steps as f64;
-            let mut val = base[j];
-            val *= capture[j];
-            val *= polar[j];
-            val *= omega[j];
-            vals[j] = val;
-            let cpo = capture[j] * polar[j] * omega[j];
+            base[j] = (p.r_e_sqr_fluence * l.isum[j]) / p.steps as f64;
+            let cpo = l.capture[j] * l.polar[j] * l.omega[j];
             a[j] = p.r_e_sqr_fluence * inv_steps * cpo;
-            b[j] = isum[j] * inv_steps * cpo;
-            exact_out[j] = exact[j];
+            b[j] = l.isum[j] * inv_steps * cpo;
         }
         // each parameter's tangent from the parts it moves (a loop over the block's pixels for
         // each part, the others left out)
-        for (jp, dl) in deltas.iter().enumerate() {
+        for (jp, dl) in self.c.t.deltas.iter().enumerate() {
             let di = &mut sc.di[jp * BLOCK..(jp + 1) * BLOCK];
-            if c.summed[jp] {
+            if self.c.summed[jp] {
                 for j in 0..len {
                     di[j] *= a[j];
                 }
@@ -567,13 +314,13 @@ fn block_body<const DN: bool>(
             }
             if dl.default_f != 0.0 {
                 for j in 0..len {
-                    di[j] += a[j] * (dl.default_f * sum_f[j]);
+                    di[j] += a[j] * (dl.default_f * self.sum_f[j]);
                 }
             }
             if DN && dl.n.iter().any(|&x| x != 0.0) {
+                let sn = &self.sum_n;
                 for j in 0..len {
-                    di[j] += a[j]
-                        * (sum_n[0][j] * dl.n[0] + sum_n[1][j] * dl.n[1] + sum_n[2][j] * dl.n[2]);
+                    di[j] += a[j] * (sn[0][j] * dl.n[0] + sn[1][j] * dl.n[1] + sn[2][j] * dl.n[2]);
                 }
             }
             if dl.r_e_sqr_fluence != 0.0 {
@@ -582,23 +329,286 @@ fn block_body<const DN: bool>(
                 }
             }
             // a detector parameter also moves the capture fraction, polarisation and solid angle
-            if let Some(k) = c.det_index[jp] {
+            if let Some(k) = self.c.det_index[jp] {
                 let r = k * BLOCK..(k + 1) * BLOCK;
                 let (dcap, dpol, dom) = (
                     &sc.dcapture[r.clone()],
                     &sc.dpolar[r.clone()],
                     &sc.domega[r],
                 );
+                let (cap, pol, om) = (&l.capture, &l.polar, &l.omega);
                 for j in 0..len {
                     di[j] += base[j]
-                        * (dcap[j] * polar[j] * omega[j]
-                            + capture[j] * dpol[j] * omega[j]
-                            + capture[j] * polar[j] * dom[j]);
+                        * (dcap[j] * pol[j] * om[j]
+                            + cap[j] * dpol[j] * om[j]
+                            + cap[j] * pol[j] * dom[j]);
                 }
             }
         }
-        on_block(f0, len, row, &exact_out[..len], sc);
-        f0 += len;
+    }
+}
+
+impl<const DN: bool> RowCarry<BLOCK> for Tangents<'_, '_, DN> {
+    #[inline(always)]
+    fn start(&mut self, _len: usize) {
+        for x in self.sum_n.iter_mut() {
+            x.fill(0.0);
+        }
+        self.sum_f.fill(0.0);
+        let nd = self.c.det.len();
+        let sc = &mut *self.sc;
+        for &jp in &self.c.sums {
+            sc.di[jp * BLOCK..(jp + 1) * BLOCK].fill(0.0);
+        }
+        sc.domega[..nd * BLOCK].fill(0.0);
+        sc.dpolar[..nd * BLOCK].fill(0.0);
+        sc.dcapture[..nd * BLOCK].fill(0.0);
+    }
+
+    #[inline(always)]
+    fn solid_angle(&mut self, j: usize, inv_r: f32, pixel2: f32, close: f32, point: bool) -> f32 {
+        let [w, dw_dr, dw_dclose] = solid_angle_d(inv_r, pixel2, close, point);
+        self.wr[j] = dw_dr as f64;
+        self.wc[j] = dw_dclose as f64;
+        w
+    }
+
+    /// The detector parameters' direction tangents (dpos − d (d·dpos))/R, and on the pixels'
+    /// first sub-pixel the solid angle's tangents from d·dpos.
+    #[inline(always)]
+    fn directions(&mut self, l: &Lanes<BLOCK>, at: &SubPixel, first: bool, len: usize) {
+        let deltas = &self.c.t.deltas;
+        for (k, &jp) in self.c.det.iter().enumerate() {
+            let dl = &deltas[jp];
+            let (ddx, rest) = self.sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK].split_at_mut(BLOCK);
+            let (ddy, ddz) = rest.split_at_mut(BLOCK);
+            let (ddx, ddy, ddz) = (&mut ddx[..len], &mut ddy[..len], &mut ddz[..len]);
+            for j in 0..len {
+                let dp = dpos(dl, at.fdet(j), at.sdet, at.odet);
+                let dr = l.dx[j] * dp[0] + l.dy[j] * dp[1] + l.dz[j] * dp[2];
+                ddx[j] = (dp[0] - l.dx[j] * dr) * l.rr[j];
+                ddy[j] = (dp[1] - l.dy[j] * dr) * l.rr[j];
+                ddz[j] = (dp[2] - l.dz[j] * dr) * l.rr[j];
+                self.drs[j] = dr;
+            }
+            if first {
+                let dw = &mut self.sc.domega[k * BLOCK..k * BLOCK + len];
+                for j in 0..len {
+                    dw[j] = self.wr[j] * self.drs[j] + self.wc[j] * dl.close_distance;
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn capture(&mut self, j: usize, t: f32, mu_step: f32, rho: f32) -> f32 {
+        let [v, dv] = capture_fraction_d(t, mu_step, rho);
+        self.cdv[j] = dv as f64;
+        v
+    }
+
+    #[inline(always)]
+    fn captured(&mut self, l: &Lanes<BLOCK>, pan: &Panel, len: usize) {
+        let deltas = &self.c.t.deltas;
+        for (k, &jp) in self.c.det.iter().enumerate() {
+            let dl = &deltas[jp];
+            let dd = &self.sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
+            let dc = &mut self.sc.dcapture[k * BLOCK..(k + 1) * BLOCK];
+            for j in 0..len {
+                let drho = (dd[j] * pan.odet[0]
+                    + dd[BLOCK + j] * pan.odet[1]
+                    + dd[2 * BLOCK + j] * pan.odet[2])
+                    + (l.dx[j] * dl.odet[0] + l.dy[j] * dl.odet[1] + l.dz[j] * dl.odet[2]);
+                dc[j] = self.cdv[j] * drho;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn polar(&mut self, j: usize, k: f32, f: &[[f32; 3]; 3], d: [f32; 3], take: bool) -> f32 {
+        let (v, gp) = polarization_d(k, f[0], d, f[1], f[2]);
+        self.took[j] = if take { 1.0 } else { 0.0 };
+        for x in 0..3 {
+            self.gpol[x][j] = gp[x] as f64;
+        }
+        v
+    }
+
+    /// The Kahn factor's tangents where the pixel took it; the source's sums start.
+    #[inline(always)]
+    fn source(&mut self, len: usize) {
+        if self.took[..len].contains(&1.0) {
+            for k in 0..self.c.det.len() {
+                let dd = &self.sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
+                let dpol = &mut self.sc.dpolar[k * BLOCK..(k + 1) * BLOCK];
+                let gp = &self.gpol;
+                for j in 0..len {
+                    let v =
+                        gp[0][j] * dd[j] + gp[1][j] * dd[BLOCK + j] + gp[2][j] * dd[2 * BLOCK + j];
+                    dpol[j] = if self.took[j] != 0.0 { v } else { dpol[j] };
+                }
+            }
+        }
+        for a in self.g.iter_mut() {
+            a[..len].fill(0.0);
+        }
+        for a in self.hm.iter_mut() {
+            a[..len].fill(0.0);
+        }
+    }
+
+    /// [`lattice_square_d_with`]: F_latt (the image's to the bit) and its partials; a term that
+    /// does not count takes δ = h = 0.25 (finite partials, multiplied by F_latt = 0).
+    #[inline(always)]
+    fn lattice(&mut self, j: usize, fc: &FastCtx, x: &Index) -> f32 {
+        let (h, ok) = (x.h, x.ok);
+        let dd = [0, 1, 2].map(|a| if ok { x.d[a] } else { 0.25 });
+        let m = [0, 1, 2].map(|a| if ok { x.r[a] as f32 } else { 0.0 });
+        // N from `fc` (an argument, not behind `self`: hoisted out of the lane loop)
+        let (f, fd, fnn) = lattice_square_d_with::<DN>(dd, m, [fc.na, fc.nb, fc.nc]);
+        for a in 0..3 {
+            self.hh[a][j] = if ok { h[a] } else { 0.25 };
+            self.fd[a][j] = fd[a] as f64;
+            self.fnn[a][j] = fnn[a] as f64;
+        }
+        self.fl[j] = if ok { f as f64 } else { 0.0 };
+        f
+    }
+
+    /// The nearest structure factors (branch-free, and whether each is `default_F`).
+    #[inline(always)]
+    fn cells(&mut self, fc: &FastCtx, l: &mut Lanes<BLOCK>, _m: &[f64; 9], len: usize) {
+        let p = fc.plan;
+        for j in 0..len {
+            let h0 = [0, 1, 2].map(|a| (self.hh[a][j] - 0.5).ceil());
+            let f = f_nearest(&p.hkl, p.default_f, h0[0], h0[1], h0[2]);
+            self.fcell[j] = f;
+            self.fdef[j] = if f_nearest_is_default(&p.hkl, h0[0], h0[1], h0[2]) {
+                1.0
+            } else {
+                0.0
+            };
+            l.acc[j] += f * f * l.fl2[j] as f64;
+        }
+    }
+
+    /// The term's t = ∂I/∂(h, k, l) into g and H, its d/dN and d/dF sums; the parameters of
+    /// neither form from their moved tables.
+    #[inline(always)]
+    fn term(&mut self, o: usize, m: &[f64; 9], l: &Lanes<BLOCK>, len: usize) {
+        // the invariants as locals (a lane store into `self` might otherwise alias them), one
+        // loop per sum, each under its own condition, and every lane array of `self` read here
+        // of one width (f64): so these loops vectorise (with the conditions inside, or f32
+        // partials beside f64 sums in the one struct, they did not)
+        let (c, need_g, need_h) = (self.c, self.need_g, self.need_h);
+        for j in 0..len {
+            let fl = self.fl[j];
+            let fcl = self.fcell[j];
+            let a_fc = 2.0 * fcl * fl * fl;
+            let a_fl = 2.0 * fcl * fcl * fl;
+            for x in 0..3 {
+                if DN {
+                    self.sum_n[x][j] += a_fl * self.fnn[x][j];
+                }
+                self.tt[x][j] = a_fl * self.fd[x][j];
+            }
+            self.sum_f[j] += a_fc * self.fdef[j];
+        }
+        let tt = &self.tt;
+        if need_g {
+            for j in 0..len {
+                for x in 0..3 {
+                    self.g[x][j] += tt[0][j] * m[x] + tt[1][j] * m[3 + x] + tt[2][j] * m[6 + x];
+                }
+            }
+        }
+        if need_h {
+            for j in 0..len {
+                for a in 0..3 {
+                    for b in 0..3 {
+                        self.hm[3 * a + b][j] += tt[a][j] * self.hh[b][j];
+                    }
+                }
+            }
+        }
+        for (jp, form) in &c.ori {
+            if let OriForm::Generic(dm) = form {
+                let dm = [
+                    dm[0][o], dm[1][o], dm[2][o], dm[3][o], dm[4][o], dm[5][o], dm[6][o], dm[7][o],
+                    dm[8][o],
+                ];
+                let di = &mut self.sc.di[jp * BLOCK..(jp + 1) * BLOCK];
+                for j in 0..len {
+                    let q = [l.qx[j], l.qy[j], l.qz[j]];
+                    let mut v = 0.0;
+                    for a in 0..3 {
+                        v += self.tt[a][j]
+                            * (dm[3 * a] * q[0] + dm[3 * a + 1] * q[1] + dm[3 * a + 2] * q[2]);
+                    }
+                    di[j] += v;
+                }
+            }
+        }
+    }
+
+    /// The orientation parameters of one form, once per pixel and source; the parameters moving
+    /// q: dq = (dd − q·dλ)/λ, so g·dq = (g·dd − (g·q) dλ)/λ.
+    #[inline(always)]
+    fn source_done(&mut self, si: usize, src: &SourceConst, l: &Lanes<BLOCK>, len: usize) {
+        let c = self.c;
+        let g = &self.g;
+        for (jp, form) in &c.ori {
+            let di = &mut self.sc.di[jp * BLOCK..(jp + 1) * BLOCK];
+            match form {
+                OriForm::Right(k) => {
+                    for j in 0..len {
+                        let q = [l.qx[j], l.qy[j], l.qz[j]];
+                        for x in 0..3 {
+                            let kq = k[x][0] * q[0] + k[x][1] * q[1] + k[x][2] * q[2];
+                            di[j] += g[x][j] * kq;
+                        }
+                    }
+                }
+                OriForm::Left(cm) => {
+                    for j in 0..len {
+                        let mut v = 0.0;
+                        for a in 0..3 {
+                            for b in 0..3 {
+                                v += cm[a][b] * self.hm[3 * a + b][j];
+                            }
+                        }
+                        di[j] += v;
+                    }
+                }
+                OriForm::Generic(_) => {}
+            }
+        }
+        if c.q_params.is_empty() {
+            return;
+        }
+        for j in 0..len {
+            self.gq[j] = g[0][j] * l.qx[j] + g[1][j] * l.qy[j] + g[2][j] * l.qz[j];
+        }
+        let il = src.inv_lambda;
+        for &jp in &c.q_params {
+            let dlam = c.t.deltas[jp].lambda.get(si).copied().unwrap_or(0.0);
+            let di = &mut self.sc.di[jp * BLOCK..(jp + 1) * BLOCK];
+            match c.det_index[jp] {
+                Some(k) => {
+                    let dd = &self.sc.dd[k * 3 * BLOCK..(k + 1) * 3 * BLOCK];
+                    for j in 0..len {
+                        let gd =
+                            g[0][j] * dd[j] + g[1][j] * dd[BLOCK + j] + g[2][j] * dd[2 * BLOCK + j];
+                        di[j] += (gd - self.gq[j] * dlam) * il;
+                    }
+                }
+                None => {
+                    for j in 0..len {
+                        di[j] -= self.gq[j] * dlam * il;
+                    }
+                }
+            }
+        }
     }
 }
 
