@@ -1,5 +1,6 @@
-//! Device acquisition and small helpers shared by the renderer and the self-test: buffer
-//! read-back, waiting for submitted work, error scopes, a wall clock that also builds on wasm32.
+//! Device acquisition and small helpers shared by the renderer and the self-test: the kernels'
+//! bind group and pipeline layouts and compute pipelines, buffer read-back, waiting for submitted
+//! work, error scopes, a wall clock that also builds on wasm32.
 
 use crate::error::{Error, Result};
 
@@ -165,6 +166,13 @@ pub async fn read_buffer(
 ) -> Result<Vec<u8>> {
     read_buffer_with(device, buffer, size, |b| b.to_vec()).await
 }
+
+/// A uniform buffer binding (`buffer_layouts`).
+pub const UNIFORM: wgpu::BufferBindingType = wgpu::BufferBindingType::Uniform;
+/// A read-only storage buffer binding.
+pub const READ: wgpu::BufferBindingType = wgpu::BufferBindingType::Storage { read_only: true };
+/// A read-write storage buffer binding.
+pub const WRITE: wgpu::BufferBindingType = wgpu::BufferBindingType::Storage { read_only: false };
 
 /// The bind group layout of buffers `bindings` (binding i of type `bindings[i]`, seen by the
 /// compute stage) and the pipeline layout of that one group.

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use super::context::{
     buffer_layouts, compute_pipeline, new_buffer, read_buffer, request_device, scope_error,
-    wait_for, Clock,
+    wait_for, Clock, READ, UNIFORM, WRITE,
 };
 use super::layout::{
     self, Chunk, GpuPanel, GpuSource, GpuTerm, Params, ReduceParams, TanParams, FLAGS_HEADER_WORDS,
@@ -233,25 +233,10 @@ impl GpuRenderer {
             probe.fma_fused = f;
         }
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        use wgpu::BufferBindingType as B;
-        let read = B::Storage { read_only: true };
-        let write = B::Storage { read_only: false };
-        let (bind_layout, pl) = buffer_layouts(
-            &device,
-            "nanobragg kernel",
-            &[
-                B::Uniform,
-                read,
-                read,
-                read,
-                read,
-                read,
-                write,
-                write,
-                read,
-                B::Uniform,
-            ],
-        );
+        let bindings = [
+            UNIFORM, READ, READ, READ, READ, READ, WRITE, WRITE, READ, UNIFORM,
+        ];
+        let (bind_layout, pl) = buffer_layouts(&device, "nanobragg kernel", &bindings);
         let pipeline = compute_pipeline(
             &device,
             "nanobragg kernel",
@@ -826,18 +811,9 @@ impl GpuRenderer {
         }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         if self.reduce_pipeline.is_none() {
-            use wgpu::BufferBindingType as B;
             let label = "nanobragg vjp reduction";
-            let (bl, pl) = buffer_layouts(
-                &self.device,
-                label,
-                &[
-                    B::Uniform,
-                    B::Storage { read_only: true },
-                    B::Storage { read_only: true },
-                    B::Storage { read_only: false },
-                ],
-            );
+            let bindings = [UNIFORM, READ, READ, WRITE];
+            let (bl, pl) = buffer_layouts(&self.device, label, &bindings);
             let pipeline = compute_pipeline(
                 &self.device,
                 label,

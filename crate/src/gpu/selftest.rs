@@ -4,7 +4,9 @@
 //! flushed low words), and by `crate/tests/gpu_selftest.rs` to test every trick and every term
 //! function against its Rust twin (`crate::terms`).
 
-use super::context::{buffer_layouts, compute_pipeline, read_buffer, scope_error};
+use super::context::{
+    buffer_layouts, compute_pipeline, read_buffer, scope_error, READ, UNIFORM, WRITE,
+};
 use super::layout::SelfTestParams;
 use super::shaders;
 use crate::error::{Error, Result};
@@ -112,18 +114,8 @@ pub struct SelfTest {
 
 impl SelfTest {
     pub fn new(device: &wgpu::Device, fma_fused: bool) -> Self {
-        use wgpu::BufferBindingType as B;
         let label = "nanobragg selftest";
-        let (layout, pl) = buffer_layouts(
-            device,
-            label,
-            &[
-                B::Uniform,
-                B::Storage { read_only: true },
-                B::Storage { read_only: false },
-                B::Storage { read_only: true },
-            ],
-        );
+        let (layout, pl) = buffer_layouts(device, label, &[UNIFORM, READ, WRITE, READ]);
         let pipeline = compute_pipeline(
             device,
             label,
