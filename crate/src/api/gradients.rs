@@ -7,7 +7,8 @@
 #[cfg(feature = "gpu")]
 use super::check_image;
 #[cfg(not(target_arch = "wasm32"))]
-use super::renderer::{block_on, gpu_or_fallback};
+use super::renderer::block_on;
+use super::renderer::gpu_or_fallback;
 use super::{choose_backend, Backend, Engine, Precision, Prepared, Renderer};
 use crate::cpu;
 use crate::error::Result;
