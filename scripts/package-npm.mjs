@@ -25,7 +25,7 @@ async function attributeNames(esbuild) {
     platform: 'neutral', logLevel: 'warning', outfile: 'state.mjs',
   });
   const mod = await import(`data:text/javascript;base64,${Buffer.from(r.outputFiles[0].text).toString('base64')}`);
-  return [...new Set([...mod.ELEMENT_ATTRIBUTES, 'view3d', 'zoom', 'derivative'])];
+  return mod.ELEMENT_ATTRIBUTES;
 }
 
 export async function packageNpm({ dev = false, dist = join(root, 'www', 'dist'), out = join(root, 'www', 'dist-npm') } = {}) {
@@ -47,8 +47,10 @@ export async function packageNpm({ dev = false, dist = join(root, 'www', 'dist')
     }
   }
   const names = await attributeNames(esbuild);
-  const dts = readFileSync(join(root, 'www', 'npm', 'nanobragg-view.d.ts'), 'utf8')
-    .replace('__ATTRIBUTES__', names.map((n) => JSON.stringify(n)).join('\n  | '));
+  const template = readFileSync(join(root, 'www', 'npm', 'nanobragg-view.d.ts'), 'utf8');
+  const slot = '/* __ATTRIBUTES__ */ string';
+  if (!template.includes(slot)) throw new Error(`www/npm/nanobragg-view.d.ts: no ${slot} for the attribute names`);
+  const dts = template.replace(slot, names.map((n) => JSON.stringify(n)).join('\n  | '));
   writeFileSync(join(out, 'nanobragg-view.d.ts'), dts);
   copyFileSync(join(root, 'www', 'npm', 'README.md'), join(out, 'README.md'));
   const version = crateVersion();

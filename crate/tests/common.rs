@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests (the GPU tests reach them through `gpu_support`):
 //! where the golden cases are and their list, a case's words, running the CLI on a case in a
-//! scratch folder, reading float images, and the one image comparison.
+//! scratch folder, reading float images, and the one image comparison; for the library's
+//! tests: words of a string, a golden case set up in process, PDB 1PFE set up as the realistic
+//! chain does it, a fit's errors, and the derivatives' finite differences and weights.
 #![allow(dead_code, unused_macros)]
 
 use std::path::{Path, PathBuf};
@@ -345,4 +347,176 @@ pub fn printed_stats(stdout: &str) -> Vec<f64> {
         }
     }
     v
+}
+
+/// The words of `s` (split on white space).
+pub fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+/// The set-up of `words` with PDB 1PFE's crystal (`tests/fixtures/models/1pfe.cif`) as the
+/// realistic chain makes it (`nanobragg::realistic`): the model's cell words added, its
+/// structure factors computed to the resolution the set-up needs and installed.
+pub fn prepare_1pfe(mut words: Vec<String>) -> nanobragg::api::Prepared {
+    use nanobragg::realistic::{self, SfCache};
+    let bytes = std::fs::read(repo_root().join("tests/fixtures/models/1pfe.cif")).unwrap();
+    let mut slot = None;
+    SfCache::load(&mut slot, "1pfe.cif", &bytes).unwrap();
+    let cache = slot.as_mut().unwrap();
+    words.extend(cache.crystal_words());
+    let mut prep = nanobragg::api::prepare(&words, &nanobragg::files::MemFiles::default()).unwrap();
+    let d_min = realistic::needed_d_min(&prep).unwrap();
+    let never = std::sync::atomic::AtomicBool::new(false);
+    assert!(cache.ensure(d_min, &|_| {}, &never).unwrap());
+    let (grid, _) = cache.table.as_ref().unwrap();
+    realistic::install_table(&mut prep, grid, "1pfe.cif");
+    prep
+}
+
+/// The realistic chain's water or air image (`realistic::background`) of the set-up: the
+/// background's words `m` with the beam's `beam`.
+pub fn background_of(prep: &nanobragg::api::Prepared, m: &str, beam: &str) -> Vec<f32> {
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let w = words(&format!("{m} {beam}"));
+    let files = nanobragg::files::MemFiles::default();
+    nanobragg::realistic::background(prep, &w, &files, &|_| {}, &never).unwrap()
+}
+
+/// The set-up's detector reading of the photons `sum` (`realistic::detect`, noise on), with
+/// the effects `detector`.
+pub fn detected(
+    prep: &nanobragg::api::Prepared,
+    sum: &[f32],
+    detector: &nanobragg::realistic::DetectorSettings,
+) -> Vec<u32> {
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let p = prep.plan();
+    let (nf, ns, pixel) = (p.fpixels, p.spixels, p.pixel);
+    nanobragg::realistic::detect(sum, nf, ns, pixel, detector, true, &|_| {}, &never).unwrap()
+}
+
+/// The set-up's prediction of what is on the image (`PredictOptions::on_image`).
+pub fn predicted_on_image(prep: &nanobragg::api::Prepared) -> nanobragg::predict::Prediction {
+    let opts = nanobragg::predict::PredictOptions {
+        on_image: true,
+        ..Default::default()
+    };
+    nanobragg::predict::predict(&prep.setup, &opts).unwrap()
+}
+
+/// Offsets of `rot_deg` about each axis (signs alternating) and of the share `share` of each
+/// edge of `cell`.
+pub fn rot_cell_offsets(
+    rot_deg: f64,
+    share: f64,
+    cell: [f64; 3],
+) -> Vec<(nanobragg::api::Param, f64)> {
+    use nanobragg::api::Param;
+    let deg = std::f64::consts::PI / 180.0;
+    vec![
+        (Param::RotX, rot_deg * deg),
+        (Param::RotY, -rot_deg * deg),
+        (Param::RotZ, rot_deg * deg),
+        (Param::CellA, share * cell[0]),
+        (Param::CellB, -share * cell[1]),
+        (Param::CellC, share * cell[2]),
+    ]
+}
+
+/// A fit's largest orientation error (°, any axis) and cell error (share of `cell`, any edge)
+/// against the true offsets `truth` (a parameter not listed: 0).
+pub fn fit_errors(
+    fit: &nanobragg::api::Fit,
+    truth: &[(nanobragg::api::Param, f64)],
+    cell: [f64; 3],
+) -> (f64, f64) {
+    use nanobragg::api::Param;
+    let deg = std::f64::consts::PI / 180.0;
+    let (mut rot, mut edge) = (0f64, 0f64);
+    for (p, v) in fit.params.iter().zip(&fit.values) {
+        let t = truth.iter().find(|(q, _)| q == p).map_or(0.0, |x| x.1);
+        let d = v - t;
+        match p {
+            Param::RotX | Param::RotY | Param::RotZ => rot = rot.max((d / deg).abs()),
+            Param::CellA => edge = edge.max((d / cell[0]).abs()),
+            Param::CellB => edge = edge.max((d / cell[1]).abs()),
+            Param::CellC => edge = edge.max((d / cell[2]).abs()),
+            _ => {}
+        }
+    }
+    (rot, edge)
+}
+
+/// The golden case `case` set up in process, with the `extra` words.
+pub fn prepare_case(case: &str, extra: &str) -> nanobragg::api::Prepared {
+    let mut words = case_words_for(&golden_dir(case), Words::InProcess);
+    words.extend(nanobragg::api::split_args(extra));
+    nanobragg::api::prepare(&words, &nanobragg::files::DiskFiles)
+        .unwrap_or_else(|e| panic!("{case}: {}", e.message))
+}
+
+/// The finite-difference step of each parameter (public unit), for the tangents' tests.
+pub fn fd_step(p: nanobragg::api::Param, prep: &nanobragg::api::Prepared) -> f64 {
+    use nanobragg::api::Param::*;
+    match p {
+        RotX | RotY | RotZ => 1e-7,
+        CellA | CellB | CellC | CellAlpha | CellBeta | CellGamma => 1e-4,
+        NA | NB | NC | NCells => 1e-7,
+        Mosaic => 3.2e-2,
+        Distance | BeamX | BeamY => 1e-5,
+        DetRotX | DetRotY | DetRotZ => 1e-5,
+        Lambda => 1e-7,
+        Scale => 1e-4,
+        Fluence => 1e-4 * prep.setup.fluence,
+        DefaultF => 1e-2,
+    }
+}
+
+/// The central difference of `image_at` (the image at an offset of `p`) with step `h`; for the
+/// mosaic spread, whose image is a staircase in the f32 angles upstream draws the domains with
+/// (~1e-7 relative, too coarse for a plain difference at 1e-4), Richardson on steps h and h/2
+/// (truncation O(h⁴)) with a step well above the stairs.
+pub fn finite_difference(
+    p: nanobragg::api::Param,
+    h: f64,
+    image_at: impl Fn(f64) -> Vec<f64>,
+) -> Vec<f64> {
+    let central = |x: f64| -> Vec<f64> {
+        let (plus, minus) = (image_at(x), image_at(-x));
+        plus.iter()
+            .zip(&minus)
+            .map(|(a, b)| (a - b) / (2.0 * x))
+            .collect()
+    };
+    if p == nanobragg::api::Param::Mosaic {
+        let (coarse, fine) = (central(h), central(h / 2.0));
+        fine.iter()
+            .zip(&coarse)
+            .map(|(f, c)| (4.0 * f - c) / 3.0)
+            .collect()
+    } else {
+        central(h)
+    }
+}
+
+/// Weights in [-1, 1] for `n` pixels, for the vector–Jacobian products' tests.
+pub fn vjp_weights(n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| ((i * 7919) % 101) as f64 / 50.0 - 1.0)
+        .collect()
+}
+
+/// The products `v` are Σ weights·tangent of `g`'s tangent images, within `rel` of the sum of
+/// their magnitudes.
+pub fn check_vjp(case: &str, g: &nanobragg::api::Gradients, w: &[f64], v: &[f64], rel: f64) {
+    for (i, p) in g.params.iter().enumerate() {
+        let want: f64 = g.tangent(i).iter().zip(w).map(|(a, b)| a * b).sum();
+        let scale: f64 = g.tangent(i).iter().zip(w).map(|(a, b)| (a * b).abs()).sum();
+        assert!(
+            (v[i] - want).abs() <= rel * scale,
+            "{case} {}: {} vs {want}",
+            p.name(),
+            v[i]
+        );
+    }
 }

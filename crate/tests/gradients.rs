@@ -12,8 +12,10 @@
 #[macro_use]
 mod common;
 
-use common::{case_words_for, golden_dir, Words};
-use nanobragg::api::{self, Param, Prepared};
+use common::{
+    check_vjp, fd_step, finite_difference, golden_dir, prepare_case as prepare, vjp_weights,
+};
+use nanobragg::api::{self, Param};
 use nanobragg::files::DiskFiles;
 use std::sync::atomic::AtomicBool;
 
@@ -21,30 +23,6 @@ use std::sync::atomic::AtomicBool;
 /// pixel's derivative counts as zero.
 const TOL: f64 = 1e-4;
 const FLOOR: f64 = 1e-3;
-
-/// The finite-difference step of each parameter (public unit).
-fn fd_step(p: Param, prep: &Prepared) -> f64 {
-    match p {
-        Param::RotX | Param::RotY | Param::RotZ => 1e-7,
-        Param::CellA | Param::CellB | Param::CellC => 1e-4,
-        Param::CellAlpha | Param::CellBeta | Param::CellGamma => 1e-4,
-        Param::NA | Param::NB | Param::NC | Param::NCells => 1e-7,
-        Param::Mosaic => 3.2e-2,
-        Param::Distance | Param::BeamX | Param::BeamY => 1e-5,
-        Param::DetRotX | Param::DetRotY | Param::DetRotZ => 1e-5,
-        Param::Lambda => 1e-7,
-        Param::Scale => 1e-4,
-        Param::Fluence => 1e-4 * prep.setup.fluence,
-        Param::DefaultF => 1e-2,
-    }
-}
-
-fn prepare(case: &str, extra: &str) -> Prepared {
-    let dir = golden_dir(case);
-    let mut words = case_words_for(&dir, Words::InProcess);
-    words.extend(api::split_args(extra));
-    api::prepare(&words, &DiskFiles).unwrap_or_else(|e| panic!("{case}: {}", e.message))
-}
 
 struct Agreement {
     worst: f64,
@@ -77,25 +55,7 @@ fn check(case: &str, extra: &str, params: &[Param]) -> Vec<(Param, Agreement)> {
             )
             .unwrap()
         };
-        let central = |x: f64| -> Vec<f64> {
-            let (plus, minus) = (image_at(x), image_at(-x));
-            plus.iter()
-                .zip(&minus)
-                .map(|(a, b)| (a - b) / (2.0 * x))
-                .collect()
-        };
-        let fd: Vec<f64> = if p == Param::Mosaic {
-            // upstream draws the domains' angles in f32: the image is a staircase in the
-            // spread at ~1e-7 relative, too coarse for a plain difference at 1e-4; Richardson
-            // on steps h and h/2 (truncation O(h⁴)) with a step well above the stairs
-            let (coarse, fine) = (central(h), central(h / 2.0));
-            fine.iter()
-                .zip(&coarse)
-                .map(|(f, c)| (4.0 * f - c) / 3.0)
-                .collect()
-        } else {
-            central(h)
-        };
+        let fd = finite_difference(p, h, image_at);
         let t = g.tangent(i);
         let tmax = t.iter().fold(0f64, |m, v| m.max(v.abs()));
         assert!(tmax > 0.0, "{case} {}: the tangent image is 0", p.name());
@@ -256,27 +216,10 @@ fn vjp_matches_tangent_images() {
         let cancel = AtomicBool::new(false);
         let params = [RotX, CellA, Distance, NCells];
         let g = api::render_gradients(&prep, &DiskFiles, &params, &|_| {}, &cancel).unwrap();
-        let n = g.image.len();
-        let w: Vec<f64> = (0..n)
-            .map(|i| ((i * 7919) % 101) as f64 / 50.0 - 1.0)
-            .collect();
+        let w = vjp_weights(g.image.len());
         let (image, v) = api::vjp(&prep, &DiskFiles, &params, &w, &cancel).unwrap();
         assert_eq!(image, g.image_f64, "{case}");
-        for i in 0..params.len() {
-            let want: f64 = g.tangent(i).iter().zip(&w).map(|(a, b)| a * b).sum();
-            let scale: f64 = g
-                .tangent(i)
-                .iter()
-                .zip(&w)
-                .map(|(a, b)| (a * b).abs())
-                .sum();
-            assert!(
-                (v[i] - want).abs() <= 1e-12 * scale,
-                "{case} {}: {} vs {want}",
-                params[i].name(),
-                v[i]
-            );
-        }
+        check_vjp(case, &g, &w, &v, 1e-12);
         let e = api::vjp(&prep, &DiskFiles, &params, &w[1..], &cancel).unwrap_err();
         assert!(e.message.starts_with("weights: expected"), "{}", e.message);
     }

@@ -10,7 +10,7 @@
 #[macro_use]
 mod common;
 
-use common::{case_words_for, golden_dir, Words};
+use common::{check_vjp, golden_dir, prepare_case as prepare, vjp_weights};
 use nanobragg::api::{self, Param, Precision, Prepared};
 use nanobragg::files::DiskFiles;
 use std::sync::atomic::AtomicBool;
@@ -20,13 +20,6 @@ use Param::*;
 const TOL32: f64 = 5e-6;
 /// The f32 image against the f32 kernel's and the f64 one's, relative to the largest value.
 const TOL_IMAGE: f64 = 2e-6;
-
-fn prepare(case: &str, extra: &str) -> Prepared {
-    let dir = golden_dir(case);
-    let mut words = case_words_for(&dir, Words::InProcess);
-    words.extend(api::split_args(extra));
-    api::prepare(&words, &DiskFiles).unwrap_or_else(|e| panic!("{case}: {}", e.message))
-}
 
 fn gradients(prep: &Prepared, params: &[Param], precision: Precision) -> api::Gradients {
     let cancel = AtomicBool::new(false);
@@ -144,28 +137,11 @@ fn f32_vjp_matches_f32_tangent_images() {
         let prep = prepare(case, "");
         let params = [RotX, CellA, Distance, NCells];
         let g = gradients(&prep, &params, Precision::F32);
-        let n = g.image.len();
-        let w: Vec<f64> = (0..n)
-            .map(|i| ((i * 7919) % 101) as f64 / 50.0 - 1.0)
-            .collect();
+        let w = vjp_weights(g.image.len());
         let (image, v) =
             api::vjp_with(&prep, &DiskFiles, &params, &[], &w, Precision::F32, &cancel).unwrap();
         assert_eq!(image, g.image_f64, "{case}");
-        for i in 0..params.len() {
-            let want: f64 = g.tangent(i).iter().zip(&w).map(|(a, b)| a * b).sum();
-            let scale: f64 = g
-                .tangent(i)
-                .iter()
-                .zip(&w)
-                .map(|(a, b)| (a * b).abs())
-                .sum();
-            assert!(
-                (v[i] - want).abs() <= 6e-8 * scale,
-                "{case} {}: {} vs {want}",
-                params[i].name(),
-                v[i]
-            );
-        }
+        check_vjp(case, &g, &w, &v, 6e-8);
         let e = api::vjp_with(
             &prep,
             &DiskFiles,

@@ -53,21 +53,6 @@ fn params_for(flag: &str) -> Vec<Param> {
 const TOL_NORM: f64 = 1e-4;
 const TOL_CORR: f64 = 1e-6;
 
-/// The finite-difference step (public unit), as `gradients.rs`.
-fn fd_step(p: Param, prep: &Prepared) -> f64 {
-    match p {
-        RotX | RotY | RotZ => 1e-7,
-        CellA | CellB | CellC | CellAlpha | CellBeta | CellGamma => 1e-4,
-        NA | NB | NC | NCells => 1e-7,
-        Mosaic => 3.2e-2,
-        Lambda => 1e-7,
-        Scale => 1e-4,
-        Fluence => 1e-4 * prep.setup.fluence,
-        DefaultF => 1e-2,
-        _ => unreachable!("detector parameters are refused on a file detector"),
-    }
-}
-
 fn prepare(flag: &str, file: &str) -> Prepared {
     prepare_with(CRYSTAL, flag, file)
 }
@@ -105,31 +90,14 @@ fn image_kernel_f64(p: &Plan) -> Vec<f64> {
 }
 
 /// Central differences of the image kernel's f64 image for every parameter (Richardson on h and
-/// h/2 for the mosaic spread, whose image is a staircase in f32 angles, as `gradients.rs`).
+/// h/2 for the mosaic spread: `common::finite_difference`).
 fn finite_differences(prep: &Prepared, params: &[Param]) -> Vec<Vec<f64>> {
     params
         .iter()
         .map(|&p| {
-            let central = |x: f64| -> Vec<f64> {
-                let at = |y: f64| {
-                    image_kernel_f64(&api::moved_plan(prep, &DiskFiles, &[(p, y)]).unwrap())
-                };
-                let (plus, minus) = (at(x), at(-x));
-                plus.iter()
-                    .zip(&minus)
-                    .map(|(a, b)| (a - b) / (2.0 * x))
-                    .collect()
-            };
-            let h = fd_step(p, prep);
-            if p == Mosaic {
-                let (coarse, fine) = (central(h), central(h / 2.0));
-                fine.iter()
-                    .zip(&coarse)
-                    .map(|(f, c)| (4.0 * f - c) / 3.0)
-                    .collect()
-            } else {
-                central(h)
-            }
+            let at =
+                |y: f64| image_kernel_f64(&api::moved_plan(prep, &DiskFiles, &[(p, y)]).unwrap());
+            common::finite_difference(p, common::fd_step(p, prep), at)
         })
         .collect()
 }

@@ -13,15 +13,13 @@
 //! frame: the same pixel positions), and so are the noise images.
 
 mod common;
-use common::{compare, read_f32, repo_root, run_program as run, scratch, smv_pixels};
+use common::{
+    background_of, compare, detected, prepare_1pfe, read_f32, repo_root, run_program as run,
+    scratch, smv_pixels, words,
+};
 use nanobragg::api::{self, Precision};
-use nanobragg::files::MemFiles;
-use nanobragg::realistic::{self, DetectorSettings, SfCache};
+use nanobragg::realistic::{self, DetectorSettings};
 use std::sync::atomic::AtomicBool;
-
-fn words(s: &str) -> Vec<String> {
-    s.split_whitespace().map(String::from).collect()
-}
 
 /// Geometry of the case: nanoBragg's MOSFLM beam centre (Xbeam slow, Ybeam fast, +½ pixel)
 /// and nonBragg's (Xbeam fast, Ybeam slow) for the same detector.
@@ -53,40 +51,17 @@ fn library_chain_matches_the_cli_chain() {
     for t in ["water.stol", "air.stol"] {
         std::fs::copy(repo_root().join("crate/data/stol").join(t), dir.join(t)).unwrap();
     }
-    let bytes = std::fs::read(&model).unwrap();
 
     // ---- the library chain (as the browser runs it)
     let never = AtomicBool::new(false);
-    let mut slot = None;
-    SfCache::load(&mut slot, "1pfe.cif", &bytes).unwrap();
-    let cache = slot.as_mut().unwrap();
-    let mut w = words(SPOTS);
-    w.extend(cache.crystal_words());
-    let files = MemFiles::default();
-    let mut prep = api::prepare(&w, &files).unwrap();
-    let d_min = realistic::needed_d_min(&prep).unwrap();
-    assert!(cache.ensure(d_min, &|_| {}, &never).unwrap());
-    let (grid, _) = cache.table.as_ref().unwrap();
-    realistic::install_table(&mut prep, grid, "1pfe.cif");
+    let prep = prepare_1pfe(words(SPOTS));
     let spots = api::render_cpu(prep.plan(), Precision::F64, &|_| {}, &never).unwrap();
-    let bg = |m: &str| {
-        let mw = words(&format!("{m} {BEAM}"));
-        realistic::background(&prep, &mw, &files, &|_| {}, &never).unwrap()
-    };
-    let (water, air) = (bg(WATER), bg(AIR));
+    let (water, air) = (
+        background_of(&prep, WATER, BEAM),
+        background_of(&prep, AIR, BEAM),
+    );
     let sum = realistic::compose(&[&spots, &water, &air]);
-    let p = prep.plan();
-    let noisy = realistic::detect(
-        &sum,
-        p.fpixels,
-        p.spixels,
-        p.pixel,
-        &DETECTOR,
-        true,
-        &|_| {},
-        &never,
-    )
-    .unwrap();
+    let noisy = detected(&prep, &sum, &DETECTOR);
 
     // ---- the CLI chain
     let nb = |bin: &str, w: String| {

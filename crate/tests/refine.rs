@@ -5,6 +5,7 @@
 //! printed (`--nocapture`); the verdict (`converged`) is checked against the truth over starts
 //! beyond the convergence radius.
 
+mod common;
 use nanobragg::api::{self, FitOptions, Loss, Param, Prepared};
 use nanobragg::files::DiskFiles;
 use nanobragg::rng::{Noise, RanState};
@@ -35,32 +36,12 @@ fn target(prep: &Prepared, truth: &[(Param, f64)], seed: i64) -> Vec<f64> {
 }
 
 fn truth_off(rot_deg: f64, cell_share: f64) -> Vec<(Param, f64)> {
-    vec![
-        (Param::RotX, rot_deg * DEG),
-        (Param::RotY, -rot_deg * DEG),
-        (Param::RotZ, rot_deg * DEG),
-        (Param::CellA, cell_share * CELL[0]),
-        (Param::CellB, -cell_share * CELL[1]),
-        (Param::CellC, cell_share * CELL[2]),
-    ]
+    common::rot_cell_offsets(rot_deg, cell_share, CELL)
 }
 
 /// Orientation error (°, largest axis) and cell error (share, largest edge) of a fit.
 fn errors(fit: &api::Fit, truth: &[(Param, f64)]) -> (f64, f64) {
-    let mut rot: f64 = 0.0;
-    let mut cell: f64 = 0.0;
-    for (i, p) in fit.params.iter().enumerate() {
-        let t = truth.iter().find(|(q, _)| q == p).map_or(0.0, |x| x.1);
-        let d = fit.values[i] - t;
-        match p {
-            Param::RotX | Param::RotY | Param::RotZ => rot = rot.max((d / DEG).abs()),
-            Param::CellA => cell = cell.max((d / CELL[0]).abs()),
-            Param::CellB => cell = cell.max((d / CELL[1]).abs()),
-            Param::CellC => cell = cell.max((d / CELL[2]).abs()),
-            _ => {}
-        }
-    }
-    (rot, cell)
+    common::fit_errors(fit, truth, CELL)
 }
 
 const ORIENT_CELL: [Param; 7] = [

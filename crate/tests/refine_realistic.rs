@@ -15,16 +15,13 @@
 //! every pixel. `full_detector_timing` (ignored) makes the target with every pixel rendered and
 //! times the fit; `convergence_radius` (ignored) prints how far off it still converges.
 
+mod common;
+use common::words;
 use nanobragg::api::{self, Background, FitOptions, Param, Precision, Prepared};
 use nanobragg::files::MemFiles;
-use nanobragg::predict::{predict, PredictOptions};
-use nanobragg::realistic::{self, DetectorSettings, SfCache};
+use nanobragg::realistic::{self, DetectorSettings};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
-
-fn words(s: &str) -> Vec<String> {
-    s.split_whitespace().map(String::from).collect()
-}
 
 /// The page's preset as words (`www/src/state.ts`, "protein-still"), N given explicitly.
 const SPOTS: &str = "-detector eiger2-4m -distance 120 -lambda 1 -Na 254 -Nb 254 -Nc 126 \
@@ -54,32 +51,13 @@ fn realistic_target(extra: &str, near_spots: bool) -> (Prepared, Vec<f64>) {
 
 /// [`realistic_target`] with the set-up's words `spots` instead of the preset's.
 fn realistic_target_of(spots_words: &str, extra: &str, near_spots: bool) -> (Prepared, Vec<f64>) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let bytes = std::fs::read(root.join("tests/fixtures/models/1pfe.cif")).unwrap();
     let never = AtomicBool::new(false);
-    let mut slot = None;
-    SfCache::load(&mut slot, "1pfe.cif", &bytes).unwrap();
-    let cache = slot.as_mut().unwrap();
-    let mut w = words(&format!("{spots_words} {extra}"));
-    w.extend(cache.crystal_words());
-    let files = MemFiles::default();
-    let mut prep = api::prepare(&w, &files).unwrap();
-    let d_min = realistic::needed_d_min(&prep).unwrap();
-    cache.ensure(d_min, &|_| {}, &never).unwrap();
-    let (grid, _) = cache.table.as_ref().unwrap();
-    realistic::install_table(&mut prep, grid, "1pfe.cif");
+    let prep = common::prepare_1pfe(words(&format!("{spots_words} {extra}")));
     let spots = if near_spots {
         // only the pixels within 4 of a spot the prediction puts on the image (in the
         // diffraction condition within the lattice peak, the mosaic spread…): the rest of a
         // 254×254×126-cell crystal's still is dark
-        let pred = predict(
-            &prep.setup,
-            &PredictOptions {
-                on_image: true,
-                ..PredictOptions::default()
-            },
-        )
-        .unwrap();
+        let pred = common::predicted_on_image(&prep);
         let p = prep.plan();
         let (nf, ns) = (p.fpixels, p.spixels);
         let mut near = vec![0u8; nf * ns];
@@ -110,44 +88,20 @@ fn realistic_target_of(spots_words: &str, extra: &str, near_spots: bool) -> (Pre
     } else {
         api::render_cpu(prep.plan(), Precision::F32, &|_| {}, &never).unwrap()
     };
-    let bg = |m: &str| {
-        realistic::background(
-            &prep,
-            &words(&format!("{m} {BEAM}")),
-            &files,
-            &|_| {},
-            &never,
-        )
-        .unwrap()
-    };
-    let water = bg("-stol water.stol -thickness 0.02");
-    let air = bg("-stol air.stol -thickness 10 -MW 29 -density 0.0012");
+    let water = common::background_of(&prep, "-stol water.stol -thickness 0.02", BEAM);
+    let air = common::background_of(
+        &prep,
+        "-stol air.stol -thickness 10 -MW 29 -density 0.0012",
+        BEAM,
+    );
     let sum = realistic::compose(&[&spots, &water, &air]);
-    let p = prep.plan();
-    let adu = realistic::detect(
-        &sum,
-        p.fpixels,
-        p.spixels,
-        p.pixel,
-        &DETECTOR,
-        true,
-        &|_| {},
-        &never,
-    )
-    .unwrap();
+    let adu = common::detected(&prep, &sum, &DETECTOR);
     (prep, adu.iter().map(|&v| v as f64).collect())
 }
 
 /// Starting offsets: `rot_deg` about each axis (signs alternating), `share` on each edge.
 fn start(rot_deg: f64, share: f64) -> Vec<(Param, f64)> {
-    vec![
-        (Param::RotX, rot_deg * DEG),
-        (Param::RotY, -rot_deg * DEG),
-        (Param::RotZ, rot_deg * DEG),
-        (Param::CellA, share * CELL[0]),
-        (Param::CellB, -share * CELL[1]),
-        (Param::CellC, share * CELL[2]),
-    ]
+    common::rot_cell_offsets(rot_deg, share, CELL)
 }
 
 fn options(start: Vec<(Param, f64)>) -> FitOptions {
@@ -165,17 +119,7 @@ fn options(start: Vec<(Param, f64)>) -> FitOptions {
 
 /// Largest orientation error (°) and cell error (share) of a fit whose truth is 0.
 fn errors(fit: &api::Fit) -> (f64, f64) {
-    let (mut rot, mut cell) = (0f64, 0f64);
-    for (p, v) in fit.params.iter().zip(&fit.values) {
-        match p {
-            Param::RotX | Param::RotY | Param::RotZ => rot = rot.max((v / DEG).abs()),
-            Param::CellA => cell = cell.max((v / CELL[0]).abs()),
-            Param::CellB => cell = cell.max((v / CELL[1]).abs()),
-            Param::CellC => cell = cell.max((v / CELL[2]).abs()),
-            _ => {}
-        }
-    }
-    (rot, cell)
+    common::fit_errors(fit, &[], CELL)
 }
 
 fn run(prep: &Prepared, target: &[f64], o: &FitOptions, label: &str) -> (api::Fit, f64) {
@@ -311,14 +255,7 @@ fn the_water_ring_is_no_spot_on_a_small_detector() {
         spots.len(),
         &sizes[sizes.len().saturating_sub(10)..]
     );
-    let pred = predict(
-        &prep.setup,
-        &PredictOptions {
-            on_image: true,
-            ..PredictOptions::default()
-        },
-    )
-    .unwrap();
+    let pred = common::predicted_on_image(&prep);
     let near = |s: &api::Spot| {
         pred.reflections
             .iter()

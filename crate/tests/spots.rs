@@ -4,6 +4,7 @@
 //! centres, over a flat or sloping background, in photons or ADU; pixels the plan does not
 //! render hold no spot; bad input is an error naming the image.
 
+mod common;
 use nanobragg::api::{self, Background, Spot, SpotOptions};
 use nanobragg::files::DiskFiles;
 use nanobragg::predict::{predict, PredictOptions};
@@ -23,14 +24,7 @@ fn the_spots_of_a_simulated_still_lie_on_the_predicted_spots() {
     let prep = api::prepare(&api::split_args(STILL), &DiskFiles).unwrap();
     let img = api::render_f64(prep.plan(), &AtomicBool::new(false)).unwrap();
     let spots = api::find_spots(&prep, &img, &SpotOptions::default()).unwrap();
-    let pred = predict(
-        &prep.setup,
-        &PredictOptions {
-            on_image: true,
-            ..PredictOptions::default()
-        },
-    )
-    .unwrap();
+    let pred = common::predicted_on_image(&prep);
     let (nf, ns) = (128.0, 128.0);
     let inside = |f: f64, s: f64| f >= 2.0 && s >= 2.0 && f <= nf - 2.0 && s <= ns - 2.0;
     let predicted: Vec<(f64, f64, f64)> = pred

@@ -149,30 +149,69 @@ impl PySession {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A (slow, fast) weight map of this detector as a fast-major vector (an error naming
-    /// `weights` on another shape).
-    fn weights(&self, py: Python<'_>, weights: &PyReadonlyArray2<'_, f64>) -> PyResult<Vec<f64>> {
-        let (h, w) = (weights.shape()[0], weights.shape()[1]);
+    /// A (slow, fast) map of this detector (`name`: weights, target, mask; `kind`: "array",
+    /// "bool array") as a fast-major vector: an error naming `name` on another shape.
+    fn per_pixel<T: numpy::Element + Copy>(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        kind: &str,
+        a: &PyReadonlyArray2<'_, T>,
+    ) -> PyResult<Vec<T>> {
+        let (h, w) = (a.shape()[0], a.shape()[1]);
         if (h, w) != (self.spixels, self.fpixels) {
             return Err(to_py(
                 py,
                 NbError::usage(format!(
-                    "weights: expected a ({}, {}) array (slow, fast), got ({h}, {w})",
+                    "{name}: expected a ({}, {}) {kind} (slow, fast), got ({h}, {w})",
                     self.spixels, self.fpixels
                 )),
             ));
         }
-        Ok(weights.as_array().iter().copied().collect())
+        Ok(a.as_array().iter().copied().collect())
+    }
+
+    /// A fast-major image of this detector as a (slow, fast) array.
+    fn image<'py, T: numpy::Element>(
+        &self,
+        py: Python<'py>,
+        image: Vec<T>,
+    ) -> PyResult<Bound<'py, PyArray2<T>>> {
+        image_2d(py, image, self.spixels, self.fpixels)
+    }
+
+    /// The noiseless or noisy SMV file (`api::int_image_smv`, `api::noise_image_smv`) of `image`.
+    fn smv<'py>(
+        &self,
+        py: Python<'py>,
+        image: PyReadonlyArray1<'py, f32>,
+        file: fn(&api::Prepared, &[f32]) -> nanobragg::error::Result<Vec<u8>>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let img = image.as_slice()?;
+        let s = self.lock();
+        let b = file(s.prepared(), img).map_err(|e| to_py(py, e))?;
+        Ok(PyBytes::new(py, &b))
     }
 }
 
-fn image_2d(
+fn image_2d<T: numpy::Element>(
     py: Python<'_>,
-    image: Vec<f32>,
+    image: Vec<T>,
     s: usize,
     f: usize,
-) -> PyResult<Bound<'_, PyArray2<f32>>> {
+) -> PyResult<Bound<'_, PyArray2<T>>> {
     image.into_pyarray(py).reshape([s, f])
+}
+
+/// Parameter-major planes (P, slow, fast) as an array.
+fn planes<T: numpy::Element>(
+    py: Python<'_>,
+    v: Vec<T>,
+    shape: (usize, usize, usize),
+) -> PyResult<Bound<'_, PyAny>> {
+    let a = Array3::from_shape_vec(shape, v)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    Ok(a.into_pyarray(py).into_any())
 }
 
 #[pymethods]
@@ -336,19 +375,11 @@ impl PySession {
         })?;
         let g = r.gradients;
         let (s_, f_, n) = (g.spixels, g.fpixels, params.len());
-        let img = g.image_f64.into_pyarray(py).reshape([s_, f_])?;
-        let bad =
-            |e: numpy::ndarray::ShapeError| pyo3::exceptions::PyValueError::new_err(e.to_string());
+        let img = image_2d(py, g.image_f64, s_, f_)?;
         // in the precision they were computed in: f64, or f32 (the f32 kernel, the GPU's)
         let t = match g.tangents {
-            api::Planes::F64(v) => Array3::from_shape_vec((n, s_, f_), v)
-                .map_err(bad)?
-                .into_pyarray(py)
-                .into_any(),
-            api::Planes::F32(v) => Array3::from_shape_vec((n, s_, f_), v)
-                .map_err(bad)?
-                .into_pyarray(py)
-                .into_any(),
+            api::Planes::F64(v) => planes(py, v, (n, s_, f_))?,
+            api::Planes::F32(v) => planes(py, v, (n, s_, f_))?,
         };
         Ok((img, t, r.engine.name().to_string(), r.notices))
     }
@@ -366,14 +397,12 @@ impl PySession {
         offsets: Vec<(String, f64)>,
     ) -> PyResult<WithEngine<'py, numpy::PyArray1<f64>>> {
         let (params, offs) = params_and_offsets(py, &names, &offsets)?;
-        let wv = self.weights(py, &weights)?;
+        let wv = self.per_pixel(py, "weights", "array", &weights)?;
         let r = interruptible(py, |cancel| {
             self.lock().vjp(&extra, &params, &offs, &wv, cancel)
         })?;
         Ok((
-            r.image
-                .into_pyarray(py)
-                .reshape([self.spixels, self.fpixels])?,
+            self.image(py, r.image)?,
             r.products.into_pyarray(py),
             r.engine.name().to_string(),
             r.notices,
@@ -396,16 +425,14 @@ impl PySession {
         Bound<'py, numpy::PyArray1<f64>>,
         Bound<'py, numpy::PyArray1<f64>>,
     )> {
-        let wv = self.weights(py, &weights)?;
+        let wv = self.per_pixel(py, "weights", "array", &weights)?;
         let r = interruptible(py, |cancel| {
             self.lock().vjp_structure_factors(&extra, &[], &wv, cancel)
         })?;
         let n = r.hkl.len();
         let hkl: Vec<i32> = r.hkl.iter().flatten().copied().collect();
         Ok((
-            r.image
-                .into_pyarray(py)
-                .reshape([self.spixels, self.fpixels])?,
+            self.image(py, r.image)?,
             hkl.into_pyarray(py).reshape([n, 3])?,
             r.f.into_pyarray(py),
             r.grad.into_pyarray(py),
@@ -444,16 +471,7 @@ impl PySession {
             .iter()
             .map(|(n, v)| Ok((api::Param::parse(n, "start").map_err(|e| to_py(py, e))?, *v)))
             .collect::<PyResult<Vec<_>>>()?;
-        let (h, w) = (target.shape()[0], target.shape()[1]);
-        if (h, w) != (self.spixels, self.fpixels) {
-            return Err(to_py(
-                py,
-                NbError::usage(format!(
-                    "target: expected a ({}, {}) array (slow, fast), got ({h}, {w})",
-                    self.spixels, self.fpixels
-                )),
-            ));
-        }
+        let t = self.per_pixel(py, "target", "array", &target)?;
         let mut o = api::FitOptions::new(&params);
         o.start = start;
         o.loss = api::Loss::parse(&loss, loss_scale).map_err(|e| to_py(py, e))?;
@@ -468,19 +486,8 @@ impl PySession {
         o.adc = adc;
         o.centroids = centroids;
         if let Some(m) = &mask {
-            let (mh, mw) = (m.shape()[0], m.shape()[1]);
-            if (mh, mw) != (self.spixels, self.fpixels) {
-                return Err(to_py(
-                    py,
-                    NbError::usage(format!(
-                        "mask: expected a ({}, {}) bool array (slow, fast), got ({mh}, {mw})",
-                        self.spixels, self.fpixels
-                    )),
-                ));
-            }
-            o.mask = Some(m.as_array().iter().copied().collect());
+            o.mask = Some(self.per_pixel(py, "mask", "bool array", m)?);
         }
-        let t: Vec<f64> = target.as_array().iter().copied().collect();
         let f = interruptible(py, |cancel| {
             self.lock().fit(&extra, &t, &o, &mut |_| {}, cancel)
         })?;
@@ -505,9 +512,7 @@ impl PySession {
                 f.centroid_spots,
             ),
             f.pixels,
-            f.image
-                .into_pyarray(py)
-                .reshape([self.spixels, self.fpixels])?,
+            self.image(py, f.image)?,
             words,
         ))
     }
@@ -577,10 +582,7 @@ impl PySession {
         py: Python<'py>,
         image: PyReadonlyArray1<'py, f32>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let img = image.as_slice()?;
-        let s = self.lock();
-        let b = api::int_image_smv(s.prepared(), img).map_err(|e| to_py(py, e))?;
-        Ok(PyBytes::new(py, &b))
+        self.smv(py, image, api::int_image_smv)
     }
 
     /// The noisy SMV file (`-noisefile`, Poisson noise seeded by `-seed`) of `image` as bytes.
@@ -589,10 +591,7 @@ impl PySession {
         py: Python<'py>,
         image: PyReadonlyArray1<'py, f32>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let img = image.as_slice()?;
-        let s = self.lock();
-        let b = api::noise_image_smv(s.prepared(), img).map_err(|e| to_py(py, e))?;
-        Ok(PyBytes::new(py, &b))
+        self.smv(py, image, api::noise_image_smv)
     }
 
     /// The CLI's statistics of `image`: dict of max, mean, rms, ...

@@ -142,49 +142,74 @@ export function readFloats(path) {
 }
 
 /**
+ * In the page: `drive` (an in-page function of `args`) gives {move(t), release(), extra?()}:
+ * `move` runs once per animation frame for `args.ms` milliseconds (t: ms since the start),
+ * then `release`; counts the `nanobragg-frame` events shown meanwhile and waits for the final
+ * full image. Returns {frames, fps, previews, sizes, backends, sizeCounts, sizeMs, renderMs,
+ * finalWidth, finalPreview, ...extra()}.
+ */
+function measureDrag(page, drive, args) {
+  return page.evaluate(`(${framesDuringDrag})((${drive})(${JSON.stringify(args)}), ${JSON.stringify(args.ms)})`);
+}
+
+// (in the page, serialized by measureDrag)
+async function framesDuringDrag({ move, release, extra }, ms) {
+  const frames = [];
+  const onFrame = (e) => frames.push({ t: performance.now(), ...e.detail });
+  window.addEventListener('nanobragg-frame', onFrame);
+  const t0 = performance.now();
+  await new Promise((done) => {
+    const step = () => {
+      const t = performance.now() - t0;
+      if (t >= ms) return done();
+      move(t);
+      requestAnimationFrame(step);
+    };
+    requestAnimationFrame(step);
+  });
+  const during = frames.filter((f) => f.t - t0 <= ms);
+  release();
+  const t1 = performance.now();
+  while (performance.now() - t1 < 120_000) {
+    const last = frames[frames.length - 1];
+    if (last && !last.preview && last.t > t1) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  window.removeEventListener('nanobragg-frame', onFrame);
+  const last = frames[frames.length - 1];
+  const size = (f) => `${f.width}x${f.height}`;
+  return {
+    frames: during.length, fps: (during.length * 1000) / ms, previews: during.filter((f) => f.preview).length,
+    sizes: [...new Set(during.map(size))], backends: [...new Set(during.map((f) => f.backend))],
+    // frames shown per size (e.g. {"512x512": 40, "256x256": 3}) and per size the mean render time
+    sizeCounts: during.reduce((m, f) => ({ ...m, [size(f)]: (m[size(f)] ?? 0) + 1 }), {}),
+    sizeMs: Object.fromEntries([...new Set(during.map(size))].map((s) => {
+      const fs = during.filter((f) => size(f) === s);
+      return [s, +(fs.reduce((a, f) => a + f.renderMs, 0) / fs.length).toFixed(1)];
+    })),
+    renderMs: during.length ? during.reduce((a, f) => a + f.renderMs, 0) / during.length : 0,
+    finalWidth: last?.width, finalPreview: last?.preview,
+    ...extra?.(),
+  };
+}
+
+/**
  * Drag a slider of the app for `ms` milliseconds (one input event per animation frame, as a
  * mouse drag gives), then release it; counts the `nanobragg-frame` events shown during the drag
- * and waits for the final full image. Returns {frames, fps, previews, sizes, finalWidth}.
+ * and waits for the final full image (`measureDrag`).
  */
 export async function dragSlider(page, { slider = 'f-distance-slider', from = 100, to = 160, ms = 3000 } = {}) {
-  return page.evaluate(async ({ slider, from, to, ms }) => {
+  return measureDrag(page, ({ slider, from, to, ms }) => {
     const el = document.getElementById(slider);
-    const frames = [];
-    const onFrame = (e) => frames.push({ t: performance.now(), ...e.detail });
-    window.addEventListener('nanobragg-frame', onFrame);
-    const t0 = performance.now();
-    await new Promise((done) => {
-      const step = () => {
-        const t = performance.now() - t0;
-        if (t >= ms) return done();
+    return {
+      move: (t) => {
         el.value = String(from + ((to - from) * t) / ms);
         el.dispatchEvent(new Event('input', { bubbles: true }));
-        requestAnimationFrame(step);
-      };
-      requestAnimationFrame(step);
-    });
-    const during = frames.filter((f) => f.t - t0 <= ms);
-    el.value = String(to);
-    el.dispatchEvent(new Event('change', { bubbles: true }));
-    const t1 = performance.now();
-    while (performance.now() - t1 < 120_000) {
-      const last = frames[frames.length - 1];
-      if (last && !last.preview && last.t > t1) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    window.removeEventListener('nanobragg-frame', onFrame);
-    const last = frames[frames.length - 1];
-    return {
-      frames: during.length, fps: (during.length * 1000) / ms, previews: during.filter((f) => f.preview).length,
-      sizes: [...new Set(during.map((f) => `${f.width}x${f.height}`))], backends: [...new Set(during.map((f) => f.backend))],
-      // frames shown per size (e.g. {"512x512": 40, "256x256": 3}) and per size the mean render time
-      sizeCounts: during.reduce((m, f) => ({ ...m, [`${f.width}x${f.height}`]: (m[`${f.width}x${f.height}`] ?? 0) + 1 }), {}),
-      sizeMs: Object.fromEntries([...new Set(during.map((f) => `${f.width}x${f.height}`))].map((s) => {
-        const fs = during.filter((f) => `${f.width}x${f.height}` === s);
-        return [s, +(fs.reduce((a, f) => a + f.renderMs, 0) / fs.length).toFixed(1)];
-      })),
-      renderMs: during.length ? during.reduce((a, f) => a + f.renderMs, 0) / during.length : 0,
-      finalWidth: last?.width, finalPreview: last?.preview,
+      },
+      release: () => {
+        el.value = String(to);
+        el.dispatchEvent(new Event('change', { bubbles: true }));
+      },
     };
   }, { slider, from, to, ms });
 }
@@ -213,11 +238,11 @@ export function setup({ isolation = true, webgpu, prepare } = {}) {
  * Rotate the crystal by a Shift+drag (or Alt+drag: `spin`) on the app's image for `ms`
  * milliseconds: synthetic pointer events, one move per animation frame, `pxPerFrame` pixels
  * each (a circle around the image centre for tilt, an arc for spin); counts the
- * `nanobragg-frame` events during the drag and waits for the final full image. Returns
- * {frames, fps, previews, sizes, sizeCounts, sizeMs, renderMs, finalWidth, finalPreview, misset}.
+ * `nanobragg-frame` events during the drag and waits for the final full image (`measureDrag`,
+ * with the final `misset`).
  */
 export async function dragRotate(page, { ms = 3000, spin = false, pxPerFrame = 4 } = {}) {
-  return page.evaluate(async ({ ms, spin, pxPerFrame }) => {
+  return measureDrag(page, ({ spin, pxPerFrame }) => {
     const c = document.querySelector('.nb-canvas');
     const box = c.getBoundingClientRect();
     const cx = box.left + box.width / 2, cy = box.top + box.height / 2;
@@ -226,43 +251,16 @@ export async function dragRotate(page, { ms = 3000, spin = false, pxPerFrame = 4
       bubbles: true, cancelable: true, composed: true, pointerId: 7, pointerType: 'mouse', isPrimary: true,
       button: 0, buttons: type === 'pointerup' ? 0 : 1, clientX: x, clientY: y, shiftKey: !spin, altKey: spin,
     }));
-    const frames = [];
-    const onFrame = (e) => frames.push({ t: performance.now(), ...e.detail });
-    window.addEventListener('nanobragg-frame', onFrame);
     let a = 0;
     const at = () => [cx + rad * Math.cos(a), cy + rad * Math.sin(a)];
     ev('pointerdown', ...at());
-    const t0 = performance.now();
-    await new Promise((done) => {
-      const step = () => {
-        if (performance.now() - t0 >= ms) return done();
+    return {
+      move: () => {
         a += pxPerFrame / rad;
         ev('pointermove', ...at());
-        requestAnimationFrame(step);
-      };
-      requestAnimationFrame(step);
-    });
-    const during = frames.filter((f) => f.t - t0 <= ms);
-    ev('pointerup', ...at());
-    const t1 = performance.now();
-    while (performance.now() - t1 < 120_000) {
-      const last = frames[frames.length - 1];
-      if (last && !last.preview && last.t > t1) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    window.removeEventListener('nanobragg-frame', onFrame);
-    const last = frames[frames.length - 1];
-    return {
-      frames: during.length, fps: (during.length * 1000) / ms, previews: during.filter((f) => f.preview).length,
-      sizes: [...new Set(during.map((f) => `${f.width}x${f.height}`))], backends: [...new Set(during.map((f) => f.backend))],
-      // frames shown per size (e.g. {"512x512": 40, "256x256": 3}) and per size the mean render time
-      sizeCounts: during.reduce((m, f) => ({ ...m, [`${f.width}x${f.height}`]: (m[`${f.width}x${f.height}`] ?? 0) + 1 }), {}),
-      sizeMs: Object.fromEntries([...new Set(during.map((f) => `${f.width}x${f.height}`))].map((s) => {
-        const fs = during.filter((f) => `${f.width}x${f.height}` === s);
-        return [s, +(fs.reduce((a, f) => a + f.renderMs, 0) / fs.length).toFixed(1)];
-      })),
-      renderMs: during.length ? during.reduce((s, f) => s + f.renderMs, 0) / during.length : 0,
-      finalWidth: last?.width, finalPreview: last?.preview, misset: window.nanobragg.state().misset,
+      },
+      release: () => ev('pointerup', ...at()),
+      extra: () => ({ misset: window.nanobragg.state().misset }),
     };
   }, { ms, spin, pxPerFrame });
 }

@@ -1,8 +1,10 @@
 // Types of the <nanobragg-view> element (the npm package nanobragg-view). The attribute names
-// are written by the build from the element's own list (www/src/state.ts ELEMENT_ATTRIBUTES).
+// are written by the build from the element's own list (www/src/state.ts ELEMENT_ATTRIBUTES);
+// the element (www/src/embed.ts) types its events and checks its `result` and `tangent` with
+// these declarations, so `tsc -p www` fails where they no longer say what it does.
 
 /** Every attribute the element reads (the app's URL parameter names, lower case). */
-export type NanoBraggViewAttribute = __ATTRIBUTES__;
+export type NanoBraggViewAttribute = /* __ATTRIBUTES__ */ string;
 
 /** `render` event detail: one image (or derivative) shown. */
 export interface NanoBraggRenderDetail {
@@ -18,7 +20,17 @@ export interface NanoBraggRenderDetail {
   /** With the `derivative` attribute: the parameter of ∂I/∂parameter. */
   derivative?: string;
   /** Stage timings in ms (image renders). */
-  timings?: Record<string, number>;
+  timings?: NanoBraggTimings;
+}
+
+/** Stage timings of an image render, in ms. */
+export interface NanoBraggTimings {
+  /** Parsing the words and resolving the set-up. */
+  prepare: number;
+  /** The kernel. */
+  render: number;
+  /** The whole round trip the page saw. */
+  total: number;
 }
 
 /** `error` event detail. */
@@ -40,7 +52,7 @@ export interface NanoBraggResult {
   notice: string;
   /** The command-line words rendered. */
   args: string[];
-  timings: Record<string, number>;
+  timings: NanoBraggTimings;
   warnings: string[];
 }
 

@@ -13,6 +13,7 @@ import { downloadName } from './files';
 import { layersOf } from './layers';
 import type { ModelState } from './params';
 import type { ImageView } from './view';
+import type { Scope } from './panel';
 
 export interface DownloadDeps {
   client: NanoBraggClient;
@@ -42,8 +43,9 @@ export function menuEntries(realistic: boolean, noise: boolean, clipped: number)
   };
 }
 
-/** Wires the menu; returns `save(bytes, name, type)` for the other exports (φ video, frames). */
-export function installDownloads(d: DownloadDeps) {
+/** Wires the menu (its listeners registered in `scope`, removed with the panel); returns
+ * `save(bytes, name, type)` for the other exports (φ video, frames). */
+export function installDownloads(d: DownloadDeps, scope: Scope) {
   const $ = (id: string) => document.getElementById(id)!;
   const details = document.querySelector('.downloads') as HTMLDetailsElement;
   function save(bytes: BlobPart, name: string, type = 'application/octet-stream') {
@@ -74,11 +76,11 @@ export function installDownloads(d: DownloadDeps) {
       }
     }
   }
-  details.addEventListener('toggle', () => {
+  scope.on(details, 'toggle', () => {
     if (details.open) label();
   });
   for (const [id, what] of [['dl-int', 'int'], ['dl-noise', 'noise'], ['dl-float', 'float'], ['dl-cbf', 'cbf']] as const) {
-    $(id).addEventListener('click', async () => {
+    scope.on($(id), 'click', async () => {
       if (!d.shown().realistic) await d.ensureFull();
       const s = d.shown();
       try {
@@ -89,7 +91,7 @@ export function installDownloads(d: DownloadDeps) {
       }
     });
   }
-  $('dl-png').addEventListener('click', async () => {
+  scope.on($('dl-png'), 'click', async () => {
     if (!d.shown().realistic) await d.ensureFull();
     const s = d.shown();
     save(await d.view.toPng(), downloadName(s.model, s, 'png'), 'image/png');

@@ -29,6 +29,16 @@ import { ImageView } from './view';
 import { Teach3D } from './panel3d';
 import { followReadout } from './readout';
 import { pixelQuery } from './pixelquery';
+import type { NanoBraggErrorDetail, NanoBraggRenderDetail, NanoBraggResult, NanoBraggTangent } from '../npm/nanobragg-view';
+
+// The npm package's declarations (www/npm/nanobragg-view.d.ts) are checked against the element:
+// its events' details are typed with them below, and what `result` and `tangent` hold must fit
+// the published types.
+type Fits<A extends B, B> = [A, B];
+export type PublishedTypesFit = [Fits<SimulateResult, NanoBraggResult>, Fits<ShownTangent, NanoBraggTangent>];
+
+/** The derivative shown: the crate's `TangentInfo` (its engine one of the two) and the adapter. */
+type ShownTangent = TangentInfo & { adapter: string; engine: 'gpu' | 'cpu' };
 
 let shared: NanoBraggClient | null = null;
 const client = () => (shared ??= new NanoBraggClient({ workerUrl: new URL('./worker.js', import.meta.url) }));
@@ -58,7 +68,7 @@ const CSS = `
 
 export class NanoBraggView extends HTMLElement {
   static get observedAttributes() {
-    return [...ELEMENT_ATTRIBUTES, 'view3d', 'zoom', 'derivative'];
+    return ELEMENT_ATTRIBUTES;
   }
   private view!: ImageView;
   private bar!: HTMLElement;
@@ -69,7 +79,7 @@ export class NanoBraggView extends HTMLElement {
   private attrErrors: Record<string, string> = {};
   result: SimulateResult | null = null;
   /** With the `derivative` attribute: the derivative shown (the crate's `render_tangent`). */
-  tangent: (TangentInfo & { adapter: string }) | null = null;
+  tangent: ShownTangent | null = null;
   /** The words of what is shown (the image or its derivative), for the readout's geometry. */
   private shownArgs: string[] | null = null;
   /** The 3D view and the predicted spots (created when `view3d` or `labels` asks for them). */
@@ -170,7 +180,7 @@ export class NanoBraggView extends HTMLElement {
   private fail(message: string) {
     this.bar.textContent = message;
     this.bar.classList.add('err');
-    this.dispatchEvent(new CustomEvent('error', { detail: { message } }));
+    this.dispatchEvent(new CustomEvent<NanoBraggErrorDetail>('error', { detail: { message } }));
   }
 
   private async render() {
@@ -196,7 +206,7 @@ export class NanoBraggView extends HTMLElement {
       const param = (this.getAttribute('derivative') ?? '').trim();
       if (param) {
         const render = ++this.tangentSeq;
-        const t = await client().renderTangent(args, files, param, v.backend, v.precision);
+        const t = (await client().renderTangent(args, files, param, v.backend, v.precision)) as ShownTangent;
         if (render !== this.tangentSeq) return;
         this.tangent = t;
         this.result = null;
@@ -205,9 +215,9 @@ export class NanoBraggView extends HTMLElement {
         this.view.setImage(t.tangent, t.width, t.height, t.geometry);
         this.colours();
         this.status();
-        const detail = { width: t.width, height: t.height, backend: t.engine as 'gpu' | 'cpu', notice: t.notice ?? '', preview: false, renderMs: t.ms, derivative: t.param };
+        const detail: NanoBraggRenderDetail = { width: t.width, height: t.height, backend: t.engine, notice: t.notice ?? '', preview: false, renderMs: t.ms, derivative: t.param };
         window.dispatchEvent(new CustomEvent('nanobragg-frame', { detail: { ...detail, element: this } }));
-        this.dispatchEvent(new CustomEvent('render', { detail }));
+        this.dispatchEvent(new CustomEvent<NanoBraggRenderDetail>('render', { detail }));
         return;
       }
       const r = await client().simulate(args, { backend: v.backend, precision: v.precision, files, channel: this.channel });
@@ -219,9 +229,9 @@ export class NanoBraggView extends HTMLElement {
       this.view.setImage(r.data, r.width, r.height, r.geometry);
       this.colours();
       this.status();
-      const detail = { width: r.width, height: r.height, backend: r.backend, notice: r.notice, preview: false, renderMs: r.timings.render };
+      const detail: NanoBraggRenderDetail = { width: r.width, height: r.height, backend: r.backend, notice: r.notice, preview: false, renderMs: r.timings.render };
       window.dispatchEvent(new CustomEvent('nanobragg-frame', { detail: { ...detail, element: this } }));
-      this.dispatchEvent(new CustomEvent('render', { detail: { ...detail, timings: r.timings } }));
+      this.dispatchEvent(new CustomEvent<NanoBraggRenderDetail>('render', { detail: { ...detail, timings: r.timings } }));
     } catch (e) {
       const err = e as Error;
       if (err.name === 'AbortError') return;

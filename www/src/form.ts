@@ -1,9 +1,10 @@
 // The parameter form (the flag schema of params.ts as fields): building it, keeping it equal to
-// the store's model, the read-only command line, and the field errors. main.ts builds it once.
-import { effect } from '@preact/signals-core';
+// the store's model, the read-only command line, and the field errors. The form panel
+// (panels/controls.ts) builds it; its groups and effects go with the panel.
 import { GROUPS, PARAMS, type ParamDef } from './params';
 import { SLIDER_REST, presetOf, type ModelState, type Store } from './state';
 import { isLayered } from './layers';
+import type { Scope } from './panel';
 
 export interface FormOptions {
   store: Store;
@@ -23,7 +24,9 @@ export interface Form {
 export const fieldId = (key: string) => `f-${key}`;
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 
-export function createForm(o: FormOptions): Form {
+/** Builds the form into `o.form`; its groups (and their fields' listeners) and its effects are
+ * registered in `scope`, removed with the panel. */
+export function createForm(o: FormOptions, scope: Scope): Form {
   const { store, form, presetSel } = o;
   const inputs = new Map<string, HTMLInputElement | HTMLSelectElement>();
   const fieldId = (key: string) => `f-${key}`;
@@ -38,6 +41,7 @@ export function createForm(o: FormOptions): Form {
       for (const p of PARAMS.filter((p) => p.group === g.id)) det.appendChild(buildField(p));
       if (g.id === 'advanced') det.appendChild(buildCommandLine());
       form.appendChild(det);
+      scope.add(() => det.remove());
     }
   }
 
@@ -174,7 +178,7 @@ export function createForm(o: FormOptions): Form {
   // The form follows the model (only the fields whose value changed are touched).
   let shownModel: ModelState | null = null;
   let shownFiles: ReadonlyMap<string, Uint8Array> | null = null;
-  effect(() => {
+  scope.effect(() => {
     const model = store.model.value;
     const files = store.files.value;
     for (const p of PARAMS) {
@@ -194,7 +198,7 @@ export function createForm(o: FormOptions): Form {
     shownFiles = files;
     presetSel.value = presetOf(model)?.id ?? '';
   });
-  effect(() => {
+  scope.effect(() => {
     const cmd = document.getElementById('cmdline') as HTMLTextAreaElement | null;
     if (cmd) cmd.value = 'nanoBragg ' + store.args.value.args.map((w) => (/[\s"']/.test(w) || !w ? `"${w}"` : w)).join(' ');
   });
@@ -213,7 +217,7 @@ export function createForm(o: FormOptions): Form {
 
 
   // the layers' group opens when the state has layers (the protein still, a link to one)
-  effect(() => {
+  scope.effect(() => {
     const g = form.querySelector<HTMLDetailsElement>('details[data-group="layers"]');
     if (g && isLayered(store.model.value)) g.open = true;
   });

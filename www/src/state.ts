@@ -259,8 +259,13 @@ export const attrName = (p: ParamDef) => p.key.toLowerCase();
 
 export const FILE_KEYS = PARAMS.filter((p) => p.kind === 'file').map((p) => p.key);
 
+/** Every attribute <nanobragg-view> reads (its `observedAttributes`; the npm package's
+ * `NanoBraggViewAttribute`): the state's, and the element's own 3D view, zoom and derivative. */
 export const ELEMENT_ATTRIBUTES = [
-  ...PARAMS.map(attrName), 'args', ...VIEW_KEYS, ...FILE_KEYS.map((k) => `${k}-src`),
+  ...new Set([
+    ...PARAMS.map(attrName), 'args', ...VIEW_KEYS, ...FILE_KEYS.map((k) => `${k}-src`),
+    'view3d', 'zoom', 'derivative',
+  ]),
 ];
 
 /** Element attributes -> state, on top of the defaults, with errors that name the attribute. */

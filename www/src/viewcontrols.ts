@@ -1,9 +1,9 @@
 // The view settings in the toolbar and panel (colour map, scaling, contrast, black and white
 // levels, rings, beam centre, hkl labels, backend, precision) bound both ways to the store's view
 // settings; the image view follows them (a colour change does not re-render).
-import { effect } from '@preact/signals-core';
 import { COLOUR_MAPS, parseViewValue, type Store, type Theme, type ViewSettings } from './state';
 import type { ImageView } from './view';
+import type { Scope } from './panel';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -12,11 +12,14 @@ function fmtNum(v: number) {
   return Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-2) ? v.toExponential(2) : +v.toPrecision(4);
 }
 
-/** Binds the controls; returns `showLevels` (the automatic levels as the level boxes'
- * placeholders, after each new image). `applyTheme` follows the theme setting. */
-export function installViewControls(store: Store, view: ImageView, applyTheme: (t: Theme) => void): () => void {
+/** Binds the controls (its listeners, effect and colour-map options registered in `scope`, undone
+ * with the panel); returns `showLevels` (the automatic levels as the level boxes' placeholders,
+ * after each new image). `applyTheme` follows the theme setting. */
+export function installViewControls(store: Store, view: ImageView, applyTheme: (t: Theme) => void, scope: Scope): () => void {
   const cmapSel = $<HTMLSelectElement>('cmap');
-  for (const c of COLOUR_MAPS) cmapSel.add(new Option(c.label, c.value));
+  const options = COLOUR_MAPS.map((c) => new Option(c.label, c.value));
+  for (const o of options) cmapSel.add(o);
+  scope.add(() => { for (const o of options) o.remove(); });
   const backendSel = $<HTMLSelectElement>('backend');
   const precisionSel = $<HTMLSelectElement>('precision');
   const scalingSel = $<HTMLSelectElement>('scaling');
@@ -27,16 +30,16 @@ export function installViewControls(store: Store, view: ImageView, applyTheme: (
   const beamCb = $<HTMLInputElement>('beamc');
   const labelsCb = $<HTMLInputElement>('labels');
 
-  backendSel.addEventListener('change', () => store.setView({ backend: backendSel.value as ViewSettings['backend'] }));
-  precisionSel.addEventListener('change', () => store.setView({ precision: precisionSel.value as ViewSettings['precision'] }));
-  cmapSel.addEventListener('change', () => store.setView({ cmap: cmapSel.value as ViewSettings['cmap'] }));
-  scalingSel.addEventListener('change', () => store.setView({ scaling: scalingSel.value as ViewSettings['scaling'] }));
-  contrast.addEventListener('input', () => store.setView({ contrast: +contrast.value }));
-  ringsCb.addEventListener('change', () => store.setView({ rings: ringsCb.checked }));
-  beamCb.addEventListener('change', () => store.setView({ beamc: beamCb.checked }));
-  labelsCb.addEventListener('change', () => store.setView({ labels: labelsCb.checked }));
+  scope.on(backendSel, 'change', () => store.setView({ backend: backendSel.value as ViewSettings['backend'] }));
+  scope.on(precisionSel, 'change', () => store.setView({ precision: precisionSel.value as ViewSettings['precision'] }));
+  scope.on(cmapSel, 'change', () => store.setView({ cmap: cmapSel.value as ViewSettings['cmap'] }));
+  scope.on(scalingSel, 'change', () => store.setView({ scaling: scalingSel.value as ViewSettings['scaling'] }));
+  scope.on(contrast, 'input', () => store.setView({ contrast: +contrast.value }));
+  scope.on(ringsCb, 'change', () => store.setView({ rings: ringsCb.checked }));
+  scope.on(beamCb, 'change', () => store.setView({ beamc: beamCb.checked }));
+  scope.on(labelsCb, 'change', () => store.setView({ labels: labelsCb.checked }));
   for (const [el, key] of [[levelMin, 'min'], [levelMax, 'max']] as const) {
-    el.addEventListener('change', () => {
+    scope.on(el, 'change', () => {
       const r = parseViewValue(key, el.value, key === 'min' ? 'black level' : 'white level');
       el.setCustomValidity(r.error ?? '');
       el.title = r.error ?? '';
@@ -45,7 +48,7 @@ export function installViewControls(store: Store, view: ImageView, applyTheme: (
     });
   }
 
-  effect(() => {
+  scope.effect(() => {
     const v = store.view.value;
     backendSel.value = v.backend;
     precisionSel.value = v.precision;

@@ -8,9 +8,10 @@
 use super::check_image;
 #[cfg(not(target_arch = "wasm32"))]
 use super::renderer::block_on;
+use super::renderer::gpu_or_fallback;
 use super::{choose_backend, Backend, Engine, Precision, Prepared, Renderer};
 use crate::cpu;
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::files::FileSource;
 pub use crate::refine::{Background, Fit, FitOptions, FitStep, Loss, Spot, SpotOptions};
 pub use crate::resolve::fitted::Fitted;
@@ -359,28 +360,20 @@ impl Renderer {
         let (moved, t) =
             crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
         if self.use_gpu(choice, &mut notices).await {
-            match self.gpu_tangents(&moved.plan, &t, progress, cancel).await {
-                Ok((image, tangents)) => {
-                    return Ok(RenderedGradients {
-                        gradients: Gradients {
-                            params: params.to_vec(),
-                            fpixels: moved.plan.fpixels,
-                            spixels: moved.plan.spixels,
-                            image_f64: crate::pages::map_collect(&image, |v| v as f64),
-                            image,
-                            tangents: tangents.into(),
-                        },
-                        engine: Engine::Gpu,
-                        notices,
-                    })
-                }
-                Err(e) if choice.fallback_to_cpu && e.kind == ErrorKind::Gpu => {
-                    notices.push(format!(
-                        "GPU backend unavailable ({}); rendering on the CPU",
-                        e.message
-                    ))
-                }
-                Err(e) => return Err(e),
+            let gpu = self.gpu_tangents(&moved.plan, &t, progress, cancel).await;
+            if let Some((image, tangents)) = gpu_or_fallback(choice, gpu, &mut notices)? {
+                return Ok(RenderedGradients {
+                    gradients: Gradients {
+                        params: params.to_vec(),
+                        fpixels: moved.plan.fpixels,
+                        spixels: moved.plan.spixels,
+                        image_f64: crate::pages::map_collect(&image, |v| v as f64),
+                        image,
+                        tangents: tangents.into(),
+                    },
+                    engine: Engine::Gpu,
+                    notices,
+                });
             }
         }
         let plan = &moved.plan;
@@ -423,19 +416,15 @@ impl Renderer {
         let (moved, t) =
             crate::resolve::tangent::plan_tangent_at(&prep.setup, files, params, offsets)?;
         let plan = &moved.plan;
-        // the notice of a software adapter passed over: `cpu_fallback_notice`, for the caller
-        if self.use_gpu(choice, &mut Vec::new()).await {
+        // the notices of a software adapter passed over or a GPU that failed:
+        // `cpu_fallback_notice`, for the caller
+        let mut notices = Vec::new();
+        if self.use_gpu(choice, &mut notices).await {
             cpu::tangent::check_weights(plan, weights)?;
-            match self.gpu_vjp(plan, &t, weights, cancel).await {
-                Ok((image, g)) => {
-                    return Ok((
-                        crate::pages::map_collect(&image, |v| v as f64),
-                        g,
-                        Engine::Gpu,
-                    ));
-                }
-                Err(e) if choice.fallback_to_cpu && e.kind == ErrorKind::Gpu => {}
-                Err(e) => return Err(e),
+            let gpu = self.gpu_vjp(plan, &t, weights, cancel).await;
+            if let Some((image, g)) = gpu_or_fallback(choice, gpu, &mut notices)? {
+                let image = crate::pages::map_collect(&image, |v| v as f64);
+                return Ok((image, g, Engine::Gpu));
             }
         }
         let (image, g) = cpu::with_threads(self.threads(), || match precision {
@@ -498,13 +487,7 @@ impl Renderer {
         let out = gpu
             .render_tangents(plan, t, &mut |p| progress(p), cancel)
             .await;
-        let r = match out {
-            Ok(r) => r,
-            Err(e) => {
-                self.gpu_failed(&e);
-                return Err(e);
-            }
-        };
+        let r = self.gpu_result(out)?;
         let fixup = self.gpu_renderer().await?.exact_fixup().clone();
         let mut image = r.image;
         let mut tangents = r.tangents;
@@ -525,13 +508,8 @@ impl Renderer {
         cancel: &AtomicBool,
     ) -> Result<(Vec<f32>, Vec<f64>)> {
         let gpu = self.gpu_renderer().await?;
-        let r = match gpu.render_vjp(plan, t, weights, cancel).await {
-            Ok(r) => r,
-            Err(e) => {
-                self.gpu_failed(&e);
-                return Err(e);
-            }
-        };
+        let out = gpu.render_vjp(plan, t, weights, cancel).await;
+        let r = self.gpu_result(out)?;
         let fixup = self.gpu_renderer().await?.exact_fixup().clone();
         let mut image = r.image;
         let mut g = r.sums;

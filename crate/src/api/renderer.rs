@@ -87,23 +87,15 @@ impl Renderer {
         let choice = choose_backend(backend, precision);
         let mut notices = std::mem::take(&mut self.notices);
         if self.use_gpu(choice, &mut notices).await {
-            match self.render_gpu(plan, progress, cancel).await {
-                Ok((image, timings)) => {
-                    check_image(plan, &image)?;
-                    return Ok(Rendered {
-                        image,
-                        engine: Engine::Gpu,
-                        notices,
-                        gpu_timings: Some(timings),
-                    });
-                }
-                Err(e) if choice.fallback_to_cpu && e.kind == ErrorKind::Gpu => {
-                    notices.push(format!(
-                        "GPU backend unavailable ({}); rendering on the CPU",
-                        e.message
-                    ));
-                }
-                Err(e) => return Err(e),
+            let gpu = self.render_gpu(plan, progress, cancel).await;
+            if let Some((image, timings)) = gpu_or_fallback(choice, gpu, &mut notices)? {
+                check_image(plan, &image)?;
+                return Ok(Rendered {
+                    image,
+                    engine: Engine::Gpu,
+                    notices,
+                    gpu_timings: Some(timings),
+                });
             }
         }
         let mut r = self.render_on_cpu(plan, precision, progress, cancel)?;
@@ -190,10 +182,7 @@ impl Renderer {
     pub fn cpu_fallback_notice(&self) -> String {
         match self.gpu_software() {
             Some(name) => software_gpu_notice(&name),
-            None => format!(
-                "GPU backend unavailable ({}); rendering on the CPU",
-                self.gpu_error().unwrap_or_default()
-            ),
+            None => gpu_unavailable_notice(&self.gpu_error().unwrap_or_default()),
         }
     }
 
@@ -217,13 +206,16 @@ impl Renderer {
         }
     }
 
-    /// After a GPU kernel failed with `e`: a device lost or a kernel failure
-    /// (`ErrorKind::Gpu`) means this GPU is not tried again.
+    /// A GPU kernel's result, passed on: a device lost or a kernel failure (`ErrorKind::Gpu`)
+    /// means this GPU is not tried again.
     #[cfg(feature = "gpu")]
-    pub(super) fn gpu_failed(&mut self, e: &Error) {
-        if e.kind == ErrorKind::Gpu {
-            self.gpu = GpuSlot::Failed(e.message.clone());
+    pub(super) fn gpu_result<T>(&mut self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            if e.kind == ErrorKind::Gpu {
+                self.gpu = GpuSlot::Failed(e.message.clone());
+            }
         }
+        r
     }
 
     /// Notices waiting to be reported (threads capped), taken.
@@ -248,13 +240,7 @@ impl Renderer {
             unreachable!()
         };
         let out = r.render(plan, &mut |p| progress(p), cancel).await;
-        if let Err(e) = &out {
-            if e.kind == ErrorKind::Gpu {
-                // device lost or kernel failure: do not try this GPU again
-                self.gpu = GpuSlot::Failed(e.message.clone());
-            }
-        }
-        let image = out?;
+        let image = self.gpu_result(out)?;
         let GpuSlot::Ready(r) = &self.gpu else {
             unreachable!()
         };
@@ -286,6 +272,29 @@ impl Renderer {
             "-backend gpu: this nanobragg was built without the gpu feature",
         ))
     }
+}
+
+/// What the policy does with a GPU computation's result: `Ok(Some(_))` when it ran, `Ok(None)`
+/// when `choice` falls back to the CPU on its failure (`ErrorKind::Gpu`; the notice pushed to
+/// `notices`), else its error.
+pub(super) fn gpu_or_fallback<T>(
+    choice: Choice,
+    r: Result<T>,
+    notices: &mut Vec<String>,
+) -> Result<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if choice.fallback_to_cpu && e.kind == ErrorKind::Gpu => {
+            notices.push(gpu_unavailable_notice(&e.message));
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The notice of a computation the GPU did not run (`why`) done on the CPU.
+fn gpu_unavailable_notice(why: &str) -> String {
+    format!("GPU backend unavailable ({why}); rendering on the CPU")
 }
 
 /// The one exact-Bragg fix-up, for both backends: the pixels a fast kernel reported

@@ -1,5 +1,6 @@
-//! Device acquisition and small helpers shared by the renderer and the self-test: buffer
-//! read-back, waiting for submitted work, error scopes, a wall clock that also builds on wasm32.
+//! Device acquisition and small helpers shared by the renderer and the self-test: the kernels'
+//! bind group and pipeline layouts and compute pipelines, buffer read-back, waiting for submitted
+//! work, error scopes, a wall clock that also builds on wasm32.
 
 use crate::error::{Error, Result};
 
@@ -164,6 +165,72 @@ pub async fn read_buffer(
     size: u64,
 ) -> Result<Vec<u8>> {
     read_buffer_with(device, buffer, size, |b| b.to_vec()).await
+}
+
+/// A uniform buffer binding (`buffer_layouts`).
+pub const UNIFORM: wgpu::BufferBindingType = wgpu::BufferBindingType::Uniform;
+/// A read-only storage buffer binding.
+pub const READ: wgpu::BufferBindingType = wgpu::BufferBindingType::Storage { read_only: true };
+/// A read-write storage buffer binding.
+pub const WRITE: wgpu::BufferBindingType = wgpu::BufferBindingType::Storage { read_only: false };
+
+/// The bind group layout of buffers `bindings` (binding i of type `bindings[i]`, seen by the
+/// compute stage) and the pipeline layout of that one group.
+pub fn buffer_layouts(
+    device: &wgpu::Device,
+    label: &str,
+    bindings: &[wgpu::BufferBindingType],
+) -> (wgpu::BindGroupLayout, wgpu::PipelineLayout) {
+    let entries: Vec<wgpu::BindGroupLayoutEntry> = (0u32..)
+        .zip(bindings)
+        .map(|(binding, &ty)| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        })
+        .collect();
+    let group = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some(label),
+        entries: &entries,
+    });
+    let pipeline = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some(label),
+        bind_group_layouts: &[Some(&group)],
+        immediate_size: 0,
+    });
+    (group, pipeline)
+}
+
+/// The compute pipeline of `entry` in the WGSL `source` (module and pipeline named `label`) on
+/// `layout`, with the pipeline-overridable `constants`.
+pub fn compute_pipeline(
+    device: &wgpu::Device,
+    label: &str,
+    source: &str,
+    entry: &str,
+    layout: &wgpu::PipelineLayout,
+    constants: &[(&str, f64)],
+) -> wgpu::ComputePipeline {
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(label),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(label),
+        layout: Some(layout),
+        module: &module,
+        entry_point: Some(entry),
+        compilation_options: wgpu::PipelineCompilationOptions {
+            constants,
+            ..Default::default()
+        },
+        cache: None,
+    })
 }
 
 /// A buffer of `size` bytes, not mapped at creation.

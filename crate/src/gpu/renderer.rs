@@ -18,7 +18,10 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::context::{new_buffer, read_buffer, request_device, scope_error, wait_for, Clock};
+use super::context::{
+    buffer_layouts, compute_pipeline, new_buffer, read_buffer, request_device, scope_error,
+    wait_for, Clock, READ, UNIFORM, WRITE,
+};
 use super::layout::{
     self, Chunk, GpuPanel, GpuSource, GpuTerm, Params, ReduceParams, TanParams, FLAGS_HEADER_WORDS,
     NO_PIXEL,
@@ -168,19 +171,6 @@ pub struct GpuRenderer {
     fixup: ExactFixup,
 }
 
-fn layout_entry(binding: u32, ty: wgpu::BufferBindingType) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty,
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
-}
-
 fn hash_bytes(b: &[u8]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     b.hash(&mut h);
@@ -243,42 +233,18 @@ impl GpuRenderer {
             probe.fma_fused = f;
         }
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("nanobragg kernel"),
-            source: wgpu::ShaderSource::Wgsl(shaders::kernel_source().into()),
-        });
-        use wgpu::BufferBindingType as B;
-        let bind_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("nanobragg kernel"),
-            entries: &[
-                layout_entry(0, B::Uniform),
-                layout_entry(1, B::Storage { read_only: true }),
-                layout_entry(2, B::Storage { read_only: true }),
-                layout_entry(3, B::Storage { read_only: true }),
-                layout_entry(4, B::Storage { read_only: true }),
-                layout_entry(5, B::Storage { read_only: true }),
-                layout_entry(6, B::Storage { read_only: false }),
-                layout_entry(7, B::Storage { read_only: false }),
-                layout_entry(8, B::Storage { read_only: true }),
-                layout_entry(9, B::Uniform),
-            ],
-        });
-        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("nanobragg kernel"),
-            bind_group_layouts: &[Some(&bind_layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("nanobragg kernel"),
-            layout: Some(&pl),
-            module: &module,
-            entry_point: Some(shaders::KERNEL_ENTRY),
-            compilation_options: wgpu::PipelineCompilationOptions {
-                constants: &shaders::constants(probe.fma_fused),
-                ..Default::default()
-            },
-            cache: None,
-        });
+        let bindings = [
+            UNIFORM, READ, READ, READ, READ, READ, WRITE, WRITE, READ, UNIFORM,
+        ];
+        let (bind_layout, pl) = buffer_layouts(&device, "nanobragg kernel", &bindings);
+        let pipeline = compute_pipeline(
+            &device,
+            "nanobragg kernel",
+            &shaders::kernel_source(),
+            shaders::KERNEL_ENTRY,
+            &pl,
+            &shaders::constants(probe.fma_fused),
+        );
         let buf = |label, size, usage| new_buffer(&device, label, size, usage);
         use wgpu::BufferUsages as U;
         let params_buf = buf(
@@ -582,25 +548,14 @@ impl GpuRenderer {
         }
         let clock = Clock::start();
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some("nanobragg tangent kernel"),
-                source: wgpu::ShaderSource::Wgsl(shaders::tangent_source().into()),
-            });
-        let pipeline = self
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some("nanobragg tangent kernel"),
-                layout: Some(&self.pipeline_layout),
-                module: &module,
-                entry_point: Some(shaders::TANGENT_ENTRY),
-                compilation_options: wgpu::PipelineCompilationOptions {
-                    constants: &shaders::constants(self.fma_fused),
-                    ..Default::default()
-                },
-                cache: None,
-            });
+        let pipeline = compute_pipeline(
+            &self.device,
+            "nanobragg tangent kernel",
+            &shaders::tangent_source(),
+            shaders::TANGENT_ENTRY,
+            &self.pipeline_layout,
+            &shaders::constants(self.fma_fused),
+        );
         scope_error(scope.pop().await, "tangent pipeline creation")?;
         let idx = self.queue.submit([]);
         wait_for(&self.device, &self.queue, idx).await?;
@@ -856,34 +811,17 @@ impl GpuRenderer {
         }
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         if self.reduce_pipeline.is_none() {
-            let dev = &self.device;
-            let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some("nanobragg vjp reduction"),
-                source: wgpu::ShaderSource::Wgsl(shaders::REDUCE.into()),
-            });
-            use wgpu::BufferBindingType as B;
-            let bl = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                label: Some("nanobragg vjp reduction"),
-                entries: &[
-                    layout_entry(0, B::Uniform),
-                    layout_entry(1, B::Storage { read_only: true }),
-                    layout_entry(2, B::Storage { read_only: true }),
-                    layout_entry(3, B::Storage { read_only: false }),
-                ],
-            });
-            let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some("nanobragg vjp reduction"),
-                bind_group_layouts: &[Some(&bl)],
-                immediate_size: 0,
-            });
-            let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some("nanobragg vjp reduction"),
-                layout: Some(&pl),
-                module: &module,
-                entry_point: Some(shaders::REDUCE_ENTRY),
-                compilation_options: Default::default(),
-                cache: None,
-            });
+            let label = "nanobragg vjp reduction";
+            let bindings = [UNIFORM, READ, READ, WRITE];
+            let (bl, pl) = buffer_layouts(&self.device, label, &bindings);
+            let pipeline = compute_pipeline(
+                &self.device,
+                label,
+                shaders::REDUCE,
+                shaders::REDUCE_ENTRY,
+                &pl,
+                &[],
+            );
             self.stats.pipelines_created += 1;
             self.reduce_pipeline = Some((pipeline, bl));
         }

@@ -4,7 +4,9 @@
 //! flushed low words), and by `crate/tests/gpu_selftest.rs` to test every trick and every term
 //! function against its Rust twin (`crate::terms`).
 
-use super::context::{read_buffer, scope_error};
+use super::context::{
+    buffer_layouts, compute_pipeline, read_buffer, scope_error, READ, UNIFORM, WRITE,
+};
 use super::layout::SelfTestParams;
 use super::shaders;
 use crate::error::{Error, Result};
@@ -110,51 +112,18 @@ pub struct SelfTest {
     layout: wgpu::BindGroupLayout,
 }
 
-fn entry(binding: u32, ty: wgpu::BufferBindingType) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty,
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
-}
-
 impl SelfTest {
     pub fn new(device: &wgpu::Device, fma_fused: bool) -> Self {
-        let src = shaders::selftest_source();
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("nanobragg selftest"),
-            source: wgpu::ShaderSource::Wgsl(src.into()),
-        });
-        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("nanobragg selftest"),
-            entries: &[
-                entry(0, wgpu::BufferBindingType::Uniform),
-                entry(1, wgpu::BufferBindingType::Storage { read_only: true }),
-                entry(2, wgpu::BufferBindingType::Storage { read_only: false }),
-                entry(3, wgpu::BufferBindingType::Storage { read_only: true }),
-            ],
-        });
-        let pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("nanobragg selftest"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("nanobragg selftest"),
-            layout: Some(&pl),
-            module: &module,
-            entry_point: Some(shaders::SELFTEST_ENTRY),
-            compilation_options: wgpu::PipelineCompilationOptions {
-                constants: &shaders::constants(fma_fused),
-                ..Default::default()
-            },
-            cache: None,
-        });
+        let label = "nanobragg selftest";
+        let (layout, pl) = buffer_layouts(device, label, &[UNIFORM, READ, WRITE, READ]);
+        let pipeline = compute_pipeline(
+            device,
+            label,
+            &shaders::selftest_source(),
+            shaders::SELFTEST_ENTRY,
+            &pl,
+            &shaders::constants(fma_fused),
+        );
         SelfTest { pipeline, layout }
     }
 

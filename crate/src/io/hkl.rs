@@ -158,6 +158,20 @@ pub fn parse_hkl_limited(
     Ok(grid)
 }
 
+/// The table of bounds `b` (h_min, h_max, k_min, k_max, l_min, l_max) holding `data`.
+fn table_of(b: [i64; 6], hkls: usize, data: Vec<f64>) -> HklGrid {
+    HklGrid {
+        h_min: b[0] as i32,
+        h_max: b[1] as i32,
+        k_min: b[2] as i32,
+        k_max: b[3] as i32,
+        l_min: b[4] as i32,
+        l_max: b[5] as i32,
+        hkls,
+        data,
+    }
+}
+
 /// An empty padded table for the bounds `h_min h_max k_min k_max l_min l_max`: zero-filled, the
 /// inner `h_range x k_range x l_range` block prefilled with `default_f` when it is non-zero;
 /// `hkls` = 0. Errors (naming `name`) when the ranges are invalid or larger than `max_values`
@@ -174,16 +188,7 @@ pub fn new_table(name: &str, b: [i64; 6], default_f: f64, max_values: usize) -> 
             }
         }
     }
-    Ok(HklGrid {
-        h_min: b[0] as i32,
-        h_max: b[1] as i32,
-        k_min: b[2] as i32,
-        k_max: b[3] as i32,
-        l_min: b[4] as i32,
-        l_max: b[5] as i32,
-        hkls: 0,
-        data,
-    })
+    Ok(table_of(b, 0, data))
 }
 
 /// The whole table as `h k l F` text (`-hklout`): every entry of the `h_range x k_range x
@@ -278,16 +283,7 @@ pub fn read_fdump_limited(name: &str, bytes: &[u8], max_values: usize) -> Result
     for (d, chunk) in data.iter_mut().zip(body.chunks_exact(8)) {
         *d = f64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
     }
-    Ok(HklGrid {
-        h_min: b[0] as i32,
-        h_max: b[1] as i32,
-        k_min: b[2] as i32,
-        k_max: b[3] as i32,
-        l_min: b[4] as i32,
-        l_max: b[5] as i32,
-        hkls: hr * kr * lr,
-        data,
-    })
+    Ok(table_of(b, hr * kr * lr, data))
 }
 
 #[cfg(test)]

@@ -12,8 +12,10 @@ const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getEleme
 export const formPanel = panel('form', ({ store, client, page }, scope) => {
   const form = $('params');
   const presetSel = $<HTMLSelectElement>('preset');
-  for (const p of PRESETS) presetSel.add(new Option(p.label, p.id));
-  const { showFieldErrors } = createForm({ store, form, presetSel, setDetector: (v) => setDetector(v) });
+  const presetOptions = PRESETS.map((p) => new Option(p.label, p.id));
+  for (const o of presetOptions) presetSel.add(o);
+  scope.add(() => { for (const o of presetOptions) o.remove(); });
+  const { showFieldErrors } = createForm({ store, form, presetSel, setDetector: (v) => setDetector(v) }, scope);
   page.showFieldErrors = showFieldErrors;
 
   /** The crate's detector presets, kept from the first module that started (a cancelled render
@@ -49,6 +51,6 @@ export const formPanel = panel('form', ({ store, client, page }, scope) => {
 });
 
 export const viewPanel = panel('view settings', ({ store, view, page }, scope) => {
-  page.showLevels = installViewControls(store, view, (t) => page.applyTheme(t));
+  page.showLevels = installViewControls(store, view, (t) => page.applyTheme(t), scope);
   scope.on($('fit'), 'click', () => view.fit());
 });

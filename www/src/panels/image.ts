@@ -25,7 +25,7 @@ export const readoutPanel = panel('readout', ({ store, client, view, page }) => 
   page.api.pixelGeometry = query;
 });
 
-export const downloadsPanel = panel('downloads', ({ store, client, view, page }) => {
+export const downloadsPanel = panel('downloads', ({ store, client, view, page }, scope) => {
   page.save = installDownloads({
     client, view,
     shown: () => {
@@ -34,7 +34,7 @@ export const downloadsPanel = panel('downloads', ({ store, client, view, page })
       return { realistic, model: realistic ? s.model : store.model.peek(), width: s?.width ?? 0, height: s?.height ?? 0 };
     },
     ensureFull: () => page.ensureFull(), error: (m) => page.showError(m),
-  });
+  }, scope);
 });
 
 // orientation sliders, rotation by drag, φ player, preset notes

@@ -104,67 +104,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   turning.controls = controls;
 
   // the objects (objects.ts)
-  const objects = createSceneObjects(scene, showAll);
-  const {
-    shaftGeo,
-    headGeo,
-    sphereGeo,
-    disposables,
-    own,
-    pointUniforms,
-    pointMat,
-    hazeMat,
-    pointGeo: pointGeo_,
-    hazeGeo: hazeGeo_,
-    points,
-    haze,
-    sphereGroup,
-    sphereMat,
-    shellMat,
-    sphere,
-    shellGroup,
-    circleMat,
-    meridians,
-    arrows,
-    mkArrow,
-    beamArrow,
-    beamLineMat,
-    beamLine,
-    crystal,
-    axesGroup,
-    axisArrows,
-    spindleLine,
-    detectorGroup,
-    detFillMat,
-    detLineMat,
-    coneMat,
-    footMat,
-    detArrowMat,
-    overlay,
-    ringMat,
-    spotMat,
-    markerGeo,
-    marker,
-    spotGeo,
-    spot,
-    kArrow,
-    rArrow,
-    rayMat,
-    ray,
-    infoLabel,
-    lblSphere,
-    lblCrystal,
-    lblOrigin,
-    lblBeam,
-    lblK0,
-    lblDet,
-    lblSpindle,
-    lblAxes,
-    lblK,
-    lblR,
-  } = objects;
-  let pointGeo = pointGeo_;
-  let hazeGeo = hazeGeo_;
+  const obj = createSceneObjects(scene, showAll);
 
   // ---- state ----
   let data: RecipData | null = null;
@@ -197,35 +137,35 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     container.classList.remove('light', 'dark');
     container.classList.add(theme);
     renderer.setClearColor(p.background, 1);
-    const u = pointMat.uniforms;
+    const u = obj.pointMat.uniforms;
     (u.uFarLo.value as Color).setHex(p.far[0]);
     (u.uFarHi.value as Color).setHex(p.far[1]);
     (u.uNear.value as Color).setHex(p.near);
     (u.uHotLo.value as Color).setHex(p.hot[0]);
     (u.uHotHi.value as Color).setHex(p.hot[1]);
-    hazeMat.uniforms.uAlpha.value = p.haze;
-    (sphereMat.uniforms.uColor.value as Color).setHex(p.sphere);
-    sphereMat.uniforms.uAlpha.value = p.sphereAlpha;
-    (shellMat.uniforms.uColor.value as Color).setHex(p.shell);
-    circleMat.color.setHex(p.line);
-    beamArrow.material.color.setHex(p.beam);
-    beamLineMat.color.setHex(p.beam);
-    (crystal.material as MeshBasicMaterial).color.setHex(p.beam);
-    axisArrows.forEach((a, i) => a.material.color.setHex(p.axes[i]));
-    lblAxes.forEach((l, i) => (l.element.style.color = hex(p.axes[i])));
-    (spindleLine.material as LineDashedMaterial).color.setHex(p.spindle);
-    detFillMat.color.setHex(p.detector);
-    detLineMat.color.setHex(p.detector);
-    detArrowMat.color.setHex(p.detector);
-    coneMat.color.setHex(p.detector);
-    footMat.color.setHex(p.footprint);
-    (ringMat.uniforms.uColor.value as Color).setHex(p.marker);
-    (spotMat.uniforms.uColor.value as Color).setHex(p.hot[1]);
-    kArrow.material.color.setHex(p.k);
-    rArrow.material.color.setHex(p.r);
-    rayMat.color.setHex(p.k);
-    lblK.element.style.color = hex(p.k);
-    lblR.element.style.color = hex(p.r);
+    obj.hazeMat.uniforms.uAlpha.value = p.haze;
+    (obj.sphereMat.uniforms.uColor.value as Color).setHex(p.sphere);
+    obj.sphereMat.uniforms.uAlpha.value = p.sphereAlpha;
+    (obj.shellMat.uniforms.uColor.value as Color).setHex(p.shell);
+    obj.circleMat.color.setHex(p.line);
+    obj.beamArrow.material.color.setHex(p.beam);
+    obj.beamLineMat.color.setHex(p.beam);
+    (obj.crystal.material as MeshBasicMaterial).color.setHex(p.beam);
+    obj.axisArrows.forEach((a, i) => a.material.color.setHex(p.axes[i]));
+    obj.lblAxes.forEach((l, i) => (l.element.style.color = hex(p.axes[i])));
+    (obj.spindleLine.material as LineDashedMaterial).color.setHex(p.spindle);
+    obj.detFillMat.color.setHex(p.detector);
+    obj.detLineMat.color.setHex(p.detector);
+    obj.detArrowMat.color.setHex(p.detector);
+    obj.coneMat.color.setHex(p.detector);
+    obj.footMat.color.setHex(p.footprint);
+    (obj.ringMat.uniforms.uColor.value as Color).setHex(p.marker);
+    (obj.spotMat.uniforms.uColor.value as Color).setHex(p.hot[1]);
+    obj.kArrow.material.color.setHex(p.k);
+    obj.rArrow.material.color.setHex(p.r);
+    obj.rayMat.color.setHex(p.k);
+    obj.lblK.element.style.color = hex(p.k);
+    obj.lblR.element.style.color = hex(p.r);
     updateLegend();
     requestRender();
   }
@@ -256,7 +196,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   function clearGroup(g: Group) {
     for (const c of [...g.children]) {
       g.remove(c);
-      if ((c as Mesh).geometry && (c as Mesh).geometry !== sphereGeo) (c as Mesh).geometry.dispose();
+      if ((c as Mesh).geometry && (c as Mesh).geometry !== obj.sphereGeo) (c as Mesh).geometry.dispose();
     }
   }
 
@@ -277,11 +217,11 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     upDir = up;
     const side = cross(beamDir, upDir);
 
-    sphere.scale.setScalar(R);
-    sphere.position.set(C[0], C[1], C[2]);
+    obj.sphere.scale.setScalar(R);
+    obj.sphere.position.set(C[0], C[1], C[2]);
     // meridians through the beam axis (vertical and horizontal) and the circle through O
     // perpendicular to nothing: two great circles show the sphere's shape in any view
-    clearGroup(meridians);
+    clearGroup(obj.meridians);
     for (const axis of [upDir, side]) {
       const pts: V3[] = [];
       const e1 = beamDir, e2 = cross(axis, beamDir);
@@ -289,12 +229,12 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
         const t = (2 * Math.PI * i) / 192;
         pts.push(add(C, add(mul(e1, R * Math.cos(t)), mul(e2, R * Math.sin(t)))));
       }
-      const l = new Line(new BufferGeometry(), circleMat);
+      const l = new Line(new BufferGeometry(), obj.circleMat);
       setLine(l, pts);
-      meridians.add(l);
+      obj.meridians.add(l);
     }
     // shell: the extreme spheres of dispersion (all through O) and divergence (tilted about O)
-    clearGroup(shellGroup);
+    clearGroup(obj.shellGroup);
     const shellSpheres: { c: V3; r: number }[] = [];
     if (d.ewaldRadiusRange) for (const r of d.ewaldRadiusRange) if (Math.abs(r - R) > 1e-9 * R) shellSpheres.push({ c: mul(beamDir, -r), r });
     if (d.divergence && d.divergence > 0) {
@@ -307,53 +247,53 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       }
     }
     for (const s of shellSpheres) {
-      const m = new Mesh(sphereGeo, shellMat);
+      const m = new Mesh(obj.sphereGeo, obj.shellMat);
       m.scale.setScalar(s.r);
       m.position.set(s.c[0], s.c[1], s.c[2]);
       m.renderOrder = 1;
-      shellGroup.add(m);
+      obj.shellGroup.add(m);
     }
     const lp = add(C, mul(add(mul(upDir, 0.8), mul(beamDir, -0.6)), R));
-    lblSphere.position.set(lp[0], lp[1], lp[2]);
-    (lblSphere.element as HTMLElement).textContent = `Ewald sphere, radius 1/λ = ${fmt(R, 3)} Å⁻¹`;
+    obj.lblSphere.position.set(lp[0], lp[1], lp[2]);
+    (obj.lblSphere.element as HTMLElement).textContent = `Ewald sphere, radius 1/λ = ${fmt(R, 3)} Å⁻¹`;
 
     // beam: from upstream through the crystal C to O (k₀), then on to the detector
-    beamArrow.set(C, [0, 0, 0]);
+    obj.beamArrow.set(C, [0, 0, 0]);
     const upstream = mul(beamDir, -R * 1.7);
-    lblBeam.position.set(upstream[0], upstream[1], upstream[2]);
-    lblBeam.center.set(0.5, 1.4);
+    obj.lblBeam.position.set(upstream[0], upstream[1], upstream[2]);
+    obj.lblBeam.center.set(0.5, 1.4);
     const mid = mul(C, 0.5);
-    lblK0.position.set(mid[0] + upDir[0] * R * 0.04, mid[1] + upDir[1] * R * 0.04, mid[2] + upDir[2] * R * 0.04);
-    crystal.scale.setScalar(R * 0.025);
-    crystal.position.set(C[0], C[1], C[2]);
-    lblCrystal.position.set(C[0], C[1], C[2]);
+    obj.lblK0.position.set(mid[0] + upDir[0] * R * 0.04, mid[1] + upDir[1] * R * 0.04, mid[2] + upDir[2] * R * 0.04);
+    obj.crystal.scale.setScalar(R * 0.025);
+    obj.crystal.position.set(C[0], C[1], C[2]);
+    obj.lblCrystal.position.set(C[0], C[1], C[2]);
 
     // spindle through O
     if (d.spindle && len(d.spindle) > 0) {
       const u = unit(d.spindle);
       const L = Math.max(latticeRadius * 1.3, R * 0.25);
-      setLine(spindleLine, [mul(u, -L), mul(u, L)], true);
-      (spindleLine.material as LineDashedMaterial).dashSize = L * 0.04;
-      (spindleLine.material as LineDashedMaterial).gapSize = L * 0.03;
-      spindleLine.visible = true;
-      lblSpindle.visible = true;
+      setLine(obj.spindleLine, [mul(u, -L), mul(u, L)], true);
+      (obj.spindleLine.material as LineDashedMaterial).dashSize = L * 0.04;
+      (obj.spindleLine.material as LineDashedMaterial).gapSize = L * 0.03;
+      obj.spindleLine.visible = true;
+      obj.lblSpindle.visible = true;
       // at the far end from +u, where a* b* c* of an unrotated cell (c* on the spindle) are not
-      lblSpindle.position.set(-u[0] * L, -u[1] * L, -u[2] * L);
+      obj.lblSpindle.position.set(-u[0] * L, -u[1] * L, -u[2] * L);
     } else {
-      spindleLine.visible = false;
-      lblSpindle.visible = false;
+      obj.spindleLine.visible = false;
+      obj.lblSpindle.visible = false;
     }
 
     // detector, in real space about the crystal at C, scaled by detKappa (detector3d.ts)
-    for (const c of detectorGroup.children) if (c instanceof Arrow) arrows.splice(arrows.indexOf(c), 1);
-    clearGroup(detectorGroup);
-    const placed = buildDetector(objects, d.detector, { C, R, beamDir, detScale }, setLine);
+    for (const c of obj.detectorGroup.children) if (c instanceof Arrow) obj.arrows.splice(obj.arrows.indexOf(c), 1);
+    clearGroup(obj.detectorGroup);
+    const placed = buildDetector(obj, d.detector, { C, R, beamDir, detScale }, setLine);
     detPlane = placed.plane;
     detKappa = placed.kappa;
     const beamEnd = placed.beamEnd ?? mul(beamDir, R * (detScale - 1));
-    setLine(beamLine, [upstream, C, beamEnd], true);
-    beamLineMat.dashSize = R * 0.03;
-    beamLineMat.gapSize = R * 0.02;
+    setLine(obj.beamLine, [upstream, C, beamEnd], true);
+    obj.beamLineMat.dashSize = R * 0.03;
+    obj.beamLineMat.gapSize = R * 0.02;
   }
 
   function buildPoints(d: RecipData) {
@@ -365,18 +305,18 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     info = st.info;
     latticeRadius = st.rMax || R * 0.3;
     const nNear = st.nNear;
-    const same = pointGeo.getAttribute('position')?.count === n;
+    const same = obj.pointGeo.getAttribute('position')?.count === n;
     if (!same) {
-      pointGeo.dispose();
-      hazeGeo.dispose();
-      pointGeo = new BufferGeometry();
-      hazeGeo = new BufferGeometry();
-      points.geometry = pointGeo;
-      haze.geometry = hazeGeo;
+      obj.pointGeo.dispose();
+      obj.hazeGeo.dispose();
+      obj.pointGeo = new BufferGeometry();
+      obj.hazeGeo = new BufferGeometry();
+      obj.points.geometry = obj.pointGeo;
+      obj.haze.geometry = obj.hazeGeo;
       gpuPos = new Float32Array(3 * n);
       gpuSize = new Float32Array(n);
       gpuInfo = new Float32Array(3 * n);
-      for (const g of [pointGeo, hazeGeo]) {
+      for (const g of [obj.pointGeo, obj.hazeGeo]) {
         g.setAttribute('position', new BufferAttribute(gpuPos, 3));
         g.setAttribute('aSize', new BufferAttribute(gpuSize, 1));
         g.setAttribute('aInfo', new BufferAttribute(gpuInfo, 3));
@@ -393,9 +333,9 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       gpuInfo[3 * j + 1] = info[3 * i + 1];
       gpuInfo[3 * j + 2] = info[3 * i + 2];
     }
-    for (const name of ['position', 'aSize', 'aInfo']) (pointGeo.getAttribute(name) as BufferAttribute).needsUpdate = true;
-    pointGeo.setDrawRange(0, nNear);
-    hazeGeo.setDrawRange(nNear, n - nNear);
+    for (const name of ['position', 'aSize', 'aInfo']) (obj.pointGeo.getAttribute(name) as BufferAttribute).needsUpdate = true;
+    obj.pointGeo.setDrawRange(0, nNear);
+    obj.hazeGeo.setDrawRange(nNear, n - nNear);
     hklIndex = null;
   }
 
@@ -413,10 +353,10 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     }
     [a.a, a.b, a.c].forEach((v, i) => {
       const tip = mul(v, k);
-      axisArrows[i].set([0, 0, 0], tip);
+      obj.axisArrows[i].set([0, 0, 0], tip);
       const lp = mul(v, k * 1.12);
-      lblAxes[i].position.set(lp[0], lp[1], lp[2]);
-      lblAxes[i].element.textContent = ['a*', 'b*', 'c*'][i] + (k > 1 ? ` ×${k}` : '');
+      obj.lblAxes[i].position.set(lp[0], lp[1], lp[2]);
+      obj.lblAxes[i].element.textContent = ['a*', 'b*', 'c*'][i] + (k > 1 ? ` ×${k}` : '');
     });
   }
 
@@ -454,33 +394,33 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   function showOverlay() {
     const i = hoverIndex >= 0 ? hoverIndex : highlightIndex;
     if (!data || i < 0 || i >= data.reflections.count) {
-      overlay.visible = false;
+      obj.overlay.visible = false;
       return;
     }
     const t = data.reflections;
     const P: V3 = [t.r[3 * i], t.r[3 * i + 1], t.r[3 * i + 2]];
-    overlay.visible = true;
-    (markerGeo.getAttribute('position') as BufferAttribute).setXYZ(0, P[0], P[1], P[2]);
-    markerGeo.getAttribute('position').needsUpdate = true;
-    kArrow.set(C, P);
-    rArrow.set([0, 0, 0], P);
+    obj.overlay.visible = true;
+    (obj.markerGeo.getAttribute('position') as BufferAttribute).setXYZ(0, P[0], P[1], P[2]);
+    obj.markerGeo.getAttribute('position').needsUpdate = true;
+    obj.kArrow.set(C, P);
+    obj.rArrow.set([0, 0, 0], P);
     const sp = spotOf(i);
     const end = sp ?? add(C, mul(unit(sub(P, C)), R * (detScale + 0.3)));
-    setLine(ray, [P, end], true);
-    rayMat.dashSize = R * 0.02;
-    rayMat.gapSize = R * 0.012;
-    spot.visible = !!sp;
+    setLine(obj.ray, [P, end], true);
+    obj.rayMat.dashSize = R * 0.02;
+    obj.rayMat.gapSize = R * 0.012;
+    obj.spot.visible = !!sp;
     if (sp) {
-      (spotGeo.getAttribute('position') as BufferAttribute).setXYZ(0, sp[0], sp[1], sp[2]);
-      spotGeo.getAttribute('position').needsUpdate = true;
+      (obj.spotGeo.getAttribute('position') as BufferAttribute).setXYZ(0, sp[0], sp[1], sp[2]);
+      obj.spotGeo.getAttribute('position').needsUpdate = true;
     }
     const km = mul(add(C, P), 0.5);
-    lblK.position.set(km[0], km[1], km[2]);
+    obj.lblK.position.set(km[0], km[1], km[2]);
     const rm = mul(P, 0.5);
-    lblR.position.set(rm[0], rm[1], rm[2]);
+    obj.lblR.position.set(rm[0], rm[1], rm[2]);
     const pi = pointInfo(i);
-    infoLabel.position.set(P[0], P[1], P[2]);
-    infoLabel.element.innerHTML =
+    obj.infoLabel.position.set(P[0], P[1], P[2]);
+    obj.infoLabel.element.innerHTML =
       `<b>(${pi.hkl.join(' ')})</b>${pi.inCondition ? ' diffracts' : ''}<br>` +
       `d = ${fmt(pi.d, 2)} Å · 2θ = ${fmt(pi.twoTheta, 2)}°<br>` +
       `ε = ${fmtExc(pi.excitation)} Å⁻¹` +
@@ -550,15 +490,15 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     updateClip();
     updateAxes();
     const hPx = renderer.getDrawingBufferSize(new Vector2()).y;
-    pointMat.uniforms.uScale.value = hPx / (2 * Math.tan((camera.fov * Math.PI) / 360));
+    obj.pointMat.uniforms.uScale.value = hPx / (2 * Math.tan((camera.fov * Math.PI) / 360));
     const r = renderer.getPixelRatio();
-    pointMat.uniforms.uMinPx.value = 1.6 * r;
-    pointMat.uniforms.uMaxPx.value = 44 * r;
-    ringMat.uniforms.uPx.value = 26 * r;
-    spotMat.uniforms.uPx.value = 16 * r;
+    obj.pointMat.uniforms.uMinPx.value = 1.6 * r;
+    obj.pointMat.uniforms.uMaxPx.value = 44 * r;
+    obj.ringMat.uniforms.uPx.value = 26 * r;
+    obj.spotMat.uniforms.uPx.value = 16 * r;
     const perPx = (2 * Math.tan((camera.fov * Math.PI) / 360)) / Math.max(1, canvas.clientHeight);
     const tmp = new Vector3();
-    for (const a of arrows) {
+    for (const a of obj.arrows) {
       if (!a.visible) continue;
       const t = a.tip;
       a.layout(camera.position.distanceTo(tmp.set(t[0], t[1], t[2])) * perPx);
@@ -571,16 +511,16 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
   }
 
   // the fixed labels, most important first (style.ts separateLabels keeps them apart)
-  const labelOrder = [lblOrigin, ...lblAxes, lblSpindle, lblK0, lblCrystal, lblBeam, lblSphere, lblDet, lblK, lblR];
+  const labelOrder = [obj.lblOrigin, ...obj.lblAxes, obj.lblSpindle, obj.lblK0, obj.lblCrystal, obj.lblBeam, obj.lblSphere, obj.lblDet, obj.lblK, obj.lblR];
 
   /** The hover box goes left of its point when it would run off the view's right edge. */
   const infoAt = new Vector3();
   function placeInfo() {
-    if (!overlay.visible) return;
-    infoLabel.getWorldPosition(infoAt).project(camera);
+    if (!obj.overlay.visible) return;
+    obj.infoLabel.getWorldPosition(infoAt).project(camera);
     const x = ((infoAt.x + 1) / 2) * canvas.clientWidth;
-    const w = infoLabel.element.offsetWidth || 200;
-    infoLabel.center.x = x + 1.06 * w > canvas.clientWidth - 4 && x - 1.06 * w >= 0 ? 1.06 : -0.06;
+    const w = obj.infoLabel.element.offsetWidth || 200;
+    obj.infoLabel.center.x = x + 1.06 * w > canvas.clientWidth - 4 && x - 1.06 * w >= 0 ? 1.06 : -0.06;
   }
 
   function tick() {
@@ -609,8 +549,8 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     return pickPoint(x, y, {
       r: data.reflections.r, count: data.reflections.count, info, sizes, showAll, projView: projView.elements,
       near: camera.near, far: camera.far, width: canvas.clientWidth, height: canvas.clientHeight,
-      scale: pointMat.uniforms.uScale.value / r, // CSS px per world unit at distance 1
-      minPx: pointMat.uniforms.uMinPx.value / r, maxPx: pointMat.uniforms.uMaxPx.value / r,
+      scale: obj.pointMat.uniforms.uScale.value / r, // CSS px per world unit at distance 1
+      minPx: obj.pointMat.uniforms.uMinPx.value / r, maxPx: obj.pointMat.uniforms.uMaxPx.value / r,
     });
   }
 
@@ -720,7 +660,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
     setOptions(o) {
       if (o.show) {
         showAll = o.show === 'all';
-        haze.visible = showAll;
+        obj.haze.visible = showAll;
       }
       if (o.nearWidth !== undefined) {
         nearWidthOpt = o.nearWidth;
@@ -755,9 +695,9 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
         const g = (o as Mesh).geometry;
         if (g) g.dispose();
       });
-      pointGeo.dispose();
-      hazeGeo.dispose();
-      for (const d of disposables) d.dispose();
+      obj.pointGeo.dispose();
+      obj.hazeGeo.dispose();
+      for (const d of obj.disposables) d.dispose();
       lastMemory = { geometries: renderer.info.memory.geometries, textures: renderer.info.memory.textures };
       renderer.dispose();
       renderer.forceContextLoss();
@@ -791,11 +731,11 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
         if (o instanceof CSS2DObject && isShown(o) && o.element.textContent && o.element.style.visibility !== 'hidden') lbls.push(o.element.textContent);
       });
       return {
-        points: (pointGeo.getAttribute('position')?.count as number) ?? 0,
+        points: (obj.pointGeo.getAttribute('position')?.count as number) ?? 0,
         inCondition: inC,
         visible,
-        spheres: 1 + shellGroup.children.length,
-        detector: detectorGroup.children.length > 0,
+        spheres: 1 + obj.shellGroup.children.length,
+        detector: obj.detectorGroup.children.length > 0,
         labels: lbls,
       };
     },
@@ -854,7 +794,7 @@ export function createReciprocalView(container: HTMLElement, opts: RecipViewOpti
       });
     },
     toggle(name: string, on: boolean) {
-      const m: Record<string, Object3D> = { points, haze, sphere, shell: shellGroup, meridians, detector: detectorGroup, overlay, axes: axesGroup, beam: beamArrow };
+      const m: Record<string, Object3D> = { points: obj.points, haze: obj.haze, sphere: obj.sphere, shell: obj.shellGroup, meridians: obj.meridians, detector: obj.detectorGroup, overlay: obj.overlay, axes: obj.axesGroup, beam: obj.beamArrow };
       if (!m[name]) throw new Error(`reciprocal view: no part named ${name}`);
       m[name].visible = on;
       requestRender();
