@@ -472,6 +472,15 @@ pub fn fd_step(p: nanobragg::api::Param, prep: &nanobragg::api::Prepared) -> f64
     }
 }
 
+/// (image_at(x) − image_at(−x)) / 2x, pixel by pixel.
+pub fn central_difference(x: f64, image_at: impl Fn(f64) -> Vec<f64>) -> Vec<f64> {
+    let (plus, minus) = (image_at(x), image_at(-x));
+    plus.iter()
+        .zip(&minus)
+        .map(|(a, b)| (a - b) / (2.0 * x))
+        .collect()
+}
+
 /// The central difference of `image_at` (the image at an offset of `p`) with step `h`; for the
 /// mosaic spread, whose image is a staircase in the f32 angles upstream draws the domains with
 /// (~1e-7 relative, too coarse for a plain difference at 1e-4), Richardson on steps h and h/2
@@ -481,13 +490,7 @@ pub fn finite_difference(
     h: f64,
     image_at: impl Fn(f64) -> Vec<f64>,
 ) -> Vec<f64> {
-    let central = |x: f64| -> Vec<f64> {
-        let (plus, minus) = (image_at(x), image_at(-x));
-        plus.iter()
-            .zip(&minus)
-            .map(|(a, b)| (a - b) / (2.0 * x))
-            .collect()
-    };
+    let central = |x: f64| central_difference(x, &image_at);
     if p == nanobragg::api::Param::Mosaic {
         let (coarse, fine) = (central(h), central(h / 2.0));
         fine.iter()

@@ -483,14 +483,10 @@ fn row_tangents_across_the_resolution_limit() {
             let plan = api::moved_plan(&prep, &DiskFiles, &[(p, x)]).unwrap();
             api::render_f64(&plan, &cancel).unwrap()
         };
-        let central = |x: f64| -> Vec<f64> {
-            let (plus, minus) = (image_at(x), image_at(-x));
-            plus.iter()
-                .zip(&minus)
-                .map(|(a, b)| (a - b) / (2.0 * x))
-                .collect()
-        };
-        let (fd, fd_half) = (central(h), central(h / 2.0));
+        let (fd, fd_half) = (
+            common::central_difference(h, image_at),
+            common::central_difference(h / 2.0, image_at),
+        );
         let tj = &rows.tangents[j * npx..(j + 1) * npx];
         let tmax = tj.iter().fold(0f64, |m, &v| m.max((v as f64).abs()));
         assert!(tmax > 0.0, "{}: the tangent is 0", p.name());
