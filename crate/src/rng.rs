@@ -410,12 +410,12 @@ impl CounterRng {
 /// `uniform` gives uniforms in (0, 1).
 pub fn poisson_ptrs(lam: f64, mut uniform: impl FnMut() -> f64) -> f64 {
     let slam = lam.sqrt();
-    let loglam = ln_unit(lam);
     let b = 0.931 + 2.53 * slam;
     let a = -0.059 + 0.02483 * b;
-    let invalpha = 1.1239 + 1.1328 / (b - 3.4);
     let vr = 0.9277 - 3.6224 / (b - 2.0);
-    let ln_invalpha = ln_unit(invalpha);
+    // the logarithms of the full test, computed only when a try reaches it (most deviates are
+    // accepted by the squeeze): the same values whenever they are
+    let mut logs: Option<(f64, f64)> = None;
     loop {
         let u = uniform() - 0.5;
         let v = uniform();
@@ -427,6 +427,8 @@ pub fn poisson_ptrs(lam: f64, mut uniform: impl FnMut() -> f64) -> f64 {
         if k < 0.0 || (us < 0.013 && v > us) {
             continue;
         }
+        let (loglam, ln_invalpha) =
+            *logs.get_or_insert_with(|| (ln_unit(lam), ln_unit(1.1239 + 1.1328 / (b - 3.4))));
         if ln_unit(v) + ln_invalpha - ln_unit(a / (us * us) + b)
             <= -lam + k * loglam - ln_factorial(k)
         {
@@ -584,7 +586,7 @@ pub fn exp_neg_f32(x: f32) -> f32 {
 /// The uniform in (0, 1) of two 32-bit words ([`CounterRng::uniform`]): their top 52 bits `m`
 /// as `(m + 1/2) / 2^52`, exact in f64, by integer and exact f64 operations only.
 #[inline(always)]
-fn uniform_of(a: u32, b: u32) -> f64 {
+pub(crate) fn uniform_of(a: u32, b: u32) -> f64 {
     let m = ((a as u64) << 20) | (b as u64 >> 12);
     (f64::from_bits(0x3FF0_0000_0000_0000 | m) - 1.0) + f64::from_bits(0x3CA0_0000_0000_0000)
 }
@@ -762,6 +764,57 @@ pub fn counter_pixel(seed: i64, pixel: u64, stream: u32) -> (u32, f32) {
 
 /// [`philox4x32_10`] of the 16 blocks of group `group` (blocks `16·group ..`) in `stream`,
 /// lane by lane (structure of arrays: each loop over the lanes is a few vector instructions).
+///
+/// On x86-64 each word is kept in a 64-bit lane: a round's products are then one `vpmuludq`
+/// each (32 × 32 → 64 bits of the lanes' low halves), their halves a shift and the lane itself,
+/// with no narrowing or widening between rounds. The high halves of words 1 and 3 carry the
+/// previous product's high bits into words 0 and 2's high halves, which only ever reach a
+/// product through their low 32 bits, and the words are cut to 32 bits at the end: the same
+/// bits as [`philox4x32_10`] (`tests::philox_group_is_philox`).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn philox_group(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
+    const M0: u64 = 0xD251_1F53;
+    const M1: u64 = 0xCD9E_8D57;
+    const W0: u32 = 0x9E37_79B9;
+    const W1: u32 = 0xBB67_AE85;
+    let mut k = key_of(seed);
+    let first = group * BLOCKS as u64;
+    let mut x = [[0u64; BLOCKS]; 4];
+    for l in 0..BLOCKS {
+        let j = first + l as u64;
+        x[0][l] = j as u32 as u64;
+        x[1][l] = j >> 32;
+        x[2][l] = stream as u64;
+    }
+    for round in 0..10 {
+        if round > 0 {
+            k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
+        }
+        let (k0, k1) = (k[0] as u64, k[1] as u64);
+        let mut y = [[0u64; BLOCKS]; 4];
+        for l in 0..BLOCKS {
+            // 32 × 32 → 64 bits: the factors' low halves
+            let p0 = M0 * (x[0][l] as u32 as u64);
+            let p1 = M1 * (x[2][l] as u32 as u64);
+            y[0][l] = (p1 >> 32) ^ x[1][l] ^ k0;
+            y[1][l] = p1;
+            y[2][l] = (p0 >> 32) ^ x[3][l] ^ k1;
+            y[3][l] = p0;
+        }
+        x = y;
+    }
+    let mut w = [[0u32; BLOCKS]; 4];
+    for (w, x) in w.iter_mut().zip(&x) {
+        for l in 0..BLOCKS {
+            w[l] = x[l] as u32;
+        }
+    }
+    w
+}
+
+/// [`philox_group`] elsewhere (wasm: 32-bit lanes).
+#[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 pub fn philox_group(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
     const M0: u64 = 0xD251_1F53;
@@ -1248,6 +1301,36 @@ mod tests {
         let far = philox_group(-5, 5, (1 << 33) / 32);
         let b = philox4x32_10([0, 1, 5, 0], key_of(-5));
         assert_eq!(far[0][0], b[0]);
+    }
+
+    #[test]
+    fn philox_group_is_philox() {
+        // every word of every lane, over seeds (both key words), streams and groups whose
+        // counters use both low words (the 64-bit lanes' high halves must never leak)
+        let mut r = CounterRng::new(3, 4, 5);
+        for t in 0..400u32 {
+            let seed = if t % 3 == 0 {
+                -(t as i64) - 1
+            } else {
+                (r.uniform() * 9e18) as i64
+            };
+            let stream = t % 7;
+            let group = if t % 2 == 0 {
+                t as u64
+            } else {
+                (r.uniform() * 1.8e19) as u64 / 16
+            };
+            let g = philox_group(seed, stream, group);
+            for l in 0..BLOCKS {
+                let j = group * BLOCKS as u64 + l as u64;
+                let b = philox4x32_10([j as u32, (j >> 32) as u32, stream, 0], key_of(seed));
+                assert_eq!(
+                    [g[0][l], g[1][l], g[2][l], g[3][l]],
+                    b,
+                    "{seed} {stream} {group} {l}"
+                );
+            }
+        }
     }
 
     #[test]

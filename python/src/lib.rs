@@ -17,6 +17,7 @@ use numpy::{
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
@@ -62,6 +63,11 @@ fn interruptible<T: Send>(
     if let Some(e) = signal {
         return Err(e);
     }
+    finished(py, out)
+}
+
+/// The result of a helper's `f`: its error as Python's, a panic as one that says so.
+fn finished<T>(py: Python<'_>, out: std::thread::Result<Result<T, NbError>>) -> PyResult<T> {
     match out {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(to_py(py, e)),
@@ -69,6 +75,28 @@ fn interruptible<T: Send>(
             "the render thread panicked (please report the inputs)",
         )),
     }
+}
+
+/// [`interruptible`] when `long`, else `f` with the GIL released and no watcher (a call of a
+/// few milliseconds: a Ctrl-C raises when it returns, and a helper thread's start would cost
+/// as much as a small image's work). `f` runs on a worker of rayon's global pool (the calling
+/// thread waits): its parallel loops start from inside the pool, and its outputs come from
+/// that worker's allocator arena, whose memory the next call reuses (the calling thread's own
+/// arena returns freed images to the system, and every call would fault fresh pages in).
+fn interruptible_if<T: Send>(
+    py: Python<'_>,
+    long: bool,
+    f: impl FnOnce(&AtomicBool) -> Result<T, NbError> + Send,
+) -> PyResult<T> {
+    if long {
+        return interruptible(py, f);
+    }
+    let out = py.detach(|| {
+        let cancel = AtomicBool::new(false);
+        // `rayon::scope` from outside the pool runs its closure on a worker
+        rayon::scope(|_| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&cancel))))
+    });
+    finished(py, out)
 }
 
 fn noop(_: f32) {}
@@ -705,12 +733,14 @@ fn noisify_image<'py>(
     files: Option<HashMap<String, Vec<u8>>>,
 ) -> PyResult<Noisified<'py>> {
     let (s, f) = (image.shape()[0], image.shape()[1]);
-    // the pixels in one copy (none through a float file's bytes)
-    let pixels = match image.as_slice() {
-        Ok(s) => s.to_vec(),
-        Err(_) => image.as_array().iter().copied().collect::<Vec<f32>>(),
+    // the array's own pixels when contiguous (the Python wrapper makes them so), else one copy
+    let pixels: Cow<'_, [f32]> = match image.as_slice() {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(image.as_array().iter().copied().collect()),
     };
-    let (adu, noise, header, log) = interruptible(py, |cancel| {
+    // a watcher thread only for work that may take long: a large image, or a PSF
+    let long = s * f > 1 << 20 || words.iter().any(|w| w.starts_with("-psf"));
+    let (adu, noise, header, log) = interruptible_if(py, long, |cancel| {
         let name = "<image>.bin".to_string();
         let mut all = vec![
             "-floatfile".to_string(),
@@ -748,12 +778,42 @@ fn noisify_image<'py>(
         log.extend(prep.log.iter().cloned());
         Ok((d.adu, d.noise.map(|n| n.adu), header, log))
     })?;
-    let adu = adu.into_pyarray(py).reshape([s, f])?;
+    let adu = recycled_2d(py, adu, s, f)?;
     let noise = match noise {
-        Some(n) => Some(n.into_pyarray(py).reshape([s, f])?),
+        Some(n) => Some(recycled_2d(py, n, s, f)?),
         None => None,
     };
     Ok((adu, noise, PyBytes::new(py, &header), log))
+}
+
+/// The owner of a count image lent to NumPy ([`recycled_2d`]): when NumPy frees the array,
+/// its memory goes back to the crate for the next image's counts (`counter::recycle`).
+#[pyclass(module = "nanobragg._nanobragg", frozen)]
+struct CountImage(Vec<u32>);
+
+impl Drop for CountImage {
+    fn drop(&mut self) {
+        noisify::counter::recycle(std::mem::take(&mut self.0));
+    }
+}
+
+/// A (slow, fast) array of the counts `v` (`s` x `f`), its memory recycled once freed.
+fn recycled_2d(
+    py: Python<'_>,
+    v: Vec<u32>,
+    s: usize,
+    f: usize,
+) -> PyResult<Bound<'_, PyArray2<u32>>> {
+    assert_eq!(v.len(), s * f, "recycled_2d: image size");
+    let ptr = v.as_ptr();
+    let owner = Bound::new(py, CountImage(v))?;
+    // SAFETY: `ptr` is the start of the `s * f` values of the Vec that `owner` holds (moving
+    // the Vec moved its handle, not its values), which stay in place until `owner` is dropped;
+    // the array keeps `owner` as its base object
+    unsafe {
+        let view = numpy::ndarray::ArrayView2::from_shape_ptr((s, f), ptr);
+        Ok(PyArray2::borrow_from_array(&view, owner.into_any()))
+    }
 }
 
 /// An SMV file's bytes: (header text, pixels (slow, fast) uint16).

@@ -42,7 +42,7 @@ fn psf_lines(r: &PsfReport, out: &mut impl Write) {
     let _ = writeln!(out, "adding back {} lost photons", fmt_g(r.lost));
 }
 
-fn print_settings(p: &Prepared, out: &mut impl Write) {
+fn print_settings(p: &Prepared<'_>, out: &mut impl Write) {
     let o = &p.opts;
     let e = &p.effects;
     let _ = writeln!(
@@ -209,7 +209,7 @@ fn run_inner(opts: options::NoisifyOptions) -> Result<()> {
 /// PILATUS and EIGER files mark them), its name and sensor. φ and the oscillation are
 /// [`Prepared::phi`]/[`Prepared::osc`] (flags, else the `-header`'s), so a series of images makes
 /// one sweep.
-pub fn cbf_image(prep: &Prepared, d: &Detected, smv_pixels: Vec<i32>) -> (CbfInfo, Vec<i32>) {
+pub fn cbf_image(prep: &Prepared<'_>, d: &Detected, smv_pixels: Vec<i32>) -> (CbfInfo, Vec<i32>) {
     let opts = &prep.opts;
     let mut info = CbfInfo {
         detector: "noisify simulation".into(),

@@ -9,15 +9,18 @@
 //! are inverted eight pixels at once ([`invert8`]: every lane steps k together until all have
 //! found their count; the same arithmetic as `rng::poisson_inversion`); means of 12 and more
 //! draw from the pixel's own further stream (`rng::CounterRng`: PTRS up to 1e6, the Gaussian
-//! approximation above). Every vector unit, the scalar code and wasm give the same bits.
+//! approximation above; PTRS's first try, which most accept, for a group's such pixels
+//! together in vector lanes, [`ptrs_group`]). Every vector unit, the scalar code and wasm give
+//! the same bits.
 
-use super::{count, Effects, MAX_U16, MAX_U32};
+use super::{count, max_and_negatives, Effects, MAX_U16, MAX_U32};
 use crate::error::{Error, Result};
 use crate::rng::{
-    exp_neg_f32, group_gaussians, philox_group, unit_of_word, CounterRng, LaneKernel, Lanes,
-    BLOCKS, GROUP, MAX_INVERSION, RECIPROCALS,
+    exp_neg_f32, group_gaussians, philox_group, uniform_of, unit_of_word, CounterRng, LaneKernel,
+    Lanes, BLOCKS, GROUP, MAX_INVERSION, RECIPROCALS,
 };
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -85,6 +88,9 @@ struct Part {
     before: f64,
     after: f64,
     overloads: usize,
+    /// The input's largest value and negative values (`shot`).
+    max: f32,
+    negative: usize,
 }
 
 /// The parameters of the pass.
@@ -106,11 +112,11 @@ struct Sums {
     over: [f64; PARTS],
 }
 
-/// One group's outputs (those of the pass).
+/// One group's outputs (those of the pass): written, never read (they start uninitialised).
 struct Outs<'a> {
-    noiseless: Option<&'a mut [u32; GROUP]>,
-    counts: Option<&'a mut [f32; GROUP]>,
-    adu: Option<&'a mut [u32; GROUP]>,
+    noiseless: Option<&'a mut [MaybeUninit<u32>; GROUP]>,
+    counts: Option<&'a mut [MaybeUninit<f32>; GROUP]>,
+    adu: Option<&'a mut [MaybeUninit<u32>; GROUP]>,
 }
 
 /// One group of [`GROUP`] pixels from pixel `i0` (`n` of them real, the rest padding of
@@ -136,7 +142,7 @@ fn group(
     if pass.shot {
         if let Some(nl) = out.noiseless {
             for k in 0..GROUP {
-                nl[k] = count(v[k] * gain + adc);
+                nl[k] = MaybeUninit::new(count(v[k] * gain + adc));
             }
         }
         // the means, rounded to f32 as upstream's
@@ -174,9 +180,14 @@ fn group(
             c[s * INV..(s + 1) * INV].copy_from_slice(&k);
         }
         if big.iter().fold(false, |a, &b| a | b) {
-            for k in 0..n {
-                if big[k] {
-                    c[k] = CounterRng::new(e.seed, (i0 + k) as u64, POISSON).poisson(v[k]);
+            // (the padding's means are 0: never big)
+            if big.iter().filter(|&&b| b).count() >= 2 {
+                ptrs_group(e.seed, i0, &v, &big, &mut c);
+            } else {
+                for k in 0..n {
+                    if big[k] {
+                        c[k] = CounterRng::new(e.seed, (i0 + k) as u64, POISSON).poisson(v[k]);
+                    }
                 }
             }
         }
@@ -187,7 +198,7 @@ fn group(
         add_parts(&mut sums.before, &v);
         if let Some(o) = out.counts {
             for k in 0..GROUP {
-                o[k] = v[k] as f32;
+                o[k] = MaybeUninit::new(v[k] as f32);
             }
         }
     }
@@ -202,7 +213,7 @@ fn group(
             a[k] = v[k] * gain + adc + readout * g[k] as f64;
         }
         for k in 0..GROUP {
-            o[k] = count(a[k]);
+            o[k] = MaybeUninit::new(count(a[k]));
         }
         let mut over = [0f64; GROUP];
         for k in 0..GROUP {
@@ -210,6 +221,51 @@ fn group(
         }
         add_parts(&mut sums.after, &v);
         add_parts(&mut sums.over, &over);
+    }
+}
+
+/// The Poisson counts of a group's pixels of means 12 and more (`big`; `m`: the means), as
+/// `CounterRng::new(seed, pixel, POISSON).poisson(mean)` draws them: PTRS's first try for the
+/// whole group in vector lanes (the first block of each pixel's stream: 32 Philox blocks side
+/// by side, the same arithmetic as `rng::poisson_ptrs`), which most accept (the squeeze); the
+/// pixels it does not accept, and means above 1e6, from the scalar sampler.
+#[inline(always)]
+fn ptrs_group(seed: i64, i0: usize, m: &[f64; GROUP], big: &[bool; GROUP], c: &mut [f64; GROUP]) {
+    // pixel i's stream starts at block i of stream POISSON: blocks i0 .. i0 + 32
+    let first = (i0 / BLOCKS) as u64;
+    let (w0, w1) = (
+        philox_group(seed, POISSON, first),
+        philox_group(seed, POISSON, first + 1),
+    );
+    let (mut u1, mut u2) = ([0f64; GROUP], [0f64; GROUP]);
+    for l in 0..BLOCKS {
+        u1[l] = uniform_of(w0[0][l], w0[1][l]);
+        u2[l] = uniform_of(w0[2][l], w0[3][l]);
+        u1[BLOCKS + l] = uniform_of(w1[0][l], w1[1][l]);
+        u2[BLOCKS + l] = uniform_of(w1[2][l], w1[3][l]);
+    }
+    let (mut k, mut ok) = ([0f64; GROUP], [false; GROUP]);
+    for j in 0..GROUP {
+        // (other lanes: a harmless mean, their results unused)
+        let lam = if big[j] { m[j] } else { 12.0 };
+        let slam = lam.sqrt();
+        let b = 0.931 + 2.53 * slam;
+        let a = -0.059 + 0.02483 * b;
+        let vr = 0.9277 - 3.6224 / (b - 2.0);
+        let u = u1[j] - 0.5;
+        let v = u2[j];
+        let us = 0.5 - u.abs();
+        k[j] = ((2.0 * a / us + b) * u + lam + 0.43).floor();
+        ok[j] = us >= 0.07 && v <= vr && lam <= 1.0e6;
+    }
+    for j in 0..GROUP {
+        if big[j] {
+            c[j] = if ok[j] {
+                k[j]
+            } else {
+                CounterRng::new(seed, (i0 + j) as u64, POISSON).poisson(m[j])
+            };
+        }
     }
 }
 
@@ -230,12 +286,13 @@ struct Chunk<'a, 'b> {
     /// The chunk's first pixel (a multiple of [`GROUP`]).
     first: usize,
     inp: &'b [f32],
-    /// Noiseless counts of the input (`shot`; empty: not asked for).
-    noiseless: &'b mut [u32],
+    /// Noiseless counts of the input (`shot`; empty: not asked for). The outputs start
+    /// uninitialised: the chunk writes every element of each.
+    noiseless: &'b mut [MaybeUninit<u32>],
     /// The Poisson counts (`shot` without `read`; else empty).
-    counts: &'b mut [f32],
+    counts: &'b mut [MaybeUninit<f32>],
     /// The counts with read-out noise (`read`; else empty).
-    adu: &'b mut [u32],
+    adu: &'b mut [MaybeUninit<u32>],
 }
 
 /// The group at `k` of a slice that has it whole (`None` for an empty slice).
@@ -282,7 +339,11 @@ impl LaneKernel for Chunk<'_, '_> {
             if let Some(cal) = cal {
                 c[..n].copy_from_slice(&cal[whole..]);
             }
-            let (mut nl, mut ct, mut ad) = ([0u32; GROUP], [0f32; GROUP], [0u32; GROUP]);
+            let (mut nl, mut ct, mut ad) = (
+                [MaybeUninit::new(0u32); GROUP],
+                [MaybeUninit::new(0f32); GROUP],
+                [MaybeUninit::new(0u32); GROUP],
+            );
             let outs = Outs {
                 noiseless: (!noiseless.is_empty()).then_some(&mut nl),
                 counts: (!counts.is_empty()).then_some(&mut ct),
@@ -299,10 +360,18 @@ impl LaneKernel for Chunk<'_, '_> {
                 adu[whole..].copy_from_slice(&ad[..n]);
             }
         }
+        // the input's maximum and negatives, while its chunk is in the cache
+        let (max, negative) = if pass.shot {
+            max_and_negatives(inp)
+        } else {
+            (0.0, 0)
+        };
         Part {
             before: sums.before.iter().sum(),
             after: sums.after.iter().sum(),
             overloads: sums.over.iter().sum::<f64>() as usize,
+            max,
+            negative,
         }
     }
 }
@@ -368,14 +437,60 @@ fn calibration_deviates(seed: i64, n: usize, lanes: Lanes) -> Arc<Vec<f32>> {
     v
 }
 
-/// An output of `n` zeros, or none when it is not `used` (a large zeroed allocation is fresh
-/// pages from the system, zeroed on first touch: no separate fill pass).
-fn zeroed<T: Copy + Default>(n: usize, used: bool) -> Vec<T> {
+/// Room for an output of `n` values, or none when it is not `used`: not filled (the pass
+/// writes every value; a zeroed allocation would cost a fill of recycled memory), its length
+/// set once written ([`filled`]).
+fn room<T>(n: usize, used: bool) -> Vec<T> {
     if used {
-        vec![T::default(); n]
+        Vec::with_capacity(n)
     } else {
         Vec::new()
     }
+}
+
+/// Count images handed back by their last user ([`recycle`]) for the next pass's outputs, at
+/// most [`SPARE_BYTES`] in all.
+static SPARE: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
+const SPARE_BYTES: usize = 64 << 20;
+
+/// Hands a count image (an output of [`run`], or any other) back for the next pass's outputs:
+/// the Python binding does so when NumPy frees an image. Reused memory is already mapped and
+/// warm, where a fresh allocation of an image's size would fault its pages in one by one
+/// (the allocator returns freed images of this size to the system).
+pub fn recycle(mut v: Vec<u32>) {
+    v.clear();
+    let bytes = v.capacity() * 4;
+    let mut s = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+    let kept: usize = s.iter().map(|v| v.capacity() * 4).sum();
+    if bytes > 0 && kept + bytes <= SPARE_BYTES {
+        s.push(v);
+    }
+}
+
+/// [`room`] for counts: a recycled image of about the size when there is one.
+fn room_u32(n: usize, used: bool) -> Vec<u32> {
+    if used && n > 0 {
+        let mut s = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = s
+            .iter()
+            .position(|v| v.capacity() >= n && v.capacity() <= 2 * n)
+        {
+            return s.swap_remove(i);
+        }
+    }
+    room(n, used)
+}
+
+/// An output of [`room`] whose first `n` values the pass has written (every chunk's whole
+/// slice: `Chunk::compute`).
+fn filled<T>(mut v: Vec<T>, n: usize) -> Vec<T> {
+    if v.capacity() > 0 {
+        debug_assert!(v.capacity() >= n);
+        // SAFETY: the pass finished without error, and every chunk of the output (the first
+        // `n` values of its spare capacity, in chunks of `CHUNK`) wrote each of its values
+        unsafe { v.set_len(n) };
+    }
+    v
 }
 
 /// The outputs of [`run`].
@@ -389,6 +504,10 @@ pub struct Counted {
     pub before: f64,
     pub after: f64,
     pub overloads: usize,
+    /// The input's largest value (0 if none is positive) and its negative values (`shot`;
+    /// else 0): what `detect` reports, without a pass of its own.
+    pub max: f32,
+    pub negative: usize,
 }
 
 /// The counter generator's pass over a whole image, the pixels in parallel chunks: `shot`
@@ -424,22 +543,25 @@ fn run_on(
         limit: if bits32 { MAX_U32 } else { MAX_U16 },
         shot,
     };
-    let mut noiseless = zeroed::<u32>(n, shot);
-    let mut counts = zeroed::<f32>(n, shot && !read);
-    let mut adu = zeroed::<u32>(n, read);
-    // each output's chunks (an empty output: empty chunks)
-    fn chunks<T: Send>(v: &mut [T]) -> Box<dyn Iterator<Item = &mut [T]> + '_> {
-        if v.is_empty() {
+    let mut noiseless = room_u32(n, shot);
+    let mut counts = room::<f32>(n, shot && !read);
+    let mut adu = room_u32(n, read);
+    // each output's chunks, of its first `n` values (an output not used: empty chunks)
+    fn chunks<T: Send>(
+        v: &mut Vec<T>,
+        n: usize,
+    ) -> Box<dyn Iterator<Item = &mut [MaybeUninit<T>]> + '_> {
+        if v.capacity() == 0 {
             Box::new(std::iter::repeat_with(|| &mut [][..]))
         } else {
-            Box::new(v.chunks_mut(CHUNK))
+            Box::new(v.spare_capacity_mut()[..n].chunks_mut(CHUNK))
         }
     }
     let jobs: Vec<_> = inp
         .chunks(CHUNK)
-        .zip(chunks(&mut noiseless))
-        .zip(chunks(&mut counts))
-        .zip(chunks(&mut adu))
+        .zip(chunks(&mut noiseless, n))
+        .zip(chunks(&mut counts, n))
+        .zip(chunks(&mut adu, n))
         .enumerate()
         .map(|(c, (((inp, noiseless), counts), adu))| (c, inp, noiseless, counts, adu))
         .collect();
@@ -458,12 +580,14 @@ fn run_on(
         })
         .collect::<Result<Vec<Part>>>()?;
     Ok(Counted {
-        noiseless,
-        counts,
-        adu,
+        noiseless: filled(noiseless, n),
+        counts: filled(counts, n),
+        adu: filled(adu, n),
         before: parts.iter().map(|p| p.before).sum(),
         after: parts.iter().map(|p| p.after).sum(),
         overloads: parts.iter().map(|p| p.overloads).sum(),
+        max: parts.iter().fold(0.0, |a, p| a.max(p.max)),
+        negative: parts.iter().map(|p| p.negative).sum(),
     })
 }
 

@@ -285,6 +285,28 @@ pub fn read_out(
     (adu, sum, overloads)
 }
 
+/// The largest value of `c` (0 if none is positive) and its negative values.
+#[inline(always)]
+pub(crate) fn max_and_negatives(c: &[f32]) -> (f32, usize) {
+    // eight lanes (the order of a maximum does not matter): vector instructions
+    let (mut m, mut n) = ([0.0f32; 8], [0u32; 8]);
+    let mut lanes = c.chunks_exact(8);
+    for v in &mut lanes {
+        for l in 0..8 {
+            m[l] = if v[l] > m[l] { v[l] } else { m[l] };
+            n[l] += (v[l] < 0.0) as u32;
+        }
+    }
+    let rest = lanes
+        .remainder()
+        .iter()
+        .fold((0.0f32, 0usize), |(m, n), &v| {
+            (if v > m { v } else { m }, n + (v < 0.0) as usize)
+        });
+    let m = m.iter().fold(rest.0, |a, &b| if b > a { b } else { a });
+    (m, rest.1 + n.iter().map(|&x| x as usize).sum::<usize>())
+}
+
 /// Pixels per parallel chunk of the loops over pixels (`counter::CHUNK`).
 const CHUNK: usize = counter::CHUNK;
 
@@ -318,34 +340,21 @@ pub fn detect(
     cancel: &AtomicBool,
 ) -> Result<Detected> {
     assert_eq!(input.len(), w * h, "detect: image size");
-    // the largest value and the negative pixels, in one pass
-    let (max_input, negative) = input
-        .par_chunks(CHUNK)
-        .map(|c| {
-            // eight lanes (the order of a maximum does not matter): vector instructions
-            let (mut m, mut n) = ([0.0f32; 8], [0u32; 8]);
-            let mut lanes = c.chunks_exact(8);
-            for v in &mut lanes {
-                for l in 0..8 {
-                    m[l] = if v[l] > m[l] { v[l] } else { m[l] };
-                    n[l] += (v[l] < 0.0) as u32;
-                }
-            }
-            let rest = lanes
-                .remainder()
-                .iter()
-                .fold((0.0f32, 0usize), |(m, n), &v| {
-                    (if v > m { v } else { m }, n + (v < 0.0) as usize)
-                });
-            let m = m.iter().fold(rest.0, |a, &b| if b > a { b } else { a });
-            (m, rest.1 + n.iter().map(|&x| x as usize).sum::<usize>())
-        })
-        .reduce(|| (0.0, 0), |a, b| (a.0.max(b.0), a.1 + b.1));
-    let max_input = max_input as f64;
-    let max_photons = max_input * e.scale * e.fluence * crate::resolve::R_E_SQR;
     // photons/pixel: the input itself when the scale is exactly 1 (noisify's defaults, and
     // Python's and the page's images), as `photon_image` would compute it
-    let mut photons: Cow<[f32]> = if e.fluence * crate::resolve::R_E_SQR * e.scale == 1.0 {
+    let unscaled = e.fluence * crate::resolve::R_E_SQR * e.scale == 1.0;
+    // the largest value and the negative pixels: in one pass of their own, or (the counter
+    // generator's noise on the input itself) in the noise's pass over the same pixels
+    let in_pass = unscaled && e.noise && e.rng == Generator::Counter;
+    let (mut max_input, mut negative) = if in_pass {
+        (0.0, 0)
+    } else {
+        input
+            .par_chunks(CHUNK)
+            .map(max_and_negatives)
+            .reduce(|| (0.0, 0), |a, b| (a.0.max(b.0), a.1 + b.1))
+    };
+    let mut photons: Cow<[f32]> = if unscaled {
         Cow::Borrowed(input)
     } else {
         Cow::Owned(photon_image(input, e.fluence, e.scale))
@@ -387,6 +396,10 @@ pub fn detect(
         (true, Generator::Counter) => {
             // one pass without a PSF; with one: Poisson, the PSF, then the read-out
             let first = counter::run(&photons, e, bits32, true, psf.is_none(), cancel)?;
+            if in_pass {
+                // (`photons` is the input)
+                (max_input, negative) = (first.max, first.negative);
+            }
             let (noisy, report) = match psf {
                 None => ((first.adu, first.after, first.overloads), None),
                 Some(p) => {
@@ -407,6 +420,8 @@ pub fn detect(
         }
     };
     progress(1.0);
+    let max_input = max_input as f64;
+    let max_photons = max_input * e.scale * e.fluence * crate::resolve::R_E_SQR;
     Ok(Detected {
         max_input,
         max_photons,
@@ -447,6 +462,43 @@ mod tests {
         assert_eq!(to_u16(&d.adu), vec![10, 13, 65535, 65535, 0]);
         assert_eq!(d.negative, 1);
         assert!(d.noise.is_none());
+    }
+
+    #[test]
+    fn the_maximum_and_negatives_are_the_same_from_every_path() {
+        // the counter generator's noise finds them in its pass (scale 1), the others in a pass
+        // of their own: the same figures, over several chunks, a NaN and a partial group
+        let n = 3 * CHUNK + 45;
+        let input: Vec<f32> = (0..n)
+            .map(|i| match i % 1001 {
+                0 => -2.5,
+                1 => f32::NAN,
+                _ => ((i * 7919) % 5000) as f32 * 0.01,
+            })
+            .collect();
+        let peak = 2 * CHUNK + 17;
+        let mut input = input;
+        input[peak] = 777.0;
+        for scale in [1.0, 2.0] {
+            let mut seen = vec![];
+            for (noise, rng) in [
+                (true, Generator::Counter),
+                (true, Generator::Upstream),
+                (false, Generator::Counter),
+            ] {
+                let e = Effects {
+                    scale,
+                    noise,
+                    rng,
+                    ..Effects::default()
+                };
+                let d = run(&input, n, 1, &e);
+                seen.push((d.max_input, d.max_photons, d.negative));
+            }
+            assert!(seen.iter().all(|&s| s == seen[0]), "{scale}: {seen:?}");
+            assert_eq!((seen[0].0, seen[0].2), (777.0, n.div_ceil(1001)));
+            assert!((seen[0].1 - 777.0 * scale).abs() < 1e-9, "{seen:?}");
+        }
     }
 
     #[test]
