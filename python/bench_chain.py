@@ -10,8 +10,12 @@ usage: python python/bench_chain.py [--size 512] [--rounds 15] [--batch 10]
                                     [--noise "-readout_noise 3 -adc 40"] [--threads N]
 
 The render is `npm run bench`'s case (a) (python/bench.py): -cell 100 100 100 90 90 90
--lambda 6.2 -N 5 -default_F 100 -distance 100 -detpixels N, CPU f32. The goal of the issue: the
-chain at >= 80 % of the bare render's rate. Prints one Markdown table.
+-lambda 6.2 -N 5 -default_F 100 -distance 100 -detpixels N, CPU f32. "render + noisify" is
+`nb.noisify(sim.render(), flags + ["-seed", str(n)])` (a new seed per image; noisify's default
+3 % calibration error, whose per-pixel deviates are computed once per calibration seed), its
+result dropped before the next call, as a loop that keeps what it writes and moves on would do
+(the freed count images' memory then serves the next call's). The goal of the issue: the chain
+at >= 80 % of the bare render's rate. Prints one Markdown table.
 """
 
 from __future__ import annotations
