@@ -76,3 +76,25 @@ def test_structure_factors_equal_the_cli_table(tmp_path):
     a1 = nb.Simulator(nb.Crystal(F=sf, **c), b, d).render()
     a2 = nb.Simulator(nb.Crystal(F=str(tmp_path / "py.hkl"), **c), b, d).render()
     assert a1.max() > 0 and f32_bits_equal(a1, a2)
+
+
+def test_noisify_images_are_their_own_after_the_next_calls():
+    # noisify's count images reuse the memory of freed ones (never of a live one), are written
+    # whole, and are writable arrays; a strided input gives the contiguous one's images
+    rng = np.random.default_rng(3)
+    img = (rng.random((70, 45)) * 30).astype(np.float32)  # means of inversion and of PTRS
+    words = "-readout_noise 2 -adc 10 -seed 5"
+    first = nb.noisify(img, words)
+    kept = (first.int_image.copy(), first.noise_image.copy())
+    for s in range(6, 12):  # freed right away: their memory serves the next calls
+        assert not np.array_equal(nb.noisify(img, f"-readout_noise 2 -adc 10 -seed {s}").noise_image, kept[1])
+    assert np.array_equal(first.int_image, kept[0]) and np.array_equal(first.noise_image, kept[1])
+    first.noise_image[0, 0] += 1
+    first.int_image[:] = 0
+    again = nb.noisify(img, words)
+    assert np.array_equal(again.int_image, kept[0]) and np.array_equal(again.noise_image, kept[1])
+    del first
+    wide = np.zeros((70, 90), np.float32)
+    wide[:, ::2] = img
+    strided = nb.noisify(wide[:, ::2], words)
+    assert np.array_equal(strided.noise_image, kept[1]) and np.array_equal(strided.int_image, kept[0])
