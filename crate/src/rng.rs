@@ -364,6 +364,14 @@ impl CounterRng {
         }
     }
 
+    /// The generator of (seed, pixel, stream) from block `block` of its stream on (the blocks
+    /// before it used elsewhere: PTRS's first try computed in vector lanes).
+    pub fn at_block(seed: i64, pixel: u64, stream: u32, block: u32) -> Self {
+        let mut r = Self::new(seed, pixel, stream);
+        r.ctr[3] = block;
+        r
+    }
+
     /// Uniform deviate in (0, 1), 52 random bits (two of the block's words, `uniform_of`).
     #[inline]
     pub fn uniform(&mut self) -> f64 {
@@ -413,9 +421,6 @@ pub fn poisson_ptrs(lam: f64, mut uniform: impl FnMut() -> f64) -> f64 {
     let b = 0.931 + 2.53 * slam;
     let a = -0.059 + 0.02483 * b;
     let vr = 0.9277 - 3.6224 / (b - 2.0);
-    // the logarithms of the full test, computed only when a try reaches it (most deviates are
-    // accepted by the squeeze): the same values whenever they are
-    let mut logs: Option<(f64, f64)> = None;
     loop {
         let u = uniform() - 0.5;
         let v = uniform();
@@ -424,17 +429,23 @@ pub fn poisson_ptrs(lam: f64, mut uniform: impl FnMut() -> f64) -> f64 {
         if us >= 0.07 && v <= vr {
             return k;
         }
-        if k < 0.0 || (us < 0.013 && v > us) {
-            continue;
-        }
-        let (loglam, ln_invalpha) =
-            *logs.get_or_insert_with(|| (ln_unit(lam), ln_unit(1.1239 + 1.1328 / (b - 3.4))));
-        if ln_unit(v) + ln_invalpha - ln_unit(a / (us * us) + b)
-            <= -lam + k * loglam - ln_factorial(k)
-        {
+        if ptrs_accepts(lam, a, b, us, v, k) {
             return k;
         }
     }
+}
+
+/// The verdict of [`poisson_ptrs`] on a try that its squeeze did not accept (`a`, `b`: its
+/// constants of `lam`; `us`, `v`, `k`: the try's): the logarithms (computed only here: most
+/// tries end at the squeeze) against `ln` of the Poisson probability of `k`.
+#[inline]
+pub fn ptrs_accepts(lam: f64, a: f64, b: f64, us: f64, v: f64, k: f64) -> bool {
+    if k < 0.0 || (us < 0.013 && v > us) {
+        return false;
+    }
+    let loglam = ln_unit(lam);
+    let ln_invalpha = ln_unit(1.1239 + 1.1328 / (b - 3.4));
+    ln_unit(v) + ln_invalpha - ln_unit(a / (us * us) + b) <= -lam + k * loglam - ln_factorial(k)
 }
 
 /// `ln k!` for a whole k ≥ 0: a table below 16, Stirling's series above (as NumPy's

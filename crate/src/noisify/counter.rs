@@ -16,8 +16,8 @@
 use super::{count, max_and_negatives, Effects, MAX_U16, MAX_U32};
 use crate::error::{Error, Result};
 use crate::rng::{
-    exp_neg_f32, group_gaussians, philox_group, uniform_of, unit_of_word, CounterRng, LaneKernel,
-    Lanes, BLOCKS, GROUP, MAX_INVERSION, RECIPROCALS,
+    exp_neg_f32, group_gaussians, philox_group, poisson_ptrs, ptrs_accepts, uniform_of,
+    unit_of_word, CounterRng, LaneKernel, Lanes, BLOCKS, GROUP, MAX_INVERSION, RECIPROCALS,
 };
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -227,8 +227,10 @@ fn group(
 /// The Poisson counts of a group's pixels of means 12 and more (`big`; `m`: the means), as
 /// `CounterRng::new(seed, pixel, POISSON).poisson(mean)` draws them: PTRS's first try for the
 /// whole group in vector lanes (the first block of each pixel's stream: 32 Philox blocks side
-/// by side, the same arithmetic as `rng::poisson_ptrs`), which most accept (the squeeze); the
-/// pixels it does not accept, and means above 1e6, from the scalar sampler.
+/// by side, the same arithmetic as `rng::poisson_ptrs`), its squeeze in the lanes too (it
+/// accepts about half of the tries at means 12 to 100, more above), the full test of the rest
+/// one pixel at a time (`rng::ptrs_accepts`), further tries from the pixel's second block
+/// (`CounterRng::at_block`); means above 1e6 from the scalar sampler.
 #[inline(always)]
 fn ptrs_group(seed: i64, i0: usize, m: &[f64; GROUP], big: &[bool; GROUP], c: &mut [f64; GROUP]) {
     // pixel i's stream starts at block i of stream POISSON: blocks i0 .. i0 + 32
@@ -245,6 +247,7 @@ fn ptrs_group(seed: i64, i0: usize, m: &[f64; GROUP], big: &[bool; GROUP], c: &m
         u2[BLOCKS + l] = uniform_of(w1[2][l], w1[3][l]);
     }
     let (mut k, mut ok) = ([0f64; GROUP], [false; GROUP]);
+    let (mut aa, mut bb, mut uss) = ([0f64; GROUP], [0f64; GROUP], [0f64; GROUP]);
     for j in 0..GROUP {
         // (other lanes: a harmless mean, their results unused)
         let lam = if big[j] { m[j] } else { 12.0 };
@@ -256,14 +259,20 @@ fn ptrs_group(seed: i64, i0: usize, m: &[f64; GROUP], big: &[bool; GROUP], c: &m
         let v = u2[j];
         let us = 0.5 - u.abs();
         k[j] = ((2.0 * a / us + b) * u + lam + 0.43).floor();
-        ok[j] = us >= 0.07 && v <= vr && lam <= 1.0e6;
+        ok[j] = us >= 0.07 && v <= vr;
+        (aa[j], bb[j], uss[j]) = (a, b, us);
     }
     for j in 0..GROUP {
         if big[j] {
-            c[j] = if ok[j] {
+            let (lam, pixel) = (m[j], (i0 + j) as u64);
+            c[j] = if lam > 1.0e6 {
+                CounterRng::new(seed, pixel, POISSON).poisson(lam)
+            } else if ok[j] || ptrs_accepts(lam, aa[j], bb[j], uss[j], u2[j], k[j]) {
                 k[j]
             } else {
-                CounterRng::new(seed, (i0 + j) as u64, POISSON).poisson(m[j])
+                // the next tries, from the pixel's second block
+                let mut r = CounterRng::at_block(seed, pixel, POISSON, 1);
+                poisson_ptrs(lam, || r.uniform())
             };
         }
     }
