@@ -142,6 +142,9 @@ struct PySession {
     last_render_s: AtomicU64,
     fpixels: usize,
     spixels: usize,
+    /// A pool of the words' `-threads` threads for the dataset tool's noise pass
+    /// (`render_counts`), built at its first image (None: rayon's global pool).
+    pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
 }
 
 impl PySession {
@@ -232,6 +235,7 @@ impl PySession {
             last_render_s: AtomicU64::new(0),
             fpixels,
             spixels,
+            pool: std::sync::OnceLock::new(),
         })
     }
 
@@ -371,7 +375,8 @@ impl PySession {
     /// words, the seed among them) noisify's noisy ADU from the counter generator, as
     /// `noisify_image` makes them (its noiseless ADU where the words say `-nonoise`), clipped at
     /// 2^31 - 1; without, round-half-even(photons · `scale`) clipped to [0, 2^31 - 1]. The
-    /// noise runs on `-threads` threads (the image does not depend on their number). Returns
+    /// noise runs on a pool of `-threads` threads kept by the session (the image does not
+    /// depend on their number). Returns
     /// (engine, notices).
     #[pyo3(signature = (extra, out, background=None, noise=None, scale=1.0))]
     fn render_counts<'py>(
@@ -425,9 +430,16 @@ impl PySession {
             }
             match noise {
                 Some(words) => {
-                    let adu = nanobragg::cpu::with_threads(threads, || {
-                        dataset_noise(image, s, f, words, cancel)
-                    })?;
+                    let pool = self.pool.get_or_init(|| {
+                        threads.and_then(|n| {
+                            rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()
+                        })
+                    });
+                    let noise = || dataset_noise(image, s, f, words, cancel);
+                    let adu = match pool {
+                        Some(p) => p.install(noise),
+                        None => noise(),
+                    }?;
                     // NumPy's minimum(adu, 2^31 - 1).astype(int32)
                     counts
                         .iter_mut()
