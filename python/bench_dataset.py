@@ -2,8 +2,9 @@
 the dataset engines end to end (render + labels + compression + NXmx writing + rename +
 manifest), 1 and 2 local workers, Ray on this machine, bytes per image.
 
-    target/pyvenv/bin/python python/bench_dataset.py [--quick] [--cases light512,light1024,eiger]
-    target/pyvenv/bin/python python/bench_dataset.py --stages --n 8   # CPU time per stage
+    target/pyvenv/bin/python python/bench_dataset.py [--cases light512,light1024,noise512,eiger]
+    target/pyvenv/bin/python python/bench_dataset.py --stages --n 8   # CPU time per stage (EIGER2 4M)
+    target/pyvenv/bin/python python/bench_dataset.py --stages --cases noise512 --n 64
 """
 
 import argparse
@@ -33,6 +34,24 @@ backend = "cpu"
 [vary]
 orientation = "uniform"
 """
+
+NOISE512 = """
+[dataset]
+n_images = {n}
+shard_size = {k}
+seed = 1
+output = "out"
+[base]
+args = "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -detpixels 512"
+precision = "f32"
+backend = "cpu"
+[vary]
+orientation = "uniform"
+[chain]
+noise = "-readout_noise 3 -adc 40"
+"""
+"""The benchmarks' case (a) (docs/benchmarks.md) as a dataset of noisy stills: the chain's noise
+with a seed per image, no background; "datasets with noise" at >= 80 % of the bare render's rate."""
 
 EIGER = """
 [dataset]
@@ -87,18 +106,30 @@ def engine(spec, **kw):
     return {"images_per_s": spec.n_images / wall, "bytes_per_image": sizes / spec.n_images, "seconds": wall, **res}
 
 
-def stages(n):
-    """CPU time (this process, all threads) per realistic image of each stage of an NXmx shard:
+def stages(n, case="eiger"):
+    """CPU time (this process, all threads) per image of each stage of an NXmx shard (the
+    realistic EIGER2 4M case, or ``noise512``): the bare render (the same parameters, no chain),
     render + chain, the crate's writer, and the h5py pass that adds the labels. CPU time, not
     wall time: it holds on a loaded machine."""
+    import dataclasses
+
     from nanobragg.dataset import nexus, shards
 
-    spec = spec_in(tempfile.mkdtemp(prefix="nbstage"), EIGER.format(n=n, k=n))
+    text = NOISE512.format(n=n, k=n) if case == "noise512" else EIGER.format(n=n, k=n)
+    spec = spec_in(tempfile.mkdtemp(prefix="nbstage"), text)
+    spec = dataclasses.replace(spec, threads=2)
+    out = {}
+    b = dataset.Renderer(dataclasses.replace(spec, background=None, noise=None, format="npz"))
+    b.image(0)  # warm
+    t = time.process_time()
+    for i in range(n):
+        b.image(i)
+    out["bare_render"] = (time.process_time() - t) / n
     r = dataset.Renderer(spec)
     r.image(0)  # the background, once per worker
     t = time.process_time()
     images, labels = shards.render_shard(spec, 0, r)
-    out = {"render_chain": (time.process_time() - t) / n}
+    out["render_chain"] = (time.process_time() - t) / n
     sim, meta = r.simulator(None), shards._meta(spec, 0)
     for rep in range(2):
         t = time.process_time()
@@ -108,22 +139,25 @@ def stages(n):
         t2 = time.process_time()
         out[f"writer_{rep}"] = (t1 - t) / n
         out[f"writer_plus_h5py_{rep}"] = (t2 - t1) / n
-    print("stages (CPU s per image)", json.dumps(out), flush=True)
+    print(f"stages {case} (CPU s per image)", json.dumps(out), flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="light512,light1024,eiger")
-    ap.add_argument("--stages", action="store_true", help="only the realistic shard's stages (CPU time)")
+    ap.add_argument("--stages", action="store_true", help="only the stages of a shard (CPU time): eiger, or the first of --cases")
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--ray", action="store_true", help="also through Ray (local, 2 CPUs)")
     a = ap.parse_args()
     if a.stages:
-        return stages(max(2, a.n // 4))
+        case = a.cases.split(",")[0] if a.cases != ap.get_default("cases") else "eiger"
+        return stages(a.n if case == "noise512" else max(2, a.n // 4), case)
     tmp = tempfile.mkdtemp(prefix="nbbench")
     out = {}
     for case in a.cases.split(","):
-        if case.startswith("light"):
+        if case == "noise512":
+            text = NOISE512.format(n=a.n, k=a.n // 2)
+        elif case.startswith("light"):
             px = int(case[5:])
             text = LIGHT.format(n=a.n, k=a.n // 2, px=px, pix=0.1 * 1024 / px)
         else:

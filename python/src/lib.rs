@@ -12,7 +12,7 @@ use nanobragg::{api, io, noisify, nonbragg, predict, realistic, sf};
 use numpy::ndarray::Array3;
 use numpy::{
     IntoPyArray, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
-    PyUntypedArrayMethods,
+    PyReadwriteArray2, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
@@ -170,6 +170,9 @@ struct PySession {
     last_render_s: AtomicU64,
     fpixels: usize,
     spixels: usize,
+    /// A pool of the words' `-threads` threads for the dataset tool's noise pass
+    /// (`render_counts`), built at its first image (None: rayon's global pool).
+    pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
 }
 
 impl PySession {
@@ -260,6 +263,7 @@ impl PySession {
             last_render_s: AtomicU64::new(0),
             fpixels,
             spixels,
+            pool: std::sync::OnceLock::new(),
         })
     }
 
@@ -347,14 +351,21 @@ impl PySession {
                 )),
             ));
         }
-        let flat: Vec<i32> = a.iter().copied().collect();
-        let refs: Vec<&[i32]> = (0..n).map(|k| &flat[k * w * h..(k + 1) * w * h]).collect();
+        // the frames as they lie in a C-ordered array (the dataset tool's), else in one copy
+        let owned;
+        let data: &[i32] = match a.as_slice() {
+            Some(v) => v,
+            None => {
+                owned = a.iter().copied().collect::<Vec<i32>>();
+                &owned
+            }
+        };
         let bytes = py
             .detach(|| {
                 let frames = io::nexus::NxFrames { still, wavelengths };
                 // the chunks are compressed on rayon's pool: the words' -threads bound it too
                 nanobragg::cpu::with_threads(threads, || {
-                    io::nexus::write_nxmx_frames(&g, &refs, &frames)
+                    io::nexus::write_nxmx_series(&g, data, n, &frames)
                 })
             })
             .map_err(|e| to_py(py, e))?;
@@ -383,6 +394,100 @@ impl PySession {
             r.rendered.engine.name().to_string(),
             r.rendered.notices,
         ))
+    }
+
+    /// The dataset tool's image (`nanobragg.dataset.Renderer`) in one call, the GIL released
+    /// and no copy of the image between the stages: renders with `extra` words, adds
+    /// `background` (photons/pixel, (slow, fast) float32, as NumPy's float32 `+`) and writes
+    /// the stored int32 counts into `out` ((slow, fast), C order): with `noise` (noisify's flag
+    /// words, the seed among them) noisify's noisy ADU from the counter generator, as
+    /// `noisify_image` makes them (its noiseless ADU where the words say `-nonoise`), clipped at
+    /// 2^31 - 1; without, round-half-even(photons · `scale`) clipped to [0, 2^31 - 1]. The
+    /// noise runs on a pool of `-threads` threads kept by the session (the image does not
+    /// depend on their number). Returns
+    /// (engine, notices).
+    #[pyo3(signature = (extra, out, background=None, noise=None, scale=1.0))]
+    fn render_counts<'py>(
+        &self,
+        py: Python<'py>,
+        extra: Vec<String>,
+        mut out: PyReadwriteArray2<'py, i32>,
+        background: Option<PyReadonlyArray2<'py, f32>>,
+        noise: Option<Vec<String>>,
+        scale: f64,
+    ) -> PyResult<(String, Vec<String>)> {
+        let (s, f) = (self.spixels, self.fpixels);
+        let shape_error = |name: &str, got: &[usize]| {
+            to_py(
+                py,
+                NbError::usage(format!(
+                    "render_counts: {name} must be a ({s}, {f}) C-ordered array (slow, fast), got {got:?}"
+                )),
+            )
+        };
+        if out.shape() != [s, f] || !out.is_c_contiguous() {
+            return Err(shape_error("out", out.shape()));
+        }
+        let bg = match &background {
+            Some(b) if b.shape() != [s, f] || !b.is_c_contiguous() => {
+                return Err(shape_error("background", b.shape()))
+            }
+            Some(b) => Some(b.as_slice()?),
+            None => None,
+        };
+        let counts = out.as_slice_mut()?;
+        let (engine, notices) = interruptible(py, |cancel| {
+            let (r, threads) = {
+                let mut guard = self.lock();
+                let t = Instant::now();
+                let r = guard.render(&extra, &noop, cancel)?;
+                self.last_render_s
+                    .store(t.elapsed().as_secs_f64().to_bits(), Ordering::Relaxed);
+                (r, guard.prepared().options().threads)
+            };
+            let mut image = r.rendered.image;
+            if image.len() != counts.len() {
+                return Err(NbError::input(format!(
+                    "render_counts: the render has {} pixels, the detector {}",
+                    image.len(),
+                    counts.len()
+                )));
+            }
+            if let Some(bg) = bg {
+                image.iter_mut().zip(bg).for_each(|(v, b)| *v += b);
+            }
+            match noise {
+                Some(words) => {
+                    let pool = self.pool.get_or_init(|| {
+                        threads.and_then(|n| {
+                            rayon::ThreadPoolBuilder::new().num_threads(n).build().ok()
+                        })
+                    });
+                    let noise = || dataset_noise(image, s, f, words, cancel);
+                    let adu = match pool {
+                        Some(p) => p.install(noise),
+                        None => noise(),
+                    }?;
+                    // NumPy's minimum(adu, 2^31 - 1).astype(int32)
+                    counts
+                        .iter_mut()
+                        .zip(&adu)
+                        .for_each(|(c, &a)| *c = a.min(i32::MAX as u32) as i32);
+                }
+                None => counts.iter_mut().zip(&image).for_each(|(c, &v)| {
+                    // NumPy's rint(v · scale).clip(0, 2^31 - 1).astype(int32); NaN (never
+                    // rendered) as its x86 cast makes it
+                    let x = (v as f64 * scale).round_ties_even();
+                    *c = if x.is_nan() {
+                        i32::MIN
+                    } else {
+                        x.clamp(0.0, i32::MAX as f64) as i32
+                    };
+                }),
+            }
+            Ok((r.rendered.engine.name().to_string(), r.rendered.notices))
+        })?;
+        Ok((engine, notices))
     }
 
     /// The image (float64, (slow, fast)) at the setup with `extra` words moved by `offsets`
@@ -740,44 +845,10 @@ fn noisify_image<'py>(
     };
     // a watcher thread only for work that may take long: a large image, or a PSF
     let long = s * f > 1 << 20 || words.iter().any(|w| w.starts_with("-psf"));
-    let (adu, noise, header, log) = interruptible_if(py, long, |cancel| {
-        let name = "<image>.bin".to_string();
-        let mut all = vec![
-            "-floatfile".to_string(),
-            name,
-            "-detpixels_x".to_string(),
-            f.to_string(),
-            "-detpixels_y".to_string(),
-            s.to_string(),
-            "-rng".to_string(),
-            "counter".to_string(),
-        ];
-        all.extend(words);
-        let opts = noisify::options::parse(&all)?;
-        let files = CachedFiles::new(files.unwrap_or_default());
-        let prep = noisify::options::prepare_with_image(
-            &opts,
-            &files,
-            session::clock_seed(),
-            Some(pixels),
-        )?;
-        let d = noisify::detect(
-            &prep.input,
-            prep.width,
-            prep.height,
-            &prep.effects,
-            opts.bits32,
-            &noop,
-            cancel,
-        )?;
-        let header = match &prep.header {
-            Some(h) => h.clone(),
-            None => noisify::options::own_header(&prep)?,
-        };
-        let mut log = opts.geo.warnings.clone();
-        log.extend(prep.log.iter().cloned());
-        Ok((d.adu, d.noise.map(|n| n.adu), header, log))
+    let r = interruptible_if(py, long, |cancel| {
+        run_noisify(pixels, s, f, words, files.unwrap_or_default(), true, cancel)
     })?;
+    let (adu, noise, header, log) = (r.adu, r.noise, r.header, r.log);
     let adu = recycled_2d(py, adu, s, f)?;
     let noise = match noise {
         Some(n) => Some(recycled_2d(py, n, s, f)?),
@@ -814,6 +885,92 @@ fn recycled_2d(
         let view = numpy::ndarray::ArrayView2::from_shape_ptr((s, f), ptr);
         Ok(PyArray2::borrow_from_array(&view, owner.into_any()))
     }
+}
+
+/// What one noisify run from Python gives: the noiseless ADU, the noisy ones (absent under
+/// `-nonoise`), and, when asked for, the header and the log.
+struct NoiseRun {
+    adu: Vec<u32>,
+    noise: Option<Vec<u32>>,
+    header: Vec<u8>,
+    log: Vec<String>,
+}
+
+/// noisify with `words` on the `w`·`h` image `pixels` (fast index first), the counter
+/// generator unless the words choose another: the one set of steps behind `noisify_image` and
+/// the dataset tool's noise pass ([`PySession::render_counts`], which skips the header and
+/// log: `describe` false).
+fn run_noisify(
+    pixels: Cow<'_, [f32]>,
+    h: usize,
+    w: usize,
+    words: Vec<String>,
+    files: HashMap<String, Vec<u8>>,
+    describe: bool,
+    cancel: &AtomicBool,
+) -> Result<NoiseRun, NbError> {
+    let mut all = vec![
+        "-floatfile".to_string(),
+        "<image>.bin".to_string(),
+        "-detpixels_x".to_string(),
+        w.to_string(),
+        "-detpixels_y".to_string(),
+        h.to_string(),
+        "-rng".to_string(),
+        "counter".to_string(),
+    ];
+    all.extend(words);
+    let opts = noisify::options::parse(&all)?;
+    let files = CachedFiles::new(files);
+    let prep =
+        noisify::options::prepare_with_image(&opts, &files, session::clock_seed(), Some(pixels))?;
+    let d = noisify::detect(
+        &prep.input,
+        prep.width,
+        prep.height,
+        &prep.effects,
+        opts.bits32,
+        &noop,
+        cancel,
+    )?;
+    let (header, log) = if describe {
+        let header = match &prep.header {
+            Some(h) => h.clone(),
+            None => noisify::options::own_header(&prep)?,
+        };
+        let mut log = opts.geo.warnings.clone();
+        log.extend(prep.log.iter().cloned());
+        (header, log)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    Ok(NoiseRun {
+        adu: d.adu,
+        noise: d.noise.map(|n| n.adu),
+        header,
+        log,
+    })
+}
+
+/// The dataset tool's noise pass: [`run_noisify`]'s noisy ADU (the noiseless ones under
+/// `-nonoise`), without header and log.
+fn dataset_noise(
+    pixels: Vec<f32>,
+    h: usize,
+    w: usize,
+    words: Vec<String>,
+    cancel: &AtomicBool,
+) -> Result<Vec<u32>, NbError> {
+    let r = run_noisify(
+        Cow::Owned(pixels),
+        h,
+        w,
+        words,
+        HashMap::new(),
+        false,
+        cancel,
+    )?;
+    Ok(r.noise.unwrap_or(r.adu))
 }
 
 /// An SMV file's bytes: (header text, pixels (slow, fast) uint16).

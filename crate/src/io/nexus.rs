@@ -166,12 +166,31 @@ pub struct NxFrames {
 /// [`write_nxmx`] with per-frame options ([`NxFrames`]).
 pub fn write_nxmx_frames(g: &NxGeometry, images: &[&[i32]], frames: &NxFrames) -> Result<Vec<u8>> {
     let (w, h) = g.image_size;
+    if let Some(i) = images.iter().position(|im| im.len() != w * h) {
+        return Err(nx_error(format_args!(
+            "image {i} holds {} pixels, not {w}x{h}",
+            images[i].len()
+        )));
+    }
+    let all: Vec<i32> = images.iter().flat_map(|im| im.iter().copied()).collect();
+    write_nxmx_series(g, &all, images.len(), frames)
+}
+
+/// [`write_nxmx_frames`] of `n` frames stored one after another in `data` (`n` ·
+/// `image_size.0` · `image_size.1` counts): the same file, without a copy of the frames to
+/// gather them (the dataset tool's shards, one (frames, slow, fast) array).
+pub fn write_nxmx_series(
+    g: &NxGeometry,
+    data: &[i32],
+    n: usize,
+    frames: &NxFrames,
+) -> Result<Vec<u8>> {
+    let (w, h) = g.image_size;
     if let Some(l) = &frames.wavelengths {
-        if l.len() != images.len() {
+        if l.len() != n {
             return Err(nx_error(format_args!(
-                "{} wavelengths for {} frames",
-                l.len(),
-                images.len()
+                "{} wavelengths for {n} frames",
+                l.len()
             )));
         }
         if let Some(k) = l.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
@@ -181,13 +200,13 @@ pub fn write_nxmx_frames(g: &NxGeometry, images: &[&[i32]], frames: &NxFrames) -
             )));
         }
     }
-    if images.is_empty() {
+    if n == 0 {
         return Err(nx_error("no image to write"));
     }
-    if let Some(i) = images.iter().position(|im| im.len() != w * h) {
+    if data.len() != n * w * h {
         return Err(nx_error(format_args!(
-            "image {i} holds {} pixels, not {w}x{h}",
-            images[i].len()
+            "{} counts for {n} frames of {w}x{h} pixels",
+            data.len()
         )));
     }
     if g.panels.is_empty() {
@@ -201,7 +220,6 @@ pub fn write_nxmx_frames(g: &NxGeometry, images: &[&[i32]], frames: &NxFrames) -
         let m = apply(&r, v);
         [m[0] * 1000.0, m[1] * 1000.0, m[2] * 1000.0]
     };
-    let n = images.len();
     let mut f = FileBuilder::new();
 
     let mut entry = f.create_group("entry");
@@ -214,17 +232,17 @@ pub fn write_nxmx_frames(g: &NxGeometry, images: &[&[i32]], frames: &NxFrames) -
         .with_shape(&[]);
 
     // the images: one chunk per image, shuffle + deflate
-    let mut data = entry.create_group("data");
-    data.set_attr("NX_class", text("NXdata"));
-    data.set_attr("signal", text("data"));
-    let all: Vec<i32> = images.iter().flat_map(|im| im.iter().copied()).collect();
-    data.create_dataset("data")
-        .with_i32_data(&all)
+    let mut data_group = entry.create_group("data");
+    data_group.set_attr("NX_class", text("NXdata"));
+    data_group.set_attr("signal", text("data"));
+    data_group
+        .create_dataset("data")
+        .with_i32_data(data)
         .with_shape(&[n as u64, h as u64, w as u64])
         .with_chunks(&[1, h as u64, w as u64])
         .with_shuffle()
         .with_deflate(4);
-    entry.add_group(data.finish());
+    entry.add_group(data_group.finish());
 
     let mut inst = entry.create_group("instrument");
     inst.set_attr("NX_class", text("NXinstrument"));

@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
+from .params import Renderer
 from .shards import is_complete, pending, prepare_output, write_shard
 from .spec import Spec, load_spec
 
@@ -50,16 +51,32 @@ def _fault(shard: int, progress: Optional[Callable[[int], None]]) -> Optional[Ca
     return hook
 
 
+#: The renderer of the last shard this process rendered, with its description: the next shard
+#: of the same dataset reuses its simulators and background (nonBragg's, seconds on a large
+#: detector) instead of preparing them again for every shard.
+_last: Optional[Tuple[Spec, Renderer]] = None
+
+
+def _renderer(spec: Spec) -> Renderer:
+    global _last
+    if _last is None or _last[0] != spec:
+        _last = (spec, Renderer(spec))
+    return _last[1]
+
+
 def run_shard(spec_path: str, output: Optional[str], shard: int, threads: Optional[int] = None,
               progress: Optional[Callable[[int], None]] = None) -> Optional[Dict[str, Any]]:
-    """One shard, in this process (what every engine's worker and the Slurm array task call)."""
+    """One shard, in this process (what every engine's worker and the Slurm array task call).
+    Consecutive shards of one dataset in a process share one :class:`Renderer`."""
     progress = _fault(shard, progress)
     spec = load_spec(spec_path, output=output)
     if threads is not None and spec.threads is None:
         import dataclasses
 
         spec = dataclasses.replace(spec, threads=threads)
-    return write_shard(spec, shard, progress=progress)
+    if is_complete(spec, shard):
+        return None
+    return write_shard(spec, shard, _renderer(spec), progress=progress)
 
 
 class Progress:
@@ -161,10 +178,14 @@ def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[i
     threads = _worker_threads(spec, workers)
     t0 = time.monotonic()
     if workers == 1:
-        for s in todo:
-            run_shard(spec.path, spec.output, s, threads, progress=bar.add)
-            if on_done:
-                on_done(s)
+        global _last
+        try:
+            for s in todo:
+                run_shard(spec.path, spec.output, s, threads, progress=bar.add)
+                if on_done:
+                    on_done(s)
+        finally:
+            _last = None  # this process is the caller's: its memory back
     else:
         ctx = mp.get_context("spawn")
         q = ctx.Queue()

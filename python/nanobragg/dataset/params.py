@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -153,6 +153,7 @@ class Renderer:
         self.spec = spec
         self._sims: Dict[Optional[int], "Simulator"] = {}
         self._background: Optional[np.ndarray] = None
+        self._noise_words: Optional[List[str]] = None
 
     def simulator(self, model: Optional[int] = None) -> "Simulator":
         if model not in self._sims:
@@ -183,31 +184,50 @@ class Renderer:
                 o[v.name] = p[v.name]
         return o
 
-    def image(self, i: int, p: Optional[Dict[str, Any]] = None) -> np.ndarray:
+    def noise_words(self) -> Optional[List[str]]:
+        """``chain.noise`` split into words (once), or None."""
+        if self._noise_words is None and self.spec.noise is not None:
+            from .. import _nanobragg
+
+            self._noise_words = list(_nanobragg.split_args(self.spec.noise))
+        return self._noise_words
+
+    def shape(self, model: Optional[int] = None) -> Tuple[int, int]:
+        """The images' (slow, fast) size."""
+        return self.simulator(model).shape
+
+    def image(self, i: int, p: Optional[Dict[str, Any]] = None, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Image ``i`` as the dataset stores it (``p``: its :func:`image_params`, when known).
+        The int32 counts (``nxmx``, or ``chain.noise``) are made by one call into the crate
+        (render, background, noise and the conversion to int32 without a copy of the image
+        between them), written into ``out`` ((slow, fast) int32, C order) when given."""
         spec = self.spec
         p = p if p is not None else image_params(spec, i)
         sim = self.simulator(p.get("model"))
-        img = sim.render(**self.overrides(p))
         bg = self.background()
-        if bg is not None:
-            if bg.shape != img.shape:
-                from .spec import SpecError
+        if bg is not None and bg.shape != sim.shape:
+            from .spec import SpecError
 
-                raise SpecError(spec.path, "chain.background", f"the background is {bg.shape[1]}x{bg.shape[0]} pixels, the detector {img.shape[1]}x{img.shape[0]}: give nonBragg the same -detpixels")
-            img = img + bg
-        if spec.noise is not None:
-            from ..chain import noisify
-            from .. import _nanobragg
-
-            words = list(_nanobragg.split_args(spec.noise)) + ["-seed", str(p["noise_seed"])]
-            r = noisify(img, words)
-            out = r.noise_image if r.noise_image is not None else r.int_image
-            return np.minimum(out, np.iinfo(np.int32).max).astype(np.int32)
-        if spec.format == "npz":
+            h, w = sim.shape
+            raise SpecError(spec.path, "chain.background", f"the background is {bg.shape[1]}x{bg.shape[0]} pixels, the detector {w}x{h}: give nonBragg the same -detpixels")
+        if spec.noise is None and spec.format == "npz":
+            img = sim.render(**self.overrides(p))
+            if bg is not None:
+                img = img + bg
             return np.asarray(img, dtype=np.float32)
-        counts: np.ndarray = np.rint(img.astype(np.float64) * spec.scale).clip(0, np.iinfo(np.int32).max).astype(np.int32)
-        return counts
+        if out is None:
+            out = np.empty(sim.shape, np.int32)
+        words = self.noise_words()
+        if words is not None:
+            words = words + ["-seed", str(p["noise_seed"])]
+        extra = sim._extra(self.overrides(p))
+        from ..errors import Error
 
+        try:
+            sim.engine, sim.notices = sim._s.render_counts(extra, out, bg, words, float(spec.scale))
+        except Error as e:
+            raise sim._error(e, extra) from None
+        return out
 
     def reflections(self, i: int, p: Optional[Dict[str, Any]] = None) -> np.ndarray:
         """Image ``i``'s predicted reflections (``Simulator.predict`` with its parameters)."""

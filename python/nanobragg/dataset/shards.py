@@ -123,13 +123,22 @@ def render_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None,
     r = renderer or Renderer(spec)
     idx = spec.shard_range(shard)
     params = [image_params(spec, i) for i in idx]
-    first = r.image(idx[0], params[0])
-    images = np.empty((len(idx),) + first.shape, first.dtype)
-    images[0] = first
-    if progress:
-        progress(1)
-    for k in range(1, len(idx)):
-        images[k] = r.image(idx[k], params[k])
+    if spec.format == "npz" and spec.noise is None:
+        first = r.image(idx[0], params[0])
+        images = np.empty((len(idx),) + first.shape, first.dtype)
+        images[0] = first
+        if progress:
+            progress(1)
+        start = 1
+    else:
+        # int32 counts, each written by the crate into its place in the shard's array
+        images = np.empty((len(idx),) + r.shape(params[0].get("model")), np.int32)
+        start = 0
+    for k in range(start, len(idx)):
+        if start:
+            images[k] = r.image(idx[k], params[k])
+        else:
+            r.image(idx[k], params[k], out=images[k])
         if progress:
             progress(1)
     return images, label_columns(spec, params)

@@ -2486,9 +2486,11 @@ impl DatasetBuilder {
 
     pub fn with_i32_data(&mut self, data: &[i32]) -> &mut Self {
         self.datatype = Some(make_i32_type());
-        let mut b = Vec::with_capacity(data.len() * 4);
-        for &v in data {
-            b.extend_from_slice(&v.to_le_bytes());
+        // one vectorised pass (a copy on little-endian machines), not a
+        // four-byte extend per element
+        let mut b = vec![0u8; data.len() * 4];
+        for (c, &v) in b.as_chunks_mut::<4>().0.iter_mut().zip(data) {
+            *c = v.to_le_bytes();
         }
         self.set_element_bytes(b);
         if self.shape.is_none() {
