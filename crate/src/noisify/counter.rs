@@ -14,8 +14,8 @@
 use super::{count, Effects, MAX_U16, MAX_U32};
 use crate::error::{Error, Result};
 use crate::rng::{
-    exp_neg_f32, group_gaussians, philox_group, unit_of_word, LaneKernel, Lanes, BLOCKS, GROUP,
-    MAX_INVERSION, RECIPROCALS,
+    exp_neg_f32, group_gaussians, philox_group, unit_of_word, CounterRng, LaneKernel, Lanes,
+    BLOCKS, GROUP, MAX_INVERSION, RECIPROCALS,
 };
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -174,14 +174,9 @@ fn group(
             c[s * INV..(s + 1) * INV].copy_from_slice(&k);
         }
         if big.iter().fold(false, |a, &b| a | b) {
-            // wasm: the group's PTRS draws side by side (the same counts, `ptrs_lanes`)
-            #[cfg(target_arch = "wasm32")]
-            super::ptrs_lanes::big_counts(e.seed, i0, n, &v, &big, &mut c);
-            #[cfg(not(target_arch = "wasm32"))]
             for k in 0..n {
                 if big[k] {
-                    c[k] =
-                        crate::rng::CounterRng::new(e.seed, (i0 + k) as u64, POISSON).poisson(v[k]);
+                    c[k] = CounterRng::new(e.seed, (i0 + k) as u64, POISSON).poisson(v[k]);
                 }
             }
         }
@@ -476,7 +471,7 @@ fn run_on(
 mod tests {
     use super::*;
     use crate::noisify::Generator;
-    use crate::rng::{counter_pixel, poisson_inversion, CounterRng};
+    use crate::rng::{counter_pixel, poisson_inversion};
 
     fn effects(readout: f64, calibration: f64, flicker: f64) -> Effects {
         Effects {

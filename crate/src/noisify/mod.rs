@@ -36,7 +36,6 @@ pub mod cli;
 pub mod counter;
 pub mod options;
 pub mod psf;
-pub mod ptrs_lanes;
 
 use crate::error::{Error, Result};
 use crate::rng::{Noise, RanState};
