@@ -749,8 +749,8 @@ fn pixel_lanes(
             for l in 0..LANES {
                 let sign = if fb[l] < 0.0 { -1.0 } else { 1.0 };
                 sum.0[l] += ((((sign * fb[l]) * fb[l]) * polar[l]) * omega[l]) * w;
-                sum.1[l] = fb[l];
             }
+            sum.1 = fb;
         }
     }
     omega
