@@ -106,11 +106,19 @@ try {
       const t = await page.evaluate(() => window.nanobraggRealistic.timings);
       runs.push({ ...t, wall: Date.now() - t0 });
     }
+    // the image shown, to the bit: SHA-256 of its f32 pixels (a change that should keep the
+    // image compares this between builds)
+    const sha = await page.evaluate(async () => {
+      const d = window.nanobraggRealistic.data;
+      const h = await crypto.subtle.digest('SHA-256', new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+      return [...new Uint8Array(h)].map((b) => b.toString(16).padStart(2, '0')).join('');
+    });
     const row = (r) => `total ${fmt(r.total)} (structure factors ${fmt(r.sf)}, spots ${fmt(r.spots)}, background ${fmt(r.background)}, detector effects ${fmt(r.detector)}); click to image ${fmt(r.wall)}`;
     console.log(`first still   ${row(runs[0])}  (${threads} threads)`);
     const again = runs.slice(1);
     const med = Object.fromEntries(Object.keys(again[0]).map((k) => [k, median(again.map((r) => r[k]))]));
     console.log(`same again    ${row(med)}  median of ${again.length}`);
+    console.log(`image shown   SHA-256 of its f32 pixels ${sha}`);
     await ctx.close();
   }
   if (ONLY === 'drag' || ONLY === 'rotate' || ONLY === 'realistic') process.exit(0);

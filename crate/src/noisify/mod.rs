@@ -198,9 +198,10 @@ pub fn photon_image(input: &[f32], fluence: f64, scale: f64) -> Vec<f32> {
 #[inline(always)]
 fn count(adu: f64) -> u32 {
     // adu.clamp(0.0, MAX_U32) as u32 (NaN: 0), in a form that vectorises; `clamp` would keep
-    // a NaN, which the unchecked conversion below must never see
-    #[allow(clippy::manual_clamp)]
-    let a = adu.max(0.0).min(MAX_U32);
+    // a NaN, which the unchecked conversion below must never see. Comparisons, not
+    // `max`/`min`: wasm has no instruction for their NaN rule (a call to `fmax` a pixel)
+    let a = if adu > 0.0 { adu } else { 0.0 };
+    let a = if a < MAX_U32 { a } else { MAX_U32 };
     // SAFETY: `a` is in [0, 2^31 - 1], not NaN
     unsafe { a.to_int_unchecked::<i32>() as u32 }
 }
