@@ -10,7 +10,7 @@
 
 use super::pixel32::{FastCtx, SourceConst};
 use super::poll::{Poll, POLL_TERMS};
-use crate::plan::{Interpolation, Panel, Plan, Shape};
+use crate::plan::{HklGrid, Interpolation, Panel, Plan, Shape};
 use crate::terms::{
     capture_fraction, f_nearest, index_ok, is_exact_bragg, lattice_square, polarization,
     round_even_f64, solid_angle,
@@ -97,7 +97,14 @@ fn block_body(
     poll: &Poll,
 ) -> bool {
     let len = len.min(BLOCK);
-    if !block(fc, pan, s, f0, len, l, &mut ImageRow, poll) {
+    let g = &fc.plan.hkl;
+    // with a table (that u32 indices reach) each term's cell is found in the vector loop
+    let done = if g.hkls != 0 && g.data.len() < NO_CELL as usize {
+        block(fc, pan, s, f0, len, l, &mut ImageRow::<BLOCK, true>::new(g), poll)
+    } else {
+        block(fc, pan, s, f0, len, l, &mut ImageRow::<BLOCK, false>::new(g), poll)
+    };
+    if !done {
         return false;
     }
     for j in 0..len {
@@ -131,6 +138,10 @@ pub struct Lanes<const B: usize> {
     pub pass: [f32; B],
     /// The orientation's F_latt² (0 where the term is skipped).
     pub fl2: [f32; B],
+    /// The orientation's δ = h − nearest per axis, f32 ([`RowCarry::BARE_LATTICE`]).
+    pub dd: [[f32; B]; 3],
+    /// 1 where the orientation's indices are in range, else 0 ([`RowCarry::BARE_LATTICE`]).
+    pub okf: [f32; B],
     /// A term under the exact-Bragg rule (the pixel goes to the per-pixel kernel).
     pub exact: [bool; B],
 }
@@ -159,6 +170,8 @@ impl<const B: usize> Lanes<B> {
             qz: [0.0; B],
             pass: [0.0; B],
             fl2: [0.0; B],
+            dd: [[0.0; B]; 3],
+            okf: [0.0; B],
             acc: [0.0; B],
         }
     }
@@ -224,6 +237,15 @@ pub(super) trait RowCarry<const B: usize> {
     /// A source's q, resolution test and polarisation are in `l`; its orientations follow.
     #[inline(always)]
     fn source(&mut self, _len: usize) {}
+    /// True when the carry's F_latt is the bare `terms::lattice_square` of the deltas (no
+    /// partials, the [`RowCarry::lattice`] hook not called): the block then finds each
+    /// orientation's indices in one loop over the lanes (f64; [`RowCarry::cell`] sees them) and
+    /// their lattice factors in another (f32 only: on 128-bit vectors, wasm's simd128, it runs
+    /// four lanes a vector where the one loop with f64 in it ran two).
+    const BARE_LATTICE: bool = false;
+    /// Lane j's indices h of the orientation ([`RowCarry::BARE_LATTICE`] only).
+    #[inline(always)]
+    fn cell(&mut self, _j: usize, _h: [f64; 3]) {}
     /// F_latt of lane j's term (`terms::lattice_square`).
     fn lattice(&mut self, j: usize, fc: &FastCtx, x: &Index) -> f32;
     /// The structure factors of orientation `m`'s terms (a table): `l.acc += F²·fl2`.
@@ -236,10 +258,45 @@ pub(super) trait RowCarry<const B: usize> {
     fn source_done(&mut self, _si: usize, _src: &SourceConst, _l: &Lanes<B>, _len: usize) {}
 }
 
-/// The image carries nothing: the bare f32 terms.
-pub(super) struct ImageRow;
+/// The image carries nothing but, with a structure-factor table (`LOOKUP`), each lane's cell:
+/// the bare f32 terms. The cell of a term (upstream's nearest indices `ceil(h − ½)`, the range
+/// test and the flat index of `terms::f_nearest`, or [`NO_CELL`] outside the table) is found
+/// in the lattice hook, inside the vectorised loop over the lanes; the cells hook then only
+/// reads the table (a scalar load per lane). Done per lane in the cells hook, the indices were
+/// nearly half of the realistic preset's spots (`nanobragg-bench --realistic-spots`).
+pub(super) struct ImageRow<const B: usize, const LOOKUP: bool> {
+    cell: [u32; B],
+    /// The table's bounds and strides as f64: h_min, h_max, k_min, k_max, l_min, l_max, then
+    /// the strides of h and k in `data` (`HklGrid::at`).
+    grid: [f64; 8],
+}
 
-impl<const B: usize> RowCarry<B> for ImageRow {
+/// A lane's cell outside the table (F is `default_F`): no index of `data` (`block_body` takes
+/// the lookup path only for tables shorter than this).
+pub(super) const NO_CELL: u32 = u32::MAX;
+
+impl<const B: usize, const LOOKUP: bool> ImageRow<B, LOOKUP> {
+    #[inline(always)]
+    fn new(g: &HklGrid) -> Self {
+        let kd = (g.k_range() + 1) as f64;
+        let ld = (g.l_range() + 1) as f64;
+        ImageRow {
+            cell: [NO_CELL; B],
+            grid: [
+                g.h_min as f64,
+                g.h_max as f64,
+                g.k_min as f64,
+                g.k_max as f64,
+                g.l_min as f64,
+                g.l_max as f64,
+                kd * ld,
+                ld,
+            ],
+        }
+    }
+}
+
+impl<const B: usize, const LOOKUP: bool> RowCarry<B> for ImageRow<B, LOOKUP> {
     #[inline(always)]
     fn solid_angle(&mut self, _j: usize, inv_r: f32, pixel2: f32, close: f32, point: bool) -> f32 {
         solid_angle(inv_r, pixel2, close, point)
@@ -252,6 +309,25 @@ impl<const B: usize> RowCarry<B> for ImageRow {
     fn polar(&mut self, _j: usize, k: f32, f: &[[f32; 3]; 3], d: [f32; 3], _take: bool) -> f32 {
         polarization(k, f[0], d, f[1], f[2])
     }
+    const BARE_LATTICE: bool = true;
+    #[inline(always)]
+    fn cell(&mut self, j: usize, h: [f64; 3]) {
+        if LOOKUP {
+            // `f_nearest`'s cell: the same f64 h as the cells hook's `(m·q)`, the same
+            // nearest indices and range test (on the floats: NaN is outside); the flat index
+            // `(ih·kd + ik)·ld + il` is exact in f64 (integers far below 2^53)
+            let [h_lo, h_hi, k_lo, k_hi, l_lo, l_hi, sh, sk] = self.grid;
+            let n = h.map(|h| (h - 0.5).ceil());
+            let inside = (n[0] >= h_lo)
+                & (n[0] <= h_hi)
+                & (n[1] >= k_lo)
+                & (n[1] <= k_hi)
+                & (n[2] >= l_lo)
+                & (n[2] <= l_hi);
+            let flat = (n[0] - h_lo) * sh + (n[1] - k_lo) * sk + (n[2] - l_lo);
+            self.cell[j] = if inside { flat as u32 } else { NO_CELL };
+        }
+    }
     #[inline(always)]
     fn lattice(&mut self, _j: usize, fc: &FastCtx, x: &Index) -> f32 {
         lattice_square(x.d[0], x.d[1], x.d[2], fc.na, fc.nb, fc.nc)
@@ -259,6 +335,20 @@ impl<const B: usize> RowCarry<B> for ImageRow {
     #[inline(always)]
     fn cells(&mut self, fc: &FastCtx, l: &mut Lanes<B>, m: &[f64; 9], len: usize) {
         let p = fc.plan;
+        if LOOKUP {
+            let data = &p.hkl.data[..];
+            for j in 0..len {
+                let f = data
+                    .get(self.cell[j] as usize)
+                    .copied()
+                    .unwrap_or(p.default_f);
+                // a term with a zero lattice factor is skipped (acc + 0 is acc: acc ≥ +0)
+                let skip = l.fl2[j] == 0.0 && !p.water;
+                let add = f * f * l.fl2[j] as f64;
+                l.acc[j] += if skip { 0.0 } else { add };
+            }
+            return;
+        }
         for j in 0..len {
             if l.fl2[j] == 0.0 && !p.water {
                 continue;
@@ -275,6 +365,27 @@ impl<const B: usize> RowCarry<B> for ImageRow {
             l.acc[j] += f * f * l.fl2[j] as f64;
         }
     }
+}
+
+/// Orientation `m`'s term on one lane of scattering vector `q`: its indices (`ok`: in range;
+/// the resolution test is the caller's) and whether it falls under the exact-Bragg rule on an
+/// axis of `use_axis`.
+#[inline(always)]
+fn term_index(m: &[f64; 9], q: [f64; 3], use_axis: [bool; 3]) -> (Index, bool) {
+    let mut d = [0f32; 3];
+    let mut h = [0f64; 3];
+    let mut r = [0f64; 3];
+    let mut ok = true;
+    let mut ex = false;
+    for a in 0..3 {
+        h[a] = (m[3 * a] * q[0] + m[3 * a + 1] * q[1]) + m[3 * a + 2] * q[2];
+        r[a] = round_even_f64(h[a]);
+        let delta = h[a] - r[a];
+        ok &= index_ok(h[a]);
+        ex |= use_axis[a] & is_exact_bragg(delta, r[a]);
+        d[a] = delta as f32;
+    }
+    (Index { h, r, d, ok }, ex)
 }
 
 /// The one row block: pixels `f0..f0+len` (`len` ≤ B) of row `s`, all on panel `pan`, summed
@@ -374,34 +485,39 @@ pub(super) fn block<C: RowCarry<B>, const B: usize>(
                                 cm[0][o], cm[1][o], cm[2][o], cm[3][o], cm[4][o], cm[5][o],
                                 cm[6][o], cm[7][o], cm[8][o],
                             ];
-                            for j in 0..len {
-                                let mut d = [0f32; 3];
-                                let mut h = [0f64; 3];
-                                let mut r = [0f64; 3];
-                                let mut ok = true;
-                                let mut ex = false;
-                                for a in 0..3 {
-                                    h[a] = (m[3 * a] * l.qx[j] + m[3 * a + 1] * l.qy[j])
-                                        + m[3 * a + 2] * l.qz[j];
-                                    r[a] = round_even_f64(h[a]);
-                                    let delta = h[a] - r[a];
-                                    ok &= index_ok(h[a]);
-                                    ex |= use_axis[a] & is_exact_bragg(delta, r[a]);
-                                    d[a] = delta as f32;
+                            if C::BARE_LATTICE {
+                                // the indices (f64), then the lattice factors (f32 only)
+                                for j in 0..len {
+                                    let q = [l.qx[j], l.qy[j], l.qz[j]];
+                                    let (x, ex) = term_index(&m, q, use_axis);
+                                    let counts = x.ok & (l.pass[j] != 0.0);
+                                    l.exact[j] |= ex & counts;
+                                    c.cell(j, x.h);
+                                    for a in 0..3 {
+                                        l.dd[a][j] = x.d[a];
+                                    }
+                                    l.okf[j] = if x.ok { 1.0 } else { 0.0 };
                                 }
-                                let counts = ok & (l.pass[j] != 0.0);
-                                l.exact[j] |= ex & counts;
-                                let g = c.lattice(
-                                    j,
-                                    fc,
-                                    &Index {
-                                        h,
-                                        r,
-                                        d,
-                                        ok: counts,
-                                    },
-                                );
-                                l.fl2[j] = if ok { g * g * l.pass[j] } else { 0.0 };
+                                for j in 0..len {
+                                    let d = [l.dd[0][j], l.dd[1][j], l.dd[2][j]];
+                                    let g = lattice_square(d[0], d[1], d[2], fc.na, fc.nb, fc.nc);
+                                    l.fl2[j] = if l.okf[j] != 0.0 {
+                                        g * g * l.pass[j]
+                                    } else {
+                                        0.0
+                                    };
+                                }
+                            } else {
+                                for j in 0..len {
+                                    let q = [l.qx[j], l.qy[j], l.qz[j]];
+                                    let (mut x, ex) = term_index(&m, q, use_axis);
+                                    let ok = x.ok;
+                                    let counts = ok & (l.pass[j] != 0.0);
+                                    l.exact[j] |= ex & counts;
+                                    x.ok = counts;
+                                    let g = c.lattice(j, fc, &x);
+                                    l.fl2[j] = if ok { g * g * l.pass[j] } else { 0.0 };
+                                }
                             }
                             if constant_f {
                                 for j in 0..len {
