@@ -1,7 +1,8 @@
 //! The fast kernel's main path: blocks of pixels along a row, with the loops turned inside out
 //! so that the innermost loop runs over pixels (branch-free, vectorised; AVX2 or AVX-512 when the CPU
-//! has it, `simd`). The block ([`block`]) is generic over what it carries beside the image
-//! ([`RowCarry`]): nothing for the image ([`ImageRow`], its hooks the bare terms), the tangents
+//! has it, `simd`; on wasm32 the image's term loops in simd128 lanes written out, `wasm_lanes`).
+//! The block ([`block`]) is generic over what it carries beside the image ([`RowCarry`]): the
+//! structure-factor cells for the image ([`ImageRow`], its hooks the bare terms), the tangents
 //! for `tangent_row32.rs`. Same terms (`terms.rs`: `lattice_square`, `polarization`, `solid_angle`,
 //! `capture_fraction`, `f_nearest`), factor semantics and rules as `pixel32`; used for the square
 //! lattice without the running-sum flags, curved detector or tricubic lookups. Pixels under the
