@@ -160,6 +160,13 @@ fn main() {
         realistic(&argv[2], reps);
         return;
     }
+    if argv.len() >= 3 && argv[1] == "--realistic-spots" {
+        let reps = argv
+            .get(3)
+            .map_or(5, |r| r.parse().expect("--realistic-spots MODEL [REPS]"));
+        realistic_spots(&argv[2], reps);
+        return;
+    }
     if argv.len() >= 5 && argv[1] == "--child" {
         child(&argv[2], &argv[3], argv[4].parse().unwrap());
         return;
@@ -865,25 +872,24 @@ fn gpu_readback_probe(_sizes_mb: &[usize], _reps: usize) {
     std::process::exit(2);
 }
 
-/// `--realistic`: see the module's docs.
-fn realistic(model: &str, reps: usize) {
-    use nanobragg::noisify::{self, Generator};
-    use nanobragg::plan::Interpolation;
-    use nanobragg::realistic::{self, BackgroundCache, DetectorSettings, SfCache};
+/// The beam of the realistic preset (`--realistic`, `--realistic-spots`).
+const REALISTIC_BEAM: &str = "-flux 1e12 -exposure 0.5 -beamsize 0.001";
+
+/// The realistic preset's spots, prepared with MODEL's table installed (its structure factors
+/// computed once, timed on stderr), as the page's worker prepares them.
+fn realistic_prepared(model: &str) -> api::Prepared {
+    use nanobragg::realistic::{self, SfCache};
     let never = AtomicBool::new(false);
-    let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
     let bytes = std::fs::read(model).unwrap_or_else(|e| panic!("{model}: {e}"));
     let mut slot = None;
     SfCache::load(&mut slot, "1pfe.cif", &bytes).expect("model");
     let cache = slot.as_mut().unwrap();
-    let beam = "-flux 1e12 -exposure 0.5 -beamsize 0.001";
-    let mut w = words(&format!(
+    let mut w = bench_words(&format!(
         "-detector eiger2-4m -distance 120 -lambda 1 -xtalsize 0.001 -mosaic 0.3 \
-         -mosaic_domains 12 -misset_seed 3 -misset random {beam} -oversample 1"
+         -mosaic_domains 12 -misset_seed 3 -misset random {REALISTIC_BEAM} -oversample 1"
     ));
     w.extend(cache.crystal_words());
-    let files = MemFiles::default();
-    let mut prep = api::prepare(&w, &files).expect("prepare");
+    let mut prep = api::prepare(&w, &MemFiles::default()).expect("prepare");
     let t = Instant::now();
     cache
         .ensure(realistic::needed_d_min(&prep).unwrap(), &|_| {}, &never)
@@ -894,6 +900,58 @@ fn realistic(model: &str, reps: usize) {
     );
     let (grid, _) = cache.table.as_ref().unwrap();
     realistic::install_table(&mut prep, grid, "1pfe.cif");
+    prep
+}
+
+fn bench_words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+/// `--realistic-spots MODEL [REPS]`: the realistic preset's spots alone (F at the nearest
+/// lattice point, f32, rayon's threads), REPS renders (default 5): each time, the median, and
+/// an FNV-1a hash of the image's f32 bits (an exact change keeps it).
+fn realistic_spots(model: &str, reps: usize) {
+    let never = AtomicBool::new(false);
+    let plan = realistic_prepared(model).plan().clone();
+    let mut times = Vec::new();
+    let mut image = Vec::new();
+    for _ in 0..reps {
+        let t = Instant::now();
+        image = api::render_cpu(&plan, Precision::F32, &|_| {}, &never).unwrap();
+        times.push(t.elapsed().as_secs_f64());
+    }
+    let hash = image.iter().fold(0xcbf29ce484222325u64, |h, v| {
+        v.to_bits()
+            .to_le_bytes()
+            .iter()
+            .fold(h, |h, &b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+    });
+    let sum: f64 = image.iter().map(|&v| v as f64).sum();
+    let mut sorted = times.clone();
+    sorted.sort_by(f64::total_cmp);
+    println!(
+        "realistic spots, {} rayon threads: {} s each, median {:.3} s; image FNV-1a {hash:016x}, \
+         sum {sum:.6e}",
+        rayon::current_num_threads(),
+        times
+            .iter()
+            .map(|t| format!("{t:.3}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        sorted[sorted.len() / 2]
+    );
+}
+
+/// `--realistic`: see the module's docs.
+fn realistic(model: &str, reps: usize) {
+    use nanobragg::noisify::{self, Generator};
+    use nanobragg::plan::Interpolation;
+    use nanobragg::realistic::{self, BackgroundCache, DetectorSettings};
+    let never = AtomicBool::new(false);
+    let words = bench_words;
+    let beam = REALISTIC_BEAM;
+    let files = MemFiles::default();
+    let prep = realistic_prepared(model);
     let nearest = prep.plan().clone();
     let mut tricubic = nearest.clone();
     tricubic.interpolation = Interpolation::Tricubic;

@@ -1,7 +1,8 @@
 //! The fast kernel's main path: blocks of pixels along a row, with the loops turned inside out
 //! so that the innermost loop runs over pixels (branch-free, vectorised; AVX2 or AVX-512 when the CPU
-//! has it, `simd`). The block ([`block`]) is generic over what it carries beside the image
-//! ([`RowCarry`]): nothing for the image ([`ImageRow`], its hooks the bare terms), the tangents
+//! has it, `simd`; on wasm32 the image's term loops in simd128 lanes written out, `wasm_lanes`).
+//! The block ([`block`]) is generic over what it carries beside the image ([`RowCarry`]): the
+//! structure-factor cells for the image ([`ImageRow`], its hooks the bare terms), the tangents
 //! for `tangent_row32.rs`. Same terms (`terms.rs`: `lattice_square`, `polarization`, `solid_angle`,
 //! `capture_fraction`, `f_nearest`), factor semantics and rules as `pixel32`; used for the square
 //! lattice without the running-sum flags, curved detector or tricubic lookups. Pixels under the
@@ -10,7 +11,7 @@
 
 use super::pixel32::{FastCtx, SourceConst};
 use super::poll::{Poll, POLL_TERMS};
-use crate::plan::{Interpolation, Panel, Plan, Shape};
+use crate::plan::{HklGrid, Interpolation, Panel, Plan, Shape};
 use crate::terms::{
     capture_fraction, f_nearest, index_ok, is_exact_bragg, lattice_square, polarization,
     round_even_f64, solid_angle,
@@ -97,7 +98,16 @@ fn block_body(
     poll: &Poll,
 ) -> bool {
     let len = len.min(BLOCK);
-    if !block(fc, pan, s, f0, len, l, &mut ImageRow, poll) {
+    let g = &fc.plan.hkl;
+    // with a table (that u32 indices reach) each term's cell is found in the vector loop
+    let done = if g.hkls != 0 && g.data.len() < NO_CELL as usize {
+        let mut image = ImageRow::<BLOCK, true>::new(g);
+        block(fc, pan, s, f0, len, l, &mut image, poll)
+    } else {
+        let mut image = ImageRow::<BLOCK, false>::new(g);
+        block(fc, pan, s, f0, len, l, &mut image, poll)
+    };
+    if !done {
         return false;
     }
     for j in 0..len {
@@ -131,6 +141,10 @@ pub struct Lanes<const B: usize> {
     pub pass: [f32; B],
     /// The orientation's F_latt² (0 where the term is skipped).
     pub fl2: [f32; B],
+    /// The orientation's δ = h − nearest per axis, f32 ([`RowCarry::BARE_LATTICE`]).
+    pub dd: [[f32; B]; 3],
+    /// 1 where the orientation's indices are in range, else 0 ([`RowCarry::BARE_LATTICE`]).
+    pub okf: [f32; B],
     /// A term under the exact-Bragg rule (the pixel goes to the per-pixel kernel).
     pub exact: [bool; B],
 }
@@ -159,6 +173,8 @@ impl<const B: usize> Lanes<B> {
             qz: [0.0; B],
             pass: [0.0; B],
             fl2: [0.0; B],
+            dd: [[0.0; B]; 3],
+            okf: [0.0; B],
             acc: [0.0; B],
         }
     }
@@ -224,6 +240,25 @@ pub(super) trait RowCarry<const B: usize> {
     /// A source's q, resolution test and polarisation are in `l`; its orientations follow.
     #[inline(always)]
     fn source(&mut self, _len: usize) {}
+    /// True when the carry's F_latt is the bare `terms::lattice_square` of the deltas (no
+    /// partials, the [`RowCarry::lattice`] hook not called): the block then finds each
+    /// orientation's indices in one loop over the lanes (f64; [`RowCarry::cell`] sees them) and
+    /// their lattice factors in another (f32 only: on 128-bit vectors, wasm's simd128, it runs
+    /// four lanes a vector where the one loop with f64 in it ran two).
+    const BARE_LATTICE: bool = false;
+    /// Lane j's indices h of the orientation ([`RowCarry::BARE_LATTICE`] only).
+    #[inline(always)]
+    fn cell(&mut self, _j: usize, _h: [f64; 3]) {}
+    /// What [`RowCarry::cell`] does, as data for the vector loops of wasm32: the lanes' cells
+    /// and the table's bounds and strides (`ImageRow`'s), or None when it does nothing.
+    #[cfg_attr(
+        not(all(target_arch = "wasm32", target_feature = "simd128")),
+        allow(dead_code)
+    )]
+    #[inline(always)]
+    fn cell_table(&mut self) -> Option<(&mut [u32; B], &[f64; 8])> {
+        None
+    }
     /// F_latt of lane j's term (`terms::lattice_square`).
     fn lattice(&mut self, j: usize, fc: &FastCtx, x: &Index) -> f32;
     /// The structure factors of orientation `m`'s terms (a table): `l.acc += F²·fl2`.
@@ -236,10 +271,45 @@ pub(super) trait RowCarry<const B: usize> {
     fn source_done(&mut self, _si: usize, _src: &SourceConst, _l: &Lanes<B>, _len: usize) {}
 }
 
-/// The image carries nothing: the bare f32 terms.
-pub(super) struct ImageRow;
+/// The image carries nothing but, with a structure-factor table (`LOOKUP`), each lane's cell:
+/// the bare f32 terms. The cell of a term (upstream's nearest indices `ceil(h − ½)`, the range
+/// test and the flat index of `terms::f_nearest`, or [`NO_CELL`] outside the table) is found
+/// in the lattice hook, inside the vectorised loop over the lanes; the cells hook then only
+/// reads the table (a scalar load per lane). Done per lane in the cells hook, the indices were
+/// nearly half of the realistic preset's spots (`nanobragg-bench --realistic-spots`).
+pub(super) struct ImageRow<const B: usize, const LOOKUP: bool> {
+    cell: [u32; B],
+    /// The table's bounds and strides as f64: h_min, h_max, k_min, k_max, l_min, l_max, then
+    /// the strides of h and k in `data` (`HklGrid::at`).
+    grid: [f64; 8],
+}
 
-impl<const B: usize> RowCarry<B> for ImageRow {
+/// A lane's cell outside the table (F is `default_F`): no index of `data` (`block_body` takes
+/// the lookup path only for tables shorter than this).
+pub(super) const NO_CELL: u32 = u32::MAX;
+
+impl<const B: usize, const LOOKUP: bool> ImageRow<B, LOOKUP> {
+    #[inline(always)]
+    fn new(g: &HklGrid) -> Self {
+        let kd = (g.k_range() + 1) as f64;
+        let ld = (g.l_range() + 1) as f64;
+        ImageRow {
+            cell: [NO_CELL; B],
+            grid: [
+                g.h_min as f64,
+                g.h_max as f64,
+                g.k_min as f64,
+                g.k_max as f64,
+                g.l_min as f64,
+                g.l_max as f64,
+                kd * ld,
+                ld,
+            ],
+        }
+    }
+}
+
+impl<const B: usize, const LOOKUP: bool> RowCarry<B> for ImageRow<B, LOOKUP> {
     #[inline(always)]
     fn solid_angle(&mut self, _j: usize, inv_r: f32, pixel2: f32, close: f32, point: bool) -> f32 {
         solid_angle(inv_r, pixel2, close, point)
@@ -252,6 +322,33 @@ impl<const B: usize> RowCarry<B> for ImageRow {
     fn polar(&mut self, _j: usize, k: f32, f: &[[f32; 3]; 3], d: [f32; 3], _take: bool) -> f32 {
         polarization(k, f[0], d, f[1], f[2])
     }
+    const BARE_LATTICE: bool = true;
+    #[inline(always)]
+    fn cell_table(&mut self) -> Option<(&mut [u32; B], &[f64; 8])> {
+        if LOOKUP {
+            Some((&mut self.cell, &self.grid))
+        } else {
+            None
+        }
+    }
+    #[inline(always)]
+    fn cell(&mut self, j: usize, h: [f64; 3]) {
+        if LOOKUP {
+            // `f_nearest`'s cell: the same f64 h as the cells hook's `(m·q)`, the same
+            // nearest indices and range test (on the floats: NaN is outside); the flat index
+            // `(ih·kd + ik)·ld + il` is exact in f64 (integers far below 2^53)
+            let [h_lo, h_hi, k_lo, k_hi, l_lo, l_hi, sh, sk] = self.grid;
+            let n = h.map(|h| (h - 0.5).ceil());
+            let inside = (n[0] >= h_lo)
+                & (n[0] <= h_hi)
+                & (n[1] >= k_lo)
+                & (n[1] <= k_hi)
+                & (n[2] >= l_lo)
+                & (n[2] <= l_hi);
+            let flat = (n[0] - h_lo) * sh + (n[1] - k_lo) * sk + (n[2] - l_lo);
+            self.cell[j] = if inside { flat as u32 } else { NO_CELL };
+        }
+    }
     #[inline(always)]
     fn lattice(&mut self, _j: usize, fc: &FastCtx, x: &Index) -> f32 {
         lattice_square(x.d[0], x.d[1], x.d[2], fc.na, fc.nb, fc.nc)
@@ -259,6 +356,20 @@ impl<const B: usize> RowCarry<B> for ImageRow {
     #[inline(always)]
     fn cells(&mut self, fc: &FastCtx, l: &mut Lanes<B>, m: &[f64; 9], len: usize) {
         let p = fc.plan;
+        if LOOKUP {
+            let data = &p.hkl.data[..];
+            for j in 0..len {
+                let f = data
+                    .get(self.cell[j] as usize)
+                    .copied()
+                    .unwrap_or(p.default_f);
+                // a term with a zero lattice factor is skipped (acc + 0 is acc: acc ≥ +0)
+                let skip = l.fl2[j] == 0.0 && !p.water;
+                let add = f * f * l.fl2[j] as f64;
+                l.acc[j] += if skip { 0.0 } else { add };
+            }
+            return;
+        }
         for j in 0..len {
             if l.fl2[j] == 0.0 && !p.water {
                 continue;
@@ -275,6 +386,222 @@ impl<const B: usize> RowCarry<B> for ImageRow {
             l.acc[j] += f * f * l.fl2[j] as f64;
         }
     }
+}
+
+/// The lattice factors of a block's terms from their deltas ([`RowCarry::BARE_LATTICE`]):
+/// `fl2 = F_latt²·pass` where the indices are in range, else 0. On wasm32 the lanes go four to
+/// a simd128 vector (`wasm_lanes`: LLVM left this loop scalar there), the same operations in
+/// the same order as `terms::lattice_square`, so the same bits.
+#[inline(always)]
+fn lattice_lanes<const B: usize>(fc: &FastCtx, l: &mut Lanes<B>, len: usize) {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    let j0 = wasm_lanes::lattice(fc, l, len);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    let j0 = 0;
+    for j in j0..len {
+        let g = lattice_square(l.dd[0][j], l.dd[1][j], l.dd[2][j], fc.na, fc.nb, fc.nc);
+        l.fl2[j] = if l.okf[j] != 0.0 {
+            g * g * l.pass[j]
+        } else {
+            0.0
+        };
+    }
+}
+
+/// `terms::lattice_square` on four lanes at once (wasm's simd128): `terms::round_even`,
+/// `terms::sinpi_poly` and `terms::grating_parts` written out with the vector operations, in
+/// their order (IEEE f32 operations, no contraction: the scalar terms' bits, tested by the
+/// browser's realistic image and `tests/browser` against the native kernels' hash).
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod wasm_lanes {
+    use super::{FastCtx, Lanes, NO_CELL};
+    use crate::terms::{EXACT_BRAGG, GRATING_SMALL, INDEX_LIMIT};
+    use core::arch::wasm32::*;
+
+    #[inline(always)]
+    fn load2(a: &[f64], j: usize) -> v128 {
+        let s = &a[j..j + 2];
+        // SAFETY: `s` holds 2 f64, 16 bytes; v128.load takes any alignment
+        unsafe { v128_load(s.as_ptr().cast()) }
+    }
+
+    #[inline(always)]
+    fn load(a: &[f32], j: usize) -> v128 {
+        let s = &a[j..j + 4];
+        // SAFETY: `s` holds 4 f32, 16 bytes; v128.load takes any alignment
+        unsafe { v128_load(s.as_ptr().cast()) }
+    }
+
+    #[inline(always)]
+    fn store(a: &mut [f32], j: usize, v: v128) {
+        let s = &mut a[j..j + 4];
+        // SAFETY: as `load`
+        unsafe { v128_store(s.as_mut_ptr().cast(), v) }
+    }
+
+    #[inline(always)]
+    fn round_even(x: v128) -> v128 {
+        let m = f32x4_splat(12582912.0);
+        f32x4_sub(f32x4_add(x, m), m)
+    }
+
+    #[inline(always)]
+    fn sinpi_poly(r: v128) -> v128 {
+        let z = f32x4_mul(r, r);
+        let mut p = f32x4_sub(
+            f32x4_mul(f32x4_splat(0.000_466_302_8), z),
+            f32x4_splat(0.007_370_431),
+        );
+        p = f32x4_add(f32x4_mul(p, z), f32x4_splat(0.082_145_89));
+        p = f32x4_sub(f32x4_mul(p, z), f32x4_splat(0.599_264_5));
+        p = f32x4_add(f32x4_mul(p, z), f32x4_splat(2.550_164));
+        p = f32x4_sub(f32x4_mul(p, z), f32x4_splat(5.167_712_7));
+        p = f32x4_add(f32x4_mul(p, z), f32x4_splat(std::f32::consts::PI));
+        f32x4_mul(r, p)
+    }
+
+    /// `terms::grating_parts` (numerator, denominator).
+    #[inline(always)]
+    fn grating_parts(d: v128, n: f32) -> (v128, v128) {
+        let nv = f32x4_splat(n);
+        let x = f32x4_mul(nv, d);
+        let r = f32x4_sub(x, round_even(x));
+        let small = f32x4_lt(f32x4_abs(x), f32x4_splat(GRATING_SMALL));
+        let num = sinpi_poly(r);
+        let den = sinpi_poly(d);
+        (
+            v128_bitselect(nv, num, small),
+            v128_bitselect(f32x4_splat(1.0), den, small),
+        )
+    }
+
+    /// The first loop of a term ([`super::term_index`], the exact-Bragg flags, `RowCarry::cell`
+    /// of the image with a table, the deltas and range flags) on two lanes a vector, lanes
+    /// `0..len` rounded down to twos; returns how many were done.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn indices<const B: usize>(
+        m: &[f64; 9],
+        use_axis: [bool; 3],
+        l: &mut Lanes<B>,
+        cell: Option<(&mut [u32; B], &[f64; 8])>,
+        len: usize,
+    ) -> usize {
+        let end = len / 2 * 2;
+        let magic = f64x2_splat(6755399441055744.0);
+        let limit = f64x2_splat(INDEX_LIMIT);
+        let exact = f64x2_splat(EXACT_BRAGG);
+        let zero = f64x2_splat(0.0);
+        let half = f64x2_splat(0.5);
+        let mut cell = cell;
+        for j in (0..end).step_by(2) {
+            let q = [load2(&l.qx, j), load2(&l.qy, j), load2(&l.qz, j)];
+            let mut ok = u64x2_splat(u64::MAX);
+            let mut ex = u64x2_splat(0);
+            let mut h = [zero; 3];
+            for a in 0..3 {
+                h[a] = f64x2_add(
+                    f64x2_add(
+                        f64x2_mul(f64x2_splat(m[3 * a]), q[0]),
+                        f64x2_mul(f64x2_splat(m[3 * a + 1]), q[1]),
+                    ),
+                    f64x2_mul(f64x2_splat(m[3 * a + 2]), q[2]),
+                );
+                let r = f64x2_sub(f64x2_add(h[a], magic), magic);
+                let delta = f64x2_sub(h[a], r);
+                ok = v128_and(ok, f64x2_lt(f64x2_abs(h[a]), limit));
+                if use_axis[a] {
+                    let e = v128_and(f64x2_lt(f64x2_abs(delta), exact), f64x2_ne(r, zero));
+                    ex = v128_or(ex, e);
+                }
+                let d = f32x4_demote_f64x2_zero(delta);
+                l.dd[a][j] = f32x4_extract_lane::<0>(d);
+                l.dd[a][j + 1] = f32x4_extract_lane::<1>(d);
+            }
+            if let Some((cell, g)) = cell.as_mut() {
+                let [h_lo, h_hi, k_lo, k_hi, l_lo, l_hi, sh, sk] = **g;
+                let n = h.map(|h| f64x2_ceil(f64x2_sub(h, half)));
+                let within = |n: v128, lo: f64, hi: f64| {
+                    v128_and(f64x2_ge(n, f64x2_splat(lo)), f64x2_le(n, f64x2_splat(hi)))
+                };
+                let inside = v128_and(
+                    v128_and(within(n[0], h_lo, h_hi), within(n[1], k_lo, k_hi)),
+                    within(n[2], l_lo, l_hi),
+                );
+                let flat = f64x2_add(
+                    f64x2_add(
+                        f64x2_mul(f64x2_sub(n[0], f64x2_splat(h_lo)), f64x2_splat(sh)),
+                        f64x2_mul(f64x2_sub(n[1], f64x2_splat(k_lo)), f64x2_splat(sk)),
+                    ),
+                    f64x2_sub(n[2], f64x2_splat(l_lo)),
+                );
+                let c = u32x4_trunc_sat_f64x2_zero(flat);
+                let inside = i32x4_shuffle::<0, 2, 0, 2>(inside, inside);
+                let c = v128_bitselect(c, u32x4_splat(NO_CELL), inside);
+                cell[j] = u32x4_extract_lane::<0>(c);
+                cell[j + 1] = u32x4_extract_lane::<1>(c);
+            }
+            for (k, (okk, exk)) in [
+                (u64x2_extract_lane::<0>(ok), u64x2_extract_lane::<0>(ex)),
+                (u64x2_extract_lane::<1>(ok), u64x2_extract_lane::<1>(ex)),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let (ok, ex) = (okk != 0, exk != 0);
+                let counts = ok & (l.pass[j + k] != 0.0);
+                l.exact[j + k] |= ex & counts;
+                l.okf[j + k] = if ok { 1.0 } else { 0.0 };
+            }
+        }
+        end
+    }
+
+    /// Lanes `0..len` rounded down to fours; returns how many were done.
+    #[inline(always)]
+    pub(super) fn lattice<const B: usize>(fc: &FastCtx, l: &mut Lanes<B>, len: usize) -> usize {
+        let one = f32x4_splat(1.0);
+        let zero = f32x4_splat(0.0);
+        let n = [fc.na, fc.nb, fc.nc];
+        let end = len / 4 * 4;
+        for j in (0..end).step_by(4) {
+            let mut num = one;
+            let mut den = one;
+            for a in 0..3 {
+                // an axis with N ≤ 1 contributes 1 (`lattice_square`), the products left to right
+                let (p, q) = grating_parts(load(&l.dd[a], j), n[a]);
+                let (p, q) = if n[a] > 1.0 { (p, q) } else { (one, one) };
+                num = if a == 0 { p } else { f32x4_mul(num, p) };
+                den = if a == 0 { q } else { f32x4_mul(den, q) };
+            }
+            let g = f32x4_div(num, den);
+            let fl2 = f32x4_mul(f32x4_mul(g, g), load(&l.pass, j));
+            let ok = f32x4_ne(load(&l.okf, j), zero);
+            store(&mut l.fl2, j, v128_bitselect(fl2, zero, ok));
+        }
+        end
+    }
+}
+
+/// Orientation `m`'s term on one lane of scattering vector `q`: its indices (`ok`: in range;
+/// the resolution test is the caller's) and whether it falls under the exact-Bragg rule on an
+/// axis of `use_axis`.
+#[inline(always)]
+fn term_index(m: &[f64; 9], q: [f64; 3], use_axis: [bool; 3]) -> (Index, bool) {
+    let mut d = [0f32; 3];
+    let mut h = [0f64; 3];
+    let mut r = [0f64; 3];
+    let mut ok = true;
+    let mut ex = false;
+    for a in 0..3 {
+        h[a] = (m[3 * a] * q[0] + m[3 * a + 1] * q[1]) + m[3 * a + 2] * q[2];
+        r[a] = round_even_f64(h[a]);
+        let delta = h[a] - r[a];
+        ok &= index_ok(h[a]);
+        ex |= use_axis[a] & is_exact_bragg(delta, r[a]);
+        d[a] = delta as f32;
+    }
+    (Index { h, r, d, ok }, ex)
 }
 
 /// The one row block: pixels `f0..f0+len` (`len` ≤ B) of row `s`, all on panel `pan`, summed
@@ -374,34 +701,38 @@ pub(super) fn block<C: RowCarry<B>, const B: usize>(
                                 cm[0][o], cm[1][o], cm[2][o], cm[3][o], cm[4][o], cm[5][o],
                                 cm[6][o], cm[7][o], cm[8][o],
                             ];
-                            for j in 0..len {
-                                let mut d = [0f32; 3];
-                                let mut h = [0f64; 3];
-                                let mut r = [0f64; 3];
-                                let mut ok = true;
-                                let mut ex = false;
-                                for a in 0..3 {
-                                    h[a] = (m[3 * a] * l.qx[j] + m[3 * a + 1] * l.qy[j])
-                                        + m[3 * a + 2] * l.qz[j];
-                                    r[a] = round_even_f64(h[a]);
-                                    let delta = h[a] - r[a];
-                                    ok &= index_ok(h[a]);
-                                    ex |= use_axis[a] & is_exact_bragg(delta, r[a]);
-                                    d[a] = delta as f32;
+                            if C::BARE_LATTICE {
+                                // the indices (f64), then the lattice factors (f32 only)
+                                #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+                                let j0 = wasm_lanes::indices(&m, use_axis, l, c.cell_table(), len);
+                                #[cfg(not(all(
+                                    target_arch = "wasm32",
+                                    target_feature = "simd128"
+                                )))]
+                                let j0 = 0;
+                                for j in j0..len {
+                                    let q = [l.qx[j], l.qy[j], l.qz[j]];
+                                    let (x, ex) = term_index(&m, q, use_axis);
+                                    let counts = x.ok & (l.pass[j] != 0.0);
+                                    l.exact[j] |= ex & counts;
+                                    c.cell(j, x.h);
+                                    for a in 0..3 {
+                                        l.dd[a][j] = x.d[a];
+                                    }
+                                    l.okf[j] = if x.ok { 1.0 } else { 0.0 };
                                 }
-                                let counts = ok & (l.pass[j] != 0.0);
-                                l.exact[j] |= ex & counts;
-                                let g = c.lattice(
-                                    j,
-                                    fc,
-                                    &Index {
-                                        h,
-                                        r,
-                                        d,
-                                        ok: counts,
-                                    },
-                                );
-                                l.fl2[j] = if ok { g * g * l.pass[j] } else { 0.0 };
+                                lattice_lanes(fc, l, len);
+                            } else {
+                                for j in 0..len {
+                                    let q = [l.qx[j], l.qy[j], l.qz[j]];
+                                    let (mut x, ex) = term_index(&m, q, use_axis);
+                                    let ok = x.ok;
+                                    let counts = ok & (l.pass[j] != 0.0);
+                                    l.exact[j] |= ex & counts;
+                                    x.ok = counts;
+                                    let g = c.lattice(j, fc, &x);
+                                    l.fl2[j] = if ok { g * g * l.pass[j] } else { 0.0 };
+                                }
                             }
                             if constant_f {
                                 for j in 0..len {
