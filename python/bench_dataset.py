@@ -2,7 +2,7 @@
 the dataset engines end to end (render + labels + compression + NXmx writing + rename +
 manifest), 1 and 2 local workers, Ray on this machine, bytes per image.
 
-    target/pyvenv/bin/python python/bench_dataset.py [--cases light512,light1024,noise512,eiger]
+    target/pyvenv/bin/python python/bench_dataset.py [--cases light512,light1024,noise512,eiger,eigerpage]
     target/pyvenv/bin/python python/bench_dataset.py --stages --n 8   # CPU time per stage (EIGER2 4M)
     target/pyvenv/bin/python python/bench_dataset.py --stages --cases noise512 --n 64
 """
@@ -53,6 +53,12 @@ noise = "-readout_noise 3 -adc 40"
 """The benchmarks' case (a) (docs/benchmarks.md) as a dataset of noisy stills: the chain's noise
 with a seed per image, no background; "datasets with noise" at >= 80 % of the bare render's rate."""
 
+# `eiger`: 100 µm of water at a fluence of 1e24 photons/m², about 1.8 million background photons a
+# pixel (every pixel takes the Poisson sampler's rejection path); `eigerpage`: the page's realistic
+# preset's beam and water (1e12 photons/s for 0.1 s through 10 µm × 10 µm: 1e21 photons/m²; 10 µm
+# of water), tens of photons a pixel
+EIGER_BEAMS = {"eiger": {"fluence": "1e24", "thick": "0.1"}, "eigerpage": {"fluence": "1e21", "thick": "0.01"}}
+
 EIGER = """
 [dataset]
 n_images = {n}
@@ -60,7 +66,7 @@ shard_size = {k}
 seed = 1
 output = "out"
 [base]
-args = "-cell 78 78 38 90 90 90 -default_F 100 -N 10 -lambda 1.0 -distance 150 -fluence 1e24"
+args = "-cell 78 78 38 90 90 90 -default_F 100 -N 10 -lambda 1.0 -distance 150 -fluence {fluence}"
 precision = "f32"
 backend = "cpu"
 [base.detector]
@@ -68,7 +74,7 @@ preset = "eiger2-4m"
 [vary]
 orientation = "uniform"
 [chain]
-background = "-stol water.stol -thick 0.1 -lambda 1.0 -distance 150 -detector eiger2-4m -fluence 1e24"
+background = "-stol water.stol -thick {thick} -lambda 1.0 -distance 150 -detector eiger2-4m -fluence {fluence}"
 noise = "-detector eiger2-4m -readout_noise 0"
 """
 
@@ -115,7 +121,7 @@ def stages(n, case="eiger"):
 
     from nanobragg.dataset import nexus, shards
 
-    text = NOISE512.format(n=n, k=n) if case == "noise512" else EIGER.format(n=n, k=n)
+    text = NOISE512.format(n=n, k=n) if case == "noise512" else EIGER.format(n=n, k=n, **EIGER_BEAMS[case])
     spec = spec_in(tempfile.mkdtemp(prefix="nbstage"), text)
     spec = dataclasses.replace(spec, threads=2)
     out = {}
@@ -145,7 +151,7 @@ def stages(n, case="eiger"):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="light512,light1024,eiger")
-    ap.add_argument("--stages", action="store_true", help="only the stages of a shard (CPU time): eiger, or the first of --cases")
+    ap.add_argument("--stages", action="store_true", help="only the stages of a shard (CPU time): eiger, or the first of --cases (noise512, eiger, eigerpage)")
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--ray", action="store_true", help="also through Ray (local, 2 CPUs)")
     a = ap.parse_args()
@@ -161,7 +167,7 @@ def main():
             px = int(case[5:])
             text = LIGHT.format(n=a.n, k=a.n // 2, px=px, pix=0.1 * 1024 / px)
         else:
-            text = EIGER.format(n=max(2, a.n // 4), k=max(1, a.n // 8))
+            text = EIGER.format(n=max(2, a.n // 4), k=max(1, a.n // 8), **EIGER_BEAMS[case])
         spec = spec_in(os.path.join(tmp, case), text)
         r = {"bare_2threads": bare(spec, 2), "bare_1thread": bare(spec, 1)}
         r["local_1worker_2threads"] = engine(spec, workers=1)
