@@ -538,17 +538,14 @@ impl<'a> Lookup<'a> {
         Lookup { t, den }
     }
 
-    /// `StolTable::interpolate(x)`; `hint` is the previous call's `partition_point` (0: none).
+    /// The first of the four nodes whose cubic interpolates at `x` (finite, clamped to the
+    /// table's inner nodes; at least four nodes), from the number of nodes ≤ x
+    /// (`partition_point(|t| t <= x)`): found from `hint` (the previous call's, 0: none) when
+    /// it is a few nodes off, else by bisection; `hint` is updated.
     #[inline(always)]
-    fn interpolate(&self, x: f64, hint: &mut usize) -> f64 {
+    fn interval(&self, x: f64, hint: &mut usize) -> usize {
         let s = &self.t.stol;
         let len = s.len();
-        if !x.is_finite() || len < 4 {
-            return self.t.interpolate(x);
-        }
-        let x = x.clamp(s[1], s[len - 2]);
-        // the number of nodes ≤ x (`partition_point(|t| t <= x)`): from the hint when it is
-        // a few nodes off, else by bisection
         let mut p = (*hint).clamp(1, len - 1);
         let mut walk = 0;
         while walk < 8 && s[p - 1] > x {
@@ -567,7 +564,19 @@ impl<'a> Lookup<'a> {
             p = s.partition_point(|&t| t <= x);
         }
         *hint = p;
-        let n = p.saturating_sub(1).clamp(1, len - 3);
+        p.saturating_sub(1).clamp(1, len - 3)
+    }
+
+    /// `StolTable::interpolate(x)`; `hint` is the previous call's `partition_point` (0: none).
+    #[inline(always)]
+    fn interpolate(&self, x: f64, hint: &mut usize) -> f64 {
+        let s = &self.t.stol;
+        let len = s.len();
+        if !x.is_finite() || len < 4 {
+            return self.t.interpolate(x);
+        }
+        let x = x.clamp(s[1], s[len - 2]);
+        let n = self.interval(x, hint);
         let xa = [s[n - 1], s[n], s[n + 1], s[n + 2]];
         let f = &self.t.f;
         let ya = [f[n - 1], f[n], f[n + 1], f[n + 2]];
@@ -607,25 +616,7 @@ impl Lookup<'_> {
             }
             let x = x[l].clamp(s[1], s[len - 2]);
             xc[l] = x;
-            let mut p = (*hint).clamp(1, len - 1);
-            let mut walk = 0;
-            while walk < 8 && s[p - 1] > x {
-                p -= 1;
-                walk += 1;
-                if p == 0 {
-                    break;
-                }
-            }
-            while walk < 8 && p < len && s[p] <= x {
-                p += 1;
-                walk += 1;
-            }
-            let exact = (p == 0 || s[p - 1] <= x) && (p == len || s[p] > x);
-            if !exact {
-                p = s.partition_point(|&t| t <= x);
-            }
-            *hint = p;
-            let n = p.saturating_sub(1).clamp(1, len - 3);
+            let n = self.interval(x, hint);
             for j in 0..4 {
                 xa[j][l] = s[n - 1 + j];
                 ya[j][l] = f[n - 1 + j];
