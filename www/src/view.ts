@@ -266,8 +266,11 @@ export class ImageView {
     this.black = this.backgroundBlack ? p50 : 0;
     this.top = this.backgroundBlack ? p999 : 0;
     if (!sameDetector) this.autoFit = true;
-    this.recolour();
+    // new colours, drawn once at the zoom the image will have (fitted: at the new size)
+    this.imgStale = true;
+    this.pooled = null;
     if (this.autoFit) this.fit();
+    else this.draw();
     this.emitReadout();
     this.onImage?.();
   }
