@@ -61,6 +61,34 @@ const CANCEL_GRACE_MS = 50;
 /** The same for a render superseded by a newer request (a restart costs a module load). */
 const SUPERSEDE_GRACE_MS = 400;
 
+/** How often the page reads a threaded render's progress from shared memory (ms), and the step
+ * it reports (a fraction): a reading that has not moved by a step calls nothing. The bar is
+ * 80 px wide; read every animation frame, each new value repainted the document (≈ 40 frames/s
+ * of style, paint and compositing on the main thread, CPU the wasm threads need on two cores). */
+const PROGRESS_MS = 200;
+const PROGRESS_STEP = 1 / 100;
+
+/** Read the shared progress counter (16.16 fixed point) every `PROGRESS_MS` while `live()`,
+ * calling `cb` with its value rounded down to a step when that changed. `stop` ends the reads;
+ * `reset` forgets the last value (the page set its bar itself: the next read is reported). */
+function pollProgress(mem: WebAssembly.Memory, progressPtr: number, live: () => boolean, cb: (p: number) => void) {
+  const ptr = progressPtr >> 2;
+  let last = -1;
+  let timer = 0;
+  const tick = () => {
+    if (!live()) return;
+    const raw = Atomics.load(new Uint32Array(mem.buffer), ptr) / 65536;
+    const p = Math.min(1, Math.floor(raw / PROGRESS_STEP) * PROGRESS_STEP);
+    if (p !== last) {
+      last = p;
+      cb(p);
+    }
+    timer = setTimeout(tick, PROGRESS_MS) as unknown as number;
+  };
+  timer = setTimeout(tick, PROGRESS_MS) as unknown as number;
+  return { stop: () => clearTimeout(timer), reset: () => { last = -1; } };
+}
+
 /** A cancelled request's error as the page has always seen it: an AbortError 'cancelled'. */
 const asCancelled = (e: unknown): Error => (isAbort(e) ? abortError('cancelled') : (e as Error));
 
@@ -131,7 +159,8 @@ export class NanoBraggClient {
    * after a prediction replaced the plan. */
   lastRendered: string[] | null = null;
   private lastFilesKey = '';
-  private progressTimer = 0;
+  /** Stops the running render's progress reads (none: a no-op). */
+  private stopProgress = () => {};
   info: ModuleInfo | null = null;
   ready!: Promise<ModuleInfo>;
   /** Workers restarted because a render did not stop in time (for tests and benchmarks). */
@@ -185,7 +214,7 @@ export class NanoBraggClient {
     this.info = null;
     const job = this.running;
     this.running = null;
-    cancelAnimationFrame(this.progressTimer);
+    this.stopProgress();
     if (job && renders === 'requeue' && !job.stale) this.queue.unshift(job);
     else job?.reject(err);
     if (renders === 'all') {
@@ -295,14 +324,7 @@ export class NanoBraggClient {
     job.start = performance.now();
     if (this.info.memory && job.onProgress) {
       // Threaded module: read the progress counter straight from shared memory.
-      const mem = this.info.memory;
-      const ptr = this.info.progressPtr >> 2;
-      const tick = () => {
-        if (this.running !== job) return;
-        job.onProgress?.(Atomics.load(new Uint32Array(mem.buffer), ptr) / 65536);
-        this.progressTimer = requestAnimationFrame(tick);
-      };
-      this.progressTimer = requestAnimationFrame(tick);
+      this.stopProgress = pollProgress(this.info.memory, this.info.progressPtr, () => this.running === job, (p) => job.onProgress?.(p)).stop;
     } else if (job.onProgress && job.msg.backend === 'cpu') {
       // Plain module on the CPU: the worker is busy in the kernel and cannot report.
       job.onProgress(NaN);
@@ -310,7 +332,7 @@ export class NanoBraggClient {
     const done = (ok: boolean, v: unknown) => {
       if (this.running !== job) return; // the worker was restarted meanwhile
       this.running = null;
-      cancelAnimationFrame(this.progressTimer);
+      this.stopProgress();
       if (ok) {
         if (job.stale) job.reject(abortError());
         else {
@@ -420,25 +442,20 @@ export class NanoBraggClient {
       this.lastRendered = null; // the worker's plan is the realistic one now
       this.lastFilesKey = '\u0001'; // the chain installs its own files: the next render sends them again
       const info = this.info;
-      if (info?.memory && cb.onProgress) {
-        const mem = info.memory;
-        const ptr = info.progressPtr >> 2;
-        const tick = () => {
-          if (this.realJob !== job) return;
-          cb.onProgress?.(Atomics.load(new Uint32Array(mem.buffer), ptr) / 65536);
-          requestAnimationFrame(tick);
-        };
-        requestAnimationFrame(tick);
-      }
+      const onProgress = cb.onProgress;
+      const poll = info?.memory && onProgress ? pollProgress(info.memory, info.progressPtr, () => this.realJob === job, onProgress) : null;
       return this.channel.call(method as 'realistic', req as RealisticRequest, {
         ...ctl,
         onEvent: (ev) => {
           if (this.realJob !== job) return;
           if (ev.type === 'progress') cb.onProgress?.(ev.value);
           else if (ev.type === 'estimate') cb.onEstimate?.(ev.ms);
-          else cb.onPhase?.(ev.phase, ev.sfCached);
+          else {
+            poll?.reset(); // a new stage: the page sets its bar to 0
+            cb.onPhase?.(ev.phase, ev.sfCached);
+          }
         },
-      });
+      }).finally(() => poll?.stop());
     });
   }
 
