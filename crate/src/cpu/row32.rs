@@ -395,6 +395,19 @@ impl<const B: usize, const LOOKUP: bool> RowCarry<B> for ImageRow<B, LOOKUP> {
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 static HAND_LANES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
+/// Blocks of the image rendered in the hand lanes (wasm32 with simd128; `hand_lane_blocks`).
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+static HAND_BLOCKS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The number of the image's blocks rendered in the hand simd128 lanes since the last call
+/// (0 on other targets): a test's proof that they ran.
+pub fn hand_lane_blocks() -> u32 {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return HAND_BLOCKS.swap(0, std::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    0
+}
+
 #[inline(always)]
 fn hand_lanes() -> bool {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -448,8 +461,8 @@ fn lattice_lanes<const B: usize>(fc: &FastCtx, l: &mut Lanes<B>, len: usize, han
 
 /// `terms::lattice_square` on four lanes at once (wasm's simd128): `terms::round_even`,
 /// `terms::sinpi_poly` and `terms::grating_parts` written out with the vector operations, in
-/// their order (IEEE f32 operations, no contraction: the scalar terms' bits, tested by the
-/// browser's realistic image and `tests/browser` against the native kernels' hash).
+/// their order (IEEE f32 operations, no contraction: the scalar terms' bits, tested by
+/// `tests/browser/lanes.test.mjs` against the portable loops of the same binary, `HAND_LANES`).
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm_lanes {
     use super::{FastCtx, Lanes, NO_CELL};
@@ -513,72 +526,9 @@ mod wasm_lanes {
         )
     }
 
-    /// One pair of lanes of [`indices`] (f64, two a vector): the deltas demoted to f32 (lanes
-    /// 0 and 1 of each), the cells (u32 lanes 0 and 1, with a table), and the masks in range
-    /// and exact-Bragg (u64 lanes).
-    #[inline(always)]
-    fn pair(
-        m: &[f64; 9],
-        use_axis: [bool; 3],
-        q: [v128; 3],
-        g: Option<&[f64; 8]>,
-    ) -> ([v128; 3], v128, v128, v128) {
-        let magic = f64x2_splat(6755399441055744.0);
-        let zero = f64x2_splat(0.0);
-        let mut ok = u64x2_splat(u64::MAX);
-        let mut ex = u64x2_splat(0);
-        let mut h = [zero; 3];
-        let mut d = [zero; 3];
-        for a in 0..3 {
-            h[a] = f64x2_add(
-                f64x2_add(
-                    f64x2_mul(f64x2_splat(m[3 * a]), q[0]),
-                    f64x2_mul(f64x2_splat(m[3 * a + 1]), q[1]),
-                ),
-                f64x2_mul(f64x2_splat(m[3 * a + 2]), q[2]),
-            );
-            let r = f64x2_sub(f64x2_add(h[a], magic), magic);
-            let delta = f64x2_sub(h[a], r);
-            ok = v128_and(ok, f64x2_lt(f64x2_abs(h[a]), f64x2_splat(INDEX_LIMIT)));
-            if use_axis[a] {
-                let e = v128_and(
-                    f64x2_lt(f64x2_abs(delta), f64x2_splat(EXACT_BRAGG)),
-                    f64x2_ne(r, zero),
-                );
-                ex = v128_or(ex, e);
-            }
-            d[a] = f32x4_demote_f64x2_zero(delta);
-        }
-        let mut c = zero;
-        if let Some(g) = g {
-            let [h_lo, h_hi, k_lo, k_hi, l_lo, l_hi, sh, sk] = *g;
-            let half = f64x2_splat(0.5);
-            let n = h.map(|h| f64x2_ceil(f64x2_sub(h, half)));
-            let within = |n: v128, lo: f64, hi: f64| {
-                v128_and(f64x2_ge(n, f64x2_splat(lo)), f64x2_le(n, f64x2_splat(hi)))
-            };
-            let inside = v128_and(
-                v128_and(within(n[0], h_lo, h_hi), within(n[1], k_lo, k_hi)),
-                within(n[2], l_lo, l_hi),
-            );
-            let flat = f64x2_add(
-                f64x2_add(
-                    f64x2_mul(f64x2_sub(n[0], f64x2_splat(h_lo)), f64x2_splat(sh)),
-                    f64x2_mul(f64x2_sub(n[1], f64x2_splat(k_lo)), f64x2_splat(sk)),
-                ),
-                f64x2_sub(n[2], f64x2_splat(l_lo)),
-            );
-            let cu = u32x4_trunc_sat_f64x2_zero(flat);
-            let inside = i32x4_shuffle::<0, 2, 0, 2>(inside, inside);
-            c = v128_bitselect(cu, u32x4_splat(NO_CELL), inside);
-        }
-        (d, c, ok, ex)
-    }
-
     /// The first loop of a term ([`super::term_index`], the exact-Bragg flags, `RowCarry::cell`
-    /// of the image with a table, the deltas and range flags): the f64 on two lanes a vector,
-    /// two vectors an iteration, so that the f32 and u32 results are stored four lanes at a
-    /// time; lanes `0..len` rounded down to fours; returns how many were done.
+    /// of the image with a table, the deltas and range flags) on two lanes a vector, lanes
+    /// `0..len` rounded down to twos; returns how many were done.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) fn indices<const B: usize>(
@@ -588,48 +538,71 @@ mod wasm_lanes {
         cell: Option<(&mut [u32; B], &[f64; 8])>,
         len: usize,
     ) -> usize {
-        let end = len / 4 * 4;
-        let (mut cell, g) = match cell {
-            Some((c, g)) => (Some(c), Some(g)),
-            None => (None, None),
-        };
-        let one = f32x4_splat(1.0);
-        let zero32 = f32x4_splat(0.0);
-        for j in (0..end).step_by(4) {
-            let qa = [load2(&l.qx, j), load2(&l.qy, j), load2(&l.qz, j)];
-            let qb = [
-                load2(&l.qx, j + 2),
-                load2(&l.qy, j + 2),
-                load2(&l.qz, j + 2),
-            ];
-            let (da, ca, oka, exa) = pair(m, use_axis, qa, g);
-            let (db, cb, okb, exb) = pair(m, use_axis, qb, g);
+        let end = len / 2 * 2;
+        let magic = f64x2_splat(6755399441055744.0);
+        let limit = f64x2_splat(INDEX_LIMIT);
+        let exact = f64x2_splat(EXACT_BRAGG);
+        let zero = f64x2_splat(0.0);
+        let half = f64x2_splat(0.5);
+        let mut cell = cell;
+        for j in (0..end).step_by(2) {
+            let q = [load2(&l.qx, j), load2(&l.qy, j), load2(&l.qz, j)];
+            let mut ok = u64x2_splat(u64::MAX);
+            let mut ex = u64x2_splat(0);
+            let mut h = [zero; 3];
             for a in 0..3 {
-                store(&mut l.dd[a], j, i32x4_shuffle::<0, 1, 4, 5>(da[a], db[a]));
-            }
-            if let Some(cell) = cell.as_mut() {
-                let c = i32x4_shuffle::<0, 1, 4, 5>(ca, cb);
-                let s = &mut cell[j..j + 4];
-                // SAFETY: `s` holds 4 u32, 16 bytes; v128.store takes any alignment
-                unsafe { v128_store(s.as_mut_ptr().cast(), c) }
-            }
-            // the u64 masks narrowed to four i32 lanes
-            let ok = i32x4_shuffle::<0, 2, 4, 6>(oka, okb);
-            let ex = i32x4_shuffle::<0, 2, 4, 6>(exa, exb);
-            store(&mut l.okf, j, v128_and(ok, one));
-            // a term under the exact-Bragg rule counts when in range and past the resolution test
-            let counts = v128_and(ok, f32x4_ne(load(&l.pass, j), zero32));
-            let e = v128_and(ex, counts);
-            if v128_any_true(e) {
-                let lanes = [
-                    i32x4_extract_lane::<0>(e),
-                    i32x4_extract_lane::<1>(e),
-                    i32x4_extract_lane::<2>(e),
-                    i32x4_extract_lane::<3>(e),
-                ];
-                for (k, v) in lanes.into_iter().enumerate() {
-                    l.exact[j + k] |= v != 0;
+                h[a] = f64x2_add(
+                    f64x2_add(
+                        f64x2_mul(f64x2_splat(m[3 * a]), q[0]),
+                        f64x2_mul(f64x2_splat(m[3 * a + 1]), q[1]),
+                    ),
+                    f64x2_mul(f64x2_splat(m[3 * a + 2]), q[2]),
+                );
+                let r = f64x2_sub(f64x2_add(h[a], magic), magic);
+                let delta = f64x2_sub(h[a], r);
+                ok = v128_and(ok, f64x2_lt(f64x2_abs(h[a]), limit));
+                if use_axis[a] {
+                    let e = v128_and(f64x2_lt(f64x2_abs(delta), exact), f64x2_ne(r, zero));
+                    ex = v128_or(ex, e);
                 }
+                let d = f32x4_demote_f64x2_zero(delta);
+                l.dd[a][j] = f32x4_extract_lane::<0>(d);
+                l.dd[a][j + 1] = f32x4_extract_lane::<1>(d);
+            }
+            if let Some((cell, g)) = cell.as_mut() {
+                let [h_lo, h_hi, k_lo, k_hi, l_lo, l_hi, sh, sk] = **g;
+                let n = h.map(|h| f64x2_ceil(f64x2_sub(h, half)));
+                let within = |n: v128, lo: f64, hi: f64| {
+                    v128_and(f64x2_ge(n, f64x2_splat(lo)), f64x2_le(n, f64x2_splat(hi)))
+                };
+                let inside = v128_and(
+                    v128_and(within(n[0], h_lo, h_hi), within(n[1], k_lo, k_hi)),
+                    within(n[2], l_lo, l_hi),
+                );
+                let flat = f64x2_add(
+                    f64x2_add(
+                        f64x2_mul(f64x2_sub(n[0], f64x2_splat(h_lo)), f64x2_splat(sh)),
+                        f64x2_mul(f64x2_sub(n[1], f64x2_splat(k_lo)), f64x2_splat(sk)),
+                    ),
+                    f64x2_sub(n[2], f64x2_splat(l_lo)),
+                );
+                let c = u32x4_trunc_sat_f64x2_zero(flat);
+                let inside = i32x4_shuffle::<0, 2, 0, 2>(inside, inside);
+                let c = v128_bitselect(c, u32x4_splat(NO_CELL), inside);
+                cell[j] = u32x4_extract_lane::<0>(c);
+                cell[j + 1] = u32x4_extract_lane::<1>(c);
+            }
+            for (k, (okk, exk)) in [
+                (u64x2_extract_lane::<0>(ok), u64x2_extract_lane::<0>(ex)),
+                (u64x2_extract_lane::<1>(ok), u64x2_extract_lane::<1>(ex)),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let (ok, ex) = (okk != 0, exk != 0);
+                let counts = ok & (l.pass[j + k] != 0.0);
+                l.exact[j + k] |= ex & counts;
+                l.okf[j + k] = if ok { 1.0 } else { 0.0 };
             }
         }
         end
@@ -717,6 +690,10 @@ pub(super) fn block<C: RowCarry<B>, const B: usize>(
     // the hand-written simd128 lanes of the image's terms, or the portable loops (wasm32's
     // switch, `hand_lanes`; elsewhere the portable loops, which LLVM vectorises)
     let hand = hand_lanes();
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if hand && C::BARE_LATTICE {
+        HAND_BLOCKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     for t in 0..p.thicksteps as usize {
         let odet = t as f64 * p.thickstep;
         l.capture[..len].fill(if p.thick == 0.0 { 1.0 } else { 0.0 });

@@ -166,6 +166,13 @@ pub fn set_hand_lanes(on: bool) -> bool {
     crate::cpu::row32::set_hand_lanes(on)
 }
 
+/// The f32 row kernel's blocks rendered in the hand simd128 lanes since the last call
+/// (`cpu::row32::hand_lane_blocks`): the browser's guard checks that they ran.
+#[wasm_bindgen]
+pub fn hand_lane_blocks() -> u32 {
+    crate::cpu::row32::hand_lane_blocks()
+}
+
 /// Threads in the rayon pool (1 in the plain build).
 #[wasm_bindgen]
 pub fn threads() -> usize {
