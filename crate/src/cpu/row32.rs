@@ -388,16 +388,67 @@ impl<const B: usize, const LOOKUP: bool> RowCarry<B> for ImageRow<B, LOOKUP> {
     }
 }
 
+/// On wasm32 with simd128: whether the image's term loops run in the hand-written simd128 lanes
+/// ([`wasm_lanes`], the default) or in the portable scalar loops of the other targets, in the
+/// same binary (`set_hand_lanes`: the browser's bit-for-bit guard of the hand lanes,
+/// `tests/browser/lanes.test.mjs`). Read once per block.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+static HAND_LANES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Blocks of the image rendered in the hand lanes (wasm32 with simd128; `hand_lane_blocks`).
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+static HAND_BLOCKS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The number of the image's blocks rendered in the hand simd128 lanes since the last call
+/// (0 on other targets): a test's proof that they ran.
+pub fn hand_lane_blocks() -> u32 {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return HAND_BLOCKS.swap(0, std::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    0
+}
+
+#[inline(always)]
+fn hand_lanes() -> bool {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return HAND_LANES.load(std::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    false
+}
+
+/// Chooses the image's term loops for the renders that follow (see `HAND_LANES`): the hand
+/// simd128 lanes (`on`) or the portable loops. Returns whether this build has hand lanes at all
+/// (wasm32 with simd128); elsewhere it does nothing.
+pub fn set_hand_lanes(on: bool) -> bool {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        HAND_LANES.store(on, std::sync::atomic::Ordering::Relaxed);
+        true
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    {
+        let _ = on;
+        false
+    }
+}
+
 /// The lattice factors of a block's terms from their deltas ([`RowCarry::BARE_LATTICE`]):
 /// `fl2 = F_latt²·pass` where the indices are in range, else 0. On wasm32 the lanes go four to
 /// a simd128 vector (`wasm_lanes`: LLVM left this loop scalar there), the same operations in
 /// the same order as `terms::lattice_square`, so the same bits.
 #[inline(always)]
-fn lattice_lanes<const B: usize>(fc: &FastCtx, l: &mut Lanes<B>, len: usize) {
+fn lattice_lanes<const B: usize>(fc: &FastCtx, l: &mut Lanes<B>, len: usize, hand: bool) {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    let j0 = wasm_lanes::lattice(fc, l, len);
+    let j0 = if hand {
+        wasm_lanes::lattice(fc, l, len)
+    } else {
+        0
+    };
     #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
-    let j0 = 0;
+    let j0 = {
+        let _ = hand;
+        0
+    };
     for j in j0..len {
         let g = lattice_square(l.dd[0][j], l.dd[1][j], l.dd[2][j], fc.na, fc.nb, fc.nc);
         l.fl2[j] = if l.okf[j] != 0.0 {
@@ -410,8 +461,8 @@ fn lattice_lanes<const B: usize>(fc: &FastCtx, l: &mut Lanes<B>, len: usize) {
 
 /// `terms::lattice_square` on four lanes at once (wasm's simd128): `terms::round_even`,
 /// `terms::sinpi_poly` and `terms::grating_parts` written out with the vector operations, in
-/// their order (IEEE f32 operations, no contraction: the scalar terms' bits, tested by the
-/// browser's realistic image and `tests/browser` against the native kernels' hash).
+/// their order (IEEE f32 operations, no contraction: the scalar terms' bits, tested by
+/// `tests/browser/lanes.test.mjs` against the portable loops of the same binary, `HAND_LANES`).
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm_lanes {
     use super::{FastCtx, Lanes, NO_CELL};
@@ -636,6 +687,13 @@ pub(super) fn block<C: RowCarry<B>, const B: usize>(
     // orientations per look at the cancel flag (at least one)
     let per_poll = (POLL_TERMS / len.max(1)).max(1);
     let close = pan.close_distance as f32;
+    // the hand-written simd128 lanes of the image's terms, or the portable loops (wasm32's
+    // switch, `hand_lanes`; elsewhere the portable loops, which LLVM vectorises)
+    let hand = hand_lanes();
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if hand && C::BARE_LATTICE {
+        HAND_BLOCKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     for t in 0..p.thicksteps as usize {
         let odet = t as f64 * p.thickstep;
         l.capture[..len].fill(if p.thick == 0.0 { 1.0 } else { 0.0 });
@@ -704,7 +762,11 @@ pub(super) fn block<C: RowCarry<B>, const B: usize>(
                             if C::BARE_LATTICE {
                                 // the indices (f64), then the lattice factors (f32 only)
                                 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-                                let j0 = wasm_lanes::indices(&m, use_axis, l, c.cell_table(), len);
+                                let j0 = if hand {
+                                    wasm_lanes::indices(&m, use_axis, l, c.cell_table(), len)
+                                } else {
+                                    0
+                                };
                                 #[cfg(not(all(
                                     target_arch = "wasm32",
                                     target_feature = "simd128"
@@ -721,7 +783,7 @@ pub(super) fn block<C: RowCarry<B>, const B: usize>(
                                     }
                                     l.okf[j] = if x.ok { 1.0 } else { 0.0 };
                                 }
-                                lattice_lanes(fc, l, len);
+                                lattice_lanes(fc, l, len, hand);
                             } else {
                                 for j in 0..len {
                                     let q = [l.qx[j], l.qy[j], l.qz[j]];

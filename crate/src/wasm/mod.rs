@@ -157,6 +157,22 @@ pub fn build_info() -> String {
     format!("{kind} {simd} {}", env!("CARGO_PKG_VERSION"))
 }
 
+/// The f32 row kernel's term loops for the renders that follow: the hand-written simd128 lanes
+/// (`true`, the default) or the portable scalar loops of the same binary (`false`), the same
+/// bits (`cpu::row32::set_hand_lanes`; the browser's guard of the hand lanes). Returns whether
+/// this build has hand lanes (a simd128 build).
+#[wasm_bindgen]
+pub fn set_hand_lanes(on: bool) -> bool {
+    crate::cpu::row32::set_hand_lanes(on)
+}
+
+/// The f32 row kernel's blocks rendered in the hand simd128 lanes since the last call
+/// (`cpu::row32::hand_lane_blocks`): the browser's guard checks that they ran.
+#[wasm_bindgen]
+pub fn hand_lane_blocks() -> u32 {
+    crate::cpu::row32::hand_lane_blocks()
+}
+
 /// Threads in the rayon pool (1 in the plain build).
 #[wasm_bindgen]
 pub fn threads() -> usize {
