@@ -60,23 +60,79 @@ fn transpose8(mut x: u64) -> u64 {
 
 /// The bit transposition of one block of `n` elements (`n` a multiple of 8) of `size` bytes
 /// each, the inverse of [`bitunshuffle_block`]: row `8·j + b` (of `n/8` bytes) of `out` holds
-/// bit `b` of byte `j` of every element, element `i` in bit `i % 8` of byte `i / 8`.
-pub fn bitshuffle_block(input: &[u8], out: &mut [u8], n: usize, size: usize) {
+/// bit `b` of byte `j` of every element, element `i` in bit `i % 8` of byte `i / 8`. In two
+/// passes, as the bitshuffle library does it: the bytes into `size` planes (plane `j` holds
+/// byte `j` of every element, in `planes`, resized here), then each plane's bits into its 8 rows.
+pub fn bitshuffle_block(input: &[u8], out: &mut [u8], n: usize, size: usize, planes: &mut Vec<u8>) {
     debug_assert!(n.is_multiple_of(8) && input.len() == n * size && out.len() == n * size);
-    let row = n / 8;
-    for (g, group) in input.chunks_exact(8 * size).enumerate() {
-        for j in 0..size {
-            // byte j of elements 8g..8g+8, element k in byte k: transposed, byte b of the
-            // result holds bit b of each (element k in bit k)
-            let mut x = 0u64;
-            for k in 0..8 {
-                x |= (group[k * size + j] as u64) << (8 * k);
-            }
-            let x = if x == 0 { 0 } else { transpose8(x) }.to_le_bytes();
-            for b in 0..8 {
-                out[(8 * j + b) * row + g] = x[b];
+    planes.resize(n * size, 0);
+    if size == 4 {
+        let (p01, p23) = planes.split_at_mut(2 * n);
+        let (p0, p1) = p01.split_at_mut(n);
+        let (p2, p3) = p23.split_at_mut(n);
+        for ((((e, a), b), c), d) in input.chunks_exact(4).zip(p0).zip(p1).zip(p2).zip(p3) {
+            (*a, *b, *c, *d) = (e[0], e[1], e[2], e[3]);
+        }
+    } else {
+        for (i, e) in input.chunks_exact(size).enumerate() {
+            for (j, &v) in e.iter().enumerate() {
+                planes[j * n + i] = v;
             }
         }
+    }
+    let row = n / 8;
+    for (j, plane) in planes.chunks_exact(n).enumerate() {
+        plane_bits(plane, &mut out[8 * j * row..8 * (j + 1) * row], row);
+    }
+}
+
+/// The 8 bit rows of one byte plane (`plane.len()` a multiple of 8) into `rows` (8 rows of
+/// `row` = `plane.len() / 8` bytes; row `b` holds bit `b` of each byte, byte `i` in bit `i % 8`
+/// of byte `i / 8`): 16 bytes at a time by their top bits (SSE2's `pmovmskb`, x86_64's
+/// baseline; wasm32's `i8x16.bitmask` with simd128), each byte shifted up a bit between rows;
+/// what is left, 8 bytes at a time as an 8×8 bit matrix transposed.
+fn plane_bits(plane: &[u8], rows: &mut [u8], row: usize) {
+    let n = plane.len();
+    let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    while i + 16 <= n {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_movemask_epi8, _mm_slli_epi16};
+        // SAFETY: SSE2 is part of x86_64's baseline, and the 16 bytes read lie in `plane`
+        // (i + 16 <= n); the load is unaligned
+        let mut x = unsafe { _mm_loadu_si128(plane.as_ptr().add(i) as *const __m128i) };
+        for b in (0..8).rev() {
+            // SAFETY: as above (register operations only)
+            let m = unsafe { _mm_movemask_epi8(x) } as u16;
+            rows[b * row + i / 8..b * row + i / 8 + 2].copy_from_slice(&m.to_le_bytes());
+            // each byte's next bit to its top (16-bit lanes: the bit carried into the high
+            // byte lands at its bottom, which is never read)
+            // SAFETY: as above (register operations only)
+            x = unsafe { _mm_slli_epi16(x, 1) };
+        }
+        i += 16;
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    while i + 16 <= n {
+        use std::arch::wasm32::{i16x8_shl, i8x16_bitmask, u8x16};
+        let p = &plane[i..i + 16];
+        let mut x = u8x16(
+            p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13],
+            p[14], p[15],
+        );
+        for b in (0..8).rev() {
+            let m = i8x16_bitmask(x);
+            rows[b * row + i / 8..b * row + i / 8 + 2].copy_from_slice(&m.to_le_bytes());
+            x = i16x8_shl(x, 1);
+        }
+        i += 16;
+    }
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(plane[i..i + 8].try_into().expect("8 bytes"));
+        let t = if x == 0 { 0 } else { transpose8(x) }.to_le_bytes();
+        for (b, &v) in t.iter().enumerate() {
+            rows[b * row + i / 8] = v;
+        }
+        i += 8;
     }
 }
 
@@ -99,6 +155,7 @@ pub fn bitshuffle_lz4_encode(data: &[u8], elem: usize) -> Vec<u8> {
     out.extend_from_slice(&(data.len() as u64).to_be_bytes());
     out.extend_from_slice(&(block_bytes as u32).to_be_bytes());
     let mut shuffled = vec![0u8; block_bytes.min(n / 8 * 8 * elem)];
+    let mut planes = Vec::new();
     let mut done = 0usize; // elements
     while n - done >= 8 {
         let m = block.min((n - done) / 8 * 8);
@@ -108,6 +165,7 @@ pub fn bitshuffle_lz4_encode(data: &[u8], elem: usize) -> Vec<u8> {
             &mut shuffled[..bytes],
             m,
             elem,
+            &mut planes,
         );
         let at = out.len();
         let bound = lz4_flex::block::get_maximum_output_size(bytes);
@@ -285,12 +343,21 @@ mod tests {
 
     #[test]
     fn the_transposition_is_the_definition() {
-        for (n, size) in [(8, 1), (64, 4), (2048, 4), (24, 2), (16, 8)] {
+        // whole 16-byte vectors, and a group of 8 left (the scalar transposition)
+        for (n, size) in [
+            (8, 1),
+            (64, 4),
+            (2048, 4),
+            (24, 2),
+            (16, 8),
+            (40, 4),
+            (136, 3),
+        ] {
             let data: Vec<u8> = (0..(n * size) as u32)
                 .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
                 .collect();
             let mut got = vec![0u8; data.len()];
-            super::bitshuffle_block(&data, &mut got, n, size);
+            super::bitshuffle_block(&data, &mut got, n, size, &mut Vec::new());
             assert_eq!(got, bitshuffle_block(&data, n, size), "{n} x {size}");
         }
     }

@@ -31,12 +31,14 @@
 //! which every HDF5 reader decodes (docs/dials.md), compressed on rayon's current pool (the
 //! vendored hdf5-pure's `rayon` feature, vendor/README.md). [`NxCompression::BitshuffleLz4`]
 //! writes them as EIGER files do: the bitshuffle filter (HDF5 filter 32008, client values
-//! 0, 2, 4, 0, 2: LZ4) — about ten times cheaper to write than deflate, the files about 1.3×
-//! larger for noisy counts — which a reader decodes only with the filter's plugin (h5py:
-//! `import hdf5plugin`; the HDF5 C library, as DIALS uses it: Debian's `bitshuffle` package,
-//! or `HDF5_PLUGIN_PATH`). Those chunks are made here ([`bitshuffle_lz4_encode`], frames on
-//! rayon's pool) and handed to hdf5-pure as filtered chunks (its `with_filtered_chunks`, the
-//! vendored change). Either way the file's bytes do not depend on the number of threads.
+//! 0, 2, 4, 0, 2: LZ4) — 6–13× less CPU to write than deflate; noisy frames 12 % larger at
+//! 512², 4 % smaller on an EIGER2 4M with tens of photons a pixel, mostly empty ones about 3×
+//! larger (docs/benchmarks.md, Datasets) — which a reader decodes only with the filter's
+//! plugin (h5py: `import hdf5plugin`; the HDF5 C library, as DIALS uses it: Debian's
+//! `bitshuffle` package, or `HDF5_PLUGIN_PATH`). Those chunks are made here
+//! ([`bitshuffle_lz4_encode`], frames on rayon's pool) and handed to hdf5-pure as filtered
+//! chunks (its `with_filtered_chunks`, the vendored change). Either way the file's bytes do
+//! not depend on the number of threads.
 
 use crate::error::{Error, Result};
 use crate::io::bitshuffle::{bitshuffle_lz4_encode, FILTER_BITSHUFFLE};
