@@ -5,6 +5,7 @@ manifest), 1 and 2 local workers, Ray on this machine, bytes per image.
     target/pyvenv/bin/python python/bench_dataset.py [--cases light512,light1024,noise512,eiger,eigerpage]
     target/pyvenv/bin/python python/bench_dataset.py --stages --n 8   # CPU time per stage (EIGER2 4M)
     target/pyvenv/bin/python python/bench_dataset.py --stages --cases noise512 --n 64
+    ... --compression deflate,bslz4   # the NXmx frames' filters, each case run with each, alternated
 """
 
 import argparse
@@ -79,6 +80,13 @@ noise = "-detector eiger2-4m -readout_noise 0"
 """
 
 
+def with_compression(text, compression):
+    """The description with ``dataset.compression`` set (the default, deflate, left unsaid)."""
+    if compression == "deflate":
+        return text
+    return text.replace("seed = 1\n", f'seed = 1\ncompression = "{compression}"\n', 1)
+
+
 def spec_in(folder, text):
     os.makedirs(folder, exist_ok=True)
     p = os.path.join(folder, "spec.toml")
@@ -112,11 +120,12 @@ def engine(spec, **kw):
     return {"images_per_s": spec.n_images / wall, "bytes_per_image": sizes / spec.n_images, "seconds": wall, **res}
 
 
-def stages(n, case="eiger"):
+def stages(n, case="eiger", compressions=("deflate",)):
     """CPU time (this process, all threads) per image of each stage of an NXmx shard (the
     realistic EIGER2 4M case, or ``noise512``): the bare render (the same parameters, no chain),
-    render + chain, the crate's writer, and the h5py pass that adds the labels. CPU time, not
-    wall time: it holds on a loaded machine."""
+    render + chain, the crate's writer (with each of ``compressions``, alternated, and its bytes
+    per image), and the h5py pass that adds the labels. CPU time, not wall time: it holds on a
+    loaded machine."""
     import dataclasses
 
     from nanobragg.dataset import nexus, shards
@@ -138,13 +147,16 @@ def stages(n, case="eiger"):
     out["render_chain"] = (time.process_time() - t) / n
     sim, meta = r.simulator(None), shards._meta(spec, 0)
     for rep in range(2):
-        t = time.process_time()
-        sim._s.nxmx(images, 0.0, 0.0, nexus.SATURATION, still=True)
-        t1 = time.process_time()
-        nexus.shard_bytes(sim, images, labels, meta, None, still=True)
-        t2 = time.process_time()
-        out[f"writer_{rep}"] = (t1 - t) / n
-        out[f"writer_plus_h5py_{rep}"] = (t2 - t1) / n
+        for c in compressions:
+            tag = "" if compressions == ("deflate",) else c + "_"
+            t = time.process_time()
+            crate = sim._s.nxmx(images, 0.0, 0.0, nexus.SATURATION, still=True, compression=c)
+            t1 = time.process_time()
+            nexus.shard_bytes(sim, images, labels, meta, None, still=True, compression=c)
+            t2 = time.process_time()
+            out[f"writer_{tag}{rep}"] = (t1 - t) / n
+            out[f"writer_plus_h5py_{tag}{rep}"] = (t2 - t1) / n
+            out[f"bytes_per_image_{tag}{rep}"] = len(crate) / n
     print(f"stages {case} (CPU s per image)", json.dumps(out), flush=True)
 
 
@@ -154,10 +166,13 @@ def main():
     ap.add_argument("--stages", action="store_true", help="only the stages of a shard (CPU time): eiger, or the first of --cases (noise512, eiger, eigerpage)")
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--ray", action="store_true", help="also through Ray (local, 2 CPUs)")
+    ap.add_argument("--compression", default="deflate",
+                    help="the NXmx frames' filters, comma-separated (deflate, bslz4): each case's engines run with each in turn")
     a = ap.parse_args()
+    comps = tuple(a.compression.split(","))
     if a.stages:
         case = a.cases.split(",")[0] if a.cases != ap.get_default("cases") else "eiger"
-        return stages(a.n if case == "noise512" else max(2, a.n // 4), case)
+        return stages(a.n if case == "noise512" else max(2, a.n // 4), case, comps)
     tmp = tempfile.mkdtemp(prefix="nbbench")
     out = {}
     for case in a.cases.split(","):
@@ -170,8 +185,11 @@ def main():
             text = EIGER.format(n=max(2, a.n // 4), k=max(1, a.n // 8), **EIGER_BEAMS[case])
         spec = spec_in(os.path.join(tmp, case), text)
         r = {"bare_2threads": bare(spec, 2), "bare_1thread": bare(spec, 1)}
-        r["local_1worker_2threads"] = engine(spec, workers=1)
-        r["local_2workers_1thread"] = engine(spec, workers=2)
+        for c in comps:
+            tag = "" if comps == ("deflate",) else c + "_"
+            cspec = spec_in(os.path.join(tmp, case + "-" + c), with_compression(text, c))
+            r[tag + "local_1worker_2threads"] = engine(cspec, workers=1)
+            r[tag + "local_2workers_1thread"] = engine(cspec, workers=2)
         if a.ray:
             import ray
 

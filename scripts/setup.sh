@@ -2,7 +2,8 @@
 # Installs what the build and the tests need and is missing, on a Debian machine that has
 # rustup/cargo, node/npm and root: Rust components and targets, wasm-bindgen-cli at the exact
 # version in Cargo.lock, Debian's chromium (browser tests), Mesa's lavapipe (GPU tests on the
-# CPU), python3-fabio (miniCBF read-back), dials (the DIALS round trip), slurm-wlm and munge (the
+# CPU), python3-fabio (miniCBF read-back), dials (the DIALS round trip) and bitshuffle (its HDF5
+# filter plugin, so that DIALS reads bitshuffle-LZ4 NXmx frames), slurm-wlm and munge (the
 # dataset tool's Slurm test) and, for the Python
 # package (`python/`), a virtual environment target/pyvenv with maturin, pytest, numpy and mypy
 # from PyPI, and Debian's python3-torch with a venv target/pyvenv-torch over it for the PyTorch
@@ -21,6 +22,10 @@ if [ "$what" = all ] || [ "$what" = test ]; then
   /usr/bin/python3 -c 'import fabio' 2>/dev/null || need_apt+=(python3-fabio)
   # DIALS reads our miniCBF and NXmx series back (scripts/dials_roundtrip.py)
   command -v dials.index >/dev/null 2>&1 || need_apt+=(dials)
+  # the bitshuffle filter (HDF5 filter 32008) in the serial HDF5's plugin folder, where DIALS'
+  # HDF5 finds it: NXmx frames written with compression "bslz4" (test_dataset_dials.py). Debian's
+  # hdf5-filter-plugin holds only LZ4 and BZip2 and python3-hdf5plugin no filter at all
+  dpkg -s bitshuffle >/dev/null 2>&1 || need_apt+=(bitshuffle)
   # a single-node Slurm for the dataset engine's test (scripts/slurm_local.sh)
   [ -x /usr/sbin/slurmctld ] || need_apt+=(slurm-wlm)
   [ -x /usr/sbin/munged ] || need_apt+=(munge)
@@ -60,7 +65,8 @@ if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
     "$VENV/bin/python" -m pip install --quiet 'h5py>=3.8' 'ray>=2.9'
   fi
   # measured images (crate/tests/measured.rs runs scripts/make_measured.py): EIGER-style NeXus
-  # with hdf5plugin's bitshuffle-LZ4 and LZ4 filters, miniCBF and SMV read back with fabio
+  # with hdf5plugin's bitshuffle-LZ4 and LZ4 filters, miniCBF and SMV read back with fabio;
+  # hdf5plugin also reads the dataset tool's bitshuffle-LZ4 shards back (test_dataset.py)
   if ! "$VENV/bin/python" -c 'import hdf5plugin, fabio' 2>/dev/null; then
     echo "== pip install hdf5plugin fabio (into $VENV)"
     "$VENV/bin/python" -m pip install --quiet 'hdf5plugin>=4' 'fabio>=2023'

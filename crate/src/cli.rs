@@ -192,8 +192,12 @@ fn nexus_file(prep: &Prepared, pixels: &[u16], scale: f64) -> Result<Vec<u8>> {
     let mut g = nexus_geometry(prep);
     g.osc /= n as f64;
     let refs: Vec<&[i32]> = frames.iter().map(|f| f.as_slice()).collect();
+    let opts = io::nexus::NxFrames {
+        compression: o.nexus_compression,
+        ..Default::default()
+    };
     // the frames' chunks are compressed on rayon's pool: the run's -threads bounds it too
-    crate::cpu::with_threads(o.threads, || io::nexus::write_nxmx(&g, &refs))
+    crate::cpu::with_threads(o.threads, || io::nexus::write_nxmx_frames(&g, &refs, &opts))
 }
 
 /// The NXmx geometry of a prepared run (nanoBragg's lab frame): the detector as one module, the

@@ -42,6 +42,57 @@ const BASE: &str = "-cell 41 47 53 95 98 103 -default_F 100 -N 5 -misset 10 20 3
                     -distance 80 -detpixels 64 -pixel 0.4 -oversample 1 -scale 0.05 -nopgm -nonoise";
 
 #[test]
+fn nexus_compression_bslz4_stores_the_deflate_frames() {
+    let dir = scratch("nexus-bslz4");
+    let series = "-phi 3 -osc 2 -phisteps 4 -nexus_images 2 -floatfile f.bin";
+    ok(&dir, &format!("{BASE} {series} -nexus d.nxs"));
+    ok(
+        &dir,
+        &format!("{BASE} {series} -nexus b.nxs -nexus_compression bslz4"),
+    );
+    let d = File::open(dir.join("d.nxs")).unwrap();
+    let want = d.dataset("entry/data/data").unwrap().read::<i32>().unwrap();
+    let bytes = std::fs::read(dir.join("b.nxs")).unwrap();
+    let b = File::from_bytes(bytes.clone()).unwrap();
+    let ds = b.dataset("entry/data/data").unwrap();
+    let p = ds.filter_pipeline();
+    assert_eq!(
+        (p.len(), p[0].id, p[0].client_data.clone()),
+        (1, 32008, vec![0, 2, 4, 0, 2])
+    );
+    let mut chunks = ds.chunks().unwrap();
+    chunks.sort_by_key(|c| c.offset.clone());
+    let mut got = Vec::new();
+    for c in &chunks {
+        let at = c.address as usize;
+        let raw = nanobragg::io::bitshuffle::bitshuffle_decode(
+            &bytes[at..at + c.storage_size as usize],
+            &p[0].client_data,
+            4,
+            64 * 64 * 4,
+        )
+        .unwrap();
+        got.extend(
+            raw.chunks_exact(4)
+                .map(|x| i32::from_le_bytes(x.try_into().unwrap())),
+        );
+    }
+    assert!(got == want && want.iter().any(|&v| v > 100));
+    let r = run(
+        &dir,
+        &format!("{BASE} -nexus x.nxs -nexus_compression gzip"),
+    );
+    assert_ne!(r.status, 0);
+    assert!(
+        r.stderr
+            .contains("-nexus_compression: expected deflate or bslz4, found 'gzip'"),
+        "{}",
+        r.stderr
+    );
+    assert!(!dir.join("x.nxs").exists());
+}
+
+#[test]
 fn nexus_series_frames_are_the_split_oscillation() {
     let dir = scratch("nexus-series");
     let out = ok(

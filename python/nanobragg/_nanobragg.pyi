@@ -44,6 +44,7 @@ class Session:
         saturation: Optional[int] = None,
         still: bool = False,
         wavelengths: Optional[Sequence[float]] = None,
+        compression: str = "deflate",
     ) -> bytes: ...
 
 def structure_factors(name: str, data: bytes, dmin: float) -> tuple[bytes, tuple[float, float, float, float, float, float], str]: ...

@@ -317,8 +317,9 @@ impl PySession {
     /// ((n, slow, fast) int32 counts) with this setup's geometry (`cli::nexus_geometry`),
     /// frame k at φ = `phi_start_deg` + k·`osc_deg`, `saturation` the largest trusted count
     /// (None: the CLI's 65535), for the dataset tool (`nanobragg.dataset`); `still`: no rotation
-    /// scan (`io::nexus::NxFrames`), `wavelengths`: one λ (Å) per frame.
-    #[pyo3(signature = (frames, phi_start_deg, osc_deg, saturation=None, still=false, wavelengths=None))]
+    /// scan (`io::nexus::NxFrames`), `wavelengths`: one λ (Å) per frame, `compression` the
+    /// frames' filters: "deflate" (shuffle + deflate 4) or "bslz4" (bitshuffle + LZ4).
+    #[pyo3(signature = (frames, phi_start_deg, osc_deg, saturation=None, still=false, wavelengths=None, compression="deflate"))]
     #[allow(clippy::too_many_arguments)]
     fn nxmx<'py>(
         &self,
@@ -329,7 +330,17 @@ impl PySession {
         saturation: Option<i64>,
         still: bool,
         wavelengths: Option<Vec<f64>>,
+        compression: &str,
     ) -> PyResult<Bound<'py, PyBytes>> {
+        let Some(compression) = io::nexus::NxCompression::from_name(compression) else {
+            return Err(to_py(
+                py,
+                NbError::input(format!(
+                    "NeXus writer: compression {compression:?} is not one of {}",
+                    io::nexus::NxCompression::NAMES.join(", ")
+                )),
+            ));
+        };
         let (mut g, threads) = {
             let guard = self.lock();
             let prep = guard.prepared();
@@ -362,7 +373,11 @@ impl PySession {
         };
         let bytes = py
             .detach(|| {
-                let frames = io::nexus::NxFrames { still, wavelengths };
+                let frames = io::nexus::NxFrames {
+                    still,
+                    wavelengths,
+                    compression,
+                };
                 // the chunks are compressed on rayon's pool: the words' -threads bound it too
                 nanobragg::cpu::with_threads(threads, || {
                     io::nexus::write_nxmx_series(&g, data, n, &frames)

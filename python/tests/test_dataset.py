@@ -101,6 +101,38 @@ def test_images_labels_and_geometry(tmp_path):
         assert list(f["/entry/instrument/beam/incident_wavelength"][()]) == lam
 
 
+def test_bslz4_shards_hold_the_deflate_shards_frames(tmp_path):
+    """`dataset.compression = "bslz4"`: the frames as bitshuffle + LZ4 chunks (HDF5 filter
+    32008, EIGER's client values), read back by h5py with hdf5plugin's filter: the same frames
+    as the default (shuffle + deflate) dataset's, the rest of the shard alike; `verify` reads them."""
+    import hdf5plugin  # noqa: F401  (registers the bitshuffle filter)
+
+    specs = {}
+    for comp in ("deflate", "bslz4"):
+        text = SPEC.format(n=5, k=3, fmt="nxmx").replace('format = "nxmx"', f'format = "nxmx"\ncompression = "{comp}"')
+        (tmp_path / comp).mkdir()
+        (tmp_path / comp / "spec.toml").write_text(text)
+        specs[comp] = spec = dataset.load_spec(str(tmp_path / comp / "spec.toml"))
+        assert spec.compression == comp
+        dataset.run_local(spec, workers=1, progress=False)
+        dataset.finalize(spec)
+    assert dataset.verify(specs["bslz4"], rerender=2, seed=1)["rerendered"]
+    for shard in ("shard-00000.h5", "shard-00001.h5"):
+        with h5py.File(tmp_path / "deflate" / "out" / shard) as d, h5py.File(tmp_path / "bslz4" / "out" / shard) as b:
+            dd, bd = d["/entry/data/data"], b["/entry/data/data"]
+            assert bd.chunks == dd.chunks == (1, 48, 48) and bd.dtype == np.int32
+            dcpl = bd.id.get_create_plist()
+            assert dcpl.get_nfilters() == 1
+            fid, _, cd, _ = dcpl.get_filter(0)
+            assert (fid, tuple(cd)) == (32008, (0, 2, 4, 0, 2))
+            assert bd[...].max() > 0 and np.array_equal(bd[...], dd[...])
+            for k in ("index", "rotation", "wavelength_A"):
+                assert np.array_equal(b["/entry/labels"][k][...], d["/entry/labels"][k][...])
+    with h5py.File(tmp_path / "bslz4" / "out" / "master.h5") as f:
+        for i in range(5):
+            assert np.array_equal(f["/entry/data/data"][i], dataset.read_image(specs["deflate"], i))
+
+
 def test_pure_shards_any_workers_any_order_and_alone(tmp_path):
     a = write_spec(tmp_path / "a")
     dataset.run_local(a, workers=1, progress=False)

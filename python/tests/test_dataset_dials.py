@@ -111,3 +111,30 @@ def test_dials_reads_stills_of_a_series_and_per_frame_wavelengths(tmp_path):
         got = read_back(out, f"{name}.expt")
         assert all(g["scan"] is None for g in got)
         assert [g["wavelength"] for g in got] == pytest.approx(want, rel=1e-12)
+
+
+def test_dials_reads_bitshuffle_lz4_shards(tmp_path):
+    """`dataset.compression = "bslz4"`: DIALS' HDF5 decodes the frames with the bitshuffle plugin
+    (Debian's `bitshuffle`), in a shard and through the master's virtual dataset, and finds
+    spots on them."""
+    if not shutil.which("dials.import"):
+        pytest.fail("dials.import is not installed (scripts/setup.sh test installs Debian's dials)")
+    # Poisson noise (noisify's, ADC offset 40) for DIALS' spot finder: the base's noiseless
+    # default_F 3000 frames are all "strong" to it
+    text = SPEC.format(k=3).replace("seed = 5", 'seed = 5\ncompression = "bslz4"').replace("-default_F 3000", "-default_F 100")
+    text += '[chain]\nnoise = "-readout_noise 0"\n'
+    (tmp_path / "spec.toml").write_text(text)
+    spec = dataset.load_spec(str(tmp_path / "spec.toml"))
+    dataset.run_local(spec, workers=1, progress=False)
+    dataset.finalize(spec)
+    out = tmp_path / "out"
+    for name, first_image in (("shard-00001.h5", 3), ("master.h5", 0)):
+        log = dials(out, "dials.import", name, f"output.experiments={name}.expt")
+        assert "num stills: " + ("3" if name.startswith("shard") else "6") in log, log
+        g = read_back(out, f"{name}.expt")[0]
+        first = dataset.read_image(spec, first_image).ravel()
+        assert first.max() > 0 and g["first"] == [int(x) for x in first[::37]]
+    dials(out, "dials.find_spots", "shard-00001.h5.expt", "nproc=1", "output.reflections=bs.refl")
+    (out / "count.py").write_text("import sys\nfrom dials.array_family import flex\n"
+                                  "print(len(flex.reflection_table.from_file(sys.argv[1])))\n")
+    assert int(dials(out, "/usr/bin/python3", "count.py", "bs.refl")) >= 30  # about 200 on the three frames here

@@ -69,6 +69,15 @@ def test_refused_naming_the_key(extra, key, words):
     refused(BASE + extra, key, *words)
 
 
+def test_compression_of_the_frames():
+    assert spec().compression == "deflate"
+    assert parse_spec(BASE.replace("seed = 3", 'seed = 3\ncompression = "bslz4"')).compression == "bslz4"
+    refused(BASE.replace("seed = 3", 'seed = 3\ncompression = "lz4"'), "dataset.compression", "'deflate'", "'bslz4'", "'lz4'")
+    refused(BASE.replace("seed = 3", "seed = 3\ncompression = 4"), "dataset.compression", "got 4")
+    refused(NPZ.replace("seed = 3", 'seed = 3\ncompression = "bslz4"'), "dataset.compression", "NXmx frames only")
+    refused(BASE.replace("seed = 3", 'seed = 3\ncompresion = "bslz4"'), "dataset.compresion", "did you mean 'compression'")
+
+
 @pytest.mark.parametrize("key", ["distance_mm", "beam_center_mm", "twotheta_deg", "rotz_deg"])
 def test_nxmx_refuses_a_varied_detector(key):
     """dxtbx reads one detector per NXmx file: a per-image detector geometry is npz only; a

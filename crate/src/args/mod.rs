@@ -173,6 +173,8 @@ pub struct Options {
     /// frames splitting the oscillation.
     pub nexus: Option<String>,
     pub nexus_images: i64,
+    /// `-nexus_compression`: the `-nexus` frames' filters (shuffle + deflate by default).
+    pub nexus_compression: crate::io::nexus::NxCompression,
     /// `-detector NAME`: a real detector's pixels, pixel size and module gaps (`detectors`).
     pub preset: Option<&'static crate::presets::DetectorPreset>,
     pub precision: Precision,
@@ -299,6 +301,7 @@ impl Default for Options {
             cbffile: None,
             nexus: None,
             nexus_images: 1,
+            nexus_compression: crate::io::nexus::NxCompression::Deflate,
             preset: None,
             precision: Precision::F64,
             threads: None,

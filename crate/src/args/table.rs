@@ -945,6 +945,14 @@ pub static FLAGS: &[Flag] = &[
         Ok(())
     })
     .check(Positive(1e4)),
+    flag("-nexus_compression", Port, "deflate|bslz4", "the -nexus frames' filters: deflate (shuffle + deflate, default: every HDF5 reader) or bslz4 (bitshuffle + LZ4 as EIGER files: much faster to write, read with the bitshuffle plugin)", |p| {
+        let v = p.text()?;
+        p.o.nexus_compression = crate::io::nexus::NxCompression::from_name(&v).ok_or_else(|| {
+            Error::usage(format!("{}: expected deflate or bslz4, found '{v}'", p.flag))
+        })?;
+        Ok(())
+    })
+    .kind(OutputOption),
     flag("-stolout", Output, "FILE", "accepted, never written (as upstream)", |p| {
         p.text()?;
         Ok(())

@@ -1,7 +1,9 @@
 //! The two LZ4 HDF5 filters EIGER data files use, decoded: bitshuffle (filter 32008, with or
 //! without its LZ4 stage; the format of the bitshuffle library's `bshuf_h5filter`) and the plain
 //! HDF5 LZ4 filter (32004). `hdf5-pure` decodes deflate and shuffle itself but has no hook for
-//! other filters, so `io::h5image` reads such chunks' bytes and decodes them here.
+//! other filters, so `io::h5image` reads such chunks' bytes and decodes them here. And encoded:
+//! [`bitshuffle_lz4_encode`] writes a bitshuffle + LZ4 chunk (the NXmx writer's `bslz4`
+//! frames, `io::nexus`), LZ4 by `lz4_flex` (pure Rust, builds for wasm32).
 
 /// HDF5's registered identifier of the bitshuffle filter.
 pub const FILTER_BITSHUFFLE: u16 = 32008;
@@ -54,6 +56,128 @@ fn transpose8(mut x: u64) -> u64 {
     x = x ^ t ^ (t << 14);
     t = (x ^ (x >> 28)) & 0x0000_0000_F0F0_F0F0;
     x ^ t ^ (t << 28)
+}
+
+/// The bit transposition of one block of `n` elements (`n` a multiple of 8) of `size` bytes
+/// each, the inverse of [`bitunshuffle_block`]: row `8·j + b` (of `n/8` bytes) of `out` holds
+/// bit `b` of byte `j` of every element, element `i` in bit `i % 8` of byte `i / 8`. In two
+/// passes, as the bitshuffle library does it: the bytes into `size` planes (plane `j` holds
+/// byte `j` of every element, in `planes`, resized here), then each plane's bits into its 8 rows.
+pub fn bitshuffle_block(input: &[u8], out: &mut [u8], n: usize, size: usize, planes: &mut Vec<u8>) {
+    debug_assert!(n.is_multiple_of(8) && input.len() == n * size && out.len() == n * size);
+    planes.resize(n * size, 0);
+    if size == 4 {
+        let (p01, p23) = planes.split_at_mut(2 * n);
+        let (p0, p1) = p01.split_at_mut(n);
+        let (p2, p3) = p23.split_at_mut(n);
+        for ((((e, a), b), c), d) in input.chunks_exact(4).zip(p0).zip(p1).zip(p2).zip(p3) {
+            (*a, *b, *c, *d) = (e[0], e[1], e[2], e[3]);
+        }
+    } else {
+        for (i, e) in input.chunks_exact(size).enumerate() {
+            for (j, &v) in e.iter().enumerate() {
+                planes[j * n + i] = v;
+            }
+        }
+    }
+    let row = n / 8;
+    for (j, plane) in planes.chunks_exact(n).enumerate() {
+        plane_bits(plane, &mut out[8 * j * row..8 * (j + 1) * row], row);
+    }
+}
+
+/// The 8 bit rows of one byte plane (`plane.len()` a multiple of 8) into `rows` (8 rows of
+/// `row` = `plane.len() / 8` bytes; row `b` holds bit `b` of each byte, byte `i` in bit `i % 8`
+/// of byte `i / 8`): 16 bytes at a time by their top bits (SSE2's `pmovmskb`, x86_64's
+/// baseline; wasm32's `i8x16.bitmask` with simd128), each byte shifted up a bit between rows;
+/// what is left, 8 bytes at a time as an 8×8 bit matrix transposed.
+fn plane_bits(plane: &[u8], rows: &mut [u8], row: usize) {
+    let n = plane.len();
+    let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    while i + 16 <= n {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_movemask_epi8, _mm_slli_epi16};
+        // SAFETY: SSE2 is part of x86_64's baseline, and the 16 bytes read lie in `plane`
+        // (i + 16 <= n); the load is unaligned
+        let mut x = unsafe { _mm_loadu_si128(plane.as_ptr().add(i) as *const __m128i) };
+        for b in (0..8).rev() {
+            // SAFETY: as above (register operations only)
+            let m = unsafe { _mm_movemask_epi8(x) } as u16;
+            rows[b * row + i / 8..b * row + i / 8 + 2].copy_from_slice(&m.to_le_bytes());
+            // each byte's next bit to its top (16-bit lanes: the bit carried into the high
+            // byte lands at its bottom, which is never read)
+            // SAFETY: as above (register operations only)
+            x = unsafe { _mm_slli_epi16(x, 1) };
+        }
+        i += 16;
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    while i + 16 <= n {
+        use std::arch::wasm32::{i16x8_shl, i8x16_bitmask, u8x16};
+        let p = &plane[i..i + 16];
+        let mut x = u8x16(
+            p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13],
+            p[14], p[15],
+        );
+        for b in (0..8).rev() {
+            let m = i8x16_bitmask(x);
+            rows[b * row + i / 8..b * row + i / 8 + 2].copy_from_slice(&m.to_le_bytes());
+            x = i16x8_shl(x, 1);
+        }
+        i += 16;
+    }
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(plane[i..i + 8].try_into().expect("8 bytes"));
+        let t = if x == 0 { 0 } else { transpose8(x) }.to_le_bytes();
+        for (b, &v) in t.iter().enumerate() {
+            rows[b * row + i / 8] = v;
+        }
+        i += 8;
+    }
+}
+
+/// One chunk through the bitshuffle filter with LZ4 (client value 4 = 2), as the bitshuffle
+/// library's HDF5 filter writes it and [`bitshuffle_decode`] reads it: the uncompressed size
+/// (u64 big-endian), the block size in bytes (u32 big-endian: the library's default block,
+/// [`default_block`] elements), then each block of whole groups of 8 elements, bit-shuffled
+/// and LZ4-compressed, as a u32 big-endian length and the LZ4 block (the last block holds the
+/// elements left, rounded down to 8), then the `n % 8` elements left over, copied as they are.
+/// `data` holds whole elements of `elem` bytes (the datatype's size; 4 for int32 frames).
+pub fn bitshuffle_lz4_encode(data: &[u8], elem: usize) -> Vec<u8> {
+    assert!(elem > 0 && data.len().is_multiple_of(elem));
+    let n = data.len() / elem;
+    let block = default_block(elem);
+    let block_bytes = block * elem;
+    let blocks = n.div_ceil(block);
+    let mut out = Vec::with_capacity(
+        12 + blocks * (4 + lz4_flex::block::get_maximum_output_size(block_bytes)),
+    );
+    out.extend_from_slice(&(data.len() as u64).to_be_bytes());
+    out.extend_from_slice(&(block_bytes as u32).to_be_bytes());
+    let mut shuffled = vec![0u8; block_bytes.min(n / 8 * 8 * elem)];
+    let mut planes = Vec::new();
+    let mut done = 0usize; // elements
+    while n - done >= 8 {
+        let m = block.min((n - done) / 8 * 8);
+        let bytes = m * elem;
+        bitshuffle_block(
+            &data[done * elem..done * elem + bytes],
+            &mut shuffled[..bytes],
+            m,
+            elem,
+            &mut planes,
+        );
+        let at = out.len();
+        let bound = lz4_flex::block::get_maximum_output_size(bytes);
+        out.resize(at + 4 + bound, 0);
+        let len = lz4_flex::block::compress_into(&shuffled[..bytes], &mut out[at + 4..])
+            .expect("the output holds LZ4's bound");
+        out[at..at + 4].copy_from_slice(&(len as u32).to_be_bytes());
+        out.truncate(at + 4 + len);
+        done += m;
+    }
+    out.extend_from_slice(&data[done * elem..]);
+    out
 }
 
 /// The bitshuffle library's default block (`bshuf_default_block_size`): 8 KiB of elements, a
@@ -215,6 +339,62 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn the_transposition_is_the_definition() {
+        // whole 16-byte vectors, and a group of 8 left (the scalar transposition)
+        for (n, size) in [
+            (8, 1),
+            (64, 4),
+            (2048, 4),
+            (24, 2),
+            (16, 8),
+            (40, 4),
+            (136, 3),
+        ] {
+            let data: Vec<u8> = (0..(n * size) as u32)
+                .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+                .collect();
+            let mut got = vec![0u8; data.len()];
+            super::bitshuffle_block(&data, &mut got, n, size, &mut Vec::new());
+            assert_eq!(got, bitshuffle_block(&data, n, size), "{n} x {size}");
+        }
+    }
+
+    #[test]
+    fn bslz4_chunks_decode_to_their_data() {
+        // int32 frames: several blocks of 2048, a short last block, 0..7 elements left over
+        for n in [0usize, 5, 8, 2048, 2053, 2048 * 3 + 136 + 7, 512 * 512] {
+            let vals: Vec<i32> = (0..n as i64)
+                .map(|i| ((i * i * 7919) % 1001 - 40) as i32)
+                .collect();
+            let raw: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let c = bitshuffle_lz4_encode(&raw, 4);
+            assert_eq!(&c[..8], &(raw.len() as u64).to_be_bytes());
+            assert_eq!(&c[8..12], &8192u32.to_be_bytes());
+            let back = bitshuffle_decode(&c, &[0, 2, 4, 0, 2], 4, raw.len()).unwrap();
+            assert_eq!(back, raw, "{n} elements");
+        }
+        // other element sizes (their default blocks: 8192 / size elements)
+        let raw: Vec<u8> = (0..3 * 4099u32).map(|i| (i % 7) as u8).collect();
+        for elem in [1, 3] {
+            let c = bitshuffle_lz4_encode(&raw, elem);
+            assert_eq!(
+                bitshuffle_decode(&c, &[0, 2, elem as u32, 0, 2], elem, raw.len()).unwrap(),
+                raw
+            );
+        }
+        // noisy counts compress (11 bits of noise a pixel: about 1.6 of 4 bytes kept)
+        let mut s = 1u64;
+        let noisy: Vec<u8> = (0..65536)
+            .flat_map(|_| {
+                s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                (1000 + (s >> 53) as i32).to_le_bytes()
+            })
+            .collect();
+        let c = bitshuffle_lz4_encode(&noisy, 4);
+        assert!(c.len() < noisy.len() / 2, "{} of {}", c.len(), noisy.len());
     }
 
     #[test]

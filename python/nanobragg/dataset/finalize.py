@@ -86,6 +86,12 @@ def read_image(spec: Spec, i: int) -> np.ndarray:
             return out
     import h5py
 
+    if spec.compression == "bslz4":
+        try:
+            import hdf5plugin  # noqa: F401  (registers the bitshuffle filter with h5py)
+        except ImportError:
+            raise DatasetError("dataset.compression = \"bslz4\": reading the frames needs hdf5plugin "
+                               "(pip install 'nanobragg[hdf5]' or hdf5plugin)", file=path) from None
     with h5py.File(path, "r") as f:
         frame: np.ndarray = f["/entry/data/data"][k]
         return frame

@@ -1,6 +1,7 @@
 """NXmx files of a dataset. The tree is the crate's NeXus writer's (``crate/src/io/nexus.rs``,
 the CLI's ``-nexus``): each shard is first written by it (``Session.nxmx``: geometry from
-``cli::nexus_geometry``, frames int32, one chunk per image, shuffle + deflate), then h5py adds
+``cli::nexus_geometry``, frames int32, one chunk per image, shuffle + deflate, or bitshuffle +
+LZ4 with ``dataset.compression = "bslz4"``), then h5py adds
 what a dataset needs beside the images:
 
 * ``/entry/labels`` (NXcollection): one row per image: index, crystal, frame, seeds,
@@ -116,13 +117,15 @@ def wavelengths(labels: Dict[str, np.ndarray]) -> Optional[List[float]]:
 
 
 def shard_bytes(sim: "Simulator", images: np.ndarray, labels: Dict[str, np.ndarray], meta: Dict[str, object],
-                reflections: Optional[Dict[str, np.ndarray]] = None, still: bool = True) -> bytes:
+                reflections: Optional[Dict[str, np.ndarray]] = None, still: bool = True,
+                compression: str = "deflate") -> bytes:
     """One shard: ``images`` (n, slow, fast) int32 counts, through the crate's writer (``still``:
-    no rotation scan); ``reflections`` (``dataset.predict``): columns of every image's predicted
-    reflections in ``/entry/reflections`` (``image`` is the image index)."""
+    no rotation scan; ``compression``: the frames' filters, "deflate" or "bslz4");
+    ``reflections`` (``dataset.predict``): columns of every image's predicted reflections in
+    ``/entry/reflections`` (``image`` is the image index)."""
     phi0, osc = _frames(labels, len(images))
     crate = sim._s.nxmx(np.ascontiguousarray(images, np.int32), phi0, osc, SATURATION, still=still,
-                        wavelengths=wavelengths(labels))
+                        wavelengths=wavelengths(labels), compression=compression)
 
     def add(f: Any) -> None:
         lab = _group(f["/entry"], "labels", "NXcollection")

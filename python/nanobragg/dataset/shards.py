@@ -198,7 +198,7 @@ def shard_file_bytes(spec: Spec, shard: int, renderer: Optional[Renderer] = None
     from .nexus import shard_bytes
 
     return shard_bytes(r.simulator(None if "model" not in labels else int(labels["model"][0])), images, labels, meta, refl,
-                       still=spec.still)
+                       still=spec.still, compression=spec.compression)
 
 
 def write_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None, progress: Optional[Callable[[int], None]] = None,

@@ -13,6 +13,7 @@ See ``docs/datasets.md`` for the format; in short::
     output = "out"            # the dataset's folder (relative to the spec file)
     predict = false           # also store each image's predicted reflections (shards only)
     still = true              # nxmx: frames as stills (default unless vary.rotation: sweeps)
+    compression = "deflate"   # nxmx frames: "deflate" (shuffle + deflate) or "bslz4" (bitshuffle + LZ4)
 
     [base]                    # the experiment: upstream flag words and/or the typed configuration
     args = "-cell 100 100 100 90 90 90 -default_F 100 -N 5 -lambda 1 -distance 100 -detpixels 128"
@@ -62,6 +63,9 @@ MAX_SHARD_BYTES = 16 * 2**30
 """The largest uncompressed shard (16 GiB): a worker holds one shard's images in memory."""
 
 FORMATS = ("nxmx", "npz")
+COMPRESSIONS = ("deflate", "bslz4")
+"""NXmx frames' filters: shuffle + deflate (every HDF5 reader), bitshuffle + LZ4 (EIGER's; a
+reader needs the bitshuffle plugin)."""
 DETECTOR_GEOMETRY = ("distance_mm", "beam_center_mm", "twotheta_deg", "rotx_deg", "roty_deg", "rotz_deg")
 """Varied parameters that move the detector: npz only (NXmx readers take one detector per file)."""
 DISTS = ("uniform", "normal", "lognormal", "choice", "grid")
@@ -159,6 +163,8 @@ class Spec:
     predict: bool = False
     still: bool = True
     """NXmx frames written as stills (no rotation scan); false: each rotation series a sweep."""
+    compression: str = "deflate"
+    """NXmx frames' filters (``COMPRESSIONS``): "deflate" or "bslz4"."""
     text: str = field(repr=False, default="")
     """The description's text (stored in every shard and the manifest)."""
 
@@ -202,11 +208,14 @@ def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None)
     v = _Validator(path)
     v.keys(doc, "", {"dataset", "base", "vary", "chain"})
     ds = v.table(doc, "dataset", required=True)
-    v.keys(ds, "dataset", {"n_images", "shard_size", "seed", "format", "scale", "output", "predict", "still"})
+    v.keys(ds, "dataset", {"n_images", "shard_size", "seed", "format", "scale", "output", "predict", "still", "compression"})
     n_images = v.integer(ds, "dataset.n_images", required=True, low=1, high=MAX_IMAGES)
     shard_size = v.integer(ds, "dataset.shard_size", default=min(n_images, 100), low=1, high=n_images)
     seed = v.integer(ds, "dataset.seed", required=True, low=0, high=2**63 - 1)
     fmt = v.choice(ds, "dataset.format", FORMATS, default="nxmx")
+    compression = v.choice(ds, "dataset.compression", COMPRESSIONS, default="deflate")
+    if "compression" in ds and fmt != "nxmx":
+        raise SpecError(path, "dataset.compression", f"applies to NXmx frames only (dataset.format = {fmt!r})")
     scale = v.number(ds, "dataset.scale", default=1.0, low=0, open_low=True)
     out = output if output is not None else v.text(ds, "dataset.output", default="out")
     predict = ds.get("predict", False)
@@ -293,7 +302,7 @@ def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None)
                 output=out, args=args, crystal=parts["crystal"], beam=parts["beam"],
                 detector=parts["detector"], precision=precision, backend=backend, threads=threads,
                 orientation=orientation, rotation=rotation, variations=tuple(variations), background=background,
-                noise=noise, predict=predict, still=still, text=text)
+                noise=noise, predict=predict, still=still, compression=compression, text=text)
     _check_base(spec)
     return spec
 

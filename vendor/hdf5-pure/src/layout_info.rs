@@ -187,6 +187,21 @@ pub struct Filter {
     pub client_data: Vec<u32>,
 }
 
+impl Filter {
+    /// A filter to record in a dataset's pipeline
+    /// ([`DatasetBuilder::with_filtered_chunks`](crate::DatasetBuilder::with_filtered_chunks)):
+    /// its registered identifier, name (HDF5 stores one for ids of 256 and
+    /// above), whether a reader may skip it, and its client data.
+    pub fn new(id: u16, name: Option<String>, is_optional: bool, client_data: Vec<u32>) -> Self {
+        Self {
+            id,
+            name,
+            is_optional,
+            client_data,
+        }
+    }
+}
+
 // ---- Display ----
 //
 // A caller prints these to describe a dataset, so `Display` is the one-line

@@ -3,7 +3,7 @@
 //! Extracted from `file_writer.rs` to keep modules under the line limit.
 
 #[cfg(not(feature = "std"))]
-use alloc::{boxed::Box, string::String, string::ToString, vec, vec::Vec};
+use alloc::{boxed::Box, format, string::String, string::ToString, vec, vec::Vec};
 
 use core::fmt;
 
@@ -2225,6 +2225,19 @@ pub(crate) struct RawChunkPayload {
     pub(crate) provider: core::panic::AssertUnwindSafe<Box<dyn ChunkProvider>>,
 }
 
+/// The chunks of [`DatasetBuilder::with_filtered_chunks`], held in memory in grid order.
+struct OwnedChunks(Vec<Vec<u8>>);
+
+impl ChunkProvider for OwnedChunks {
+    fn chunk_bytes(&self, index: usize, out: &mut Vec<u8>) -> Result<(), FormatError> {
+        let c = self.0.get(index).ok_or_else(|| {
+            FormatError::ChunkedReadError(format!("filtered chunks: no chunk {index}"))
+        })?;
+        out.extend_from_slice(c);
+        Ok(())
+    }
+}
+
 /// Everything [`DatasetBuilder::with_produced_data`] needs to emit a contiguous
 /// dataset whose element bytes are produced at write time: the region's total
 /// size (known from geometry, which is why the layout never has to read it), the
@@ -2858,6 +2871,88 @@ impl DatasetBuilder {
             provider: core::panic::AssertUnwindSafe(provider),
         });
         self
+    }
+
+    /// Stage a chunked dataset whose chunks the caller has already passed through
+    /// `filters` (applied in order when writing), for a filter this crate does
+    /// not apply itself — such as a registered plugin filter (bitshuffle,
+    /// id 32008) — or chunks compressed elsewhere, e.g. in parallel.
+    ///
+    /// `chunks[k]` is the stored bytes of grid slot `k`, the slots in row-major
+    /// order over the chunk grid of `dims` / `chunk_dims` (every slot present;
+    /// an edge chunk is filtered at the full chunk size, as HDF5 does). The file
+    /// records `filters` as the dataset's pipeline (version 2 message) and every
+    /// chunk with filter mask 0; the bytes are written as given. This crate
+    /// cannot check them, so a reader without the filters cannot decode the
+    /// data. Fails when the slot count does not match the grid, a rank differs,
+    /// a chunk dimension is 0, or `filters` is empty or holds more than 32.
+    pub fn with_filtered_chunks(
+        &mut self,
+        datatype: Datatype,
+        dims: &[u64],
+        chunk_dims: &[u64],
+        filters: &[crate::layout_info::Filter],
+        chunks: Vec<Vec<u8>>,
+    ) -> Result<&mut Self, FormatError> {
+        use crate::filter_pipeline::{FilterDescription, FilterPipeline, H5Z_FLAG_OPTIONAL};
+        let bad = |why: String| FormatError::ChunkedReadError(why);
+        if dims.len() != chunk_dims.len() || dims.is_empty() {
+            return Err(bad(format!(
+                "filtered chunks: rank {} of the shape, {} of the chunk",
+                dims.len(),
+                chunk_dims.len()
+            )));
+        }
+        if chunk_dims.contains(&0) {
+            return Err(bad("filtered chunks: a chunk dimension of 0".into()));
+        }
+        if filters.is_empty() || filters.len() > 32 {
+            return Err(bad(format!(
+                "filtered chunks: {} filters (1 to 32)",
+                filters.len()
+            )));
+        }
+        let slots = dims
+            .iter()
+            .zip(chunk_dims)
+            .try_fold(1u64, |n, (&d, &c)| n.checked_mul(d.div_ceil(c)));
+        if slots != Some(chunks.len() as u64) {
+            return Err(bad(format!(
+                "filtered chunks: {} chunks for a grid of {:?} slots",
+                chunks.len(),
+                slots
+            )));
+        }
+        let element_size = datatype.element_size_usize()?;
+        let pipeline = FilterPipeline {
+            version: 2,
+            filters: filters
+                .iter()
+                .map(|f| FilterDescription {
+                    filter_id: f.id,
+                    name: f.name.clone(),
+                    flags: if f.is_optional { H5Z_FLAG_OPTIONAL } else { 0 },
+                    client_data: f.client_data.clone(),
+                })
+                .collect(),
+        };
+        let meta = chunks
+            .iter()
+            .map(|c| ChunkMeta {
+                compressed_size: c.len() as u64,
+                filter_mask: 0,
+            })
+            .collect();
+        Ok(self.with_raw_chunks_lazy(
+            datatype,
+            dims,
+            None,
+            chunk_dims,
+            element_size,
+            Some(pipeline.serialize()),
+            meta,
+            Box::new(OwnedChunks(chunks)),
+        ))
     }
 
     /// Stage a contiguous dataset whose element bytes are produced at write time,
