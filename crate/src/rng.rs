@@ -314,23 +314,33 @@ impl Noise {
 
 // ---- a counter-based generator (ours, not upstream's) ----
 
+/// Philox4x32's multipliers, key increments (Weyl constants) and rounds (Random123's), shared by
+/// [`philox4x32_10`] and the lanes of [`philox_group`].
+const PHILOX_M0: u64 = 0xD251_1F53;
+const PHILOX_M1: u64 = 0xCD9E_8D57;
+const PHILOX_W0: u32 = 0x9E37_79B9;
+const PHILOX_W1: u32 = 0xBB67_AE85;
+const PHILOX_ROUNDS: usize = 10;
+
+/// The key of the next round.
+#[inline(always)]
+fn philox_bump(k: [u32; 2]) -> [u32; 2] {
+    [k[0].wrapping_add(PHILOX_W0), k[1].wrapping_add(PHILOX_W1)]
+}
+
 /// Philox4x32-10 (Salmon, Moraes, Dror & Shaw, "Parallel random numbers: as easy as 1, 2, 3",
 /// SC '11), as Random123's reference implementation computes it: a bijection of a 128-bit
 /// counter under a 64-bit key, ten rounds. Checked against Random123's published known-answer
 /// vectors (`tests::philox_known_answers`).
 #[inline]
 pub fn philox4x32_10(ctr: [u32; 4], key: [u32; 2]) -> [u32; 4] {
-    const M0: u64 = 0xD251_1F53;
-    const M1: u64 = 0xCD9E_8D57;
-    const W0: u32 = 0x9E37_79B9;
-    const W1: u32 = 0xBB67_AE85;
     let (mut x, mut k) = (ctr, key);
-    for round in 0..10 {
+    for round in 0..PHILOX_ROUNDS {
         if round > 0 {
-            k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
+            k = philox_bump(k);
         }
-        let p0 = M0 * x[0] as u64;
-        let p1 = M1 * x[2] as u64;
+        let p0 = PHILOX_M0 * x[0] as u64;
+        let p1 = PHILOX_M1 * x[2] as u64;
         x = [
             (p1 >> 32) as u32 ^ x[1] ^ k[0],
             p1 as u32,
@@ -934,40 +944,62 @@ pub fn counter_wide(seed: i64, pixel: u64, stream: u32) -> u64 {
 }
 
 /// [`philox4x32_10`] of the 16 blocks of group `group` (blocks `16·group ..`) in `stream`,
-/// lane by lane (structure of arrays: each loop over the lanes is a few vector instructions).
-///
-/// On x86-64 each word is kept in a 64-bit lane: a round's products are then one `vpmuludq`
-/// each (32 × 32 → 64 bits of the lanes' low halves), their halves a shift and the lane itself,
-/// with no narrowing or widening between rounds. The high halves of words 1 and 3 carry the
-/// previous product's high bits into words 0 and 2's high halves, which only ever reach a
-/// product through their low 32 bits, and the words are cut to 32 bits at the end: the same
-/// bits as [`philox4x32_10`] (`tests::philox_group_is_philox`).
-#[cfg(target_arch = "x86_64")]
+/// lane by lane (structure of arrays: each loop over the lanes is a few vector instructions):
+/// [`philox_group_wide`] on x86-64, [`philox_group_narrow`] elsewhere (wasm); both are compiled
+/// and tested on every target (`tests::philox_group_is_philox`).
 #[inline(always)]
 pub fn philox_group(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
-    const M0: u64 = 0xD251_1F53;
-    const M1: u64 = 0xCD9E_8D57;
-    const W0: u32 = 0x9E37_79B9;
-    const W1: u32 = 0xBB67_AE85;
-    let mut k = key_of(seed);
+    #[cfg(target_arch = "x86_64")]
+    {
+        philox_group_wide(seed, stream, group)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        philox_group_narrow(seed, stream, group)
+    }
+}
+
+/// The counters of a group's blocks: words 0 and 1 the block's index, word 2 the stream.
+#[inline(always)]
+fn group_counters(stream: u32, group: u64) -> [[u32; BLOCKS]; 3] {
     let first = group * BLOCKS as u64;
-    let mut x = [[0u64; BLOCKS]; 4];
+    let mut x = [[0u32; BLOCKS]; 3];
     for l in 0..BLOCKS {
         let j = first + l as u64;
-        x[0][l] = j as u32 as u64;
-        x[1][l] = j >> 32;
-        x[2][l] = stream as u64;
+        x[0][l] = j as u32;
+        x[1][l] = (j >> 32) as u32;
+        x[2][l] = stream;
     }
-    for round in 0..10 {
+    x
+}
+
+/// [`philox_group`] with each word in a 64-bit lane (x86-64): a round's products are then one
+/// `vpmuludq` each (32 × 32 → 64 bits of the lanes' low halves), their halves a shift and the
+/// lane itself, with no narrowing or widening between rounds. The high halves of words 1 and 3
+/// carry the previous product's high bits into words 0 and 2's high halves, which only ever
+/// reach a product through their low 32 bits, and the words are cut to 32 bits at the end: the
+/// same bits as [`philox4x32_10`].
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+fn philox_group_wide(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
+    let mut k = key_of(seed);
+    let c = group_counters(stream, group);
+    let mut x = [[0u64; BLOCKS]; 4];
+    for l in 0..BLOCKS {
+        for r in 0..3 {
+            x[r][l] = c[r][l] as u64;
+        }
+    }
+    for round in 0..PHILOX_ROUNDS {
         if round > 0 {
-            k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
+            k = philox_bump(k);
         }
         let (k0, k1) = (k[0] as u64, k[1] as u64);
         let mut y = [[0u64; BLOCKS]; 4];
         for l in 0..BLOCKS {
             // 32 × 32 → 64 bits: the factors' low halves
-            let p0 = M0 * (x[0][l] as u32 as u64);
-            let p1 = M1 * (x[2][l] as u32 as u64);
+            let p0 = PHILOX_M0 * (x[0][l] as u32 as u64);
+            let p1 = PHILOX_M1 * (x[2][l] as u32 as u64);
             y[0][l] = (p1 >> 32) ^ x[1][l] ^ k0;
             y[1][l] = p1;
             y[2][l] = (p0 >> 32) ^ x[3][l] ^ k1;
@@ -984,31 +1016,22 @@ pub fn philox_group(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
     w
 }
 
-/// [`philox_group`] elsewhere (wasm: 32-bit lanes).
-#[cfg(not(target_arch = "x86_64"))]
+/// [`philox_group`] in 32-bit lanes (wasm's simd128: its 64-bit multiply has no 32 × 32 → 64
+/// form, so the products are widened and narrowed each round).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline(always)]
-pub fn philox_group(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
-    const M0: u64 = 0xD251_1F53;
-    const M1: u64 = 0xCD9E_8D57;
-    const W0: u32 = 0x9E37_79B9;
-    const W1: u32 = 0xBB67_AE85;
+fn philox_group_narrow(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
     let mut k = key_of(seed);
-    let first = group * BLOCKS as u64;
-    let mut x = [[0u32; BLOCKS]; 4];
-    for l in 0..BLOCKS {
-        let j = first + l as u64;
-        x[0][l] = j as u32;
-        x[1][l] = (j >> 32) as u32;
-        x[2][l] = stream;
-    }
-    for round in 0..10 {
+    let c = group_counters(stream, group);
+    let mut x = [c[0], c[1], c[2], [0u32; BLOCKS]];
+    for round in 0..PHILOX_ROUNDS {
         if round > 0 {
-            k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
+            k = philox_bump(k);
         }
         let mut y = [[0u32; BLOCKS]; 4];
         for l in 0..BLOCKS {
-            let p0 = M0 * x[0][l] as u64;
-            let p1 = M1 * x[2][l] as u64;
+            let p0 = PHILOX_M0 * x[0][l] as u64;
+            let p1 = PHILOX_M1 * x[2][l] as u64;
             y[0][l] = (p1 >> 32) as u32 ^ x[1][l] ^ k[0];
             y[1][l] = p1 as u32;
             y[2][l] = (p0 >> 32) as u32 ^ x[3][l] ^ k[1];
@@ -1557,15 +1580,21 @@ mod tests {
             } else {
                 (r.uniform() * 1.8e19) as u64 / 16
             };
-            let g = philox_group(seed, stream, group);
-            for l in 0..BLOCKS {
-                let j = group * BLOCKS as u64 + l as u64;
-                let b = philox4x32_10([j as u32, (j >> 32) as u32, stream, 0], key_of(seed));
-                assert_eq!(
-                    [g[0][l], g[1][l], g[2][l], g[3][l]],
-                    b,
-                    "{seed} {stream} {group} {l}"
-                );
+            // both bodies, whichever this target runs
+            for (name, g) in [
+                ("group", philox_group(seed, stream, group)),
+                ("wide", philox_group_wide(seed, stream, group)),
+                ("narrow", philox_group_narrow(seed, stream, group)),
+            ] {
+                for l in 0..BLOCKS {
+                    let j = group * BLOCKS as u64 + l as u64;
+                    let b = philox4x32_10([j as u32, (j >> 32) as u32, stream, 0], key_of(seed));
+                    assert_eq!(
+                        [g[0][l], g[1][l], g[2][l], g[3][l]],
+                        b,
+                        "{name}: {seed} {stream} {group} {l}"
+                    );
+                }
             }
         }
     }
