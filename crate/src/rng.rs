@@ -1549,8 +1549,8 @@ mod tests {
         assert_eq!(w, wide_of(b[0], b[1]));
         assert_eq!(counter_wide(-5, 77 + 16, 3), wide_of(b[2], b[3]));
         assert_eq!(wide_of(u32::MAX, u32::MAX), (1u64 << 63) - 1);
-        for (xm, u) in [(36.6, 0.2), (36.6, 0.9), (12.0, 0.5), (1023.9375, 0.99)] {
-            let whole = (xm as f64).floor();
+        for (xm, u) in [(36.6f64, 0.2), (36.6, 0.9), (12.0, 0.5), (1023.9375, 0.99)] {
+            let whole = xm.floor();
             assert_eq!(
                 poisson_split(xm, w, u),
                 poisson_table(whole as u32).count(w) as f64 + poisson_inversion(u, xm - whole)
