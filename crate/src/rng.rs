@@ -314,23 +314,33 @@ impl Noise {
 
 // ---- a counter-based generator (ours, not upstream's) ----
 
+/// Philox4x32's multipliers, key increments (Weyl constants) and rounds (Random123's), shared by
+/// [`philox4x32_10`] and the lanes of [`philox_group`].
+const PHILOX_M0: u64 = 0xD251_1F53;
+const PHILOX_M1: u64 = 0xCD9E_8D57;
+const PHILOX_W0: u32 = 0x9E37_79B9;
+const PHILOX_W1: u32 = 0xBB67_AE85;
+const PHILOX_ROUNDS: usize = 10;
+
+/// The key of the next round.
+#[inline(always)]
+fn philox_bump(k: [u32; 2]) -> [u32; 2] {
+    [k[0].wrapping_add(PHILOX_W0), k[1].wrapping_add(PHILOX_W1)]
+}
+
 /// Philox4x32-10 (Salmon, Moraes, Dror & Shaw, "Parallel random numbers: as easy as 1, 2, 3",
 /// SC '11), as Random123's reference implementation computes it: a bijection of a 128-bit
 /// counter under a 64-bit key, ten rounds. Checked against Random123's published known-answer
 /// vectors (`tests::philox_known_answers`).
 #[inline]
 pub fn philox4x32_10(ctr: [u32; 4], key: [u32; 2]) -> [u32; 4] {
-    const M0: u64 = 0xD251_1F53;
-    const M1: u64 = 0xCD9E_8D57;
-    const W0: u32 = 0x9E37_79B9;
-    const W1: u32 = 0xBB67_AE85;
     let (mut x, mut k) = (ctr, key);
-    for round in 0..10 {
+    for round in 0..PHILOX_ROUNDS {
         if round > 0 {
-            k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
+            k = philox_bump(k);
         }
-        let p0 = M0 * x[0] as u64;
-        let p1 = M1 * x[2] as u64;
+        let p0 = PHILOX_M0 * x[0] as u64;
+        let p1 = PHILOX_M1 * x[2] as u64;
         x = [
             (p1 >> 32) as u32 ^ x[1] ^ k[0],
             p1 as u32,
@@ -534,6 +544,158 @@ pub const RECIPROCALS: [f64; MAX_INVERSION + 1] = {
     }
     t
 };
+
+// ---- Poisson means from 12 to 1024: a table per whole mean ----
+
+/// The whole means that have a table ([`PoissonTable`]): `TABLE_FIRST .. TABLE_END`. A mean
+/// `xm` in [12, 1024) is drawn as `Y + Z`, `Y` ~ Poisson(⌊xm⌋) from the table of ⌊xm⌋ and
+/// `Z` ~ Poisson(xm − ⌊xm⌋) by [`poisson_inversion`] ([`poisson_split`]): the sum of two
+/// independent Poisson counts is a Poisson count of the summed mean.
+pub const TABLE_FIRST: u32 = 12;
+/// See [`TABLE_FIRST`].
+pub const TABLE_END: u32 = 1024;
+
+/// The Poisson distribution of a whole mean `λ` as thresholds on a 63-bit uniform `w`
+/// (an integer in [0, 2⁶³)): the count is `first + j` for the smallest `j` with
+/// `w < thresholds[j]`, so count `first + j` takes `thresholds[j] − thresholds[j − 1]` of the
+/// 2⁶³ values. The probabilities are those of the recurrences `P(k ± 1) / P(k)` from the mode,
+/// normalised by their sum (no `exp`, `ln` or factorial: plain f64 `×`, `÷`, `+`, the same bits
+/// on every platform), each threshold rounded to a whole number of 2⁻⁶³: below the mode from the
+/// cumulative sum, from the mode on from the sum of the upper tail, so both tails keep their
+/// relative precision. Counts whose probability is below 2⁻⁶⁶ of the mode's (their thresholds
+/// could not differ from their neighbours') are left out. A guide table (Chen and Asau) gives
+/// each of 2^g equal ranges of `w` its first count: about one comparison a draw.
+#[derive(Debug)]
+pub struct PoissonTable {
+    /// The smallest count.
+    first: u32,
+    /// The last is 2⁶³ (every `w` is below it).
+    thresholds: Box<[u64]>,
+    /// The first `j` of `w`'s range `w >> shift`.
+    guide: Box<[u16]>,
+    shift: u32,
+}
+
+/// 2⁶³ as an f64 (exact).
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
+impl PoissonTable {
+    pub fn new(lam: u32) -> PoissonTable {
+        // relative probabilities r(k) = P(k) / P(m) at the mode m = λ (and λ − 1: the same)
+        const TAIL: f64 = 1.0 / 73_786_976_294_838_206_464.0; // 2^-66
+        let l = lam as f64;
+        let m = lam as usize;
+        let mut down = Vec::new();
+        let (mut r, mut k) = (1.0f64, m);
+        while k > 0 {
+            r *= k as f64 / l; // r(k − 1) = r(k) k / λ
+            k -= 1;
+            if r < TAIL {
+                break;
+            }
+            down.push(r);
+        }
+        let mut up = Vec::new();
+        let (mut r, mut k) = (1.0f64, m);
+        loop {
+            r *= l / (k + 1) as f64; // r(k + 1) = r(k) λ / (k + 1)
+            k += 1;
+            if r < TAIL {
+                break;
+            }
+            up.push(r);
+        }
+        let mode = down.len();
+        let probs: Vec<f64> = down
+            .iter()
+            .rev()
+            .chain([1.0].iter())
+            .chain(&up)
+            .copied()
+            .collect();
+        let n = probs.len();
+        let total: f64 = probs.iter().sum();
+        let mut thresholds = vec![0u64; n];
+        // below the mode: the cumulative sums from the lower end
+        let mut c = 0.0;
+        for j in 0..mode {
+            c += probs[j];
+            thresholds[j] = (c / total * TWO_63 + 0.5) as u64;
+        }
+        // from the mode on: 2^63 less the upper tail's sums from the upper end
+        let mut s = 0.0;
+        for j in (mode..n).rev() {
+            thresholds[j] = (1u64 << 63) - (s / total * TWO_63 + 0.5) as u64;
+            s += probs[j];
+        }
+        debug_assert!(thresholds.windows(2).all(|t| t[0] <= t[1]));
+        let bits = n.next_power_of_two().trailing_zeros();
+        let shift = 63 - bits;
+        let mut guide = Vec::with_capacity(1 << bits);
+        let mut j = 0;
+        for b in 0..1u64 << bits {
+            while thresholds[j] <= b << shift {
+                j += 1;
+            }
+            guide.push(j as u16);
+        }
+        PoissonTable {
+            first: (m - mode) as u32,
+            thresholds: thresholds.into(),
+            guide: guide.into(),
+            shift,
+        }
+    }
+
+    /// The count of the 63-bit uniform `w` (`w < 2⁶³`).
+    #[inline(always)]
+    pub fn count(&self, w: u64) -> u32 {
+        let t = &self.thresholds;
+        let mut j = self.guide[(w >> self.shift) as usize] as usize;
+        while t[j] <= w {
+            j += 1;
+        }
+        self.first + j as u32
+    }
+
+    /// The probability the table gives count `k` (for the tests).
+    pub fn probability(&self, k: u32) -> f64 {
+        let t = &self.thresholds;
+        match k.checked_sub(self.first) {
+            Some(j) if (j as usize) < t.len() => {
+                let j = j as usize;
+                let below = if j == 0 { 0 } else { t[j - 1] };
+                (t[j] - below) as f64 / TWO_63
+            }
+            _ => 0.0,
+        }
+    }
+}
+
+/// The table of whole mean `lam` (`TABLE_FIRST ≤ lam < TABLE_END`), built at its first use and
+/// kept for the process (a table is a pure function of its mean: which thread builds it does
+/// not matter). At most about 6 MB if every mean is used.
+pub fn poisson_table(lam: u32) -> &'static PoissonTable {
+    use std::sync::OnceLock;
+    const N: usize = (TABLE_END - TABLE_FIRST) as usize;
+    static TABLES: [OnceLock<PoissonTable>; N] = [const { OnceLock::new() }; N];
+    TABLES[(lam - TABLE_FIRST) as usize].get_or_init(|| PoissonTable::new(lam))
+}
+
+/// A Poisson count of mean `xm` in [`TABLE_FIRST`, `TABLE_END`) from two independent uniforms:
+/// Poisson(⌊xm⌋) from its table at the 63-bit uniform `w`, plus Poisson(xm − ⌊xm⌋) by
+/// [`poisson_inversion`] at `u` in (0, 1). (The fraction of an f32 mean is exact in f32.)
+#[inline]
+pub fn poisson_split(xm: f64, w: u64, u: f64) -> f64 {
+    let whole = xm as u32;
+    poisson_table(whole).count(w) as f64 + poisson_inversion(u, xm - whole as f64)
+}
+
+/// The 63-bit uniform of two 32-bit words: `a`'s 32 bits above `b`'s top 31.
+#[inline(always)]
+pub fn wide_of(a: u32, b: u32) -> u64 {
+    ((a as u64) << 31) | (b as u64 >> 1)
+}
 
 /// `exp(−x)` for x in [0, 700], in f64 to about 1e-15 relative: `x = n ln 2 + r` with
 /// |r| ≤ ln 2 / 2 (ln 2 in two parts, so r is exact to 1e-19), `exp(−r)` by its Taylor series
@@ -773,41 +935,71 @@ pub fn counter_pixel(seed: i64, pixel: u64, stream: u32) -> (u32, f32) {
     (w[half], if half == 0 { c } else { s })
 }
 
+/// Pixel `i`'s 63-bit uniform in `stream` under `seed` ([`wide_of`]): words 0 and 1 of its block
+/// ([`group_block`]) in a group's first half, words 2 and 3 in its second.
+pub fn counter_wide(seed: i64, pixel: u64, stream: u32) -> u64 {
+    let (b, half) = group_block(pixel);
+    let w = philox4x32_10([b as u32, (b >> 32) as u32, stream, 0], key_of(seed));
+    wide_of(w[2 * half], w[2 * half + 1])
+}
+
 /// [`philox4x32_10`] of the 16 blocks of group `group` (blocks `16·group ..`) in `stream`,
-/// lane by lane (structure of arrays: each loop over the lanes is a few vector instructions).
-///
-/// On x86-64 each word is kept in a 64-bit lane: a round's products are then one `vpmuludq`
-/// each (32 × 32 → 64 bits of the lanes' low halves), their halves a shift and the lane itself,
-/// with no narrowing or widening between rounds. The high halves of words 1 and 3 carry the
-/// previous product's high bits into words 0 and 2's high halves, which only ever reach a
-/// product through their low 32 bits, and the words are cut to 32 bits at the end: the same
-/// bits as [`philox4x32_10`] (`tests::philox_group_is_philox`).
-#[cfg(target_arch = "x86_64")]
+/// lane by lane (structure of arrays: each loop over the lanes is a few vector instructions):
+/// [`philox_group_wide`] on x86-64, [`philox_group_narrow`] elsewhere (wasm); both are compiled
+/// and tested on every target (`tests::philox_group_is_philox`).
 #[inline(always)]
 pub fn philox_group(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
-    const M0: u64 = 0xD251_1F53;
-    const M1: u64 = 0xCD9E_8D57;
-    const W0: u32 = 0x9E37_79B9;
-    const W1: u32 = 0xBB67_AE85;
-    let mut k = key_of(seed);
+    #[cfg(target_arch = "x86_64")]
+    {
+        philox_group_wide(seed, stream, group)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        philox_group_narrow(seed, stream, group)
+    }
+}
+
+/// The counters of a group's blocks: words 0 and 1 the block's index, word 2 the stream.
+#[inline(always)]
+fn group_counters(stream: u32, group: u64) -> [[u32; BLOCKS]; 3] {
     let first = group * BLOCKS as u64;
-    let mut x = [[0u64; BLOCKS]; 4];
+    let mut x = [[0u32; BLOCKS]; 3];
     for l in 0..BLOCKS {
         let j = first + l as u64;
-        x[0][l] = j as u32 as u64;
-        x[1][l] = j >> 32;
-        x[2][l] = stream as u64;
+        x[0][l] = j as u32;
+        x[1][l] = (j >> 32) as u32;
+        x[2][l] = stream;
     }
-    for round in 0..10 {
+    x
+}
+
+/// [`philox_group`] with each word in a 64-bit lane (x86-64): a round's products are then one
+/// `vpmuludq` each (32 × 32 → 64 bits of the lanes' low halves), their halves a shift and the
+/// lane itself, with no narrowing or widening between rounds. The high halves of words 1 and 3
+/// carry the previous product's high bits into words 0 and 2's high halves, which only ever
+/// reach a product through their low 32 bits, and the words are cut to 32 bits at the end: the
+/// same bits as [`philox4x32_10`].
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+#[inline(always)]
+fn philox_group_wide(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
+    let mut k = key_of(seed);
+    let c = group_counters(stream, group);
+    let mut x = [[0u64; BLOCKS]; 4];
+    for l in 0..BLOCKS {
+        for r in 0..3 {
+            x[r][l] = c[r][l] as u64;
+        }
+    }
+    for round in 0..PHILOX_ROUNDS {
         if round > 0 {
-            k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
+            k = philox_bump(k);
         }
         let (k0, k1) = (k[0] as u64, k[1] as u64);
         let mut y = [[0u64; BLOCKS]; 4];
         for l in 0..BLOCKS {
             // 32 × 32 → 64 bits: the factors' low halves
-            let p0 = M0 * (x[0][l] as u32 as u64);
-            let p1 = M1 * (x[2][l] as u32 as u64);
+            let p0 = PHILOX_M0 * (x[0][l] as u32 as u64);
+            let p1 = PHILOX_M1 * (x[2][l] as u32 as u64);
             y[0][l] = (p1 >> 32) ^ x[1][l] ^ k0;
             y[1][l] = p1;
             y[2][l] = (p0 >> 32) ^ x[3][l] ^ k1;
@@ -824,31 +1016,22 @@ pub fn philox_group(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
     w
 }
 
-/// [`philox_group`] elsewhere (wasm: 32-bit lanes).
-#[cfg(not(target_arch = "x86_64"))]
+/// [`philox_group`] in 32-bit lanes (wasm's simd128: its 64-bit multiply has no 32 × 32 → 64
+/// form, so the products are widened and narrowed each round).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline(always)]
-pub fn philox_group(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
-    const M0: u64 = 0xD251_1F53;
-    const M1: u64 = 0xCD9E_8D57;
-    const W0: u32 = 0x9E37_79B9;
-    const W1: u32 = 0xBB67_AE85;
+fn philox_group_narrow(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
     let mut k = key_of(seed);
-    let first = group * BLOCKS as u64;
-    let mut x = [[0u32; BLOCKS]; 4];
-    for l in 0..BLOCKS {
-        let j = first + l as u64;
-        x[0][l] = j as u32;
-        x[1][l] = (j >> 32) as u32;
-        x[2][l] = stream;
-    }
-    for round in 0..10 {
+    let c = group_counters(stream, group);
+    let mut x = [c[0], c[1], c[2], [0u32; BLOCKS]];
+    for round in 0..PHILOX_ROUNDS {
         if round > 0 {
-            k = [k[0].wrapping_add(W0), k[1].wrapping_add(W1)];
+            k = philox_bump(k);
         }
         let mut y = [[0u32; BLOCKS]; 4];
         for l in 0..BLOCKS {
-            let p0 = M0 * x[0][l] as u64;
-            let p1 = M1 * x[2][l] as u64;
+            let p0 = PHILOX_M0 * x[0][l] as u64;
+            let p1 = PHILOX_M1 * x[2][l] as u64;
             y[0][l] = (p1 >> 32) as u32 ^ x[1][l] ^ k[0];
             y[1][l] = p1 as u32;
             y[2][l] = (p0 >> 32) as u32 ^ x[3][l] ^ k[1];
@@ -1315,6 +1498,72 @@ mod tests {
     }
 
     #[test]
+    fn poisson_tables_hold_the_poisson_probabilities() {
+        // each table's probabilities against the Poisson probabilities from the library's `ln`
+        // and `exp` (ln k! as a sum of ln j: independent of the table's recurrences), over
+        // counts well beyond both tails; the thresholds end at 2^63, so they sum to 1
+        for lam in [12u32, 13, 36, 100, 300, 1000, 1023] {
+            let t = PoissonTable::new(lam);
+            let l = lam as f64;
+            let (mut lf, mut total) = (0.0f64, 0.0);
+            for k in 0..=(3 * lam + 200) {
+                if k > 1 {
+                    lf += (k as f64).ln();
+                }
+                let p = (k as f64 * l.ln() - l - lf).exp();
+                let q = t.probability(k);
+                total += q;
+                // relative 1e-9 (the f64 rounding of ln k! over ~k terms), plus the table's
+                // resolution 2^-63 and the counts it leaves out (below 1e-21)
+                assert!(
+                    (q - p).abs() <= 1e-9 * p + 2.2e-19 + if q == 0.0 { 1e-21 } else { 0.0 },
+                    "λ {lam}, k {k}: table {q:e}, Poisson {p:e}"
+                );
+            }
+            assert!((total - 1.0).abs() < 1e-15, "λ {lam}: {total}");
+            assert_eq!(*t.thresholds.last().unwrap(), 1u64 << 63);
+            // the guide's start and the search give the inversion: every w between two
+            // thresholds takes the same count, the one of the first threshold above it
+            let th = &t.thresholds;
+            for (j, &hi) in th.iter().enumerate() {
+                let lo = if j == 0 { 0 } else { th[j - 1] };
+                if hi > lo {
+                    for w in [lo, lo + (hi - lo) / 2, hi - 1] {
+                        assert_eq!(t.count(w), t.first + j as u32, "λ {lam} w {w}");
+                    }
+                }
+            }
+        }
+        // the kept tables are these
+        assert_eq!(
+            poisson_table(36).thresholds,
+            PoissonTable::new(36).thresholds
+        );
+    }
+
+    #[test]
+    fn split_poisson_draws_sum_a_table_count_and_an_inverted_fraction() {
+        // Poisson(⌊xm⌋) at w plus Poisson(xm − ⌊xm⌋) at u
+        let w = counter_wide(-5, 77, 3);
+        let b = philox4x32_10([45, 0, 3, 0], key_of(-5));
+        assert_eq!(w, wide_of(b[0], b[1]));
+        assert_eq!(counter_wide(-5, 77 + 16, 3), wide_of(b[2], b[3]));
+        assert_eq!(wide_of(u32::MAX, u32::MAX), (1u64 << 63) - 1);
+        for (xm, u) in [(36.6f64, 0.2), (36.6, 0.9), (12.0, 0.5), (1023.9375, 0.99)] {
+            let whole = xm.floor();
+            assert_eq!(
+                poisson_split(xm, w, u),
+                poisson_table(whole as u32).count(w) as f64 + poisson_inversion(u, xm - whole)
+            );
+        }
+        // a whole mean adds nothing
+        assert_eq!(
+            poisson_split(36.0, w, 0.999),
+            poisson_table(36).count(w) as f64
+        );
+    }
+
+    #[test]
     fn philox_group_is_philox() {
         // every word of every lane, over seeds (both key words), streams and groups whose
         // counters use both low words (the 64-bit lanes' high halves must never leak)
@@ -1331,15 +1580,21 @@ mod tests {
             } else {
                 (r.uniform() * 1.8e19) as u64 / 16
             };
-            let g = philox_group(seed, stream, group);
-            for l in 0..BLOCKS {
-                let j = group * BLOCKS as u64 + l as u64;
-                let b = philox4x32_10([j as u32, (j >> 32) as u32, stream, 0], key_of(seed));
-                assert_eq!(
-                    [g[0][l], g[1][l], g[2][l], g[3][l]],
-                    b,
-                    "{seed} {stream} {group} {l}"
-                );
+            // both bodies, whichever this target runs
+            for (name, g) in [
+                ("group", philox_group(seed, stream, group)),
+                ("wide", philox_group_wide(seed, stream, group)),
+                ("narrow", philox_group_narrow(seed, stream, group)),
+            ] {
+                for l in 0..BLOCKS {
+                    let j = group * BLOCKS as u64 + l as u64;
+                    let b = philox4x32_10([j as u32, (j >> 32) as u32, stream, 0], key_of(seed));
+                    assert_eq!(
+                        [g[0][l], g[1][l], g[2][l], g[3][l]],
+                        b,
+                        "{name}: {seed} {stream} {group} {l}"
+                    );
+                }
             }
         }
     }

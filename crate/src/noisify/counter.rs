@@ -7,17 +7,21 @@
 //! Pixel `i`'s block in the noise stream (`rng::group_block`) gives its Poisson uniform (word 0
 //! or 1, 32 bits) and its read-out Gaussian (f32 Box–Muller of words 2 and 3). Means below 12
 //! are inverted eight pixels at once ([`invert8`]: every lane steps k together until all have
-//! found their count; the same arithmetic as `rng::poisson_inversion`); means of 12 and more
-//! draw from the pixel's own further stream (`rng::CounterRng`: PTRS up to 1e6, the Gaussian
-//! approximation above; PTRS's first try, which most accept, for a group's such pixels
-//! together in vector lanes, [`ptrs_group`]). Every vector unit, the scalar code and wasm give
-//! the same bits.
+//! found their count; the same arithmetic as `rng::poisson_inversion`). Means from 12 to 1024
+//! are split into their whole part, drawn from its table (`rng::PoissonTable`, a 63-bit
+//! uniform from the pixel's block in stream [`WHOLE`]: about one comparison), and their
+//! fraction, inverted in the same lanes as the small means at the pixel's noise-stream uniform
+//! (`rng::poisson_split`). Means of 1024 and more draw from the pixel's own further stream
+//! (`rng::CounterRng`: PTRS up to 1e6, the Gaussian approximation above; PTRS's first try,
+//! which most accept, for a group's such pixels together in vector lanes, [`ptrs_group`]).
+//! Every vector unit, the scalar code and wasm give the same bits.
 
 use super::{count, max_and_negatives, Effects, MAX_U16, MAX_U32};
 use crate::error::{Error, Result};
 use crate::rng::{
-    exp_neg_f32, group_gaussians, philox_group, poisson_ptrs, ptrs_accepts, uniform_of,
-    unit_of_word, CounterRng, LaneKernel, Lanes, BLOCKS, GROUP, MAX_INVERSION, RECIPROCALS,
+    exp_neg_f32, group_gaussians, philox_group, poisson_ptrs, poisson_table, ptrs_accepts,
+    uniform_of, unit_of_word, wide_of, CounterRng, LaneKernel, Lanes, PoissonTable, BLOCKS, GROUP,
+    MAX_INVERSION, RECIPROCALS, TABLE_END, TABLE_FIRST,
 };
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -27,8 +31,11 @@ use std::sync::{Arc, Mutex};
 /// The streams: which deviates of a pixel each effect draws from.
 pub const FLICKER: u32 = 0;
 pub const CALIBRATION: u32 = 1;
-/// Means of 12 and more: the pixel's own stream (`CounterRng::new(seed, i, POISSON)`).
+/// Means of 1024 and more: the pixel's own stream (`CounterRng::new(seed, i, POISSON)`).
 pub const POISSON: u32 = 2;
+/// Means from 12 to 1024: the 63-bit uniform of the whole part's table (words 0-1 or 2-3 of the
+/// pixel's block, `rng::counter_wide`).
+pub const WHOLE: u32 = 3;
 /// The Poisson uniform (words 0/1) and read-out Gaussian (words 2-3) of every pixel.
 pub const NOISE: u32 = 5;
 
@@ -157,13 +164,25 @@ fn group(
                 v[k] *= 1.0 + e.calibration * c[k] as f64;
             }
         }
+        // means below 12 are inverted; from 12 to 1024 the whole part from its table and the
+        // fraction inverted (`rng::poisson_split`); from 1024 PTRS (`big`)
         let mut x = [0f64; GROUP];
-        let mut big = [false; GROUP];
+        let (mut whole, mut big) = ([0u32; GROUP], [false; GROUP]);
         for k in 0..GROUP {
             let m = v[k] as f32 as f64;
             // NaN and means that are not positive count 0
-            x[k] = if m > 0.0 && m < 12.0 { m } else { 0.0 };
-            big[k] = m >= 12.0;
+            let tab = m >= TABLE_FIRST as f64 && m < TABLE_END as f64;
+            // SAFETY: 0 or a mean in [12, 1024): in range of i32 (not `as`: its saturation
+            // does not vectorise)
+            whole[k] = unsafe { (if tab { m } else { 0.0 }).to_int_unchecked::<i32>() } as u32;
+            x[k] = if m > 0.0 && m < TABLE_FIRST as f64 {
+                m
+            } else if tab {
+                m - whole[k] as f64
+            } else {
+                0.0
+            };
+            big[k] = m >= TABLE_END as f64;
             v[k] = m;
         }
         let mut u = [0f64; GROUP];
@@ -178,6 +197,21 @@ fn group(
                 x[s * INV..(s + 1) * INV].try_into().unwrap(),
             );
             c[s * INV..(s + 1) * INV].copy_from_slice(&k);
+        }
+        if whole.iter().fold(0, |a, &w| a | w) != 0 {
+            // the whole parts: from their tables at the 63-bit uniforms of stream WHOLE
+            let t = philox_group(e.seed, WHOLE, grp);
+            let mut last = (0, None::<&PoissonTable>);
+            for k in 0..GROUP {
+                if whole[k] != 0 {
+                    if last.0 != whole[k] {
+                        last = (whole[k], Some(poisson_table(whole[k])));
+                    }
+                    let (l, h) = (k % BLOCKS, k / BLOCKS);
+                    let w = wide_of(t[2 * h][l], t[2 * h + 1][l]);
+                    c[k] += last.1.unwrap().count(w) as f64;
+                }
+            }
         }
         if big.iter().fold(false, |a, &b| a | b) {
             // (the padding's means are 0: never big)
@@ -224,11 +258,11 @@ fn group(
     }
 }
 
-/// The Poisson counts of a group's pixels of means 12 and more (`big`; `m`: the means), as
+/// The Poisson counts of a group's pixels of means 1024 and more (`big`; `m`: the means), as
 /// `CounterRng::new(seed, pixel, POISSON).poisson(mean)` draws them: PTRS's first try for the
 /// whole group in vector lanes (the first block of each pixel's stream: 32 Philox blocks side
 /// by side, the same arithmetic as `rng::poisson_ptrs`), its squeeze in the lanes too (it
-/// accepts about half of the tries at means 12 to 100, more above), the full test of the rest
+/// accepts most tries at these means), the full test of the rest
 /// one pixel at a time (`rng::ptrs_accepts`), further tries from the pixel's second block
 /// (`CounterRng::at_block`); means above 1e6 from the scalar sampler.
 #[inline(always)]
@@ -604,7 +638,7 @@ fn run_on(
 mod tests {
     use super::*;
     use crate::noisify::Generator;
-    use crate::rng::{counter_pixel, poisson_inversion};
+    use crate::rng::{counter_pixel, counter_wide, poisson_inversion, poisson_split};
 
     fn effects(readout: f64, calibration: f64, flicker: f64) -> Effects {
         Effects {
@@ -636,8 +670,10 @@ mod tests {
             p *= 1.0 + e.calibration * counter_pixel(e.calib_seed, i, CALIBRATION).1 as f64;
         }
         let m = p as f32 as f64;
-        let c = if m >= 12.0 {
+        let c = if m >= TABLE_END as f64 {
             CounterRng::new(e.seed, i, POISSON).poisson(m)
+        } else if m >= TABLE_FIRST as f64 {
+            poisson_split(m, counter_wide(e.seed, i, WHOLE), unit_of_word(word))
         } else if m > 0.0 {
             poisson_inversion(unit_of_word(word), m)
         } else {
@@ -654,7 +690,7 @@ mod tests {
 
     #[test]
     fn every_vector_unit_gives_the_reference_counts() {
-        // means from 0 to 2e6 (inversion, PTRS, the Gaussian approximation), negatives, a NaN,
+        // means from 0 to 2e6 (inversion, tables, PTRS, the Gaussian approximation), negatives, a NaN,
         // a length that is not a whole number of groups, every effect
         let n = 2 * CHUNK + 77;
         let inp: Vec<f32> = (0..n)
@@ -665,6 +701,10 @@ mod tests {
                 3 => 11.99,
                 4 => 12.0,
                 5..=9 => (i % 13) as f32 * 40.0,
+                10 => 1023.99,
+                11 => 1024.0,
+                12 => 3e4,
+                50 => 7777.0,
                 _ => ((i * 7919) % 1000) as f32 * 0.012,
             })
             .collect();
@@ -748,9 +788,12 @@ mod tests {
     #[test]
     fn poisson_counts_follow_the_poisson_distribution() {
         // one image of a constant mean per case (the pass as the noise image runs it:
-        // vector inversion below 12, PTRS from 12), chi-square against the exact probabilities
+        // vector inversion below 12, tables and inverted fractions from 12, PTRS from 1024),
+        // chi-square against the exact probabilities
         let n = 1 << 20;
-        for mean in [0.01f32, 1.0, 3.7, 11.9, 12.0, 50.0, 1e4] {
+        for mean in [
+            0.01f32, 1.0, 3.7, 11.9, 12.0, 12.5, 36.6, 50.0, 299.3, 1023.5, 1024.0, 1e4,
+        ] {
             let e = effects(0.0, 0.0, 0.0);
             let c = pass(Lanes::detected(), &vec![mean; n], &e, true, false).counts;
             let m = mean as f64;
@@ -780,21 +823,24 @@ mod tests {
             );
         }
         // the pixels' counts are independent of their neighbours' (pairs within a group's
-        // block words: i and i + 16 share a block)
+        // block words: i and i + 16 share a block), by inversion and from the tables
         let e = effects(0.0, 0.0, 0.0);
-        let c = pass(Lanes::detected(), &vec![2.0; n], &e, true, false).counts;
-        let corr = |d: usize| {
-            let s: f64 = (0..n - d)
-                .map(|i| (c[i] as f64 - 2.0) * (c[i + d] as f64 - 2.0))
-                .sum();
-            s / (n - d) as f64 / 2.0
-        };
-        for d in [1, 16, 32] {
-            assert!(
-                corr(d).abs() < 5.0 / (n as f64).sqrt(),
-                "lag {d}: {}",
-                corr(d)
-            );
+        for mean in [2.0f32, 36.5] {
+            let m = mean as f64;
+            let c = pass(Lanes::detected(), &vec![mean; n], &e, true, false).counts;
+            let corr = |d: usize| {
+                let s: f64 = (0..n - d)
+                    .map(|i| (c[i] as f64 - m) * (c[i + d] as f64 - m))
+                    .sum();
+                s / (n - d) as f64 / m
+            };
+            for d in [1, 16, 32] {
+                assert!(
+                    corr(d).abs() < 5.0 / (n as f64).sqrt(),
+                    "mean {mean}, lag {d}: {}",
+                    corr(d)
+                );
+            }
         }
     }
 
