@@ -22,13 +22,16 @@ sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(
 
 from nanobragg import dataset  # noqa: E402
 
-LIGHT = """
+# every case's [dataset] table (`with_compression` adds to it)
+HEADER = """
 [dataset]
 n_images = {n}
 shard_size = {k}
 seed = 1
 output = "out"
-[base]
+"""
+
+LIGHT = HEADER + """[base]
 args = "-cell 78 78 38 90 90 90 -default_F 100 -N 10 -lambda 1.0 -distance 100 -detpixels {px} -pixel {pix} -fluence 1e26"
 precision = "f32"
 backend = "cpu"
@@ -36,13 +39,7 @@ backend = "cpu"
 orientation = "uniform"
 """
 
-NOISE512 = """
-[dataset]
-n_images = {n}
-shard_size = {k}
-seed = 1
-output = "out"
-[base]
+NOISE512 = HEADER + """[base]
 args = "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -detpixels 512"
 precision = "f32"
 backend = "cpu"
@@ -60,13 +57,7 @@ with a seed per image, no background; "datasets with noise" at >= 80 % of the ba
 # of water), tens of photons a pixel
 EIGER_BEAMS = {"eiger": {"fluence": "1e24", "thick": "0.1"}, "eigerpage": {"fluence": "1e21", "thick": "0.01"}}
 
-EIGER = """
-[dataset]
-n_images = {n}
-shard_size = {k}
-seed = 1
-output = "out"
-[base]
+EIGER = HEADER + """[base]
 args = "-cell 78 78 38 90 90 90 -default_F 100 -N 10 -lambda 1.0 -distance 150 -fluence {fluence}"
 precision = "f32"
 backend = "cpu"
