@@ -545,6 +545,13 @@ pub const RECIPROCALS: [f64; MAX_INVERSION + 1] = {
     t
 };
 
+/// The counter generator's sequence: raised whenever the same (seed, pixel, stream) can give
+/// other counts than before (1: the one-pass detector effects; 2: means from 12 to 1024 from
+/// tables). A dataset with noise records it and is resumed only with the same
+/// (`nanobragg.dataset`); `noisify::counter`'s test `sequence_is_pinned` holds a digest of
+/// counts made with it, so a change of the sequence fails there until this is raised.
+pub const COUNTER_SEQUENCE: u32 = 2;
+
 // ---- Poisson means from 12 to 1024: a table per whole mean ----
 
 /// The whole means that have a table ([`PoissonTable`]): `TABLE_FIRST .. TABLE_END`. A mean

@@ -6,6 +6,8 @@ import numpy as np
 import numpy.typing as npt
 
 __version__: str
+#: the counter noise generator's sequence (raised when the same seed and pixel give other counts)
+COUNTER_SEQUENCE: int
 
 class Session:
     """A resolved configuration with a warm renderer (wrapped by `nanobragg.Simulator`)."""

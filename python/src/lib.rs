@@ -1158,5 +1158,6 @@ fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cbf_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(write_file_atomic, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("COUNTER_SEQUENCE", noisify::COUNTER_SEQUENCE)?;
     Ok(())
 }

@@ -284,6 +284,31 @@ def test_noise_chain_is_seeded_per_image(tmp_path):
     assert np.array_equal(imgs[1], want.astype(np.int32))
 
 
+def test_a_noisy_dataset_resumes_only_with_its_noise_sequence(tmp_path):
+    spec = write_spec(tmp_path, n=4, k=2, extra='[chain]\nnoise = "-readout_noise 2 -adc 10"\n')
+    dataset.run_local(spec, workers=1, shards=[0], progress=False)
+    rec = tmp_path / "out/noise.json"
+    assert json.loads(rec.read_text()) == {"counter_sequence": nb._nanobragg.COUNTER_SEQUENCE,
+                                           "nanobragg_version": nb.__version__}
+    # the same version resumes it
+    assert dataset.run_local(spec, workers=1, progress=False)["skipped"] == 1
+    # begun by a version whose counts differ: refused, nothing written
+    rec.write_text(json.dumps({"counter_sequence": nb._nanobragg.COUNTER_SEQUENCE - 1, "nanobragg_version": "0.0.9"}))
+    (tmp_path / "out/manifest/shard-00001.json").unlink()
+    old = nb._nanobragg.COUNTER_SEQUENCE - 1
+    with pytest.raises(dataset.DatasetError, match=rf"begun by nanobragg 0\.0\.9, noise sequence {old};.*another output folder"):
+        dataset.run_local(spec, workers=1, progress=False)
+    assert not (tmp_path / "out/manifest/shard-00001.json").exists()
+    # begun before the sequence was recorded (a shard, no noise.json): refused too
+    rec.unlink()
+    with pytest.raises(dataset.DatasetError, match=r"begun by an earlier nanobragg \(no noise\.json\)"):
+        dataset.run_local(spec, workers=1, progress=False)
+    # a noiseless dataset records nothing
+    quiet = write_spec(tmp_path / "quiet", n=2, k=2)
+    dataset.run_local(quiet, workers=1, progress=False)
+    assert not (tmp_path / "quiet/out/noise.json").exists()
+
+
 def test_slurm_script_and_its_array_entry_point(tmp_path):
     spec = write_spec(tmp_path, n=6, k=2)
     r = run_cli("slurm", spec.path, "--shards-per-task", "2", "--cpus-per-task", "1")

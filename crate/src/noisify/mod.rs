@@ -39,6 +39,8 @@ pub mod counter;
 pub mod options;
 pub mod psf;
 
+pub use crate::rng::COUNTER_SEQUENCE;
+
 use crate::error::{Error, Result};
 use crate::rng::{Noise, RanState};
 use psf::{apply_psf, apply_psf_bands, PsfKind, PsfReport};

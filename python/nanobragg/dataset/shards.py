@@ -79,8 +79,42 @@ def write_atomic(path: str, data: bytes) -> None:
         raise
 
 
+def _noise_record() -> bytes:
+    from .. import __version__
+    from .._nanobragg import COUNTER_SEQUENCE
+
+    return json.dumps({"counter_sequence": COUNTER_SEQUENCE, "nanobragg_version": __version__}, sort_keys=True).encode()
+
+
+def _check_noise_record(spec: Spec) -> None:
+    """A dataset with noise is resumed only by a nanobragg whose counter generator draws the
+    same counts (`noise.json` records its sequence): mixed sequences would make a dataset that
+    no single version re-renders."""
+    from .._nanobragg import COUNTER_SEQUENCE
+
+    p = os.path.join(spec.output, "noise.json")
+    try:
+        with open(p, encoding="utf-8") as f:
+            rec = json.load(f)
+        begun = rec.get("counter_sequence")
+        by = f"nanobragg {rec.get('nanobragg_version', '?')}, noise sequence {begun}"
+    except FileNotFoundError:
+        if not manifest_entries(spec):
+            write_atomic(p, _noise_record())  # nothing rendered yet: this version begins it
+            return
+        begun, by = None, "an earlier nanobragg (no noise.json)"
+    except (OSError, ValueError, AttributeError) as e:
+        raise DatasetError(f"cannot read {p}: {e}", file=p) from None
+    if begun != COUNTER_SEQUENCE:
+        raise DatasetError(
+            f"{spec.output} was begun by {by}; this nanobragg draws noise sequence {COUNTER_SEQUENCE} "
+            "(other counts for the same seeds): finish the dataset with the version that began it, "
+            "or render it again into another output folder", file=p)
+
+
 def prepare_output(spec: Spec) -> None:
-    """Creates the dataset folder and its spec.toml, or checks that it holds this description."""
+    """Creates the dataset folder and its spec.toml, or checks that it holds this description;
+    with noise, records the counter generator's sequence (`noise.json`) or checks it."""
     p = os.path.join(spec.output, "spec.toml")
     try:
         os.makedirs(os.path.join(spec.output, "manifest"), exist_ok=True)
@@ -92,6 +126,8 @@ def prepare_output(spec: Spec) -> None:
                 raise DatasetError(f"{spec.output} holds another dataset (its spec.toml differs from {spec.path}); choose another output folder", file=p)
     else:
         write_atomic(p, spec.text.encode())
+    if spec.noise is not None:
+        _check_noise_record(spec)
 
 
 def is_complete(spec: Spec, shard: int) -> bool:
