@@ -1,7 +1,8 @@
 // The f32 row kernel's hand-written simd128 lanes (crate/src/cpu/row32.rs `wasm_lanes`: the
 // terms' Miller indices, structure-factor cells and lattice factors) against the portable scalar
-// loops of the same wasm binary (`set_hand_lanes(false)`): the page's plain module renders one
-// image both ways in Chromium, and the f32 bits must be identical. The golden tests only bound
+// loops of the same wasm binary (`set_hand_lanes(false)`): each of the page's two modules (the
+// plain one and the threaded one, on a pool of two threads) renders one image both ways in a
+// Chromium worker, as the page's worker does, and the f32 bits must be identical. The golden tests only bound
 // these lanes by correlation (>= 0.9999); this is their bit-for-bit guard.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,22 +26,23 @@ function hkl() {
   return lines.join('\n') + '\n';
 }
 
-test('f32 row kernel: simd128 hand lanes and portable loops give the same bits', { timeout: 120_000 }, async () => {
-  const { page, errors } = await open(env.ctx, `${env.base}/build-info.json`);
-  const out = await page.evaluate(async ({ args, table }) => {
-    const m = await import('/pkg/nanobragg.js');
-    await m.default({ module_or_path: '/pkg/nanobragg_bg.wasm' });
+// What a module worker runs: load the module (`dir`: pkg or pkg-parallel, whose thread pool
+// needs a worker: the main thread may not block), render both ways, compare.
+const WORKER = `
+self.onmessage = async ({ data: { origin, dir, args, table } }) => {
+  try {
+    const m = await import(origin + '/' + dir + '/nanobragg.js');
+    await m.default({ module_or_path: origin + '/' + dir + '/nanobragg_bg.wasm' });
+    if (m.initThreadPool) await m.initThreadPool(2);
     m.set_file('lanes.hkl', new TextEncoder().encode(table));
     m.prepare(m.split_args(args));
     const render = async (hand) => {
       const had = m.set_hand_lanes(hand);
       m.hand_lane_blocks();
-      const t0 = performance.now();
       const img = m.render_cpu(false);
-      const ms = performance.now() - t0;
       const blocks = m.hand_lane_blocks();
       const sha = new Uint8Array(await crypto.subtle.digest('SHA-256', img));
-      return { had, img, ms, blocks, sha: Array.from(sha, (b) => b.toString(16).padStart(2, '0')).join('') };
+      return { had, img, blocks, sha: Array.from(sha, (b) => b.toString(16).padStart(2, '0')).join('') };
     };
     const a = await render(true);
     const b = await render(false);
@@ -54,20 +56,39 @@ test('f32 row kernel: simd128 hand lanes and portable loops give the same bits',
       if (a.img[i] > 0) nonzero++;
       if (distinct.size < 5000) distinct.add(ua[i]);
     }
-    return { had: a.had && b.had, blocks: [a.blocks, b.blocks], n: ua.length, diff, first, max, nonzero, distinct: distinct.size,
-      sha: [a.sha, b.sha], ms: [a.ms, b.ms], info: m.build_info() };
-  }, { args: ARGS, table: hkl() });
-  // (a bare document: the browser's request for /favicon.ico is the one 404 expected)
-  assert.deepEqual(errors.filter((e) => !e.includes('404')), []);
-  assert.ok(out.had, `this module has no hand simd128 lanes (${out.info})`);
-  // the hand lanes ran on every block of the first render (250 rows of 4 blocks, 2x2
-  // sub-pixels) and on none of the second
-  assert.ok(out.blocks[0] >= 1000 && out.blocks[1] === 0, `hand-lane blocks ${out.blocks}`);
-  assert.equal(out.n, 250 * 250);
-  // a real image: spots over a range of values, no blank or constant image
-  assert.ok(out.nonzero > out.n / 2 && out.distinct >= 5000 && out.max > 0, JSON.stringify(out));
-  assert.equal(out.diff, 0, `${out.diff} pixels differ, the first at ${out.first}`);
-  assert.equal(out.sha[0], out.sha[1]);
-  // (the first render's time includes V8's tier-up: not a comparison of the two loops)
-  console.log(`# lanes: sha256 ${out.sha[0].slice(0, 16)}; ${out.blocks[0]} blocks in the hand lanes (${out.info})`);
-});
+    self.postMessage({ had: a.had && b.had, threaded: !!m.initThreadPool, blocks: [a.blocks, b.blocks], n: ua.length, diff, first,
+      max, nonzero, distinct: distinct.size, sha: [a.sha, b.sha], info: m.build_info() });
+  } catch (e) {
+    self.postMessage({ error: String(e && e.stack || e) });
+  }
+};`;
+
+for (const dir of ['pkg', 'pkg-parallel']) {
+  test(`f32 row kernel (${dir}): simd128 hand lanes and portable loops give the same bits`, { timeout: 120_000 }, async () => {
+    const { page, errors } = await open(env.ctx, `${env.base}/build-info.json`);
+    const out = await page.evaluate(async ({ src, dir, args, table }) => {
+      const w = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module' });
+      const r = await new Promise((ok) => {
+        w.onmessage = (e) => ok(e.data);
+        w.onerror = (e) => ok({ error: e.message });
+        w.postMessage({ origin: location.origin, dir, args, table });
+      });
+      w.terminate();
+      return { ...r, isolated: self.crossOriginIsolated };
+    }, { src: WORKER, dir, args: ARGS, table: hkl() });
+    assert.equal(out.error, undefined, out.error);
+    // (a bare document: the browser's request for /favicon.ico is the one 404 expected)
+    assert.deepEqual(errors.filter((e) => !e.includes('404')), []);
+    assert.ok(out.had, `this module has no hand simd128 lanes (${out.info})`);
+    assert.equal(out.threaded, dir === 'pkg-parallel', `${dir}: a thread pool iff the threaded module (isolated: ${out.isolated})`);
+    // the hand lanes ran on every block of the first render (250 rows of 4 blocks, 2x2
+    // sub-pixels) and on none of the second
+    assert.ok(out.blocks[0] >= 1000 && out.blocks[1] === 0, `hand-lane blocks ${out.blocks}`);
+    assert.equal(out.n, 250 * 250);
+    // a real image: spots over a range of values, no blank or constant image
+    assert.ok(out.nonzero > out.n / 2 && out.distinct >= 5000 && out.max > 0, JSON.stringify(out));
+    assert.equal(out.diff, 0, `${out.diff} pixels differ, the first at ${out.first}`);
+    assert.equal(out.sha[0], out.sha[1]);
+    console.log(`# lanes ${dir}: sha256 ${out.sha[0].slice(0, 16)}; ${out.blocks[0]} blocks in the hand lanes (${out.info})`);
+  });
+}
