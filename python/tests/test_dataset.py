@@ -289,7 +289,7 @@ def test_a_noisy_dataset_resumes_only_with_its_noise_sequence(tmp_path):
     dataset.run_local(spec, workers=1, shards=[0], progress=False)
     rec = tmp_path / "out/noise.json"
     assert json.loads(rec.read_text()) == {"counter_sequence": nb._nanobragg.COUNTER_SEQUENCE,
-                                           "nanobragg_version": nb.__version__}
+                                           "nanobragg_version": nb.__version__, "compression": "bslz4"}
     # the same version resumes it
     assert dataset.run_local(spec, workers=1, progress=False)["skipped"] == 1
     # begun by a version whose counts differ: refused, nothing written
@@ -303,10 +303,41 @@ def test_a_noisy_dataset_resumes_only_with_its_noise_sequence(tmp_path):
     rec.unlink()
     with pytest.raises(dataset.DatasetError, match=r"begun by an earlier nanobragg \(no noise\.json\)"):
         dataset.run_local(spec, workers=1, progress=False)
+    # begun with deflate frames by a version that recorded no compression (its default with
+    # noise): not continued with bslz4 frames (this version's default), nothing written
+    rec.write_text(json.dumps({"counter_sequence": nb._nanobragg.COUNTER_SEQUENCE, "nanobragg_version": "0.0.9"}))
+    with pytest.raises(dataset.DatasetError, match=r"begun by nanobragg 0\.0\.9 with deflate frames; this nanobragg writes bslz4"):
+        dataset.run_local(spec, workers=1, progress=False)
+    assert not (tmp_path / "out/manifest/shard-00001.json").exists()
+    # the record without a compression, the description saying bslz4: that version wrote bslz4
+    (tmp_path / "told").mkdir()
+    (tmp_path / "told/spec.toml").write_text(SPEC.format(n=4, k=2, fmt="nxmx").replace('output = "out"', 'output = "out"\ncompression = "bslz4"')
+                                             + '[chain]\nnoise = "-readout_noise 2 -adc 10"\n')
+    told = dataset.load_spec(str(tmp_path / "told/spec.toml"))
+    dataset.run_local(told, workers=1, shards=[0], progress=False)
+    (tmp_path / "told/out/noise.json").write_text(json.dumps({"counter_sequence": nb._nanobragg.COUNTER_SEQUENCE,
+                                                             "nanobragg_version": "0.0.9"}))
+    assert dataset.run_local(told, workers=1, progress=False)["shards"] == 1
     # a noiseless dataset records nothing
     quiet = write_spec(tmp_path / "quiet", n=2, k=2)
     dataset.run_local(quiet, workers=1, progress=False)
     assert not (tmp_path / "quiet/out/noise.json").exists()
+
+
+def test_noisy_frames_default_to_bslz4_and_the_run_says_so(tmp_path):
+    """`chain.noise` without `dataset.compression`: the frames are bitshuffle + LZ4 (filter
+    32008), the run's summary names the choice, and the frames read back as rendered."""
+    spec = write_spec(tmp_path, n=2, k=2, extra='[chain]\nnoise = "-readout_noise 2 -adc 10"\n')
+    r = run_cli("run", spec.path, "--workers", "1", "--no-progress")
+    assert "frames as bslz4 (bitshuffle + LZ4), the default with chain.noise" in r.stderr, r.stderr
+    assert json.loads(r.stdout)["compression"] == "bslz4"
+    with h5py.File(tmp_path / "out/shard-00000.h5") as f:
+        assert "32008" in f["/entry/data/data"]._filters
+    assert np.array_equal(dataset.read_image(spec, 1), dataset.render_image(spec, 1))
+    # without noise: deflate, and nothing said
+    quiet = write_spec(tmp_path / "quiet", n=2, k=2)
+    r = run_cli("run", quiet.path, "--workers", "1", "--no-progress")
+    assert "bslz4" not in r.stderr and json.loads(r.stdout)["compression"] == "deflate"
 
 
 def test_slurm_script_and_its_array_entry_point(tmp_path):
