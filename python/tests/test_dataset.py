@@ -484,6 +484,27 @@ def test_predicted_reflections_in_the_shards(tmp_path, fmt):
         dataset.parse_spec(text.replace("predict = true", "predict = 1"))
 
 
+def test_noiseless_counts_are_numpys_rounding(tmp_path):
+    """Without noise the stored count is NumPy's rint(photons · scale).clip(0, 2^31 - 1) as
+    int32 (NaN: int32's minimum, as the x86 cast), computed by the crate (`render_counts`):
+    ties to even, negatives, the clip, infinities, NaN, through the background it adds."""
+    # a faint crystal: the sums are the background's values, bar a few spots' photons
+    sim = nb.Simulator.from_args(["-cell", "78", "78", "38", "90", "90", "90", "-default_F", "1", "-N", "2", "-fluence", "1e12",
+                                  "-lambda", "1", "-distance", "80", "-detpixels", "8", "-precision", "f32", "-threads", "1"])
+    img = sim.render()
+    vals = [0.0, 0.5, 1.5, 2.5, -0.5, -0.3, 0.49999997, 7.5, 1e9 + 0.5, 2147483520.0, 2147483648.0, 3e9,
+            np.inf, -np.inf, np.nan, 1e-30, 123456.5, 4.4, 4.6, -7.0, 65535.5, 1.0000001]
+    bg = np.zeros((8, 8), np.float32)
+    bg.flat[:len(vals)] = vals
+    bg.flat[len(vals):] = np.linspace(-3, 40, 64 - len(vals))
+    for scale in (1.0, 2.5, 0.3):
+        out = np.empty((8, 8), np.int32)
+        sim._s.render_counts([], out, bg, None, scale)
+        x = (img + bg).astype(np.float64) * scale  # the crate adds the background in f32 too
+        want = np.where(np.isnan(x), np.iinfo(np.int32).min, np.rint(np.nan_to_num(x, nan=0.0)).clip(0, 2**31 - 1)).astype(np.int32)
+        assert np.array_equal(out, want), (scale, out.ravel()[:len(vals)], want.ravel()[:len(vals)])
+
+
 def test_list_of_models(tmp_path):
     models = pathlib.Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "models"
     spec = write_spec(tmp_path, n=2, k=2, extra=f"""model = {{ dist = "grid", values = ["{models / 'hem_p1.pdb'}", "{models / '4hhh_frag.pdb'}"] }}

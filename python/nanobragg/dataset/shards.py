@@ -168,8 +168,11 @@ def manifest_entries(spec: Spec) -> Dict[int, Dict[str, Any]]:
 
 
 def render_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None,
-                 progress: Optional[Callable[[int], None]] = None) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:
-    """The images (n, slow, fast) and labels of shard ``shard``."""
+                 progress: Optional[Callable[[int], None]] = None,
+                 reuse: bool = False) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:
+    """The images (n, slow, fast) and labels of shard ``shard``. ``reuse``: the int32 images
+    in the renderer's shard array (:meth:`Renderer.shard_array`), which its next shard
+    overwrites: for a caller done with them before then (:func:`shard_file_bytes`)."""
     r = renderer or Renderer(spec)
     idx = spec.shard_range(shard)
     params = [image_params(spec, i) for i in idx]
@@ -182,7 +185,8 @@ def render_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None,
         start = 1
     else:
         # int32 counts, each written by the crate into its place in the shard's array
-        images = np.empty((len(idx),) + r.shape(params[0].get("model")), np.int32)
+        shape = (len(idx),) + r.shape(params[0].get("model"))
+        images = r.shard_array(shape) if reuse else np.empty(shape, np.int32)
         start = 0
     for k in range(start, len(idx)):
         if start:
@@ -240,7 +244,8 @@ def shard_file_bytes(spec: Spec, shard: int, renderer: Optional[Renderer] = None
                      progress: Optional[Callable[[int], None]] = None) -> bytes:
     """The bytes of shard ``shard``'s file (a pure function of the description and the index)."""
     r = renderer or Renderer(spec)
-    images, labels = render_shard(spec, shard, r, progress)
+    # the images are in the file's bytes before the next shard: the renderer's array serves
+    images, labels = render_shard(spec, shard, r, progress, reuse=True)
     refl = shard_reflections(spec, shard, r) if spec.predict else None
     meta = _meta(spec, shard)
     if spec.format == "npz":
