@@ -149,6 +149,25 @@ def test_pure_shards_any_workers_any_order_and_alone(tmp_path):
     assert dataset.verify(a, rerender=2, seed=1)["shards"] == 3
 
 
+def test_pool_workers_see_the_callers_environment_now(tmp_path):
+    """The local pool's workers are forks of a forkserver started by an earlier run: they
+    still get the caller's environment as it is at this run (here the fault-injection
+    variable, set after the server started: the worker of shard 1 kills itself)."""
+    first = write_spec(tmp_path / "first", n=4, k=2)
+    dataset.run_local(first, workers=2, progress=False)
+    spec = write_spec(tmp_path / "second", n=4, k=2)
+    marker = tmp_path / "killed"
+    os.environ["NANOBRAGG_DATASET_KILL"] = f"1:1:{marker}"
+    try:
+        with pytest.raises(dataset.DatasetError, match="a worker process died"):
+            dataset.run_local(spec, workers=2, progress=False)
+    finally:
+        del os.environ["NANOBRAGG_DATASET_KILL"]
+    assert marker.exists()
+    dataset.run_local(spec, workers=2, progress=False)  # resumed: the same bytes
+    assert digests(spec) == digests(first)
+
+
 def test_resume_skips_complete_shards(tmp_path):
     spec = write_spec(tmp_path)
     r1 = dataset.run_local(spec, workers=1, shards=[1], progress=False)
