@@ -452,44 +452,42 @@ impl PySession {
         };
         let counts = out.as_slice_mut()?;
         let (engine, notices) = interruptible(py, |cancel| {
-            let (r, threads) = {
-                let mut guard = self.lock();
-                let t = Instant::now();
-                let r = guard.render(&extra, &noop, cancel)?;
-                self.last_render_s
-                    .store(t.elapsed().as_secs_f64().to_bits(), Ordering::Relaxed);
-                (r, guard.prepared().options().threads)
-            };
-            let mut image = r.rendered.image;
-            if image.len() != counts.len() {
-                return Err(NbError::input(format!(
-                    "render_counts: the render has {} pixels, the detector {}",
-                    image.len(),
-                    counts.len()
-                )));
-            }
-            if let Some(bg) = bg {
-                image.iter_mut().zip(bg).for_each(|(v, b)| *v += b);
-            }
+            let mut guard = self.lock();
+            let threads = guard.prepared().options().threads;
+            let session: &mut Session = &mut guard;
+            // render, noise and conversion all on the session's pool of -threads threads: the
+            // crate's CPU render finds itself on a pool of its size and builds none of its
+            // own (`cpu::with_threads`), so no threads are started per image and no second
+            // pool spins beside the one at work
             let pool = self.pool.get_or_init(|| {
                 threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok())
             });
-            match noise {
-                Some(words) => {
-                    let noise = || dataset_noise(image, s, f, words, cancel);
-                    let adu = match pool {
-                        Some(p) => p.install(noise),
-                        None => noise(),
-                    }?;
-                    // NumPy's minimum(adu, 2^31 - 1).astype(int32)
-                    counts
-                        .iter_mut()
-                        .zip(&adu)
-                        .for_each(|(c, &a)| *c = a.min(i32::MAX as u32) as i32);
+            let work = move || -> Result<(String, Vec<String>), NbError> {
+                let t = Instant::now();
+                let r = session.render(&extra, &noop, cancel)?;
+                self.last_render_s
+                    .store(t.elapsed().as_secs_f64().to_bits(), Ordering::Relaxed);
+                let mut image = r.rendered.image;
+                if image.len() != counts.len() {
+                    return Err(NbError::input(format!(
+                        "render_counts: the render has {} pixels, the detector {}",
+                        image.len(),
+                        counts.len()
+                    )));
                 }
-                None => {
-                    // in chunks on the session's pool, as the noise
-                    let mut convert = move || {
+                if let Some(bg) = bg {
+                    image.iter_mut().zip(bg).for_each(|(v, b)| *v += b);
+                }
+                match noise {
+                    Some(words) => {
+                        let adu = dataset_noise(image, s, f, words, cancel)?;
+                        // NumPy's minimum(adu, 2^31 - 1).astype(int32)
+                        counts
+                            .iter_mut()
+                            .zip(&adu)
+                            .for_each(|(c, &a)| *c = a.min(i32::MAX as u32) as i32);
+                    }
+                    None => {
                         use rayon::prelude::*;
                         counts
                             .par_chunks_mut(1 << 15)
@@ -498,15 +496,15 @@ impl PySession {
                                 c.iter_mut()
                                     .zip(v)
                                     .for_each(|(c, &v)| *c = stored_count(v, scale))
-                            })
-                    };
-                    match pool {
-                        Some(p) => p.install(convert),
-                        None => convert(),
+                            });
                     }
                 }
+                Ok((r.rendered.engine.name().to_string(), r.rendered.notices))
+            };
+            match pool {
+                Some(p) => p.install(work),
+                None => work(),
             }
-            Ok((r.rendered.engine.name().to_string(), r.rendered.notices))
         })?;
         Ok((engine, notices))
     }
