@@ -524,6 +524,23 @@ def test_noiseless_counts_are_numpys_rounding(tmp_path):
         assert np.array_equal(out, want), (scale, out.ravel()[:len(vals)], want.ravel()[:len(vals)])
 
 
+def test_a_renderers_shards_share_one_array(tmp_path):
+    """`Renderer.shard_array`: one int32 array for a worker's shards (a shorter last shard is
+    a view of it), a new one for another image size or after `release_shard_array`; the
+    shards written through it are those rendered alone (an uneven last shard here)."""
+    spec = write_spec(tmp_path, n=5, k=3)
+    r = dataset.Renderer(spec)
+    a = r.shard_array((3, 48, 48))
+    assert a.dtype == np.int32 and r.shard_array((2, 48, 48)).base is a.base
+    assert r.shard_array((3, 48, 48)).base is a.base
+    assert r.shard_array((3, 32, 32)).shape == (3, 32, 32) and r.shard_array((3, 48, 48)).base is not a.base
+    r.release_shard_array()
+    assert r._shard_array is None
+    dataset.run_local(spec, workers=1, progress=False)
+    for i in range(5):
+        assert np.array_equal(dataset.read_image(spec, i), dataset.render_image(spec, i))
+
+
 def test_list_of_models(tmp_path):
     models = pathlib.Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "models"
     spec = write_spec(tmp_path, n=2, k=2, extra=f"""model = {{ dist = "grid", values = ["{models / 'hem_p1.pdb'}", "{models / '4hhh_frag.pdb'}"] }}

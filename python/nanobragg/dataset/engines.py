@@ -269,7 +269,13 @@ def gpu_adapter_env() -> Dict[str, str]:
 
 def _ray_task(spec_path: str, output: Optional[str], shard: int, threads: Optional[int]) -> Tuple[int, int]:
     os.environ.update(gpu_adapter_env())
-    e = run_shard(spec_path, output, shard, threads)
+    try:
+        e = run_shard(spec_path, output, shard, threads)
+    finally:
+        # a Ray worker outlives the dataset's tasks and runs others': its memory back between
+        # tasks (a shard's array is GBs on a large detector), the renderer kept
+        if _last is not None:
+            _last[1].release_shard_array()
     return shard, (e or {}).get("n_images", 0)
 
 

@@ -200,9 +200,14 @@ class Renderer:
         until overwritten."""
         a = self._shard_array
         if a is None or a.shape[1:] != shape[1:] or a.shape[0] < shape[0]:
-            a = self._shard_array = None  # the old one freed before the new one is made
+            del a
+            self._shard_array = None  # the old one freed before the new one is made
             a = self._shard_array = np.empty(shape, np.int32)
         return a[:shape[0]]
+
+    def release_shard_array(self) -> None:
+        """Frees :meth:`shard_array`'s memory (the next shard makes a new one)."""
+        self._shard_array = None
 
     def shape(self, model: Optional[int] = None) -> Tuple[int, int]:
         """The images' (slow, fast) size."""
