@@ -418,9 +418,8 @@ impl PySession {
     /// words, the seed among them) noisify's noisy ADU from the counter generator, as
     /// `noisify_image` makes them (its noiseless ADU where the words say `-nonoise`), clipped at
     /// 2^31 - 1; without, round-half-even(photons · `scale`) clipped to [0, 2^31 - 1]. The
-    /// noise runs on a pool of `-threads` threads kept by the session (the image does not
-    /// depend on their number). Returns
-    /// (engine, notices).
+    /// render, the noise and the conversion run on a pool of `-threads` threads kept by the
+    /// session (the image does not depend on their number). Returns (engine, notices).
     #[pyo3(signature = (extra, out, background=None, noise=None, scale=1.0))]
     fn render_counts<'py>(
         &self,
