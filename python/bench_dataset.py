@@ -72,9 +72,8 @@ noise = "-detector eiger2-4m -readout_noise 0"
 
 
 def with_compression(text, compression):
-    """The description with ``dataset.compression`` set (the default, deflate, left unsaid)."""
-    if compression == "deflate":
-        return text
+    """The description with ``dataset.compression`` set (said even where it is the default,
+    which depends on ``chain.noise``)."""
     return text.replace("seed = 1\n", f'seed = 1\ncompression = "{compression}"\n', 1)
 
 

@@ -149,6 +149,25 @@ def test_pure_shards_any_workers_any_order_and_alone(tmp_path):
     assert dataset.verify(a, rerender=2, seed=1)["shards"] == 3
 
 
+def test_pool_workers_see_the_callers_environment_now(tmp_path):
+    """The local pool's workers are forks of a forkserver started by an earlier run: they
+    still get the caller's environment as it is at this run (here the fault-injection
+    variable, set after the server started: the worker of shard 1 kills itself)."""
+    first = write_spec(tmp_path / "first", n=4, k=2)
+    dataset.run_local(first, workers=2, progress=False)
+    spec = write_spec(tmp_path / "second", n=4, k=2)
+    marker = tmp_path / "killed"
+    os.environ["NANOBRAGG_DATASET_KILL"] = f"1:1:{marker}"
+    try:
+        with pytest.raises(dataset.DatasetError, match="a worker process died"):
+            dataset.run_local(spec, workers=2, progress=False)
+    finally:
+        del os.environ["NANOBRAGG_DATASET_KILL"]
+    assert marker.exists()
+    dataset.run_local(spec, workers=2, progress=False)  # resumed: the same bytes
+    assert digests(spec) == digests(first)
+
+
 def test_resume_skips_complete_shards(tmp_path):
     spec = write_spec(tmp_path)
     r1 = dataset.run_local(spec, workers=1, shards=[1], progress=False)
@@ -289,7 +308,7 @@ def test_a_noisy_dataset_resumes_only_with_its_noise_sequence(tmp_path):
     dataset.run_local(spec, workers=1, shards=[0], progress=False)
     rec = tmp_path / "out/noise.json"
     assert json.loads(rec.read_text()) == {"counter_sequence": nb._nanobragg.COUNTER_SEQUENCE,
-                                           "nanobragg_version": nb.__version__}
+                                           "nanobragg_version": nb.__version__, "compression": "bslz4"}
     # the same version resumes it
     assert dataset.run_local(spec, workers=1, progress=False)["skipped"] == 1
     # begun by a version whose counts differ: refused, nothing written
@@ -303,10 +322,41 @@ def test_a_noisy_dataset_resumes_only_with_its_noise_sequence(tmp_path):
     rec.unlink()
     with pytest.raises(dataset.DatasetError, match=r"begun by an earlier nanobragg \(no noise\.json\)"):
         dataset.run_local(spec, workers=1, progress=False)
+    # begun with deflate frames by a version that recorded no compression (its default with
+    # noise): not continued with bslz4 frames (this version's default), nothing written
+    rec.write_text(json.dumps({"counter_sequence": nb._nanobragg.COUNTER_SEQUENCE, "nanobragg_version": "0.0.9"}))
+    with pytest.raises(dataset.DatasetError, match=r"begun by nanobragg 0\.0\.9 with deflate frames; this nanobragg writes bslz4"):
+        dataset.run_local(spec, workers=1, progress=False)
+    assert not (tmp_path / "out/manifest/shard-00001.json").exists()
+    # the record without a compression, the description saying bslz4: that version wrote bslz4
+    (tmp_path / "told").mkdir()
+    (tmp_path / "told/spec.toml").write_text(SPEC.format(n=4, k=2, fmt="nxmx").replace('output = "out"', 'output = "out"\ncompression = "bslz4"')
+                                             + '[chain]\nnoise = "-readout_noise 2 -adc 10"\n')
+    told = dataset.load_spec(str(tmp_path / "told/spec.toml"))
+    dataset.run_local(told, workers=1, shards=[0], progress=False)
+    (tmp_path / "told/out/noise.json").write_text(json.dumps({"counter_sequence": nb._nanobragg.COUNTER_SEQUENCE,
+                                                             "nanobragg_version": "0.0.9"}))
+    assert dataset.run_local(told, workers=1, progress=False)["shards"] == 1
     # a noiseless dataset records nothing
     quiet = write_spec(tmp_path / "quiet", n=2, k=2)
     dataset.run_local(quiet, workers=1, progress=False)
     assert not (tmp_path / "quiet/out/noise.json").exists()
+
+
+def test_noisy_frames_default_to_bslz4_and_the_run_says_so(tmp_path):
+    """`chain.noise` without `dataset.compression`: the frames are bitshuffle + LZ4 (filter
+    32008), the run's summary names the choice, and the frames read back as rendered."""
+    spec = write_spec(tmp_path, n=2, k=2, extra='[chain]\nnoise = "-readout_noise 2 -adc 10"\n')
+    r = run_cli("run", spec.path, "--workers", "1", "--no-progress")
+    assert "frames as bslz4 (bitshuffle + LZ4), the default with chain.noise" in r.stderr, r.stderr
+    assert json.loads(r.stdout)["compression"] == "bslz4"
+    with h5py.File(tmp_path / "out/shard-00000.h5") as f:
+        assert "32008" in f["/entry/data/data"]._filters
+    assert np.array_equal(dataset.read_image(spec, 1), dataset.render_image(spec, 1))
+    # without noise: deflate, and nothing said
+    quiet = write_spec(tmp_path / "quiet", n=2, k=2)
+    r = run_cli("run", quiet.path, "--workers", "1", "--no-progress")
+    assert "bslz4" not in r.stderr and json.loads(r.stdout)["compression"] == "deflate"
 
 
 def test_slurm_script_and_its_array_entry_point(tmp_path):
@@ -451,6 +501,44 @@ def test_predicted_reflections_in_the_shards(tmp_path, fmt):
         assert np.array_equal(cols[name][sel], want[name])
     with pytest.raises(dataset.SpecError, match="dataset.predict: expected true or false"):
         dataset.parse_spec(text.replace("predict = true", "predict = 1"))
+
+
+def test_noiseless_counts_are_numpys_rounding(tmp_path):
+    """Without noise the stored count is NumPy's rint(photons · scale).clip(0, 2^31 - 1) as
+    int32 (NaN: int32's minimum, as the x86 cast), computed by the crate (`render_counts`):
+    ties to even, negatives, the clip, infinities, NaN, through the background it adds."""
+    # a faint crystal: the sums are the background's values, bar a few spots' photons
+    sim = nb.Simulator.from_args(["-cell", "78", "78", "38", "90", "90", "90", "-default_F", "1", "-N", "2", "-fluence", "1e12",
+                                  "-lambda", "1", "-distance", "80", "-detpixels", "8", "-precision", "f32", "-threads", "1"])
+    img = sim.render()
+    vals = [0.0, 0.5, 1.5, 2.5, -0.5, -0.3, 0.49999997, 7.5, 1e9 + 0.5, 2147483520.0, 2147483648.0, 3e9,
+            np.inf, -np.inf, np.nan, 1e-30, 123456.5, 4.4, 4.6, -7.0, 65535.5, 1.0000001]
+    bg = np.zeros((8, 8), np.float32)
+    bg.flat[:len(vals)] = vals
+    bg.flat[len(vals):] = np.linspace(-3, 40, 64 - len(vals))
+    for scale in (1.0, 2.5, 0.3):
+        out = np.empty((8, 8), np.int32)
+        sim._s.render_counts([], out, bg, None, scale)
+        x = (img + bg).astype(np.float64) * scale  # the crate adds the background in f32 too
+        want = np.where(np.isnan(x), np.iinfo(np.int32).min, np.rint(np.nan_to_num(x, nan=0.0)).clip(0, 2**31 - 1)).astype(np.int32)
+        assert np.array_equal(out, want), (scale, out.ravel()[:len(vals)], want.ravel()[:len(vals)])
+
+
+def test_a_renderers_shards_share_one_array(tmp_path):
+    """`Renderer.shard_array`: one int32 array for a worker's shards (a shorter last shard is
+    a view of it), a new one for another image size or after `release_shard_array`; the
+    shards written through it are those rendered alone (an uneven last shard here)."""
+    spec = write_spec(tmp_path, n=5, k=3)
+    r = dataset.Renderer(spec)
+    a = r.shard_array((3, 48, 48))
+    assert a.dtype == np.int32 and r.shard_array((2, 48, 48)).base is a.base
+    assert r.shard_array((3, 48, 48)).base is a.base
+    assert r.shard_array((3, 32, 32)).shape == (3, 32, 32) and r.shard_array((3, 48, 48)).base is not a.base
+    r.release_shard_array()
+    assert r._shard_array is None
+    dataset.run_local(spec, workers=1, progress=False)
+    for i in range(5):
+        assert np.array_equal(dataset.read_image(spec, i), dataset.render_image(spec, i))
 
 
 def test_list_of_models(tmp_path):

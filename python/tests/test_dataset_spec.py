@@ -70,7 +70,13 @@ def test_refused_naming_the_key(extra, key, words):
 
 
 def test_compression_of_the_frames():
-    assert spec().compression == "deflate"
+    assert spec().compression == "deflate" and not spec().compression_given
+    # unsaid: bitshuffle + LZ4 for noisy NXmx frames, deflate without noise; said, it wins
+    noisy = "[chain]\nnoise = '-readout_noise 2'\n"
+    assert spec(noisy).compression == "bslz4" and not spec(noisy).compression_given
+    given = parse_spec(BASE.replace("seed = 3", 'seed = 3\ncompression = "deflate"') + noisy)
+    assert given.compression == "deflate" and given.compression_given
+    assert parse_spec(NPZ + noisy).compression == "deflate"  # npz: no NXmx frames
     assert parse_spec(BASE.replace("seed = 3", 'seed = 3\ncompression = "bslz4"')).compression == "bslz4"
     refused(BASE.replace("seed = 3", 'seed = 3\ncompression = "lz4"'), "dataset.compression", "'deflate'", "'bslz4'", "'lz4'")
     refused(BASE.replace("seed = 3", "seed = 3\ncompression = 4"), "dataset.compression", "got 4")

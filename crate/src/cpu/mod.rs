@@ -276,9 +276,14 @@ pub fn render_with(
     ))
 }
 
-/// Run `f` on a pool of `threads` threads (all cores when `None`).
+/// Run `f` on a pool of `threads` threads (all cores when `None`): the current one when the
+/// caller is already on a pool of that size (a pool it keeps, as the Python binding's dataset
+/// renderer does), else a new one.
 pub fn with_threads<T: Send>(threads: Option<usize>, f: impl FnOnce() -> T + Send) -> T {
     match threads {
+        Some(n) if rayon::current_thread_index().is_some() && rayon::current_num_threads() == n => {
+            f()
+        }
         Some(n) => match rayon::ThreadPoolBuilder::new().num_threads(n).build() {
             Ok(pool) => pool.install(f),
             Err(_) => f(),
@@ -311,6 +316,42 @@ mod tests {
             .map(|(x, y)| (*x as f64 - *y as f64).abs())
             .fold(0.0, f64::max)
             / peak
+    }
+
+    /// `with_threads` runs on the caller's pool when it has the size asked for, else on a new
+    /// pool of that size (outside any pool too).
+    #[test]
+    fn with_threads_keeps_a_pool_of_its_size() {
+        let kept = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .thread_name(|i| format!("kept-{i}"))
+            .build()
+            .unwrap();
+        let on_kept = || {
+            std::thread::current()
+                .name()
+                .is_some_and(|n| n.starts_with("kept-"))
+        };
+        let (same, other, size) = kept.install(|| {
+            (
+                with_threads(Some(2), on_kept),
+                with_threads(Some(3), on_kept),
+                with_threads(Some(3), rayon::current_num_threads),
+            )
+        });
+        assert!(
+            same,
+            "a pool of 2 asked for on a pool of 2: the same threads"
+        );
+        assert!(
+            !other && size == 3,
+            "3 asked for on a pool of 2: a new pool of 3"
+        );
+        assert_eq!(with_threads(Some(3), rayon::current_num_threads), 3);
+        assert!(
+            !with_threads(Some(2), on_kept),
+            "outside the kept pool: a new one"
+        );
     }
 
     /// The vectorised row path and the per-pixel f32 kernel compute the same terms.

@@ -117,10 +117,34 @@ class Progress:
 
 _queue = None
 
+#: What a pool's worker imports before its first shard: preloaded once by the forkserver
+#: (:func:`_pool_context`), so each worker starts as a fork of an interpreter that has them.
+_PRELOAD = ["nanobragg.dataset.engines", "nanobragg.dataset.nexus", "nanobragg.dataset.finalize", "h5py"]
 
-def _init_worker(q: Any) -> None:
+
+def _pool_context() -> Any:
+    """The local pool's processes: forked by a forkserver that has imported the renderer,
+    NumPy and h5py once (about 0.4 s of CPU a worker with "spawn", each importing them again:
+    a large share of a small dataset on a few cores), where the platform has one; else
+    spawned. Never a plain fork of the caller, whose threads (rayon's, BLAS') a fork would not
+    carry over."""
+    import multiprocessing as mp
+
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(_PRELOAD)  # no effect on a forkserver already running
+        return ctx
+    return mp.get_context("spawn")
+
+
+def _init_worker(q: Any, env: Optional[Dict[str, str]] = None) -> None:
     global _queue
     _queue = q
+    # the caller's environment now (a forkserver's children inherit the server's, as it was
+    # when the server started): the same variables a spawned worker would see
+    if env is not None and dict(os.environ) != env:
+        os.environ.clear()
+        os.environ.update(env)
     # Ctrl-C reaches the whole process group: the parent stops the pool (_stop_pool); a worker
     # does not die of it on its own mid-write
     import signal
@@ -166,8 +190,6 @@ def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[i
     """Runs the pending shards on a pool of ``workers`` processes (default: the cores; 1 runs
     in this process). Returns {"shards": rendered, "skipped": complete before, "images": n,
     "seconds": wall}."""
-    import multiprocessing as mp
-
     prepare_output(spec)
     todo = pending(spec, shards)
     all_shards = list(shards) if shards is not None else list(range(spec.n_shards))
@@ -187,12 +209,12 @@ def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[i
         finally:
             _last = None  # this process is the caller's: its memory back
     else:
-        ctx = mp.get_context("spawn")
+        ctx = _pool_context()
         q = ctx.Queue()
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
-        ex = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(q,))
+        ex = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(q, dict(os.environ)))
         try:
             futs = {ex.submit(_pool_task, spec.path, spec.output, s, threads): s for s in todo}
             remaining = set(futs)
@@ -247,7 +269,13 @@ def gpu_adapter_env() -> Dict[str, str]:
 
 def _ray_task(spec_path: str, output: Optional[str], shard: int, threads: Optional[int]) -> Tuple[int, int]:
     os.environ.update(gpu_adapter_env())
-    e = run_shard(spec_path, output, shard, threads)
+    try:
+        e = run_shard(spec_path, output, shard, threads)
+    finally:
+        # a Ray worker outlives the dataset's tasks and runs others': its memory back between
+        # tasks (a shard's array is GBs on a large detector), the renderer kept
+        if _last is not None:
+            _last[1].release_shard_array()
     return shard, (e or {}).get("n_images", 0)
 
 

@@ -90,7 +90,8 @@ def read_image(spec: Spec, i: int) -> np.ndarray:
         try:
             import hdf5plugin  # noqa: F401  (registers the bitshuffle filter with h5py)
         except ImportError:
-            raise DatasetError("dataset.compression = \"bslz4\": reading the frames needs hdf5plugin "
+            raise DatasetError("the frames are bitshuffle + LZ4 (dataset.compression = \"bslz4\", the default with "
+                               "chain.noise): reading them needs hdf5plugin "
                                "(pip install 'nanobragg[hdf5]' or hdf5plugin)", file=path) from None
     with h5py.File(path, "r") as f:
         frame: np.ndarray = f["/entry/data/data"][k]

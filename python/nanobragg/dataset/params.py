@@ -154,6 +154,7 @@ class Renderer:
         self._sims: Dict[Optional[int], "Simulator"] = {}
         self._background: Optional[np.ndarray] = None
         self._noise_words: Optional[List[str]] = None
+        self._shard_array: Optional[np.ndarray] = None
 
     def simulator(self, model: Optional[int] = None) -> "Simulator":
         if model not in self._sims:
@@ -191,6 +192,22 @@ class Renderer:
 
             self._noise_words = list(_nanobragg.split_args(self.spec.noise))
         return self._noise_words
+
+    def shard_array(self, shape: Tuple[int, ...]) -> np.ndarray:
+        """An int32 array of ``shape`` (images, slow, fast) for a shard's counts, the same
+        memory from shard to shard (a shard's images are hundreds of MB on a large detector:
+        fresh pages to fault in and zero, per shard). Its contents are the last shard's
+        until overwritten."""
+        a = self._shard_array
+        if a is None or a.shape[1:] != shape[1:] or a.shape[0] < shape[0]:
+            del a
+            self._shard_array = None  # the old one freed before the new one is made
+            a = self._shard_array = np.empty(shape, np.int32)
+        return a[:shape[0]]
+
+    def release_shard_array(self) -> None:
+        """Frees :meth:`shard_array`'s memory (the next shard makes a new one)."""
+        self._shard_array = None
 
     def shape(self, model: Optional[int] = None) -> Tuple[int, int]:
         """The images' (slow, fast) size."""

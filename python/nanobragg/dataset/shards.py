@@ -79,17 +79,22 @@ def write_atomic(path: str, data: bytes) -> None:
         raise
 
 
-def _noise_record() -> bytes:
+def _noise_record(spec: Spec) -> bytes:
     from .. import __version__
     from .._nanobragg import COUNTER_SEQUENCE
 
-    return json.dumps({"counter_sequence": COUNTER_SEQUENCE, "nanobragg_version": __version__}, sort_keys=True).encode()
+    rec: Dict[str, Any] = {"counter_sequence": COUNTER_SEQUENCE, "nanobragg_version": __version__}
+    if spec.format == "nxmx":
+        rec["compression"] = spec.compression
+    return json.dumps(rec, sort_keys=True).encode()
 
 
 def _check_noise_record(spec: Spec) -> None:
     """A dataset with noise is resumed only by a nanobragg whose counter generator draws the
     same counts (`noise.json` records its sequence): mixed sequences would make a dataset that
-    no single version re-renders."""
+    no single version re-renders. Its NXmx frames' compression is recorded too (the default
+    with noise became bslz4 after the record began): a dataset is not continued with frames of
+    another compression."""
     from .._nanobragg import COUNTER_SEQUENCE
 
     p = os.path.join(spec.output, "noise.json")
@@ -98,11 +103,14 @@ def _check_noise_record(spec: Spec) -> None:
             rec = json.load(f)
         begun = rec.get("counter_sequence")
         by = f"nanobragg {rec.get('nanobragg_version', '?')}, noise sequence {begun}"
+        # no record of it: begun by a version that wrote what the description said, or
+        # deflate when it said nothing (its only default)
+        comp = rec.get("compression") or (spec.compression if spec.compression_given else "deflate")
     except FileNotFoundError:
         if not manifest_entries(spec):
-            write_atomic(p, _noise_record())  # nothing rendered yet: this version begins it
+            write_atomic(p, _noise_record(spec))  # nothing rendered yet: this version begins it
             return
-        begun, by = None, "an earlier nanobragg (no noise.json)"
+        begun, by, comp = None, "an earlier nanobragg (no noise.json)", spec.compression
     except (OSError, ValueError, AttributeError) as e:
         raise DatasetError(f"cannot read {p}: {e}", file=p) from None
     if begun != COUNTER_SEQUENCE:
@@ -110,6 +118,12 @@ def _check_noise_record(spec: Spec) -> None:
             f"{spec.output} was begun by {by}; this nanobragg draws noise sequence {COUNTER_SEQUENCE} "
             "(other counts for the same seeds): finish the dataset with the version that began it, "
             "or render it again into another output folder", file=p)
+    if spec.format == "nxmx" and comp != spec.compression:
+        raise DatasetError(
+            f"{spec.output} was begun by nanobragg {rec.get('nanobragg_version', '?')} with {comp} frames; this nanobragg "
+            f"writes {spec.compression} frames for its description (dataset.compression unsaid: {spec.compression} "
+            "with chain.noise): finish the dataset with the version that began it, or render it again into "
+            "another output folder", file=p)
 
 
 def prepare_output(spec: Spec) -> None:
@@ -154,8 +168,11 @@ def manifest_entries(spec: Spec) -> Dict[int, Dict[str, Any]]:
 
 
 def render_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None,
-                 progress: Optional[Callable[[int], None]] = None) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:
-    """The images (n, slow, fast) and labels of shard ``shard``."""
+                 progress: Optional[Callable[[int], None]] = None,
+                 reuse: bool = False) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:
+    """The images (n, slow, fast) and labels of shard ``shard``. ``reuse``: the int32 images
+    in the renderer's shard array (:meth:`Renderer.shard_array`), which its next shard
+    overwrites: for a caller done with them before then (:func:`shard_file_bytes`)."""
     r = renderer or Renderer(spec)
     idx = spec.shard_range(shard)
     params = [image_params(spec, i) for i in idx]
@@ -168,7 +185,8 @@ def render_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None,
         start = 1
     else:
         # int32 counts, each written by the crate into its place in the shard's array
-        images = np.empty((len(idx),) + r.shape(params[0].get("model")), np.int32)
+        shape = (len(idx),) + r.shape(params[0].get("model"))
+        images = r.shard_array(shape) if reuse else np.empty(shape, np.int32)
         start = 0
     for k in range(start, len(idx)):
         if start:
@@ -226,7 +244,8 @@ def shard_file_bytes(spec: Spec, shard: int, renderer: Optional[Renderer] = None
                      progress: Optional[Callable[[int], None]] = None) -> bytes:
     """The bytes of shard ``shard``'s file (a pure function of the description and the index)."""
     r = renderer or Renderer(spec)
-    images, labels = render_shard(spec, shard, r, progress)
+    # the images are in the file's bytes before the next shard: the renderer's array serves
+    images, labels = render_shard(spec, shard, r, progress, reuse=True)
     refl = shard_reflections(spec, shard, r) if spec.predict else None
     meta = _meta(spec, shard)
     if spec.format == "npz":
