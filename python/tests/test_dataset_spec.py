@@ -27,12 +27,34 @@ def spec(extra="", base=BASE):
     return parse_spec(base + extra)
 
 
-def refused(text, key, *words):
+def line_of(text, snippet):
+    """The line (from 1) where ``snippet`` first stands in ``text``."""
+    return text[:text.index(snippet)].count("\n") + 1
+
+
+def written_at(text, key):
+    """Where these tests' simple descriptions write ``key`` or, failing that, the nearest key
+    or table around it: the line of its table header or of "name =" at a line's start."""
+    parts = key.split(".")
+    for n in range(len(parts), 0, -1):
+        if f"[{'.'.join(parts[:n])}]" in text:
+            return line_of(text, f"[{'.'.join(parts[:n])}]")
+        if f"\n{parts[n - 1]} =" in text:
+            return line_of(text, f"\n{parts[n - 1]} =") + 1
+    return None
+
+
+def refused(text, key, *words, line=None):
+    """The error of ``text``: for ``key``, with ``words``, at ``line`` (default: where the key
+    is written, `written_at`)."""
     with pytest.raises(SpecError) as e:
         parse_spec(text)
     assert e.value.key == key, str(e.value)
     msg = str(e.value)
-    assert msg.startswith(f"<spec>: {key}: "), msg
+    line = line if line is not None else written_at(text, key)
+    line = line or None  # (0: no line)
+    assert e.value.line == line, (msg, line)
+    assert msg.startswith(f"<spec> line {line}: {key}: " if line else f"<spec>: {key}: "), msg
     for w in words:
         assert w in msg, msg
     return msg
@@ -119,7 +141,9 @@ def test_dataset_keys_and_bounds():
     refused(big, "dataset.n_images", "TiB", "beyond the bound")
     refused(BASE.replace("-lambda 1", "-lambda x"), "base.args", "-lambda")
     refused(BASE + "[vary]\norientation = 'random'\n", "vary.orientation")
-    refused("[dataset\n", "(toml)")
+    refused("[dataset\n", "(toml)", line=1)
+    bad = BASE + "[vary]\nN = @\n"
+    refused(bad, "(toml)", f"(at line {line_of(bad, 'N = @')}, column 5)", line=line_of(bad, "N = @"))
 
 
 def test_params_depend_on_seed_and_index_only():
@@ -232,3 +256,25 @@ def test_hostile_files_name_the_file_and_write_nothing(tmp_path):
                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert r.returncode != 0 and key in r.stderr and str(p) in r.stderr, r.stderr
         assert not (tmp_path / "out").exists(), "a refused description wrote output"
+
+
+def test_errors_name_the_line_of_their_key():
+    """The line comes from the text as written: past comments, multi-line strings that hold
+    lines looking like keys, dotted and quoted keys, and inline tables (their table's line)."""
+    text = BASE + '''# n_images = 5 (a comment, not the key)
+[chain]
+noise = """
+-readout_noise 3
+[vary]
+"wavelength_A" = { dist = 'uniform', low = 1.2, high = 1.1 }
+"""
+[vary]
+"wavelength_A" = { dist = 'uniform', low = 1.2, high = 1.1 }
+'''
+    refused(text, "vary.wavelength_A.high", "below low", line=text[:text.rindex('"wavelength_A" =')].count("\n") + 1)
+    dotted = BASE + "[vary]\norientation = 'uniform'\n\nN.dist = 'grid'\nN.values = []\n"
+    refused(dotted, "vary.N.values", "non-empty", line=line_of(dotted, "N.values"))
+    # a required key that is missing: its table's header
+    refused(BASE.replace("seed = 3\n", ""), "dataset.seed", "missing", line=line_of(BASE, "[dataset]"))
+    # a table that is missing: no line
+    refused("[dataset]\nn_images = 1\nseed = 1\n", "base", "missing", line=0)

@@ -226,7 +226,7 @@ class Renderer:
             from .spec import SpecError
 
             h, w = sim.shape
-            raise SpecError(spec.path, "chain.background", f"the background is {bg.shape[1]}x{bg.shape[0]} pixels, the detector {w}x{h}: give nonBragg the same -detpixels")
+            raise SpecError(spec.path, "chain.background", f"the background is {bg.shape[1]}x{bg.shape[0]} pixels, the detector {w}x{h}: give nonBragg the same -detpixels").located(spec.text)
         if spec.noise is None and spec.format == "npz":
             img = sim.render(**self.overrides(p))
             if bg is not None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
@@ -107,13 +108,77 @@ _INTEGER = {"mosaic_domains"}
 
 class SpecError(ValueError):
     """A dataset description that cannot be rendered; ``key`` is the dotted key, ``file`` the
-    description."""
+    description, ``line`` the line (from 1) where the key is written, or for a key that is not
+    (a missing one, one within an inline table) the nearest table or key around it; None when
+    nothing of it is in the text (a missing table, the file itself)."""
 
-    def __init__(self, file: str, key: str, why: str):
-        super().__init__(f"{file}: {key}: {why}")
+    def __init__(self, file: str, key: str, why: str, line: Optional[int] = None):
+        where = f"{file} line {line}" if line else file
+        super().__init__(f"{where}: {key}: {why}")
         self.file = file
         self.key = key
         self.why = why
+        self.line = line
+
+    def located(self, text: str) -> "SpecError":
+        """This error with the line of its key in the description ``text``."""
+        if self.line is not None:
+            return self
+        return SpecError(self.file, self.key, self.why, key_line(text, self.key))
+
+
+_BARE = r"[A-Za-z0-9_-]+"
+_PART = rf"(?:{_BARE}|\"(?:[^\"\\]|\\.)*\"|'[^']*')"
+_DOTTED = re.compile(rf"^\s*({_PART}(?:\s*\.\s*{_PART})*)\s*")
+
+
+def _dotted(m: "re.Match[str]") -> List[str]:
+    return [p.strip().strip("\"'") for p in re.findall(_PART, m.group(1))]
+
+
+def key_line(text: str, key: str) -> Optional[int]:
+    """The line (from 1) of TOML ``text`` where the dotted ``key`` is written: its assignment
+    or table header; for a key within an inline table or a missing key, the line of the nearest
+    enclosing key or table that is written (tomllib gives no positions: a scan of the lines, as
+    TOML's grammar puts every key or header at the start of a line, outside multi-line strings)."""
+    want = key.split(".")
+    best, line = 0, None
+    table: List[str] = []
+    quote: Optional[str] = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        if quote is not None:
+            # inside a multi-line string: until its closing quotes
+            if raw.count(quote) % 2 == 1:
+                quote = None
+            continue
+        s = raw.strip()
+        if not s or s.startswith("#"):
+            continue
+        if s.startswith("["):
+            m = _DOTTED.match(s.lstrip("[").lstrip())
+            if not m:
+                continue
+            table = path = _dotted(m)
+        else:
+            m = _DOTTED.match(s)
+            if not m or not s[m.end():].startswith("="):
+                continue
+            path = table + _dotted(m)
+            rest = s[m.end() + 1:]
+            for q in ('"""', "'''"):
+                if rest.count(q) % 2 == 1:
+                    quote = q
+        # how much of the key this line writes: the key itself (or a table inside it: its first
+        # line), else a table or key that encloses it
+        if path[:len(want)] == want:
+            depth = len(want)
+        elif want[:len(path)] == path:
+            depth = len(path)
+        else:
+            continue
+        if depth > best:
+            best, line = depth, n
+    return line
 
 
 @dataclass(frozen=True)
@@ -201,11 +266,19 @@ def load_spec(path: str, *, output: Optional[str] = None) -> Spec:
 
 
 def parse_spec(text: str, *, path: str = "<spec>", output: Optional[str] = None) -> Spec:
-    """Validates a description given as TOML text."""
+    """Validates a description given as TOML text; an error names the line of its key."""
+    try:
+        return _parse_spec(text, path, output)
+    except SpecError as e:
+        raise e.located(text) from None
+
+
+def _parse_spec(text: str, path: str, output: Optional[str]) -> Spec:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise SpecError(path, "(toml)", str(e)) from None
+        at = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        raise SpecError(path, "(toml)", str(e), int(at.group(1)) if at else None) from None
     except RecursionError:
         # tomllib reads nested arrays and inline tables recursively
         raise SpecError(path, "(toml)", "arrays or tables nested too deeply") from None
