@@ -512,7 +512,7 @@ pub fn ln_factorial(k: f64) -> f64 {
 /// reaches `u`. The sums in f64 from `exp(−xm)` in f32 ([`exp_neg_f32`]: 1e-7 relative, far
 /// below anything a sample could show) and the reciprocals `1/k` from a table: the same counts
 /// on every platform, and the same as the noise image's vector lanes compute
-/// (`noisify::counter`, eight pixels at once).
+/// (`noisify::counter`, sixteen pixels at once).
 #[inline]
 pub fn poisson_inversion(u: f64, xm: f64) -> f64 {
     // k = 0 when u <= 1 - xm (< exp(-xm)): most pixels of a diffraction image, whose means are

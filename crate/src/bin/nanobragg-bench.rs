@@ -7,6 +7,7 @@
 //! usage: nanobragg-bench [--quick] [--cases a1024,a4096,b] [--reps N] [--gpu] [--gpu-reps N]
 //!        nanobragg-bench --gradients [--f32 | --gpu] [--cases …] [--reps N]
 //!        nanobragg-bench --gpu-readback 16,64,256 [--reps N]
+//!        nanobragg-bench --noise [SIZE] [REPS] [NOISIFY FLAGS...]
 //!
 //! `--gpu` adds the GPU backend (a build with the `gpu` feature): cold = first render in a new
 //! process including device, self-test and pipeline creation; warm = median of `--gpu-reps`
@@ -165,6 +166,16 @@ fn main() {
             .get(3)
             .map_or(5, |r| r.parse().expect("--realistic-spots MODEL [REPS]"));
         realistic_spots(&argv[2], reps);
+        return;
+    }
+    if argv.len() >= 2 && argv[1] == "--noise" {
+        let size = argv
+            .get(2)
+            .map_or(512, |r| r.parse().expect("--noise [SIZE] [REPS]"));
+        let reps = argv
+            .get(3)
+            .map_or(200, |r| r.parse().expect("--noise [SIZE] [REPS]"));
+        noise(size, reps, argv.get(4..).unwrap_or_default());
         return;
     }
     if argv.len() >= 5 && argv[1] == "--child" {
@@ -939,6 +950,78 @@ fn realistic_spots(model: &str, reps: usize) {
             .collect::<Vec<_>>()
             .join(" "),
         sorted[sorted.len() / 2]
+    );
+}
+
+/// `--noise [SIZE] [REPS] [FLAGS...]`: the counter generator's detector effects as Python's
+/// `nb.noisify(img, FLAGS + ["-seed", s])` runs them (noisify's options; FLAGS default
+/// `-readout_noise 3 -adc 40`, with noisify's default 3 % calibration error) on case (a)'s SIZE²
+/// f32 image (default 512), REPS calls (default 200) of a new seed each on rayon's threads, the
+/// count images handed back after each call as Python's are (`counter::recycle`): the median
+/// and the quartiles of a call, and an FNV-1a digest of the noiseless and noisy counts of seeds
+/// 1 to 3 (a change of the code that keeps the counts keeps it). `NANOBRAGG_NOISE_DUMP=FILE`
+/// also writes the image's f32 values (little-endian) to FILE.
+fn noise(size: usize, reps: usize, flags: &[String]) {
+    use nanobragg::noisify::{self, counter, options};
+    let never = AtomicBool::new(false);
+    let case = api::split_args(&case_args(&format!("a{size}")));
+    let prep = api::prepare(&case, &MemFiles::default()).expect("prepare");
+    let img = api::render_cpu(prep.plan(), Precision::F32, &|_| {}, &never).unwrap();
+    if let Ok(path) = std::env::var("NANOBRAGG_NOISE_DUMP") {
+        let bytes: Vec<u8> = img.iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
+    let mean = img.iter().map(|&v| v as f64).sum::<f64>() / img.len() as f64;
+    let flags = if flags.is_empty() {
+        bench_words("-readout_noise 3 -adc 40")
+    } else {
+        flags.to_vec()
+    };
+    let run = |seed: i64| {
+        let mut words = bench_words(&format!(
+            "-floatfile <image>.bin -detpixels_x {size} -detpixels_y {size} -rng counter"
+        ));
+        words.extend(flags.iter().cloned());
+        words.extend(["-seed".to_string(), seed.to_string()]);
+        let opts = options::parse(&words).expect("noisify options");
+        let image = Some(std::borrow::Cow::Borrowed(&img[..]));
+        let p = options::prepare_with_image(&opts, &MemFiles::default(), 1, image)
+            .expect("noisify prepare");
+        let e = &p.effects;
+        noisify::detect(&p.input, p.width, p.height, e, opts.bits32, &|_| {}, &never)
+            .expect("detect")
+    };
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for seed in 1..=3 {
+        let d = run(seed);
+        let noisy = d.noise.map(|n| n.adu).unwrap_or_default();
+        for v in d.adu.iter().chain(&noisy) {
+            for b in v.to_le_bytes() {
+                h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+            }
+        }
+    }
+    let mut times: Vec<f64> = (0..reps)
+        .map(|r| {
+            let t = Instant::now();
+            let d = run(10 + r as i64);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            counter::recycle(d.adu);
+            if let Some(n) = d.noise {
+                counter::recycle(n.adu);
+            }
+            ms
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    println!(
+        "noise {size}x{size} (mean {mean:.3} photons) {}: {} rayon threads, {reps} calls, median \
+         {:.3} ms (quartiles {:.3} {:.3}); counts FNV-1a {h:016x}",
+        flags.join(" "),
+        rayon::current_num_threads(),
+        times[reps / 2],
+        times[reps / 4],
+        times[3 * reps / 4]
     );
 }
 

@@ -18,7 +18,7 @@
 //!   the noise seed's noise stream, flicker from the noise seed's flicker stream, the
 //!   calibration error from the calibration seed (the same pixel error in every image, as a
 //!   detector's would be; computed once per calibration seed and kept for the next image).
-//!   Means below 12 are inverted (eight pixels at once in vector lanes); a mean from 12 to
+//!   Means below 12 are inverted (sixteen pixels at once in vector lanes); a mean from 12 to
 //!   1024 is the sum of a count of its whole part, from that mean's table of the Poisson
 //!   distribution (at a 63-bit uniform of a stream of its own), and a count of its fraction,
 //!   inverted with the small means; from 1024 to 1e6 Hörmann's PTRS and above the Gaussian
