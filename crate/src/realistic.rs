@@ -487,8 +487,39 @@ pub fn detect(
     cancel: &AtomicBool,
 ) -> Result<Vec<u32>> {
     let e = settings.effects(pixel, noise);
-    let d = noisify::detect(photons, w, h, &e, true, progress, cancel)?;
+    // with noise only the noisy image is shown: its noiseless counts are not asked for
+    let d = noisify::detect_keeping(photons, w, h, &e, true, !noise, progress, cancel)?;
     Ok(d.noise.map_or(d.adu, |n| n.adu))
+}
+
+/// The largest value of each `block` × `block` square of a `w` × `h` image (blocks from the
+/// top-left; those of the last row and column partial): ⌈w/block⌉ × ⌈h/block⌉ values, NaN
+/// passed over (a block of NaN only: −∞). What the page's view draws when it shows the whole
+/// detector on fewer screen pixels (www/src/view.ts, `pooledImage`: the same values to the
+/// bit), computed in the worker beside the image instead of on the page's main thread. Rows
+/// of blocks in parallel.
+pub fn block_maxima(img: &[f32], w: usize, h: usize, block: usize) -> Vec<f32> {
+    use rayon::prelude::*;
+    assert_eq!(img.len(), w * h, "block_maxima: image size");
+    let b = block.max(1);
+    let (pw, ph) = (w.div_ceil(b), h.div_ceil(b));
+    let mut out = vec![f32::NEG_INFINITY; pw * ph];
+    if pw == 0 {
+        return out;
+    }
+    out.par_chunks_mut(pw).enumerate().for_each(|(by, o)| {
+        for row in img[by * b * w..((by + 1) * b).min(h) * w].chunks_exact(w) {
+            for (m, px) in o.iter_mut().zip(row.chunks(b)) {
+                for &v in px {
+                    // the view's rule: a larger value replaces (NaN never does)
+                    if v > *m {
+                        *m = v;
+                    }
+                }
+            }
+        }
+    });
+    out
 }
 
 #[cfg(test)]
@@ -521,6 +552,37 @@ mod tests {
         let bad = MODEL.replace(" N\n", " Xx\n");
         assert!(SfCache::load(&mut slot, "bad.pdb", bad.as_bytes()).is_err());
         assert_eq!(slot.as_ref().unwrap().hash, fnv1a(other.as_bytes()));
+    }
+
+    #[test]
+    fn block_maxima_are_each_block_s_largest_value() {
+        // odd sizes (partial blocks on the right and at the bottom), NaN and negative values
+        let (w, h) = (7, 5);
+        let mut img: Vec<f32> = (0..w * h)
+            .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.5)
+            .collect();
+        img[3] = f32::NAN;
+        for b in 1..=8 {
+            let got = block_maxima(&img, w, h, b);
+            let (pw, ph) = (w.div_ceil(b), h.div_ceil(b));
+            assert_eq!(got.len(), pw * ph);
+            for by in 0..ph {
+                for bx in 0..pw {
+                    let want = (by * b..((by + 1) * b).min(h))
+                        .flat_map(|y| (bx * b..((bx + 1) * b).min(w)).map(move |x| (x, y)))
+                        .map(|(x, y)| img[y * w + x])
+                        .filter(|v| !v.is_nan())
+                        .fold(f32::NEG_INFINITY, f32::max);
+                    assert_eq!(got[by * pw + bx], want, "block {b} at ({bx}, {by})");
+                }
+            }
+        }
+        assert_eq!(block_maxima(&img, w, h, 1), {
+            let mut m = img.clone();
+            m[3] = f32::NEG_INFINITY;
+            m
+        });
+        assert_eq!(block_maxima(&[f32::NAN], 1, 1, 2), vec![f32::NEG_INFINITY]);
     }
 
     #[test]

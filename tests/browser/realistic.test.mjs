@@ -104,6 +104,27 @@ test('the preset\'s still is the page\'s image: downloads, URL, 3D view, labels,
   assert.ok(await page.isHidden('#notice'), 'the announcement goes once the image is shown');
   assert.match(await page.textContent('#timing'), /2068×2162 realistic/);
   await page.screenshot({ path: join(ARTIFACTS, 'realistic-still-1280.png') });
+  // the fitted still is drawn from the block maxima the worker sent with it (the crate's
+  // `realistic_block_maxima`): each the largest pixel of its block, as a pass over the image
+  // here finds it, to the bit
+  const blocks = await page.evaluate(() => {
+    const { data, maxima, width: w, height: h } = window.nanobraggRealistic;
+    const drawn = window.nanobragg.view.drawnFrom;
+    if (!maxima) return { drawn, maxima: null };
+    const b = maxima.block, pw = Math.ceil(w / b), ph = Math.ceil(h / b);
+    const want = new Float32Array(pw * ph).fill(-Infinity);
+    for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) {
+      const i = ((y / b) | 0) * pw + ((x / b) | 0);
+      if (data[y * w + x] > want[i]) want[i] = data[y * w + x];
+    }
+    let differ = maxima.data.length === want.length ? 0 : -1;
+    for (let i = 0; differ >= 0 && i < want.length; i++) if (!Object.is(want[i], maxima.data[i])) differ++;
+    return { drawn, maxima: { block: b, length: maxima.data.length, differ } };
+  });
+  console.log('block maxima:', JSON.stringify(blocks));
+  assert.ok(blocks.maxima && blocks.maxima.block >= 2, JSON.stringify(blocks));
+  assert.equal(blocks.maxima.differ, 0, JSON.stringify(blocks));
+  assert.deepEqual(blocks.drawn, { block: blocks.maxima.block, given: true });
   // the spots stand out of the noise, at fit and zoomed in: the preset's square-root scale, black
   // at the background's median, its top (99.9th percentile) in the lightest tenth of the range,
   // most spot pixels in the darker half of the grey scale

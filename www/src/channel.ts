@@ -10,6 +10,7 @@
 // events of a call; Comlink has no abort, proxies each callback through a MessagePort of its own
 // and knows nothing of restarts, so it would wrap rather than replace this code.
 import type { Backend, Precision } from './args';
+import type { BlockMaxima, ViewBox } from './blocks';
 import type {
   DetectorEffects, Fitted, FitInfo, FitStepInfo, Geometry, HklSummary, ModelInfo, ModuleInfo, PixelGeometry, RealisticLayers,
   RealisticPhase, SfInfo, Spot, TangentInfo, Timings,
@@ -112,15 +113,20 @@ export interface RealisticRequest {
   precision: Precision;
   layers: RealisticLayers;
   effects: DetectorEffects;
+  /** The image view's box: the image's block maxima for the view fitted to it come with it. */
+  view?: ViewBox;
 }
 /** Only the layers or the detector effects changed: compose again from the kept layers. */
-export interface RealisticCompose { layers: RealisticLayers; effects: DetectorEffects }
+export interface RealisticCompose { layers: RealisticLayers; effects: DetectorEffects; view?: ViewBox }
 
 export interface RealisticResult {
   width: number;
   height: number;
   /** Detector counts (ADU) of the chosen layers. */
   data: Float32Array;
+  /** Their block maxima for the request's view box (the crate's; null: none asked for, or
+   * the fitted image is drawn without them). */
+  maxima?: BlockMaxima | null;
   geometry: Geometry | null;
   model: ModelInfo | null;
   sf: SfInfo | null;
@@ -129,7 +135,8 @@ export interface RealisticResult {
   estimateS: number;
   backend: 'gpu' | 'cpu';
   warnings: string[];
-  /** Milliseconds per stage. */
+  /** Milliseconds per stage. A table computed with the background rendered beside it: `sf`
+   * holds both, and `background` finds it kept (≈ 0). */
   timings: { sf: number; spots: number; background: number; detector: number; total: number };
 }
 export type RealisticEvent =

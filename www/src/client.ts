@@ -10,7 +10,8 @@
 // named 'AbortError' when cancelled or superseded).
 import { asBackend, normaliseArgs } from './args';
 import type { Backend, DetectorEffects, Fitted, FitInfo, FitStepInfo, ModuleInfo, PixelGeometry, Precision, RealisticLayers, RealisticPhase, Spot, TangentInfo } from './protocol';
-import { Channel, WorkerError, abortError, isAbort, type FitRequest, type FromWorker, type RealisticRequest, type RealisticResult, type RenderAnswer, type RenderRequest, type SpotsRequest } from './channel';
+import { Channel, WorkerError, abortError, isAbort, type FitRequest, type FromWorker, type RealisticCompose, type RealisticRequest, type RealisticResult, type RenderAnswer, type RenderRequest, type SpotsRequest } from './channel';
+import type { ViewBox } from './blocks';
 export { splitArgs, normaliseArgs, asBackend } from './args';
 export { abortError } from './channel';
 
@@ -428,12 +429,13 @@ export class NanoBraggClient {
     return this.realisticSend('realistic', req, cb);
   }
 
-  /** Compose the kept layers again (layer toggles, detector effects): no new render. */
-  async realisticCompose(layers: RealisticLayers, effects: DetectorEffects, signal?: AbortSignal): Promise<RealisticResult> {
-    return this.realisticSend('realisticCompose', { layers, effects }, { signal });
+  /** Compose the kept layers again (layer toggles, detector effects): no new render. `view`:
+   * the image view's box, for the block maxima of the image fitted to it (see `realistic`). */
+  async realisticCompose(layers: RealisticLayers, effects: DetectorEffects, signal?: AbortSignal, view?: ViewBox): Promise<RealisticResult> {
+    return this.realisticSend('realisticCompose', { layers, effects, view }, { signal });
   }
 
-  private async realisticSend<M extends 'realistic' | 'realisticCompose'>(method: M, req: M extends 'realistic' ? RealisticRequest : { layers: RealisticLayers; effects: DetectorEffects }, cb: RealisticCallbacks): Promise<RealisticResult> {
+  private async realisticSend<M extends 'realistic' | 'realisticCompose'>(method: M, req: M extends 'realistic' ? RealisticRequest : RealisticCompose, cb: RealisticCallbacks): Promise<RealisticResult> {
     if (this.realJob) this.cancelRealistic('superseded by a newer render');
     const ready = this.ready;
     return this.stoppable('realJob', CANCEL_GRACE_MS, cb.signal, async (job, ctl) => {

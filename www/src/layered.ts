@@ -7,6 +7,7 @@
 import type { NanoBraggClient } from './client';
 import { BUNDLED_MODEL, COMPOSE_KEYS, effectsOf, layersOf, materialWords, spotsWords } from './layers';
 import type { RealisticPhase, RealisticResult } from './protocol';
+import type { ViewBox } from './blocks';
 import type { initRealistic } from './realistic';
 import type { ModelState, RenderMode, Store } from './state';
 
@@ -36,6 +37,8 @@ export function createLayeredRender(o: {
   /** The cell (a b c α β γ) of a model the chain read. */
   onModelCell: (name: string, cell: number[]) => void;
   show: (r: RealisticResult, m: ModelState, ms: number) => void;
+  /** The image view's box: the worker sends the block maxima of the image fitted to it. */
+  viewBox: () => ViewBox;
 }): LayeredRender {
   /** The realistic render whose result is wanted. */
   let running = 0;
@@ -92,8 +95,8 @@ export function createLayeredRender(o: {
       let r: RealisticResult;
       if (composeOnly(m)) {
         o.ui.timing.textContent = 'detector effects…';
-        r = await o.client.realisticCompose(layersOf(m), effectsOf(m), signal);
-        r = { ...o.shownRealistic()!.result, data: r.data, timings: r.timings };
+        r = await o.client.realisticCompose(layersOf(m), effectsOf(m), signal, o.viewBox());
+        r = { ...o.shownRealistic()!.result, data: r.data, maxima: r.maxima, timings: r.timings };
       } else {
         const pdb = (m.pdb ?? '').trim();
         const model = pdb ? { name: pdb, bytes: await modelFile(pdb) } : null;
@@ -103,7 +106,7 @@ export function createLayeredRender(o: {
         r = await o.client.realistic(
           {
             model, files: Object.fromEntries(o.store.files.peek()), args: spotsWords(built.args), materials: materialWords(m),
-            backend, precision, layers: layersOf(m), effects: effectsOf(m),
+            backend, precision, layers: layersOf(m), effects: effectsOf(m), view: o.viewBox(),
           },
           {
             signal,

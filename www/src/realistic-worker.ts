@@ -4,6 +4,7 @@
 // the layer toggles or the detector effects change. worker.ts routes the two methods here.
 import type { CallContext, Files, RealisticCompose, RealisticEvent, RealisticRequest, RealisticResult } from './channel';
 import type { RealisticPhase } from './protocol';
+import { fittedBlock, type BlockMaxima, type ViewBox } from './blocks';
 
 /** The wasm functions this chain uses (the generated module has them all). */
 type Wasm = typeof import('../dist/pkg/nanobragg');
@@ -21,6 +22,18 @@ export interface RealisticDeps {
  * crate's estimate (native speed) times WASM_SLOWDOWN. */
 let cpuTermsPerMs = 0;
 const WASM_SLOWDOWN = 6; // measured: 6–9× the native constants in the threaded module on a 2-core VM
+
+/** The block maxima of the image just composed for the view's box fitted to it (the crate's
+ * `realistic_block_maxima`, in parallel), transferred with the image: the page's main thread
+ * then draws the reduced image instead of reducing 4.5 M pixels itself. A detector image's
+ * view draws them from just below 1:1 (`backgroundBlack`). */
+function maximaFor(w: Wasm, view: ViewBox | undefined, width: number, height: number, ctx: Pick<CallContext<never>, 'transfer'>): BlockMaxima | null {
+  const block = view ? fittedBlock(view, width, height, 1, true) : 1;
+  if (block < 2) return null;
+  const data = w.realistic_block_maxima(block);
+  ctx.transfer(data.buffer);
+  return { block, data };
+}
 
 export async function realisticRun(msg: RealisticRequest, d: RealisticDeps, ctx: CallContext<RealisticEvent>): Promise<RealisticResult> {
   const w = d.wasm;
@@ -42,7 +55,9 @@ export async function realisticRun(msg: RealisticRequest, d: RealisticDeps, ctx:
   }
   const prep = w.realistic_prepare(msg.args, !!msg.model);
   if (msg.model) phase('structure factors', prep.sfCached);
-  const sf = w.realistic_structure_factors();
+  // a table to compute: the background (which needs none) is rendered beside it on the same
+  // threads, and the background stage below finds it kept
+  const sf = w.realistic_structure_factors(msg.materials);
   const t1 = performance.now();
   phase('spots');
   const f64 = msg.precision === 'f64';
@@ -62,10 +77,12 @@ export async function realisticRun(msg: RealisticRequest, d: RealisticDeps, ctx:
   const t3 = performance.now();
   phase('detector');
   const data = w.realistic_compose(msg.layers.spots, msg.layers.background, msg.layers.noise, msg.effects);
-  const t4 = performance.now();
+  const { width, height } = prep.info.geometry;
+  const maxima = maximaFor(w, msg.view, width, height, ctx);
+  const t4 = performance.now(); // the detector stage with the block maxima
   ctx.transfer(data.buffer);
   return {
-    width: prep.info.geometry.width, height: prep.info.geometry.height, data,
+    width, height, data, maxima,
     geometry: prep.info.geometry, model, sf, dMin: prep.dMin, estimateS, backend, warnings: prep.info.warnings,
     timings: { sf: t1 - t0, spots: t2 - t1, background: t3 - t2, detector: t4 - t3, total: t4 - t0 },
   };
@@ -76,10 +93,12 @@ export function realisticCompose(msg: RealisticCompose, d: RealisticDeps, ctx: C
   const t0 = performance.now();
   w.set_cancel(false);
   const data = w.realistic_compose(msg.layers.spots, msg.layers.background, msg.layers.noise, msg.effects);
+  const size = w.realistic_size();
+  const maxima = size ? maximaFor(w, msg.view, size[0], size[1], ctx) : null;
   const t = performance.now() - t0;
   ctx.transfer(data.buffer);
   return {
-    width: 0, height: 0, data, geometry: null, model: null, sf: null, dMin: 0,
+    width: 0, height: 0, data, maxima, geometry: null, model: null, sf: null, dMin: 0,
     estimateS: 0, backend: 'cpu', warnings: [], timings: { sf: 0, spots: 0, background: 0, detector: t, total: t },
   };
 }

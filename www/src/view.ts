@@ -2,6 +2,7 @@
 // wheel, keyboard), resolution rings, beam centre and a cursor readout. Shared by the app and
 // the <nanobragg-view> element.
 import type { Geometry } from './protocol';
+import { blockOf, fitZoom, poolOf, type BlockMaxima, type ViewBox } from './blocks';
 import { DetectorMap } from './geometry';
 import type { ColourMap, Scaling, ViewSettings } from './state';
 export { COLOUR_MAPS } from './state';
@@ -168,7 +169,7 @@ export class ImageView {
   /** The image reduced by the largest value of each k×k block, for views that show several
    * image pixels per screen pixel: a spot of one pixel stays visible instead of being averaged
    * away (detector viewers do the same). Rebuilt when the data, the colours or k change. */
-  private pooled: { k: number; canvas: HTMLCanvasElement; kEff: number } | null = null;
+  private pooled: { k: number; canvas: HTMLCanvasElement; kEff: number; given: boolean } | null = null;
   private data: Float32Array | null = null;
   private w = 0;
   private h = 0;
@@ -241,12 +242,19 @@ export class ImageView {
   get imageSize() {
     return { width: this.w, height: this.h, scale: this.scale, max: this.max, levels: levels(this.settings, this.max, this.p99, this.black, this.top) };
   }
+  /** The drawing box (CSS pixels, device pixels per CSS pixel): with `blocks.ts`
+   * `fittedBlock`, the block maxima a new image fitted in the view is drawn from. */
+  get box(): ViewBox {
+    return { width: this.cssW, height: this.cssH, dpr: window.devicePixelRatio || 1 };
+  }
   /** Whether the view follows the container (no user zoom or pan since the last fit). */
   get fitted() {
     return this.autoFit;
   }
 
-  setImage(data: Float32Array, w: number, h: number, geometry: Geometry | null, scale = 1) {
+  /** A new image; `maxima`: its block maxima as computed beside it (the realistic chain's
+   * worker, for the fitted view: `blocks.ts`), drawn instead of reducing the image here. */
+  setImage(data: Float32Array, w: number, h: number, geometry: Geometry | null, scale = 1, maxima: BlockMaxima | null = null) {
     const sameDetector = this.data !== null && this.w * this.scale === w * scale && this.h * this.scale === h * scale;
     this.data = data;
     this.w = w;
@@ -254,12 +262,15 @@ export class ImageView {
     this.scale = scale;
     this.geom = geometry;
     this.pyramid = [];
+    this.given = maxima;
     // no geometry (a measured image before its detector is simulated): no rings, beam or d
     this.map = geometry ? new DetectorMap(geometry) : null;
     this.ringList = this.map ? this.map.ringResolutions().map((d) => this.map!.ring(d)) : [];
     this.beamXY = this.map ? this.map.beamCentre() : null;
+    // the largest value: of the block maxima when given (each block's largest: the same)
+    const all = maxima ? maxima.data : data;
     let max = 0;
-    for (let i = 0; i < data.length; i++) if (data[i] > max) max = data[i];
+    for (let i = 0; i < all.length; i++) if (all[i] > max) max = all[i];
     this.max = max;
     const [p99, p50, p999] = percentiles(data, [0.99, 0.5, 0.999]);
     this.p99 = p99;
@@ -337,6 +348,11 @@ export class ImageView {
    * holds: a zoom step then reduces a level already four or more times smaller than the image
    * instead of the whole image (a 16-megapixel detector stays responsive). */
   private pyramid: { k: number; w: number; h: number; data: Float32Array }[] = [];
+  /** The block maxima that came with the image (null: none). */
+  private given: BlockMaxima | null = null;
+  /** What the last drawing showed the image from (for tests): its block size (1: every pixel)
+   * and whether the block maxima were those that came with the image. */
+  drawnFrom = { block: 1, given: false };
 
   private level(p: number): { k: number; w: number; h: number; data: Float32Array } {
     if (p <= 1) return { k: 1, w: this.w, h: this.h, data: this.data! };
@@ -352,20 +368,24 @@ export class ImageView {
 
   /** The block-maximum image for a reduction of at least k (k ≥ 2), cached: blocks of
    * `kEff` = a multiple of a power of two p ≤ k/2 (at most 1.5 k), reduced from level p. */
-  private pooledImage(k: number): { canvas: HTMLCanvasElement; kEff: number } {
+  private pooledImage(k: number): { canvas: HTMLCanvasElement; kEff: number; given: boolean } {
     if (this.pooled?.k === k) return this.pooled;
-    let p = 1;
-    while (p * 4 <= k) p *= 2;
-    const src = this.level(p);
-    const b = Math.ceil(k / p);
-    const pw = Math.ceil(src.w / b), ph = Math.ceil(src.h / b);
+    const { p, b, kEff } = blockOf(k);
     const signed = this.signed;
-    const maxes = new Float32Array(pw * ph).fill(signed ? 0 : -Infinity);
-    for (let y = 0; y < src.h; y++) {
-      const row = y * src.w, prow = ((y / b) | 0) * pw;
-      for (let x = 0; x < src.w; x++) {
-        const v = src.data[row + x], i = prow + ((x / b) | 0);
-        if (signed ? Math.abs(v) > Math.abs(maxes[i]) : v > maxes[i]) maxes[i] = v;
+    const pw = Math.ceil(this.w / kEff), ph = Math.ceil(this.h / kEff);
+    let maxes: Float32Array;
+    const given = !signed && this.given?.block === kEff && this.given.data.length === pw * ph;
+    if (given) {
+      maxes = this.given!.data; // computed beside the image: the same values
+    } else {
+      const src = this.level(p);
+      maxes = new Float32Array(pw * ph).fill(signed ? 0 : -Infinity);
+      for (let y = 0; y < src.h; y++) {
+        const row = y * src.w, prow = ((y / b) | 0) * pw;
+        for (let x = 0; x < src.w; x++) {
+          const v = src.data[row + x], i = prow + ((x / b) | 0);
+          if (signed ? Math.abs(v) > Math.abs(maxes[i]) : v > maxes[i]) maxes[i] = v;
+        }
       }
     }
     const canvas = document.createElement('canvas');
@@ -375,7 +395,7 @@ export class ImageView {
     const id = ctx.createImageData(pw, ph);
     colourise(maxes, this.settings, this.max, new Uint32Array(id.data.buffer), this.p99, this.black, this.top);
     ctx.putImageData(id, 0, 0);
-    this.pooled = { k, canvas, kEff: b * p };
+    this.pooled = { k, canvas, kEff, given };
     return this.pooled;
   }
 
@@ -390,7 +410,7 @@ export class ImageView {
     const r = { width: this.cssW, height: this.cssH };
     const W = this.w * this.scale, H = this.h * this.scale;
     if (!W || !r.width || !r.height) return this.draw();
-    this.zoom = Math.min(r.width / W, r.height / H);
+    this.zoom = fitZoom(r, W, H);
     this.cx = W / 2;
     this.cy = H / 2;
     this.draw();
@@ -468,19 +488,19 @@ export class ImageView {
     ctx.imageSmoothingEnabled = this.zoom * this.scale < 1;
     const [x0, y0] = this.fromDetector(0, 0);
     const dw = this.w * this.scale * this.zoom, dh = this.h * this.scale * this.zoom;
-    // image pixels per device pixel: beyond 1.5, draw the block maxima (see `pooled`), with
-    // blocks large enough that the reduced image is drawn at least 1:1 (no further averaging)
+    // image pixels per device pixel: beyond a limit, draw the block maxima (see `pooled` and
+    // blocks.ts `poolOf`)
     const per = 1 / (this.zoom * this.scale * dpr);
-    // a detector image's spots are a pixel or two on a noisy background: any reduction would
-    // average them into the noise, so its block maxima start as soon as it is drawn below 1:1
-    const pool = per > (this.backgroundBlack ? 1.02 : 1.5) ? Math.ceil(per) : 1;
+    const pool = poolOf(per, this.backgroundBlack);
     if (pool >= 2) {
       // drawn at least 1:1: nearest sampling keeps each block's maximum whole
       ctx.imageSmoothingEnabled = false;
-      const { canvas, kEff } = this.pooledImage(pool);
+      const { canvas, kEff, given } = this.pooledImage(pool);
       ctx.drawImage(canvas, 0, 0, this.w / kEff, this.h / kEff, x0, y0, dw, dh);
+      this.drawnFrom = { block: kEff, given };
     } else {
       ctx.drawImage(this.fullImage(), 0, 0, this.w, this.h, x0, y0, dw, dh);
+      this.drawnFrom = { block: 1, given: false };
     }
     // overlays (spot markers) need no geometry of their own
     if (!this.map) {

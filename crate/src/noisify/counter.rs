@@ -540,7 +540,7 @@ fn filled<T>(mut v: Vec<T>, n: usize) -> Vec<T> {
 
 /// The outputs of [`run`].
 pub struct Counted {
-    /// Noiseless counts (`shot`).
+    /// Noiseless counts (`shot` with `noiseless`; else empty).
     pub noiseless: Vec<u32>,
     /// Poisson counts (`shot` without `read`).
     pub counts: Vec<f32>,
@@ -556,17 +556,25 @@ pub struct Counted {
 }
 
 /// The counter generator's pass over a whole image, the pixels in parallel chunks: `shot`
-/// (noiseless counts and Poisson noise of the photons `inp`), `read` (read-out noise, gain and
-/// ADC on the counts: of the Poisson pass when both, else `inp`).
+/// (Poisson noise of the photons `inp`, and with `noiseless` their noiseless counts), `read`
+/// (read-out noise, gain and ADC on the counts: of the Poisson pass when both, else `inp`).
 pub fn run(
     inp: &[f32],
     e: &Effects,
     bits32: bool,
-    shot: bool,
+    (shot, noiseless): (bool, bool),
     read: bool,
     cancel: &AtomicBool,
 ) -> Result<Counted> {
-    run_on(Lanes::detected(), inp, e, bits32, shot, read, cancel)
+    run_on(
+        Lanes::detected(),
+        inp,
+        e,
+        bits32,
+        (shot, noiseless),
+        read,
+        cancel,
+    )
 }
 
 /// [`run`] on the given vector unit.
@@ -575,7 +583,7 @@ fn run_on(
     inp: &[f32],
     e: &Effects,
     bits32: bool,
-    shot: bool,
+    (shot, keep_noiseless): (bool, bool),
     read: bool,
     cancel: &AtomicBool,
 ) -> Result<Counted> {
@@ -588,7 +596,7 @@ fn run_on(
         limit: if bits32 { MAX_U32 } else { MAX_U16 },
         shot,
     };
-    let mut noiseless = room_u32(n, shot);
+    let mut noiseless = room_u32(n, shot && keep_noiseless);
     let mut counts = room::<f32>(n, shot && !read);
     let mut adu = room_u32(n, read);
     // each output's chunks, of its first `n` values (an output not used: empty chunks)
@@ -657,7 +665,16 @@ mod tests {
     }
 
     fn pass(lanes: Lanes, inp: &[f32], e: &Effects, shot: bool, read: bool) -> Counted {
-        run_on(lanes, inp, e, true, shot, read, &AtomicBool::new(false)).unwrap()
+        run_on(
+            lanes,
+            inp,
+            e,
+            true,
+            (shot, shot),
+            read,
+            &AtomicBool::new(false),
+        )
+        .unwrap()
     }
 
     /// Pixel `i`'s counts one at a time from the reference functions of `rng`.

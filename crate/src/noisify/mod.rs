@@ -154,7 +154,8 @@ pub struct Detected {
     pub negative: usize,
     /// The PSF applied to the noiseless image (only without noise).
     pub noiseless_psf: Option<PsfReport>,
-    /// Noiseless counts (ADU), clipped at 2^31 - 1.
+    /// Noiseless counts (ADU), clipped at 2^31 - 1 (empty from [`detect_keeping`] with noise
+    /// and `noiseless` false).
     pub adu: Vec<u32>,
     pub noise: Option<NoiseImage>,
 }
@@ -344,6 +345,23 @@ pub fn detect(
     progress: &dyn Fn(f32),
     cancel: &AtomicBool,
 ) -> Result<Detected> {
+    detect_keeping(input, w, h, e, bits32, true, progress, cancel)
+}
+
+/// [`detect`]; with noise and `noiseless` false the noiseless counts are not computed
+/// (`Detected::adu` is empty): for a caller that keeps only the noisy image (the page's
+/// realistic chain), one image's pass and its memory fewer.
+#[allow(clippy::too_many_arguments)]
+pub fn detect_keeping(
+    input: &[f32],
+    w: usize,
+    h: usize,
+    e: &Effects,
+    bits32: bool,
+    noiseless: bool,
+    progress: &dyn Fn(f32),
+    cancel: &AtomicBool,
+) -> Result<Detected> {
     assert_eq!(input.len(), w * h, "detect: image size");
     // photons/pixel: the input itself when the scale is exactly 1 (noisify's defaults, and
     // Python's and the page's images), as `photon_image` would compute it
@@ -378,7 +396,10 @@ pub fn detect(
     let (adu, noise) = match (e.noise, e.rng) {
         (false, _) => (adu_image(&photons, e.gain, e.adc), None),
         (true, Generator::Upstream) => {
-            let adu = adu_image(&photons, e.gain, e.adc);
+            let adu = match noiseless {
+                true => adu_image(&photons, e.gain, e.adc),
+                false => Vec::new(),
+            };
             let mut rng = Streams::new(e.seed, e.calib_seed);
             let (mut counted, before) = shot_noise(&photons, e, &mut rng, progress, cancel)?;
             let mut report = None;
@@ -400,7 +421,14 @@ pub fn detect(
         }
         (true, Generator::Counter) => {
             // one pass without a PSF; with one: Poisson, the PSF, then the read-out
-            let first = counter::run(&photons, e, bits32, true, psf.is_none(), cancel)?;
+            let first = counter::run(
+                &photons,
+                e,
+                bits32,
+                (true, noiseless),
+                psf.is_none(),
+                cancel,
+            )?;
             if in_pass {
                 // (`photons` is the input)
                 (max_input, negative) = (first.max, first.negative);
@@ -410,7 +438,7 @@ pub fn detect(
                 Some(p) => {
                     let (img, rep) = psf_for(e.rng, &first.counts, w, h, p, progress, cancel)?;
                     check_cancel(cancel)?;
-                    let r = counter::run(&img, e, bits32, false, true, cancel)?;
+                    let r = counter::run(&img, e, bits32, (false, false), true, cancel)?;
                     ((r.adu, r.after, r.overloads), Some(rep))
                 }
             };
@@ -503,6 +531,39 @@ mod tests {
             assert!(seen.iter().all(|&s| s == seen[0]), "{scale}: {seen:?}");
             assert_eq!((seen[0].0, seen[0].2), (777.0, n.div_ceil(1001)));
             assert!((seen[0].1 - 777.0 * scale).abs() < 1e-9, "{seen:?}");
+        }
+    }
+
+    #[test]
+    fn the_noisy_image_is_the_same_without_its_noiseless_counts() {
+        // `detect_keeping(…, noiseless = false)` leaves the noiseless counts out and nothing
+        // else: each generator, with and without a PSF (its second pass) and read-out noise
+        let (w, h) = (CHUNK / 4 + 9, 8);
+        let n = w * h;
+        let input: Vec<f32> = (0..n).map(|i| ((i * 7919) % 5000) as f32 * 0.03).collect();
+        let never = AtomicBool::new(false);
+        for rng in [Generator::Counter, Generator::Upstream] {
+            for (psf, readout) in [(None, 0.0), (Some(2.0), 3.0)] {
+                let e = Effects {
+                    rng,
+                    readout,
+                    psf: psf.map(|fwhm_px| Psf {
+                        kind: psf::PsfKind::Gauss,
+                        fwhm_px,
+                        radius: 0,
+                    }),
+                    ..Effects::default()
+                };
+                let all = detect(&input, w, h, &e, true, &|_| {}, &never).unwrap();
+                let noisy = detect_keeping(&input, w, h, &e, true, false, &|_| {}, &never).unwrap();
+                assert_eq!(all.adu.len(), n);
+                assert!(noisy.adu.is_empty(), "{rng:?} {psf:?}");
+                assert_eq!(noisy.noise, all.noise, "{rng:?} {psf:?}");
+                assert_eq!(
+                    (noisy.max_input, noisy.negative),
+                    (all.max_input, all.negative)
+                );
+            }
         }
     }
 

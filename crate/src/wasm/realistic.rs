@@ -4,7 +4,8 @@
 //! (noisify) on the layers the page chooses. The worker calls, in order:
 //!
 //! `realistic_set_model` (when the model changes) → `realistic_prepare(words)` → (when
-//! `sfCached` is false) `realistic_structure_factors()` → `realistic_render_spots` →
+//! `sfCached` is false) `realistic_structure_factors(materials)` (the background beside
+//! them) → `realistic_render_spots` →
 //! `realistic_background` → `realistic_compose(…)` (again for each layer toggle).
 //!
 //! Progress and cancel are the module's shared flags (`progress_ptr`, `cancel_flag_ptr`).
@@ -322,30 +323,62 @@ struct SfInfo {
 
 /// The structure factors for the prepared plan: computed (progress, cancel) unless the cached
 /// table covers its resolution, then put into the plan; null when the spots were prepared
-/// without a model.
+/// without a model. While they are computed, the background of `materials` (the word lists of
+/// `realistic_background`, which needs no structure factors) is rendered beside them on the
+/// same threads (`rayon::join`): the table's serial steps (its rows' symmetry mates written
+/// into the grid, the plan's copy) leave a thread idle that the background's pass fills.
+/// `realistic_background` then finds it kept (`BackgroundCache`); a material that failed here
+/// is rendered there again and reports its error.
 #[wasm_bindgen(unchecked_return_type = "SfInfo | null")]
-pub fn realistic_structure_factors() -> Result<JsValue, JsValue> {
+pub fn realistic_structure_factors(materials: Vec<String>) -> Result<JsValue, JsValue> {
     if !RS.with(|rs| rs.borrow().with_model) {
         return Ok(JsValue::NULL);
     }
     CANCEL.store(false, Ordering::SeqCst);
     report_progress(0.0);
     let t0 = js_sys::Date::now();
-    let info = RS.with(|rs| {
-        let mut rs = rs.borrow_mut();
-        let d_min = rs.d_min;
-        let c = rs.cache.as_mut().ok_or_else(|| js_err("no model"))?;
-        let computed = c.ensure(d_min, &report_progress, &CANCEL).map_err(js_err)?;
-        let (grid, s) = c.table.as_ref().expect("table");
-        Ok::<_, JsValue>(SfInfo {
-            computed,
-            computations: c.computations,
-            reflections: grid.hkls,
-            d_min: s.d_min,
-            atoms: s.atoms,
-            cell_atoms: s.cell_atoms,
-            space_group: s.space_group.clone(),
-            ms: js_sys::Date::now() - t0,
+    let lists: Vec<&[String]> = materials
+        .split(|w| w == "--")
+        .filter(|l| !l.is_empty())
+        .collect();
+    let info = STATE.with(|st| {
+        let st = st.borrow();
+        RS.with(|rs| {
+            let mut rs = rs.borrow_mut();
+            let d_min = rs.d_min;
+            let Layers {
+                cache, materials, ..
+            } = &mut *rs;
+            let c = cache.as_mut().ok_or_else(|| js_err("no model"))?;
+            let files = &st.files;
+            let beside = st.prepared.as_ref().filter(|_| !lists.is_empty());
+            // the table's own time (`ms`), not the background's beside it
+            let table = |c: &mut realistic::SfCache| {
+                let r = c.ensure(d_min, &report_progress, &CANCEL);
+                (r, js_sys::Date::now())
+            };
+            let (computed, t1) = match beside {
+                Some(prep) if !c.covers(d_min) => {
+                    let (sf, _background) = rayon::join(
+                        || table(c),
+                        || materials.ensure(prep, &lists, files, &|_, _| {}, &CANCEL),
+                    );
+                    sf
+                }
+                _ => table(c),
+            };
+            let computed = computed.map_err(js_err)?;
+            let (grid, s) = c.table.as_ref().expect("table");
+            Ok::<_, JsValue>(SfInfo {
+                computed,
+                computations: c.computations,
+                reflections: grid.hkls,
+                d_min: s.d_min,
+                atoms: s.atoms,
+                cell_atoms: s.cell_atoms,
+                space_group: s.space_group.clone(),
+                ms: t1 - t0,
+            })
         })
     })?;
     install()?;
@@ -421,6 +454,33 @@ pub fn realistic_compose(
         rs.composed = Some((spots, background, fx));
     });
     Ok(copy)
+}
+
+/// The image shown (the last `realistic_compose`) reduced by the largest value of each
+/// `block` × `block` square (`realistic::block_maxima`): the worker sends it with the image, so
+/// that the page's view draws the whole detector from it instead of reducing 4.5 M pixels on
+/// the main thread.
+#[wasm_bindgen]
+pub fn realistic_block_maxima(block: usize) -> Result<js_sys::Float32Array, JsValue> {
+    RS.with(|rs| {
+        let rs = rs.borrow();
+        let missing = || js_err("render the realistic image first");
+        let f = rs.frame.as_ref().ok_or_else(missing)?;
+        let shown = rs.shown.as_deref().ok_or_else(missing)?;
+        let m = realistic::block_maxima(shown, f.w, f.h, block);
+        Ok(js_sys::Float32Array::from(m.as_slice()))
+    })
+}
+
+/// The realistic image's size (fast, slow pixels) once prepared; undefined before.
+#[wasm_bindgen]
+pub fn realistic_size() -> Option<Vec<u32>> {
+    RS.with(|rs| {
+        rs.borrow()
+            .frame
+            .as_ref()
+            .map(|f| vec![f.w as u32, f.h as u32])
+    })
 }
 
 /// The chosen layers summed (`realistic::compose_over`: one pass), the detector's effects, and

@@ -184,6 +184,7 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
     hasImage: () => view.hasImage,
     shownRealistic: () => realistic,
     onModelCell: (name, cell) => page.modelCells.set(name, cell),
+    viewBox: () => view.box,
     show: (r, m, ms) => {
       realistic = { model: m, result: r };
       showRealistic(r, m, ms);
@@ -201,7 +202,7 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
     store.shown.value = { kind: 'realistic', data: r.data, width: g.width, height: g.height, geometry: g, args: built.args, words: built.args, model: m, scale: 1, unit: 'ADU' };
     Object.assign(fullSize, { w: g.width, h: g.height, pixel: g.pixel });
     view.backgroundBlack = true; // counts over water, air and noise: black at the background
-    view.setImage(r.data, g.width, g.height, g, 1);
+    view.setImage(r.data, g.width, g.height, g, 1, r.maxima ?? null);
     page.showLevels();
     const t = r.timings;
     timing.textContent = `${g.width}×${g.height} realistic · ${fmtMs(t.total)}`;
@@ -211,7 +212,7 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
     showBackend({ ...last, backend: r.backend });
     // for scripts and tests: the image shown (ADU), its layers and the structure-factor count
     (window as unknown as { nanobraggRealistic: unknown }).nanobraggRealistic = {
-      data: r.data, width: g.width, height: g.height, layers: layersOf(m), sf: r.sf, timings: r.timings, model: { ...m },
+      data: r.data, maxima: r.maxima ?? null, width: g.width, height: g.height, layers: layersOf(m), sf: r.sf, timings: r.timings, model: { ...m },
     };
     document.body.dataset.realistic = String(Number(document.body.dataset.realistic ?? 0) + 1);
     window.dispatchEvent(new CustomEvent('nanobragg-realistic', { detail: { layers: layersOf(m), timings: r.timings } }));
