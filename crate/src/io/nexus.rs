@@ -695,42 +695,16 @@ mod tests {
         })
     }
 
-    fn write_on(threads: usize, g: &NxGeometry, frames: &[Vec<i32>]) -> Vec<u8> {
-        let refs: Vec<&[i32]> = frames.iter().map(|f| f.as_slice()).collect();
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-            .install(|| write_nxmx(g, &refs))
-            .unwrap()
-    }
-
-    #[test]
-    fn bytes_do_not_depend_on_the_threads() {
-        let (w, h) = (517, 263);
-        let g = big_geometry(w, h);
-        let frames = noisy_frames(5, w, h, 7);
-        let one = write_on(1, &g, &frames);
-        // the file hdf5-pure 0.47.0 wrote before its chunks were compressed in parallel (one
-        // thread compressing chunk after chunk), recorded from that build
-        assert_eq!(
-            (one.len(), fnv1a(&one)),
-            (360_257, 0xd445_9dbb_60f6_dbed),
-            "not the serial writer's bytes"
-        );
-        for threads in [2, 3, 8] {
-            assert!(write_on(threads, &g, &frames) == one, "{threads} threads");
-        }
-        let f = File::from_bytes(one).unwrap();
-        let d = f.dataset("entry/data/data").unwrap();
-        assert_eq!(d.shape().unwrap(), vec![5, h as u64, w as u64]);
-        assert_eq!(d.read::<i32>().unwrap(), frames.concat());
-    }
-
-    fn write_bslz4_on(threads: usize, g: &NxGeometry, frames: &[Vec<i32>]) -> Vec<u8> {
+    /// The file of `frames` written with `compression` on a pool of `threads`.
+    fn write_on(
+        threads: usize,
+        g: &NxGeometry,
+        frames: &[Vec<i32>],
+        compression: NxCompression,
+    ) -> Vec<u8> {
         let refs: Vec<&[i32]> = frames.iter().map(|f| f.as_slice()).collect();
         let opts = NxFrames {
-            compression: NxCompression::BitshuffleLz4,
+            compression,
             ..Default::default()
         };
         rayon::ThreadPoolBuilder::new()
@@ -742,15 +716,40 @@ mod tests {
     }
 
     #[test]
+    fn bytes_do_not_depend_on_the_threads() {
+        let (w, h) = (517, 263);
+        let g = big_geometry(w, h);
+        let frames = noisy_frames(5, w, h, 7);
+        let one = write_on(1, &g, &frames, NxCompression::Deflate);
+        // the file hdf5-pure 0.47.0 wrote before its chunks were compressed in parallel (one
+        // thread compressing chunk after chunk), recorded from that build
+        assert_eq!(
+            (one.len(), fnv1a(&one)),
+            (360_257, 0xd445_9dbb_60f6_dbed),
+            "not the serial writer's bytes"
+        );
+        for threads in [2, 3, 8] {
+            assert!(
+                write_on(threads, &g, &frames, NxCompression::Deflate) == one,
+                "{threads} threads"
+            );
+        }
+        let f = File::from_bytes(one).unwrap();
+        let d = f.dataset("entry/data/data").unwrap();
+        assert_eq!(d.shape().unwrap(), vec![5, h as u64, w as u64]);
+        assert_eq!(d.read::<i32>().unwrap(), frames.concat());
+    }
+
+    #[test]
     fn bslz4_frames_are_bitshuffle_lz4_chunks_of_the_counts() {
         // 517 x 263 = 135,971 pixels: 66 blocks of 2048, a last block of 800, 3 left over
         let (w, h) = (517, 263);
         let g = big_geometry(w, h);
         let frames = noisy_frames(3, w, h, 5);
-        let one = write_bslz4_on(1, &g, &frames);
+        let one = write_on(1, &g, &frames, NxCompression::BitshuffleLz4);
         for threads in [2, 3] {
             assert!(
-                write_bslz4_on(threads, &g, &frames) == one,
+                write_on(threads, &g, &frames, NxCompression::BitshuffleLz4) == one,
                 "{threads} threads"
             );
         }
@@ -787,7 +786,7 @@ mod tests {
             _ => panic!("not int32"),
         }
         // the rest of the file is the deflate file's (the same tree and geometry)
-        let d = File::from_bytes(write_on(1, &g, &frames)).unwrap();
+        let d = File::from_bytes(write_on(1, &g, &frames, NxCompression::Deflate)).unwrap();
         let mask = "entry/instrument/detector/pixel_mask";
         assert_eq!(
             f.dataset(mask).unwrap().read::<u32>().unwrap(),
@@ -827,7 +826,7 @@ mod tests {
         for round in 0..rounds {
             for threads in [1, all] {
                 let t = std::time::Instant::now();
-                let bytes = write_on(threads, &g, &frames);
+                let bytes = write_on(threads, &g, &frames, NxCompression::Deflate);
                 println!(
                     "round {round} threads {threads}: {:.3} s, {} bytes, fnv1a {:#018x}",
                     t.elapsed().as_secs_f64(),
