@@ -54,18 +54,24 @@ def read_back(tmp, expt):
     return json.loads(dials(tmp, "/usr/bin/python3", "read.py", expt))
 
 
-@pytest.mark.parametrize("series", [True, False])
-def test_dials_imports_shards_and_master(tmp_path, series):
+def written(tmp_path, text):
+    """The dataset of description ``text`` rendered and finalized in ``tmp_path``: (its spec,
+    its output folder)."""
     if not shutil.which("dials.import"):
         pytest.fail("dials.import is not installed (scripts/setup.sh test installs Debian's dials)")
-    text = SPEC.format(k=6 if series else 3)
-    if series:
-        text += "rotation = { start_deg = 10, width_deg = 0.25, count = 6 }\n"
     (tmp_path / "spec.toml").write_text(text)
     spec = dataset.load_spec(str(tmp_path / "spec.toml"))
     dataset.run_local(spec, workers=1, progress=False)
     dataset.finalize(spec)
-    out = tmp_path / "out"
+    return spec, tmp_path / "out"
+
+
+@pytest.mark.parametrize("series", [True, False])
+def test_dials_imports_shards_and_master(tmp_path, series):
+    text = SPEC.format(k=6 if series else 3)
+    if series:
+        text += "rotation = { start_deg = 10, width_deg = 0.25, count = 6 }\n"
+    spec, out = written(tmp_path, text)
     for name in ("shard-00000.h5", "master.h5"):
         log = dials(out, "dials.import", name, f"output.experiments={name}.expt")
         got = read_back(out, f"{name}.expt")
@@ -91,17 +97,11 @@ def test_dials_imports_shards_and_master(tmp_path, series):
 def test_dials_reads_stills_of_a_series_and_per_frame_wavelengths(tmp_path):
     """`dataset.still = true` writes a rotation series as stills (no scan); a varied λ is one
     `incident_wavelength` per frame, which DIALS gives each still (shard and master)."""
-    if not shutil.which("dials.import"):
-        pytest.fail("dials.import is not installed (scripts/setup.sh test installs Debian's dials)")
     text = SPEC.format(k=3).replace("seed = 5", "seed = 5\nstill = true")
     text += "rotation = { start_deg = 10, width_deg = 0.25, count = 3 }\n"
     text += 'wavelength_A = { dist = "uniform", low = 1.0, high = 1.4 }\n'
-    (tmp_path / "spec.toml").write_text(text)
-    spec = dataset.load_spec(str(tmp_path / "spec.toml"))
+    spec, out = written(tmp_path, text)
     assert spec.still and spec.rotation is not None
-    dataset.run_local(spec, workers=1, progress=False)
-    dataset.finalize(spec)
-    out = tmp_path / "out"
     lam = [dataset.image_params(spec, i)["wavelength_A"] for i in range(6)]
     # one crystal (and λ) per rotation series: the master's six frames have two wavelengths
     assert lam[:3] == [lam[0]] * 3 and lam[3:] == [lam[3]] * 3 and lam[0] != lam[3]
@@ -117,17 +117,11 @@ def test_dials_reads_bitshuffle_lz4_shards(tmp_path):
     """`dataset.compression = "bslz4"`: DIALS' HDF5 decodes the frames with the bitshuffle plugin
     (Debian's `bitshuffle`), in a shard and through the master's virtual dataset, and finds
     spots on them."""
-    if not shutil.which("dials.import"):
-        pytest.fail("dials.import is not installed (scripts/setup.sh test installs Debian's dials)")
     # Poisson noise (noisify's, ADC offset 40) for DIALS' spot finder: the base's noiseless
     # default_F 3000 frames are all "strong" to it
     text = SPEC.format(k=3).replace("seed = 5", 'seed = 5\ncompression = "bslz4"').replace("-default_F 3000", "-default_F 100")
     text += '[chain]\nnoise = "-readout_noise 0"\n'
-    (tmp_path / "spec.toml").write_text(text)
-    spec = dataset.load_spec(str(tmp_path / "spec.toml"))
-    dataset.run_local(spec, workers=1, progress=False)
-    dataset.finalize(spec)
-    out = tmp_path / "out"
+    spec, out = written(tmp_path, text)
     for name, first_image in (("shard-00001.h5", 3), ("master.h5", 0)):
         log = dials(out, "dials.import", name, f"output.experiments={name}.expt")
         assert "num stills: " + ("3" if name.startswith("shard") else "6") in log, log
