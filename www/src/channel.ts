@@ -135,8 +135,7 @@ export interface RealisticResult {
   estimateS: number;
   backend: 'gpu' | 'cpu';
   warnings: string[];
-  /** Milliseconds per stage. A table computed with the background rendered beside it: `sf`
-   * holds both, and `background` finds it kept (≈ 0). */
+  /** Milliseconds per stage. */
   timings: { sf: number; spots: number; background: number; detector: number; total: number };
 }
 export type RealisticEvent =

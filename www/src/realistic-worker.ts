@@ -55,9 +55,7 @@ export async function realisticRun(msg: RealisticRequest, d: RealisticDeps, ctx:
   }
   const prep = w.realistic_prepare(msg.args, !!msg.model);
   if (msg.model) phase('structure factors', prep.sfCached);
-  // a table to compute: the background (which needs none) is rendered beside it on the same
-  // threads, and the background stage below finds it kept
-  const sf = w.realistic_structure_factors(msg.materials);
+  const sf = w.realistic_structure_factors();
   const t1 = performance.now();
   phase('spots');
   const f64 = msg.precision === 'f64';

@@ -4,8 +4,7 @@
 //! (noisify) on the layers the page chooses. The worker calls, in order:
 //!
 //! `realistic_set_model` (when the model changes) → `realistic_prepare(words)` → (when
-//! `sfCached` is false) `realistic_structure_factors(materials)` (the background beside
-//! them) → `realistic_render_spots` →
+//! `sfCached` is false) `realistic_structure_factors()` → `realistic_render_spots` →
 //! `realistic_background` → `realistic_compose(…)` (again for each layer toggle).
 //!
 //! Progress and cancel are the module's shared flags (`progress_ptr`, `cancel_flag_ptr`).
@@ -323,62 +322,30 @@ struct SfInfo {
 
 /// The structure factors for the prepared plan: computed (progress, cancel) unless the cached
 /// table covers its resolution, then put into the plan; null when the spots were prepared
-/// without a model. While they are computed, the background of `materials` (the word lists of
-/// `realistic_background`, which needs no structure factors) is rendered beside them on the
-/// same threads (`rayon::join`): the table's serial steps (its rows' symmetry mates written
-/// into the grid, the plan's copy) leave a thread idle that the background's pass fills.
-/// `realistic_background` then finds it kept (`BackgroundCache`); a material that failed here
-/// is rendered there again and reports its error.
+/// without a model.
 #[wasm_bindgen(unchecked_return_type = "SfInfo | null")]
-pub fn realistic_structure_factors(materials: Vec<String>) -> Result<JsValue, JsValue> {
+pub fn realistic_structure_factors() -> Result<JsValue, JsValue> {
     if !RS.with(|rs| rs.borrow().with_model) {
         return Ok(JsValue::NULL);
     }
     CANCEL.store(false, Ordering::SeqCst);
     report_progress(0.0);
     let t0 = js_sys::Date::now();
-    let lists: Vec<&[String]> = materials
-        .split(|w| w == "--")
-        .filter(|l| !l.is_empty())
-        .collect();
-    let info = STATE.with(|st| {
-        let st = st.borrow();
-        RS.with(|rs| {
-            let mut rs = rs.borrow_mut();
-            let d_min = rs.d_min;
-            let Layers {
-                cache, materials, ..
-            } = &mut *rs;
-            let c = cache.as_mut().ok_or_else(|| js_err("no model"))?;
-            let files = &st.files;
-            let beside = st.prepared.as_ref().filter(|_| !lists.is_empty());
-            // the table's own time (`ms`), not the background's beside it
-            let table = |c: &mut realistic::SfCache| {
-                let r = c.ensure(d_min, &report_progress, &CANCEL);
-                (r, js_sys::Date::now())
-            };
-            let (computed, t1) = match beside {
-                Some(prep) if !c.covers(d_min) => {
-                    let (sf, _background) = rayon::join(
-                        || table(c),
-                        || materials.ensure(prep, &lists, files, &|_, _| {}, &CANCEL),
-                    );
-                    sf
-                }
-                _ => table(c),
-            };
-            let computed = computed.map_err(js_err)?;
-            let (grid, s) = c.table.as_ref().expect("table");
-            Ok::<_, JsValue>(SfInfo {
-                computed,
-                computations: c.computations,
-                reflections: grid.hkls,
-                d_min: s.d_min,
-                atoms: s.atoms,
-                cell_atoms: s.cell_atoms,
-                space_group: s.space_group.clone(),
-                ms: t1 - t0,
-            })
+    let info = RS.with(|rs| {
+        let mut rs = rs.borrow_mut();
+        let d_min = rs.d_min;
+        let c = rs.cache.as_mut().ok_or_else(|| js_err("no model"))?;
+        let computed = c.ensure(d_min, &report_progress, &CANCEL).map_err(js_err)?;
+        let (grid, s) = c.table.as_ref().expect("table");
+        Ok::<_, JsValue>(SfInfo {
+            computed,
+            computations: c.computations,
+            reflections: grid.hkls,
+            d_min: s.d_min,
+            atoms: s.atoms,
+            cell_atoms: s.cell_atoms,
+            space_group: s.space_group.clone(),
+            ms: js_sys::Date::now() - t0,
         })
     })?;
     install()?;
