@@ -966,18 +966,19 @@ pub fn philox_group(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
     }
 }
 
-/// The counters of a group's blocks: words 0 and 1 the block's index, word 2 the stream.
+/// The first round of a group's blocks (`l` = 0 .. 16: blocks `16·group + l`): their counters
+/// are (low word of the index, high word, stream, 0), and since the group's first index is a
+/// multiple of 16 the low words are `lo + l` without a carry and the high word is the same in
+/// every lane, as are word 2's product and word 3: one product a lane instead of two, and no
+/// counters to assemble lane by lane. Returns `lo` and the first round's words 0 and 1 (the
+/// same in every lane: `(M1·stream)>>32 ^ hi ^ k0` and `M1·stream`); lane `l`'s words 2 and 3
+/// are `(M0·(lo + l))>>32 ^ k1` and `M0·(lo + l)`.
 #[inline(always)]
-fn group_counters(stream: u32, group: u64) -> [[u32; BLOCKS]; 3] {
+fn philox_first(k: [u32; 2], stream: u32, group: u64) -> (u32, u64, u64) {
     let first = group * BLOCKS as u64;
-    let mut x = [[0u32; BLOCKS]; 3];
-    for l in 0..BLOCKS {
-        let j = first + l as u64;
-        x[0][l] = j as u32;
-        x[1][l] = (j >> 32) as u32;
-        x[2][l] = stream;
-    }
-    x
+    let (lo, hi) = (first as u32, (first >> 32) as u32);
+    let q1 = PHILOX_M1 * stream as u64;
+    (lo, (q1 >> 32) ^ hi as u64 ^ k[0] as u64, q1)
 }
 
 /// [`philox_group`] with each word in a 64-bit lane (x86-64): a round's products are then one
@@ -990,17 +991,17 @@ fn group_counters(stream: u32, group: u64) -> [[u32; BLOCKS]; 3] {
 #[inline(always)]
 fn philox_group_wide(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
     let mut k = key_of(seed);
-    let c = group_counters(stream, group);
+    let (lo, y0, y1) = philox_first(k, stream, group);
     let mut x = [[0u64; BLOCKS]; 4];
     for l in 0..BLOCKS {
-        for r in 0..3 {
-            x[r][l] = c[r][l] as u64;
-        }
+        let p0 = PHILOX_M0 * lo.wrapping_add(l as u32) as u64;
+        x[0][l] = y0;
+        x[1][l] = y1;
+        x[2][l] = (p0 >> 32) ^ k[1] as u64;
+        x[3][l] = p0;
     }
-    for round in 0..PHILOX_ROUNDS {
-        if round > 0 {
-            k = philox_bump(k);
-        }
+    for _ in 1..PHILOX_ROUNDS {
+        k = philox_bump(k);
         let (k0, k1) = (k[0] as u64, k[1] as u64);
         let mut y = [[0u64; BLOCKS]; 4];
         for l in 0..BLOCKS {
@@ -1029,12 +1030,17 @@ fn philox_group_wide(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
 #[inline(always)]
 fn philox_group_narrow(seed: i64, stream: u32, group: u64) -> [[u32; BLOCKS]; 4] {
     let mut k = key_of(seed);
-    let c = group_counters(stream, group);
-    let mut x = [c[0], c[1], c[2], [0u32; BLOCKS]];
-    for round in 0..PHILOX_ROUNDS {
-        if round > 0 {
-            k = philox_bump(k);
-        }
+    let (lo, y0, y1) = philox_first(k, stream, group);
+    let mut x = [[0u32; BLOCKS]; 4];
+    for l in 0..BLOCKS {
+        let p0 = PHILOX_M0 * lo.wrapping_add(l as u32) as u64;
+        x[0][l] = y0 as u32;
+        x[1][l] = y1 as u32;
+        x[2][l] = (p0 >> 32) as u32 ^ k[1];
+        x[3][l] = p0 as u32;
+    }
+    for _ in 1..PHILOX_ROUNDS {
+        k = philox_bump(k);
         let mut y = [[0u32; BLOCKS]; 4];
         for l in 0..BLOCKS {
             let p0 = PHILOX_M0 * x[0][l] as u64;

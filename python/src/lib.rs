@@ -905,8 +905,9 @@ fn recycled_2d(
     }
 }
 
-/// What one noisify run from Python gives: the noiseless ADU, the noisy ones (absent under
-/// `-nonoise`), and, when asked for, the header and the log.
+/// What one noisify run from Python gives: the noiseless ADU (empty for the dataset tool's
+/// pass when there is noise), the noisy ones (absent under `-nonoise`), and, when asked for,
+/// the header and the log.
 struct NoiseRun {
     adu: Vec<u32>,
     noise: Option<Vec<u32>>,
@@ -916,8 +917,8 @@ struct NoiseRun {
 
 /// noisify with `words` on the `w`·`h` image `pixels` (fast index first), the counter
 /// generator unless the words choose another: the one set of steps behind `noisify_image` and
-/// the dataset tool's noise pass ([`PySession::render_counts`], which skips the header and
-/// log: `describe` false).
+/// the dataset tool's noise pass ([`PySession::render_counts`], which skips the header, the
+/// log and, with noise, the noiseless ADU it would drop: `describe` false).
 fn run_noisify(
     pixels: Cow<'_, [f32]>,
     h: usize,
@@ -942,12 +943,13 @@ fn run_noisify(
     let files = CachedFiles::new(files);
     let prep =
         noisify::options::prepare_with_image(&opts, &files, session::clock_seed(), Some(pixels))?;
-    let d = noisify::detect(
+    let d = noisify::detect_keeping(
         &prep.input,
         prep.width,
         prep.height,
         &prep.effects,
         opts.bits32,
+        describe,
         &noop,
         cancel,
     )?;

@@ -63,17 +63,36 @@ fn invert16(u: &[f64; INV], x: &[f64; INV]) -> [f64; INV] {
     if zero.iter().fold(true, |a, &z| a & z) {
         return [0.0; INV];
     }
-    let mut p = [0f64; INV];
+    // the exponential in f32 lanes of their own (sixteen a vector with AVX-512, not two
+    // halves converted from the f64 lanes)
+    let mut xf = [0f32; INV];
     for l in 0..INV {
-        p[l] = exp_neg_f32(x[l] as f32) as f64;
+        xf[l] = x[l] as f32;
+    }
+    let mut ef = [0f32; INV];
+    for l in 0..INV {
+        ef[l] = exp_neg_f32(xf[l]);
     }
     // a lane that counts 0 starts at cdf 1 (its steps never reach u)
-    let mut cdf = [0f64; INV];
+    let (mut p, mut cdf) = ([0f64; INV], [0f64; INV]);
     for l in 0..INV {
+        p[l] = ef[l] as f64;
         cdf[l] = if zero[l] { 1.0 } else { p[l] };
     }
+    // k is the last step j whose test `u > cdf` held (the tests hold for j = 1 .. k and fail
+    // from k + 1 on: cdf only grows), kept by a select, not a count. The first FIRST steps
+    // without a test of the lanes (more steps leave k as it is), then one test a step
     let mut k = [0f64; INV];
-    for j in 1..=MAX_INVERSION {
+    const FIRST: usize = 2;
+    for j in 1..=FIRST {
+        let r = RECIPROCALS[j];
+        for l in 0..INV {
+            k[l] = if u[l] > cdf[l] { j as f64 } else { k[l] };
+            p[l] *= x[l] * r;
+            cdf[l] += p[l];
+        }
+    }
+    for j in FIRST + 1..=MAX_INVERSION {
         let mut go = [false; INV];
         for l in 0..INV {
             go[l] = u[l] > cdf[l];
@@ -83,7 +102,7 @@ fn invert16(u: &[f64; INV], x: &[f64; INV]) -> [f64; INV] {
         }
         let r = RECIPROCALS[j];
         for l in 0..INV {
-            k[l] += go[l] as u32 as f64;
+            k[l] = if go[l] { j as f64 } else { k[l] };
             p[l] *= x[l] * r;
             cdf[l] += p[l];
         }
@@ -167,25 +186,35 @@ fn group(
             }
         }
         // means below 12 are inverted; from 12 to 1024 the whole part from its table and the
-        // fraction inverted (`rng::poisson_split`); from 1024 PTRS (`big`)
+        // fraction inverted (`rng::poisson_split`); from 1024 PTRS (`big`). Most groups have
+        // no mean of 12 or more (`high`): their kinds are one test
         let mut x = [0f64; GROUP];
-        let (mut whole, mut big) = ([0u32; GROUP], [false; GROUP]);
+        let mut high = [false; GROUP];
         for k in 0..GROUP {
             let m = v[k] as f32 as f64;
             // NaN and means that are not positive count 0
-            let tab = m >= TABLE_FIRST as f64 && m < TABLE_END as f64;
-            // SAFETY: 0 or a mean in [12, 1024): in range of i32 (not `as`: its saturation
-            // does not vectorise)
-            whole[k] = unsafe { (if tab { m } else { 0.0 }).to_int_unchecked::<i32>() } as u32;
             x[k] = if m > 0.0 && m < TABLE_FIRST as f64 {
                 m
-            } else if tab {
-                m - whole[k] as f64
             } else {
                 0.0
             };
-            big[k] = m >= TABLE_END as f64;
+            high[k] = m >= TABLE_FIRST as f64;
             v[k] = m;
+        }
+        let high = high.iter().fold(false, |a, &h| a | h);
+        let (mut whole, mut big) = ([0u32; GROUP], [false; GROUP]);
+        if high {
+            for k in 0..GROUP {
+                let m = v[k];
+                let tab = m >= TABLE_FIRST as f64 && m < TABLE_END as f64;
+                // SAFETY: 0 or a mean in [12, 1024): in range of i32 (not `as`: its
+                // saturation does not vectorise)
+                whole[k] = unsafe { (if tab { m } else { 0.0 }).to_int_unchecked::<i32>() } as u32;
+                if tab {
+                    x[k] = m - whole[k] as f64;
+                }
+                big[k] = m >= TABLE_END as f64;
+            }
         }
         let mut u = [0f64; GROUP];
         for l in 0..BLOCKS {
@@ -200,7 +229,7 @@ fn group(
             );
             c[s * INV..(s + 1) * INV].copy_from_slice(&k);
         }
-        if whole.iter().fold(0, |a, &w| a | w) != 0 {
+        if high && whole.iter().fold(0, |a, &w| a | w) != 0 {
             // the whole parts: from their tables at the 63-bit uniforms of stream WHOLE
             let t = philox_group(e.seed, WHOLE, grp);
             let mut last = (0, None::<&PoissonTable>);
@@ -215,7 +244,7 @@ fn group(
                 }
             }
         }
-        if big.iter().fold(false, |a, &b| a | b) {
+        if high && big.iter().fold(false, |a, &b| a | b) {
             // (the padding's means are 0: never big)
             if big.iter().filter(|&&b| b).count() >= 2 {
                 ptrs_group(e.seed, i0, &v, &big, &mut c);
