@@ -348,6 +348,62 @@ impl Plan {
         }
     }
 
+    /// Row `s` cut into runs `(a, b, panel)`, in order and covering `0..fpixels`: `Some(i)`
+    /// where panel `i` renders every pixel of `a..b` (within its run of the row, [`Plan::row_run`],
+    /// inside the ROI and not masked: [`Plan::renders`]), `None` where no pixel of `a..b` is
+    /// rendered (no panel's, outside the ROI, masked). The row kernels (`cpu::row32`, the tangent
+    /// row path) put their blocks within the `Some` runs; the `None` runs' pixels stay 0 and none
+    /// of their terms is computed.
+    pub fn row_segments(&self, s: usize) -> Vec<(usize, usize, Option<usize>)> {
+        let fp = self.fpixels;
+        let mut out: Vec<(usize, usize, Option<usize>)> = Vec::new();
+        let mut push = |a: usize, b: usize, panel: Option<usize>| {
+            if a >= b {
+                return;
+            }
+            match out.last_mut() {
+                // neighbouring runs of nothing rendered are one run
+                Some(last) if panel.is_none() && last.2.is_none() && last.1 == a => last.1 = b,
+                _ => out.push((a, b, panel)),
+            }
+        };
+        let roi = &self.roi;
+        let row_in = s >= roi.ymin && s <= roi.ymax;
+        let mask = self.mask.as_ref().map(|m| &m[s * fp..(s + 1) * fp]);
+        let mut at = 0;
+        while at < fp {
+            let (end, panel) = self.row_run(at, s);
+            let end = end.max(at + 1);
+            match panel {
+                Some(i) if row_in => {
+                    // the ROI's part of the run, then its unmasked runs
+                    let (r0, r1) = (at.max(roi.xmin), end.min(roi.xmax.saturating_add(1)));
+                    let mut f = at;
+                    if r0 < r1 {
+                        push(at, r0, None);
+                        f = r0;
+                        while f < r1 {
+                            let a = f;
+                            while f < r1 && mask.is_some_and(|m| m[f] == 0) {
+                                f += 1;
+                            }
+                            push(a, f, None);
+                            let a = f;
+                            while f < r1 && mask.is_none_or(|m| m[f] != 0) {
+                                f += 1;
+                            }
+                            push(a, f, Some(i));
+                        }
+                    }
+                    push(f, end, None);
+                }
+                _ => push(at, end, None),
+            }
+            at = end;
+        }
+        out
+    }
+
     /// [`Plan::detector_point`] on a given panel's plane.
     #[inline(always)]
     pub fn panel_point(&self, panel: &Panel, fdet: f64, sdet: f64, odet: f64) -> V3 {

@@ -125,6 +125,61 @@ fn pixels_of_no_panel_are_zero_and_masked() {
     }
 }
 
+/// `Plan::row_segments`, the one rule by which the row kernels (image, tangents, water and air)
+/// leave pixels out, against `Plan::renders` and `Plan::panel_at` pixel by pixel: each row cut
+/// in order into runs that cover it, a `Some(i)` run only of pixels panel `i` renders (the
+/// first-listed panel where two overlap), a `None` run only of pixels none renders, and no two
+/// `None` runs side by side. Overlapping panels, a gap, a region of interest and a mask (a run
+/// across a block's edge, a single pixel at a panel's edge, a whole row).
+#[test]
+fn row_segments_are_the_pixels_each_panel_renders() {
+    let whole = plan(&format!("{TILTED} -roi 3 60 2 61"));
+    // panel 1 overlaps panel 0's right part (panel 0 takes it) and starts inside it on rows
+    // 10-39; columns 50-53 of rows 40-63 are no panel's
+    let mut p = split(
+        &whole,
+        &[
+            [0, 0, 30, 64],
+            [20, 10, 44, 30],
+            [30, 40, 20, 24],
+            [54, 40, 10, 24],
+        ],
+    );
+    let fp = p.fpixels;
+    let mut mask = vec![1u8; fp * p.spixels];
+    mask[12 * fp + 30..12 * fp + 36].fill(0);
+    mask[13 * fp + 29] = 0;
+    mask[50 * fp..51 * fp].fill(0);
+    p.mask = Some(mask);
+    let mut kinds = [0usize; 2];
+    for s in 0..p.spixels {
+        let runs = p.row_segments(s);
+        assert_eq!(runs.first().map(|r| r.0), Some(0), "row {s} starts at 0");
+        assert_eq!(runs.last().map(|r| r.1), Some(fp), "row {s} ends at {fp}");
+        for w in runs.windows(2) {
+            assert_eq!(w[0].1, w[1].0, "row {s}: runs {w:?} meet");
+            assert!(
+                w[0].2.is_some() || w[1].2.is_some(),
+                "row {s}: two runs of nothing {w:?}"
+            );
+        }
+        for &(a, b, panel) in &runs {
+            assert!(a < b, "row {s}: empty run {a}..{b}");
+            for f in a..b {
+                let want = if p.renders(f, s) {
+                    p.panel_at(f, s)
+                } else {
+                    None
+                };
+                assert_eq!(panel, want, "pixel {f},{s} in run {a}..{b}");
+            }
+            kinds[panel.is_some() as usize] += b - a;
+        }
+    }
+    // the cases are there: pixels left out and pixels rendered
+    assert!(kinds[0] > 4 * fp && kinds[1] > 40 * fp, "{kinds:?}");
+}
+
 /// The preset with its modules as panels, and the same render as one panel with the gap mask.
 fn preset_forms(name: &str, roi: [usize; 4]) -> (Plan, Plan) {
     let args = format!(

@@ -70,35 +70,6 @@ impl Kernel<'_> {
     }
 }
 
-/// The runs `a..b` of pixels of row `s` within `f0..f1` that a render renders: inside the ROI
-/// and not masked (`Plan::renders` without its panel test: the caller's run is on one panel).
-fn rendered_runs(plan: &Plan, s: usize, f0: usize, f1: usize) -> Vec<(usize, usize)> {
-    let roi = &plan.roi;
-    if s < roi.ymin || s > roi.ymax {
-        return Vec::new();
-    }
-    let (f0, f1) = (f0.max(roi.xmin), f1.min(roi.xmax.saturating_add(1)));
-    let Some(mask) = plan.mask.as_ref() else {
-        return if f0 < f1 { vec![(f0, f1)] } else { Vec::new() };
-    };
-    let row = &mask[s * plan.fpixels..(s + 1) * plan.fpixels];
-    let mut runs = Vec::new();
-    let mut f = f0;
-    while f < f1 {
-        while f < f1 && row[f] == 0 {
-            f += 1;
-        }
-        let a = f;
-        while f < f1 && row[f] != 0 {
-            f += 1;
-        }
-        if a < f {
-            runs.push((a, f));
-        }
-    }
-    runs
-}
-
 /// Renders the pixels a fast backend reported (`plan::ExactFixup`) again with the f64 kernel,
 /// in place.
 pub fn apply_exact_fixup(plan: &Plan, image: &mut [f32], fixup: &ExactFixup) {
@@ -181,20 +152,14 @@ pub fn render_with(
                 // none of their terms is computed (rendered and then zeroed, a region of
                 // 200² pixels on a 4M detector took as long as the whole image)
                 let mut blocks = Vec::new();
-                let mut at = 0;
-                while at < fp {
-                    let (end, panel) = plan.row_run(at, s);
-                    let end = end.max(at + 1);
+                for (a, b, panel) in plan.row_segments(s) {
                     if let Some(i) = panel {
-                        for (a, b) in rendered_runs(plan, s, at, end) {
-                            blocks.extend(
-                                (a..b)
-                                    .step_by(row32::BLOCK)
-                                    .map(|f0| (i, f0, row32::BLOCK.min(b - f0))),
-                            );
-                        }
+                        blocks.extend(
+                            (a..b)
+                                .step_by(row32::BLOCK)
+                                .map(|f0| (i, f0, row32::BLOCK.min(b - f0))),
+                        );
                     }
-                    at = end;
                 }
                 // the pixels left out count as done (the meter's total is the whole image)
                 let skipped = fp - blocks.iter().map(|b| b.2).sum::<usize>();

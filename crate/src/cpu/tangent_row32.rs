@@ -5,8 +5,8 @@
 //! the tangents are its derivatives. Same terms and partials as `tangent32.rs`
 //! (`lattice_square_d`, `polarization_d`, `solid_angle_d`, `capture_fraction_d`, `f_nearest`),
 //! the chain pixel → direction → q → Miller index in f64 and the tangent sums in f64; for the plans `row32` takes (square lattice, nearest structure factors, no
-//! curved detector or oversampling flags), each block within one panel's run of the row and on
-//! that panel (`Plan::row_run`, as `cpu::render` cuts `row32`'s blocks).
+//! curved detector or oversampling flags), each block within one run of pixels a panel renders
+//! (`Plan::row_segments`, as `cpu::render` cuts `row32`'s blocks).
 //!
 //! A parameter that moves the orientation table adds Σ_o t·(dA_o q) to a pixel's tangent (t =
 //! ∂I/∂(h,k,l) of a term, A_o the matrix of orientation o, rows a, b, c). As in the per-pixel
@@ -170,8 +170,8 @@ simd_versions!(
     fn select_without_n => row_body::<false>(c: &RowCtx, s: usize, row: &mut [f64], sc: &mut RowScratch, on_block: OnBlock)
 );
 
-/// Row `s` in blocks of [`BLOCK`] pixels, each within one panel's run of the row and on that
-/// panel (`Plan::row_run`): `row32::block` with the tangent carry, then the block's values into
+/// Row `s` in blocks of [`BLOCK`] pixels, each within one run of pixels a panel renders
+/// (`Plan::row_segments`; the others 0, none of their terms computed): `row32::block` with the tangent carry, then the block's values into
 /// `row`, its tangents into the scratch and `on_block`.
 #[inline(always)]
 fn row_body<const DN: bool>(
@@ -183,34 +183,31 @@ fn row_body<const DN: bool>(
 ) {
     let fc = &c.fc;
     let p = fc.plan;
-    let fp = p.fpixels;
     let poll = Poll::none();
     let mut l = Lanes::<BLOCK>::new();
     let mut tc = Tangents::<DN>::new(c, sc);
     let mut exact_out = [false; BLOCK];
-    let mut f0 = 0;
-    while f0 < fp {
-        let (end, panel) = p.row_run(f0, s);
-        let end = end.max(f0 + 1);
-        let len = BLOCK.min(end - f0);
-        match panel {
-            Some(pi) => {
-                block(fc, &p.panels[pi], s, f0, len, &mut l, &mut tc, &poll);
-                for j in 0..len {
-                    row[f0 + j] = l.value(p, j);
-                    exact_out[j] = l.exact[j];
+    for (a, b, panel) in p.row_segments(s) {
+        for f0 in (a..b).step_by(BLOCK) {
+            let len = BLOCK.min(b - f0);
+            match panel {
+                Some(pi) => {
+                    block(fc, &p.panels[pi], s, f0, len, &mut l, &mut tc, &poll);
+                    for j in 0..len {
+                        row[f0 + j] = l.value(p, j);
+                        exact_out[j] = l.exact[j];
+                    }
+                    tc.finish(&l, len);
                 }
-                tc.finish(&l, len);
+                None => {
+                    // pixels not rendered (no panel's, outside the ROI, masked) record nothing
+                    row[f0..f0 + len].fill(0.0);
+                    tc.sc.di[..c.t.deltas.len() * BLOCK].fill(0.0);
+                    exact_out.fill(false);
+                }
             }
-            None => {
-                // pixels of no panel record nothing
-                row[f0..f0 + len].fill(0.0);
-                tc.sc.di[..c.t.deltas.len() * BLOCK].fill(0.0);
-                exact_out.fill(false);
-            }
+            on_block(f0, len, row, &exact_out[..len], tc.sc);
         }
-        on_block(f0, len, row, &exact_out[..len], tc.sc);
-        f0 += len;
     }
 }
 

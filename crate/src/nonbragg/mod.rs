@@ -428,16 +428,11 @@ fn render_with(
             let mut sums = vec![(0.0f64, 0.0f64); m];
             let mut lsums = vec![([0.0f64; LANES], [0.0f64; LANES]); m];
             let mut hints = vec![0usize; m];
-            let mut at = 0;
-            while at < fp {
-                let (end, panel) = plan.row_run(at, s);
-                let end = end.max(at + 1);
+            // the runs of pixels a panel renders (`Plan::row_segments`): the others (no panel's,
+            // outside the ROI, masked) stay 0 and are not computed
+            for (at, end, panel) in plan.row_segments(s) {
                 if let Some(pi) = panel {
                     let panel = &plan.panels[pi];
-                    let skip = |f: usize| {
-                        !plan.roi.contains(f, s)
-                            || plan.mask.as_ref().is_some_and(|k| k[s * fp + f] == 0)
-                    };
                     let store = |out: &mut [&mut [f32]], f: usize, k: usize, v: (f64, f64)| {
                         let st = setups[k];
                         let smp = &st.sample;
@@ -450,17 +445,14 @@ fn render_with(
                     if lanes {
                         // LANES pixels at a time, each pixel's value as `pixel` gives it
                         let mut f0 = at;
-                        while f0 < end.min(fp) {
-                            let len = (end.min(fp) - f0).min(LANES);
+                        while f0 < end {
+                            let len = (end - f0).min(LANES);
                             let omega = pixel_lanes(
                                 plan, panel, &tables, &frames, &weights, f0, s, &mut lsums,
                                 &mut hints,
                             );
                             for l in 0..len {
                                 let f = f0 + l;
-                                if skip(f) {
-                                    continue;
-                                }
                                 omega_sum += omega[l];
                                 for (k, sum) in lsums.iter().enumerate() {
                                     store(&mut out, f, k, (sum.0[l], sum.1[l]));
@@ -469,10 +461,7 @@ fn render_with(
                             f0 += len;
                         }
                     } else {
-                        for f in at..end.min(fp) {
-                            if skip(f) {
-                                continue;
-                            }
+                        for f in at..end {
                             omega_sum += pixel(
                                 plan, panel, &tables, &frames, &weights, f, s, &mut sums,
                                 &mut hints,
@@ -483,7 +472,6 @@ fn render_with(
                         }
                     }
                 }
-                at = end;
             }
             let d = done.fetch_add(1, Ordering::Relaxed) + 1;
             if d.is_multiple_of(16) {
