@@ -1008,6 +1008,83 @@ mod tests {
     }
 
     #[test]
+    fn a_mask_leaves_its_pixels_out_and_the_others_as_they_were() {
+        // the realistic chain renders water and air on the spots' plan, which carries the
+        // detector's mask when it has one (`realistic::setup_on_plan`): a masked pixel is 0
+        // and adds no solid angle, every other pixel is the unmasked render's to the bit, in
+        // the lanes and pixel by pixel (both take their runs from `Plan::row_segments`; the
+        // unmasked render is the independent reference)
+        let mut m = water();
+        m.0.insert(
+            "air.stol".into(),
+            crate::realistic::bundled_stol("air.stol").unwrap().to_vec(),
+        );
+        let never = AtomicBool::new(false);
+        for frame in [
+            "-detpixels 37 -pixel 0.2 -distance 30 -polar 0.6",
+            "-detector eiger2-4m -roi 1020 1090 500 560 -distance 120 -lambda 1",
+        ] {
+            let make = || {
+                let a = setup(&format!("-stol w.stol -thickness 1 {frame}"), &m).unwrap();
+                let b = setup(
+                    &format!("-stol air.stol -MW 29 -density 0.0012 {frame}"),
+                    &m,
+                )
+                .unwrap();
+                (a, b)
+            };
+            let (a, b) = make();
+            let full = render_with(&[&a, &b], true, &|_| {}, &never).unwrap();
+            let (fp, sp) = (a.plan().fpixels, a.plan().spixels);
+            let roi = &a.plan().roi;
+            let (x0, y0) = (roi.xmin, roi.ymin);
+            let (x1, y1) = (roi.xmax.min(fp - 1), roi.ymax.min(sp - 1));
+            // a run across a block of lanes' edge, single pixels at the ROI's edges and inside,
+            // a whole row, and a column
+            let mut mask = a.plan().mask.clone().unwrap_or_else(|| vec![1u8; fp * sp]);
+            for f in x0 + LANES - 3..x0 + LANES + 4 {
+                mask[(y0 + 2) * fp + f] = 0;
+            }
+            for (f, s) in [(x0, y0), (x1, y0), (x0, y1), (x1, y1), (x0 + 11, y0 + 5)] {
+                mask[s * fp + f] = 0;
+            }
+            for f in 0..fp {
+                mask[(y0 + 7) * fp + f] = 0;
+            }
+            for s in 0..sp {
+                mask[s * fp + x0 + 9] = 0;
+            }
+            let (mut a, mut b) = make();
+            a.frame.plan.mask = Some(mask.clone());
+            b.frame.plan.mask = Some(mask.clone());
+            let lanes = render_with(&[&a, &b], true, &|_| {}, &never).unwrap();
+            let alone = render_with(&[&a, &b], false, &|_| {}, &never).unwrap();
+            for k in 0..2 {
+                let (img, omega) = (&lanes[k].0, lanes[k].1);
+                let mut left_out = 0;
+                for i in 0..fp * sp {
+                    if mask[i] == 0 {
+                        assert_eq!(img[i].to_bits(), 0, "{frame} {k}: masked pixel {i}");
+                        left_out += (full[k].0[i] != 0.0) as usize;
+                    } else {
+                        assert_eq!(
+                            img[i].to_bits(),
+                            full[k].0[i].to_bits(),
+                            "{frame} {k}: pixel {i}"
+                        );
+                    }
+                    assert_eq!(img[i].to_bits(), alone[k].0[i].to_bits(), "{frame} {k}");
+                }
+                // the mask took out pixels that had light (a row, a column, a run and single
+                // pixels, less the module gaps they cross), and their solid angle
+                assert!(left_out >= 40, "{frame} {k}: {left_out}");
+                assert!(omega < full[k].1, "{frame} {k}: {omega} {}", full[k].1);
+                assert_eq!(omega.to_bits(), alone[k].1.to_bits(), "{frame} {k}");
+            }
+        }
+    }
+
+    #[test]
     fn materials_rendered_together_are_the_images_rendered_alone() {
         let mut m = water();
         m.0.insert("one.stol".into(), b"0 1\n1 1\n2 1\n3 1\n".to_vec());
