@@ -395,7 +395,8 @@ fn row_path_on_a_region_and_a_mask() {
 /// The row path's image is the f32 image kernel's row path to the bit (`cpu::row32::block`,
 /// the one row block, with the tangent carry and without): the same nearest index, exact-Bragg
 /// test, resolution test (q² against 1/dmin²) and sums, so the row tangents are derivatives of
-/// the image the f32 kernel renders. On every golden case the row path takes (40², as above)
+/// the image the f32 kernel renders with the f64 indices (the tangent carry keeps them; the
+/// image's hybrid indices on mosaic domains, `row32::HybridIndices`, move δ by ≤ 4.2e-7). On every golden case the row path takes (40², as above)
 /// and on `dmin_roi` whole, whose resolution limit crosses its region. Pixels either path hands
 /// to a per-pixel kernel (exact-Bragg rule, the first φ sequence's pixel) are left out.
 #[test]
@@ -432,7 +433,7 @@ fn row_path_image_is_the_f32_kernels_to_the_bit() {
         let plan = &moved.plan;
         let rows = tangent32::render_with_rows(plan, &t, true, &|_| {}, &cancel).unwrap();
         let (image, fix) =
-            cpu::render_with(plan, cpu::Precision::F32, true, &|_| {}, &cancel).unwrap();
+            cpu::render_paths(plan, cpu::Precision::F32, true, false, &|_| {}, &cancel).unwrap();
         let mut compared = 0;
         for i in 0..image.len() {
             if fix.pixels.contains(&i) || fix.first_pixel == Some(i) {

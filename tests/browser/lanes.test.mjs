@@ -1,8 +1,10 @@
 // The f32 row kernel's hand-written simd128 lanes (crate/src/cpu/row32.rs `wasm_lanes`: the
-// terms' Miller indices, structure-factor cells and lattice factors) against the portable scalar
-// loops of the same wasm binary (`set_hand_lanes(false)`): each of the page's two modules (the
-// plain one and the threaded one, on a pool of two threads) renders one image both ways in a
-// Chromium worker, as the page's worker does, and the f32 bits must be identical. The golden tests only bound
+// terms' Miller indices, f64 or hybrid, structure-factor cells and lattice factors) against the
+// portable scalar loops of the same wasm binary (`set_hand_lanes(false)`): each of the page's two
+// modules (the plain one and the threaded one, on a pool of two threads) renders one image both
+// ways in a Chromium worker, as the page's worker does, with the hybrid indices
+// (`row32::HybridIndices`, the mosaic domains' default) and with the f64 indices
+// (`set_hybrid_indices(false)`), and the f32 bits must be identical. The golden tests only bound
 // these lanes by correlation (>= 0.9999); this is their bit-for-bit guard.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -44,9 +46,15 @@ self.onmessage = async ({ data: { origin, dir, args, table } }) => {
       const sha = new Uint8Array(await crypto.subtle.digest('SHA-256', img));
       return { had, img, blocks, sha: Array.from(sha, (b) => b.toString(16).padStart(2, '0')).join('') };
     };
+    m.set_hybrid_indices(false);
+    const f64a = await render(true);
+    const f64b = await render(false);
+    m.set_hybrid_indices(true);
     const a = await render(true);
     const b = await render(false);
     m.set_hand_lanes(true);
+    const same = (x, y) => { const ux = new Uint32Array(x.img.buffer), uy = new Uint32Array(y.img.buffer); let d = 0; for (let i = 0; i < ux.length; i++) d += ux[i] !== uy[i]; return d; };
+    const f64diff = same(f64a, f64b), hybridRan = same(a, f64a);
     const ua = new Uint32Array(a.img.buffer), ub = new Uint32Array(b.img.buffer);
     let diff = 0, first = -1, max = 0, nonzero = 0;
     const distinct = new Set();
@@ -57,7 +65,7 @@ self.onmessage = async ({ data: { origin, dir, args, table } }) => {
       if (distinct.size < 5000) distinct.add(ua[i]);
     }
     self.postMessage({ had: a.had && b.had, threaded: !!m.initThreadPool, blocks: [a.blocks, b.blocks], n: ua.length, diff, first,
-      max, nonzero, distinct: distinct.size, sha: [a.sha, b.sha], info: m.build_info() });
+      max, nonzero, distinct: distinct.size, sha: [a.sha, b.sha], f64diff, hybridRan, info: m.build_info() });
   } catch (e) {
     self.postMessage({ error: String(e && e.stack || e) });
   }
@@ -89,6 +97,9 @@ for (const dir of ['pkg', 'pkg-parallel']) {
     assert.ok(out.nonzero > out.n / 2 && out.distinct >= 5000 && out.max > 0, JSON.stringify(out));
     assert.equal(out.diff, 0, `${out.diff} pixels differ, the first at ${out.first}`);
     assert.equal(out.sha[0], out.sha[1]);
+    // the f64 indices: the same bits both ways too; the hybrid ran (its image is not theirs)
+    assert.equal(out.f64diff, 0, `f64 indices: ${out.f64diff} pixels differ`);
+    assert.ok(out.hybridRan > 1000, `the hybrid indices changed ${out.hybridRan} pixels`);
     console.log(`# lanes ${dir}: sha256 ${out.sha[0].slice(0, 16)}; ${out.blocks[0]} blocks in the hand lanes (${out.info})`);
   });
 }

@@ -108,12 +108,29 @@ pub fn render_with(
     progress: &(dyn Fn(f32) + Sync),
     cancel: &AtomicBool,
 ) -> Result<(Vec<f32>, ExactFixup)> {
+    render_paths(plan, precision, row_path, true, progress, cancel)
+}
+
+/// `render_with`, optionally without the row path's hybrid Miller indices (`hybrid` false:
+/// the f64 indices whatever the plan's orientations; true: the per-render decision,
+/// `row32::HybridIndices::new`). Tests compare the two.
+pub fn render_paths(
+    plan: &Plan,
+    precision: Precision,
+    row_path: bool,
+    hybrid: bool,
+    progress: &(dyn Fn(f32) + Sync),
+    cancel: &AtomicBool,
+) -> Result<(Vec<f32>, ExactFixup)> {
     let kernel = match precision {
         Precision::F64 => Kernel::F64(pixel64::ExactCtx::new(plan)),
         Precision::F32 => {
             let mut fc = pixel32::FastCtx::new(plan);
             if !row_path {
                 fc.row_block = None;
+            }
+            if !hybrid {
+                fc.hybrid = None;
             }
             Kernel::F32(Box::new(fc))
         }
@@ -763,5 +780,156 @@ mod tests {
             }
         }
         assert!(switched, "the test geometry should leave the table");
+    }
+
+    /// A structure-factor table over h, k in −25..=25 and l in −50..=50 (F from 10 to 59).
+    fn table_files() -> MemFiles {
+        let mut files = MemFiles::default();
+        let mut hkl = String::new();
+        for h in -25i32..=25 {
+            for k in -25..=25 {
+                for l in -50..=50 {
+                    let f = 10 + (h * 7 + k * 3 + l).rem_euclid(50);
+                    hkl.push_str(&format!("{h} {k} {l} {f}\n"));
+                }
+            }
+        }
+        files.0.insert("t.hkl".into(), hkl.into_bytes());
+        files
+    }
+
+    /// Mosaic domains about one orientation (the page's realistic preset's kind) with large N, a
+    /// structure-factor table and indices up to |l| ≈ 60 (2θ up to 45° on a 80 Å axis): the row
+    /// path's hybrid indices (`row32::HybridIndices`: f64 once per pixel and source, an f32
+    /// difference per orientation) against the f64 indices of the same f32 kernel and against
+    /// the f64 kernel. Their δ differ by at most 4.2e-7 (`row32::HYBRID_EPS`; ≤ 8.4e-8 on a
+    /// million random terms, `row32::tests`): with N = 40 a relative change of F_latt² up to
+    /// 2πN·|Δδ|·|cot(πNδ)|, ~1e-4 at worst on a spot's pixel. Measured: 4.7e-7 of the peak, 2.9e-6
+    /// relative on the pixels above 1 % of the peak; the bounds 2e-6 of the peak and 5e-5 on
+    /// those pixels, and against the f64 kernel the f64 indices' own error (1.6e-7 of the peak
+    /// here; `row_path_matches_pixel_path` bounds it by 1e-4) raised by at most 2e-6 of the peak.
+    #[test]
+    fn hybrid_indices_match_the_f64_indices() {
+        let files = table_files();
+        let prep = prepare(
+            "-cell 40 40 80 90 90 120 -misset 10 25 5 -lambda 1 -distance 60 -detpixels 96 \
+             -pixel 0.9 -N 40 -mosaic 0.3 -mosaic_dom 8 -oversample 2 -hkl t.hkl -nointerpolate \
+             -default_F 5",
+            &files,
+        );
+        let p = prep.plan();
+        let hy = pixel32::FastCtx::new(p)
+            .hybrid
+            .expect("mosaic domains take the hybrid indices");
+        assert!(
+            hy.bound > 0.05 && hy.bound <= row32::HYBRID_MAX_DELTA,
+            "bound {}",
+            hy.bound
+        );
+        let cancel = AtomicBool::new(false);
+        let none = &|_| {};
+        let hybrid = finished(
+            p,
+            render_paths(p, Precision::F32, true, true, none, &cancel),
+        );
+        let today = finished(
+            p,
+            render_paths(p, Precision::F32, true, false, none, &cancel),
+        );
+        let exact = finished(p, render(p, Precision::F64, none, &cancel));
+        let peak = exact.iter().fold(0f32, |m, v| m.max(*v)) as f64;
+        let on_spots = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .filter(|(_, y)| **y as f64 >= 0.01 * peak)
+                .map(|(x, y)| ((*x as f64 - *y as f64) / *y as f64).abs())
+                .fold(0.0, f64::max)
+        };
+        let spots = exact.iter().filter(|v| **v as f64 >= 0.01 * peak).count();
+        assert!(spots > 20, "{spots} pixels on spots");
+        let (vs_today, vs_today_spots) = (max_rel_diff(&today, &hybrid), on_spots(&hybrid, &today));
+        let (vs_f64, vs_f64_today) = (max_rel_diff(&exact, &hybrid), max_rel_diff(&exact, &today));
+        eprintln!(
+            "hybrid vs f64 indices: {vs_today:.2e} of the peak, {vs_today_spots:.2e} on spots; \
+             vs the f64 kernel {vs_f64:.2e} (f64 indices {vs_f64_today:.2e}, spots {:.2e} / {:.2e})",
+            on_spots(&hybrid, &exact),
+            on_spots(&today, &exact)
+        );
+        assert!(hybrid != today, "the hybrid ran");
+        assert!(vs_today < 2e-6, "{vs_today:e}");
+        assert!(vs_today_spots < 5e-5, "{vs_today_spots:e}");
+        assert!(
+            vs_f64 <= vs_f64_today + 2e-6,
+            "{vs_f64:e} vs {vs_f64_today:e}"
+        );
+    }
+
+    /// The per-render decision (`row32::HybridIndices::new`): not for one orientation, nor for
+    /// phi steps over a wide oscillation (|Δ| = |(M_o − M₀)·q| reaches whole indices); yes for
+    /// mosaic domains and for a narrow phi range. `row32::q_max` bounds every pixel's |q|, and
+    /// tightly (its corners are pixels' corners).
+    #[test]
+    fn hybrid_indices_only_for_close_orientations() {
+        let base = "-cell 40 40 80 90 90 120 -misset 10 25 5 -lambda 1 -distance 60 \
+                    -detpixels 96 -pixel 0.9 -N 40 -default_F 10";
+        let decide = |extra: &str| {
+            let prep = prepare(&format!("{base} {extra}"), &MemFiles::default());
+            let p = prep.plan();
+            assert!(row32::applies(p), "{extra}");
+            let (_, bound) = row32::HybridIndices::delta_bound(p);
+            (pixel32::FastCtx::new(p).hybrid.is_some(), bound)
+        };
+        assert!(!decide("").0, "one orientation");
+        let (mosaic, b) = decide("-mosaic 0.3 -mosaic_dom 8");
+        assert!(mosaic && b < 0.5, "mosaic domains: bound {b}");
+        let (narrow, b) = decide("-phi 0 -osc 0.2 -phisteps 4");
+        assert!(narrow && b < 0.5, "0.2° of phi: bound {b}");
+        let (sweep, b) = decide("-phi 0 -osc 10 -phisteps 10");
+        assert!(!sweep && b > 2.0, "10° of phi: bound {b}");
+        let (far, b) = decide("-mosaic 20 -mosaic_dom 8");
+        assert!(!far && b > 2.0, "20° mosaic: bound {b}");
+        // every pixel centre's |q| is below the bound, the largest within a pixel of it
+        let prep = prepare(base, &MemFiles::default());
+        let p = prep.plan();
+        let (pan, src) = (&p.panels[0], &p.sources[0]);
+        let qmax = row32::q_max(p);
+        let mut most = 0f64;
+        for s in 0..p.spixels {
+            for f in 0..p.fpixels {
+                let (fc, sc) = ((f as f64 + 0.5) * p.pixel, (s as f64 + 0.5) * p.pixel);
+                let x = [0, 1, 2].map(|k| fc * pan.fdet[k] + sc * pan.sdet[k] + pan.pix0[k]);
+                let r = (x[0] * x[0] + x[1] * x[1] + x[2] * x[2]).sqrt();
+                let d = [0, 1, 2].map(|k| x[k] / r - src.incident[k]);
+                most = most.max((d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt() / src.lambda);
+            }
+        }
+        assert!(most <= qmax && most > 0.99 * qmax, "{most} vs {qmax}");
+    }
+
+    /// The exact-Bragg rule under the hybrid indices: mosaic domains spread by 1e-10° keep the
+    /// 3-4-5 triangle's pixels (60, 0) and (0, 60) within 1e-9 of (−20, ±60, 0) in every domain;
+    /// the hybrid's f32 lanes flag them and decide them in f64, so the render reports exactly
+    /// the pixels the f64 indices report (with a table too: the cells near δ = 0).
+    #[test]
+    fn hybrid_indices_report_the_exact_bragg_pixels_of_the_f64_indices() {
+        let files = table_files();
+        let geo = "-cell 100 100 100 90 90 90 -lambda 1 -distance 80 -pixel 1 -detpixels 64 \
+                   -Xbeam 0 -Ybeam 0 -mosflm -oversample 1 -N 5 -mosaic 1e-10 -mosaic_dom 3";
+        let cancel = AtomicBool::new(false);
+        for extra in ["-default_F 100", "-hkl t.hkl -nointerpolate -default_F 7"] {
+            let prep = prepare(&format!("{geo} {extra}"), &files);
+            let p = prep.plan();
+            assert!(pixel32::FastCtx::new(p).hybrid.is_some(), "{extra}");
+            let (hybrid, hyb_fix) =
+                render_paths(p, Precision::F32, true, true, &|_| {}, &cancel).unwrap();
+            let (today, today_fix) =
+                render_paths(p, Precision::F32, true, false, &|_| {}, &cancel).unwrap();
+            assert!(
+                today_fix.pixels.contains(&60) && today_fix.pixels.contains(&(60 * 64)),
+                "{extra}: {today_fix:?}"
+            );
+            assert_eq!(hyb_fix, today_fix, "{extra}");
+            assert!(max_rel_diff(&today, &hybrid) < 1e-6, "{extra}");
+        }
     }
 }

@@ -77,6 +77,9 @@ pub struct FastCtx<'a> {
     phase1: Phase1Fn,
     /// The row-block kernel (`row32`), when it applies to this plan.
     pub row_block: Option<super::row32::BlockFn>,
+    /// The row kernel's hybrid Miller indices, when this render's orientations are close
+    /// enough ([`super::row32::HybridIndices::new`]: the per-render decision).
+    pub hybrid: Option<super::row32::HybridIndices>,
     pub sources: Vec<SourceConst>,
     pub na: f32,
     pub nb: f32,
@@ -120,6 +123,11 @@ impl<'a> FastCtx<'a> {
                 && !plan.oversample_omega,
             phase1: select_phase1(),
             row_block: super::row32::applies(plan).then(super::row32::select),
+            hybrid: if super::row32::applies(plan) {
+                super::row32::HybridIndices::new(plan)
+            } else {
+                None
+            },
             sources,
             na: plan.na as f32,
             nb: plan.nb as f32,

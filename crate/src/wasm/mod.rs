@@ -173,6 +173,14 @@ pub fn hand_lane_blocks() -> u32 {
     crate::cpu::row32::hand_lane_blocks()
 }
 
+/// Allows (the default) or forbids the row kernel's hybrid Miller indices for the renders that
+/// follow (`cpu::row32::set_hybrid_indices`): the f64 indices against the hybrid in one binary
+/// (the hand lanes' guard, benchmarks). Returns true (the switch exists on wasm32).
+#[wasm_bindgen]
+pub fn set_hybrid_indices(on: bool) -> bool {
+    crate::cpu::row32::set_hybrid_indices(on)
+}
+
 /// Threads in the rayon pool (1 in the plain build).
 #[wasm_bindgen]
 pub fn threads() -> usize {
