@@ -663,26 +663,39 @@ fn pixel_lanes(
             pos[c][l] = ((fdet * panel.fdet[c] + row[c]) + depth[c]) + panel.pix0[c];
         }
     }
-    // `unitize`, the solid angle
+    // `unitize`, the solid angle. Each loop is one operation over the lanes without a branch
+    // (a quotient computed and then kept or not, the point-pixel choice outside the loop):
+    // loops the compiler vectorises (f64x2 on wasm32, where the loops with a branch stayed
+    // scalar), the same operations lane by lane.
     let px2 = plan.pixel * plan.pixel;
-    let (mut d, mut omega) = ([[0f64; LANES]; 3], [0f64; LANES]);
+    let (mut r, mut d, mut omega) = ([0f64; LANES], [[0f64; LANES]; 3], [0f64; LANES]);
     for l in 0..LANES {
-        let r = ((pos[0][l] * pos[0][l] + pos[1][l] * pos[1][l]) + pos[2][l] * pos[2][l]).sqrt();
-        for c in 0..3 {
-            d[c][l] = if r != 0.0 { pos[c][l] / r } else { 0.0 };
-        }
-        omega[l] = if plan.point_pixel {
-            (1.0 / r) / r
-        } else {
-            ((px2 / r) / r) * plan.close_distance / r
-        };
+        r[l] = ((pos[0][l] * pos[0][l] + pos[1][l] * pos[1][l]) + pos[2][l] * pos[2][l]).sqrt();
     }
-    // `polarization_f64`'s unit direction (d again through `unit`)
-    let mut du = [[0f64; LANES]; 3];
+    for c in 0..3 {
+        for l in 0..LANES {
+            let q = pos[c][l] / r[l];
+            d[c][l] = if r[l] != 0.0 { q } else { 0.0 };
+        }
+    }
+    if plan.point_pixel {
+        for l in 0..LANES {
+            omega[l] = (1.0 / r[l]) / r[l];
+        }
+    } else {
+        for l in 0..LANES {
+            omega[l] = ((px2 / r[l]) / r[l]) * plan.close_distance / r[l];
+        }
+    }
+    // `polarization_f64`'s unit direction (d again through `unit`), as `unitize` above
+    let (mut m, mut du) = ([0f64; LANES], [[0f64; LANES]; 3]);
     for l in 0..LANES {
-        let m = ((d[0][l] * d[0][l] + d[1][l] * d[1][l]) + d[2][l] * d[2][l]).sqrt();
-        for c in 0..3 {
-            du[c][l] = if m != 0.0 { d[c][l] / m } else { 0.0 };
+        m[l] = ((d[0][l] * d[0][l] + d[1][l] * d[1][l]) + d[2][l] * d[2][l]).sqrt();
+    }
+    for c in 0..3 {
+        for l in 0..LANES {
+            let q = d[c][l] / m[l];
+            du[c][l] = if m[l] != 0.0 { q } else { 0.0 };
         }
     }
     for sum in sums.iter_mut() {
