@@ -37,6 +37,7 @@ pub mod rng;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod session;
 pub mod sf;
+pub mod spare;
 pub mod stats;
 pub mod tangent;
 pub mod terms;

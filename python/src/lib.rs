@@ -403,7 +403,7 @@ impl PySession {
                 .store(t.elapsed().as_secs_f64().to_bits(), Ordering::Relaxed);
             r
         })?;
-        let img = image_2d(py, r.rendered.image, r.spixels, r.fpixels)?;
+        let img = recycled_2d(py, r.rendered.image, r.spixels, r.fpixels)?;
         Ok((
             img,
             r.rendered.engine.name().to_string(),
@@ -485,6 +485,8 @@ impl PySession {
                             .iter_mut()
                             .zip(&adu)
                             .for_each(|(c, &a)| *c = a.min(i32::MAX as u32) as i32);
+                        // its memory for the next image's counts (`spare`)
+                        nanobragg::spare::give(adu);
                     }
                     None => {
                         use rayon::prelude::*;
@@ -496,6 +498,8 @@ impl PySession {
                                     .zip(v)
                                     .for_each(|(c, &v)| *c = stored_count(v, scale))
                             });
+                        // its memory for the next image's render (`spare`)
+                        nanobragg::spare::give_f32(image);
                     }
                 }
                 Ok((r.rendered.engine.name().to_string(), r.rendered.notices))
@@ -875,30 +879,48 @@ fn noisify_image<'py>(
     Ok((adu, noise, PyBytes::new(py, &header), log))
 }
 
-/// The owner of a count image lent to NumPy ([`recycled_2d`]): when NumPy frees the array,
-/// its memory goes back to the crate for the next image's counts (`counter::recycle`).
+/// The owner of an image lent to NumPy ([`recycled_2d`]): when NumPy frees the array, its
+/// memory goes back to the crate for a later image (`nanobragg::spare`): the next render's, or
+/// the next noise pass's counts. Held as the raw 4-byte values (`u32` counts or `f32` photons).
 #[pyclass(module = "nanobragg._nanobragg", frozen)]
-struct CountImage(Vec<u32>);
+struct PooledImage(Vec<u32>);
 
-impl Drop for CountImage {
+impl Drop for PooledImage {
     fn drop(&mut self) {
-        noisify::counter::recycle(std::mem::take(&mut self.0));
+        nanobragg::spare::give(std::mem::take(&mut self.0));
     }
 }
 
-/// A (slow, fast) array of the counts `v` (`s` x `f`), its memory recycled once freed.
-fn recycled_2d(
+/// The 4-byte values an image is lent to NumPy as ([`recycled_2d`]).
+trait Pooled: numpy::Element {
+    fn raw(v: Vec<Self>) -> Vec<u32>;
+}
+
+impl Pooled for u32 {
+    fn raw(v: Vec<u32>) -> Vec<u32> {
+        v
+    }
+}
+
+impl Pooled for f32 {
+    fn raw(v: Vec<f32>) -> Vec<u32> {
+        nanobragg::spare::f32_as_u32(v)
+    }
+}
+
+/// A (slow, fast) array of the image `v` (`s` x `f`), its memory recycled once freed.
+fn recycled_2d<T: Pooled>(
     py: Python<'_>,
-    v: Vec<u32>,
+    v: Vec<T>,
     s: usize,
     f: usize,
-) -> PyResult<Bound<'_, PyArray2<u32>>> {
+) -> PyResult<Bound<'_, PyArray2<T>>> {
     assert_eq!(v.len(), s * f, "recycled_2d: image size");
     let ptr = v.as_ptr();
-    let owner = Bound::new(py, CountImage(v))?;
+    let owner = Bound::new(py, PooledImage(T::raw(v)))?;
     // SAFETY: `ptr` is the start of the `s * f` values of the Vec that `owner` holds (moving
-    // the Vec moved its handle, not its values), which stay in place until `owner` is dropped;
-    // the array keeps `owner` as its base object
+    // the Vec, or taking its allocation as u32 values, moved its handle, not its values), which
+    // stay in place until `owner` is dropped; the array keeps `owner` as its base object
     unsafe {
         let view = numpy::ndarray::ArrayView2::from_shape_ptr((s, f), ptr);
         Ok(PyArray2::borrow_from_array(&view, owner.into_any()))
@@ -964,6 +986,11 @@ fn run_noisify(
     } else {
         (Vec::new(), Vec::new())
     };
+    // an image of the caller's it was given to keep (the dataset pass's render): back to the
+    // pool for the next render
+    if let Cow::Owned(v) = prep.input {
+        nanobragg::spare::give_f32(v);
+    }
     Ok(NoiseRun {
         adu: d.adu,
         noise: d.noise.map(|n| n.adu),

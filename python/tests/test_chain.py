@@ -78,6 +78,31 @@ def test_structure_factors_equal_the_cli_table(tmp_path):
     assert a1.max() > 0 and f32_bits_equal(a1, a2)
 
 
+def test_renders_reuse_freed_images_zeroed_where_nothing_is_rendered():
+    # a render's image takes the memory of a freed one (here noisify's count images, ADU >= 40
+    # everywhere) when there is one: the pixels outside the ROI are 0 all the same, the others
+    # a fresh render's, and an image still alive is never taken
+    sim = nb.Simulator.from_args("-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 "
+                                 "-detpixels_x 61 -detpixels_y 53 -roi 10 40 5 30 -precision f32 -backend cpu")
+    fresh = sim.render()
+    kept = fresh.copy()
+    assert kept.shape == (53, 61) and kept.max() > 0
+    assert kept[:5].max() == 0 and kept[31:].max() == 0 and kept[:, :10].max() == 0 and kept[:, 41:].max() == 0
+    freed = set()
+    for s in range(4):
+        r = nb.noisify(np.full((53, 61), 5, np.float32), f"-adc 40 -readout_noise 1 -seed {s + 1}")
+        assert r.noise_image.min() >= 30 and r.int_image.min() == 45
+        freed |= {r.noise_image.ctypes.data, r.int_image.ctypes.data}
+        del r
+    again = [sim.render() for _ in range(8)]
+    assert freed & {a.ctypes.data for a in again}, "no render took a freed image's memory"
+    for a in again:
+        assert f32_bits_equal(a, kept)
+    assert f32_bits_equal(fresh, kept)
+    again[0][:] = 7  # each render's image is its own
+    assert all(f32_bits_equal(a, kept) for a in again[1:]) and f32_bits_equal(fresh, kept)
+
+
 def test_noisify_images_are_their_own_after_the_next_calls():
     # noisify's count images reuse the memory of freed ones (never of a live one), are written
     # whole, and are writable arrays; a strided input gives the contiguous one's images

@@ -957,12 +957,12 @@ fn realistic_spots(model: &str, reps: usize) {
 /// `nb.noisify(img, FLAGS + ["-seed", s])` runs them (noisify's options; FLAGS default
 /// `-readout_noise 3 -adc 40`, with noisify's default 3 % calibration error) on case (a)'s SIZE²
 /// f32 image (default 512), REPS calls (default 200) of a new seed each on rayon's threads, the
-/// count images handed back after each call as Python's are (`counter::recycle`): the median
+/// count images handed back after each call as Python's are (`spare::give`): the median
 /// and the quartiles of a call, and an FNV-1a digest of the noiseless and noisy counts of seeds
 /// 1 to 3 (a change of the code that keeps the counts keeps it). `NANOBRAGG_NOISE_DUMP=FILE`
 /// also writes the image's f32 values (little-endian) to FILE.
 fn noise(size: usize, reps: usize, flags: &[String]) {
-    use nanobragg::noisify::{self, counter, options};
+    use nanobragg::noisify::{self, options};
     let never = AtomicBool::new(false);
     let case = api::split_args(&case_args(&format!("a{size}")));
     let prep = api::prepare(&case, &MemFiles::default()).expect("prepare");
@@ -1006,9 +1006,9 @@ fn noise(size: usize, reps: usize, flags: &[String]) {
             let t = Instant::now();
             let d = run(10 + r as i64);
             let ms = t.elapsed().as_secs_f64() * 1e3;
-            counter::recycle(d.adu);
+            nanobragg::spare::give(d.adu);
             if let Some(n) = d.noise {
-                counter::recycle(n.adu);
+                nanobragg::spare::give(n.adu);
             }
             ms
         })

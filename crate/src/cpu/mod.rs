@@ -138,7 +138,7 @@ pub fn render_paths(
     let (fp, sp) = (plan.fpixels, plan.spixels);
     let first = first_rendered_pixel(plan);
     let interp = plan.interpolation == Interpolation::Tricubic;
-    let mut image = vec![0f32; fp * sp];
+    let mut image = crate::spare::zeroed_f32(fp * sp);
     let mut flags = vec![false; if interp { fp * sp } else { 0 }];
     // pixels under the exact-Bragg rule (a handful, in symmetric set-ups), in any order
     let exact = Mutex::new(Vec::new());

@@ -522,37 +522,12 @@ fn room<T>(n: usize, used: bool) -> Vec<T> {
     }
 }
 
-/// Count images handed back by their last user ([`recycle`]) for the next pass's outputs, at
-/// most [`SPARE_BYTES`] in all.
-static SPARE: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
-const SPARE_BYTES: usize = 64 << 20;
-
-/// Hands a count image (an output of [`run`], or any other) back for the next pass's outputs:
-/// the Python binding does so when NumPy frees an image. Reused memory is already mapped and
-/// warm, where a fresh allocation of an image's size would fault its pages in one by one
-/// (the allocator returns freed images of this size to the system).
-pub fn recycle(mut v: Vec<u32>) {
-    v.clear();
-    let bytes = v.capacity() * 4;
-    let mut s = SPARE.lock().unwrap_or_else(|e| e.into_inner());
-    let kept: usize = s.iter().map(|v| v.capacity() * 4).sum();
-    if bytes > 0 && kept + bytes <= SPARE_BYTES {
-        s.push(v);
-    }
-}
-
-/// [`room`] for counts: a recycled image of about the size when there is one.
+/// [`room`] for counts: a recycled image of about the size when there is one (`spare`).
 fn room_u32(n: usize, used: bool) -> Vec<u32> {
-    if used && n > 0 {
-        let mut s = SPARE.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = s
-            .iter()
-            .position(|v| v.capacity() >= n && v.capacity() <= 2 * n)
-        {
-            return s.swap_remove(i);
-        }
+    match used.then(|| crate::spare::take(n)).flatten() {
+        Some(v) => v,
+        None => room(n, used),
     }
-    room(n, used)
 }
 
 /// An output of [`room`] whose first `n` values the pass has written (every chunk's whole
