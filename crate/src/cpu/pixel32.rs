@@ -99,6 +99,16 @@ pub struct FastCtx<'a> {
 
 impl<'a> FastCtx<'a> {
     pub fn new(plan: &'a Plan) -> Self {
+        Self::build(plan, true)
+    }
+
+    /// [`FastCtx::new`] for the tangent kernels, whose carry keeps the f64 indices (MODEL
+    /// §9.1): no hybrid indices are built.
+    pub fn for_tangents(plan: &'a Plan) -> Self {
+        Self::build(plan, false)
+    }
+
+    fn build(plan: &'a Plan, hybrid: bool) -> Self {
         let sources = plan
             .sources
             .iter()
@@ -123,7 +133,7 @@ impl<'a> FastCtx<'a> {
                 && !plan.oversample_omega,
             phase1: select_phase1(),
             row_block: super::row32::applies(plan).then(super::row32::select),
-            hybrid: if super::row32::applies(plan) {
+            hybrid: if hybrid && super::row32::applies(plan) {
                 super::row32::HybridIndices::new(plan)
             } else {
                 None

@@ -40,7 +40,7 @@ impl<'a> Ctx32<'a> {
         Ctx32 {
             p,
             t,
-            fast: FastCtx::new(p),
+            fast: FastCtx::for_tangents(p),
             f64ctx: super::tangent::Ctx::new(p, t),
             rows: super::tangent_row32::RowCtx::new(p, t),
         }

@@ -95,7 +95,7 @@ impl<'a> RowCtx<'a> {
             .collect();
         let sums = (0..t.deltas.len()).filter(|&j| summed[j]).collect();
         Some(RowCtx {
-            fc: FastCtx::new(p),
+            fc: FastCtx::for_tangents(p),
             t,
             det,
             q_params,
