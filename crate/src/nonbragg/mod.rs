@@ -874,6 +874,16 @@ mod tests {
         m
     }
 
+    /// [`water`] and the bundled air table (`air.stol`).
+    fn water_and_air() -> MemFiles {
+        let mut m = water();
+        m.0.insert(
+            "air.stol".into(),
+            crate::realistic::bundled_stol("air.stol").unwrap().to_vec(),
+        );
+        m
+    }
+
     #[test]
     fn sample_clipping_and_molecules() {
         let s = setup(
@@ -981,14 +991,10 @@ mod tests {
 
     #[test]
     fn pixels_in_lanes_are_the_pixels_alone_to_the_bit() {
-        let mut m = water();
+        let mut m = water_and_air();
         m.0.insert(
             "neg.stol".into(),
             b"0 -3\n0.1 2\n0.2 -5\n0.3 9\n0.4 1\n".to_vec(),
-        );
-        m.0.insert(
-            "air.stol".into(),
-            crate::realistic::bundled_stol("air.stol").unwrap().to_vec(),
         );
         let never = AtomicBool::new(false);
         for frame in [
@@ -1027,11 +1033,7 @@ mod tests {
         // and adds no solid angle, every other pixel is the unmasked render's to the bit, in
         // the lanes and pixel by pixel (both take their runs from `Plan::row_segments`; the
         // unmasked render is the independent reference)
-        let mut m = water();
-        m.0.insert(
-            "air.stol".into(),
-            crate::realistic::bundled_stol("air.stol").unwrap().to_vec(),
-        );
+        let m = water_and_air();
         let never = AtomicBool::new(false);
         for frame in [
             "-detpixels 37 -pixel 0.2 -distance 30 -polar 0.6",
