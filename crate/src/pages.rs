@@ -4,6 +4,8 @@
 //! that is one 2 MiB fault instead of 512 4 KiB ones, which on a 2-core VM made a 64 MiB
 //! read-back 1.7× faster and the 10 CPU tangent planes at 512² 20–30 % faster
 //! (`docs/benchmarks.md`). `Sample` is their element type where it is either f32 or f64.
+//! Images that come back when freed (the render's, noisify's counts) are reused instead:
+//! `crate::spare`.
 
 use std::mem::MaybeUninit;
 

@@ -3,7 +3,9 @@
 //! counts after each image. Reused memory is already mapped and warm, where a fresh allocation
 //! of an image's size is returned to the system when freed and faults its pages in again (a
 //! zeroed huge page a fault: ≈ 13 % of a noisy dataset's CPU time, `docs/benchmarks.md`).
-//! One pool of 4-byte values (`u32` counts and `f32` images share it), at most [`SPARE_BYTES`].
+//! One pool of 4-byte values (`u32` counts and `f32` images share it), at most 64 MB.
+//! Outputs that never come back (read-backs, tangent planes) are fresh vectors in huge pages:
+//! `crate::pages`.
 
 use std::mem::ManuallyDrop;
 use std::sync::Mutex;
