@@ -1,8 +1,8 @@
 //! Image buffers handed back by their last user, for the next image's outputs: the Python
 //! binding hands back a count image when NumPy frees it, the dataset pass its render and its
 //! counts after each image. Reused memory is already mapped and warm, where a fresh allocation
-//! of an image's size is returned to the system when freed and faults its pages in again (a
-//! zeroed huge page a fault: ≈ 13 % of a noisy dataset's CPU time, `docs/benchmarks.md`).
+//! of an image's size may be returned to the system when freed and fault its pages in again
+//! (`docs/benchmarks.md`, command 132: a Python loop of renders).
 //! One pool of 4-byte values (`u32` counts and `f32` images share it), at most 64 MB.
 //! Outputs that never come back (read-backs, tangent planes) are fresh vectors in huge pages:
 //! `crate::pages`.
