@@ -58,7 +58,7 @@ export function installDownloads(d: DownloadDeps, scope: Scope) {
     a.remove();
     setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
   }
-  /** The entries say what the image shown would be saved as (when the menu opens). */
+  /** The entries say what the image shown would be saved as (as the menu opens). */
   function label() {
     const s = d.shown();
     let clipped = 0;
@@ -76,8 +76,10 @@ export function installDownloads(d: DownloadDeps, scope: Scope) {
       }
     }
   }
-  scope.on(details, 'toggle', () => {
-    if (details.open) label();
+  // labelled on the summary's click, before the menu opens: the `toggle` event comes in a task
+  // of its own, after the open menu may have been painted (and read) with the last labels
+  scope.on(details.querySelector('summary')!, 'click', () => {
+    if (!details.open) label();
   });
   for (const [id, what] of [['dl-int', 'int'], ['dl-noise', 'noise'], ['dl-float', 'float'], ['dl-cbf', 'cbf']] as const) {
     scope.on($(id), 'click', async () => {
