@@ -61,10 +61,28 @@ fn transpose8(mut x: u64) -> u64 {
 /// The bit transposition of one block of `n` elements (`n` a multiple of 8) of `size` bytes
 /// each, the inverse of [`bitunshuffle_block`]: row `8·j + b` (of `n/8` bytes) of `out` holds
 /// bit `b` of byte `j` of every element, element `i` in bit `i % 8` of byte `i / 8`. In two
-/// passes, as the bitshuffle library does it: the bytes into `size` planes (plane `j` holds
-/// byte `j` of every element, in `planes`, resized here), then each plane's bits into its 8 rows.
+/// passes ([`planes_then_bits`], `planes` its scratch), or:
+///
+/// Four-byte elements (the int32 frames) on a CPU with AVX2 ([`crate::simd::level`]) take one
+/// pass instead, 32 elements at a time ([`shuffle4_avx2`]: byte j of each element picked and
+/// packed in order, its bits by `vpmovmskb`), the rest 8 at a time ([`groups_bits`]): the same
+/// bytes (`tests::the_transposition_is_the_definition` runs both).
 pub fn bitshuffle_block(input: &[u8], out: &mut [u8], n: usize, size: usize, planes: &mut Vec<u8>) {
     debug_assert!(n.is_multiple_of(8) && input.len() == n * size && out.len() == n * size);
+    #[cfg(target_arch = "x86_64")]
+    if size == 4 && crate::simd::level() >= crate::simd::Simd::Avx2 {
+        // SAFETY: the CPU has AVX2 (`simd::level`); the lengths are as asserted above
+        let done = unsafe { shuffle4_avx2(input, out, n) };
+        groups_bits(input, out, n, size, done);
+        return;
+    }
+    planes_then_bits(input, out, n, size, planes);
+}
+
+/// [`bitshuffle_block`] in two passes, as the bitshuffle library does it: the bytes into `size`
+/// planes (plane `j` holds byte `j` of every element, in `planes`, resized here), then each
+/// plane's bits into its 8 rows ([`plane_bits`]).
+fn planes_then_bits(input: &[u8], out: &mut [u8], n: usize, size: usize, planes: &mut Vec<u8>) {
     planes.resize(n * size, 0);
     if size == 4 {
         let (p01, p23) = planes.split_at_mut(2 * n);
@@ -134,6 +152,84 @@ fn plane_bits(plane: &[u8], rows: &mut [u8], row: usize) {
         }
         i += 8;
     }
+}
+
+/// The bit transposition of elements `from ..` of a block ([`bitshuffle_block`]'s layout; `from`
+/// and `n` multiples of 8), 8 elements at a time: byte j of each as an 8×8 bit matrix,
+/// transposed.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn groups_bits(input: &[u8], out: &mut [u8], n: usize, size: usize, from: usize) {
+    let row = n / 8;
+    for g in from / 8..row {
+        for j in 0..size {
+            let mut x = 0u64;
+            for k in 0..8 {
+                x |= (input[(8 * g + k) * size + j] as u64) << (8 * k);
+            }
+            let t = if x == 0 { 0 } else { transpose8(x) }.to_le_bytes();
+            for (b, &v) in t.iter().enumerate() {
+                out[(8 * j + b) * row + g] = v;
+            }
+        }
+    }
+}
+
+/// [`bitshuffle_block`] of 4-byte elements with AVX2, 32 elements a step: four loads of 8
+/// elements; for byte j, each element shifted down by 8j and masked, packed 32 → 16 → 8 bits
+/// (in-lane packs, put back in element order by one permutation of dwords), then the 8 bit rows
+/// by `vpmovmskb` (the top bit of each byte), each byte shifted up a bit between rows (16-bit
+/// lanes: what is carried into a high byte lands at its bottom, never read). Returns the
+/// elements done (`n` rounded down to 32).
+///
+/// # Safety
+/// The CPU must have AVX2; `input` and `out` hold `4·n` bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn shuffle4_avx2(input: &[u8], out: &mut [u8], n: usize) -> usize {
+    use std::arch::x86_64::*;
+    assert!(input.len() >= 4 * n && out.len() >= 4 * n);
+    #[inline(always)]
+    unsafe fn byte<const S: i32>(x: __m256i, low: __m256i) -> __m256i {
+        _mm256_and_si256(_mm256_srli_epi32::<S>(x), low)
+    }
+    let row = n / 8;
+    let low = _mm256_set1_epi32(0xFF);
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    let (src, dst) = (input.as_ptr(), out.as_mut_ptr());
+    let mut e = 0;
+    while e + 32 <= n {
+        // SAFETY: bytes 4e .. 4e + 128 lie in `input` (e + 32 <= n); unaligned loads
+        let v = unsafe {
+            [0, 32, 64, 96].map(|o| _mm256_loadu_si256(src.add(4 * e + o) as *const __m256i))
+        };
+        for j in 0..4 {
+            let b: [__m256i; 4] = match j {
+                0 => v.map(|x| _mm256_and_si256(x, low)),
+                1 => v.map(|x| unsafe { byte::<8>(x, low) }),
+                2 => v.map(|x| unsafe { byte::<16>(x, low) }),
+                _ => v.map(|x| _mm256_srli_epi32::<24>(x)),
+            };
+            // [a0-3 b0-3 | a4-7 b4-7] as i16, then [a0-3 b0-3 c0-3 d0-3 | a4-7 ...] as u8
+            let ab = _mm256_packs_epi32(b[0], b[1]);
+            let cd = _mm256_packs_epi32(b[2], b[3]);
+            let mut x = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd), order);
+            for bit in (0..8).rev() {
+                let m = _mm256_movemask_epi8(x) as u32;
+                // SAFETY: row (8j + bit) holds `row` = n/8 bytes, of which e/8 .. e/8 + 4
+                // (e + 32 <= n) are written; it ends by 4n
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        m.to_le_bytes().as_ptr(),
+                        dst.add((8 * j + bit) * row + e / 8),
+                        4,
+                    )
+                };
+                x = _mm256_slli_epi16::<1>(x);
+            }
+        }
+        e += 32;
+    }
+    e
 }
 
 /// One chunk through the bitshuffle filter with LZ4 (client value 4 = 2), as the bitshuffle
@@ -352,13 +448,34 @@ mod tests {
             (16, 8),
             (40, 4),
             (136, 3),
+            (32, 4),
+            (96 + 24, 4),
+            (2048 + 8, 4),
         ] {
             let data: Vec<u8> = (0..(n * size) as u32)
                 .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
                 .collect();
+            let want = bitshuffle_block(&data, n, size);
             let mut got = vec![0u8; data.len()];
             super::bitshuffle_block(&data, &mut got, n, size, &mut Vec::new());
-            assert_eq!(got, bitshuffle_block(&data, n, size), "{n} x {size}");
+            assert_eq!(got, want, "{n} x {size}");
+            // each way on its own: two passes, 8 elements at a time, and AVX2 (where the CPU
+            // has it) for 4-byte elements
+            got.fill(0);
+            planes_then_bits(&data, &mut got, n, size, &mut Vec::new());
+            assert_eq!(got, want, "{n} x {size}: planes, then bits");
+            got.fill(0);
+            groups_bits(&data, &mut got, n, size, 0);
+            assert_eq!(got, want, "{n} x {size}: 8 at a time");
+            #[cfg(target_arch = "x86_64")]
+            if size == 4 && std::arch::is_x86_feature_detected!("avx2") {
+                got.fill(0);
+                // SAFETY: the CPU has AVX2; `data` and `got` hold 4n bytes
+                let done = unsafe { shuffle4_avx2(&data, &mut got, n) };
+                assert_eq!(done, n / 32 * 32);
+                groups_bits(&data, &mut got, n, size, done);
+                assert_eq!(got, want, "{n} x {size}: AVX2");
+            }
         }
     }
 
