@@ -410,14 +410,7 @@ fn run_inner(o: args::Options, t0: Instant) -> Result<()> {
     ];
     outputs.extend(grad_files.iter().map(|f| ("-gradfile", Some(f.as_str()))));
     io::atomic::check_outputs(&outputs)?;
-    let threads = o
-        .threads
-        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()));
-    let cost = api::estimate_cost(&prep, api::thread_count(threads).0.unwrap_or(1))
-        .with_tangents(&prep, o.gradients.len());
-    if !o.force {
-        cost.check_budget(o.precision)?;
-    }
+    let cost = api::check_cost(&prep, o.gradients.len())?;
     if cost.seconds(o.precision) > 60.0
         && api::choose_backend(o.backend, o.precision).engine == api::Engine::Cpu
     {

@@ -214,7 +214,8 @@ impl Session {
     }
 
     /// Renders the base configuration with the `extra` words appended, on the backend and at
-    /// the precision the words give (`-backend`, `-precision`), with the renderer's policy.
+    /// the precision the words give (`-backend`, `-precision`), with the renderer's policy;
+    /// refused as the CLI refuses it when over the budget without `-force` (`api::check_cost`).
     pub fn render(
         &mut self,
         extra: &[String],
@@ -228,6 +229,7 @@ impl Session {
             owned = self.prepare_with(extra)?;
             &owned
         };
+        api::check_cost(prep, 0)?;
         let o = prep.options();
         let plan = prep.plan();
         let rendered = self
@@ -255,6 +257,7 @@ impl Session {
         cancel: &AtomicBool,
     ) -> Result<api::RenderedGradients> {
         let prep = self.prepare_with(extra)?;
+        api::check_cost(&prep, params.len())?;
         let o = prep.options();
         self.renderer.render_gradients(
             &prep,
@@ -380,6 +383,7 @@ pub fn mat_text(a_star: [[f64; 3]; 3], lambda_a: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
 
     fn words(s: &str) -> Vec<String> {
         api::split_args(s)
@@ -409,6 +413,38 @@ mod tests {
         assert_eq!(
             (d.fpixels, d.spixels, d.rendered.image.len()),
             (20, 20, 400)
+        );
+    }
+
+    #[test]
+    fn renders_over_the_budget_are_refused_unless_forced() {
+        // 2048² pixels × 10⁶ mosaic domains: 4·10¹² terms, over the CLI's budget of 10¹²
+        let big = "-cell 70 80 90 90 90 90 -default_F 100 -N 5 -lambda 1 -distance 100 \
+                   -detpixels 2048 -mosaic 0.1 -mosaic_domains 1000000 -precision f32 \
+                   -backend cpu";
+        let cancel = AtomicBool::new(true); // a forced render stops at once
+        let mut s = Session::new(words(big), CachedFiles::default()).unwrap();
+        let Err(e) = s.render(&[], &|_| {}, &cancel) else {
+            panic!("over the budget")
+        };
+        assert_eq!(e.kind, ErrorKind::Limit, "{}", e.message);
+        assert!(e.message.contains("give -force"), "{}", e.message);
+        let Err(e) = s.gradients(&[], &[api::Param::Distance], &[], &cancel) else {
+            panic!("over the budget")
+        };
+        assert_eq!(e.kind, ErrorKind::Limit, "{}", e.message);
+        // an override that brings it within the budget renders
+        let small = s.render(
+            &words("-mosaic_domains 2 -detpixels 16"),
+            &|_| {},
+            &AtomicBool::new(false),
+        );
+        assert!(small.is_ok(), "{:?}", small.err().map(|e| e.message));
+        // -force: past the budget (then cancelled by the flag set above)
+        let e = s.render(&words("-force"), &|_| {}, &cancel).err();
+        assert!(
+            e.is_none_or(|e| e.kind != ErrorKind::Limit),
+            "-force is not refused"
         );
     }
 

@@ -75,6 +75,23 @@ pub fn estimate_cost(prep: &Prepared, threads: usize) -> Cost {
     }
 }
 
+/// The cost of rendering `prep` with `tangents` tangent images on the threads its options
+/// give (`-threads`, else every core), refused by [`Cost::check_budget`] unless `-force` is
+/// among them: the budget of every face that renders what a user asked for (the CLI, Python's
+/// `Session`), so that a render of days is refused before it starts, not found out after.
+pub fn check_cost(prep: &Prepared, tangents: usize) -> Result<Cost> {
+    let o = prep.options();
+    let threads = o
+        .threads
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()));
+    let cost =
+        estimate_cost(prep, thread_count(threads).0.unwrap_or(1)).with_tangents(prep, tangents);
+    if !o.force {
+        cost.check_budget(o.precision)?;
+    }
+    Ok(cost)
+}
+
 impl Cost {
     /// The cost with `params` tangent images beside the image (`-gradients`): each held in f64
     /// (8 bytes per pixel) and written in f32 (4 more), over the whole detector.
