@@ -629,3 +629,84 @@ def test_an_automatic_oversample_is_said_in_the_run_output(tmp_path):
     (tmp_path / "given/spec.toml").write_text(text + "\n[base.detector]\noversample = 2\n")
     r = run_cli("run", str(tmp_path / "given/spec.toml"), "--workers", "1", "--no-progress")
     assert "oversample" not in r.stderr and json.loads(r.stdout)["oversample"] == 2
+
+
+@pytest.mark.parametrize("bad,good", [
+    ('noise = "-readout_nois 3"', 'noise = "-readout_noise 3"'),
+    ('background = "-stol nonexist.stol -thick 0.1 -distance 80 -detpixels 48 -pixel 0.2"',
+     'background = "-stol water.stol -thick 0.1 -distance 80 -detpixels 48 -pixel 0.2"'),
+])
+def test_a_refused_chain_writes_nothing_and_the_corrected_one_runs(tmp_path, bad, good):
+    """A typo in [chain] is refused naming the file, line and key before the output folder is
+    made (a folder left behind would then refuse the corrected description as another
+    dataset's); the corrected description runs, and its images re-render alone."""
+    write_spec(tmp_path, n=2, k=2)
+    p = tmp_path / "spec.toml"
+    # (one background serves the dataset: a fixed wavelength)
+    text = re.sub(r"wavelength_A = .*\n", "", p.read_text()) + "[chain]\n"
+    p.write_text(text + bad + "\n")
+    r = run_cli("run", str(p), "--workers", "1", "--no-progress", check=False)
+    line = len(text.splitlines()) + 1
+    key = "chain." + bad.split(" ")[0]
+    assert r.returncode == 2 and f"nanobragg-dataset: {p} line {line}: {key}: " in r.stderr, r.stderr
+    assert ("unknown flag '-readout_nois'" if "nois " in bad else "cannot read file 'nonexist.stol'") in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists(), "a refused description wrote output"
+    p.write_text(text + good + "\n")
+    run_cli("run", str(p), "--workers", "1", "--no-progress")
+    r = run_cli("verify", str(p), "--rerender", "2")
+    assert json.loads(r.stdout)["rerendered"] == [0, 1]
+
+
+@pytest.mark.parametrize("args,words", [
+    (["verify", "--rerender", "-1"], "argument --rerender: expected a whole number >= 0, got -1"),
+    (["verify", "--seed", "-1"], "argument --seed: expected a whole number >= 0, got -1"),
+    (["slurm", "--shards-per-task", "0"], "argument --shards-per-task: expected a whole number >= 1, got 0"),
+    (["slurm", "--mem", "0"], "argument --mem: expected a whole number >= 1, got 0"),
+    (["slurm", "--cpus-per-task", "x"], "argument --cpus-per-task: expected a whole number, got 'x'"),
+    (["run", "--workers", "0"], "argument --workers: expected a whole number >= 1, got 0"),
+    (["run", "--workers", "-3"], "argument --workers: expected a whole number >= 1, got -3"),
+    (["run", "--threads", "0"], "argument --threads: expected a whole number >= 1, got 0"),
+    (["run", "--retries", "-1"], "argument --retries: expected a whole number >= 0, got -1"),
+    (["run", "--shards", "2-1"], "argument --shards: 2-1 is a reversed range: say 1-2"),
+    (["run", "--shards", "1;2"], "argument --shards: expected N, N-M or a comma list of them, got '1;2'"),
+    (["run", "--shards", "0,1-7"], "argument --shards: 1-7 is not within the dataset's shards 0-2"),
+])
+def test_bad_arguments_are_usage_errors_naming_the_flag(tmp_path, args, words):
+    """A bad command-line value is refused by the argument parser: exit status 2, one line
+    naming the flag (never a traceback), nothing written."""
+    spec = write_spec(tmp_path)
+    r = run_cli(args[0], spec.path, *args[1:], check=False)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == f"nanobragg-dataset {args[0]}: error: {words}", r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_api_refuses_bad_workers_and_shards_per_task(tmp_path):
+    spec = write_spec(tmp_path)
+    for w in (0, -3, 1.5):
+        with pytest.raises(ValueError, match="run_local: workers must be a whole number >= 1"):
+            dataset.run_local(spec, workers=w)
+    with pytest.raises(ValueError, match="slurm_script: shards_per_task must be a whole number >= 1, got 0"):
+        dataset.slurm_script(spec, shards_per_task=0)
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_interrupted_run_ends_its_progress_line(tmp_path, monkeypatch, capsys):
+    """Ctrl-C in a run of one worker: the progress line is ended, so that the CLI's
+    "interrupted" starts a line of its own; a bar that wrote nothing writes no newline."""
+    from nanobragg.dataset import engines
+
+    spec = write_spec(tmp_path)
+
+    def interrupted(*args, progress=None, **kw):
+        progress(1)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engines, "run_shard", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        dataset.run_local(spec, workers=1)
+    err = capsys.readouterr().err
+    assert err.startswith("\r[") and "1/6 images" in err and err.endswith("\n"), repr(err)
+    with pytest.raises(KeyboardInterrupt):
+        dataset.run_local(spec, workers=1, progress=False)
+    assert capsys.readouterr().err == ""

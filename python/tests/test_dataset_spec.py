@@ -312,3 +312,75 @@ def test_mutated_descriptions_are_spec_errors_with_lines_in_the_text():
             assert e.line is None or 1 <= e.line <= len(t.splitlines()), (e.line, t)
             assert str(e).startswith(f"<spec> line {e.line}: " if e.line else "<spec>: "), str(e)
     assert errors > 1000, errors  # the mutations do break most descriptions
+
+
+# the base's detector: 32x32 pixels of 0.1 mm at 100 mm
+BG = "-stol water.stol -thick 0.1 -distance 100 -detpixels 32 -pixel 0.1"
+
+
+@pytest.mark.parametrize("extra,key,words", [
+    # the chain's words, files and detector are checked with the rest of the description
+    ("[chain]\nnoise = '-readout_nois 3'\n", "chain.noise", ["unknown flag '-readout_nois'", "-readout_noise"]),
+    ("[chain]\nnoise = '-readout_noise 3 -detpixels 64'\n", "chain.noise", ["its detector is 64x64 pixels, the images 32x32"]),
+    ("[chain]\nnoise = '-readout_noise abc'\n", "chain.noise", ["-readout_noise: expected a number, found 'abc'"]),
+    ("[chain]\nbackground = '-stol nonexist.stol -thick 0.1 -distance 100 -detpixels 32 -pixel 0.1'\n", "chain.background",
+     ["cannot read file 'nonexist.stol'", "from the current folder"]),
+    ("[chain]\nbackground = '-stol water.stol -thik 0.1'\n", "chain.background", ["unknown flag '-thik'"]),
+    ("[chain]\nbackground = '-stol water.stol -thick 0.1 -distance 100 -detpixels 64 -pixel 0.1'\n", "chain.background",
+     ["the background is 64x64 pixels, the detector 32x32"]),
+])
+def test_the_chain_is_checked_naming_its_key(extra, key, words):
+    import pickle
+
+    refused(BASE + extra, key, *words)
+    with pytest.raises(SpecError) as e:
+        parse_spec(BASE + extra)
+    # as a pool's worker sends it to the caller
+    again = pickle.loads(pickle.dumps(e.value))
+    assert (str(again), again.key, again.line) == (str(e.value), e.value.key, e.value.line)
+
+
+def test_a_valid_chain_is_accepted_and_its_background_rendered_once():
+    from nanobragg.dataset import params
+
+    s = spec(f"[chain]\nbackground = '{BG}'\nnoise = '-readout_noise 3'\n")
+    bg = params._last_background[1]
+    assert bg.shape == (32, 32) and bg.max() > 0
+    assert dataset.Renderer(s).background() is bg  # the check's image serves the renders
+    assert np.array_equal(bg, nb.chain.nonbragg(BG))
+
+
+def test_every_model_is_checked_naming_vary_model(tmp_path):
+    """A model of vary.model that the crate refuses is the model's error (its file, its line),
+    not base.args', wherever it stands in the list."""
+    import pathlib
+
+    models = pathlib.Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "models"
+    good = models / "hem_p1.pdb"
+    bad = tmp_path / "badelem.pdb"
+    bad.write_text("CRYST1  100.000  100.000  100.000  90.00  90.00  90.00 P 1\n"
+                   "ATOM      1  CA  ALA A   1      1.000   2.000   3.000  1.00 20.00           Qz\n")
+    base = BASE.replace("-default_F 100 ", "")
+    for values in ([bad, good], [good, bad]):
+        text = base + f"[vary]\nmodel = {{ dist = 'choice', values = [{', '.join(repr(str(v)) for v in values)}] }}\n"
+        msg = refused(text, "vary.model.values", str(bad), "line 2", "Qz")
+        assert "base.args" not in msg
+    spec(f"[vary]\nmodel = {{ dist = 'choice', values = ['{good}', '{good}'] }}\n", base=base)
+
+
+def test_image_indices_are_checked_alike_by_render_and_read(tmp_path):
+    """render_image and read_image take an int in 0..n_images-1 (a NumPy integer too): a
+    negative index or one past the end is an IndexError naming it (not one from the end, not a
+    missing shard file), a non-integer a TypeError naming its type."""
+    p = tmp_path / "spec.toml"
+    p.write_text(BASE.replace("n_images = 12", "n_images = 4").replace("shard_size = 5", "shard_size = 2"))
+    s = dataset.load_spec(str(p))
+    dataset.run_local(s, workers=1, progress=False)
+    for f in (dataset.render_image, dataset.read_image):
+        for i in (-1, 4, 12):
+            with pytest.raises(IndexError, match=rf"^image {i} is not in 0\.\.3$"):
+                f(s, i)
+        for i, name in (("3", "str"), (1.0, "float"), (True, "bool"), (None, "NoneType")):
+            with pytest.raises(TypeError, match=rf"^image index must be an int, got {name}$"):
+                f(s, i)
+    assert np.array_equal(dataset.read_image(s, np.int64(3)), dataset.render_image(s, 3))

@@ -7,7 +7,7 @@ import json
 import os
 import shlex
 import sys
-from typing import List, Optional
+from typing import Callable, List, Optional, Tuple
 
 from ..errors import Error
 from .shards import DatasetError
@@ -16,19 +16,47 @@ from .spec import SpecError, load_spec
 __all__ = ["main"]
 
 
-def _shards(text: Optional[str], n: int) -> Optional[List[int]]:
-    """"3", "0-9", "1,4,7-8" -> shard indices (checked against 0..n-1)."""
-    if text is None:
+def _int_at_least(low: int, high: Optional[int] = None) -> Callable[[str], int]:
+    """An argparse ``type=``: a whole number >= ``low`` (and <= ``high``)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if n < low:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {n}")
+        if high is not None and n > high:
+            raise argparse.ArgumentTypeError(f"expected a whole number <= {high}, got {n}")
+        return n
+
+    return parse
+
+
+def _shard_list(text: str) -> List[Tuple[int, int]]:
+    """An argparse ``type=``: "3", "0-9", "1,4,7-8" -> (first, last) ranges (checked against
+    the dataset's shards once it is read: :func:`_shards`)."""
+    out = []
+    for part in text.split(","):
+        a, dash, b = part.partition("-")
+        try:
+            lo, hi = int(a), int(b) if dash else int(a)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected N, N-M or a comma list of them, got {text!r}") from None
+        if hi < lo:
+            raise argparse.ArgumentTypeError(f"{part} is a reversed range: say {hi}-{lo}")
+        out.append((lo, hi))
+    return out
+
+
+def _shards(ranges: Optional[List[Tuple[int, int]]], n: int, p: argparse.ArgumentParser) -> Optional[List[int]]:
+    """The shard indices of ``--shards`` ranges, each within 0..n-1 (else a usage error)."""
+    if ranges is None:
         return None
     out: List[int] = []
-    for part in text.split(","):
-        a, _, b = part.partition("-")
-        try:
-            lo, hi = int(a), int(b) if b else int(a)
-        except ValueError:
-            raise SystemExit(f"nanobragg-dataset: --shards: expected N, N-M or a comma list, got {text!r}") from None
-        if not 0 <= lo <= hi < n:
-            raise SystemExit(f"nanobragg-dataset: --shards: {part} is not within 0-{n - 1}")
+    for lo, hi in ranges:
+        if hi >= n:
+            part = f"{lo}-{hi}" if hi != lo else str(lo)
+            p.error(f"argument --shards: {part} is not within the dataset's shards 0-{n - 1}")
         out += range(lo, hi + 1)
     return sorted(set(out))
 
@@ -44,25 +72,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     r = sub.add_parser("run", help="render the shards not yet complete (resume), then finalize")
     common(r)
     r.add_argument("--engine", choices=("local", "ray"), default="local")
-    r.add_argument("--workers", type=int, help="local: worker processes (default: the cores)")
-    r.add_argument("--threads", type=int, help="CPU threads per worker (default: cores / workers)")
+    r.add_argument("--workers", type=_int_at_least(1), help="local: worker processes (default: the cores)")
+    r.add_argument("--threads", type=_int_at_least(1, 4096), help="CPU threads per worker (default: cores / workers)")
     r.add_argument("--address", help="ray: cluster address (default: start Ray on this machine)")
-    r.add_argument("--retries", type=int, default=3, help="ray: retries of a failed task (default 3)")
-    r.add_argument("--shards", help="only these shards (N, N-M, comma list); no finalize")
+    r.add_argument("--retries", type=_int_at_least(0), default=3, help="ray: retries of a failed task (default 3)")
+    r.add_argument("--shards", type=_shard_list, help="only these shards (N, N-M, comma list); no finalize")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--no-finalize", action="store_true")
 
     s = sub.add_parser("slurm", help="write a Slurm job-array batch script (one array task per shard group)")
     common(s)
     s.add_argument("--script", help="where to write it (default: OUTPUT/slurm/job.sh)")
-    s.add_argument("--shards-per-task", type=int, default=1)
+    s.add_argument("--shards-per-task", type=_int_at_least(1), default=1)
     s.add_argument("--partition")
     s.add_argument("--time", default="04:00:00")
-    s.add_argument("--cpus-per-task", type=int, default=1)
-    s.add_argument("--gpus-per-task", type=int, default=0)
-    s.add_argument("--mem", type=int, metavar="MiB", help="memory per array task (default: sized from the shard, "
+    s.add_argument("--cpus-per-task", type=_int_at_least(1), default=1)
+    s.add_argument("--gpus-per-task", type=_int_at_least(0), default=0)
+    s.add_argument("--mem", type=_int_at_least(1), metavar="MiB", help="memory per array task (default: sized from the shard, "
                    "which a worker holds whole)")
-    s.add_argument("--max-running", type=int)
+    s.add_argument("--max-running", type=_int_at_least(1))
     s.add_argument("--sbatch", action="append", default=[], help="another #SBATCH line (repeatable)")
 
     f = sub.add_parser("finalize", help="check the manifest and write master.h5 (index.json for npz)")
@@ -71,8 +99,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     v = sub.add_parser("verify", help="check every shard's checksum; re-render images alone and compare")
     common(v)
-    v.add_argument("--rerender", type=int, default=0, metavar="K", help="re-render K random images")
-    v.add_argument("--seed", type=int)
+    v.add_argument("--rerender", type=_int_at_least(0), default=0, metavar="K", help="re-render K random images")
+    v.add_argument("--seed", type=_int_at_least(0))
 
     a = p.parse_args(argv)
     try:
@@ -82,7 +110,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 import dataclasses
 
                 spec = dataclasses.replace(spec, threads=a.threads)
-            shards = _shards(a.shards, spec.n_shards)
+            shards = _shards(a.shards, spec.n_shards, r)
             from .params import base_facts, oversample_notice
 
             facts = base_facts(spec)
@@ -115,8 +143,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             from .engines import slurm_script
             from .shards import prepare_output, write_atomic
 
-            if a.mem is not None and a.mem < 1:
-                raise SystemExit(f"nanobragg-dataset: --mem: expected a number of MiB >= 1, got {a.mem}")
             prepare_output(spec)
             os.makedirs(os.path.join(spec.output, "slurm"), exist_ok=True)
             path = a.script or os.path.join(spec.output, "slurm", "job.sh")

@@ -88,6 +88,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.enabled = enabled
         self._last = 0.0
+        self._open = False  # a line is written and not yet ended
 
     def add(self, n: int) -> None:
         self.done += n
@@ -96,6 +97,7 @@ class Progress:
             self._last = now
             self.stream.write("\r" + self.line())
             self.stream.flush()
+            self._open = True
 
     def rate(self) -> float:
         dt = time.monotonic() - self.t0
@@ -110,9 +112,12 @@ class Progress:
         return f"[{'#' * fill}{'.' * (w - fill)}] {self.done}/{self.total} images  {r:.2f} images/s  ETA {eta}"
 
     def close(self) -> None:
-        if self.enabled:
+        """Ends the line (once; nothing when none was written), so that what follows (the
+        summary, an error, "interrupted") starts a line of its own."""
+        if self._open:
             self.stream.write("\n")
             self.stream.flush()
+            self._open = False
 
 
 _queue = None
@@ -190,6 +195,8 @@ def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[i
     """Runs the pending shards on a pool of ``workers`` processes (default: the cores; 1 runs
     in this process). Returns {"shards": rendered, "skipped": complete before, "images": n,
     "seconds": wall}."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"run_local: workers must be a whole number >= 1 (or None: the cores), got {workers!r}")
     prepare_output(spec)
     todo = pending(spec, shards)
     all_shards = list(shards) if shards is not None else list(range(spec.n_shards))
@@ -206,6 +213,9 @@ def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[i
                 run_shard(spec.path, spec.output, s, threads, progress=bar.add)
                 if on_done:
                     on_done(s)
+        except BaseException:
+            bar.close()  # Ctrl-C or an error: its message on a line of its own
+            raise
         finally:
             _last = None  # this process is the caller's: its memory back
     else:
@@ -312,6 +322,9 @@ def run_ray(spec: Spec, address: Optional[str] = None, shards: Optional[List[int
             for r in done:
                 _, n = ray.get(r)
                 bar.add(n)
+    except BaseException:
+        bar.close()  # Ctrl-C or an error: its message on a line of its own
+        raise
     finally:
         if started:
             ray.shutdown()
@@ -351,6 +364,8 @@ def slurm_script(spec: Spec, *, shards_per_task: int = 1, python: Optional[str] 
     node failed back in the queue, and the re-run skips shards already complete. ``--mem`` is
     ``mem_mb``, else :func:`slurm_memory_mb` of the image size (``pixels``, else the base
     set-up's)."""
+    if isinstance(shards_per_task, bool) or not isinstance(shards_per_task, int) or shards_per_task < 1:
+        raise ValueError(f"slurm_script: shards_per_task must be a whole number >= 1, got {shards_per_task!r}")
     tasks = -(-spec.n_shards // shards_per_task)
     py = python or sys.executable
     if mem_mb is None:

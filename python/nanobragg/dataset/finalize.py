@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .params import Renderer, image_params, label_columns
+from .params import Renderer, image_index, image_params, label_columns
 from .shards import DatasetError, manifest_entries, shard_name, spec_digest, write_atomic
 from .spec import Spec
 
@@ -76,7 +76,9 @@ def finalize(spec: Spec, checksums: bool = True) -> str:
 
 
 def read_image(spec: Spec, i: int) -> np.ndarray:
-    """Image ``i`` as stored in its shard."""
+    """Image ``i`` as stored in its shard (``i`` in ``0 .. n_images - 1``, as
+    :func:`render_image` takes it: a negative index is an IndexError, not one from the end)."""
+    i = image_index(spec, i)
     s = i // spec.shard_size
     path = os.path.join(spec.output, shard_name(spec, s))
     k = i - s * spec.shard_size

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 from ..config import Beam, Crystal, Detector
 from .spec import Spec
 
-__all__ = ["image_params", "make_simulator", "Renderer", "render_image", "label_columns"]
+__all__ = ["image_index", "image_params", "make_simulator", "Renderer", "render_image", "label_columns"]
 
 _NO_FDUMP = "/dev/null/no-Fdump.bin"
 _SF_FLAGS = {"-hkl", "-pdb", "-dump", "-default_F"}
@@ -54,12 +55,22 @@ def _grid(spec: Spec) -> List[Any]:
     return [v for v in spec.variations if v.dist == "grid"]
 
 
+def image_index(spec: Spec, i: int) -> int:
+    """``i`` checked as an image index of ``spec``: an int (a NumPy integer too) in
+    ``0 .. n_images - 1``; negative indices are refused (not counted from the end), a
+    TypeError or an IndexError naming the index otherwise."""
+    if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+        raise TypeError(f"image index must be an int, got {type(i).__name__}")
+    if not 0 <= i < spec.n_images:
+        raise IndexError(f"image {i} is not in 0..{spec.n_images - 1}")
+    return int(i)
+
+
 def image_params(spec: Spec, i: int) -> Dict[str, Any]:
     """The parameters of image ``i``: ``index``, ``crystal`` (the crystal's index), ``frame``,
     ``mosaic_seed``, ``noise_seed``, ``rotation`` (3x3, when orientations vary), ``phi_deg`` and
     ``osc_deg`` (rotation series) and one entry per ``vary`` key (``model``: its index)."""
-    if not 0 <= i < spec.n_images:
-        raise IndexError(f"image {i} is not in 0..{spec.n_images - 1}")
+    i = image_index(spec, i)
     count = spec.rotation.count if spec.rotation else 1
     g, frame = divmod(i, count)
     crystal_ss = np.random.SeedSequence(spec.seed, spawn_key=(0, g))
@@ -143,6 +154,45 @@ def oversample_notice(spec: Spec, facts: Dict[str, Any]) -> Optional[str]:
             f"to choose (1: upstream's point-like spots, faster by ~{o * o}x)")
 
 
+#: The last background rendered in this process: (what it depends on, the image). The
+#: description's check (:func:`.spec.load_spec`) renders it, and the renders use it.
+_last_background: Optional[Tuple[Any, np.ndarray]] = None
+
+
+def background_image(spec: Spec) -> np.ndarray:
+    """nonBragg's background of ``chain.background`` (photons/pixel, float32 (slow, fast)), once
+    per process for the same words and files (its files are read from the current folder). An
+    error is the description's: a :class:`~.spec.SpecError` naming ``chain.background``."""
+    global _last_background
+    import os
+
+    from .. import _nanobragg
+    from ..errors import Error
+    from .spec import SpecError, _crate_why, _files_key
+
+    assert spec.background is not None
+    try:
+        words = list(_nanobragg.split_args(spec.background))
+    except (Error, ValueError) as e:
+        raise SpecError(spec.path, "chain.background", _crate_why(e)).located(spec.text) from None
+    key = _files_key(words)
+    if _last_background is not None and _last_background[0] == key:
+        return _last_background[1]
+    from ..chain import nonbragg
+
+    _last_background = None  # the old image freed before the new one is made
+    try:
+        image = nonbragg(words)
+    except Error as e:
+        why = _crate_why(e)
+        if isinstance(e, FileNotFoundError):
+            why += f" (chain.background's files are read from the current folder, {os.getcwd()})"
+        raise SpecError(spec.path, "chain.background", why).located(spec.text) from None
+    image.setflags(write=False)  # shared by the renders of this process
+    _last_background = (key, image)
+    return image
+
+
 class Renderer:
     """Renders images of one spec, keeping its Simulators (one per model) and the background
     warm between images. :meth:`image` returns what the dataset stores: int32 counts for
@@ -166,9 +216,7 @@ class Renderer:
 
     def background(self) -> Optional[np.ndarray]:
         if self._background is None and self.spec.background:
-            from ..chain import nonbragg
-
-            self._background = nonbragg(self.spec.background)
+            self._background = background_image(self.spec)
         return self._background
 
     def overrides(self, p: Dict[str, Any]) -> Dict[str, Any]:
@@ -226,7 +274,8 @@ class Renderer:
             from .spec import SpecError
 
             h, w = sim.shape
-            raise SpecError(spec.path, "chain.background", f"the background is {bg.shape[1]}x{bg.shape[0]} pixels, the detector {w}x{h}: give nonBragg the same -detpixels").located(spec.text)
+            raise SpecError(spec.path, "chain.background", f"the background is {bg.shape[1]}x{bg.shape[0]} pixels, the "
+                            f"detector {w}x{h}: give nonBragg the same detector (-detpixels, -detector)").located(spec.text)
         if spec.noise is None and spec.format == "npz":
             img = sim.render(**self.overrides(p))
             if bg is not None:
@@ -253,7 +302,9 @@ class Renderer:
 
 
 def render_image(spec: Spec, i: int) -> np.ndarray:
-    """Image ``i`` of the dataset, rendered alone (bit-identical to its place in a shard)."""
+    """Image ``i`` of the dataset, rendered alone (bit-identical to its place in a shard); ``i``
+    in ``0 .. n_images - 1`` (:func:`image_index`: a negative index is an IndexError)."""
+    i = image_index(spec, i)
     return Renderer(spec).image(i)
 
 

@@ -120,6 +120,10 @@ class SpecError(ValueError):
         self.why = why
         self.line = line
 
+    def __reduce__(self) -> Tuple[Any, ...]:
+        # (a worker process's error reaches the pool's caller pickled)
+        return (SpecError, (self.file, self.key, self.why, self.line))
+
     def located(self, text: str) -> "SpecError":
         """This error with the line of its key in the description ``text``."""
         if self.line is not None:
@@ -393,8 +397,15 @@ def default_compression(fmt: str, noise: Optional[str]) -> str:
     return "bslz4" if fmt == "nxmx" and noise is not None else "deflate"
 
 
+def _crate_why(e: BaseException) -> str:
+    """The crate's message of ``e`` (a :class:`nanobragg.Error`), without the OS's error code."""
+    why = str(getattr(e, "message", None) or e)
+    return re.sub(r" \(os error \d+\)", "", why)
+
+
 def _check_base(spec: Spec) -> None:
-    """Builds the base Simulator (no rendering) and checks the size bounds."""
+    """Builds the base Simulator (no rendering), one per model of ``vary.model``, checks the
+    size bounds and the realistic chain (:func:`_check_chain`)."""
     from .params import make_simulator
     from ..errors import Error
 
@@ -404,6 +415,8 @@ def _check_base(spec: Spec) -> None:
     except (Error, TypeError) as e:
         key = "base"
         fld = getattr(e, "field", None)
+        if models and _is_model_error(e, models[0][0]):
+            raise SpecError(spec.path, "vary.model.values", _model_why(models[0][0], e)) from None
         if fld and "." in fld:
             cls, name = fld.split(".", 1)
             if cls.lower() in ("crystal", "beam", "detector") and name in getattr(spec, cls.lower()):
@@ -413,12 +426,99 @@ def _check_base(spec: Spec) -> None:
         elif getattr(e, "flag", None):
             key = "base.args"
         raise SpecError(spec.path, key, str(e)) from None
+    for m in models[0][1:] if models else ():
+        _check_model(spec, m)
     slow, fast = sim.shape
     per_image = slow * fast * 4
     if per_image * spec.n_images > MAX_BYTES:
         raise SpecError(spec.path, "dataset.n_images", f"{spec.n_images} images of {fast}x{slow} pixels are {per_image * spec.n_images / 2**40:.1f} TiB, beyond the bound of {MAX_BYTES / 2**40:.0f} TiB")
     if per_image * spec.shard_size > MAX_SHARD_BYTES:
         raise SpecError(spec.path, "dataset.shard_size", f"{spec.shard_size} images of {fast}x{slow} pixels are {per_image * spec.shard_size / 2**30:.1f} GiB per shard, beyond the bound of {MAX_SHARD_BYTES / 2**30:.0f} GiB")
+    _check_chain(spec, (slow, fast))
+
+
+def _model_why(model: str, e: BaseException) -> str:
+    why = _crate_why(e)
+    return why if model in why else f"{model}: {why}"
+
+
+def _is_model_error(e: BaseException, model: str) -> bool:
+    """``e`` concerns the structure factors' file ``model`` (not the base set-up)."""
+    return getattr(e, "file", None) == model or (getattr(e, "flag", None) == "-pdb" and getattr(e, "field", None) in (None, "Crystal.model"))
+
+
+#: Checks already passed in this process (a worker loads the description for every shard):
+#: keys of :func:`_files_key`, with the description's text.
+_checked: Set[Tuple[Any, ...]] = set()
+
+
+def _files_key(words: Sequence[str]) -> Tuple[Any, ...]:
+    """What a check of ``words`` depends on besides them: the current folder, and the size and
+    time of every word that names a file."""
+    stats = []
+    for w in words:
+        try:
+            st = os.stat(w)
+        except (OSError, ValueError):
+            continue
+        stats.append((w, st.st_size, st.st_mtime_ns))
+    return (tuple(words), os.getcwd(), tuple(stats))
+
+
+def _check_model(spec: Spec, model: str) -> None:
+    """A model of ``vary.model`` beyond the first (the base check builds that one): its
+    Simulator is built, once per process and file version."""
+    from .params import make_simulator
+    from ..errors import Error
+
+    key = ("model", spec.text, os.path.abspath(spec.path)) + _files_key([model])
+    if key in _checked:
+        return
+    try:
+        make_simulator(spec, model=model)
+    except (Error, TypeError) as e:
+        raise SpecError(spec.path, "vary.model.values", _model_why(model, e)) from None
+    _checked.add(key)
+
+
+def _check_chain(spec: Spec, shape: Tuple[int, int]) -> None:
+    """``chain.background`` rendered (nonBragg's words, files and its detector's size against
+    the images'; the image is kept for the renders, :func:`.params.background_image`) and
+    ``chain.noise`` run once on an empty image of the detector's size: an error of either is
+    the description's, before anything is written."""
+    from .. import _nanobragg
+    from ..errors import Error
+
+    slow, fast = shape
+    if spec.background is not None:
+        from .params import background_image
+
+        bg = background_image(spec)
+        if bg.shape != (slow, fast):
+            raise SpecError(spec.path, "chain.background", f"the background is {bg.shape[1]}x{bg.shape[0]} pixels, the "
+                            f"detector {fast}x{slow}: give nonBragg the same detector (-detpixels, -detector)")
+    if spec.noise is not None:
+        try:
+            words = list(_nanobragg.split_args(spec.noise)) + ["-seed", "1"]
+        except (Error, ValueError) as e:
+            raise SpecError(spec.path, "chain.noise", _crate_why(e)) from None
+        key = ("noise", shape) + _files_key(words)
+        if key in _checked:
+            return
+        import numpy as np
+
+        try:
+            _nanobragg.noisify_image(np.zeros(shape, np.float32), words)
+        except Error as e:
+            why = _crate_why(e)
+            m = re.search(r"but the image is (\d+)x(\d+)", why)
+            if why.startswith("<image>.bin") and m:
+                why = (f"its detector is {m.group(1)}x{m.group(2)} pixels, the images {fast}x{slow}: give noisify the "
+                       "same detector as [base] (-detpixels, -detector), or none")
+            elif isinstance(e, FileNotFoundError):
+                why += f" (a file of chain.noise is read from the current folder, {os.getcwd()})"
+            raise SpecError(spec.path, "chain.noise", why) from None
+        _checked.add(key)
 
 
 class _Validator:
