@@ -38,7 +38,33 @@ pub fn parse_mat(name: &str, text: &[u8]) -> Result<[[f64; 3]; 3]> {
             "{name} line {last_line}: expected 9 numbers (3x3 orientation matrix), found only {count}"
         )).at_file(name).at_line(last_line));
     }
+    if let Some(why) = degenerate(&m) {
+        return Err(Error::input(format!(
+            "{name}: not an orientation matrix: {why} (its columns a*, b*, c* must span a cell)"
+        ))
+        .at_file(name)
+        .at_line(last_line));
+    }
     Ok(m)
+}
+
+/// Why `m`'s columns (a*, b*, c*) span no cell, if they do not: a zero column, or three columns
+/// in one plane (the triple product below 10⁻⁹ of the product of their lengths: a cell of
+/// angles within 10⁻⁹ rad of flat, which no crystal has). Such a matrix has no inverse, so no
+/// real-space cell; upstream would go on with infinite or NaN axes.
+fn degenerate(m: &[[f64; 3]; 3]) -> Option<&'static str> {
+    let col = |c: usize| [m[0][c], m[1][c], m[2][c]];
+    let len = |v: [f64; 3]| (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+    let (a, b, c) = (col(0), col(1), col(2));
+    if len(a) == 0.0 || len(b) == 0.0 || len(c) == 0.0 {
+        return Some("a column is zero");
+    }
+    let det = a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0])
+        + a[2] * (b[0] * c[1] - b[1] * c[0]);
+    if !(det.abs() > 1e-9 * len(a) * len(b) * len(c)) {
+        return Some("its columns lie in one plane (determinant 0)");
+    }
+    None
 }
 
 #[cfg(test)]
@@ -62,11 +88,40 @@ mod tests {
 
     #[test]
     fn ignores_mosflm_tail_and_free_layout() {
-        let text = b"1 2\n3 4 5 6\r\n7 8 9 10 11 12\n0.0 0.0 0.0\nnot numbers at all\n";
+        let text = b"1 2\n3 4 5 6\r\n7 8 10 10 11 12\n0.0 0.0 0.0\nnot numbers at all\n";
         let m = parse_mat("A.mat", text).unwrap();
-        assert_eq!(m, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]);
+        assert_eq!(m, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]]);
         let m = parse_mat("A.mat", b"1e-2 -2E-2 .5 1 2 3 4 5 6").unwrap();
         assert_eq!(m[0], [0.01, -0.02, 0.5]);
+    }
+
+    #[test]
+    fn matrices_that_span_no_cell_are_refused() {
+        // zeros (a page user's empty template), a zero column, and coplanar columns
+        // (c* = a* + b*; and 1..9, whose rows are in arithmetic progression)
+        for (text, why) in [
+            (&b"0 0 0\n0 0 0\n0 0 0\n"[..], "a column is zero"),
+            (b"0.01 0 0\n0 0.01 0\n0 0 0\n", "a column is zero"),
+            (b"0.01 0 0.01\n0 0.02 0.02\n0 0 0\n", "one plane"),
+            (b"1 2 3\n4 5 6\n7 8 9\n", "one plane"),
+        ] {
+            let e = parse_mat("Z.mat", text).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Input);
+            assert!(
+                e.message.starts_with("Z.mat: not an orientation matrix: ")
+                    && e.message.contains(why),
+                "{}",
+                e.message
+            );
+        }
+        // a thin but real cell (a* and b* 0.1° apart) is kept
+        let t = 0.1f64.to_radians();
+        let text = format!(
+            "0.01 {} 0\n0 {} 0\n0 0 0.01\n",
+            0.01 * t.cos(),
+            0.01 * t.sin()
+        );
+        assert!(parse_mat("T.mat", text.as_bytes()).is_ok());
     }
 
     #[test]
