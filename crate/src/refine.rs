@@ -81,7 +81,11 @@ impl Loss {
         }
     }
 
-    /// A loss by name: `squared`, `huber`, `cauchy` (with `k`).
+    /// The names [`Loss::parse`] knows.
+    pub const NAMES: [&'static str; 3] = ["squared", "huber", "cauchy"];
+
+    /// A loss by name: `squared`, `huber`, `cauchy` (with `k`); no other name (the Python
+    /// face's `Loss` type and the docs list these three).
     pub fn parse(name: &str, k: f64) -> Result<Loss> {
         if !(k > 0.0 && k.is_finite()) {
             return Err(Error::usage(format!(
@@ -89,11 +93,12 @@ impl Loss {
             )));
         }
         match name.trim().to_ascii_lowercase().as_str() {
-            "squared" | "l2" | "linear" => Ok(Loss::Squared),
+            "squared" => Ok(Loss::Squared),
             "huber" => Ok(Loss::Huber(k)),
             "cauchy" => Ok(Loss::Cauchy(k)),
             other => Err(Error::usage(format!(
-                "loss: unknown loss '{other}'; the losses are squared, huber, cauchy"
+                "loss: unknown loss '{other}'; the losses are {}",
+                Loss::NAMES.join(", ")
             ))),
         }
     }
@@ -188,6 +193,71 @@ impl FitOptions {
             whole_image: true,
         }
     }
+
+    /// A face's signed whole number for the option `name` (one of [`FitOptions::COUNTS`]' names,
+    /// which are the fields' and the Python keywords'): the count, or the error
+    /// [`FitOptions::check`] gives for a value below the least (a negative one included).
+    pub fn count(name: &str, value: i64) -> Result<usize> {
+        let least = FitOptions::COUNTS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |&(_, l)| l);
+        match usize::try_from(value) {
+            Ok(v) if v >= least => Ok(v),
+            _ => Err(count_error(name, least, value)),
+        }
+    }
+
+    /// The whole-number options and their least values: an evaluation and a cycle at least, a
+    /// spot's own pixel (radius 0) at least, background blocks of 2 pixels at least (the
+    /// estimate's blocks interpolate between block centres).
+    pub const COUNTS: [(&'static str, usize); 4] = [
+        ("max_iterations", 1),
+        ("cycles", 1),
+        ("spot_radius", 0),
+        ("background_block", 2),
+    ];
+
+    /// The options in their ranges (what [`fit`] checks before it reads the target): the counts
+    /// ([`FitOptions::COUNTS`]), `tolerance` and `spot_threshold` finite and >= 0, the start
+    /// values finite; each error names the option.
+    pub fn check(&self) -> Result<()> {
+        let counts = [
+            self.max_iterations,
+            self.cycles,
+            self.spot_radius,
+            self.background_block,
+        ];
+        for (&(name, least), &v) in FitOptions::COUNTS.iter().zip(&counts) {
+            if v < least {
+                return Err(count_error(name, least, v));
+            }
+        }
+        if !(self.tolerance >= 0.0 && self.tolerance.is_finite()) {
+            return Err(Error::usage(format!(
+                "fit: tolerance must be a finite number >= 0, got {}",
+                self.tolerance
+            )));
+        }
+        if !(self.spot_threshold >= 0.0 && self.spot_threshold.is_finite()) {
+            return Err(Error::usage(format!(
+                "fit: spot_threshold must be a finite share >= 0 of the image's range, got {}",
+                self.spot_threshold
+            )));
+        }
+        if let Some(&(p, v)) = self.start.iter().find(|(_, v)| !v.is_finite()) {
+            return Err(Error::usage(format!(
+                "fit: start value of '{}' must be finite, got {v}",
+                p.name()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A whole-number option below its least value.
+fn count_error(name: &str, least: usize, value: impl std::fmt::Display) -> Error {
+    Error::usage(format!("fit: {name} must be >= {least}, got {value}"))
 }
 
 /// One accepted step, as the progress callback sees it.
@@ -683,7 +753,8 @@ fn select(
             }
         }
     }
-    let r = o.spot_radius as isize;
+    // a radius beyond the detector's size selects no more (and keeps the loops short)
+    let r = o.spot_radius.min(nf.max(ns)) as isize;
     let mut sel = vec![false; nf * ns];
     for s in 0..ns {
         for f in 0..nf {
@@ -1114,6 +1185,7 @@ pub fn fit(
             )));
         }
     }
+    o.check()?;
     check_image("fit", target, &setup.plan, o.gain, o.adc, o.mask.as_deref())?;
     let np = o.params.len();
     let mut x: Vec<f64> = o
@@ -1142,7 +1214,7 @@ pub fn fit(
     let mut cycles = 0;
     let mut converged = false;
     let mut e: Option<Eval> = None;
-    while cycles < o.cycles.max(1) && evaluations < o.max_iterations {
+    while cycles < o.cycles && evaluations < o.max_iterations {
         cycles += 1;
         if sel.is_empty() {
             return Err(Error::usage(
@@ -1214,8 +1286,8 @@ pub fn fit(
         converged = report.termination.was_successful();
         if !converged && !matches!(report.termination, TerminationReason::LostPatience) {
             return Err(Error::usage(format!(
-                "fit: the least-squares solver stopped: {:?}",
-                report.termination
+                "fit: the least-squares solver stopped: {}",
+                solver_stop(&report.termination)
             )));
         }
         let next = select(setup, files, &x, &y, bg.as_deref(), o, cancel)?;
@@ -1259,6 +1331,21 @@ pub fn fit(
         image,
         centroid_spots,
     })
+}
+
+/// Why the solver stopped without converging, in words (not the crate's `Debug` form).
+fn solver_stop(t: &TerminationReason) -> String {
+    match t {
+        TerminationReason::Numerical(what) | TerminationReason::User(what) => {
+            format!("the model's {what} was not finite (NaN or infinite) at the values tried")
+        }
+        TerminationReason::NoImprovementPossible(what) => format!(
+            "its {what} criterion is below what f64 arithmetic resolves (raise the tolerance)"
+        ),
+        TerminationReason::NoParameters => "no parameters".to_string(),
+        TerminationReason::NoResiduals => "no pixels".to_string(),
+        other => format!("{other:?}"),
+    }
 }
 
 /// The target's spots the verdict checks: its strongest, at most this many.

@@ -284,6 +284,62 @@ fn errors_name_the_problem() {
     // everything excluded: nothing to fit on
     o6.mask = Some(vec![false; n]);
     assert!(fit(&vec![0.0; n], &o6).contains("no spot in the model or the target image"));
+    // the options out of their ranges: named, before the solver (a negative tolerance panicked
+    // in the solver; cycles 0 ran one cycle, background_block 0 was 2; a NaN start stopped the
+    // solver with its Debug form)
+    let zeros = vec![0.0; n];
+    let with = |set: &dyn Fn(&mut FitOptions)| {
+        let mut o = FitOptions::new(&[Param::RotX]);
+        set(&mut o);
+        fit(&zeros, &o)
+    };
+    for (m, want) in [
+        (
+            with(&|o| o.tolerance = -1.0),
+            "fit: tolerance must be a finite number >= 0, got -1",
+        ),
+        (
+            with(&|o| o.tolerance = f64::NAN),
+            "fit: tolerance must be a finite number >= 0, got NaN",
+        ),
+        (
+            with(&|o| o.max_iterations = 0),
+            "fit: max_iterations must be >= 1, got 0",
+        ),
+        (with(&|o| o.cycles = 0), "fit: cycles must be >= 1, got 0"),
+        (
+            with(&|o| o.background_block = 1),
+            "fit: background_block must be >= 2, got 1",
+        ),
+        (
+            with(&|o| o.spot_threshold = -0.5),
+            "fit: spot_threshold must be a finite share >= 0",
+        ),
+        (
+            with(&|o| o.start = vec![(Param::RotX, f64::NAN)]),
+            "fit: start value of 'rot_x' must be finite, got NaN",
+        ),
+    ] {
+        assert!(m.contains(want), "{m:?} lacks {want:?}");
+    }
+    // a face's signed counts: the same rule, a negative value named
+    assert_eq!(FitOptions::count("cycles", 2).unwrap(), 2);
+    assert_eq!(FitOptions::count("spot_radius", 0).unwrap(), 0);
+    assert_eq!(
+        FitOptions::count("max_iterations", -1).unwrap_err().message,
+        "fit: max_iterations must be >= 1, got -1"
+    );
+    assert_eq!(
+        FitOptions::count("spot_radius", -1).unwrap_err().message,
+        "fit: spot_radius must be >= 0, got -1"
+    );
+    // the losses are the three names the docs and Python's type list
+    for alias in ["l2", "linear"] {
+        assert!(Loss::parse(alias, 3.0)
+            .unwrap_err()
+            .message
+            .contains("the losses are squared, huber, cauchy"));
+    }
 }
 
 /// Flagged pixels of a measured image (here a 3×3 block on each of the three brightest spots

@@ -90,5 +90,7 @@ def noisify(image: npt.ArrayLike, args: Words = None, *, files: Optional[Mapping
     a = np.ascontiguousarray(image, dtype=np.float32)
     if a.ndim != 2:
         raise ValueError(f"noisify: image must be 2-D (slow, fast), got shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"noisify: image must have at least one pixel, got shape {a.shape}")
     adu, noise, header, log = _nanobragg.noisify_image(a, _words(args, flags), dict(files or {}))
     return NoisifyResult(adu, noise, header, log)

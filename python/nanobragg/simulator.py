@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _nanobragg
-from .config import Backend, Beam, Crystal, Detector, Overrides, Precision, _port_words, field_of_flag, override_words
+from .config import _FIELDS, AMBIGUOUS, Backend, Beam, Crystal, Detector, Overrides, Precision, _port_words, field_of_flag, override_words
 from .errors import Error, UsageError
 
 if TYPE_CHECKING:
@@ -202,9 +203,17 @@ class Simulator:
         d["gpu_adapter"] = self._s.gpu_adapter()
         return d
 
-    def _extra(self, overrides: Mapping[str, Any], where: str = "render") -> list[str]:
+    def _extra(self, overrides: Mapping[str, Any], where: str = "render", own: Sequence[str] = ()) -> list[str]:
+        """The words of keyword ``overrides`` of the method ``where``, whose own arguments are
+        ``own``: an unknown keyword suggests the nearest of those and of the fields."""
         if not overrides:
             return []
+        for name in overrides:
+            if name not in _FIELDS and name not in AMBIGUOUS and name not in ("precision", "backend"):
+                near = difflib.get_close_matches(name, [*own, *_FIELDS, "precision", "backend"], n=2)
+                hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
+                what = f"an argument of {where}() nor a field" if own else "a field"
+                raise TypeError(f"{where}() got an unexpected keyword argument {name!r} (not {what} of Crystal, Beam or Detector){hint}")
         files = dict(self._files)
         words = override_words(overrides, files, where)
         if len(files) != len(self._files):
@@ -244,9 +253,9 @@ class Simulator:
         computes them (MODEL §10.6): the image is the GPU render's, the tangents f32 (within
         1e-4 of the largest f64 tangent on the pixels with signal); ``backend="gpu"`` without
         an adapter raises :class:`GpuError`."""
-        extra = self._extra(overrides)
+        extra = self._extra(overrides, "render", ("gradients",))
         if gradients is not None:
-            names = _gradient_names(gradients)
+            names = _gradient_names(gradients, "render")
             try:
                 image, tangents, self.engine, self.notices = self._s.gradients(extra, names, [])
             except Error as e:
@@ -267,10 +276,10 @@ class Simulator:
         simulator's ``backend`` and in its ``precision``, as ``render(gradients=...)``
         (:attr:`engine` says where it ran; on the GPU the tangents are reduced on the host in
         float64)."""
-        extra = self._extra(overrides, "vjp")
-        w = np.ascontiguousarray(weights, dtype=np.float64)
+        extra = self._extra(overrides, "vjp", ("weights", "gradients"))
+        w = self._weights(weights, "vjp")
         try:
-            _, products, self.engine, self.notices = self._s.vjp(extra, _gradient_names(gradients), w, [])
+            _, products, self.engine, self.notices = self._s.vjp(extra, _gradient_names(gradients, "vjp"), w, [])
         except Error as e:
             raise self._error(e, extra) from None
         return products
@@ -282,8 +291,8 @@ class Simulator:
         reflections some term reads, and the ``image`` (slow, fast) float64. Each pixel's
         terms contribute ∂T/∂F = 2F·F_latt² times the pixel's factor (MODEL §10.1); f64 on the
         CPU, nearest lookup (with ``interpolate`` it is an error naming ``Crystal.interpolate``)."""
-        extra = self._extra(overrides, "vjp_structure_factors")
-        w = np.ascontiguousarray(weights, dtype=np.float64)
+        extra = self._extra(overrides, "vjp_structure_factors", ("weights",))
+        w = self._weights(weights, "vjp_structure_factors")
         try:
             image, hkl, f, grad = self._s.vjp_structure_factors(extra, w)
         except Error as e:
@@ -327,6 +336,12 @@ class Simulator:
         flagged pixels: overloads, dead or hot pixels, negative values), from the fit, the
         background estimate and the centroid stage; an excluded pixel's value is never read (it
         may be NaN). Pixels the detector does not render are excluded either way.
+        ``max_iterations``: evaluations of the model at most, over ``cycles`` pixel selections at
+        most (each ≥ 1); ``spot_radius`` (≥ 0): the pixels selected around each spot pixel;
+        ``spot_threshold`` (≥ 0): a spot pixel's height over the median, as a share of the
+        image's range; ``tolerance`` (≥ 0): a cycle stops when a step lowers the cost by less
+        than this share; ``background_block`` ≥ 2 pixels. A value out of its range, or a start
+        value that is not finite, raises :class:`UsageError` naming the argument.
 
         Returns a :class:`FitResult` (its fields also read as ``fit["values"]``): ``values`` ({name: fitted offset from the simulator's value, in the
         parameter's unit: rad for rotations, Å for cell edges, mm for distance and beam
@@ -344,8 +359,8 @@ class Simulator:
         ``close_distance_mm``, ``beam_center_mm``, ``fluence_ph_per_m2``, ...: the crate's
         ``fitted_values``), so that ``sim.render(**fit.fitted)`` renders the fitted
         set-up."""
-        extra = self._extra(overrides, "fit")
-        names = _gradient_names(params)
+        extra = self._extra(overrides, "fit", _FIT_ARGUMENTS)
+        names = _gradient_names(params, "fit", "params")
         t = np.ascontiguousarray(target, dtype=np.float64)
         if t.ndim != 2:
             raise UsageError(f"fit: target must be a (slow, fast) array, got {t.ndim} dimension(s)")
@@ -393,7 +408,7 @@ class Simulator:
             if weights is None:
                 image, _, self.engine, self.notices = self._s.gradients([], [], off)
                 return image
-            w = np.ascontiguousarray(weights, dtype=np.float64)
+            w = self._weights(weights, "vjp")
             _, products, self.engine, self.notices = self._s.vjp([], list(names), w, off)
             return products
         except Error as e:
@@ -413,7 +428,12 @@ class Simulator:
             items: list[Mapping[str, Any]] = [{"misset_deg": tuple(r)} for r in arr.tolist()]
         else:
             assert overrides is not None
-            items = [cast(Mapping[str, Any], o) for o in overrides]
+            if isinstance(overrides, (Mapping, str, bytes)) or not isinstance(overrides, Iterable):
+                raise TypeError(f"render_many: overrides must be a sequence of mappings (keyword -> value), one per image, got {type(overrides).__name__}")
+            items = list(overrides)
+            for i, o in enumerate(items):
+                if not isinstance(o, Mapping):
+                    raise TypeError(f"render_many: overrides must be a sequence of mappings (keyword -> value), one per image; item {i} is {type(o).__name__}")
         extras = [self._extra(o, "render_many") for o in items]
         extra = [w for e in extras for w in e]
         try:
@@ -429,7 +449,7 @@ class Simulator:
         intensity, partiality, phi_deg, on_detector, in_condition. ``all_reflections=True``:
         every lattice point within the resolution limit (fast/slow NaN where the ray misses the
         detector plane)."""
-        extra = self._extra(overrides, "predict")
+        extra = self._extra(overrides, "predict", ("all_reflections",))
         try:
             cols = self._s.predict(extra, not all_reflections)
         except Error as e:
@@ -454,15 +474,50 @@ class Simulator:
         """The CLI's statistics of ``image`` (max, mean, rms, rmsd)."""
         return self._s.statistics(_flat(image, self.shape))
 
+    def _weights(self, weights: npt.ArrayLike, where: str) -> npt.NDArray[np.float64]:
+        """``weights`` as a float64 (slow, fast) array of the image's shape, else an error naming them."""
+        w = np.ascontiguousarray(weights, dtype=np.float64)
+        if w.shape != tuple(self.shape):
+            raise UsageError(f"{where}: weights must be a 2-D array of the image's shape {tuple(self.shape)} (slow, fast), got shape {w.shape}", field="weights")
+        return w
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles as what it was made from: its flag words and in-memory files (input files
+        named by path are read again where it is unpickled), rebuilt with a fresh renderer."""
+        return (_unpickle, (type(self), self.args(), dict(self._files), self._typed))
+
     def __repr__(self) -> str:
         s, f = self.shape
         return f"<nanobragg.Simulator {f}x{s} pixels>"
 
 
-def _gradient_names(gradients: Union[str, Sequence[str]]) -> list[str]:
+def _unpickle(cls: type[Simulator], words: list[str], files: dict[str, bytes], typed: bool) -> Simulator:
+    """A pickled :class:`Simulator` (``Simulator.__reduce__``) made again from its words and files."""
+    sim = cls.__new__(cls)
+    Simulator.__init__(sim, files=files, _words=words)
+    sim._typed = typed
+    return sim
+
+
+#: fit()'s own keyword arguments (an unknown keyword suggests the nearest of these too).
+_FIT_ARGUMENTS = (
+    "start", "loss", "loss_scale", "max_iterations", "cycles", "spot_radius", "spot_threshold", "tolerance",
+    "background", "background_block", "gain", "adc", "centroids", "mask",
+)
+
+
+def _gradient_names(gradients: Union[str, Sequence[str]], where: str, name: str = "gradients") -> list[str]:
+    """Parameter names from a string (comma- or space-separated) or a sequence of strings."""
     if isinstance(gradients, str):
         return [w for w in gradients.replace(",", " ").split() if w]
-    return [str(g) for g in gradients]
+    bad = f"{where}: {name} must be a parameter name or a sequence of names (e.g. ['rot_x', 'cell_a'])"
+    if isinstance(gradients, (bytes, Mapping)) or not isinstance(gradients, Iterable):
+        raise TypeError(f"{bad}, got {type(gradients).__name__}")
+    names = list(gradients)
+    for g in names:
+        if not isinstance(g, str):
+            raise TypeError(f"{bad}, got an item of type {type(g).__name__}")
+    return names
 
 
 def _flat(image: npt.ArrayLike, shape: tuple[int, int]) -> npt.NDArray[np.float32]:

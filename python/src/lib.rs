@@ -14,7 +14,7 @@ use numpy::{
     IntoPyArray, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
     PyReadwriteArray2, PyUntypedArrayMethods,
 };
-use pyo3::exceptions::PyKeyboardInterrupt;
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::borrow::Cow;
@@ -66,15 +66,27 @@ fn interruptible<T: Send>(
     finished(py, out)
 }
 
-/// The result of a helper's `f`: its error as Python's, a panic as one that says so.
+/// The result of a helper's `f`: its error as Python's, a panic as a `RuntimeError` that says
+/// so with the panic's message (never `KeyboardInterrupt`: a script that catches Ctrl-C would
+/// take it for the user quitting).
 fn finished<T>(py: Python<'_>, out: std::thread::Result<Result<T, NbError>>) -> PyResult<T> {
     match out {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(to_py(py, e)),
-        Err(_) => Err(PyKeyboardInterrupt::new_err(
-            "the render thread panicked (please report the inputs)",
-        )),
+        Err(payload) => Err(PyRuntimeError::new_err(panic_message(payload.as_ref()))),
     }
+}
+
+/// What a helper thread's panic says to Python: its message (a `&str` or `String` payload).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let what = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message");
+    format!(
+        "nanobragg: internal error, a helper thread panicked: {what} (please report the inputs)"
+    )
 }
 
 /// [`interruptible`] when `long`, else `f` with the GIL released and no watcher (a call of a
@@ -609,13 +621,13 @@ impl PySession {
         start: Vec<(String, f64)>,
         loss: String,
         loss_scale: f64,
-        max_iterations: usize,
-        cycles: usize,
-        spot_radius: usize,
+        max_iterations: i64,
+        cycles: i64,
+        spot_radius: i64,
         spot_threshold: f64,
         tolerance: f64,
         background: String,
-        background_block: usize,
+        background_block: i64,
         gain: f64,
         adc: f64,
         centroids: bool,
@@ -630,13 +642,15 @@ impl PySession {
         let mut o = api::FitOptions::new(&params);
         o.start = start;
         o.loss = api::Loss::parse(&loss, loss_scale).map_err(|e| to_py(py, e))?;
-        o.max_iterations = max_iterations;
-        o.cycles = cycles;
-        o.spot_radius = spot_radius;
+        // Python's signed ints by the crate's rule of each count (a negative one named too)
+        let count = |name: &str, v: i64| api::FitOptions::count(name, v).map_err(|e| to_py(py, e));
+        o.max_iterations = count("max_iterations", max_iterations)?;
+        o.cycles = count("cycles", cycles)?;
+        o.spot_radius = count("spot_radius", spot_radius)?;
         o.spot_threshold = spot_threshold;
         o.tolerance = tolerance;
         o.background = api::Background::parse(&background).map_err(|e| to_py(py, e))?;
-        o.background_block = background_block;
+        o.background_block = count("background_block", background_block)?;
         o.gain = gain;
         o.adc = adc;
         o.centroids = centroids;
@@ -1193,6 +1207,16 @@ fn error_kinds() -> Vec<&'static str> {
         .collect()
 }
 
+/// The test suite's panic in a helper thread (`python/tests/test_errors.py`): panics with
+/// `message` inside [`interruptible`] (`watched`) or [`interruptible_if`]'s short path, as a bug
+/// of the crate would, to show how it reaches Python.
+#[pyfunction]
+fn _helper_panic(py: Python<'_>, message: String, watched: bool) -> PyResult<()> {
+    interruptible_if(py, watched, |_| -> Result<(), NbError> {
+        panic!("{message}")
+    })
+}
+
 /// Split a command line into words as the CLI does.
 #[pyfunction]
 fn split_args(s: &str) -> Vec<String> {
@@ -1205,6 +1229,7 @@ fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(structure_factors, m)?)?;
     m.add_function(wrap_pyfunction!(flag_table, m)?)?;
     m.add_function(wrap_pyfunction!(split_args, m)?)?;
+    m.add_function(wrap_pyfunction!(_helper_panic, m)?)?;
     m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(nonbragg_render, m)?)?;
     m.add_function(wrap_pyfunction!(misset_from_rotation, m)?)?;

@@ -5,6 +5,7 @@ the CLI's -hklout table."""
 import shutil
 
 import numpy as np
+import pytest
 
 import nanobragg as nb
 from conftest import REPO, f32_bits_equal, run_cli
@@ -123,3 +124,9 @@ def test_noisify_images_are_their_own_after_the_next_calls():
     wide[:, ::2] = img
     strided = nb.noisify(wide[:, ::2], words)
     assert np.array_equal(strided.noise_image, kept[1]) and np.array_equal(strided.int_image, kept[0])
+
+
+def test_noisify_of_an_empty_image_names_the_image():
+    for shape in ((0, 0), (0, 5), (4, 0)):
+        with pytest.raises(ValueError, match=rf"^noisify: image must have at least one pixel, got shape \({shape[0]}, {shape[1]}\)$"):
+            nb.noisify(np.zeros(shape, np.float32))

@@ -52,8 +52,21 @@ def test_a_keyword_typo_is_refused_with_the_nearest_names():
     sim = nb.Simulator.from_args(GOOD)
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'wavelenght_A'.*did you mean 'wavelength_A'\?"):
         sim.render(wavelenght_A=1.0)
-    with pytest.raises(TypeError, match=r"'zzz' \(not a field of Crystal, Beam or Detector\)$"):
+    with pytest.raises(TypeError, match=r"'zzz' \(not an argument of render\(\) nor a field of Crystal, Beam or Detector\)$"):
         sim.render(zzz=1)
+    # a typo of the method's own argument suggests it
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'gradient'.*did you mean 'gradients'"):
+        sim.render(gradient=["rot_x"])
+
+
+@pytest.mark.parametrize("watched", [True, False])
+def test_a_panic_in_a_helper_thread_is_a_runtime_error_not_keyboard_interrupt(watched):
+    """A panic of the crate (a bug) on the helper thread that runs the work: a RuntimeError
+    with the panic's message (a script that catches Ctrl-C must not take it for the user
+    quitting), on the watched path (renders, fits) and on the short one (small noisify)."""
+    with pytest.raises(RuntimeError, match=r"helper thread panicked: boom 42 \(please report the inputs\)") as e:
+        nb._nanobragg._helper_panic("boom 42", watched)
+    assert not isinstance(e.value, KeyboardInterrupt)
 
 
 def test_a_pixel_count_below_one_is_refused_not_the_default_detector():

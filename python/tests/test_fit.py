@@ -86,6 +86,42 @@ def test_fit_errors_name_the_problem():
         sim.fit(np.zeros((64, 64)), params=["rot_x"], loss="tukey")
 
 
+@pytest.mark.parametrize("kw, message", [
+    # a negative tolerance panicked in the solver (reported as KeyboardInterrupt)
+    ({"tolerance": -1}, r"fit: tolerance must be a finite number >= 0, got -1"),
+    ({"tolerance": float("nan")}, r"fit: tolerance must be a finite number >= 0, got NaN"),
+    # negative counts were OverflowError naming nothing; 0 cycles ran one, block 0 was 2
+    ({"max_iterations": -1}, r"fit: max_iterations must be >= 1, got -1"),
+    ({"max_iterations": 0}, r"fit: max_iterations must be >= 1, got 0"),
+    ({"cycles": 0}, r"fit: cycles must be >= 1, got 0"),
+    ({"cycles": -2}, r"fit: cycles must be >= 1, got -2"),
+    ({"spot_radius": -1}, r"fit: spot_radius must be >= 0, got -1"),
+    ({"background": "local", "background_block": 0}, r"fit: background_block must be >= 2, got 0"),
+    ({"background_block": -5}, r"fit: background_block must be >= 2, got -5"),
+    ({"spot_threshold": -0.1}, r"fit: spot_threshold must be a finite share >= 0"),
+    # a NaN start stopped the solver with its Debug form, Numerical("jacobian")
+    ({"start": {"rot_x": float("nan")}}, r"fit: start value of 'rot_x' must be finite, got NaN"),
+    # "l2" was an undocumented alias of "squared": the three names of the Loss type only
+    ({"loss": "l2"}, r"unknown loss 'l2'; the losses are squared, huber, cauchy"),
+])
+def test_fit_arguments_out_of_range_are_named(kw, message):
+    sim = nb.Simulator.from_args(ARGS)
+    target = sim.render().astype(np.float64)
+    with pytest.raises(nb.UsageError, match=message):
+        sim.fit(target, params=["rot_x"], **kw)
+
+
+def test_fit_keyword_typo_suggests_its_own_argument():
+    sim = nb.Simulator.from_args(ARGS)
+    target = sim.render().astype(np.float64)
+    with pytest.raises(TypeError, match=r"^fit\(\) got an unexpected keyword argument 'tolerence' .*did you mean 'tolerance'"):
+        sim.fit(target, params=["rot_x"], tolerence=1e-3)
+    with pytest.raises(TypeError, match=r"^fit\(\) got an unexpected keyword argument 'max_iteration' .*did you mean 'max_iterations'"):
+        sim.fit(target, params=["rot_x"], max_iteration=5)
+    with pytest.raises(TypeError, match=r"fit: params must be a parameter name or a sequence of names .*got int"):
+        sim.fit(target, params=3)
+
+
 def test_fit_in_adu_over_a_background():
     """The target in ADU (gain 2, offset 40) over a background (a flat 30 photons plus a slope
     to 50 across the detector), with Poisson noise: the local background model and the stated

@@ -41,7 +41,7 @@ def test_vjp_is_the_weighted_sum_of_the_tangents():
     got = sim.vjp(w, gradients=NAMES)
     want = (tangents * w).sum(axis=(1, 2))
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12 * np.abs(tangents * w).sum())
-    with pytest.raises(nb.UsageError, match=r"weights: expected a \(48, 48\) array"):
+    with pytest.raises(nb.UsageError, match=r"vjp: weights must be a 2-D array of the image's shape \(48, 48\) \(slow, fast\), got shape \(10, 48\)"):
         sim.vjp(w[:10], gradients=NAMES)
 
 
@@ -50,6 +50,22 @@ def test_unknown_parameter_names_the_nearest():
     with pytest.raises(nb.UsageError, match=r"gradients: unknown parameter 'rotx' \(did you mean rot_x\?\)"):
         sim.render(gradients=["rotx"])
     assert "mosaic" in nb.GRADIENT_PARAMETERS
+
+
+def test_gradients_and_weights_of_another_type_or_shape_are_named():
+    sim = nb.Simulator.from_args(ARGS)
+    with pytest.raises(TypeError, match=r"^render: gradients must be a parameter name or a sequence of names .*got int$"):
+        sim.render(gradients=5)
+    with pytest.raises(TypeError, match=r"^render: gradients must be .*got an item of type int$"):
+        sim.render(gradients=["rot_x", 1])
+    with pytest.raises(nb.UsageError, match=r"^vjp: weights must be a 2-D array of the image's shape \(48, 48\) \(slow, fast\), got shape \(2304,\)$"):
+        sim.vjp(np.ones(48 * 48), ["rot_x"])
+    with pytest.raises(nb.UsageError, match=r"^vjp: weights must be .*got shape \(48, 47\)$"):
+        sim.vjp(np.ones((48, 47)), ["rot_x"])
+    with pytest.raises(TypeError, match=r"^vjp: gradients must be .*got float$"):
+        sim.vjp(np.ones((48, 48)), 1.5)
+    with pytest.raises(nb.UsageError, match=r"^vjp_structure_factors: weights must be .*got shape \(48,\)$"):
+        sim.vjp_structure_factors(np.ones(48))
 
 
 def test_matches_the_cli_gradfile(tmp_path):
