@@ -360,6 +360,16 @@ pub fn clock_seed() -> i64 {
     -crate::resolve::clock_seconds()
 }
 
+/// A seed for a noise image asked for again and again in one session with no `-seed` (Python's
+/// `Simulator.noise_image`): the clock's nanoseconds, so that each call draws its own noise
+/// (upstream's [`clock_seed`] would repeat within a second), in upstream's stored form (≤ −1).
+pub fn fresh_noise_seed() -> i64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos());
+    -((nanos % (i32::MAX as u128)) as i64 + 1)
+}
+
 /// The misset angles (degrees, `-misset rx ry rz`) of a rotation matrix `u` (row-major,
 /// `u = Rz·Ry·Rx`), as upstream's `umat2misset` finds them.
 pub fn misset_deg_from_rotation(u: [[f64; 3]; 3]) -> [f64; 3] {

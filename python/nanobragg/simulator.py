@@ -64,7 +64,9 @@ def _name_field(e: Error, python: bool = False) -> Error:
     if e.field is None:
         e.field = field_of_flag(e.flag)
     if python:
-        message = _FLAG_WORD.sub(lambda m: field_of_flag(m.group(0)) or m.group(0), e.message)
+        # the cost budget's way out (`api::check_cost`) is an argument of the Simulator here
+        message = e.message.replace("give -force to", "pass Simulator(..., force=True) to")
+        message = _FLAG_WORD.sub(lambda m: field_of_flag(m.group(0)) or m.group(0), message)
         if message != e.message:
             e.message = message
             e.args = (message,)
@@ -124,7 +126,10 @@ class Simulator:
     * ``precision``: ``"f64"`` (bit-identical with upstream nanoBragg) or ``"f32"`` (fast);
     * ``backend``: ``"cpu"``, ``"gpu"``, or ``"auto"`` (the GPU for f32 when a hardware adapter
       opens; a software one such as llvmpipe is passed over for the CPU, said in ``notices``);
-    * ``threads``: CPU threads (``None``: all cores).
+    * ``threads``: CPU threads (``None``: all cores);
+    * ``force``: render even past the cost budget (the CLI's ``-force``): without it a render or
+      gradients estimated at more than 10¹² terms (hours of CPU) or 8 GiB of memory is refused
+      with a :class:`LimitError` saying what it needs, before it starts.
 
     :meth:`render` returns photons per pixel as a float32 array (slow, fast). Keyword overrides
     (any field of Crystal, Beam or Detector: ``misset_deg``, ``phi_deg``, ``mosaic_seed``,
@@ -141,6 +146,7 @@ class Simulator:
         backend: Backend = "auto",
         threads: Optional[int] = None,
         *,
+        force: bool = False,
         files: Optional[Mapping[str, bytes]] = None,
         _words: Optional[Sequence[str]] = None,
     ) -> None:
@@ -164,6 +170,8 @@ class Simulator:
                 if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
                     raise UsageError(f"Simulator.threads: expected a positive whole number, got {threads!r}", field="Simulator.threads")
                 words += ["-threads", str(threads)]
+            if force:
+                words += ["-force"]
         else:
             words = [os.fsdecode(w) if not isinstance(w, str) else w for w in _words]
         self._files = mem
@@ -466,9 +474,14 @@ class Simulator:
         """The noiseless SMV file (the CLI's ``-intfile``) of ``image``, as bytes."""
         return self._s.int_image_smv(_flat(image, self.shape))
 
-    def noise_image(self, image: npt.ArrayLike) -> bytes:
-        """The SMV file with Poisson noise (the CLI's ``-noisefile``, seeded by ``-seed``)."""
-        return self._s.noise_image_smv(_flat(image, self.shape))
+    def noise_image(self, image: npt.ArrayLike, seed: Optional[int] = None) -> bytes:
+        """The SMV file with Poisson noise (the CLI's ``-noisefile``: upstream's generator).
+        ``seed``: the noise seed (the CLI's ``-seed``: the same seed, the same noise); ``None``:
+        the ``-seed`` the Simulator was made with, else a new seed each call (each call its own
+        noise, as each CLI run without ``-seed``)."""
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"noise_image: seed must be an int or None, got {type(seed).__name__}")
+        return self._s.noise_image_smv(_flat(image, self.shape), seed)
 
     def statistics(self, image: npt.ArrayLike) -> dict[str, float]:
         """The CLI's statistics of ``image`` (max, mean, rms, rmsd)."""

@@ -755,12 +755,28 @@ impl PySession {
     }
 
     /// The noisy SMV file (`-noisefile`, Poisson noise seeded by `-seed`) of `image` as bytes.
+    #[pyo3(signature = (image, seed=None))]
     fn noise_image_smv<'py>(
         &self,
         py: Python<'py>,
         image: PyReadonlyArray1<'py, f32>,
+        seed: Option<i64>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        self.smv(py, image, api::noise_image_smv)
+        let img = image.as_slice()?;
+        let s = self.lock();
+        let prep = s.prepared();
+        // a given seed as `-seed` stores it; else the words' `-seed`, else a new one per call
+        let stored = match seed {
+            Some(n) => n.checked_neg().ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "noise_image: seed {n} is out of range"
+                ))
+            })?,
+            None if prep.options().seed.is_some() => prep.setup.noise_seed,
+            None => nanobragg::session::fresh_noise_seed(),
+        };
+        let b = api::noise_image_smv_seeded(prep, img, stored).map_err(|e| to_py(py, e))?;
+        Ok(PyBytes::new(py, &b))
     }
 
     /// The CLI's statistics of `image`: dict of max, mean, rms, ...

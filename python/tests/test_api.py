@@ -245,3 +245,24 @@ def test_table_keeping_overrides_equal_a_fresh_simulator(source, override, tmp_p
     fresh = nb.Simulator(parts["crystal"], parts["beam"], parts["detector"], precision=precision, backend="cpu").render()
     assert base.max() > 0
     assert f32_bits_equal(got, fresh)
+
+
+def test_renders_over_the_cost_budget_are_refused_unless_forced():
+    """The CLI's budget (10¹² terms) holds in Python too, before the render starts; the typed
+    Simulator says how to insist in Python's words, ``from_args`` in the flag's."""
+    crystal = nb.Crystal(cell_A_deg=(70, 80, 90, 90, 90, 90), default_F=100, N=5, mosaic_spread_deg=0.1,
+                         mosaic_domains=1_000_000)
+    det = nb.Detector(pixels=2048, distance_mm=100)
+    sim = nb.Simulator(crystal, nb.Beam(wavelength_A=1), det, precision="f32", backend="cpu")
+    with pytest.raises(nb.LimitError, match=r"pass Simulator\(\.\.\., force=True\) to render it anyway"):
+        sim.render()
+    with pytest.raises(nb.LimitError, match="more than the budget"):
+        sim.render(gradients=["distance"])
+    # an override within the budget renders
+    assert sim.render(mosaic_domains=2, pixels=16).shape == (16, 16)
+    words = "-cell 70 80 90 90 90 90 -default_F 100 -N 5 -mosaic 0.1 -mosaic_domains 1000000 -lambda 1 " \
+            "-distance 100 -detpixels 2048 -precision f32 -backend cpu"
+    with pytest.raises(nb.LimitError, match="give -force to render it anyway"):
+        nb.Simulator.from_args(words).render()
+    forced = nb.Simulator(crystal, nb.Beam(wavelength_A=1), det, precision="f32", backend="cpu", force=True)
+    assert "-force" in forced.args()

@@ -25,6 +25,25 @@ def test_cli_outputs_read_back(tmp_path):
     assert "Wavelength" in chdr
 
 
+def test_noise_image_seeds(tmp_path):
+    """``noise_image(seed=n)`` is the CLI's ``-seed n``; without a seed, the Simulator's
+    ``-seed`` if it has one, else each call its own noise."""
+    args = ARGS.replace(" -seed 3", "")
+    run_cli((args + " -seed 7 -noisefile n7.img -nopgm").split(), cwd=tmp_path)
+    s = nb.Simulator.from_args(args)
+    img = s.render()
+    assert s.noise_image(img, seed=7) == (tmp_path / "n7.img").read_bytes()
+    assert s.noise_image(img, seed=7) != s.noise_image(img, seed=8)
+    # no -seed: a new seed each call (the same header, other counts)
+    a, b = s.noise_image(img), s.noise_image(img)
+    assert len(a) == len(b) and a != b
+    # the Simulator's own -seed: the same noise every call, the CLI's
+    seeded = nb.Simulator.from_args(args + " -seed 7")
+    assert seeded.noise_image(img) == seeded.noise_image(img) == (tmp_path / "n7.img").read_bytes()
+    with pytest.raises(TypeError, match="seed must be an int"):
+        s.noise_image(img, seed=1.5)  # type: ignore[arg-type]
+
+
 def test_writers_round_trip(tmp_path):
     a = (np.arange(12 * 10, dtype=np.uint32).reshape(12, 10) * 500 % 65536).astype(np.uint16)
     nb.write_smv(tmp_path / "a.img", a, {"DISTANCE": 100, "WAVELENGTH": 1.5})
