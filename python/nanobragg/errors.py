@@ -87,6 +87,11 @@ class FileMissingError(InputError, FileNotFoundError):
         self.filename = self.file
         self.strerror = message
 
+    def __str__(self) -> str:
+        # the message, which names the file already (OSError's own form would add
+        # "[Errno 2] " before it and the file name again after it)
+        return str(self.args[0]) if self.args else ""
+
 
 class GeometryError(Error, ValueError):
     """The configuration is physically impossible (zero wavelength, detector parallel to the beam)."""

@@ -221,6 +221,8 @@ def test_a_missing_input_file_is_a_file_not_found_error(tmp_path):
         nb.Simulator(nb.Crystal(mat_file=missing, default_F=10), nb.Beam(wavelength_A=1.0), nb.Detector(pixels=16))
     assert isinstance(e.value, nb.InputError) and isinstance(e.value, nb.FileMissingError)
     assert e.value.filename == missing and e.value.errno == 2 and missing in str(e.value)
+    # the file named once, in the crate's words (not OSError's "[Errno 2] ...: 'path'" around them)
+    assert str(e.value).count(missing) == 1 and not str(e.value).startswith("[Errno"), str(e.value)
     for read in (nb.read_smv, nb.read_cbf, nb.read_float):
         with pytest.raises(FileNotFoundError) as e:
             read(tmp_path / "absent.img")
