@@ -481,7 +481,13 @@ pub fn prepare_with_image<'a>(
     let n = match (&image, &bytes) {
         (Some(px), _) => px.len(),
         (None, Some(bytes)) => {
-            if bytes.len() % 4 != 0 || bytes.is_empty() {
+            if bytes.is_empty() {
+                return Err(Error::input(format!(
+                    "{name}: the file is empty (expected 4-byte float pixels)"
+                ))
+                .at_file(name));
+            }
+            if bytes.len() % 4 != 0 {
                 return Err(Error::input(format!(
                     "{name}: {} bytes is not a whole number of 4-byte float pixels",
                     bytes.len()
@@ -727,6 +733,12 @@ mod tests {
         files.0.insert("odd.bin".into(), vec![0; 10]);
         let e = p("-bin odd.bin", &files).unwrap_err();
         assert!(e.message.starts_with("odd.bin: 10 bytes"), "{}", e.message);
+        files.0.insert("empty.bin".into(), vec![]);
+        let e = p("-bin empty.bin", &files).unwrap_err();
+        assert_eq!(
+            e.message,
+            "empty.bin: the file is empty (expected 4-byte float pixels)"
+        );
         files
             .0
             .insert("nan.bin".into(), floats(&[1.0, f32::NAN, 0.0, 0.0]));
