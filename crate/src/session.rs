@@ -232,9 +232,15 @@ impl Session {
         api::check_cost(prep, 0)?;
         let o = prep.options();
         let plan = prep.plan();
-        let rendered = self
+        let mut rendered = self
             .renderer
             .render(plan, o.backend, o.precision, progress, cancel)?;
+        if !extra.is_empty() {
+            // the overrides' own warnings (the base's are the session's `warnings`)
+            let base = &self.prep.setup.warnings;
+            let own = prep.setup.warnings.iter().filter(|w| !base.contains(w));
+            rendered.notices.splice(0..0, own.cloned());
+        }
         Ok(Image {
             rendered,
             fpixels: plan.fpixels,

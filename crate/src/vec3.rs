@@ -38,6 +38,34 @@ pub fn unit(x: V3) -> V3 {
     unitize(x).0
 }
 
+/// Largest |cos| between a detector's fast and slow axes (the `.expt` reader's rule, MODEL §3.5):
+/// beyond it the two are not perpendicular and the pixels would not tile a plane.
+pub const AXES_COS_TOL: f64 = 1e-6;
+
+/// What is wrong with a detector's fast and slow axes, if anything: `None` when both are
+/// finite, non-zero and perpendicular within [`AXES_COS_TOL`] (compared as unit vectors).
+pub fn axes_fault(fast: V3, slow: V3) -> Option<String> {
+    // scaled first: a vector like 1e-300x has a length that squares to 0
+    let direction = |v: V3| {
+        let m = v.iter().fold(0.0f64, |a, x| a.max(x.abs()));
+        (m > 0.0 && v.iter().all(|x| x.is_finite())).then(|| unit(v.map(|x| x / m)))
+    };
+    let Some(f) = direction(fast) else {
+        return Some("the fast axis is zero or not finite".into());
+    };
+    let Some(s) = direction(slow) else {
+        return Some("the slow axis is zero or not finite".into());
+    };
+    let c = dot(f, s);
+    (c.abs() > AXES_COS_TOL).then(|| {
+        format!(
+            "fast axis not perpendicular to slow axis (cos of their angle {}, more than {})",
+            crate::cfmt::fmt_g(c),
+            crate::check::bound(AXES_COS_TOL)
+        )
+    })
+}
+
 #[inline]
 pub fn scale(x: V3, s: f64) -> V3 {
     [x[0] * s, x[1] * s, x[2] * s]
@@ -118,6 +146,20 @@ mod tests {
             rotaxis([0.3, 0.2, 0.1], [0.0, 0.0, 1.0], 0.0),
             [0.3, 0.2, 0.1]
         );
+    }
+
+    #[test]
+    fn axes_fault_needs_two_perpendicular_directions() {
+        assert_eq!(axes_fault([0.0, 0.0, 1.0], [0.0, -1.0, 0.0]), None);
+        assert_eq!(axes_fault([1e-300, -2e-300, 0.0], [0.0, 0.0, 1e-300]), None);
+        let parallel = axes_fault([0.0, 0.0, 1.0], [0.0, 0.0, 2.0]).unwrap();
+        assert!(parallel.contains("not perpendicular"), "{parallel}");
+        assert!(axes_fault([0.0, 0.0, 1.0], [0.0, 1e-5, 1.0]).is_some());
+        assert!(axes_fault([0.0; 3], [0.0, 1.0, 0.0])
+            .unwrap()
+            .contains("fast axis is zero"));
+        assert!(axes_fault([0.0, 0.0, 1.0], [f64::NAN, 1.0, 0.0]).is_some());
+        assert!(axes_fault([f64::INFINITY, 0.0, 0.0], [0.0, 1.0, 0.0]).is_some());
     }
 
     #[test]

@@ -99,6 +99,8 @@ def _field_words(owner: str, f: "dataclasses.Field[Any]", v: Any, files: Optiona
     if kind == "float":
         return [flag, _num(owner, name, v)]
     if kind == "int":
+        if flag in _COUNTS:
+            _at_least_one(owner, name, v, _COUNTS[flag])
         return [flag, _num(owner, name, v, integer=True)]
     if kind == "vec":
         return [flag] + _seq(owner, name, v, m["n"])
@@ -129,10 +131,25 @@ def _field_words(owner: str, f: "dataclasses.Field[Any]", v: Any, files: Optiona
     raise AssertionError(kind)
 
 
+def _at_least_one(owner: str, name: str, v: Any, what: str) -> None:
+    """Refuse a count below 1 that the crate, as upstream, would read as 1 or as "not given"
+    with only a warning (the CLI keeps upstream's image)."""
+    if isinstance(v, numbers.Real) and not isinstance(v, bool) and not float(v) >= 1:
+        raise _bad(owner, name, f"expected {what} >= 1, got {v!r}")
+
+
+#: Integer fields whose counts below 1 the crate reads as "not given" (as upstream, with a
+#: warning on the command line); the typed configuration refuses them.
+_COUNTS = {"-mosaic_dom": "a number of mosaic domains"}
+
+
 def _n_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     if isinstance(v, numbers.Real) and not isinstance(v, bool):
+        _at_least_one(owner, name, v, "a number of unit cells")
         return ["-N", _num(owner, name, v)]
     a, b, c = _seq(owner, name, v, 3)
+    for x in v:
+        _at_least_one(owner, name, x, "numbers of unit cells")
     return ["-Na", a, "-Nb", b, "-Nc", c]
 
 
@@ -144,6 +161,10 @@ def _misset_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list
     return ["-misset"] + _seq(owner, name, v, 3)
 
 
+#: Largest entry of |UᵀU - I| that ``Crystal.rotation`` accepts.
+_ROTATION_TOL = 1e-6
+
+
 def _rotation_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     try:
         u = [[float(x) for x in row] for row in v]
@@ -151,6 +172,14 @@ def _rotation_words(owner: str, name: str, v: Any, files: Optional[Files]) -> li
         raise _bad(owner, name, f"expected a 3x3 rotation matrix, got {v!r}") from None
     if len(u) != 3 or any(len(r) != 3 for r in u) or not all(math.isfinite(x) for r in u for x in r):
         raise _bad(owner, name, "expected a 3x3 rotation matrix of finite numbers")
+    # a rotation: orthonormal (|UᵀU - I| <= tol) with determinant +1
+    off = max(abs(sum(u[k][i] * u[k][j] for k in range(3)) - (1.0 if i == j else 0.0)) for i in range(3) for j in range(3))
+    if off > _ROTATION_TOL:
+        raise _bad(owner, name, f"not a rotation matrix: its columns are not orthonormal (largest |UᵀU - I| entry {off:.3g}, more than {_ROTATION_TOL:g})")
+    det = (u[0][0] * (u[1][1] * u[2][2] - u[1][2] * u[2][1]) - u[0][1] * (u[1][0] * u[2][2] - u[1][2] * u[2][0])
+           + u[0][2] * (u[1][0] * u[2][1] - u[1][1] * u[2][0]))
+    if det < 0:
+        raise _bad(owner, name, f"not a rotation matrix: its determinant is {det:.6g} (a reflection), expected +1")
     from . import _nanobragg
 
     return ["-misset"] + [repr(float(a)) for a in _nanobragg.misset_from_rotation(u)]
@@ -195,8 +224,14 @@ def _f_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]
     from .sf import StructureFactors
 
     if isinstance(v, Mapping):
-        v = StructureFactors.from_dict(v)
+        try:
+            v = StructureFactors.from_dict(v)
+        except ValueError as e:
+            raise _bad(owner, name, str(e)) from None
     if isinstance(v, StructureFactors):
+        why = v._fault()
+        if why is not None:
+            raise _bad(owner, name, why)
         if files is None:
             raise _bad(owner, name, "a table needs the Simulator (it passes it in memory)")
         key = f"<table {id(v):x}>.hkl"
@@ -214,8 +249,17 @@ def _sources_words(owner: str, name: str, v: Any, files: Optional[Files]) -> lis
     if files is None:
         raise _bad(owner, name, "a source list needs the Simulator (it passes it in memory)")
     lines = []
-    for row in v:
-        lines.append(" ".join(_seq(owner, name, row, 5)))
+    try:
+        rows = list(v)
+    except TypeError:
+        raise _bad(owner, name, f"expected a path or rows (x, y, z, weight, lambda_m), got {v!r}") from None
+    if not rows:
+        raise _bad(owner, name, "no sources: expected at least one row (x, y, z, weight, lambda_m)")
+    for i, row in enumerate(rows):
+        words = _seq(owner, name, row, 5)
+        if not all(math.isfinite(float(x)) for x in words):
+            raise _bad(owner, name, f"row {i} {[float(x) for x in words]}: expected finite numbers")
+        lines.append(" ".join(words))
     key = f"<sources {len(files)}>.txt"
     files[key] = ("\n".join(lines) + "\n").encode()
     return ["-sourcefile", key]

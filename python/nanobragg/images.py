@@ -7,6 +7,8 @@ is either complete or absent.
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 from typing import Mapping, Optional, Tuple, Union
 
@@ -106,19 +108,71 @@ def write_cbf(
     a = np.asarray(pixels)
     if a.ndim != 2:
         raise ValueError(f"write_cbf: pixels must be 2-D (slow, fast), got shape {a.shape}")
+    a = _int32_pixels(a)
+    pixel = _header_number("pixel_mm", pixel_mm, positive=True)
+    wavelength = _header_number("wavelength_A", wavelength_A, positive=True)
+    distance = _header_number("distance_mm", distance_mm, positive=True)
+    try:
+        bx, by = beam_xy_px
+    except (TypeError, ValueError):
+        raise ValueError(f"write_cbf: beam_xy_px must be (x, y) pixels, got {beam_xy_px!r}") from None
+    beam = (_header_number("beam_xy_px", bx), _header_number("beam_xy_px", by))
+    exposure = _header_number("exposure_s", exposure_s, nonnegative=True)
+    start = _header_number("start_angle_deg", start_angle_deg)
+    increment = _header_number("angle_increment_deg", angle_increment_deg)
+    if isinstance(count_cutoff, bool) or not isinstance(count_cutoff, numbers.Integral) or count_cutoff < 0:
+        raise ValueError(f"write_cbf: count_cutoff must be a whole number >= 0, got {count_cutoff!r}")
+    if any(c in str(detector) for c in "\r\n"):
+        raise ValueError(f"write_cbf: detector must be one line, got {detector!r}")
     data = _nanobragg.cbf_bytes(
-        np.ascontiguousarray(a, dtype=np.int32),
-        float(pixel_mm) * 1e-3,
-        float(wavelength_A),
-        float(distance_mm) * 1e-3,
-        (float(beam_xy_px[0]), float(beam_xy_px[1])),
-        float(exposure_s),
+        np.ascontiguousarray(a),
+        pixel * 1e-3,
+        wavelength,
+        distance * 1e-3,
+        beam,
+        exposure,
         str(detector),
-        float(start_angle_deg),
-        float(angle_increment_deg),
+        start,
+        increment,
         int(count_cutoff),
     )
     _nanobragg.write_file_atomic(os.fsdecode(path), data)
+
+
+def _int32_pixels(a: np.ndarray) -> npt.NDArray[np.int32]:
+    """``a`` as int32 counts, refusing (rather than wrapping or truncating) what int32 cannot
+    hold: values beyond its range, non-whole and non-finite numbers."""
+    if a.dtype == np.int32:
+        return a
+    if a.dtype.kind not in "iufb":
+        raise ValueError(f"write_cbf: pixels must be numbers, got dtype {a.dtype}")
+    if a.size == 0 or a.dtype.kind == "b":
+        return a.astype(np.int32)
+    lo, hi = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    if a.dtype.kind == "f":
+        if not np.isfinite(a).all():
+            i = np.unravel_index(int(np.argmax(~np.isfinite(a))), a.shape)
+            raise ValueError(f"write_cbf: pixels must be finite, pixel (slow, fast) {tuple(map(int, i))} is {a[i].item()!r}")
+        whole = a == np.floor(a)
+        if not whole.all():
+            i = np.unravel_index(int(np.argmax(~whole)), a.shape)
+            raise ValueError(f"write_cbf: pixels must be whole numbers (int32 counts), pixel (slow, fast) {tuple(map(int, i))} is {a[i].item()!r}")
+    mn, mx = a.min(), a.max()
+    if mn < lo or mx > hi:
+        raise ValueError(f"write_cbf: pixels must lie in the int32 range {lo}..{hi}, got {mn.item()!r}..{mx.item()!r}")
+    return a.astype(np.int32)
+
+
+def _header_number(name: str, v: object, positive: bool = False, nonnegative: bool = False) -> float:
+    """A header value of ``write_cbf``: a finite number (``> 0`` with ``positive``, ``>= 0`` with
+    ``nonnegative``), else a ValueError naming the argument."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise ValueError(f"write_cbf: {name} must be a number, got {v!r}")
+    x = float(v)
+    if not math.isfinite(x) or (positive and not x > 0) or (nonnegative and not x >= 0):
+        want = "a finite number > 0" if positive else "a finite number >= 0" if nonnegative else "a finite number"
+        raise ValueError(f"write_cbf: {name} must be {want}, got {v!r}")
+    return x
 
 
 def read_float(path: PathLike, shape: Optional[Tuple[int, int]] = None) -> np.ndarray:

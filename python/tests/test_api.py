@@ -266,3 +266,104 @@ def test_renders_over_the_cost_budget_are_refused_unless_forced():
         nb.Simulator.from_args(words).render()
     forced = nb.Simulator(crystal, nb.Beam(wavelength_A=1), det, precision="f32", backend="cpu", force=True)
     assert "-force" in forced.args()
+
+
+@pytest.mark.parametrize(
+    "u,why",
+    [
+        (np.zeros((3, 3)), "not orthonormal"),
+        (2 * np.eye(3), "not orthonormal"),
+        ([[1, 0, 0], [0, 1, 0], [0, 0, 1e-9]], "not orthonormal"),
+        (np.diag([1.0, 1, -1]), "determinant"),
+        ([[0, 1, 0], [1, 0, 0], [0, 0, 1]], "determinant"),
+    ],
+)
+def test_rotation_must_be_a_proper_rotation(u, why):
+    s = sim()
+    with pytest.raises(nb.UsageError, match=why) as e:
+        s.render(rotation=u)
+    assert e.value.field == "Crystal.rotation" and "Crystal.rotation" in str(e.value)
+    with pytest.raises(nb.UsageError, match="Crystal.rotation"):
+        nb.Simulator(nb.Crystal(cell_A_deg=(70, 80, 90, 90, 95, 90), default_F=1, rotation=u), BASE["beam"], BASE["detector"])
+    # a rotation within the tolerance is still accepted
+    s.render(rotation=np.eye(3) + 1e-9)
+
+
+@pytest.mark.parametrize(
+    "override,field",
+    [
+        (dict(N=-5), "Crystal.N"),
+        (dict(N=0), "Crystal.N"),
+        (dict(N=0.5), "Crystal.N"),
+        (dict(N=(5, -3, 5)), "Crystal.N"),
+        (dict(mosaic_domains=-3), "Crystal.mosaic_domains"),
+        (dict(mosaic_domains=0), "Crystal.mosaic_domains"),
+    ],
+)
+def test_counts_below_one_are_refused(override, field):
+    s = sim()
+    with pytest.raises(nb.UsageError, match=">= 1") as e:
+        s.render(**override)
+    assert e.value.field == field and str(e.value).startswith(field)
+
+
+def test_clamped_values_of_from_args_are_warned():
+    # from_args speaks the CLI: upstream's image, with the CLI's warning
+    s = nb.Simulator.from_args("-cell 78 78 38 90 90 90 -default_F 100 -N -5 -lambda 1 -distance 100 -detpixels 16")
+    assert any("-N -5: fewer than 1 unit cell" in w for w in s.warnings)
+    s = nb.Simulator.from_args("-cell 78 78 38 90 90 90 -default_F 100 -N 2 -lambda 1 -distance 100 -detpixels 16 -oversample 2")
+    img = s.render(oversample_thick=True)
+    assert img.max() == 0
+    assert any("-oversample_thick without a sensor thickness" in n for n in s.notices), s.notices
+
+
+@pytest.mark.parametrize(
+    "fast,slow,why",
+    [((0, 0, 1), (0, 0, 1), "not perpendicular"), ((0, 0, 1), (0, 0.1, 1), "not perpendicular"), ((0, 1, 0), (0, -1, 0), "not perpendicular")],
+)
+def test_detector_axes_must_be_perpendicular(fast, slow, why):
+    s = sim()
+    with pytest.raises(nb.UsageError, match=why) as e:
+        s.render(fdet_vector=fast, sdet_vector=slow)
+    assert e.value.field == "Detector.fdet_vector"
+    assert "Detector.fdet_vector and Detector.sdet_vector" in str(e.value)
+
+
+def test_geom_with_parallel_axes_names_file_panel_and_line(tmp_path):
+    g = tmp_path / "parallel.geom"
+    g.write_text("res = 5000\nclen = 0.1 m\np/min_fs = 0\np/max_fs = 23\np/min_ss = 0\np/max_ss = 19\n"
+                 "p/fs = x\np/ss = x\np/corner_x = -10\np/corner_y = -10\n")
+    with pytest.raises(nb.InputError, match="p/fs, p/ss: fast axis not perpendicular") as e:
+        nb.Simulator.from_args(f"-cell 78 78 38 90 90 90 -default_F 100 -lambda 1 -geom {g}")
+    assert e.value.file == str(g) and e.value.line == 8
+
+
+@pytest.mark.parametrize(
+    "F,why",
+    [({}, "empty table"), ({(0, 0, 1): float("nan")}, r"F at \(0, 0, 1\) is nan"), ({(1.9, 0, 0): 5.0}, "integers")],
+)
+def test_bad_structure_factors_name_crystal_F(F, why):
+    with pytest.raises(nb.UsageError, match=why) as e:
+        sim(crystal=nb.Crystal(cell_A_deg=(70, 80, 90, 90, 95, 90), N=3, F=F))
+    assert e.value.field == "Crystal.F" and str(e.value).startswith("Crystal.F:")
+    assert "<table" not in str(e.value)
+
+
+def test_structure_factor_tables_are_not_reshaped():
+    with pytest.raises(ValueError, match="integers"):
+        nb.StructureFactors.from_dict({(1.9, 0, 0): 5.0, (-0.5, 2, 0): 3.0})
+    with pytest.raises(ValueError, match="integers"):
+        nb.StructureFactors([[1.5, 0, 0]], [1.0])
+    with pytest.raises(ValueError, match=r"\(n, 3\)"):
+        nb.StructureFactors([[1, 0], [0, 2], [0, 0]], [10.0, 20.0])
+    with pytest.raises(ValueError, match=r"one value per hkl row"):
+        nb.StructureFactors([[1, 0, 0], [0, 2, 0]], [10.0])
+    t = nb.StructureFactors([[1.0, 0, 0], [0, 2, 0]], [10.0, 20.0])
+    assert t.hkl.tolist() == [[1, 0, 0], [0, 2, 0]] and t.as_dict() == {(1, 0, 0): 10.0, (0, 2, 0): 20.0}
+
+
+@pytest.mark.parametrize("sources,why", [([], "no sources"), ([(-1, 0, 0, 1, float("nan"))], "finite")])
+def test_bad_sources_name_beam_sources(sources, why):
+    with pytest.raises(nb.UsageError, match=why) as e:
+        sim(beam=nb.Beam(wavelength_A=1.2, sources=sources))
+    assert e.value.field == "Beam.sources" and "<sources" not in str(e.value)

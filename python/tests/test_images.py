@@ -60,3 +60,41 @@ def test_writers_round_trip(tmp_path):
         nb.write_smv(tmp_path / "bad.img", np.array([[-1, 70000]]))
     with pytest.raises(nb.InputError):
         nb.read_cbf(tmp_path / "f.bin")
+
+
+CBF_HEADER = dict(pixel_mm=0.172, wavelength_A=1.0, distance_mm=200, beam_xy_px=(1.5, 1.0))
+
+
+@pytest.mark.parametrize(
+    "pixels,why",
+    [
+        (np.array([[2**40, 7]]), "int32 range"),
+        (np.array([[-(2**31) - 1, 7]]), "int32 range"),
+        (np.array([[1.7, 2.9]]), "whole numbers"),
+        (np.array([[np.nan, 1.0]]), "finite"),
+        (np.array([[np.inf, 1.0]]), "finite"),
+    ],
+)
+def test_write_cbf_refuses_what_int32_cannot_hold(tmp_path, pixels, why):
+    p = tmp_path / "c.cbf"
+    with pytest.raises(ValueError, match=why):
+        nb.write_cbf(p, pixels, **CBF_HEADER)
+    assert not p.exists()
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [("pixel_mm", 0), ("pixel_mm", -1), ("wavelength_A", float("nan")), ("distance_mm", float("inf")),
+     ("beam_xy_px", (float("nan"), 1.0)), ("exposure_s", -1.0), ("start_angle_deg", float("nan")), ("count_cutoff", -1)],
+)
+def test_write_cbf_refuses_bad_header_numbers(tmp_path, name, value):
+    p = tmp_path / "c.cbf"
+    with pytest.raises(ValueError, match=f"write_cbf: {name}"):
+        nb.write_cbf(p, np.zeros((2, 2), np.int32), **{**CBF_HEADER, name: value})
+    assert not p.exists()
+
+
+def test_write_cbf_keeps_whole_values_of_any_dtype(tmp_path):
+    a = np.array([[2**31 - 1, -1], [3.0, 0]])
+    nb.write_cbf(tmp_path / "c.cbf", a, **CBF_HEADER)
+    assert nb.read_cbf(tmp_path / "c.cbf")[0].tolist() == [[2**31 - 1, -1], [3, 0]]

@@ -407,6 +407,11 @@ pub fn parse_geom(name: &str, bytes: &[u8]) -> Result<Geom> {
                 Err(err(name, l, &written(pname, k, l), why))
             }
         };
+        // the .expt reader's rule: fast and slow non-zero and perpendicular
+        if let Some(why) = crate::vec3::axes_fault(vector("fs")?, vector("ss")?) {
+            let l = need("fs")?.1.max(need("ss")?.1);
+            return Err(err(name, l, &format!("{pname}/fs, {pname}/ss"), why));
+        }
         let res = num("res", &[], 1.0)?;
         if !(res > 0.0) {
             refuse("res", Some("must be positive".into()))?;
@@ -906,6 +911,7 @@ group_all = p0,p1
         let g = parse_geom(
             "t.geom",
             TWO.replace("p0/fs = -1.0x", "p0/fs = 1e-300x -2E-300y")
+                .replace("p0/ss = -1.0y", "p0/ss = 2e-300x +1E-300y")
                 .as_bytes(),
         )
         .unwrap();

@@ -423,11 +423,32 @@ pub fn check_placement(pl: &Placement, d: &Derived, o: &Options) -> Result<()> {
     Ok(())
 }
 
+/// The fast and slow axes the user gave (`-fdet_vector`, `-sdet_vector`, or the plane an `-expt`
+/// or `-geom` file set, whose readers check them first) are non-zero and perpendicular
+/// ([`crate::vec3::axes_fault`], the `.expt` reader's rule): upstream renders anything.
+fn check_axes(o: &Options, fr: &Frame) -> Result<()> {
+    if o.fdet_vector.is_none() && o.sdet_vector.is_none() {
+        return Ok(());
+    }
+    match crate::vec3::axes_fault(fr.fdet, fr.sdet) {
+        None => Ok(()),
+        Some(why) => {
+            let flag = if o.fdet_vector.is_some() {
+                "-fdet_vector"
+            } else {
+                "-sdet_vector"
+            };
+            Err(Error::usage(format!("-fdet_vector and -sdet_vector: {why}")).with_flag(flag))
+        }
+    }
+}
+
 /// Options (+ header starting values) -> the placed detector: [`detector_size`],
 /// [`convention_frame`], [`normalise`], [`place`], [`derive`], [`check_placement`].
 pub fn resolve_detector(o: &Options, hd: &HeaderDefaults) -> Result<Detector> {
     let size = detector_size(o, hd)?;
     let frame = convention_frame(o, hd, &size);
+    check_axes(o, &frame)?;
     let (frame, vert, warning) = normalise(frame)?;
     let pl = place(&frame, o, hd)?;
     let d = derive(&pl, frame.beam, size.pixel);

@@ -21,6 +21,27 @@ pub fn raw_counts(o: &Options) -> [f64; 3] {
     ]
 }
 
+/// Warnings for cell counts below 1 that `cell_counts` reads as 1 (as upstream does, MODEL
+/// §4.6), on the axes a crystal size (`sample`, m) does not replace: `-N` when the three are
+/// the same, else `-Na`, `-Nb`, `-Nc`.
+pub fn count_warnings(o: &Options, sample: [f64; 3]) -> Vec<String> {
+    let given = [o.na, o.nb, o.nc];
+    let low = |i: usize| sample[i] <= 0.0 && given[i].is_some_and(|v| v < 1.0);
+    let say = |flag: &str, v: f64| {
+        format!(
+            "WARNING: {flag} {}: fewer than 1 unit cell, read as 1 (as upstream does)",
+            crate::cfmt::fmt_g(v)
+        )
+    };
+    if (0..3).all(low) && given[0] == given[1] && given[1] == given[2] {
+        return vec![say("-N", given[0].unwrap_or(0.0))];
+    }
+    (0..3)
+        .filter(|&i| low(i))
+        .map(|i| say(["-Na", "-Nb", "-Nc"][i], given[i].unwrap_or(0.0)))
+        .collect()
+}
+
 /// The crystal: `-mat` read from `files`, else `cell` (`-cell`, or a `-pdb` model's), the misset (random ones draw from `rng` with
 /// `misset_seed`, which the caller has already defaulted from the clock).
 pub fn crystal(

@@ -166,6 +166,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         ));
     }
     let raw_n = lattice::raw_counts(o);
+    warnings.extend(lattice::count_warnings(o, beam.sample));
     let n = lattice::cell_counts(raw_n, beam.sample, &crystal)?;
     let over = lattice::oversample(o.oversample, n, &crystal, lambda0, &det)?;
     log.extend(over.log.clone());

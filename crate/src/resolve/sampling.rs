@@ -213,6 +213,22 @@ pub fn resolve_sampling(o: &Options, header_osc: Option<f64>) -> Result<Sampling
     let (thicksteps, thick, thickstep, mu, w) =
         thickness(o.detector_thicksteps, o.detector_thick, o.detector_mu);
     warnings.extend(w);
+    if o.oversample_thick && thick <= 0.0 {
+        // MODEL §6.5: capture = exp(0) - exp(0) at every sub-pixel; upstream's image, said
+        warnings.push(
+            "WARNING: -oversample_thick without a sensor thickness (-detector_thick): the capture \
+             fraction is 0 at every sub-pixel and the image is all zero (as upstream, MODEL §6.5)"
+                .into(),
+        );
+    }
+    if o.mosaic_domains == 0 || o.mosaic_domains < -1 {
+        // -1 is upstream's "unset"; any other count below 1 is read as unset too
+        warnings.push(format!(
+            "WARNING: -mosaic_domains {}: fewer than 1 mosaic domain, read as not given (as \
+             upstream does)",
+            o.mosaic_domains
+        ));
+    }
     let (mosaic_domains, mosaic_spread, w) = mosaic(o.mosaic_domains, o.mosaic_spread);
     warnings.extend(w);
     let s = Sampling {
