@@ -574,6 +574,7 @@ fn run_inner(o: args::Options, t0: Instant) -> Result<()> {
             s.osc * RTD,
             plan.thick,
         );
+        output::cbf_beam(&mut info, &o);
         let px = output::cbf_pixels(&pixels, plan.mask.as_deref(), &mut info);
         let file = io::cbf::write_minicbf(&info, plan.fpixels, plan.spixels, &px);
         write_file(name, &[&file], "miniCBF (the int image)", &mut out)?;

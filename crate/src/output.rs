@@ -198,7 +198,8 @@ pub fn float_bytes(image: &[f32]) -> Vec<u8> {
 /// The miniCBF header values of a placed detector (`-cbffile`): the beam position in pixels
 /// from the corner of the first pixel, the preset's name, sensor and largest count when the run
 /// used one (else 65535, the SMV image's limit, and a silicon sensor of `sensor_thickness` m if
-/// positive).
+/// positive), the detector's two-theta; the beam's polarisation and flux are the caller's
+/// ([`cbf_beam`]).
 pub fn cbf_info(
     det: &crate::resolve::detector::Detector,
     preset: Option<&crate::presets::DetectorPreset>,
@@ -225,7 +226,18 @@ pub fn cbf_info(
         start_angle: phi_deg,
         angle_increment: osc_deg,
         excluded: 0,
+        two_theta: det.twotheta * crate::args::RTD,
+        polarization: None,
+        flux: 0.0,
     }
+}
+
+/// The beam's header values of nanoBragg's options (`info.polarization`, `info.flux`): the
+/// polarisation fraction (1 + K)/2 of the Kahn factor `-polar` K (none with `-nopolar`: the
+/// image has no polarisation factor), the `-flux`.
+pub fn cbf_beam(info: &mut crate::io::cbf::CbfInfo, o: &crate::args::Options) {
+    info.polarization = (!o.nopolar).then_some((1.0 + o.polar) / 2.0);
+    info.flux = o.flux;
 }
 
 /// The pixels of an SMV integer image as a miniCBF holds them: masked pixels (module gaps, a

@@ -218,6 +218,35 @@ fn nanobragg_cbf_holds_the_int_image() {
     assert_eq!(header(&c, "Beam_xy"), want);
     // MOSFLM -Xbeam/-Ybeam are slow/fast plus half a pixel
     assert_eq!(want, "(54.57, 41.78) pixels");
+    // the run's beam: unpolarised (K = 0, upstream's default: fraction ½), no flux given
+    assert_eq!(header(&c, "Polarization"), "0.500");
+    assert_eq!(header(&c, "Flux"), "0.000000");
+    assert_eq!(header(&c, "Detector_2theta"), "0.0000 deg.");
+}
+
+#[test]
+fn nanobragg_cbf_header_says_the_runs_two_theta_polarisation_and_flux() {
+    let dir = scratch("cbf-header");
+    let common = "-cell 70 80 90 90 90 90 -default_F 100 -N 5 -lambda 1 -distance 150 \
+                  -detpixels 32 -nonoise -nopgm";
+    run(
+        env!("CARGO_BIN_EXE_nanobragg"),
+        &dir,
+        &format!("{common} -twotheta 20 -polar 0.5 -flux 1e12 -cbffile a.cbf"),
+    );
+    let c = read_cbf(&dir.join("a.cbf"));
+    assert_eq!(header(&c, "Detector_2theta"), "20.0000 deg.");
+    // dxtbx's polarisation fraction of the Kahn factor K: (1 + K)/2
+    assert_eq!(header(&c, "Polarization"), "0.750");
+    assert_eq!(header(&c, "Flux"), "1000000000000.000000");
+    // -nopolar: the image has no polarisation factor, so no fraction is claimed
+    run(
+        env!("CARGO_BIN_EXE_nanobragg"),
+        &dir,
+        &format!("{common} -nopolar -cbffile b.cbf"),
+    );
+    let c = read_cbf(&dir.join("b.cbf"));
+    assert!(!c.text.contains("# Polarization"), "{}", c.text);
 }
 
 fn write_f32(path: &Path, v: &[f32]) {

@@ -1170,6 +1170,9 @@ fn cbf_bytes<'py>(
         start_angle: start_angle_deg,
         angle_increment: angle_increment_deg,
         excluded: px.iter().filter(|&&v| v < 0).count(),
+        two_theta: 0.0,
+        polarization: None,
+        flux: 0.0,
     };
     Ok(PyBytes::new(py, &io::cbf::write_minicbf(&info, f, s, &px)))
 }

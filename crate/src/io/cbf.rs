@@ -37,6 +37,14 @@ pub struct CbfInfo {
     pub angle_increment: f64,
     /// Pixels marked -1 (module gaps), for `N_excluded_pixels`.
     pub excluded: usize,
+    /// The detector's swing about the two-theta axis, degrees (`Detector_2theta`).
+    pub two_theta: f64,
+    /// The beam's polarisation fraction (`Polarization`: dxtbx's fraction, (1 + K)/2 of the
+    /// Kahn factor K); `None` (no polarisation factor in the image, `-nopolar`, or not known)
+    /// writes no line.
+    pub polarization: Option<f64>,
+    /// Photons per second (`Flux`; 0: not known).
+    pub flux: f64,
 }
 
 /// True when `width` x `height` is a whole PILATUS module array.
@@ -106,12 +114,16 @@ fn header_lines(info: &CbfInfo) -> Vec<String> {
             "# Beam_xy ({:.2}, {:.2}) pixels",
             info.beam_xy.0, info.beam_xy.1
         ),
-        "# Flux 0.000000".to_string(),
+        format!("# Flux {:.6}", info.flux),
         "# Filter_transmission 1.0000".to_string(),
         format!("# Start_angle {:.4} deg.", info.start_angle),
         format!("# Angle_increment {:.4} deg.", info.angle_increment),
-        "# Detector_2theta 0.0000 deg.".to_string(),
-        "# Polarization 0.990".to_string(),
+        format!("# Detector_2theta {:.4} deg.", info.two_theta),
+    ]);
+    if let Some(p) = info.polarization {
+        h.push(format!("# Polarization {p:.3}"));
+    }
+    h.extend([
         "# Alpha 0.0000 deg.".to_string(),
         "# Kappa 0.0000 deg.".to_string(),
         format!("# Phi {:.4} deg.", info.start_angle),
@@ -244,6 +256,9 @@ mod tests {
                 start_angle: 0.0,
                 angle_increment: 0.1,
                 excluded: 0,
+                two_theta: 0.0,
+                polarization: None,
+                flux: 0.0,
             };
             let file = write_minicbf(&info, w, h, &px);
             println!(
@@ -278,6 +293,9 @@ mod tests {
             start_angle: 10.0,
             angle_increment: 0.5,
             excluded: 0,
+            two_theta: 0.0,
+            polarization: None,
+            flux: 0.0,
         };
         let f = write_minicbf(&info, 3, 2, &[1, 2, 3, 4, 5, 6]);
         let text = String::from_utf8_lossy(&f);

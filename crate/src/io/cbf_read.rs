@@ -202,6 +202,9 @@ mod tests {
             start_angle: 0.0,
             angle_increment: 0.1,
             excluded: 0,
+            two_theta: 0.0,
+            polarization: None,
+            flux: 0.0,
         };
         let bytes = write_minicbf(&info, 4, 3, &px);
         let img = read_minicbf("t.cbf", &bytes).unwrap();

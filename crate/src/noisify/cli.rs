@@ -224,6 +224,9 @@ pub fn cbf_image(prep: &Prepared<'_>, d: &Detected, smv_pixels: Vec<i32>) -> (Cb
         start_angle: prep.phi,
         angle_increment: prep.osc,
         excluded: 0,
+        two_theta: 0.0,
+        polarization: None,
+        flux: 0.0,
     };
     let Some(p) = opts.geo.preset else {
         return (info, smv_pixels);

@@ -177,16 +177,20 @@ pub fn realistic_prepare(mut args: Vec<String>, with_model: bool) -> Result<JsVa
             pixel: p.pixel,
             mask: p.mask.clone(),
             header: crate::output::smv_header(s),
-            cbf: crate::output::cbf_info(
-                &s.det,
-                s.opts.preset,
-                "nanoBragg simulation",
-                s.lambda0 * 1e10,
-                s.opts.exposure,
-                s.phi0 * rtd,
-                s.osc * rtd,
-                p.thick,
-            ),
+            cbf: {
+                let mut info = crate::output::cbf_info(
+                    &s.det,
+                    s.opts.preset,
+                    "nanoBragg simulation",
+                    s.lambda0 * 1e10,
+                    s.opts.exposure,
+                    s.phi0 * rtd,
+                    s.osc * rtd,
+                    p.thick,
+                );
+                crate::output::cbf_beam(&mut info, &s.opts);
+                info
+            },
         };
         let d = if with_model {
             realistic::needed_d_min(prep).map_err(js_err)?
