@@ -471,8 +471,9 @@ class Simulator:
         return out
 
     def int_image(self, image: npt.ArrayLike) -> bytes:
-        """The noiseless SMV file (the CLI's ``-intfile``) of ``image``, as bytes."""
-        return self._s.int_image_smv(_flat(image, self.shape))
+        """The noiseless SMV file (the CLI's ``-intfile``) of ``image``, as bytes. A pixel that
+        is NaN or infinite is refused (the CLI's scaling would write it as 65535)."""
+        return self._s.int_image_smv(_finite(_flat(image, self.shape), self.shape, "int_image"))
 
     def noise_image(self, image: npt.ArrayLike, seed: Optional[int] = None) -> bytes:
         """The SMV file with Poisson noise (the CLI's ``-noisefile``: upstream's generator).
@@ -481,7 +482,7 @@ class Simulator:
         noise, as each CLI run without ``-seed``)."""
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"noise_image: seed must be an int or None, got {type(seed).__name__}")
-        return self._s.noise_image_smv(_flat(image, self.shape), seed)
+        return self._s.noise_image_smv(_finite(_flat(image, self.shape), self.shape, "noise_image"), seed)
 
     def statistics(self, image: npt.ArrayLike) -> dict[str, float]:
         """The CLI's statistics of ``image`` (max, mean, rms, rmsd)."""
@@ -531,6 +532,17 @@ def _gradient_names(gradients: Union[str, Sequence[str]], where: str, name: str 
         if not isinstance(g, str):
             raise TypeError(f"{bad}, got an item of type {type(g).__name__}")
     return names
+
+
+def _finite(a: npt.NDArray[np.float32], shape: tuple[int, int], where: str) -> npt.NDArray[np.float32]:
+    """``a`` (a flat image of ``shape``) if every pixel is finite, else a ValueError naming the
+    first that is not."""
+    bad = ~np.isfinite(a)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{where}: image has {int(bad.sum())} pixels that are NaN or infinite, the first "
+                         f"at (slow, fast) = ({i // shape[1]}, {i % shape[1]}): {a[i]}")
+    return a
 
 
 def _flat(image: npt.ArrayLike, shape: tuple[int, int]) -> npt.NDArray[np.float32]:

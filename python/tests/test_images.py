@@ -42,6 +42,13 @@ def test_noise_image_seeds(tmp_path):
     assert seeded.noise_image(img) == seeded.noise_image(img) == (tmp_path / "n7.img").read_bytes()
     with pytest.raises(TypeError, match="seed must be an int"):
         s.noise_image(img, seed=1.5)  # type: ignore[arg-type]
+    # a pixel that is not finite is refused (the CLI's scaling would write it as 65535)
+    bad = img.copy()
+    bad[3, 5] = np.nan
+    bad[7, 1] = np.inf
+    for write in (s.int_image, s.noise_image):
+        with pytest.raises(ValueError, match=r"2 pixels that are NaN or infinite, the first at \(slow, fast\) = \(3, 5\)"):
+            write(bad)
 
 
 def test_writers_round_trip(tmp_path):
