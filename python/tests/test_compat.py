@@ -58,3 +58,22 @@ def test_simtbx_refuses_an_attribute_typo_naming_the_nearest():
     # every attribute the shim documents (and __init__ sets) can be set
     for name in ("wavelength_A", "Amatrix", "Fhkl", "xtal_shape", "raw_pixels", "seed", "adc_offset_adu", "backend"):
         setattr(SIM, name, getattr(SIM, name))
+
+
+def test_simtbx_errors_name_the_shims_attributes():
+    """A bad value is refused naming the attribute the user set (``unit_cell_tuple``), not the
+    typed field the shim turns it into (``Crystal.cell_A_deg``)."""
+    SIM = nanoBragg(detpixels_slowfast=(16, 16))
+    SIM.unit_cell_tuple = (0, 78, 38, 90, 90, 90)
+    SIM.default_F = 10
+    with pytest.raises(nb.UsageError, match=r"nanoBragg\.unit_cell_tuple") as e:
+        SIM.add_nanoBragg_spots()
+    assert "Crystal." not in str(e.value)
+    SIM.unit_cell_tuple = (78, 78, 38, 90, 90, 90)
+    SIM.Ncells_abc = "10"
+    with pytest.raises(TypeError, match=r"nanoBragg\.Ncells_abc: expected 3 numbers \(Na, Nb, Nc\), got '10'"):
+        SIM.add_nanoBragg_spots()
+    SIM.Ncells_abc = (5, 5, 5)
+    SIM.wavelength_A = 0.0
+    with pytest.raises(nb.UsageError, match=r"nanoBragg\.wavelength_A"):
+        SIM.add_nanoBragg_spots()

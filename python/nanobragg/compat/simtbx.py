@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
@@ -150,8 +151,14 @@ class nanoBragg:
             object.__setattr__(self, name, value)
 
     def _config(self) -> tuple[Crystal, Beam, Detector, Files]:
+        try:
+            return self._typed_config()
+        except (ValueError, TypeError) as e:
+            raise _in_simtbx_words(e) from None
+
+    def _typed_config(self) -> tuple[Crystal, Beam, Detector, Files]:
         files: Files = {}
-        na, nb_, nc_ = self.Ncells_abc
+        na, nb_, nc_ = _triple("Ncells_abc", self.Ncells_abc, "Na, Nb, Nc")
         c = Crystal(N=(na, nb_, nc_), default_F=self.default_F, shape=self.xtal_shape,
                     mosaic_spread_deg=self.mosaic_spread_deg or None, mosaic_domains=self.mosaic_domains if self.mosaic_spread_deg else None,
                     mosaic_seed=self.mosaic_seed, phi_deg=self.phi_deg, osc_deg=self.osc_deg, phisteps=self.phisteps)
@@ -164,7 +171,7 @@ class nanoBragg:
         elif self.unit_cell_tuple is not None:
             c.cell_A_deg = tuple(self.unit_cell_tuple)
         if self.missets_deg is not None:
-            x, y, z = self.missets_deg
+            x, y, z = _triple("missets_deg", self.missets_deg, "x, y, z rotations")
             c.misset_deg = (x, y, z)
         if self.Fhkl is not None:
             c.F = self.Fhkl if isinstance(self.Fhkl, StructureFactors) else StructureFactors.from_dict(self.Fhkl)
@@ -182,7 +189,10 @@ class nanoBragg:
 
     def _simulator(self) -> Simulator:
         c, b, d, files = self._config()
-        return Simulator(c, b, d, precision=self.precision, backend=self.backend, files=files)
+        try:
+            return Simulator(c, b, d, precision=self.precision, backend=self.backend, files=files)
+        except (ValueError, TypeError) as e:
+            raise _in_simtbx_words(e) from None
 
     def add_nanoBragg_spots(self) -> None:
         """Renders the Bragg spots and adds them to ``raw_pixels``."""
@@ -229,3 +239,56 @@ class nanoBragg:
 
 # the attributes a nanoBragg has (those its class declares), the only ones it lets be set
 _ATTRIBUTES: tuple[str, ...] = tuple(nanoBragg.__annotations__)
+
+# the typed configuration's fields that the shim's attributes become (`nanoBragg._config`): its
+# errors name the attribute the user set, not the field
+_SIMTBX_NAME = {
+    "Crystal.N": "Ncells_abc",
+    "Crystal.cell_A_deg": "unit_cell_tuple",
+    "Crystal.mat_file": "Amatrix",
+    "Crystal.misset_deg": "missets_deg",
+    "Crystal.F": "Fhkl",
+    "Crystal.default_F": "default_F",
+    "Crystal.shape": "xtal_shape",
+    "Crystal.mosaic_spread_deg": "mosaic_spread_deg",
+    "Crystal.mosaic_domains": "mosaic_domains",
+    "Crystal.mosaic_seed": "mosaic_seed",
+    "Crystal.phi_deg": "phi_deg",
+    "Crystal.osc_deg": "osc_deg",
+    "Crystal.phisteps": "phisteps",
+    "Beam.wavelength_A": "wavelength_A",
+    "Beam.dispersion_pct": "dispersion_pct",
+    "Beam.divergence_mrad": "divergence_mrad",
+    "Beam.polarization": "polarization",
+    "Beam.fluence_ph_per_m2": "fluence",
+    "Beam.flux_ph_per_s": "flux",
+    "Beam.exposure_s": "exposure_s",
+    "Beam.beamsize_mm": "beamsize_mm",
+    "Detector.pixels": "detpixels_slowfast",
+    "Detector.pixel_mm": "pixel_size_mm",
+    "Detector.distance_mm": "distance_mm",
+    "Detector.oversample": "oversample",
+    "Detector.point_pixel": "point_pixel",
+    "Detector.thickness_um": "detector_thick_mm (here in µm)",
+    "Detector.beam_center_mm": "beam_center_mm",
+}
+_TYPED_FIELD = re.compile("|".join(re.escape(k) + r"\b" for k in sorted(_SIMTBX_NAME, key=len, reverse=True)))
+
+
+def _in_simtbx_words(e: Exception) -> Exception:
+    """``e`` with the typed fields it names (``Crystal.cell_A_deg``) said as the shim's
+    attributes (``nanoBragg.unit_cell_tuple``)."""
+    if e.args and isinstance(e.args[0], str):
+        message = _TYPED_FIELD.sub(lambda m: "nanoBragg." + _SIMTBX_NAME[m.group(0)], e.args[0])
+        if message != e.args[0]:
+            e.args = (message,) + e.args[1:]
+            if hasattr(e, "message"):
+                e.message = message
+    return e
+
+
+def _triple(name: str, v: Any, what: str) -> tuple[Any, Any, Any]:
+    """The three values of attribute ``name`` (``what`` they are), or a TypeError naming it."""
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) != 3:
+        raise TypeError(f"nanoBragg.{name}: expected 3 numbers ({what}), got {v!r}")
+    return v[0], v[1], v[2]
