@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { open, waitRendered, setup } from './helpers.mjs';
+import { open, waitRendered, setup, ARTIFACTS } from './helpers.mjs';
 
 const env = setup({ webgpu: false });
 const dir = mkdtempSync(join(tmpdir(), 'nb-notices-'));
@@ -62,4 +62,35 @@ test('a damaged measured file dropped on the page is said to be one; a damaged .
   await page.waitForFunction(() => /junk\.geom: not a CrystFEL geometry file/.test(document.getElementById('f-geom-msg')?.textContent ?? ''), null, { timeout: 20_000 });
   assert.match(await fieldMsg(page, 'geom'), /junk\.geom/);
   assert.deepEqual(errors, []);
+});
+
+test('on a phone the error of a failed edit is on the screen, between the image and its status line', { timeout: 120_000 }, async () => {
+  for (const [width, height] of [[390, 844], [844, 390]]) {
+    const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+    await page.setViewportSize({ width, height });
+    await waitRendered(page, 1);
+    await page.evaluate(() => scrollTo(0, 0));
+    await page.setInputFiles('#f-hkl-file', file('junk.hkl', junk));
+    await page.waitForFunction(() => !document.getElementById('error').hidden && /junk\.hkl/.test(document.getElementById('error').textContent));
+    // the form scrolls to the field that erred; back at the image, its error is on the screen
+    await page.evaluate(() => scrollTo(0, 0));
+    const r = await page.evaluate(() => {
+      const box = (id) => document.getElementById(id).getBoundingClientRect();
+      return { error: box('error'), status: box('status'), stage: box('stage'), h: innerHeight, text: document.getElementById('status').textContent };
+    });
+    if (height > width) assert.ok(r.error.top >= 0 && r.error.bottom <= r.h, `${width}×${height}: the error (${r.error.top}–${r.error.bottom}) is on the screen (${r.h})`);
+    assert.ok(r.error.top >= r.stage.bottom - 1 && r.error.bottom <= r.status.top + 1, `${width}×${height}: between the image and the status line`);
+    assert.match(r.text, /see the message above/);
+    if (width > height) {
+      // a new error while the image is on the screen scrolls the page to it
+      await page.evaluate(() => { const f = document.getElementById('f-distance'); f.value = 'far'; f.dispatchEvent(new Event('input', { bubbles: true })); f.dispatchEvent(new Event('change', { bubbles: true })); });
+      await page.waitForFunction(() => /highlighted/.test(document.getElementById('error').textContent));
+      await page.waitForTimeout(300);
+      const e = await page.evaluate(() => document.getElementById('error').getBoundingClientRect().toJSON());
+      assert.ok(e.top >= 0 && e.bottom <= height + 0.5, `${width}×${height}: the new error (${e.top}–${e.bottom}) is scrolled to`);
+    }
+    await page.screenshot({ path: join(ARTIFACTS, `notices-error-${width}x${height}.png`) });
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
 });

@@ -94,8 +94,17 @@ export function installPageChrome(o: {
     noticeBox.hidden = true;
   });
   function showError(msg: string) {
+    const was = errorBox.textContent;
     errorBox.hidden = !msg;
     errorBox.textContent = msg;
+    // whoever looks at the image sees its error: on a phone the page scrolls (the error is
+    // under the image), and a new error below the screen's edge is scrolled to
+    if (msg && msg !== was) requestAnimationFrame(() => {
+      const r = errorBox.getBoundingClientRect();
+      const stage = $('stage').getBoundingClientRect();
+      const looking = stage.bottom > 0 && stage.top < innerHeight;
+      if (looking && !errorBox.hidden && (r.bottom > innerHeight || r.top < 0)) errorBox.scrollIntoView({ block: 'nearest' });
+    });
   }
 
   function clearEstimateNotice() {
