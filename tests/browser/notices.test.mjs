@@ -94,3 +94,24 @@ test('on a phone the error of a failed edit is on the screen, between the image 
     await page.close();
   }
 });
+
+test("a link naming files the receiver lacks names them and their fields; a click on the line goes to the field", { timeout: 60_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64&hkl=mine.hkl&mat=theirs.mat`);
+  await page.waitForFunction(() => !document.getElementById('error').hidden);
+  const line = await page.evaluate(() => document.getElementById('error').textContent);
+  assert.match(line, /mine\.hkl \(HKL file[^)]*\)\)?/);
+  assert.match(line, /theirs\.mat \(Orientation matrix file/);
+  assert.match(line, /choose or drop them/);
+  assert.doesNotMatch(line, /highlighted/);
+  await page.click('#error');
+  const where = await page.evaluate(() => {
+    const a = document.activeElement;
+    const row = a?.closest('.field');
+    const r = row?.getBoundingClientRect();
+    return { key: row?.dataset.key ?? null, top: r?.top, bottom: r?.bottom, h: innerHeight };
+  });
+  assert.equal(where.key, 'mat', 'the first file field named (the form order) has the focus');
+  assert.ok(where.top >= 0 && where.bottom <= where.h, 'and is on the screen');
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -11,8 +11,9 @@ export interface PageChrome {
   setPresent(on: boolean): void;
   /** One closable line ('' hides it; a line the user closed stays closed). */
   showNotice(text: string, kind?: 'info' | 'warn'): void;
-  /** The error line under the image ('' hides it). */
-  showError(msg: string): void;
+  /** The error line under the image ('' hides it); with the key of the form's field it is about,
+   * a click on it (or Enter) goes to that field. */
+  showError(msg: string, key?: string): void;
   /** Hide the notice if it is a render-time announcement ("… will take …"). */
   clearEstimateNotice(): void;
 }
@@ -93,10 +94,19 @@ export function installPageChrome(o: {
     closedNotices.add(noticeText.textContent ?? '');
     noticeBox.hidden = true;
   });
-  function showError(msg: string) {
+  function showError(msg: string, key?: string) {
     const was = errorBox.textContent;
     errorBox.hidden = !msg;
     errorBox.textContent = msg;
+    if (msg && key) {
+      errorBox.dataset.key = key;
+      errorBox.tabIndex = 0;
+      errorBox.title = 'Go to the field';
+    } else {
+      delete errorBox.dataset.key;
+      errorBox.removeAttribute('tabindex');
+      errorBox.removeAttribute('title');
+    }
     // whoever looks at the image sees its error: on a phone the page scrolls (the error is
     // under the image), and a new error below the screen's edge is scrolled to
     if (msg && msg !== was) requestAnimationFrame(() => {
@@ -106,6 +116,20 @@ export function installPageChrome(o: {
       if (looking && !errorBox.hidden && (r.bottom > innerHeight || r.top < 0)) errorBox.scrollIntoView({ block: 'nearest' });
     });
   }
+
+  // the field an error is about: its group opened, scrolled to and focused
+  function goToField() {
+    const row = document.querySelector<HTMLElement>(`.field[data-key="${errorBox.dataset.key ?? ''}"]`);
+    if (!row) return;
+    const group = row.closest('details');
+    if (group) group.open = true;
+    row.scrollIntoView({ block: 'center' });
+    row.querySelector<HTMLElement>('input:not([type=file]):not([hidden]), select, button')?.focus({ preventScroll: true });
+  }
+  errorBox.addEventListener('click', goToField);
+  errorBox.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); goToField(); }
+  });
 
   function clearEstimateNotice() {
     if (noticeBox.dataset.kind === 'warn' && /will take/.test(noticeText.textContent ?? '')) showNotice('');

@@ -6,7 +6,7 @@ import { computed } from '@preact/signals-core';
 import type { SimulateResult } from '../client';
 import { fieldOfError, previewArgs, previewFactor } from '../args';
 import { errorInfo, type HklSummary, type RealisticResult } from '../protocol';
-import type { ModelState, RenderMode } from '../state';
+import { inputErrorLine, type ModelState, type RenderMode } from '../state';
 import { initRealistic } from '../realistic';
 import { createLayeredRender } from '../layered';
 import { isLayered, layersOf } from '../layers';
@@ -86,7 +86,8 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
     const inputErrs = store.inputErrors.value;
     showFieldErrors();
     if (Object.keys(inputErrs).length) {
-      page.showError(`Fix the highlighted input${view.hasImage ? '; the image shows the last good settings' : ''}.`);
+      const line = inputErrorLine(inputErrs, store.model.peek(), store.files.peek())!;
+      page.showError(`${line.text}${view.hasImage ? '; the image shows the last good settings' : ''}.`, line.key);
       return;
     }
     if (isLayered(store.model.peek())) return layered.render(mode);
@@ -164,7 +165,7 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
         if (group) group.open = true;
         row?.scrollIntoView({ block: 'nearest' });
       }
-      page.showError(`${err.message}${view.hasImage ? ' (the image shows the last good settings)' : ''}`);
+      page.showError(`${err.message}${view.hasImage ? ' (the image shows the last good settings)' : ''}`, key ?? undefined);
       // the status line and the realistic section say no new image came (not a stage of a
       // realistic render that this one replaced)
       timing.textContent = 'not rendered: see the message above';
