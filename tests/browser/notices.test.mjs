@@ -115,3 +115,28 @@ test("a link naming files the receiver lacks names them and their fields; a clic
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test("a model the realistic section's Open… refuses is said at the section and not kept as the model; one from the form errs at its field too", { timeout: 120_000 }, async () => {
+  const noatoms = Buffer.from('CRYST1  100.000  100.000  100.000  90.00  90.00  90.00 P 1           1\nEND\n');
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.setInputFiles('#rl-file', file('noatoms.pdb', noatoms));
+  await page.waitForFunction(() => /was not used/.test(document.getElementById('rl-status').textContent), null, { timeout: 60_000 });
+  const s = await page.evaluate(() => ({
+    status: document.getElementById('rl-status').textContent,
+    err: document.getElementById('rl-status').classList.contains('err'),
+    options: [...document.getElementById('rl-model').options].map((o) => o.value),
+    chosen: document.getElementById('rl-model').value,
+    pdb: window.nanobragg.store?.model.peek().pdb ?? document.getElementById('f-pdb-name')?.textContent,
+  }));
+  assert.match(s.status, /^noatoms\.pdb was not used: no atoms found/);
+  assert.ok(s.err, 'said as an error');
+  assert.ok(!s.options.includes('noatoms.pdb'), 'not listed as a model');
+  assert.equal(s.chosen, '', 'the model before it is chosen again');
+  // the same file dropped on the page goes to the form's field: its error is there and at the section
+  await drop(page, 'other.pdb', noatoms);
+  await page.waitForFunction(() => /other\.pdb: no atoms found/.test(document.getElementById('f-pdb-msg').textContent), null, { timeout: 60_000 });
+  assert.match(await page.evaluate(() => document.getElementById('rl-status').textContent), /^other\.pdb: no atoms found/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -182,6 +182,10 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
   // ---- the realistic chain: the same state with its layers (layered.ts) ------------------------
   const layered = createLayeredRender({
     store, client, ui: { progress, timing }, rsec, showNotice: page.showNotice, showError: page.showError,
+    fieldError: (key, msg) => {
+      simErrors = key ? { [key]: msg } : {};
+      showFieldErrors();
+    },
     hasImage: () => view.hasImage,
     shownRealistic: () => realistic,
     onModelCell: (name, cell) => page.modelCells.set(name, cell),
