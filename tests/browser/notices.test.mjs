@@ -140,3 +140,33 @@ test("a model the realistic section's Open… refuses is said at the section and
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('a heavy state opened from a link is announced as typed, and Cancel takes the announcement away', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&mosaic=1&mosaic_domains=20000`);
+  await page.waitForFunction(() => /This render will take about .* s on the CPU: Cancel stops it/.test(document.getElementById('notice').hidden ? '' : document.getElementById('notice-text').textContent), null, { timeout: 30_000 });
+  await page.click('#cancel');
+  await page.waitForFunction(() => document.getElementById('timing').textContent === 'cancelled', null, { timeout: 20_000 });
+  assert.equal(await notice(page), '', 'no announcement of a render that was cancelled');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a detector too large for the page, from a link, errs at its field as typed', { timeout: 60_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=9000`);
+  await page.waitForFunction(() => !document.getElementById('error').hidden);
+  await page.waitForFunction(() => /9000x9000 detector/.test(document.getElementById('f-detpixels-msg').textContent), null, { timeout: 10_000 });
+  assert.equal(await page.evaluate(() => document.getElementById('error').dataset.key), 'detpixels');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('"Link copied" goes after a few seconds', { timeout: 60_000 }, async () => {
+  await env.ctx.grantPermissions(['clipboard-read', 'clipboard-write']);
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.click('#copylink');
+  await page.waitForFunction(() => /Link copied/.test(document.getElementById('notice-text').textContent) && !document.getElementById('notice').hidden);
+  await page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 8_000 });
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -5,6 +5,8 @@ import { localFiles, type Store, type Theme } from './state';
 import type { ImageView } from './view';
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+/** How long "Link copied" stays. */
+export const LINK_NOTICE_MS = 4000;
 
 export interface PageChrome {
   applyTheme(t: Theme): void;
@@ -76,7 +78,10 @@ export function installPageChrome(o: {
     const warn = named.length
       ? ` — note: it names local file${named.length > 1 ? 's' : ''} (${named.join(', ')}) that the link does not carry; whoever opens it must drop ${named.length > 1 ? 'them' : 'it'} in.`
       : '';
-    showNotice(copied ? `Link copied${warn}` : `Copy this link: ${url}${warn}`, named.length ? 'warn' : 'info');
+    const text = copied ? `Link copied${warn}` : `Copy this link: ${url}${warn}`;
+    showNotice(text, named.length ? 'warn' : 'info');
+    // a plain "Link copied" is news for a moment, not a state: it goes after a few seconds
+    if (copied && !named.length) setTimeout(() => { if (noticeText.textContent === text) showNotice(''); }, LINK_NOTICE_MS);
   });
 
   // ---- notices and errors ------------------------------------------------------------------------------

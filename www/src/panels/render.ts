@@ -112,6 +112,9 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
     const signal = store.task('render');
     const t0 = performance.now();
     let shownProgress = false;
+    let estimated = false;
+    const announce = (ms: number, b: 'gpu' | 'cpu') =>
+      page.showNotice(`This render will take about ${fmtMs(ms)} on the ${b === 'gpu' ? 'GPU' : 'CPU'}: Cancel stops it.`, 'warn');
     const progressTimer = setTimeout(() => { shownProgress = true; progress.classList.add('busy'); }, 150);
     try {
       const r = await client.simulate(args, {
@@ -119,8 +122,19 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
         onProgress: (p) => {
           if (Number.isNaN(p)) progress.removeAttribute('value');
           else progress.value = p;
+          // the worker estimates from the speed of an earlier render; the first render (a link
+          // that opens a heavy state) is estimated from its own progress after a second
+          const ran = performance.now() - t0;
+          if (!estimated && p > 0 && p < 1 && ran > 1000) {
+            estimated = true;
+            const total = ran / p;
+            if (total > 3000) announce(total, last?.backend === 'gpu' && backend !== 'cpu' ? 'gpu' : 'cpu');
+          }
         },
-        onEstimate: (ms, b) => page.showNotice(`This render will take about ${fmtMs(ms)} on the ${b === 'gpu' ? 'GPU' : 'CPU'}: Cancel stops it.`, 'warn'),
+        onEstimate: (ms, b) => {
+          estimated = true;
+          announce(ms, b);
+        },
       });
       last = r;
       const preview = scale > 1;
@@ -155,7 +169,10 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
       document.body.dataset.rendered = String(renderCount);
     } catch (e) {
       const err = e as Error;
-      if (err.name === 'AbortError') return;
+      if (err.name === 'AbortError') {
+        page.clearEstimateNotice(); // cancelled or superseded: its announcement goes with it
+        return;
+      }
       const key = fieldOfError(errorInfo(err), store.model.peek(), built, changed);
       if (key) {
         simErrors = { [key]: err.message };
