@@ -170,3 +170,29 @@ test('"Link copied" goes after a few seconds', { timeout: 60_000 }, async () => 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('Escape closes the Download menu, the Fit and Derivative panels and gives the focus back to their button; the φ player\'s inputs have labels of their own', { timeout: 60_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.focus('.downloads > summary');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.querySelector('.downloads').open), true);
+  await page.keyboard.press('Escape');
+  assert.equal(await page.evaluate(() => document.querySelector('.downloads').open), false, 'Escape closes the Download menu');
+  assert.equal(await page.evaluate(() => document.activeElement?.matches('.downloads > summary')), true);
+  for (const [button, bar] of [['.fitopen', '.fitbar'], ['.dopen', '.dbar']]) {
+    await page.click(button);
+    const sel = await page.evaluate((b) => { const open = document.querySelector(b); return open.getAttribute('aria-expanded'); }, button);
+    assert.equal(sel, 'true', `${button} opened its panel`);
+    await page.keyboard.press('Escape');
+    assert.equal(await page.evaluate((b) => document.querySelector(b).getAttribute('aria-expanded'), button), 'false', `Escape closes ${bar}`);
+    assert.equal(await page.evaluate((b) => document.activeElement?.matches(b), button), true, `the focus is back on ${button}`);
+  }
+  for (const [id, name] of [['phi-from', /loop from/], ['phi-to', /loop to/], ['phi-osc', /osc/], ['phi-steps', /steps/]]) {
+    const inputs = await page.evaluate((id) => [...document.getElementById(id).labels].map((l) => l.querySelectorAll('input, select').length), id);
+    assert.ok(inputs.length >= 1 && inputs.every((n) => n === 0), `#${id}: a label of its own`);
+    assert.equal(await page.getByRole('spinbutton', { name, includeHidden: true }).evaluate((e) => e.id), id);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});

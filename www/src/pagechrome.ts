@@ -60,7 +60,7 @@ export function installPageChrome(o: {
   $('fullscreen').addEventListener('click', toggleFullscreen);
   window.addEventListener('keydown', (e) => {
     const t = e.target as HTMLElement;
-    if (t.closest('input, select, textarea') || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (t.closest('input, select, textarea') || e.ctrlKey || e.metaKey || e.altKey || e.defaultPrevented) return;
     if (e.key === 'p' || e.key === 'P') setPresent(!document.body.classList.contains('present'));
     else if (e.key === 'f' || e.key === 'F') toggleFullscreen();
     else if (e.key === 'Escape' && document.body.classList.contains('present') && !document.fullscreenElement) setPresent(false);
