@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { open, waitRendered, setup, ARTIFACTS } from './helpers.mjs';
+import { open, waitRendered, setup, ARTIFACTS, ROOT } from './helpers.mjs';
 
 const env = setup({ webgpu: false });
 const dir = mkdtempSync(join(tmpdir(), 'nb-notices-'));
@@ -193,6 +193,46 @@ test('Escape closes the Download menu, the Fit and Derivative panels and gives t
     assert.ok(inputs.length >= 1 && inputs.every((n) => n === 0), `#${id}: a label of its own`);
     assert.equal(await page.getByRole('spinbutton', { name, includeHidden: true }).evaluate((e) => e.id), id);
   }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('ring labels are not printed over each other (rings close together at a panel edge)', { timeout: 60_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=256`);
+  await waitRendered(page, 1);
+  await page.uncheck('#beamc');
+  const n = await page.evaluate(() => Number(document.body.dataset.rendered));
+  await page.setInputFiles('#f-geom-file', join(ROOT, 'tests', 'fixtures', 'panels', 'two_tilted.geom'));
+  await waitRendered(page, n + 1);
+  await page.waitForTimeout(300);
+  const boxes = await page.evaluate(() => { window.nanobragg.view.draw(); return window.nanobragg.view.drawnBoxes; });
+  assert.ok(boxes.length >= 1, 'some ring is labelled');
+  for (let i = 0; i < boxes.length; i++) for (let j = 0; j < i; j++) {
+    const [a, b] = [boxes[i], boxes[j]];
+    assert.ok(!(a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]), `labels ${j} and ${i} overlap: ${JSON.stringify([b, a])}`);
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'notices-ring-labels.png') });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('many <nanobragg-view> elements: the GPU fallback is warned once per page', { timeout: 120_000 }, async () => {
+  const { page, errors, warnings } = await open(env.ctx, `${env.base}/examples/embed.html`);
+  await page.evaluate(async () => {
+    const els = [];
+    for (let i = 0; i < 6; i++) {
+      const el = document.createElement('nanobragg-view');
+      el.setAttribute('detpixels', '64');
+      el.setAttribute('backend', 'auto');
+      el.setAttribute('misset', `${i * 5} 0 0`);
+      document.body.appendChild(el);
+      els.push(new Promise((ok) => { el.addEventListener('render', ok, { once: true }); el.addEventListener('error', ok, { once: true }); }));
+    }
+    await Promise.all(els);
+  });
+  const gpu = warnings.filter((w) => /GPU backend unavailable|software renderer/.test(w));
+  console.log(`# ${gpu.length} GPU warnings: ${gpu[0] ?? ''}`);
+  assert.ok(gpu.length <= 1, `once: ${gpu.length}`);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -16,7 +16,8 @@ export interface PlayerOptions {
   /** The page's PNG export (full image, settings in the name). */
   png: () => void;
   /** A file name stem from the settings (files.ts `downloadName`). */
-  name: (ext: 'webm') => string;
+  /** A download's name from the settings; `phi` (the range recorded) in place of the form's φ. */
+  name: (ext: 'webm', phi?: string) => string;
   notice: (text: string, kind?: 'info' | 'warn') => void;
 }
 
@@ -218,7 +219,8 @@ export function createPlayer(host: HTMLElement, o: PlayerOptions, exportHost: HT
         }
         const blob = await rec.stop();
         player.lastVideo = blob;
-        o.save(blob, o.name('webm'));
+        // named after the φ range recorded, not the last frame's φ
+        o.save(blob, o.name('webm', n ? `${formatPhi(frames[0])}-${formatPhi(frames[n - 1])}` : undefined));
         say(`video: ${n} frames, ${(blob.size / 1024).toFixed(0)} KiB (${rec.mimeType})`);
         return blob;
       } catch (e) {
