@@ -57,13 +57,17 @@ pub fn check_pixels(what: &str, f: f64, s: f64, max: usize) -> Result<()> {
     let n = f * s;
     if n > max as f64 {
         let side = (max as f64).sqrt() as usize;
-        return Err(over(format!(
+        let e = over(format!(
             "{what}: a {}x{} detector needs {} MiB for its image, more than this build can hold \
              (at most {max} pixels, e.g. {side}x{side})",
             crate::cfmt::fmt_g(f),
             crate::cfmt::fmt_g(s),
             crate::cfmt::fmt_g((n * 4.0 / 1048576.0).floor()),
-        )));
+        ));
+        // one flag (not "-detsize / -pixel" nor a header's keys): the error names it as data,
+        // so a face puts it at that flag's field however the value arrived
+        let one_flag = what.starts_with('-') && !what.contains([' ', '/']);
+        return Err(if one_flag { e.with_flag(what) } else { e });
     }
     Ok(())
 }
@@ -83,6 +87,10 @@ mod tests {
     fn pixel_limit_names_its_source() {
         let e = check_pixels("-detpixels", 20000.0, 20000.0, 8192 * 8192).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Limit);
+        assert_eq!(e.flag.as_deref(), Some("-detpixels"));
+        let e = check_pixels("-detsize / -pixel", 20000.0, 20000.0, 8192 * 8192).unwrap_err();
+        assert_eq!(e.flag, None, "two flags: none named as data");
+        let e = check_pixels("-detpixels", 20000.0, 20000.0, 8192 * 8192).unwrap_err();
         assert!(
             e.message
                 .starts_with("-detpixels: a 20000x20000 detector needs 1525 MiB for its image"),

@@ -478,8 +478,10 @@ test('bad models: errors name the file and the line', { timeout: 300_000 }, asyn
   ];
   for (const [name, text, re] of cases) {
     await page.setInputFiles('#rl-file', { name, mimeType: 'text/plain', buffer: Buffer.from(text) });
-    await page.waitForFunction((name) => (document.getElementById('error').textContent ?? '').includes(name), name, { timeout: 60_000 });
-    const msg = await page.textContent('#error');
+    // a model opened in the section and refused: the section's status line says why (the
+    // model before it stays chosen)
+    await page.waitForFunction((name) => (document.getElementById('rl-status').textContent ?? '').includes(name), name, { timeout: 60_000 });
+    const msg = await page.textContent('#rl-status');
     console.log(`${name}: ${msg}`);
     assert.match(msg, re);
     assert.doesNotMatch(msg, /panic|unreachable/i);

@@ -268,6 +268,9 @@ test('video export gives a playable WebM; PNG export gives a PNG named by the se
   const bytes = readFileSync(await dl.path());
   console.log(`# video ${name}: ${bytes.length} bytes; ${await page.textContent('#phi-msg')}`);
   assert.match(name, /^nanobragg_.*\.webm$/);
+  // named after the φ range recorded (frames 0, 1, 2 … at step 1), not the last frame's φ
+  const frames = Number((await page.textContent('#phi-msg')).match(/video: (\d+) frames/)[1]);
+  assert.match(name, new RegExp(`_phi0-${frames - 1}_`), name);
   assert.ok(bytes.length > 1000, 'not empty');
   assert.deepEqual([...bytes.subarray(0, 4)], [0x1a, 0x45, 0xdf, 0xa3], 'an EBML (WebM) header');
   const v = await page.evaluate(async () => {

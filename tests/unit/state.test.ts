@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { effect } from '@preact/signals-core';
-import { DEFAULT_MODEL, PRESETS, VIEW_DEFAULTS, createStore, decodeAttributes, decodeUrl, encodeUrl, localFiles, presetOf } from '../../www/src/state';
+import { DEFAULT_MODEL, PRESETS, VIEW_DEFAULTS, createStore, decodeAttributes, decodeUrl, encodeUrl, inputErrorLine, localFiles, presetOf } from '../../www/src/state';
 
 test('URL parameters apply on top of the default model (the README iframe link renders)', () => {
   const d = decodeUrl(new URLSearchParams('embed=1&cell=100+100+100+90+90+90&lambda=6.2'));
@@ -75,4 +75,15 @@ test("a preset's view settings come with it (the lesson's scale); the URL's win"
   assert.equal(decodeUrl(new URLSearchParams('preset=crystal-size')).view.scaling, 'sqrt');
   assert.equal(decodeUrl(new URLSearchParams('preset=crystal-size&scaling=log')).view.scaling, 'log');
   assert.equal(decodeUrl(new URLSearchParams('preset=cubic')).view.scaling, 'log');
+});
+
+test("the error line names a link's missing files and their fields, else the first field's message", () => {
+  const store = createStore({ ...DEFAULT_MODEL, hkl: 'mine.hkl' }, { ...VIEW_DEFAULTS });
+  const one = inputErrorLine(store.inputErrors.value, store.model.value, store.files.value);
+  assert.deepEqual(one, { text: 'This link uses mine.hkl (HKL file (h k l F)): choose or drop it in the form', key: 'hkl' });
+  store.addFile('mine.hkl', new TextEncoder().encode('1 2 3 4\n'));
+  assert.equal(inputErrorLine(store.inputErrors.value, store.model.value, store.files.value), null);
+  const typed = inputErrorLine({ distance: 'not a number' }, store.model.value, store.files.value);
+  assert.equal(typed?.key, 'distance');
+  assert.match(typed!.text, /^Fix the highlighted input: .*distance.*: not a number$/i);
 });

@@ -14,6 +14,7 @@ import { layersOf } from './layers';
 import type { ModelState } from './params';
 import type { ImageView } from './view';
 import type { Scope } from './panel';
+import { escapeCloses } from './panelbar';
 
 export interface DownloadDeps {
   client: NanoBraggClient;
@@ -78,6 +79,7 @@ export function installDownloads(d: DownloadDeps, scope: Scope) {
   }
   // labelled on the summary's click, before the menu opens: the `toggle` event comes in a task
   // of its own, after the open menu may have been painted (and read) with the last labels
+  scope.add(escapeCloses({ open: () => details.open, close: () => { details.open = false; }, parts: () => [details], button: () => details.querySelector('summary') }));
   scope.on(details.querySelector('summary')!, 'click', () => {
     if (!details.open) label();
   });

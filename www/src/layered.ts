@@ -10,6 +10,8 @@ import type { RealisticPhase, RealisticResult } from './protocol';
 import type { ViewBox } from './blocks';
 import type { initRealistic } from './realistic';
 import type { ModelState, RenderMode, Store } from './state';
+import { fieldOfError } from './args';
+import { errorInfo } from './protocol';
 
 function fmtMs(ms: number) {
   return ms < 1000 ? `${ms.toFixed(0)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 0)} s`;
@@ -30,7 +32,9 @@ export function createLayeredRender(o: {
   ui: { progress: HTMLProgressElement; timing: HTMLElement };
   rsec: ReturnType<typeof initRealistic>;
   showNotice: (text: string, kind?: 'info' | 'warn') => void;
-  showError: (msg: string) => void;
+  showError: (msg: string, key?: string) => void;
+  /** A render's error at the form's field it is about (null: none). */
+  fieldError: (key: string | null, msg: string) => void;
   hasImage: () => boolean;
   /** The realistic image shown and the state it came from (null: a plain render is shown). */
   shownRealistic: () => { model: ModelState; result: RealisticResult } | null;
@@ -145,7 +149,12 @@ export function createLayeredRender(o: {
       o.rsec.stage('');
       o.ui.timing.textContent = 'not rendered: see the message above';
       failed = true;
-      o.showError(`${err.message}${o.hasImage() ? ' (the image shows the last good settings)' : ''}`);
+      // the model's error at the section and the model's field, another at its own field
+      const pdb = (m.pdb ?? '').trim();
+      const key = pdb && err.message.startsWith(`${pdb}:`) ? 'pdb' : fieldOfError(errorInfo(err), m, built, o.store.changed.peek().key);
+      o.fieldError(key, err.message);
+      if (key === 'pdb') o.rsec.refused(pdb, err.message);
+      o.showError(`${err.message}${o.hasImage() ? ' (the image shows the last good settings)' : ''}`, key ?? undefined);
       document.body.dataset.error = String(Date.now());
     } finally {
       if (announced) o.showNotice('');

@@ -50,3 +50,20 @@ export function openButton(className: string, text: string, title: string, onCli
   open.addEventListener('click', onClick);
   return open;
 }
+
+/** Escape closes an open panel or menu while the focus is in it (or on nothing) and gives the
+ * focus back to the button that opens it. Listens on the window in the capture phase, before
+ * the page's own keys (Escape also leaves presentation mode), and marks the key as used.
+ * Returns the listener's removal. */
+export function escapeCloses(o: { open: () => boolean; close: () => void; parts: () => (Element | null | undefined)[]; button: () => HTMLElement | null | undefined }): () => void {
+  const onKey = (e: KeyboardEvent) => {
+    if (e.key !== 'Escape' || e.defaultPrevented || !o.open()) return;
+    const a = document.activeElement;
+    if (a && a !== document.body && !o.parts().some((p) => p?.contains(a))) return;
+    e.preventDefault();
+    o.close();
+    o.button()?.focus();
+  };
+  window.addEventListener('keydown', onKey, true);
+  return () => window.removeEventListener('keydown', onKey, true);
+}

@@ -20,6 +20,9 @@ export interface RealisticSection {
   report(sf: SfInfo | null, model: ModelInfo | null): void;
   /** A stage started: 'structure factors' says computing or cached. */
   stage(text: string, sf?: 'computing' | 'cached'): void;
+  /** The chain refused the model `name` (its error): said on the status line; a file opened
+   * here is not kept as the model (the one before it is again). */
+  refused(name: string, message: string): void;
 }
 
 /** Builds the section into `host` (after the teaching panel). */
@@ -45,20 +48,37 @@ export function initRealistic(host: HTMLElement, store: Store): RealisticSection
     store.setModel(still.state);
     if (still.view) store.setView(still.view); // its scale, as the Preset menu gives it
   });
-  modelSel.addEventListener('change', () => store.setField('pdb', modelSel.value));
+  /** A model file opened here and the model before it, until the chain has read it. */
+  let trying: { name: string; before: string } | null = null;
+  /** Why the last model opened was refused: the status line keeps it until another is chosen. */
+  let refusal = '';
+  const say = (text: string, error = false) => {
+    status.textContent = refusal || text;
+    status.classList.toggle('err', !!refusal || error);
+  };
+  modelSel.addEventListener('change', () => {
+    trying = null;
+    refusal = '';
+    say('');
+    store.setField('pdb', modelSel.value);
+  });
   store.model.subscribe((m) => {
     const v = (m.pdb ?? '').trim();
     if (v && ![...modelSel.options].some((o) => o.value === v)) modelSel.add(new Option(`${v} (your file)`, v));
     modelSel.value = v;
     if (!v) {
       q('rl-model-info').textContent = '';
-      status.textContent = '';
+      say('');
       delete sec.dataset.sf;
     }
   });
 
   async function addModel(f: File) {
-    store.addFile(f.name, new Uint8Array(await f.arrayBuffer()));
+    const bytes = new Uint8Array(await f.arrayBuffer());
+    trying = { name: f.name, before: (store.model.peek().pdb ?? '').trim() };
+    refusal = '';
+    say(`reading ${f.name}…`);
+    store.addFile(f.name, bytes);
     store.setField('pdb', f.name);
   }
   const fileInp = q<HTMLInputElement>('rl-file');
@@ -82,19 +102,34 @@ export function initRealistic(host: HTMLElement, store: Store): RealisticSection
     report(sf, model) {
       if (model) {
         const c = model.cell;
+        if (trying?.name === model.name) trying = null;
         q('rl-model-info').textContent = `${model.name}: ${model.format}, ${model.atoms} atoms, ${model.spaceGroup} ` +
           `(${model.symops} operations), cell ${c.slice(0, 3).map((v) => fmt(v, 4)).join(' × ')} Å, ${c.slice(3).map((v) => fmt(v, 4)).join('/')}°`;
       }
       if (sf) {
         const what = `${fmtCount(sf.reflections)} reflections to ${fmt(sf.dMin)} Å from ${fmtCount(sf.cellAtoms)} atoms in the cell`;
-        status.textContent = sf.computed ? `structure factors computed in ${fmtMs(sf.ms)}: ${what}` : `structure factors cached: ${what} (reused: only the geometry changed)`;
+        say(sf.computed ? `structure factors computed in ${fmtMs(sf.ms)}: ${what}` : `structure factors cached: ${what} (reused: only the geometry changed)`);
         sec.dataset.sf = sf.computed ? 'computed' : 'cached';
         sec.dataset.sfComputations = String(sf.computations);
       }
     },
     stage(text, sf) {
-      status.textContent = text;
+      say(text);
       if (sf) sec.dataset.sf = sf;
+    },
+    refused(name, message) {
+      if (trying?.name !== name) {
+        refusal = '';
+        say(message, true); // a model from the form's field or a link: it stays there, with its error
+        return;
+      }
+      // opened here: not the model; the one before it renders again
+      const before = trying.before;
+      trying = null;
+      refusal = `${name} was not used: ${message.startsWith(`${name}: `) ? message.slice(name.length + 2) : message}`;
+      for (const o of [...modelSel.options]) if (o.value === name) o.remove();
+      say('');
+      store.setField('pdb', before);
     },
   };
 }

@@ -252,6 +252,22 @@ export function localFiles(model: ModelState): string[] {
   return PARAMS.filter((p) => p.kind === 'file' && (model[p.key] ?? '').trim() && !(p.key === 'pdb' && model[p.key].trim() === BUNDLED_MODEL.name)).map((p) => model[p.key].trim());
 }
 
+/** The error line for the form's input errors, and the field it is about (a click on the line
+ * goes there): files the state names that the page lacks (a shared link names the sender's
+ * files) by name and field; else the first erring field's own message. */
+export function inputErrorLine(errs: Record<string, string>, model: ModelState, files: ReadonlyMap<string, unknown>): { text: string; key: string } | null {
+  const keys = PARAMS.map((p) => p.key).filter((k) => errs[k]);
+  if (!keys.length) return null;
+  const missing = PARAMS.filter((p) => p.kind === 'file' && errs[p.key] && (model[p.key] ?? '').trim() && !files.has(model[p.key].trim()));
+  if (missing.length) {
+    const names = missing.map((p) => `${model[p.key].trim()} (${p.label})`);
+    const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}` : names[0];
+    return { text: `This link uses ${list}: choose or drop ${names.length > 1 ? 'them' : 'it'} in the form`, key: missing[0].key };
+  }
+  const p = PARAM_BY_KEY.get(keys[0])!;
+  return { text: `Fix the highlighted input: ${p.label}: ${errs[keys[0]]}`, key: keys[0] };
+}
+
 // ---- <nanobragg-view> attributes -----------------------------------------------------------
 
 /** Attribute name of a model field (HTML attributes are case-insensitive). */

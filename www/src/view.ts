@@ -532,8 +532,11 @@ export class ImageView {
           const [xb, yb] = this.fromDetector(seg[i + 2] * k, seg[i + 3] * k);
           ctx.moveTo(xa, ya);
           ctx.lineTo(xb, yb);
-          // label at the point of the ring nearest the top-right of the view, inside the image
-          if (xa > left && ya > top && xa + lw < right && ya < bottom && xa - ya > bestScore) {
+          // label at the point of the ring nearest the top-right of the view, inside the image,
+          // clear of the labels drawn before it (rings that run close together, as at a
+          // panel's edge, would print their labels over each other): else none
+          if (xa > left && ya > top && xa + lw < right && ya < bottom && xa - ya > bestScore
+            && !overlapsAny([xa + 1, ya - 3 - fontPx, xa + lw, ya - 1], this.drawnBoxes)) {
             bestScore = xa - ya;
             best = [xa, ya];
           }
@@ -645,4 +648,9 @@ export class ImageView {
       if (k) { e.preventDefault(); k(); }
     });
   }
+}
+
+/** Whether a box [x0, y0, x1, y1] overlaps any of `boxes`. */
+export function overlapsAny(b: [number, number, number, number], boxes: readonly [number, number, number, number][]): boolean {
+  return boxes.some((o) => b[0] < o[2] && o[0] < b[2] && b[1] < o[3] && o[1] < b[3]);
 }

@@ -86,6 +86,15 @@ let filesLoaded = false;
 /** Measured speed per backend (kernel terms per ms, last render), for the cost estimate. */
 const speed: Record<'gpu' | 'cpu', number> = { gpu: 0, cpu: 0 };
 
+/** The console's warnings said already: each once (the worker serves every render of the page,
+ * and every <nanobragg-view> of it, whose renders would repeat the same fallback). */
+const warned = new Set<string>();
+function warnOnce(text: string) {
+  if (warned.has(text)) return;
+  warned.add(text);
+  console.warn(text);
+}
+
 /** Why a render fell back to the CPU, in a few words (the details go to the console). */
 function fallbackReason(error: string): string {
   // auto passes a software adapter (SwiftShader: isFallbackAdapter) over for the CPU kernel
@@ -153,7 +162,7 @@ async function render(msg: RenderRequest, ctx: CallContext<RenderEvent>): Promis
   const why = w.last_notice();
   if (why) {
     // the details go to the console, the page gets one plain line
-    if (gpu.error !== 'no-webgpu') console.warn(`nanobragg: ${why}`);
+    if (gpu.error !== 'no-webgpu') warnOnce(`nanobragg: ${why}`);
     notice = fallbackNotice(gpu.error === 'no-webgpu' ? 'no-webgpu' : why, info!.threads);
   }
   const t2 = performance.now();
@@ -189,7 +198,7 @@ const tangent: Handlers['tangent'] = async (msg, ctx) => {
   if (msg.backend !== 'cpu') await ensureGpu();
   const result = await w.render_tangent(msg.args, msg.param, msg.backend, msg.precision === 'f64');
   if (result.notice) {
-    if (gpu.error !== 'no-webgpu') console.warn(`nanobragg: ${result.notice}`);
+    if (gpu.error !== 'no-webgpu') warnOnce(`nanobragg: ${result.notice}`);
     result.notice = fallbackReason(gpu.error === 'no-webgpu' ? 'no-webgpu' : result.notice);
   }
   ctx.transfer(result.tangent.buffer, result.image.buffer);

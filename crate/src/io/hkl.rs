@@ -71,6 +71,19 @@ fn for_each_record(name: &str, text: &[u8], mut record: impl FnMut([i32; 3], f64
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
         }
+        // bytes no text file holds (not UTF-8, control characters): a binary file, whose
+        // bytes are not echoed back
+        let binary = std::str::from_utf8(line).is_err()
+            || line
+                .iter()
+                .any(|&b| (b < 0x20 && !matches!(b, b'\t' | b'\r' | 0x0b | 0x0c)) || b == 0x7f);
+        if binary {
+            return Err(Error::input(format!(
+                "{name}: not a text file (binary bytes at line {n}); expected lines of 4 numbers \"h k l F\""
+            ))
+            .at_file(name)
+            .at_line(n));
+        }
         let expected = || {
             Error::input(format!(
                 "{name} line {n}: expected 4 numbers \"h k l F\", found \"{}\"",
@@ -88,9 +101,18 @@ fn for_each_record(name: &str, text: &[u8], mut record: impl FnMut([i32; 3], f64
         if count < 4 {
             return Err(expected());
         }
-        let f = parse_f64_strict(tokens[3])
-            .filter(|f| f.is_finite())
-            .ok_or_else(expected)?;
+        let f = match parse_f64_strict(tokens[3]) {
+            Some(f) if f.is_finite() => f,
+            Some(_) => {
+                return Err(Error::input(format!(
+                    "{name} line {n}: F is not a finite number: {}",
+                    show_line(tokens[3].as_bytes())
+                ))
+                .at_file(name)
+                .at_line(n))
+            }
+            None => return Err(expected()),
+        };
         let mut hkl = [0i32; 3];
         for (slot, tok) in hkl.iter_mut().zip(&tokens[..3]) {
             *slot = match parse_i64_strict(tok) {
@@ -368,6 +390,32 @@ mod tests {
             "{}",
             e.message
         );
+        // a binary file: said so, its bytes not echoed
+        let e = parse_hkl("junk.hkl", b"D\x00\xff\x8b\x01\x02k0\x9c\n1 2 3 4\n", 0.0).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Input);
+        assert_eq!(
+            e.message,
+            "junk.hkl: not a text file (binary bytes at line 1); expected lines of 4 numbers \"h k l F\""
+        );
+        assert_eq!((e.file.as_deref(), e.line), (Some("junk.hkl"), Some(1)));
+        let e = parse_hkl("junk.hkl", b"0 0 0 1\n1 2 3 \x014\n", 0.0).unwrap_err();
+        assert!(
+            e.message.contains("binary bytes at line 2"),
+            "{}",
+            e.message
+        );
+        // a comment may hold any bytes (latin-1 accents)
+        assert!(parse_hkl("c.hkl", b"# caf\xe9\n0 0 0 1\n", 0.0).is_ok());
+        // four fields, F not finite: said so
+        for (f, shown) in [("NaN", "NaN"), ("inf", "inf"), ("1e999", "1e999")] {
+            let e =
+                parse_hkl("nan.hkl", format!("0 0 0 1\n1 2 3 {f}\n").as_bytes(), 0.0).unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("nan.hkl line 2: F is not a finite number: {shown}")
+            );
+            assert_eq!(e.line, Some(2));
+        }
         let e = parse_hkl("a.hkl", b"1.0 2 3 4\n", 0.0).unwrap_err();
         assert_eq!(
             e.message,
@@ -401,7 +449,12 @@ mod tests {
         let e = parse_hkl("empty.hkl", b"\n# only comments\n  \n", 0.0).unwrap_err();
         assert_eq!(e.message, "empty.hkl: no \"h k l F\" records found");
         let e = parse_hkl("bin.hkl", b"\x00\x01\xff\xfe", 0.0).unwrap_err();
-        assert!(e.message.starts_with("bin.hkl line 1:"), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("bin.hkl: not a text file (binary bytes at line 1)"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ import { effect } from '@preact/signals-core';
 import type { NanoBraggClient } from '../client';
 import type { Store } from '../state';
 import { ImageView, type Readout } from '../view';
-import { makeBar, openButton, viewTag } from '../panelbar';
+import { escapeCloses, makeBar, openButton, viewTag } from '../panelbar';
 import type { GradientParam, TangentInfo } from '../protocol';
 import { derivativeFileName, fmtValue, largestMagnitude, paramLabel, symmetricLimit } from './logic';
 
@@ -132,6 +132,7 @@ export class DerivativeView {
     const open = openButton('dopen', 'Derivative…', 'Beside the image, its derivative ∂I/∂p with respect to a parameter (crystal rotation, cell, distance, wavelength, …), from the crate\'s tangent kernel (WebGPU where it opens)', () => this.toggle());
     const after = d.bar.querySelector('.fitopen') ?? d.bar.querySelector('.mopen')!;
     after.insertAdjacentElement('afterend', open);
+    escapeCloses({ open: () => this.open, close: () => this.toggle(false), parts: () => [this.bar, open], button: () => open });
     window.addEventListener('nanobragg-frame', (e) => {
       const preview = (e as CustomEvent<{ preview?: boolean }>).detail?.preview;
       if (!this.open) return;

@@ -13,7 +13,7 @@ import type { NanoBraggClient } from '../client';
 import type { Store } from '../state';
 import type { ImageView } from '../view';
 import type { FitRequest, FitStepInfo, Geometry, Spot } from '../protocol';
-import { makeBar, openButton } from '../panelbar';
+import { escapeCloses, makeBar, openButton } from '../panelbar';
 import { GROUPS, fmtField, paramsOf, perturbation, plotPoints, withFitted } from './logic';
 
 export interface ShownImage {
@@ -129,6 +129,7 @@ export class FitPanel {
     // the button that opens it, in the measured image's bar
     const open = openButton('fitopen', 'Fit to image…', 'Refine the crystal orientation and cell (and optionally the detector and scale) against the measured image, or against a perturbed copy of this image (teaching)', () => this.toggle());
     d.bar.querySelector('.mopen')!.insertAdjacentElement('afterend', open);
+    escapeCloses({ open: () => !this.bar.hidden, close: () => this.toggle(false), parts: () => [this.bar, open], button: () => open });
     this.refresh();
   }
 

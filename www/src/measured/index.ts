@@ -15,7 +15,7 @@ import { ImageView, type Readout } from '../view';
 import { makeBar, viewTag } from '../panelbar';
 import { fromPrediction, type CratePrediction } from '../recip/adapter';
 import type { RecipData } from '../recip/types';
-import { difference, hasCrystal, masterOf, measuredKind, simScale, withFileGeometry } from './logic';
+import { difference, hasCrystal, kindByName, masterOf, measuredKind, simScale, unrecognised, withFileGeometry } from './logic';
 import { fmtField } from '../fit/logic';
 import type { MeasuredApi, MeasuredInfo } from './protocol';
 import { Channel, WorkerError, type FromWorker } from '../channel';
@@ -177,19 +177,25 @@ export class MeasuredCompare {
     const kinds = read.map((r) => measuredKind(r.bytes));
     // SMV dropped on the page stays the simulation's header (-img); chosen here, it is measured
     const images = read.filter((_, i) => kinds[i] === 'hdf5' || kinds[i] === 'cbf' || (chosen && kinds[i] === 'smv'));
-    const expt = read.find((_, i) => kinds[i] === 'expt');
-    const geom = read.find((_, i) => kinds[i] === 'geom');
-    if (!images.length && !expt && !geom) return false;
+    // by name where the content says nothing: a damaged .expt or .geom still goes to its field
+    // (the crate's reader says what is wrong with it there); a damaged image is said so here
+    const byName = (k: 'expt' | 'geom') => read.find((r, i) => kinds[i] === null && kindByName(r.name) === k);
+    const expt = read.find((_, i) => kinds[i] === 'expt') ?? byName('expt');
+    const geom = read.find((_, i) => kinds[i] === 'geom') ?? byName('geom');
+    const refused = read.flatMap((r, i) => (kinds[i] === null ? [unrecognised(r.name, chosen)] : []))
+      .filter((m): m is string => !!m);
+    if (refused.length) this.d.notice(refused.join('; '), 'warn');
+    if (!images.length && !expt && !geom) return refused.length > 0;
     if (geom) {
       this.d.store.addFile(geom.name, geom.bytes);
       this.d.store.setField('geom', geom.name);
-      this.note(`${geom.name}: the simulation uses its panels (-geom)`);
+      if (measuredKind(geom.bytes) === 'geom') this.note(`${geom.name}: the simulation uses its panels (-geom)`);
     }
     if (expt) {
       this.d.store.addFile(expt.name, expt.bytes);
       this.d.store.setField('expt', expt.name);
       const cell = hasCrystal(expt.bytes) ? await this.fileCell() : null;
-      this.note(`${expt.name}: the simulation uses its detector, beam and crystal` +
+      if (measuredKind(expt.bytes) === 'expt') this.note(`${expt.name}: the simulation uses its detector, beam and crystal` +
         (cell ? ` (cell ${cell} from the file; the misset and cell fields turn and resize it)` : '') + ' (-expt)');
     }
     if (!images.length) return true;

@@ -18,6 +18,29 @@ export function measuredKind(bytes: Uint8Array): MeasuredKind {
   return null;
 }
 
+/** What a file's name says it is (its content said nothing): a measured image (miniCBF,
+ * NeXus/HDF5), an SMV image, a DIALS experiment list, a CrystFEL geometry file. */
+export function kindByName(name: string): 'image' | 'smv' | 'expt' | 'geom' | null {
+  const n = name.toLowerCase().replace(/\.(gz|bz2|xz)$/, '');
+  if (/\.(cbf|h5|hdf5|hdf|nxs|nx5)$/.test(n)) return 'image';
+  if (/\.(img|smv)$/.test(n)) return 'smv';
+  if (/\.expt$/.test(n)) return 'expt';
+  if (/\.geom$/.test(n)) return 'geom';
+  return null;
+}
+
+/** What is said of a file the measured-image reader does not recognise by its content:
+ * null where the file goes to its field anyway (a damaged `.expt` or `.geom`: the crate's reader
+ * then says what is wrong, naming the file and line, at that field), or where a drop leaves it to
+ * the simulation's fields (`chosen` false: anything but a measured image's name). */
+export function unrecognised(name: string, chosen: boolean): string | null {
+  const k = kindByName(name);
+  if (k === 'expt' || k === 'geom') return null;
+  if (k === 'image' || (chosen && k === 'smv')) return `${name}: not a readable CBF, HDF5 or SMV image`;
+  if (!chosen) return null;
+  return `${name}: not a measured image (CBF, HDF5 or SMV), a DIALS experiment list (.expt) or a CrystFEL geometry file (.geom)`;
+}
+
 /** Of HDF5 files given together, the master (the one named so, else the first). */
 export function masterOf(names: string[]): number {
   const i = names.findIndex((n) => /master/i.test(n));

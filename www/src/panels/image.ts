@@ -45,9 +45,9 @@ export const teachPanel = panel('teach', ({ store, client, view, page }) => {
     shownGeometry: () => store.current.peek()?.geometry ?? null,
     save: (blob, name) => page.save(blob, name, blob.type),
     png: () => $('dl-png').click(),
-    name: (ext) => {
+    name: (ext, phi) => {
       const s = store.shown.peek();
-      return downloadName(store.model.peek(), { width: page.fullSize.w || (s?.width ?? 0), height: page.fullSize.h || (s?.height ?? 0) }, 'png').replace(/\.png$/, `.${ext}`);
+      return downloadName(phi === undefined ? store.model.peek() : { ...store.model.peek(), phi }, { width: page.fullSize.w || (s?.width ?? 0), height: page.fullSize.h || (s?.height ?? 0) }, 'png').replace(/\.png$/, `.${ext}`);
     },
     notice: page.showNotice,
   });

@@ -6,7 +6,7 @@ import { computed } from '@preact/signals-core';
 import type { SimulateResult } from '../client';
 import { fieldOfError, previewArgs, previewFactor } from '../args';
 import { errorInfo, type HklSummary, type RealisticResult } from '../protocol';
-import type { ModelState, RenderMode } from '../state';
+import { inputErrorLine, type ModelState, type RenderMode } from '../state';
 import { initRealistic } from '../realistic';
 import { createLayeredRender } from '../layered';
 import { isLayered, layersOf } from '../layers';
@@ -86,7 +86,8 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
     const inputErrs = store.inputErrors.value;
     showFieldErrors();
     if (Object.keys(inputErrs).length) {
-      page.showError(`Fix the highlighted input${view.hasImage ? '; the image shows the last good settings' : ''}.`);
+      const line = inputErrorLine(inputErrs, store.model.peek(), store.files.peek())!;
+      page.showError(`${line.text}${view.hasImage ? '; the image shows the last good settings' : ''}.`, line.key);
       return;
     }
     if (isLayered(store.model.peek())) return layered.render(mode);
@@ -111,6 +112,9 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
     const signal = store.task('render');
     const t0 = performance.now();
     let shownProgress = false;
+    let estimated = false;
+    const announce = (ms: number, b: 'gpu' | 'cpu') =>
+      page.showNotice(`This render will take about ${fmtMs(ms)} on the ${b === 'gpu' ? 'GPU' : 'CPU'}: Cancel stops it.`, 'warn');
     const progressTimer = setTimeout(() => { shownProgress = true; progress.classList.add('busy'); }, 150);
     try {
       const r = await client.simulate(args, {
@@ -118,8 +122,19 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
         onProgress: (p) => {
           if (Number.isNaN(p)) progress.removeAttribute('value');
           else progress.value = p;
+          // the worker estimates from the speed of an earlier render; the first render (a link
+          // that opens a heavy state) is estimated from its own progress after a second
+          const ran = performance.now() - t0;
+          if (!estimated && p > 0 && p < 1 && ran > 1000) {
+            estimated = true;
+            const total = ran / p;
+            if (total > 3000) announce(total, last?.backend === 'gpu' && backend !== 'cpu' ? 'gpu' : 'cpu');
+          }
         },
-        onEstimate: (ms, b) => page.showNotice(`This render will take about ${fmtMs(ms)} on the ${b === 'gpu' ? 'GPU' : 'CPU'}: Cancel stops it.`, 'warn'),
+        onEstimate: (ms, b) => {
+          estimated = true;
+          announce(ms, b);
+        },
       });
       last = r;
       const preview = scale > 1;
@@ -154,7 +169,10 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
       document.body.dataset.rendered = String(renderCount);
     } catch (e) {
       const err = e as Error;
-      if (err.name === 'AbortError') return;
+      if (err.name === 'AbortError') {
+        page.clearEstimateNotice(); // cancelled or superseded: its announcement goes with it
+        return;
+      }
       const key = fieldOfError(errorInfo(err), store.model.peek(), built, changed);
       if (key) {
         simErrors = { [key]: err.message };
@@ -164,7 +182,7 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
         if (group) group.open = true;
         row?.scrollIntoView({ block: 'nearest' });
       }
-      page.showError(`${err.message}${view.hasImage ? ' (the image shows the last good settings)' : ''}`);
+      page.showError(`${err.message}${view.hasImage ? ' (the image shows the last good settings)' : ''}`, key ?? undefined);
       // the status line and the realistic section say no new image came (not a stage of a
       // realistic render that this one replaced)
       timing.textContent = 'not rendered: see the message above';
@@ -181,6 +199,10 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
   // ---- the realistic chain: the same state with its layers (layered.ts) ------------------------
   const layered = createLayeredRender({
     store, client, ui: { progress, timing }, rsec, showNotice: page.showNotice, showError: page.showError,
+    fieldError: (key, msg) => {
+      simErrors = key ? { [key]: msg } : {};
+      showFieldErrors();
+    },
     hasImage: () => view.hasImage,
     shownRealistic: () => realistic,
     onModelCell: (name, cell) => page.modelCells.set(name, cell),

@@ -22,7 +22,7 @@ export interface TeachOptions {
   shownGeometry: () => Geometry | null;
   save: (blob: Blob, name: string) => void;
   png: () => void;
-  name: (ext: 'webm') => string;
+  name: (ext: 'webm', phi?: string) => string;
   notice: (text: string, kind?: 'info' | 'warn') => void;
 }
 

@@ -16,7 +16,8 @@ export interface PlayerOptions {
   /** The page's PNG export (full image, settings in the name). */
   png: () => void;
   /** A file name stem from the settings (files.ts `downloadName`). */
-  name: (ext: 'webm') => string;
+  /** A download's name from the settings; `phi` (the range recorded) in place of the form's φ. */
+  name: (ext: 'webm', phi?: string) => string;
   notice: (text: string, kind?: 'info' | 'warn') => void;
 }
 
@@ -35,13 +36,13 @@ const html = `
   <button type="button" id="phi-fwd" title="Step forward" aria-label="Step φ forward">|▶</button>
   <output id="phi-now" class="phi-now" aria-label="φ now">φ 0°</output>
   <label class="inline" title="Degrees per second">speed <input id="phi-speed" type="number" step="1" value="10" size="4"> °/s</label>
-  <label class="inline" title="φ loop range (degrees)">loop <input id="phi-from" type="number" step="1" value="0" size="4">–<input id="phi-to" type="number" step="1" value="90" size="4">°</label>
+  <span class="inline phi-loop" title="φ loop range (degrees)"><label for="phi-from">loop<span class="sr-only"> from (°)</span></label> <input id="phi-from" type="number" step="1" value="0" size="4"><label for="phi-to"><span aria-hidden="true">–</span><span class="sr-only">loop to (°)</span></label><input id="phi-to" type="number" step="1" value="90" size="4">°</span>
   <label class="inline" title="Step size for the step buttons and for recorded videos">step <input id="phi-step" type="number" step="0.1" min="0.01" value="1" size="3">°</label>
   <label class="inline"><span class="sr-only">Frames</span><select id="phi-mode" aria-label="Each frame is" title="Each frame is a still (the crystal at one φ) or a rotation photograph (it turns osc degrees during the exposure)">
     <option value="stills">stills</option>
     <option value="rotation">rotation photos</option>
   </select></label>
-  <label class="inline" id="phi-osc-box" title="Each frame integrates this oscillation range (-osc) in this many steps (-phisteps)">osc <input id="phi-osc" type="number" step="0.1" min="0.01" value="1" size="3">° in <input id="phi-steps" type="number" step="1" min="1" value="5" size="2"> steps</label>
+  <span class="inline" id="phi-osc-box" title="Each frame integrates this oscillation range (-osc) in this many steps (-phisteps)"><label for="phi-osc">osc<span class="sr-only"> range per frame (°)</span></label> <input id="phi-osc" type="number" step="0.1" min="0.01" value="1" size="3">° <label for="phi-steps">in<span class="sr-only"> this many φ steps per frame</span></label> <input id="phi-steps" type="number" step="1" min="1" value="5" size="2"> steps</span>
   <span id="phi-msg" class="phi-msg" role="status"></span>`;
 const exportHtml = `
   <button type="button" id="phi-record" title="Record one sweep of the φ loop range, each step at full resolution, as a WebM video">● Record video</button>
@@ -218,7 +219,8 @@ export function createPlayer(host: HTMLElement, o: PlayerOptions, exportHost: HT
         }
         const blob = await rec.stop();
         player.lastVideo = blob;
-        o.save(blob, o.name('webm'));
+        // named after the φ range recorded, not the last frame's φ
+        o.save(blob, o.name('webm', n ? `${formatPhi(frames[0])}-${formatPhi(frames[n - 1])}` : undefined));
         say(`video: ${n} frames, ${(blob.size / 1024).toFixed(0)} KiB (${rec.mimeType})`);
         return blob;
       } catch (e) {

@@ -1,0 +1,238 @@
+// What the page says, and where, when something is wrong: files the measured-image input or a
+// drop does not recognise, errors on a phone, links naming files the receiver lacks, refused
+// models, heavy settings from a link, stale notices, Escape on the panels, the φ player's labels,
+// ring labels, video names and the GPU warning of many <nanobragg-view> elements.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { open, waitRendered, setup, ARTIFACTS, ROOT } from './helpers.mjs';
+
+const env = setup({ webgpu: false });
+const dir = mkdtempSync(join(tmpdir(), 'nb-notices-'));
+const junk = Buffer.from([0x44, 0x00, 0xff, 0x8b, 0x01, 0x02, 0x6b, 0x30, 0x9c, 0x00, 0x7f, 0xfe]);
+const file = (name, bytes) => { const p = join(dir, name); writeFileSync(p, bytes); return p; };
+
+const notice = (page) => page.evaluate(() => (document.getElementById('notice').hidden ? '' : document.getElementById('notice-text').textContent));
+const clearNotice = (page) => page.evaluate(() => { document.getElementById('notice').hidden = true; document.getElementById('notice-text').textContent = ''; });
+const fieldMsg = (page, key) => page.evaluate((key) => document.getElementById(`f-${key}-msg`)?.textContent ?? '', key);
+
+async function drop(page, name, bytes) {
+  await page.evaluate(({ name, bytes }) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([Uint8Array.from(bytes)], name));
+    document.getElementById('canvas-host').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, { name, bytes: [...bytes] });
+}
+
+test('"Open measured image…" names a file it does not recognise and what it expected', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  for (const [name, bytes, expect] of [
+    ['junk.cbf', junk, /junk\.cbf: not a readable CBF, HDF5 or SMV image/],
+    ['empty.cbf', Buffer.alloc(0), /empty\.cbf: not a readable CBF, HDF5 or SMV image/],
+    ['junk.h5', junk, /junk\.h5: not a readable CBF, HDF5 or SMV image/],
+    ['text.img', Buffer.from('1 2 3\n'), /text\.img: not a readable CBF, HDF5 or SMV image/],
+    ['model.pdb', Buffer.from('CRYST1\n'), /model\.pdb: not a measured image .*\.expt.*\.geom/],
+  ]) {
+    await clearNotice(page);
+    await page.setInputFiles('.mbar .mfile', file(name, bytes));
+    await page.waitForFunction(() => !document.getElementById('notice').hidden, null, { timeout: 10_000 });
+    assert.match(await notice(page), expect, name);
+  }
+  // a damaged .expt chosen there goes to its field, where the crate's reader says what is wrong
+  await page.setInputFiles('.mbar .mfile', file('empty.expt', Buffer.alloc(0)));
+  await page.waitForFunction(() => /empty\.expt: not a DIALS experiment list/.test(document.getElementById('f-expt-msg')?.textContent ?? ''), null, { timeout: 20_000 });
+  assert.deepEqual(errors, []);
+});
+
+test('a damaged measured file dropped on the page is said to be one; a damaged .expt or .geom errs at its field', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  for (const name of ['junk.cbf', 'junk.h5']) {
+    await clearNotice(page);
+    await drop(page, name, junk);
+    await page.waitForFunction(() => !document.getElementById('notice').hidden, null, { timeout: 10_000 });
+    const n = await notice(page);
+    assert.match(n, new RegExp(`${name.replace('.', '\\.')}: not a readable CBF, HDF5 or SMV image`));
+    assert.doesNotMatch(n, /by hand/);
+  }
+  await drop(page, 'junk.geom', junk);
+  await page.waitForFunction(() => /junk\.geom: not a CrystFEL geometry file/.test(document.getElementById('f-geom-msg')?.textContent ?? ''), null, { timeout: 20_000 });
+  assert.match(await fieldMsg(page, 'geom'), /junk\.geom/);
+  assert.deepEqual(errors, []);
+});
+
+test('on a phone the error of a failed edit is on the screen, between the image and its status line', { timeout: 120_000 }, async () => {
+  for (const [width, height] of [[390, 844], [844, 390]]) {
+    const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+    await page.setViewportSize({ width, height });
+    await waitRendered(page, 1);
+    await page.evaluate(() => scrollTo(0, 0));
+    await page.setInputFiles('#f-hkl-file', file('junk.hkl', junk));
+    await page.waitForFunction(() => !document.getElementById('error').hidden && /junk\.hkl/.test(document.getElementById('error').textContent));
+    // the form scrolls to the field that erred; back at the image, its error is on the screen
+    await page.evaluate(() => scrollTo(0, 0));
+    const r = await page.evaluate(() => {
+      const box = (id) => document.getElementById(id).getBoundingClientRect();
+      return { error: box('error'), status: box('status'), stage: box('stage'), h: innerHeight, text: document.getElementById('status').textContent };
+    });
+    if (height > width) assert.ok(r.error.top >= 0 && r.error.bottom <= r.h, `${width}×${height}: the error (${r.error.top}–${r.error.bottom}) is on the screen (${r.h})`);
+    assert.ok(r.error.top >= r.stage.bottom - 1 && r.error.bottom <= r.status.top + 1, `${width}×${height}: between the image and the status line`);
+    assert.match(r.text, /see the message above/);
+    if (width > height) {
+      // a new error while the image is on the screen scrolls the page to it
+      await page.evaluate(() => { const f = document.getElementById('f-distance'); f.value = 'far'; f.dispatchEvent(new Event('input', { bubbles: true })); f.dispatchEvent(new Event('change', { bubbles: true })); });
+      await page.waitForFunction(() => /highlighted/.test(document.getElementById('error').textContent));
+      await page.waitForTimeout(300);
+      const e = await page.evaluate(() => document.getElementById('error').getBoundingClientRect().toJSON());
+      assert.ok(e.top >= 0 && e.bottom <= height + 0.5, `${width}×${height}: the new error (${e.top}–${e.bottom}) is scrolled to`);
+    }
+    await page.screenshot({ path: join(ARTIFACTS, `notices-error-${width}x${height}.png`) });
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
+});
+
+test("a link naming files the receiver lacks names them and their fields; a click on the line goes to the field", { timeout: 60_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64&hkl=mine.hkl&mat=theirs.mat`);
+  await page.waitForFunction(() => !document.getElementById('error').hidden);
+  const line = await page.evaluate(() => document.getElementById('error').textContent);
+  assert.match(line, /mine\.hkl \(HKL file[^)]*\)\)?/);
+  assert.match(line, /theirs\.mat \(Orientation matrix file/);
+  assert.match(line, /choose or drop them/);
+  assert.doesNotMatch(line, /highlighted/);
+  await page.click('#error');
+  const where = await page.evaluate(() => {
+    const a = document.activeElement;
+    const row = a?.closest('.field');
+    const r = row?.getBoundingClientRect();
+    return { key: row?.dataset.key ?? null, top: r?.top, bottom: r?.bottom, h: innerHeight };
+  });
+  assert.equal(where.key, 'mat', 'the first file field named (the form order) has the focus');
+  assert.ok(where.top >= 0 && where.bottom <= where.h, 'and is on the screen');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("a model the realistic section's Open… refuses is said at the section and not kept as the model; one from the form errs at its field too", { timeout: 120_000 }, async () => {
+  const noatoms = Buffer.from('CRYST1  100.000  100.000  100.000  90.00  90.00  90.00 P 1           1\nEND\n');
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.setInputFiles('#rl-file', file('noatoms.pdb', noatoms));
+  await page.waitForFunction(() => /was not used/.test(document.getElementById('rl-status').textContent), null, { timeout: 60_000 });
+  const s = await page.evaluate(() => ({
+    status: document.getElementById('rl-status').textContent,
+    err: document.getElementById('rl-status').classList.contains('err'),
+    options: [...document.getElementById('rl-model').options].map((o) => o.value),
+    chosen: document.getElementById('rl-model').value,
+    pdb: window.nanobragg.store?.model.peek().pdb ?? document.getElementById('f-pdb-name')?.textContent,
+  }));
+  assert.match(s.status, /^noatoms\.pdb was not used: no atoms found/);
+  assert.ok(s.err, 'said as an error');
+  assert.ok(!s.options.includes('noatoms.pdb'), 'not listed as a model');
+  assert.equal(s.chosen, '', 'the model before it is chosen again');
+  // the same file dropped on the page goes to the form's field: its error is there and at the section
+  await drop(page, 'other.pdb', noatoms);
+  await page.waitForFunction(() => /other\.pdb: no atoms found/.test(document.getElementById('f-pdb-msg').textContent), null, { timeout: 60_000 });
+  assert.match(await page.evaluate(() => document.getElementById('rl-status').textContent), /^other\.pdb: no atoms found/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a heavy state opened from a link is announced as typed, and Cancel takes the announcement away', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&mosaic=1&mosaic_domains=20000`);
+  await page.waitForFunction(() => /This render will take about .* s on the CPU: Cancel stops it/.test(document.getElementById('notice').hidden ? '' : document.getElementById('notice-text').textContent), null, { timeout: 30_000 });
+  await page.click('#cancel');
+  await page.waitForFunction(() => document.getElementById('timing').textContent === 'cancelled', null, { timeout: 20_000 });
+  assert.equal(await notice(page), '', 'no announcement of a render that was cancelled');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a detector too large for the page, from a link, errs at its field as typed', { timeout: 60_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=9000`);
+  await page.waitForFunction(() => !document.getElementById('error').hidden);
+  await page.waitForFunction(() => /9000x9000 detector/.test(document.getElementById('f-detpixels-msg').textContent), null, { timeout: 10_000 });
+  assert.equal(await page.evaluate(() => document.getElementById('error').dataset.key), 'detpixels');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('"Link copied" goes after a few seconds', { timeout: 60_000 }, async () => {
+  await env.ctx.grantPermissions(['clipboard-read', 'clipboard-write']);
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.click('#copylink');
+  await page.waitForFunction(() => /Link copied/.test(document.getElementById('notice-text').textContent) && !document.getElementById('notice').hidden);
+  await page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 8_000 });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('Escape closes the Download menu, the Fit and Derivative panels and gives the focus back to their button; the φ player\'s inputs have labels of their own', { timeout: 60_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.focus('.downloads > summary');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.querySelector('.downloads').open), true);
+  await page.keyboard.press('Escape');
+  assert.equal(await page.evaluate(() => document.querySelector('.downloads').open), false, 'Escape closes the Download menu');
+  assert.equal(await page.evaluate(() => document.activeElement?.matches('.downloads > summary')), true);
+  for (const [button, bar] of [['.fitopen', '.fitbar'], ['.dopen', '.dbar']]) {
+    await page.click(button);
+    const sel = await page.evaluate((b) => { const open = document.querySelector(b); return open.getAttribute('aria-expanded'); }, button);
+    assert.equal(sel, 'true', `${button} opened its panel`);
+    await page.keyboard.press('Escape');
+    assert.equal(await page.evaluate((b) => document.querySelector(b).getAttribute('aria-expanded'), button), 'false', `Escape closes ${bar}`);
+    assert.equal(await page.evaluate((b) => document.activeElement?.matches(b), button), true, `the focus is back on ${button}`);
+  }
+  for (const [id, name] of [['phi-from', /loop from/], ['phi-to', /loop to/], ['phi-osc', /osc/], ['phi-steps', /steps/]]) {
+    const inputs = await page.evaluate((id) => [...document.getElementById(id).labels].map((l) => l.querySelectorAll('input, select').length), id);
+    assert.ok(inputs.length >= 1 && inputs.every((n) => n === 0), `#${id}: a label of its own`);
+    assert.equal(await page.getByRole('spinbutton', { name, includeHidden: true }).evaluate((e) => e.id), id);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('ring labels are not printed over each other (rings close together at a panel edge)', { timeout: 60_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=256`);
+  await waitRendered(page, 1);
+  await page.uncheck('#beamc');
+  const n = await page.evaluate(() => Number(document.body.dataset.rendered));
+  await page.setInputFiles('#f-geom-file', join(ROOT, 'tests', 'fixtures', 'panels', 'two_tilted.geom'));
+  await waitRendered(page, n + 1);
+  await page.waitForTimeout(300);
+  const boxes = await page.evaluate(() => { window.nanobragg.view.draw(); return window.nanobragg.view.drawnBoxes; });
+  assert.ok(boxes.length >= 1, 'some ring is labelled');
+  for (let i = 0; i < boxes.length; i++) for (let j = 0; j < i; j++) {
+    const [a, b] = [boxes[i], boxes[j]];
+    assert.ok(!(a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]), `labels ${j} and ${i} overlap: ${JSON.stringify([b, a])}`);
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'notices-ring-labels.png') });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('many <nanobragg-view> elements: the GPU fallback is warned once per page', { timeout: 120_000 }, async () => {
+  const { page, errors, warnings } = await open(env.ctx, `${env.base}/examples/embed.html`);
+  await page.evaluate(async () => {
+    const els = [];
+    for (let i = 0; i < 6; i++) {
+      const el = document.createElement('nanobragg-view');
+      el.setAttribute('detpixels', '64');
+      el.setAttribute('backend', 'auto');
+      el.setAttribute('misset', `${i * 5} 0 0`);
+      document.body.appendChild(el);
+      els.push(new Promise((ok) => { el.addEventListener('render', ok, { once: true }); el.addEventListener('error', ok, { once: true }); }));
+    }
+    await Promise.all(els);
+  });
+  const gpu = warnings.filter((w) => /GPU backend unavailable|software renderer/.test(w));
+  console.log(`# ${gpu.length} GPU warnings: ${gpu[0] ?? ''}`);
+  assert.ok(gpu.length <= 1, `once: ${gpu.length}`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
