@@ -76,12 +76,16 @@ def write_smv(path: PathLike, pixels: np.ndarray, header: Optional[Mapping[str, 
 
 
 def read_cbf(path: PathLike) -> Tuple[npt.NDArray[np.int32], dict[str, str]]:
-    """A miniCBF image (byte-offset): int32 pixels (slow, fast) and its ``# key value`` lines."""
+    """A miniCBF image (byte-offset): int32 pixels (slow, fast) and its ``# key value`` lines
+    (the date line, ``# 2026-11-30T12:00:00.000``, under ``timestamp``, as dxtbx reads it)."""
     name, data = _read(path)
     text, pixels = _nanobragg.read_cbf(name, data)
     header = {}
     for line in text.splitlines():
         line = line.strip()
+        if line.startswith("# ") and line[2:3].isdigit():
+            header["timestamp"] = line[2:].strip()
+            continue
         if line.startswith("# "):
             parts = line[2:].replace(":", " ", 1).split(None, 1) if ":" in line[2:].split(" ", 1)[0] else line[2:].split(None, 1)
             if parts:

@@ -23,6 +23,8 @@ def test_cli_outputs_read_back(tmp_path):
     assert cbf.shape == (40, 40) and cbf.dtype == np.int32
     assert np.array_equal(cbf, px.astype(np.int32)), "-cbffile is a copy of the int image"
     assert "Wavelength" in chdr
+    # the date line is the timestamp (it was read as a key "1970-01-01T00")
+    assert chdr["timestamp"] == "1970-01-01T00:00:00.000" and not any(k[:1].isdigit() for k in chdr)
 
 
 def test_noise_image_seeds(tmp_path):

@@ -83,6 +83,10 @@ pub fn byte_offset_decode(
 /// Reads a miniCBF file with byte-offset compression. Every declared size is checked against
 /// the bytes present before anything is allocated; errors name the file and the header key.
 pub fn read_minicbf(name: &str, bytes: &[u8]) -> Result<CbfImage> {
+    read_named(name, bytes).map_err(|e| e.at_file(name))
+}
+
+fn read_named(name: &str, bytes: &[u8]) -> Result<CbfImage> {
     let not_cbf =
         |why: &str| Error::input(format!("{name}: not a byte-offset miniCBF file: {why}"));
     let start = bytes
@@ -238,6 +242,14 @@ mod tests {
         let e = read_minicbf("c.cbf", b).unwrap_err();
         assert_eq!(e.file.as_deref(), Some("c.cbf"), "{}", e.message);
         e.message
+    }
+
+    #[test]
+    fn every_error_names_the_file() {
+        for bytes in [&b"junk"[..], b"", b"data_\n\x0c\x1a\x04\xd5"] {
+            let e = read_minicbf("j.cbf", bytes).unwrap_err();
+            assert_eq!(e.file.as_deref(), Some("j.cbf"), "{}", e.message);
+        }
     }
 
     #[test]
