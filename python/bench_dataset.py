@@ -156,6 +156,9 @@ def main():
     ap.add_argument("--stages", action="store_true", help="only the stages of a shard (CPU time): eiger, or the first of --cases (noise512, eiger, eigerpage)")
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--ray", action="store_true", help="also through Ray (local, 2 CPUs)")
+    ap.add_argument("--shard", type=int, default=0,
+                    help="images per shard of noise512 and light* (default n/2: one shard a worker with 2 workers, so "
+                         "every shard's int32 array is new memory; a long dataset's workers reuse theirs)")
     ap.add_argument("--compression", default="deflate",
                     help="the NXmx frames' filters, comma-separated (deflate, bslz4): each case's engines run with each in turn")
     a = ap.parse_args()
@@ -167,10 +170,10 @@ def main():
     out = {}
     for case in a.cases.split(","):
         if case == "noise512":
-            text = NOISE512.format(n=a.n, k=a.n // 2)
+            text = NOISE512.format(n=a.n, k=a.shard or a.n // 2)
         elif case.startswith("light"):
             px = int(case[5:])
-            text = LIGHT.format(n=a.n, k=a.n // 2, px=px, pix=0.1 * 1024 / px)
+            text = LIGHT.format(n=a.n, k=a.shard or a.n // 2, px=px, pix=0.1 * 1024 / px)
         else:
             text = EIGER.format(n=max(2, a.n // 4), k=max(1, a.n // 8), **EIGER_BEAMS[case])
         spec = spec_in(os.path.join(tmp, case), text)
