@@ -215,7 +215,8 @@ impl Session {
 
     /// Renders the base configuration with the `extra` words appended, on the backend and at
     /// the precision the words give (`-backend`, `-precision`), with the renderer's policy;
-    /// refused as the CLI refuses it when over the budget without `-force` (`api::check_cost`).
+    /// refused as the CLI refuses it when over the budget without `-force`
+    /// (`api::check_cost_quickly`).
     pub fn render(
         &mut self,
         extra: &[String],
@@ -229,7 +230,7 @@ impl Session {
             owned = self.prepare_with(extra)?;
             &owned
         };
-        api::check_cost(prep, 0)?;
+        api::check_cost_quickly(prep, 0)?;
         let o = prep.options();
         let plan = prep.plan();
         let mut rendered = self
@@ -263,7 +264,7 @@ impl Session {
         cancel: &AtomicBool,
     ) -> Result<api::RenderedGradients> {
         let prep = self.prepare_with(extra)?;
-        api::check_cost(&prep, params.len())?;
+        api::check_cost_quickly(&prep, params.len())?;
         let o = prep.options();
         self.renderer.render_gradients(
             &prep,

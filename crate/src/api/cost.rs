@@ -41,11 +41,7 @@ pub struct Cost {
 pub fn estimate_cost(prep: &Prepared, threads: usize) -> Cost {
     let p = prep.plan();
     let mut pixels = 0u64;
-    let (x1, y1) = (
-        p.roi.xmax.min(p.fpixels.saturating_sub(1)),
-        p.roi.ymax.min(p.spixels.saturating_sub(1)),
-    );
-    if p.roi.xmin <= x1 && p.roi.ymin <= y1 {
+    if let Some((x1, y1)) = roi_corner(p) {
         pixels = match &p.mask {
             None => ((x1 - p.roi.xmin + 1) * (y1 - p.roi.ymin + 1)) as u64,
             Some(m) => (p.roi.ymin..=y1)
@@ -56,15 +52,31 @@ pub fn estimate_cost(prep: &Prepared, threads: usize) -> Cost {
                 .sum(),
         };
     }
+    estimate_cost_of_pixels(prep, pixels as f64, threads)
+}
+
+/// The region of interest's last pixel (fast, slow) within the detector, if the region holds
+/// any pixel.
+fn roi_corner(p: &crate::plan::Plan) -> Option<(usize, usize)> {
+    let (x1, y1) = (
+        p.roi.xmax.min(p.fpixels.saturating_sub(1)),
+        p.roi.ymax.min(p.spixels.saturating_sub(1)),
+    );
+    (p.roi.xmin <= x1 && p.roi.ymin <= y1).then_some((x1, y1))
+}
+
+/// [`estimate_cost`] of `pixels` rendered pixels.
+fn estimate_cost_of_pixels(prep: &Prepared, pixels: f64, threads: usize) -> Cost {
+    let p = prep.plan();
     let terms_per_pixel = p.terms_per_pixel() as f64;
-    let terms = pixels as f64 * terms_per_pixel;
+    let terms = pixels * terms_per_pixel;
     let image_bytes = p.pixel_count() as f64 * (4.0 + 2.0 + 2.0 + 1.0 + 1.0);
     let table_bytes = (p.orientations.len() + p.orientations_first.len()) as f64 * 72.0
         + p.sources.len() as f64 * 32.0
         + p.hkl.data.len() as f64 * 8.0;
     let t = threads.max(1) as f64;
     Cost {
-        pixels: pixels as f64,
+        pixels,
         terms_per_pixel,
         terms,
         bytes: image_bytes + table_bytes,
@@ -73,6 +85,23 @@ pub fn estimate_cost(prep: &Prepared, threads: usize) -> Cost {
         seconds_f32: terms / (CPU_TERMS_PER_SECOND_F32 * t),
         threads: t,
     }
+}
+
+/// [`check_cost`] for a face that renders again and again (Python's `Session`): first a bound
+/// that costs nothing (every pixel of the region counted, masked or not; no thread count,
+/// which the budget does not depend on), the full estimate only when the bound is over it.
+pub fn check_cost_quickly(prep: &Prepared, tangents: usize) -> Result<()> {
+    let o = prep.options();
+    if o.force {
+        return Ok(());
+    }
+    let p = prep.plan();
+    let pixels = roi_corner(p).map_or(0, |(x1, y1)| (x1 - p.roi.xmin + 1) * (y1 - p.roi.ymin + 1));
+    let bound = estimate_cost_of_pixels(prep, pixels as f64, 1).with_tangents(prep, tangents);
+    if bound.check_budget(o.precision).is_ok() {
+        return Ok(());
+    }
+    check_cost(prep, tangents).map(|_| ())
 }
 
 /// The cost of rendering `prep` with `tangents` tangent images on the threads its options
