@@ -131,7 +131,7 @@ fn unit(name: &str, key: &str, v: V3) -> Result<V3> {
 
 /// Parses a DIALS experiment list; errors name the file and the key.
 pub fn parse_expt(name: &str, bytes: &[u8]) -> Result<Expt> {
-    let root: Value = serde_json::from_slice(bytes).map_err(|e| {
+    let root: Value = serde_json::from_slice(super::without_bom(bytes)).map_err(|e| {
         Error::input(format!("{name}: not a DIALS experiment list (JSON): {e}"))
             .at_file(name)
             .at_line(e.line())
@@ -377,6 +377,13 @@ pub fn to_nanobragg(v: V3) -> V3 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn a_byte_order_mark_first_is_not_part_of_the_text() {
+        let with = format!("\u{feff}{ONE}");
+        let e = parse_expt("w.expt", with.as_bytes()).unwrap();
+        assert_eq!(e, parse_expt("w.expt", ONE.as_bytes()).unwrap());
+    }
 
     pub(crate) const ONE: &str = r#"{"__id__": "ExperimentList",
       "experiment": [{"beam": 0, "detector": 0, "goniometer": 0, "scan": 0, "crystal": 0}],

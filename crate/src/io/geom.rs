@@ -243,7 +243,7 @@ fn panel_key(key: &str) -> bool {
 
 /// Parses a CrystFEL geometry file; errors name the file, line and key.
 pub fn parse_geom(name: &str, bytes: &[u8]) -> Result<Geom> {
-    let text = std::str::from_utf8(bytes).map_err(|_| {
+    let text = std::str::from_utf8(super::without_bom(bytes)).map_err(|_| {
         Error::input(format!(
             "{name}: not a CrystFEL geometry file (not UTF-8 text)"
         ))
@@ -802,6 +802,16 @@ bad_edge/panel = p1
 
 group_all = p0,p1
 ";
+
+    #[test]
+    fn a_byte_order_mark_first_is_not_part_of_the_text() {
+        let with = format!("\u{feff}{TWO}");
+        assert_eq!(
+            parse_geom("w.geom", with.as_bytes()),
+            parse_geom("w.geom", TWO.as_bytes())
+        );
+        assert!(parse_geom("w.geom", with.as_bytes()).is_ok());
+    }
 
     #[test]
     fn panels_defaults_and_inclusive_ranges() {

@@ -81,10 +81,57 @@ pub(crate) fn show_line(line: &[u8]) -> String {
     out
 }
 
-/// The lines of a text file with their 1-based numbers; a trailing `\r` is removed.
+/// A text file's bytes without the UTF-8 byte-order mark some editors put first (Windows
+/// Notepad, spreadsheets' "UTF-8 CSV"): invisible in an editor, it would make the first line's
+/// first number unreadable.
+pub(crate) fn without_bom(text: &[u8]) -> &[u8] {
+    text.strip_prefix(b"\xef\xbb\xbf").unwrap_or(text)
+}
+
+/// The lines of a text file with their 1-based numbers (a byte-order mark first is dropped,
+/// [`without_bom`]); a trailing `\r` is removed.
 pub(crate) fn numbered_lines(text: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
-    text.split(|&b| b == b'\n').enumerate().map(|(i, line)| {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        (i + 1, line)
-    })
+    without_bom(text)
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, line)| {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            (i + 1, line)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each line-based reader reads a file that starts with a UTF-8 byte-order mark as the same
+    /// file without it (a Windows editor's "UTF-8" file): the mark was read as part of the first
+    /// number, and the error quoted a line that looked right.
+    #[test]
+    fn line_readers_skip_a_byte_order_mark() {
+        let bom = |t: &str| format!("\u{feff}{t}").into_bytes();
+        let hkl = "0 0 1 100\n1 1 0 50\n";
+        assert_eq!(
+            hkl::parse_hkl("w.hkl", &bom(hkl), 0.0).unwrap(),
+            hkl::parse_hkl("w.hkl", hkl.as_bytes(), 0.0).unwrap()
+        );
+        let mat = "0.01 0 0\n0 0.01 0\n0 0 0.01\n";
+        assert_eq!(
+            matfile::parse_mat("w.mat", &bom(mat)).unwrap(),
+            matfile::parse_mat("w.mat", mat.as_bytes()).unwrap()
+        );
+        let cols = "1 2 3\n4 5 6\n";
+        assert_eq!(
+            textcols::read_columns("w.txt", &bom(cols), 3).unwrap(),
+            vec![vec![1.0, 2.0, 3.0], vec![4.0, 5.0, 6.0]]
+        );
+        let stol = "0 10\n0.1 8\n0.2 5\n";
+        assert_eq!(
+            stol::read_stol("w.stol", &bom(stol), stol::StolUnit::Stol).unwrap(),
+            stol::read_stol("w.stol", stol.as_bytes(), stol::StolUnit::Stol).unwrap()
+        );
+        // only a mark at the very start: one inside a line is still not a number
+        let e = hkl::parse_hkl("w.hkl", "0 0 1 100\n\u{feff}1 1 0 50\n".as_bytes(), 0.0);
+        assert_eq!(e.unwrap_err().line, Some(2));
+    }
 }

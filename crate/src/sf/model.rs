@@ -172,7 +172,7 @@ pub fn detect(name: &str, bytes: &[u8]) -> Result<Format> {
 
 /// Reads a PDB or mmCIF model. Errors name the file and, where there is one, the line.
 pub fn read(name: &str, bytes: &[u8]) -> Result<Model> {
-    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes); // UTF-8 byte-order mark
+    let bytes = crate::io::without_bom(bytes);
     let format = detect(name, bytes)?;
     let model = match format {
         Format::Pdb => pdb::read(name, bytes)?,
