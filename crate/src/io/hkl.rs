@@ -65,6 +65,7 @@ fn alloc_table(name: &str, len: usize) -> Result<Vec<f64>> {
 /// Calls `record` with each `h k l F` record of the text, in file order; errors name the file
 /// and line.
 fn for_each_record(name: &str, text: &[u8], mut record: impl FnMut([i32; 3], f64)) -> Result<()> {
+    super::check_not_utf16(name, text)?;
     for (n, line) in numbered_lines(text) {
         let trimmed = String::from_utf8_lossy(line);
         let trimmed = trimmed.trim();

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 
 /// Parses the 3x3 matrix: `m[r][c]` is component r (x, y, z) of reciprocal vector c (a*, b*, c*).
 pub fn parse_mat(name: &str, text: &[u8]) -> Result<[[f64; 3]; 3]> {
+    super::check_not_utf16(name, text)?;
     let mut m = [[0.0f64; 3]; 3];
     let mut count = 0usize;
     let mut last_line = 1usize;

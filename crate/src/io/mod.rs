@@ -88,6 +88,21 @@ pub(crate) fn without_bom(text: &[u8]) -> &[u8] {
     text.strip_prefix(b"\xef\xbb\xbf").unwrap_or(text)
 }
 
+/// An error for a text file saved as UTF-16 (its byte-order mark first: what Windows
+/// PowerShell's `>` writes), which the line readers would otherwise call binary or quote as
+/// unreadable characters: the file is named, and what to do.
+pub(crate) fn check_not_utf16(name: &str, text: &[u8]) -> crate::error::Result<()> {
+    if text.starts_with(b"\xff\xfe") || text.starts_with(b"\xfe\xff") {
+        return Err(crate::error::Error::input(format!(
+            "{name}: a UTF-16 text file; save it as UTF-8 or ASCII text (in PowerShell, \
+             `Out-File -Encoding ascii` or `Set-Content` rather than `>`)"
+        ))
+        .at_file(name)
+        .at_line(1));
+    }
+    Ok(())
+}
+
 /// The lines of a text file with their 1-based numbers (a byte-order mark first is dropped,
 /// [`without_bom`]); a trailing `\r` is removed.
 pub(crate) fn numbered_lines(text: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
@@ -133,5 +148,35 @@ mod tests {
         // only a mark at the very start: one inside a line is still not a number
         let e = hkl::parse_hkl("w.hkl", "0 0 1 100\n\u{feff}1 1 0 50\n".as_bytes(), 0.0);
         assert_eq!(e.unwrap_err().line, Some(2));
+    }
+
+    /// A UTF-16 file (PowerShell's `>`) is said to be one, by every line reader.
+    #[test]
+    fn line_readers_say_a_utf16_file_is_one() {
+        let utf16 = |bom: [u8; 2], t: &str, le: bool| {
+            let mut v = bom.to_vec();
+            for u in t.encode_utf16() {
+                v.extend(if le { u.to_le_bytes() } else { u.to_be_bytes() });
+            }
+            v
+        };
+        for (bom, le) in [([0xff, 0xfe], true), ([0xfe, 0xff], false)] {
+            let errors = [
+                hkl::parse_hkl("u.hkl", &utf16(bom, "0 0 1 100\n", le), 0.0).unwrap_err(),
+                matfile::parse_mat("u.mat", &utf16(bom, "0.01 0 0\n0 0.01 0\n0 0 0.01\n", le))
+                    .unwrap_err(),
+                textcols::read_columns("u.txt", &utf16(bom, "1 2 3\n", le), 3).unwrap_err(),
+                geom::parse_geom("u.geom", &utf16(bom, "clen = 0.1\n", le)).unwrap_err(),
+                expt::parse_expt("u.expt", &utf16(bom, "{}", le)).unwrap_err(),
+            ];
+            for e in errors {
+                assert!(
+                    e.message.contains(": a UTF-16 text file; save it as UTF-8"),
+                    "{}",
+                    e.message
+                );
+                assert!(e.file.is_some(), "{}", e.message);
+            }
+        }
     }
 }

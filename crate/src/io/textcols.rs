@@ -27,6 +27,7 @@ pub fn read_columns(name: &str, text: &[u8], ncols: usize) -> Result<Vec<Vec<f64
 
 /// Like [`read_columns`], with each row's 1-based line number.
 pub fn read_rows(name: &str, text: &[u8], ncols: usize) -> Result<Vec<(usize, Vec<f64>)>> {
+    super::check_not_utf16(name, text)?;
     let mut rows = Vec::new();
     for (n, line) in numbered_lines(text) {
         let start = line.iter().position(|b| !is_delim(b)).unwrap_or(line.len());
