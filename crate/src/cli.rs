@@ -349,10 +349,28 @@ fn finish(program: &str, usage: &str, result: Result<()>) -> i32 {
             if e.kind == ErrorKind::MissingInput {
                 eprint!("{usage}");
             }
-            eprintln!("{program}: error: {}", e.message);
+            eprintln!("{program}: error: {}", flagged_message(&e));
             exit_code(&e)
         }
     }
+}
+
+/// An error's message for the command line: led by its flag when it has one the message does
+/// not name (`-hkl: cannot read file 'x': it is a directory, …`), so that the user sees which
+/// of the command's files or values it is about.
+fn flagged_message(e: &Error) -> String {
+    match e.flag.as_deref() {
+        Some(flag) if !names_flag(&e.message, flag) => format!("{flag}: {}", e.message),
+        _ => e.message.to_string(),
+    }
+}
+
+/// Whether `message` holds `flag` as a word (`-N` is not named by `-Na`, nor `-mat` by `-matrix`).
+fn names_flag(message: &str, flag: &str) -> bool {
+    message.match_indices(flag).any(|(i, _)| {
+        let after = message[i + flag.len()..].chars().next();
+        !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
 }
 
 /// Run the program; returns the process exit status.
@@ -696,5 +714,26 @@ fn print_pixels(prep: &Prepared, out: &mut impl Write) {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod flag_tests {
+    use super::*;
+
+    #[test]
+    fn an_error_is_led_by_its_flag_unless_it_names_it() {
+        let e = Error::input("cannot read file 'x': it is a directory").with_flag("-hkl");
+        assert_eq!(
+            flagged_message(&e),
+            "-hkl: cannot read file 'x': it is a directory"
+        );
+        let e = Error::usage("-hkl x: expected a file").with_flag("-hkl");
+        assert_eq!(flagged_message(&e), "-hkl x: expected a file");
+        // a longer flag that starts with it is not it
+        let e = Error::usage("-Na 0.5: read as 1").with_flag("-N");
+        assert_eq!(flagged_message(&e), "-N: -Na 0.5: read as 1");
+        let e = Error::input("no flag here");
+        assert_eq!(flagged_message(&e), "no flag here");
     }
 }

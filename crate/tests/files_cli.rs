@@ -43,16 +43,20 @@ fn devices_are_refused_as_input_files() {
     assert_fails(
         &r,
         1,
-        "cannot read file '/dev/zero': it is a character device, not a regular file",
+        "error: -hkl: cannot read file '/dev/zero': it is a character device, not a regular file",
     );
     let r = run_cli(&dir, &words(&format!("{BASE} -img /dev/urandom")));
     assert_fails(
         &r,
         1,
-        "cannot read file '/dev/urandom': it is a character device, not a regular file",
+        "error: -img: cannot read file '/dev/urandom': it is a character device, not a regular file",
     );
     let r = run_cli(&dir, &words(&format!("{BASE} -mat /")));
-    assert_fails(&r, 1, "cannot read file '/': it is a directory");
+    assert_fails(
+        &r,
+        1,
+        "error: -mat: cannot read file '/': it is a directory",
+    );
     assert!(names(&dir).is_empty(), "{:?}", names(&dir));
 }
 
