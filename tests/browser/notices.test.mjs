@@ -78,8 +78,11 @@ test('on a phone the error of a failed edit is on the screen, between the image 
       const box = (id) => document.getElementById(id).getBoundingClientRect();
       return { error: box('error'), status: box('status'), stage: box('stage'), h: innerHeight, text: document.getElementById('status').textContent };
     });
-    if (height > width) assert.ok(r.error.top >= 0 && r.error.bottom <= r.h, `${width}×${height}: the error (${r.error.top}–${r.error.bottom}) is on the screen (${r.h})`);
-    assert.ok(r.error.top >= r.stage.bottom - 1 && r.error.bottom <= r.status.top + 1, `${width}×${height}: between the image and the status line`);
+    assert.ok(r.error.top >= 0 && r.error.bottom <= r.h, `${width}×${height}: the error (${r.error.top}–${r.error.bottom}) is on the screen (${r.h})`);
+    // in portrait between the image and the status line; in landscape the image fills the
+    // screen's height, and the error is above it
+    if (height > width) assert.ok(r.error.top >= r.stage.bottom - 1 && r.error.bottom <= r.status.top + 1, `${width}×${height}: between the image and the status line`);
+    else assert.ok(r.error.bottom <= r.stage.top + 1, `${width}×${height}: above the image`);
     assert.match(r.text, /see the message above/);
     if (width > height) {
       // a new error while the image is on the screen scrolls the page to it
@@ -93,6 +96,75 @@ test('on a phone the error of a failed edit is on the screen, between the image 
     assert.deepEqual(errors, []);
     await page.close();
   }
+});
+
+test('a phone in landscape (844×390) at the top of the page: a new error and a notice are on the screen where they appear, the page not scrolled', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`, { viewport: { width: 844, height: 390 } });
+  await waitRendered(page, 1);
+  await page.evaluate(() => scrollTo(0, 0));
+  const set = (key, v) => page.evaluate(({ key, v }) => { const f = document.getElementById(`f-${key}`); f.value = v; f.dispatchEvent(new Event('change', { bubbles: true })); }, { key, v });
+  const seen = (id) => page.evaluate((id) => ({ ...document.getElementById(id).getBoundingClientRect().toJSON(), h: innerHeight, y: scrollY }), id);
+  // a warning on the distance (the notice) and an input error on N: both on the screen
+  await set('distance', '-50');
+  await page.waitForFunction(() => !document.getElementById('notice').hidden && /-distance -50/.test(document.getElementById('notice-text').textContent));
+  await set('N', 'many');
+  await page.waitForFunction(() => !document.getElementById('error').hidden);
+  await page.waitForTimeout(300);
+  for (const id of ['notice', 'error']) {
+    const b = await seen(id);
+    assert.ok(b.top >= 0 && b.bottom <= b.h, `the ${id} (${b.top}–${b.bottom}) is within the 390 px screen`);
+    assert.equal(b.y, 0, `the page stayed at its top (${id})`);
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'notices-landscape-error.png') });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("the crate's warnings on the settings: a negative distance is said in the notice and at its field, and goes when the distance is fixed; upstream's advice to oversample more only at its field", { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  assert.equal(await notice(page), '', 'no notice on the page\'s own settings');
+  let n = 1;
+  const type = async (key, v) => { await page.fill(`#f-${key}`, v); await page.press(`#f-${key}`, 'Enter'); };
+  const warnedRow = (key) => page.evaluate((key) => { const r = document.querySelector(`.field[data-key="${key}"]`); return { warned: r.classList.contains('warned'), bad: r.classList.contains('bad') }; }, key);
+  await type('distance', '-80');
+  await waitRendered(page, ++n);
+  assert.match(await notice(page), /^-distance -80: a negative distance is used as 80 mm \(as upstream does\)$/);
+  assert.equal(await page.evaluate(() => document.getElementById('notice').dataset.kind), 'warn');
+  assert.match(await fieldMsg(page, 'distance'), /-distance -80: a negative distance is used as 80 mm/);
+  assert.deepEqual(await warnedRow('distance'), { warned: true, bad: false }, 'a warning at the field, not an error');
+  // a second one (cells below 1) is a line of its own, at its own field
+  await type('N', '0');
+  await waitRendered(page, ++n);
+  assert.deepEqual((await notice(page)).split('\n'), [
+    '-distance -80: a negative distance is used as 80 mm (as upstream does)',
+    '-N 0: fewer than 1 unit cell, read as 1 (as upstream does)',
+  ]);
+  assert.match(await fieldMsg(page, 'N'), /^-N 0: fewer than 1 unit cell/);
+  await page.screenshot({ path: join(ARTIFACTS, 'notices-warnings.png') });
+  // the distance fixed: its warning goes, from the notice and the field
+  await type('distance', '80');
+  await waitRendered(page, ++n);
+  assert.equal(await notice(page), '-N 0: fewer than 1 unit cell, read as 1 (as upstream does)');
+  assert.equal(await fieldMsg(page, 'distance'), '');
+  assert.deepEqual(await warnedRow('distance'), { warned: false, bad: false });
+  // N typed wrong: its error replaces its warning at once (no render), and the notice drops it
+  await type('N', 'few');
+  await page.waitForFunction(() => !document.getElementById('error').hidden);
+  assert.equal(await notice(page), '');
+  assert.match(await fieldMsg(page, 'N'), /"few" is not a whole number/);
+  await type('N', '5');
+  await waitRendered(page, ++n);
+  assert.equal(await notice(page), '');
+  assert.equal(await fieldMsg(page, 'N'), '');
+  // one sub-pixel where upstream recommends more: said at the sub-pixel field, not in the notice
+  await type('oversample', '1');
+  await type('N', '40');
+  await waitRendered(page, ++n);
+  assert.match(await fieldMsg(page, 'oversample'), /^oversampling of 1 is less than the recommended \d+$/);
+  assert.equal(await notice(page), '');
+  assert.deepEqual(errors, []);
+  await page.close();
 });
 
 test("a link naming files the receiver lacks names them and their fields; a click on the line goes to the field", { timeout: 60_000 }, async () => {
