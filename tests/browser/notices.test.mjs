@@ -243,6 +243,55 @@ test('"Link copied" goes after a few seconds', { timeout: 60_000 }, async () => 
   await page.close();
 });
 
+test('"Link copied" twice: the line stays its few seconds from the second copy (the first copy\'s timer does not take it)', { timeout: 60_000 }, async () => {
+  await env.ctx.grantPermissions(['clipboard-read', 'clipboard-write']);
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.click('#copylink');
+  await page.waitForFunction(() => /Link copied/.test(document.getElementById('notice-text').textContent) && !document.getElementById('notice').hidden);
+  await page.waitForTimeout(2500);
+  await page.click('#copylink');
+  await page.waitForTimeout(2000); // 4.5 s after the first copy, 2 s after the second
+  assert.match(await notice(page), /^Link copied$/, 'still there 2 s after the second copy');
+  await page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 8_000 });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a damaged measured image dropped with an HKL file: the image is said to be damaged, the HKL file goes to its field', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.evaluate(({ junk, hkl }) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([Uint8Array.from(junk)], 'junk.cbf'));
+    dt.items.add(new File([hkl], 'mine.hkl'));
+    document.getElementById('canvas-host').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, { junk: [...junk], hkl: '0 0 1 100\n1 0 0 50\n0 1 0 70\n1 1 1 30\n' });
+  await page.waitForFunction(() => document.getElementById('f-hkl-name').textContent === 'mine.hkl', null, { timeout: 20_000 });
+  const n = await notice(page);
+  assert.match(n, /junk\.cbf: not a readable CBF, HDF5 or SMV image/);
+  assert.match(n, /mine\.hkl → HKL file/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("a model the realistic section refused: its line goes once another model is chosen in the form", { timeout: 180_000 }, async () => {
+  const noatoms = Buffer.from('CRYST1  100.000  100.000  100.000  90.00  90.00  90.00 P 1           1\nEND\n');
+  const oneAtom = Buffer.from('CRYST1   30.000   30.000   30.000  90.00  90.00  90.00 P 1           1\n' +
+    'ATOM      1  C   ALA A   1       1.000   2.000   3.000  1.00 20.00           C\nEND\n');
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.setInputFiles('#rl-file', file('noatoms.pdb', noatoms));
+  await page.waitForFunction(() => /was not used/.test(document.getElementById('rl-status').textContent), null, { timeout: 60_000 });
+  await page.setInputFiles('#f-pdb-file', file('one.pdb', oneAtom));
+  await page.waitForFunction(() => /one\.pdb/.test(document.getElementById('rl-model-info').textContent), null, { timeout: 120_000 });
+  const st = await page.evaluate(() => ({ text: document.getElementById('rl-status').textContent, err: document.getElementById('rl-status').classList.contains('err') }));
+  assert.doesNotMatch(st.text, /noatoms\.pdb was not used/, 'the refusal is not said over the model in use');
+  assert.equal(st.err, false);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('Escape closes the Download menu, the Fit and Derivative panels and gives the focus back to their button; the φ player\'s inputs have labels of their own', { timeout: 60_000 }, async () => {
   const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
   await waitRendered(page, 1);

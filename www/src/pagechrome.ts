@@ -81,6 +81,7 @@ export function installPageChrome(o: {
     image.focus();
   });
 
+  let copiedTimer = 0;
   $('copylink').addEventListener('click', async () => {
     const url = o.copyUrl();
     const named = localFiles(o.store.model.value);
@@ -95,8 +96,10 @@ export function installPageChrome(o: {
       : '';
     const text = copied ? `Link copied${warn}` : `Copy this link: ${url}${warn}`;
     showNotice(text, named.length ? 'warn' : 'info');
-    // a plain "Link copied" is news for a moment, not a state: it goes after a few seconds
-    if (copied && !named.length) setTimeout(() => { if (noticeText.textContent === text) showNotice(''); }, LINK_NOTICE_MS);
+    // a plain "Link copied" is news for a moment, not a state: it goes after a few seconds (from
+    // the last copy: an earlier copy's timer would take a later one's line away early)
+    clearTimeout(copiedTimer);
+    if (copied && !named.length) copiedTimer = window.setTimeout(() => { if (noticeText.textContent === text) showNotice(''); }, LINK_NOTICE_MS);
   });
 
   // ---- notices and errors ------------------------------------------------------------------------------
