@@ -98,6 +98,20 @@ test('on a phone the error of a failed edit is on the screen, between the image 
   }
 });
 
+test("a realistic image's warnings on its settings are said too (the realistic chain's), and go with the value", { timeout: 180_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64&air=1&distance=-60`);
+  await page.waitForFunction(() => Number(document.body.dataset.realistic ?? 0) >= 1, null, { timeout: 120_000 });
+  assert.match(await notice(page), /^-distance -60: a negative distance is used as 60 mm \(as upstream does\)$/);
+  assert.match(await fieldMsg(page, 'distance'), /^-distance -60: a negative distance/);
+  await page.fill('#f-distance', '60');
+  await page.press('#f-distance', 'Enter');
+  await page.waitForFunction(() => Number(document.body.dataset.realistic ?? 0) >= 2, null, { timeout: 120_000 });
+  assert.equal(await notice(page), '');
+  assert.equal(await fieldMsg(page, 'distance'), '');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('a phone in landscape (844×390) at the top of the page: a new error and a notice are on the screen where they appear, the page not scrolled', { timeout: 120_000 }, async () => {
   const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`, { viewport: { width: 844, height: 390 } });
   await waitRendered(page, 1);
