@@ -78,8 +78,11 @@ test('on a phone the error of a failed edit is on the screen, between the image 
       const box = (id) => document.getElementById(id).getBoundingClientRect();
       return { error: box('error'), status: box('status'), stage: box('stage'), h: innerHeight, text: document.getElementById('status').textContent };
     });
-    if (height > width) assert.ok(r.error.top >= 0 && r.error.bottom <= r.h, `${width}×${height}: the error (${r.error.top}–${r.error.bottom}) is on the screen (${r.h})`);
-    assert.ok(r.error.top >= r.stage.bottom - 1 && r.error.bottom <= r.status.top + 1, `${width}×${height}: between the image and the status line`);
+    assert.ok(r.error.top >= 0 && r.error.bottom <= r.h, `${width}×${height}: the error (${r.error.top}–${r.error.bottom}) is on the screen (${r.h})`);
+    // in portrait between the image and the status line; in landscape the image fills the
+    // screen's height, and the error is above it
+    if (height > width) assert.ok(r.error.top >= r.stage.bottom - 1 && r.error.bottom <= r.status.top + 1, `${width}×${height}: between the image and the status line`);
+    else assert.ok(r.error.bottom <= r.stage.top + 1, `${width}×${height}: above the image`);
     assert.match(r.text, /see the message above/);
     if (width > height) {
       // a new error while the image is on the screen scrolls the page to it
@@ -93,6 +96,89 @@ test('on a phone the error of a failed edit is on the screen, between the image 
     assert.deepEqual(errors, []);
     await page.close();
   }
+});
+
+test("a realistic image's warnings on its settings are said too (the realistic chain's), and go with the value", { timeout: 180_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64&air=1&distance=-60`);
+  await page.waitForFunction(() => Number(document.body.dataset.realistic ?? 0) >= 1, null, { timeout: 120_000 });
+  assert.match(await notice(page), /^-distance -60: a negative distance is used as 60 mm \(as upstream does\)$/);
+  assert.match(await fieldMsg(page, 'distance'), /^-distance -60: a negative distance/);
+  await page.fill('#f-distance', '60');
+  await page.press('#f-distance', 'Enter');
+  await page.waitForFunction(() => Number(document.body.dataset.realistic ?? 0) >= 2, null, { timeout: 120_000 });
+  assert.equal(await notice(page), '');
+  assert.equal(await fieldMsg(page, 'distance'), '');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a phone in landscape (844×390) at the top of the page: a new error and a notice are on the screen where they appear, the page not scrolled', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`, { viewport: { width: 844, height: 390 } });
+  await waitRendered(page, 1);
+  await page.evaluate(() => scrollTo(0, 0));
+  const set = (key, v) => page.evaluate(({ key, v }) => { const f = document.getElementById(`f-${key}`); f.value = v; f.dispatchEvent(new Event('change', { bubbles: true })); }, { key, v });
+  const seen = (id) => page.evaluate((id) => ({ ...document.getElementById(id).getBoundingClientRect().toJSON(), h: innerHeight, y: scrollY }), id);
+  // a warning on the distance (the notice) and an input error on N: both on the screen
+  await set('distance', '-50');
+  await page.waitForFunction(() => !document.getElementById('notice').hidden && /-distance -50/.test(document.getElementById('notice-text').textContent));
+  await set('N', 'many');
+  await page.waitForFunction(() => !document.getElementById('error').hidden);
+  await page.waitForTimeout(300);
+  for (const id of ['notice', 'error']) {
+    const b = await seen(id);
+    assert.ok(b.top >= 0 && b.bottom <= b.h, `the ${id} (${b.top}–${b.bottom}) is within the 390 px screen`);
+    assert.equal(b.y, 0, `the page stayed at its top (${id})`);
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'notices-landscape-error.png') });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("the crate's warnings on the settings: a negative distance is said in the notice and at its field, and goes when the distance is fixed; upstream's advice to oversample more only at its field", { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  assert.equal(await notice(page), '', 'no notice on the page\'s own settings');
+  let n = 1;
+  const type = async (key, v) => { await page.fill(`#f-${key}`, v); await page.press(`#f-${key}`, 'Enter'); };
+  const warnedRow = (key) => page.evaluate((key) => { const r = document.querySelector(`.field[data-key="${key}"]`); return { warned: r.classList.contains('warned'), bad: r.classList.contains('bad') }; }, key);
+  await type('distance', '-80');
+  await waitRendered(page, ++n);
+  assert.match(await notice(page), /^-distance -80: a negative distance is used as 80 mm \(as upstream does\)$/);
+  assert.equal(await page.evaluate(() => document.getElementById('notice').dataset.kind), 'warn');
+  assert.match(await fieldMsg(page, 'distance'), /-distance -80: a negative distance is used as 80 mm/);
+  assert.deepEqual(await warnedRow('distance'), { warned: true, bad: false }, 'a warning at the field, not an error');
+  // a second one (cells below 1) is a line of its own, at its own field
+  await type('N', '0');
+  await waitRendered(page, ++n);
+  assert.deepEqual((await notice(page)).split('\n'), [
+    '-distance -80: a negative distance is used as 80 mm (as upstream does)',
+    '-N 0: fewer than 1 unit cell, read as 1 (as upstream does)',
+  ]);
+  assert.match(await fieldMsg(page, 'N'), /^-N 0: fewer than 1 unit cell/);
+  await page.screenshot({ path: join(ARTIFACTS, 'notices-warnings.png') });
+  // the distance fixed: its warning goes, from the notice and the field
+  await type('distance', '80');
+  await waitRendered(page, ++n);
+  assert.equal(await notice(page), '-N 0: fewer than 1 unit cell, read as 1 (as upstream does)');
+  assert.equal(await fieldMsg(page, 'distance'), '');
+  assert.deepEqual(await warnedRow('distance'), { warned: false, bad: false });
+  // N typed wrong: its error replaces its warning at once (no render), and the notice drops it
+  await type('N', 'few');
+  await page.waitForFunction(() => !document.getElementById('error').hidden);
+  assert.equal(await notice(page), '');
+  assert.match(await fieldMsg(page, 'N'), /"few" is not a whole number/);
+  await type('N', '5');
+  await waitRendered(page, ++n);
+  assert.equal(await notice(page), '');
+  assert.equal(await fieldMsg(page, 'N'), '');
+  // one sub-pixel where upstream recommends more: said at the sub-pixel field, not in the notice
+  await type('oversample', '1');
+  await type('N', '40');
+  await waitRendered(page, ++n);
+  assert.match(await fieldMsg(page, 'oversample'), /^oversampling of 1 is less than the recommended \d+$/);
+  assert.equal(await notice(page), '');
+  assert.deepEqual(errors, []);
+  await page.close();
 });
 
 test("a link naming files the receiver lacks names them and their fields; a click on the line goes to the field", { timeout: 60_000 }, async () => {
@@ -167,6 +253,55 @@ test('"Link copied" goes after a few seconds', { timeout: 60_000 }, async () => 
   await page.click('#copylink');
   await page.waitForFunction(() => /Link copied/.test(document.getElementById('notice-text').textContent) && !document.getElementById('notice').hidden);
   await page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 8_000 });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('"Link copied" twice: the line stays its few seconds from the second copy (the first copy\'s timer does not take it)', { timeout: 60_000 }, async () => {
+  await env.ctx.grantPermissions(['clipboard-read', 'clipboard-write']);
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.click('#copylink');
+  await page.waitForFunction(() => /Link copied/.test(document.getElementById('notice-text').textContent) && !document.getElementById('notice').hidden);
+  await page.waitForTimeout(2500);
+  await page.click('#copylink');
+  await page.waitForTimeout(2000); // 4.5 s after the first copy, 2 s after the second
+  assert.match(await notice(page), /^Link copied$/, 'still there 2 s after the second copy');
+  await page.waitForFunction(() => document.getElementById('notice').hidden, null, { timeout: 8_000 });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a damaged measured image dropped with an HKL file: the image is said to be damaged, the HKL file goes to its field', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.evaluate(({ junk, hkl }) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([Uint8Array.from(junk)], 'junk.cbf'));
+    dt.items.add(new File([hkl], 'mine.hkl'));
+    document.getElementById('canvas-host').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, { junk: [...junk], hkl: '0 0 1 100\n1 0 0 50\n0 1 0 70\n1 1 1 30\n' });
+  await page.waitForFunction(() => document.getElementById('f-hkl-name').textContent === 'mine.hkl', null, { timeout: 20_000 });
+  const n = await notice(page);
+  assert.match(n, /junk\.cbf: not a readable CBF, HDF5 or SMV image/);
+  assert.match(n, /mine\.hkl → HKL file/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("a model the realistic section refused: its line goes once another model is chosen in the form", { timeout: 180_000 }, async () => {
+  const noatoms = Buffer.from('CRYST1  100.000  100.000  100.000  90.00  90.00  90.00 P 1           1\nEND\n');
+  const oneAtom = Buffer.from('CRYST1   30.000   30.000   30.000  90.00  90.00  90.00 P 1           1\n' +
+    'ATOM      1  C   ALA A   1       1.000   2.000   3.000  1.00 20.00           C\nEND\n');
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.setInputFiles('#rl-file', file('noatoms.pdb', noatoms));
+  await page.waitForFunction(() => /was not used/.test(document.getElementById('rl-status').textContent), null, { timeout: 60_000 });
+  await page.setInputFiles('#f-pdb-file', file('one.pdb', oneAtom));
+  await page.waitForFunction(() => /one\.pdb/.test(document.getElementById('rl-model-info').textContent), null, { timeout: 120_000 });
+  const st = await page.evaluate(() => ({ text: document.getElementById('rl-status').textContent, err: document.getElementById('rl-status').classList.contains('err') }));
+  assert.doesNotMatch(st.text, /noatoms\.pdb was not used/, 'the refusal is not said over the model in use');
+  assert.equal(st.err, false);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -182,3 +182,31 @@ export function fieldOfError(err: { flag?: string | null; file?: string | null }
   if (changed && PARAM_BY_KEY.has(changed)) return changed;
   return (flag && PARAMS.find((p) => fieldFlags(p).includes(flag))?.key) ?? null;
 }
+
+/** A warning of the crate on a render's settings, placed on the page. */
+export interface PlacedWarning {
+  /** The crate's words without the CLI's "WARNING: " (they name the flag and value). */
+  text: string;
+  /** The form's field it is about (null: none names it). */
+  key: string | null;
+  /** Said in the page's notice too (else at its field only). */
+  notice: boolean;
+}
+
+/**
+ * The crate's warnings on a render's settings (worded as the CLI prints them: "WARNING: -distance
+ * -5: a negative distance is used as 5 mm (as upstream does)"), each at the field of the flag it
+ * starts with (`fieldOfError`'s rules). Upstream's advice "oversampling of 1 is less than the
+ * recommended 8" is said at the sub-pixel field only: the teaching presets choose one sub-pixel
+ * on purpose (speed), and the notice would say so on each of them.
+ */
+export function placeWarnings(warnings: readonly string[], state: ModelState, built: { args: string[]; origin: string[] }): PlacedWarning[] {
+  return warnings.map((w) => {
+    const text = w.replace(/^WARNING:\s*/, '').trim();
+    if (/^oversampling of \d+ is less than the recommended \d+/.test(text)) {
+      return { text, key: fieldOfError({ flag: '-oversample' }, state, built, null), notice: false };
+    }
+    const flag = /^(-[A-Za-z][\w-]*)/.exec(text)?.[1] ?? null;
+    return { text, key: flag ? fieldOfError({ flag }, state, built, null) : null, notice: true };
+  });
+}

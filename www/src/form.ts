@@ -17,8 +17,9 @@ export interface FormOptions {
 
 export interface Form {
   inputs: Map<string, HTMLInputElement | HTMLSelectElement>;
-  /** Show the store's input errors, then the simulator's (by field key). */
-  showFieldErrors(simErrors?: Record<string, string>): void;
+  /** Show the store's input errors, then the simulator's (by field key); where a field has
+   * none, the simulator's warning on it (`warnings`). */
+  showFieldErrors(simErrors?: Record<string, string>, warnings?: Record<string, string>): void;
 }
 
 export const fieldId = (key: string) => `f-${key}`;
@@ -203,14 +204,17 @@ export function createForm(o: FormOptions, scope: Scope): Form {
     if (cmd) cmd.value = 'nanoBragg ' + store.args.value.args.map((w) => (/[\s"']/.test(w) || !w ? `"${w}"` : w)).join(' ');
   });
 
-  // Field errors: the store's input errors, then the simulator's.
-  function showFieldErrors(simErrors: Record<string, string> = {}) {
+  // Field errors: the store's input errors, then the simulator's; else its warnings.
+  function showFieldErrors(simErrors: Record<string, string> = {}, warnings: Record<string, string> = {}) {
     const errs = { ...simErrors, ...store.inputErrors.value };
     for (const p of PARAMS) {
       const row = form.querySelector<HTMLElement>(`.field[data-key="${p.key}"]`)!;
       const msg = errs[p.key] ?? '';
+      const warn = msg ? '' : warnings[p.key] ?? '';
       row.classList.toggle('bad', !!msg);
-      $(`${fieldId(p.key)}-msg`).textContent = msg;
+      row.classList.toggle('warned', !!warn);
+      const el = $(`${fieldId(p.key)}-msg`);
+      if (el.textContent !== (msg || warn)) el.textContent = msg || warn;
       inputs.get(p.key)!.setAttribute('aria-invalid', msg ? 'true' : 'false');
     }
   }

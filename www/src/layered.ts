@@ -32,6 +32,8 @@ export function createLayeredRender(o: {
   ui: { progress: HTMLProgressElement; timing: HTMLElement };
   rsec: ReturnType<typeof initRealistic>;
   showNotice: (text: string, kind?: 'info' | 'warn') => void;
+  /** Hide the notice if it is still the announcement of a render (not what came since). */
+  clearEstimateNotice: () => void;
   showError: (msg: string, key?: string) => void;
   /** A render's error at the form's field it is about (null: none). */
   fieldError: (key: string | null, msg: string) => void;
@@ -157,7 +159,7 @@ export function createLayeredRender(o: {
       o.showError(`${err.message}${o.hasImage() ? ' (the image shows the last good settings)' : ''}`, key ?? undefined);
       document.body.dataset.error = String(Date.now());
     } finally {
-      if (announced) o.showNotice('');
+      if (announced) o.clearEstimateNotice();
       if (pending === id) pending = 0;
       if (pending === 0) o.store.endTask('realistic', signal);
       if (id === running) {

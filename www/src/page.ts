@@ -43,8 +43,8 @@ export interface Page extends PageChrome {
   // ---- services one panel offers the others (set when that panel mounts) ----
   /** The bar under the toolbar where the image's panels put their buttons (the measured panel's). */
   bar: HTMLElement | null;
-  /** Show the store's input errors, then the simulator's (by field key) (form). */
-  showFieldErrors(simErrors?: Record<string, string>): void;
+  /** Show the store's input errors, then the simulator's (by field key); else its warnings (form). */
+  showFieldErrors(simErrors?: Record<string, string>, warnings?: Record<string, string>): void;
   /** The automatic levels as the level boxes' placeholders, after each new image (viewcontrols). */
   showLevels(): void;
   /** Make the worker hold the full image of the current settings (render panel). */

@@ -18,6 +18,12 @@ export interface PageChrome {
   showError(msg: string, key?: string): void;
   /** Hide the notice if it is a render-time announcement ("… will take …"). */
   clearEstimateNotice(): void;
+  /** What a render says of the image shown, as the notice: the crate's warnings on its settings
+   * (a value read as another, as upstream does), one a line, and the render's own note (a CPU
+   * fallback). A line the user closed stays closed. It replaces an announcement or an earlier
+   * render's notice; another notice (a drop's, "Link copied") only when it says something new.
+   * With nothing to say, it hides a render's notice. */
+  showRenderNotice(warnings: readonly string[], note?: string): void;
 }
 
 export function installPageChrome(o: {
@@ -66,6 +72,16 @@ export function installPageChrome(o: {
     else if (e.key === 'Escape' && document.body.classList.contains('present') && !document.fullscreenElement) setPresent(false);
   });
 
+  // "Skip to image", the first stop of the Tab key: the focus goes to the image (arrow keys pan
+  // it, + and - zoom), past the parameters
+  $('skip-to-image').addEventListener('click', (e) => {
+    const image = document.querySelector<HTMLElement>('#canvas-host .nb-canvas');
+    if (!image) return; // the link's own jump to the image's section
+    e.preventDefault();
+    image.focus();
+  });
+
+  let copiedTimer = 0;
   $('copylink').addEventListener('click', async () => {
     const url = o.copyUrl();
     const named = localFiles(o.store.model.value);
@@ -80,8 +96,10 @@ export function installPageChrome(o: {
       : '';
     const text = copied ? `Link copied${warn}` : `Copy this link: ${url}${warn}`;
     showNotice(text, named.length ? 'warn' : 'info');
-    // a plain "Link copied" is news for a moment, not a state: it goes after a few seconds
-    if (copied && !named.length) setTimeout(() => { if (noticeText.textContent === text) showNotice(''); }, LINK_NOTICE_MS);
+    // a plain "Link copied" is news for a moment, not a state: it goes after a few seconds (from
+    // the last copy: an earlier copy's timer would take a later one's line away early)
+    clearTimeout(copiedTimer);
+    if (copied && !named.length) copiedTimer = window.setTimeout(() => { if (noticeText.textContent === text) showNotice(''); }, LINK_NOTICE_MS);
   });
 
   // ---- notices and errors ------------------------------------------------------------------------------
@@ -89,16 +107,38 @@ export function installPageChrome(o: {
   const noticeBox = $('notice');
   const noticeText = $('notice-text');
   const closedNotices = new Set<string>();
-  function showNotice(text: string, kind: 'info' | 'warn' = 'info') {
-    const show = !!text && !closedNotices.has(text) && !o.embed;
-    noticeBox.hidden = !show;
+  /** The notice shows what a render said (showRenderNotice), and the text it last said. */
+  let fromRender = false;
+  let renderSaid = '';
+  function show(text: string, kind: 'info' | 'warn') {
+    const on = !!text && !closedNotices.has(text) && !o.embed;
+    noticeBox.hidden = !on;
     noticeBox.dataset.kind = kind;
     noticeText.textContent = text;
   }
+  function showNotice(text: string, kind: 'info' | 'warn' = 'info') {
+    fromRender = false;
+    show(text, kind);
+  }
   $('notice-close').addEventListener('click', () => {
-    closedNotices.add(noticeText.textContent ?? '');
+    // each line goes: a render that says one of them again does not show it again
+    const text = noticeText.textContent ?? '';
+    closedNotices.add(text);
+    for (const line of text.split('\n')) if (line) closedNotices.add(line);
     noticeBox.hidden = true;
   });
+  const isEstimate = () => noticeBox.dataset.kind === 'warn' && /will take/.test(noticeText.textContent ?? '');
+  function showRenderNotice(warnings: readonly string[], note = '') {
+    const lines = [...warnings.map((w) => w.replace(/^WARNING:\s*/, '')), note].filter((l) => l && !closedNotices.has(l));
+    const text = lines.join('\n');
+    const said = renderSaid;
+    renderSaid = text;
+    const ours = fromRender || noticeBox.hidden || isEstimate();
+    if (!ours && text === said) return; // another notice stays over a render's that says nothing new
+    if (!text && !ours) return;
+    show(text, lines.some((l) => l !== note) ? 'warn' : 'info');
+    fromRender = !!text;
+  }
   function showError(msg: string, key?: string) {
     const was = errorBox.textContent;
     errorBox.hidden = !msg;
@@ -137,8 +177,8 @@ export function installPageChrome(o: {
   });
 
   function clearEstimateNotice() {
-    if (noticeBox.dataset.kind === 'warn' && /will take/.test(noticeText.textContent ?? '')) showNotice('');
+    if (isEstimate()) showNotice('');
   }
 
-  return { applyTheme, setPresent, showNotice, showError, clearEstimateNotice };
+  return { applyTheme, setPresent, showNotice, showError, clearEstimateNotice, showRenderNotice };
 }

@@ -50,8 +50,10 @@ export function initRealistic(host: HTMLElement, store: Store): RealisticSection
   });
   /** A model file opened here and the model before it, until the chain has read it. */
   let trying: { name: string; before: string } | null = null;
-  /** Why the last model opened was refused: the status line keeps it until another is chosen. */
+  /** Why the last model opened was refused: the status line keeps it until another is chosen
+   * (here, in the form's field, by a drop or a preset), and the model used instead. */
   let refusal = '';
+  let refusedFor = '';
   const say = (text: string, error = false) => {
     status.textContent = refusal || text;
     status.classList.toggle('err', !!refusal || error);
@@ -64,6 +66,10 @@ export function initRealistic(host: HTMLElement, store: Store): RealisticSection
   });
   store.model.subscribe((m) => {
     const v = (m.pdb ?? '').trim();
+    if (refusal && v !== refusedFor) {
+      refusal = '';
+      say('');
+    }
     if (v && ![...modelSel.options].some((o) => o.value === v)) modelSel.add(new Option(`${v} (your file)`, v));
     modelSel.value = v;
     if (!v) {
@@ -127,6 +133,7 @@ export function initRealistic(host: HTMLElement, store: Store): RealisticSection
       const before = trying.before;
       trying = null;
       refusal = `${name} was not used: ${message.startsWith(`${name}: `) ? message.slice(name.length + 2) : message}`;
+      refusedFor = before;
       for (const o of [...modelSel.options]) if (o.value === name) o.remove();
       say('');
       store.setField('pdb', before);

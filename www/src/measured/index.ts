@@ -185,7 +185,9 @@ export class MeasuredCompare {
     const refused = read.flatMap((r, i) => (kinds[i] === null ? [unrecognised(r.name, chosen)] : []))
       .filter((m): m is string => !!m);
     if (refused.length) this.d.notice(refused.join('; '), 'warn');
-    if (!images.length && !expt && !geom) return refused.length > 0;
+    // nothing measured: the drop is said here when it was only damaged images; other files
+    // dropped with them go to the simulation's fields (the drop's routing says them all)
+    if (!images.length && !expt && !geom) return refused.length > 0 && refused.length === read.length;
     if (geom) {
       this.d.store.addFile(geom.name, geom.bytes);
       this.d.store.setField('geom', geom.name);

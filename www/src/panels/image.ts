@@ -11,6 +11,7 @@ import { pixelQuery } from '../pixelquery';
 import { installDownloads } from '../downloads';
 import { installTeaching } from '../teach';
 import { installMeasured } from '../measured';
+import { unrecognised } from '../measured/logic';
 import { installFit } from '../fit';
 import { installDerivative } from '../derivative';
 import { panel } from '../panel';
@@ -128,7 +129,8 @@ export const dropPanel = panel('drop', ({ store, page }, scope) => {
       const bytes = new Uint8Array(await f.arrayBuffer());
       const r = routeFile(bytes);
       if (!r.key) {
-        notes.push(`${f.name}: ${r.reason}; choose its field by hand`);
+        // a measured image's name (a damaged one): said as the measured panel says it
+        notes.push(unrecognised(f.name, false) ?? `${f.name}: ${r.reason}; choose its field by hand`);
         continue;
       }
       store.addFile(f.name, bytes);

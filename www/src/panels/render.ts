@@ -4,7 +4,7 @@
 // 'render' and 'realistic' (Cancel aborts them through the store).
 import { computed } from '@preact/signals-core';
 import type { SimulateResult } from '../client';
-import { fieldOfError, previewArgs, previewFactor } from '../args';
+import { fieldOfError, placeWarnings, previewArgs, previewFactor, type PlacedWarning } from '../args';
 import { errorInfo, type HklSummary, type RealisticResult } from '../protocol';
 import { inputErrorLine, type ModelState, type RenderMode } from '../state';
 import { initRealistic } from '../realistic';
@@ -49,7 +49,38 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
   let scheduled: RenderMode | null = null;
   let rafHandle = 0;
   page.api.lastRender = () => ({ result: last, preview: store.shown.peek()?.kind === 'preview', count: renderCount });
-  const showFieldErrors = () => page.showFieldErrors(simErrors);
+  /** The crate's warnings on the settings of the image shown, and the settings they came from
+   * (a preview's are not taken: its words are the page's own, e.g. one sub-pixel). */
+  let warned: { model: ModelState; args: string[]; list: PlacedWarning[] } = { model: {}, args: [], list: [] };
+  /** The last render's own note (a CPU fallback), said with the warnings. */
+  let renderNote = '';
+  const fieldWarnings = () => {
+    const out: Record<string, string> = {};
+    for (const w of warned.list) if (w.key) out[w.key] = out[w.key] ? `${out[w.key]}; ${w.text}` : w.text;
+    return out;
+  };
+  const showFieldErrors = () => page.showFieldErrors(simErrors, fieldWarnings());
+  const showWarnings = () => {
+    showFieldErrors();
+    page.showRenderNotice(warned.list.filter((w) => w.notice).map((w) => w.text), renderNote);
+  };
+  /** A full render's warnings replace those shown. */
+  function takeWarnings(warnings: readonly string[], model: ModelState, built: { args: string[]; origin: string[] }, note: string) {
+    warned = { model, args: built.args, list: placeWarnings(warnings, model, built) };
+    renderNote = note;
+    showWarnings();
+  }
+  /** As the settings change, the warnings on values no longer given go at once (a field's, when
+   * its value changed; one that names no field, when any word changed), before a render (or an
+   * input error) says more. */
+  function dropStaleWarnings() {
+    const model = store.model.peek();
+    const args = store.args.peek().args.join('\u0000');
+    const keep = warned.list.filter((w) => (w.key ? (model[w.key] ?? '') === (warned.model[w.key] ?? '') : args === warned.args.join('\u0000')));
+    if (keep.length === warned.list.length) return;
+    warned = { ...warned, list: keep };
+    showWarnings();
+  }
 
   const rsec = initRealistic(document.querySelector('.teach-panel')!, store);
   scope.add(() => document.getElementById('realistic')?.remove());
@@ -83,6 +114,7 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
     // a fit sends the images shown: the page renders nothing itself
     if (store.tasks.peek().has('fit')) return;
     simErrors = {};
+    dropStaleWarnings();
     const inputErrs = store.inputErrors.value;
     showFieldErrors();
     if (Object.keys(inputErrs).length) {
@@ -164,8 +196,13 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
       timing.title = `total ${fmtMs(performance.now() - t0)} (prepare ${fmtMs(r.timings.prepare)})`;
       showBackend(r);
       if (r.hkl !== undefined) showHklSummary(r.hkl);
-      if (r.notice) page.showNotice(r.notice, 'info');
-      else page.clearEstimateNotice();
+      // the crate's warnings on these settings, at their fields and in the notice (with the
+      // render's own note); a preview keeps those of the full image (its words are the page's)
+      if (!preview) takeWarnings(r.warnings, model, built, r.notice);
+      else {
+        renderNote = r.notice;
+        showWarnings();
+      }
       document.body.dataset.rendered = String(renderCount);
     } catch (e) {
       const err = e as Error;
@@ -173,6 +210,7 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
         page.clearEstimateNotice(); // cancelled or superseded: its announcement goes with it
         return;
       }
+      page.clearEstimateNotice(); // the render it announced did not come
       const key = fieldOfError(errorInfo(err), store.model.peek(), built, changed);
       if (key) {
         simErrors = { [key]: err.message };
@@ -198,7 +236,7 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
 
   // ---- the realistic chain: the same state with its layers (layered.ts) ------------------------
   const layered = createLayeredRender({
-    store, client, ui: { progress, timing }, rsec, showNotice: page.showNotice, showError: page.showError,
+    store, client, ui: { progress, timing }, rsec, showNotice: page.showNotice, clearEstimateNotice: page.clearEstimateNotice, showError: page.showError,
     fieldError: (key, msg) => {
       simErrors = key ? { [key]: msg } : {};
       showFieldErrors();
@@ -241,7 +279,7 @@ export const renderPanel = panel('render', ({ store, client, view, page }, scope
     window.dispatchEvent(new CustomEvent('nanobragg-frame', {
       detail: { width: g.width, height: g.height, backend: r.backend, preview: false, renderMs: r.timings.total, realistic: true, unit: 'ADU' },
     }));
-    if (r.warnings.length) console.info('realistic image:', r.warnings.join('; '));
+    takeWarnings(r.warnings, m, built, '');
     progress.value = 1;
     document.body.dataset.rendered = String(renderCount);
   }
