@@ -4,7 +4,7 @@
 // ring labels, video names and the GPU warning of many <nanobragg-view> elements.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open, waitRendered, setup, ARTIFACTS, ROOT } from './helpers.mjs';
@@ -285,6 +285,23 @@ test('a damaged measured image dropped with an HKL file: the image is said to be
   const n = await notice(page);
   assert.match(n, /junk\.cbf: not a readable CBF, HDF5 or SMV image/);
   assert.match(n, /mine\.hkl → HKL file/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a .geom dropped with an HKL file: the panels go to -geom, the HKL file to its field (it was lost)', { timeout: 120_000 }, async () => {
+  const geom = readFileSync(join(ROOT, 'tests', 'fixtures', 'panels', 'two_tilted.geom'));
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  await page.evaluate(({ geom, hkl }) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([Uint8Array.from(geom)], 'two.geom'));
+    dt.items.add(new File([hkl], 'mine.hkl'));
+    document.getElementById('canvas-host').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, { geom: [...geom], hkl: '0 0 1 100\n1 0 0 50\n0 1 0 70\n1 1 1 30\n' });
+  await page.waitForFunction(() => document.getElementById('f-hkl-name').textContent === 'mine.hkl', null, { timeout: 20_000 });
+  assert.equal(await page.evaluate(() => document.getElementById('f-geom-name').textContent), 'two.geom');
+  assert.match(await notice(page), /mine\.hkl → HKL file/);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fieldOfError, buildArgs, normaliseArgs, previewArgs, previewFactor, splitArgs, validate } from '../../www/src/args';
+import { fieldOfError, buildArgs, normaliseArgs, placeWarnings, previewArgs, previewFactor, splitArgs, validate } from '../../www/src/args';
 import { DEFAULT_MODEL } from '../../www/src/state';
 
 const spec = JSON.parse(readFileSync(join(process.cwd(), 'tests', 'unit', 'split-args.json'), 'utf8')) as { cases: [string, string[]][] };
@@ -86,4 +86,17 @@ test('fieldOfError: the crate\'s structured error attaches to the field the user
   assert.equal(fieldOfError({ flag: '-mosaic_seed' }, DEFAULT_MODEL, buildArgs(DEFAULT_MODEL), null), 'mosaic_seed');
   // nothing to go on: no field
   assert.equal(fieldOfError({}, DEFAULT_MODEL, buildArgs(DEFAULT_MODEL), null), null);
+});
+
+test('placeWarnings: a warning naming a flag goes to its field and the notice; upstream\'s log lines to neither', () => {
+  const state = { ...DEFAULT_MODEL, distance: '-30' };
+  const built = buildArgs(state);
+  const [neg, odet, over] = placeWarnings([
+    'WARNING: -distance -30: a negative distance is used as 30 mm (as upstream does)',
+    'WARNING: auto-generating odet_vector',
+    'oversampling of 1 is less than the recommended 4',
+  ], state, built);
+  assert.deepEqual(neg, { text: '-distance -30: a negative distance is used as 30 mm (as upstream does)', key: 'distance', notice: true });
+  assert.deepEqual(odet, { text: 'auto-generating odet_vector', key: null, notice: false });
+  assert.equal(over.notice, false);
 });

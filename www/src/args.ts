@@ -206,6 +206,9 @@ export function placeWarnings(warnings: readonly string[], state: ModelState, bu
     if (/^oversampling of \d+ is less than the recommended \d+/.test(text)) {
       return { text, key: fieldOfError({ flag: '-oversample' }, state, built, null), notice: false };
     }
+    // upstream's note that it completed the detector's axes (a .geom, .expt or the two axes
+    // given): the CLI's log line, nothing for the page's user to act on
+    if (/^auto-generating odet_vector/.test(text)) return { text, key: null, notice: false };
     const flag = /^(-[A-Za-z][\w-]*)/.exec(text)?.[1] ?? null;
     return { text, key: flag ? fieldOfError({ flag }, state, built, null) : null, notice: true };
   });

@@ -169,9 +169,10 @@ export class MeasuredCompare {
     this.layout();
   }
 
-  /** Files dropped on the page or chosen: true if they were measured images (or a `.expt` or a
-   * CrystFEL `.geom`, which become the simulation's `-expt` / `-geom`). */
-  async openFiles(files: File[], chosen = false): Promise<boolean> {
+  /** Files dropped on the page or chosen: measured images open here, a `.expt` or a CrystFEL
+   * `.geom` become the simulation's `-expt` / `-geom`. Returns the files it did not take (an HKL
+   * or a model dropped with them), for the simulation's own fields. */
+  async openFiles(files: File[], chosen = false): Promise<File[]> {
     const t0 = performance.now();
     const read = await Promise.all(files.map(async (f) => ({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) })));
     const kinds = read.map((r) => measuredKind(r.bytes));
@@ -182,12 +183,16 @@ export class MeasuredCompare {
     const byName = (k: 'expt' | 'geom') => read.find((r, i) => kinds[i] === null && kindByName(r.name) === k);
     const expt = read.find((_, i) => kinds[i] === 'expt') ?? byName('expt');
     const geom = read.find((_, i) => kinds[i] === 'geom') ?? byName('geom');
-    const refused = read.flatMap((r, i) => (kinds[i] === null ? [unrecognised(r.name, chosen)] : []))
-      .filter((m): m is string => !!m);
+    // a file named as a measured image that is none: said here (damaged)
+    const why = read.map((r, i) => (kinds[i] === null ? unrecognised(r.name, chosen) : undefined));
+    const refused = why.filter((m): m is string => !!m);
     if (refused.length) this.d.notice(refused.join('; '), 'warn');
     // nothing measured: the drop is said here when it was only damaged images; other files
     // dropped with them go to the simulation's fields (the drop's routing says them all)
-    if (!images.length && !expt && !geom) return refused.length > 0 && refused.length === read.length;
+    if (!images.length && !expt && !geom) return refused.length > 0 && refused.length === read.length ? [] : files;
+    // the rest (not images, not the .expt/.geom, not refused here) is the simulation's
+    const taken = new Set<{ name: string; bytes: Uint8Array }>([...images, ...(expt ? [expt] : []), ...(geom ? [geom] : [])]);
+    const rest = files.filter((_, i) => !taken.has(read[i]) && !why[i]);
     if (geom) {
       this.d.store.addFile(geom.name, geom.bytes);
       this.d.store.setField('geom', geom.name);
@@ -200,7 +205,7 @@ export class MeasuredCompare {
       if (measuredKind(expt.bytes) === 'expt') this.note(`${expt.name}: the simulation uses its detector, beam and crystal` +
         (cell ? ` (cell ${cell} from the file; the misset and cell fields turn and resize it)` : '') + ' (-expt)');
     }
-    if (!images.length) return true;
+    if (!images.length) return rest;
     this.predictedKey = ''; // a new image: predict again
     const h5 = images.filter((r) => measuredKind(r.bytes) === 'hdf5');
     const main = h5.length ? h5[masterOf(h5.map((r) => r.name))] : images[0];
@@ -211,13 +216,13 @@ export class MeasuredCompare {
       reply = await this.decode(main.name, main.bytes, others);
     } catch (e) {
       this.d.notice((e as Error).message || 'the measured-image worker gave no image', 'warn');
-      return true;
+      return rest;
     }
     const tDecoded = performance.now();
     this.show(reply.info, !expt);
     const tShown = performance.now();
     this.timings = { read: tRead - t0, load: reply.ms.load, decode: reply.ms.decode, show: tShown - tDecoded, total: tShown - t0 };
-    return true;
+    return rest;
   }
 
   /** With an `.expt` crystal the form's misset turns the file's crystal and its cell is the

@@ -122,10 +122,12 @@ export const dropPanel = panel('drop', ({ store, page }, scope) => {
   scope.on(window, 'dragover', (e) => e.preventDefault());
   scope.on(window, 'drop', async (e) => {
     e.preventDefault();
-    // measured images (miniCBF, NeXus/HDF5 with their data files, with a DIALS .expt) open beside the simulation
-    if (page.api.measured && await page.api.measured.openFiles(Array.from(e.dataTransfer?.files ?? []))) return;
+    // measured images (miniCBF, NeXus/HDF5 with their data files, with a DIALS .expt) open beside
+    // the simulation; what they leave (an HKL dropped with them) goes to the simulation's fields
+    const dropped = Array.from(e.dataTransfer?.files ?? []);
+    const files = page.api.measured ? await page.api.measured.openFiles(dropped) : dropped;
     const notes: string[] = [];
-    for (const f of Array.from(e.dataTransfer?.files ?? [])) {
+    for (const f of files) {
       const bytes = new Uint8Array(await f.arrayBuffer());
       const r = routeFile(bytes);
       if (!r.key) {
