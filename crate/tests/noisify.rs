@@ -243,3 +243,47 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
     assert_eq!(ok.status, 0, "{}", ok.stderr);
     assert!(dir.join("n.img").exists() && dir.join("i.img").exists());
 }
+
+#[test]
+fn negative_readout_and_gain_not_positive_keep_upstreams_image_with_a_warning() {
+    // upstream reads a negative read-out noise as 0 and uses a gain <= 0 as given: the same
+    // images as the plain reading, said on stderr
+    let dir = scratch("noisify-clamps");
+    let floats: Vec<u8> = (0..100).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    std::fs::write(dir.join("in.bin"), &floats).unwrap();
+    let run = |tag: &str, extra: &str| {
+        let r = noisify(
+            &dir,
+            &words(&format!(
+                "-bin in.bin -detpixels 10 -seed 3 -nopgm -intfile {tag}-i.img -noisefile {tag}-n.img {extra}"
+            )),
+        );
+        assert_eq!(r.status, 0, "{extra}: {}", r.stderr);
+        let img = |n: &str| std::fs::read(dir.join(format!("{tag}-{n}.img"))).unwrap();
+        (r.stderr, img("i"), img("n"))
+    };
+    let (plain, i0, n0) = run("plain", "-readout_noise 0");
+    assert!(!plain.contains("WARNING"), "{plain}");
+    let (err, i1, n1) = run("neg", "-readout_noise -3");
+    assert!(
+        err.contains("WARNING: -readout_noise -3: a negative read-out noise is read as 0: no read-out noise, as upstream does"),
+        "{err}"
+    );
+    assert_eq!((i1, n1), (i0, n0));
+    let (err, i, n) = run("gain0", "-gain 0 -readout_noise 2");
+    assert!(
+        err.contains("WARNING: -gain 0: a gain of 0 leaves no signal: every count is the ADC offset (40 ADU)"),
+        "{err}"
+    );
+    assert!(!err.contains("-readout_noise"), "{err}");
+    // the noiseless image: every pixel the ADC offset (upstream's)
+    assert!(
+        i[512..]
+            .chunks(2)
+            .all(|c| u16::from_le_bytes([c[0], c[1]]) == 40),
+        "int image"
+    );
+    assert_eq!(n.len(), i.len());
+    let (err, _, _) = run("gain-neg", "-gain -2");
+    assert!(err.contains("WARNING: -gain -2: a negative gain"), "{err}");
+}

@@ -41,6 +41,31 @@ fn cell_counts_below_one_keep_upstreams_image_with_a_warning() {
 }
 
 #[test]
+fn cell_entries_not_positive_keep_upstreams_image_with_a_warning() {
+    // upstream reads b, c <= 0 as a and an angle <= 0 as 90 degrees: the same image, said
+    let want = cli("cell-cubic", "-cell 78 78 78 90 90 90 -floatfile f.bin");
+    assert_eq!(want.status, 0, "{}", want.stderr);
+    assert!(!want.stderr.contains("-cell:"), "{}", want.stderr);
+    let r = cli("cell-zero", "-cell 78 0 -2 90 0 -90 -floatfile f.bin");
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    for w in [
+        "WARNING: -cell: b = 0 is not positive: read as a = 78 Å (as upstream does)",
+        "WARNING: -cell: c = -2 is not positive: read as a = 78 Å",
+        "WARNING: -cell: beta = 0 degrees is not positive: read as 90 degrees",
+        "WARNING: -cell: gamma = -90 degrees is not positive: read as 90 degrees",
+    ] {
+        assert!(r.stderr.contains(w), "{w}\n{}", r.stderr);
+    }
+    assert!(!r.stderr.contains("alpha"), "{}", r.stderr);
+    assert_eq!(float_image(&r), float_image(&want));
+    // entries left out are upstream's shorthand (`-cell 78`: a cube), not said
+    let short = cli("cell-short", "-cell 78 -floatfile f.bin");
+    assert_eq!(short.status, 0, "{}", short.stderr);
+    assert!(!short.stderr.contains("-cell:"), "{}", short.stderr);
+    assert_eq!(float_image(&short), float_image(&want));
+}
+
+#[test]
 fn mosaic_domains_below_one_are_said() {
     let r = cli("dom", "-mosaic 0.1 -mosaic_domains -3 -oversample 1");
     assert_eq!(r.status, 0, "{}", r.stderr);

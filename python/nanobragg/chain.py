@@ -8,12 +8,14 @@ becomes ``-name value`` (``True`` a bare switch, a tuple several values).
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _nanobragg
+from .errors import Error
 
 __all__ = ["nonbragg", "noisify", "NoisifyResult"]
 
@@ -92,5 +94,26 @@ def noisify(image: npt.ArrayLike, args: Words = None, *, files: Optional[Mapping
         raise ValueError(f"noisify: image must be 2-D (slow, fast), got shape {a.shape}")
     if a.size == 0:
         raise ValueError(f"noisify: image must have at least one pixel, got shape {a.shape}")
-    adu, noise, header, log = _nanobragg.noisify_image(a, _words(args, flags), dict(files or {}))
+    try:
+        adu, noise, header, log = _nanobragg.noisify_image(a, _words(args, flags), dict(files or {}))
+    except Error as e:
+        raise _keyword_named(e, flags) from None
     return NoisifyResult(adu, noise, header, log)
+
+
+def _keyword_named(e: Error, flags: Mapping[str, Any]) -> Error:
+    """``e`` naming the keyword flag (``readout_noise=-3``) where it names a flag given as one
+    (``-readout_noise -3``): its ``field`` is the keyword."""
+    flag = e.flag or ""
+    name = flag[1:]
+    if not name or name not in flags:
+        return e
+    e.field = name
+    message = e.message
+    if message.startswith(f"{flag} "):
+        message = f"{name}=" + message[len(flag) + 1:]
+    else:
+        message = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", name, message)
+    e.message = message
+    e.args = (message,)
+    return e

@@ -15,6 +15,7 @@ import difflib
 import math
 import numbers
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
@@ -103,7 +104,10 @@ def _field_words(owner: str, f: "dataclasses.Field[Any]", v: Any, files: Optiona
             _at_least_one(owner, name, v, _COUNTS[flag])
         return [flag, _num(owner, name, v, integer=True)]
     if kind == "vec":
-        return [flag] + _seq(owner, name, v, m["n"])
+        words = _seq(owner, name, v, m["n"])
+        if flag == "-cell":
+            _check_cell(owner, name, words)
+        return [flag] + words
     if kind == "switch":
         if not isinstance(v, bool):
             raise _bad(owner, name, f"expected True or False, got {v!r}")
@@ -129,6 +133,22 @@ def _field_words(owner: str, f: "dataclasses.Field[Any]", v: Any, files: Optiona
         fn: WordsFn = m["words"]
         return fn(owner, name, v, files)
     raise AssertionError(kind)
+
+
+#: ``Crystal.cell_A_deg``'s entries, for its errors.
+_CELL = ("a", "b", "c", "alpha", "beta", "gamma")
+
+
+def _check_cell(owner: str, name: str, words: list[str]) -> None:
+    """Refuse a cell entry that the crate, as upstream, reads as another with only a warning on
+    the command line (b, c <= 0 as a; an angle <= 0 as 90 degrees), and an angle of 180 degrees
+    or more (no cell has one), naming the entry."""
+    for i, (label, w) in enumerate(zip(_CELL, words)):
+        x = float(w)
+        if i < 3 and not x > 0:
+            raise _bad(owner, name, f"{label} = {w}: expected a length > 0 (Å)")
+        if i >= 3 and not 0 < x < 180:
+            raise _bad(owner, name, f"{label} = {w}: expected an angle between 0 and 180 degrees (exclusive)")
 
 
 def _at_least_one(owner: str, name: str, v: Any, what: str) -> None:
@@ -240,6 +260,43 @@ def _f_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]
     if isinstance(v, (str, bytes)) or hasattr(v, "__fspath__"):
         return ["-hkl", os.fsdecode(v)]
     raise _bad(owner, name, f"expected a StructureFactors, a dict {{(h, k, l): F}} or an -hkl path, got {type(v).__name__}")
+
+
+#: The names of the in-memory files the typed configuration passes to the crate (``Crystal.F``'s
+#: table, ``Beam.sources``' rows: ``_f_words``, ``_sources_words``), as the crate's messages
+#: say them.
+_MEM_FILE = re.compile(r"(?:cannot read file )?'?<(table [0-9a-f]+>\.hkl|sources \d+>\.txt)'?(: )?")
+
+
+def _mem_field(key: str) -> str:
+    return "Crystal.F" if key.startswith("table ") else "Beam.sources"
+
+
+def field_of_file(name: Optional[str]) -> Optional[str]:
+    """The configuration field whose value the crate read as the in-memory file ``name``
+    (``"<table 7f…>.hkl"`` → ``"Crystal.F"``), if it is one."""
+    m = _MEM_FILE.fullmatch(name) if name else None
+    return _mem_field(m.group(1)) if m else None
+
+
+def mem_field_in(message: str) -> Optional[str]:
+    """The field of the first in-memory file ``message`` names, if any."""
+    m = _MEM_FILE.search(message)
+    return _mem_field(m.group(1)) if m else None
+
+
+def name_mem_files(message: str) -> str:
+    """``message`` with the in-memory files of the typed configuration said as their fields:
+    ``<table 7f…>.hkl: Miller indices span …`` → ``Crystal.F: Miller indices span …``, and
+    ``cannot read file '<table 7f…>.hkl': N bytes, more than …`` → ``Crystal.F: as text, N
+    bytes, more than …``."""
+    def field(m: "re.Match[str]") -> str:
+        f = _mem_field(m.group(1))
+        if m.group(0).startswith("cannot read file "):
+            return f"{f}: as text, " if m.group(2) else f
+        return f + (m.group(2) or "")
+
+    return _MEM_FILE.sub(field, message)
 
 
 def _sources_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:

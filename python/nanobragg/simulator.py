@@ -12,8 +12,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _nanobragg
-from .config import _FIELDS, AMBIGUOUS, Backend, Beam, Crystal, Detector, Overrides, Precision, _port_words, field_of_flag, override_words
-from .errors import Error, UsageError
+from .config import _FIELDS, AMBIGUOUS, Backend, Beam, Crystal, Detector, Overrides, Precision, _port_words, field_of_file, field_of_flag, mem_field_in, name_mem_files, override_words
+from .errors import Error, InputError, LimitError, UsageError
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -61,11 +61,24 @@ def _name_field(e: Error, python: bool = False) -> Error:
     """``e`` with ``field`` set from its flag; with ``python`` (the user wrote the configuration
     in Python) its message names the Python fields (``Beam.wavelength_A``) where the crate's
     names the flags (``-lambda``), from the one flag → field table (``config.field_of_flag``)."""
+    if python:
+        # a table or source list given in Python reaches the crate as an in-memory file: the
+        # error names its field (and no file of the user's)
+        mem = field_of_file(e.file) or (mem_field_in(e.message) if e.file is None else None)
+        if mem is not None:
+            if isinstance(e, InputError):
+                # not a file of the user's that could not be read: a bad value of the field
+                # (a table over the size limit: a LimitError), a ValueError as the others
+                cls = LimitError if "limit" in e.message else UsageError
+                e = cls(e.message, flag=e.flag, key=e.key)
+            e.field = mem
+            e.file, e.line = None, None
     if e.field is None:
         e.field = field_of_flag(e.flag)
     if python:
         # the cost budget's way out (`api::check_cost`) is an argument of the Simulator here
         message = e.message.replace("give -force to", "pass Simulator(..., force=True) to")
+        message = name_mem_files(message)
         message = _FLAG_WORD.sub(lambda m: field_of_flag(m.group(0)) or m.group(0), message)
         if message != e.message:
             e.message = message
@@ -208,6 +221,8 @@ class Simulator:
     def info(self) -> dict[str, Any]:
         """Facts of the resolved setup (pixels, sources, orientations, precision, backend...)."""
         d: dict[str, Any] = self._s.info()
+        if self._typed and isinstance(d.get("hkl_source"), str):
+            d["hkl_source"] = name_mem_files(d["hkl_source"])  # a table: "Crystal.F (n reflections)"
         d["gpu_adapter"] = self._s.gpu_adapter()
         return d
 

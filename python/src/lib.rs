@@ -992,6 +992,10 @@ fn run_noisify(
     ];
     all.extend(words);
     let opts = noisify::options::parse(&all)?;
+    // what the noisify command reads as upstream does (and warns of), Python refuses
+    if let Some(c) = opts.clamps().first() {
+        return Err(c.error());
+    }
     let files = CachedFiles::new(files);
     let prep =
         noisify::options::prepare_with_image(&opts, &files, session::clock_seed(), Some(pixels))?;

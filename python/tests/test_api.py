@@ -349,6 +349,32 @@ def test_bad_structure_factors_name_crystal_F(F, why):
     assert "<table" not in str(e.value)
 
 
+def test_structure_factor_table_over_the_size_limit_names_crystal_F():
+    # two reflections at opposite corners of a box just past the limit (2^26 values, about
+    # +-200 in h, k and l): the crate's message named its in-memory file "<table 7f...>.hkl"
+    F = {(-203, -203, -203): 1.0, (203, 203, 203): 2.0}
+    with pytest.raises(nb.LimitError, match=r"^Crystal\.F: Miller indices span h -203\.\.203.*more than the limit") as e:
+        sim(crystal=nb.Crystal(cell_A_deg=(70, 80, 90, 90, 95, 90), N=3, F=F))
+    assert isinstance(e.value, ValueError)
+    assert e.value.field == "Crystal.F" and e.value.file is None
+    assert "<table" not in str(e.value)
+
+
+def test_a_table_is_said_as_crystal_F_in_info():
+    s = sim(crystal=nb.Crystal(cell_A_deg=(70, 80, 90, 90, 95, 90), N=3, F={(1, 2, 3): 5.0}))
+    assert s.info()["hkl_source"].startswith("Crystal.F ("), s.info()["hkl_source"]
+
+
+def test_in_memory_file_names_in_crate_messages_are_said_as_fields():
+    from nanobragg.config import field_of_file, name_mem_files
+
+    assert name_mem_files("cannot read file '<table 7fab12>.hkl': 12 bytes, more than the limit") == \
+        "Crystal.F: as text, 12 bytes, more than the limit"
+    assert name_mem_files("<sources 3>.txt: 1000001 sources, more than the limit of 1000000") == \
+        "Beam.sources: 1000001 sources, more than the limit of 1000000"
+    assert field_of_file("<table 7fab12>.hkl") == "Crystal.F" and field_of_file("table.hkl") is None
+
+
 def test_structure_factor_tables_are_not_reshaped():
     with pytest.raises(ValueError, match="integers"):
         nb.StructureFactors.from_dict({(1.9, 0, 0): 5.0, (-0.5, 2, 0): 3.0})
@@ -362,8 +388,46 @@ def test_structure_factor_tables_are_not_reshaped():
     assert t.hkl.tolist() == [[1, 0, 0], [0, 2, 0]] and t.as_dict() == {(1, 0, 0): 10.0, (0, 2, 0): 20.0}
 
 
-@pytest.mark.parametrize("sources,why", [([], "no sources"), ([(-1, 0, 0, 1, float("nan"))], "finite")])
+@pytest.mark.parametrize("sources,why", [([], "no sources"), ([(-1, 0, 0, 1, float("nan"))], "finite"),
+                                         # refused by the crate, whose message named "<sources 0>.txt"
+                                         ([(0, 0, 0, 1, 1e-10)], "at the sample"),
+                                         ([(-10, 0, 0, 1, -1e-10)], "wavelength must be positive")])
 def test_bad_sources_name_beam_sources(sources, why):
     with pytest.raises(nb.UsageError, match=why) as e:
         sim(beam=nb.Beam(wavelength_A=1.2, sources=sources))
     assert e.value.field == "Beam.sources" and "<sources" not in str(e.value)
+    assert str(e.value).startswith("Beam.sources: ") and e.value.file is None
+
+
+@pytest.mark.parametrize("cell,why", [
+    ((0, 80, 90, 90, 90, 90), "a = 0.0: expected a length > 0"),
+    ((70, 0, 90, 90, 90, 90), "b = 0.0: expected a length > 0"),
+    ((70, 80, -5, 90, 90, 90), "c = -5.0: expected a length > 0"),
+    ((70, 80, 90, 0, 90, 90), "alpha = 0.0: expected an angle between 0 and 180 degrees"),
+    ((70, 80, 90, 90, -90, 90), "beta = -90.0: expected an angle"),
+    ((70, 80, 90, 90, 90, 180), "gamma = 180.0: expected an angle"),
+    ((70, 80, float("nan"), 90, 90, 90), "c = nan: expected a length > 0"),
+])
+def test_cell_entries_the_command_line_reads_as_others_are_refused(cell, why):
+    # the command line reads b, c <= 0 as a and an angle <= 0 as 90 degrees (with a warning)
+    with pytest.raises(ValueError, match=rf"^Crystal\.cell_A_deg: {why}") as e:
+        sim(crystal=nb.Crystal(cell_A_deg=cell, N=3, default_F=10))
+    assert isinstance(e.value, nb.UsageError) and e.value.field == "Crystal.cell_A_deg"
+    with pytest.raises(nb.UsageError, match=rf"^Crystal\.cell_A_deg: {why}"):
+        sim().render(cell_A_deg=cell)
+
+
+def test_cell_angles_that_make_no_cell_name_cell_A_deg():
+    with pytest.raises(nb.GeometryError, match=r"^Crystal\.cell_A_deg: the angles 60 60 150 do not make a cell") as e:
+        sim(crystal=nb.Crystal(cell_A_deg=(70, 80, 90, 60, 60, 150), N=3, default_F=10))
+    assert e.value.field == "Crystal.cell_A_deg"
+
+
+def test_the_command_lines_cell_rule_is_kept_and_warned_of():
+    words = "-N 3 -default_F 10 -lambda 1 -distance 100 -detpixels 24"
+    s = nb.Simulator.from_args(f"-cell 70 0 0 90 0 90 {words}")
+    assert any("-cell: b = 0 is not positive: read as a = 70" in w for w in s.warnings), s.warnings
+    assert any("-cell: beta = 0 degrees is not positive: read as 90 degrees" in w for w in s.warnings), s.warnings
+    cubic = nb.Simulator.from_args(f"-cell 70 70 70 90 90 90 {words}")
+    assert not any("-cell" in w for w in cubic.warnings)
+    assert np.array_equal(s.render(), cubic.render())

@@ -130,3 +130,21 @@ def test_noisify_of_an_empty_image_names_the_image():
     for shape in ((0, 0), (0, 5), (4, 0)):
         with pytest.raises(ValueError, match=rf"^noisify: image must have at least one pixel, got shape \({shape[0]}, {shape[1]}\)$"):
             nb.noisify(np.zeros(shape, np.float32))
+
+
+@pytest.mark.parametrize("args,flags,why", [
+    ("-readout_noise -3", {}, r"^-readout_noise -3: expected a read-out noise >= 0 \(the noisify command reads it as upstream does: "
+                              r"a negative read-out noise is read as 0"),
+    ("-gain 0", {}, r"^-gain 0: expected a gain > 0 \(.*a gain of 0 leaves no signal"),
+    (None, {"readout_noise": -3}, r"^readout_noise=-3: expected a read-out noise >= 0"),
+    (None, {"gain": 0.0}, r"^gain=0: expected a gain > 0"),
+    (None, {"gain": -2}, r"^gain=-2: expected a gain > 0 \(.*a negative gain"),
+])
+def test_noisify_refuses_what_the_command_reads_as_upstream_does(args, flags, why):
+    with pytest.raises(nb.UsageError, match=why) as e:
+        nb.noisify(np.ones((8, 8), np.float32), args, **flags)
+    assert isinstance(e.value, ValueError)
+    name = next(iter(flags), None)
+    assert e.value.field == name and e.value.flag == ("-" + (name or args.split()[0][1:]))
+    # the values the command takes as they are: accepted
+    nb.noisify(np.ones((8, 8), np.float32), "-readout_noise 0 -gain 0.5")

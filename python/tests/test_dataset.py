@@ -190,6 +190,55 @@ def test_resume_skips_complete_shards(tmp_path):
         dataset.run_local(other, workers=1, progress=False)
 
 
+def test_a_folder_left_by_a_refused_run_says_how_to_start_over(tmp_path):
+    """A run of another description (or an older version) that stopped before finishing a
+    shard left spec.toml (and noise.json): the corrected description is refused with the folder,
+    "no finished shard" and the command that starts over (--restart), which removes only what
+    such a run leaves, and refuses a folder with a finished shard or a file being written."""
+    spec = write_spec(tmp_path, n=4, k=2)
+    out = tmp_path / "out"
+    (out / "manifest").mkdir(parents=True)
+    (out / "spec.toml").write_text(spec.text.replace("seed = 11", "seed = 10"))
+    (out / "notes.txt").write_text("the user's")
+    r = run_cli("run", spec.path, "--workers", "1", "--no-progress", check=False)
+    assert r.returncode == 2, r.stderr
+    assert f"{out} holds no finished shard" in r.stderr and "--restart" in r.stderr, r.stderr
+    assert f"nanobragg-dataset run {spec.path} --output {out} --restart" in r.stderr, r.stderr
+    assert (out / "spec.toml").read_text() != spec.text  # nothing touched
+    # a file being written (a run in progress): --restart refuses, nothing removed
+    tmp = out / ".shard-00000.h5.tmp-12345"
+    tmp.write_bytes(b"x")
+    r = run_cli("run", spec.path, "--workers", "1", "--no-progress", "--restart", check=False)
+    assert r.returncode == 2 and "a run may be writing into it" in r.stderr and str(tmp) in r.stderr, r.stderr
+    assert (out / "spec.toml").read_text() != spec.text
+    tmp.unlink()
+    res = json.loads(run_cli("run", spec.path, "--workers", "1", "--no-progress", "--restart").stdout)
+    assert res["shards"] == 2 and (out / "spec.toml").read_text() == spec.text
+    assert (out / "notes.txt").read_text() == "the user's" and (out / "master.h5").exists()
+    # finished shards: --restart refuses and removes nothing; without it, "another dataset"
+    other = tmp_path / "other.toml"
+    other.write_text(spec.text.replace("seed = 11", "seed = 12"))
+    r = run_cli("run", str(other), "--output", str(out), "--workers", "1", "--no-progress", "--restart", check=False)
+    assert r.returncode == 2 and "holds 2 finished shards" in r.stderr and "nothing removed" in r.stderr, r.stderr
+    assert (out / "spec.toml").read_text() == spec.text and len(digests(spec)) == 2
+    with pytest.raises(dataset.DatasetError, match="holds another dataset .*2 finished shards"):
+        dataset.run_local(dataset.load_spec(str(other), output=str(out)), workers=1, progress=False)
+
+
+def test_a_noise_record_of_another_version_without_a_finished_shard_says_restart(tmp_path):
+    spec = write_spec(tmp_path, n=2, k=2, extra='[chain]\nnoise = "-readout_noise 2 -adc 10"\n')
+    out = tmp_path / "out"
+    (out / "manifest").mkdir(parents=True)
+    old = nb._nanobragg.COUNTER_SEQUENCE - 1
+    (out / "noise.json").write_text(json.dumps({"counter_sequence": old, "nanobragg_version": "0.0.9"}))
+    with pytest.raises(dataset.DatasetError, match=rf"noise sequence {old};.*it holds no finished shard: to start over .*--restart") as e:
+        dataset.run_local(spec, workers=1, progress=False)
+    assert e.value.file == str(out / "noise.json")
+    res = json.loads(run_cli("run", spec.path, "--workers", "1", "--no-progress", "--restart").stdout)
+    assert res["shards"] == 1
+    assert json.loads((out / "noise.json").read_text())["counter_sequence"] == nb._nanobragg.COUNTER_SEQUENCE
+
+
 def test_sigkill_mid_shard_then_resume_is_bit_identical(tmp_path):
     ref = write_spec(tmp_path / "ref", n=8, k=2)
     dataset.run_local(ref, workers=1, progress=False)

@@ -323,6 +323,9 @@ BG = "-stol water.stol -thick 0.1 -distance 100 -detpixels 32 -pixel 0.1"
     ("[chain]\nnoise = '-readout_nois 3'\n", "chain.noise", ["unknown flag '-readout_nois'", "-readout_noise"]),
     ("[chain]\nnoise = '-readout_noise 3 -detpixels 64'\n", "chain.noise", ["its detector is 64x64 pixels, the images 32x32"]),
     ("[chain]\nnoise = '-readout_noise abc'\n", "chain.noise", ["-readout_noise: expected a number, found 'abc'"]),
+    # the noisify command reads these as upstream does (with a warning); a description refuses them
+    ("[chain]\nnoise = '-readout_noise -3'\n", "chain.noise", ["-readout_noise -3: expected a read-out noise >= 0"]),
+    ("[chain]\nnoise = '-gain 0'\n", "chain.noise", ["-gain 0: expected a gain > 0"]),
     ("[chain]\nbackground = '-stol nonexist.stol -thick 0.1 -distance 100 -detpixels 32 -pixel 0.1'\n", "chain.background",
      ["cannot read file 'nonexist.stol'", "from the current folder"]),
     ("[chain]\nbackground = '-stol water.stol -thik 0.1'\n", "chain.background", ["unknown flag '-thik'"]),

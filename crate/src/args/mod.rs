@@ -444,6 +444,29 @@ impl Parser<'_, Options> {
         if n == 0 {
             return Err(self.err("expected a b c alpha beta gamma (Å, degrees)"));
         }
+        // upstream reads b, c <= 0 as a and an angle <= 0 as 90 degrees: an entry left out
+        // (`-cell 100`, a cube) is that shorthand; one given so is said (the typed Python
+        // configuration refuses it)
+        let g = crate::cfmt::fmt_g;
+        for (i, &v) in c.iter().enumerate().take(n).skip(1) {
+            if v <= 0.0 {
+                let name = ["a", "b", "c", "alpha", "beta", "gamma"][i];
+                self.o.warnings.push(if i < 3 {
+                    format!(
+                        "WARNING: -cell: {name} = {} is not positive: read as a = {} Å (as \
+                         upstream does)",
+                        g(v),
+                        g(c[0])
+                    )
+                } else {
+                    format!(
+                        "WARNING: -cell: {name} = {} degrees is not positive: read as 90 degrees \
+                         (as upstream does)",
+                        g(v)
+                    )
+                });
+            }
+        }
         self.o.cell = Some(c);
         Ok(())
     }

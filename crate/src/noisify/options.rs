@@ -104,6 +104,78 @@ impl NoisifyOptions {
     }
 }
 
+/// A value upstream's noisify reads silently as another: the CLI keeps upstream's image and says
+/// so ([`Clamp::warning`], pushed by [`parse`]); the Python face refuses it ([`Clamp::error`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Clamp {
+    pub flag: &'static str,
+    pub value: f64,
+    /// What the value should be (`a read-out noise >= 0`).
+    pub expected: &'static str,
+    /// What upstream makes of it.
+    pub read_as: String,
+}
+
+impl Clamp {
+    /// The command line's warning.
+    pub fn warning(&self) -> String {
+        format!(
+            "{} {}: {}, as upstream does",
+            self.flag,
+            crate::cfmt::fmt_g(self.value),
+            self.read_as
+        )
+    }
+
+    /// A usage error naming the flag, for a face that refuses the value.
+    pub fn error(&self) -> Error {
+        Error::usage(format!(
+            "{} {}: expected {} (the noisify command reads it as upstream does: {})",
+            self.flag,
+            crate::cfmt::fmt_g(self.value),
+            self.expected,
+            self.read_as
+        ))
+        .with_flag(self.flag)
+    }
+}
+
+impl NoisifyOptions {
+    /// The values given that upstream reads silently as others: a negative `-readout_noise`
+    /// (no read-out noise) and a `-gain` ≤ 0 (no signal, or counts that fall as photons rise).
+    pub fn clamps(&self) -> Vec<Clamp> {
+        let mut out = Vec::new();
+        if self.readout < 0.0 {
+            out.push(Clamp {
+                flag: "-readout_noise",
+                value: self.readout,
+                expected: "a read-out noise >= 0",
+                read_as: "a negative read-out noise is read as 0: no read-out noise".into(),
+            });
+        }
+        if self.gain <= 0.0 {
+            let read_as = if self.gain == 0.0 {
+                format!(
+                    "a gain of 0 leaves no signal: every count is the ADC offset ({} ADU) plus \
+                     the read-out noise",
+                    crate::cfmt::fmt_g(self.geo.adc)
+                )
+            } else {
+                "a negative gain makes the counts fall as the photons rise: photons x gain + ADC \
+                 offset, clipped at 0"
+                    .into()
+            };
+            out.push(Clamp {
+                flag: "-gain",
+                value: self.gain,
+                expected: "a gain > 0",
+                read_as,
+            });
+        }
+        out
+    }
+}
+
 /// The rows noisify shares with nanobragg, by name (their handlers store into `geo`).
 const SHARED: &[&str] = &[
     "-detector",
@@ -302,6 +374,9 @@ pub fn parse(words: &[String]) -> Result<NoisifyOptions> {
         }
         input
     })?;
+    for c in o.clamps() {
+        o.geo.warnings.push(c.warning());
+    }
     Ok(o)
 }
 

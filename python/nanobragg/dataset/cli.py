@@ -79,6 +79,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     r.add_argument("--shards", type=_shard_list, help="only these shards (N, N-M, comma list); no finalize")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--no-finalize", action="store_true")
+    r.add_argument("--restart", action="store_true", help="start the output folder over when it holds no finished shard "
+                   "(a run of another description or version stopped before finishing one): removes its spec.toml, "
+                   "noise.json and unfinished files; refused if a shard is finished or a file is being written")
 
     s = sub.add_parser("slurm", help="write a Slurm job-array batch script (one array task per shard group)")
     common(s)
@@ -92,6 +95,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    "which a worker holds whole)")
     s.add_argument("--max-running", type=_int_at_least(1))
     s.add_argument("--sbatch", action="append", default=[], help="another #SBATCH line (repeatable)")
+    s.add_argument("--restart", action="store_true", help="as run --restart, before the script is written")
 
     f = sub.add_parser("finalize", help="check the manifest and write master.h5 (index.json for npz)")
     common(f)
@@ -113,6 +117,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             shards = _shards(a.shards, spec.n_shards, r)
             from .params import base_facts, oversample_notice
 
+            if a.restart:
+                from .shards import prepare_output
+
+                prepare_output(spec, restart=True)
             facts = base_facts(spec)
             notice = oversample_notice(spec, facts)
             if notice:
@@ -143,7 +151,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             from .engines import slurm_script
             from .shards import prepare_output, write_atomic
 
-            prepare_output(spec)
+            prepare_output(spec, restart=a.restart)
             os.makedirs(os.path.join(spec.output, "slurm"), exist_ok=True)
             path = a.script or os.path.join(spec.output, "slurm", "job.sh")
             text = slurm_script(spec, shards_per_task=a.shards_per_task, partition=a.partition, time_limit=a.time,

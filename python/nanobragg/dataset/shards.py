@@ -29,7 +29,7 @@ from .params import Renderer, image_params, label_columns
 from .spec import Spec
 
 __all__ = ["DatasetError", "shard_name", "render_shard", "write_shard", "is_complete", "manifest_entries",
-           "prepare_output", "write_atomic", "npz_bytes"]
+           "prepare_output", "restart_output", "finished_shards", "write_atomic", "npz_bytes"]
 
 FORMAT_VERSION = 1
 
@@ -113,22 +113,94 @@ def _check_noise_record(spec: Spec) -> None:
         begun, by, comp = None, "an earlier nanobragg (no noise.json)", spec.compression
     except (OSError, ValueError, AttributeError) as e:
         raise DatasetError(f"cannot read {p}: {e}", file=p) from None
+    # nothing finished (a run of that version stopped before its first shard): start over
+    fresh = f"; it holds no finished shard: {_start_over_hint(spec)}" if not finished_shards(spec.output) else ""
     if begun != COUNTER_SEQUENCE:
         raise DatasetError(
             f"{spec.output} was begun by {by}; this nanobragg draws noise sequence {COUNTER_SEQUENCE} "
-            "(other counts for the same seeds): finish the dataset with the version that began it, "
-            "or render it again into another output folder", file=p)
+            "(other counts for the same seeds)"
+            + (fresh or ": finish the dataset with the version that began it, or render it again into another output folder"), file=p)
     if spec.format == "nxmx" and comp != spec.compression:
         raise DatasetError(
             f"{spec.output} was begun by nanobragg {rec.get('nanobragg_version', '?')} with {comp} frames; this nanobragg "
             f"writes {spec.compression} frames for its description (dataset.compression unsaid: {spec.compression} "
-            "with chain.noise): finish the dataset with the version that began it, or render it again into "
-            "another output folder", file=p)
+            "with chain.noise)"
+            + (fresh or ": finish the dataset with the version that began it, or render it again into another output folder"), file=p)
 
 
-def prepare_output(spec: Spec) -> None:
+def finished_shards(output: str) -> List[str]:
+    """The manifest entries in the folder ``output`` (``manifest/shard-NNNNN.json``), of whatever
+    description began it: the shards it finished."""
+    try:
+        names = os.listdir(os.path.join(output, "manifest"))
+    except OSError:
+        return []
+    return sorted(n for n in names if n.startswith("shard-") and n.endswith(".json"))
+
+
+def _start_over_hint(spec: Spec) -> str:
+    """What to run to start the folder over with this description (the dataset CLI's
+    ``--restart``, :func:`restart_output`)."""
+    import shlex
+
+    out = f" --output {shlex.quote(spec.output)}"
+    return (f"to start over with {spec.path}, run `nanobragg-dataset run {shlex.quote(spec.path)}{out} --restart` "
+            f"(it removes what the other run left in {spec.output}: no shard is lost), or choose another output folder")
+
+
+def _temporary_files(output: str) -> List[str]:
+    """The temporary files of writes in progress (or of a killed writer) in ``output``."""
+    out = []
+    for d in (output, os.path.join(output, "manifest")):
+        try:
+            out += [os.path.join(d, n) for n in os.listdir(d) if ".tmp-" in n]
+        except OSError:
+            pass
+    return sorted(out)
+
+
+def restart_output(spec: Spec) -> List[str]:
+    """Removes what a run left in ``spec.output`` that holds no finished shard (its spec.toml,
+    noise.json, shard files without an entry, master.h5/index.json, slurm/job.sh), so that this
+    description starts it over; returns the paths removed. Refused (DatasetError, nothing
+    removed) when the folder holds a finished shard (a manifest entry) or a temporary file of a
+    write (a run that may be writing into it). Other files are left as they are."""
+    if not os.path.isdir(spec.output):
+        return []
+    done = finished_shards(spec.output)
+    if done:
+        raise DatasetError(
+            f"--restart: {spec.output} holds {len(done)} finished shard{'s' if len(done) > 1 else ''} "
+            f"({os.path.join(spec.output, 'manifest', done[0])}{', ...' if len(done) > 1 else ''}): nothing removed; "
+            "choose another output folder (or remove that one yourself)", file=os.path.join(spec.output, "manifest"))
+    tmp = _temporary_files(spec.output)
+    if tmp:
+        raise DatasetError(
+            f"--restart: {spec.output} holds a file being written ({tmp[0]}): a run may be writing into it; nothing removed. "
+            "Wait for it to end; if no run is writing into the folder (on any machine), remove the .tmp- files and run again",
+            file=tmp[0])
+    names = ["spec.toml", "noise.json", "master.h5", "index.json", os.path.join("slurm", "job.sh")]
+    names += [n for n in os.listdir(spec.output) if n.startswith("shard-") and n.endswith((".h5", ".npz"))]
+    removed = []
+    for n in names:
+        path = os.path.join(spec.output, n)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            raise DatasetError(f"--restart: cannot remove {path}: {e.strerror or e}", file=path) from None
+        removed.append(path)
+    return removed
+
+
+def prepare_output(spec: Spec, restart: bool = False) -> None:
     """Creates the dataset folder and its spec.toml, or checks that it holds this description;
-    with noise, records the counter generator's sequence (`noise.json`) or checks it."""
+    with noise, records the counter generator's sequence (`noise.json`) or checks it.
+    ``restart``: first remove what a run of another description (or version) left in a folder
+    that holds no finished shard (:func:`restart_output`)."""
+    if restart:
+        restart_output(spec)
     p = os.path.join(spec.output, "spec.toml")
     try:
         os.makedirs(os.path.join(spec.output, "manifest"), exist_ok=True)
@@ -137,7 +209,13 @@ def prepare_output(spec: Spec) -> None:
     if os.path.exists(p):
         with open(p, encoding="utf-8") as f:
             if f.read() != spec.text:
-                raise DatasetError(f"{spec.output} holds another dataset (its spec.toml differs from {spec.path}); choose another output folder", file=p)
+                done = finished_shards(spec.output)
+                if not done:
+                    raise DatasetError(f"{spec.output} holds no finished shard, and its spec.toml is another description's "
+                                       f"(left by a run that stopped before finishing a shard, e.g. one refused): "
+                                       + _start_over_hint(spec), file=p)
+                raise DatasetError(f"{spec.output} holds another dataset (its spec.toml differs from {spec.path}; "
+                                   f"{len(done)} finished shard{'s' if len(done) > 1 else ''}); choose another output folder", file=p)
     else:
         write_atomic(p, spec.text.encode())
     if spec.noise is not None:
