@@ -338,7 +338,7 @@ class Crystal(_Config):
     structure factors."""
 
     cell_A_deg: Optional[Sequence[float]] = _f("-cell", "vec", 6)
-    """a, b, c (Å), α, β, γ (degrees)."""
+    """a, b, c (Å, > 0), α, β, γ (degrees, between 0 and 180)."""
     mat_file: Optional[PathLike] = _f("-mat", "file")
     """MOSFLM orientation matrix file (A = UB, λ-scaled Å⁻¹)."""
     misset_deg: Optional[Union[Vec3, str]] = _f("-misset", "special", words=_misset_words)

@@ -476,7 +476,7 @@ pub static PYTHON: &[PyField] = &[
     // ---- Crystal
     py(C, "cell_A_deg", "-cell", "vec", "Sequence[float]")
         .n(6)
-        .doc("a, b, c (Å), α, β, γ (degrees)."),
+        .doc("a, b, c (Å, > 0), α, β, γ (degrees, between 0 and 180)."),
     py(C, "mat_file", "-mat", "file", PATH)
         .doc("MOSFLM orientation matrix file (A = UB, λ-scaled Å⁻¹)."),
     py(C, "misset_deg", "-misset", "special", "Union[Vec3, str]")
