@@ -365,11 +365,14 @@ fn flagged_message(e: &Error) -> String {
     }
 }
 
-/// Whether `message` holds `flag` as a word (`-N` is not named by `-Na`, nor `-mat` by `-matrix`).
+/// Whether `message` holds `flag` as a word (`-N` is not named by `-Na`, nor `-mat` by `-matrix`
+/// or a file name `x-mat`).
 fn names_flag(message: &str, flag: &str) -> bool {
+    let part_of_word = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
     message.match_indices(flag).any(|(i, _)| {
+        let before = message[..i].chars().next_back();
         let after = message[i + flag.len()..].chars().next();
-        !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+        !before.is_some_and(part_of_word) && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
     })
 }
 
@@ -733,6 +736,14 @@ mod flag_tests {
         // a longer flag that starts with it is not it
         let e = Error::usage("-Na 0.5: read as 1").with_flag("-N");
         assert_eq!(flagged_message(&e), "-N: -Na 0.5: read as 1");
+        // a file name that holds the flag is not the flag
+        let e = Error::input("cannot read file 'x-mat': it is a directory").with_flag("-mat");
+        assert_eq!(
+            flagged_message(&e),
+            "-mat: cannot read file 'x-mat': it is a directory"
+        );
+        let e = Error::input("(-mat A.mat) bad").with_flag("-mat");
+        assert_eq!(flagged_message(&e), "(-mat A.mat) bad");
         let e = Error::input("no flag here");
         assert_eq!(flagged_message(&e), "no flag here");
     }

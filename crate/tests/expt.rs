@@ -136,5 +136,14 @@ fn expt_errors_name_file_and_key() {
     assert!(r.stderr.contains("none.expt"), "{}", r.stderr);
     std::fs::write(dir.join("bad.expt"), "{\"experiment\": [{}]}").unwrap();
     let r = run(&dir, "-expt bad.expt -default_F 10 -nopgm -nonoise");
-    assert!(r.stderr.contains("bad.expt: beam: missing"), "{}", r.stderr);
+    // led by the flag, as the CLI's other file errors
+    assert!(
+        r.stderr.contains("error: -expt: bad.expt: beam: missing"),
+        "{}",
+        r.stderr
+    );
+    std::fs::write(dir.join("bad.geom"), "clen = 0.1\n").unwrap();
+    let r = run(&dir, "-geom bad.geom -default_F 10 -nopgm -nonoise");
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("error: -geom: bad.geom"), "{}", r.stderr);
 }

@@ -131,7 +131,7 @@ fn unit(name: &str, key: &str, v: V3) -> Result<V3> {
 
 /// Parses a DIALS experiment list; errors name the file and the key.
 pub fn parse_expt(name: &str, bytes: &[u8]) -> Result<Expt> {
-    super::check_not_utf16(name, bytes).map_err(|e| e.with_flag("-expt"))?;
+    super::check_not_utf16(name, bytes)?;
     let root: Value = serde_json::from_slice(super::without_bom(bytes)).map_err(|e| {
         Error::input(format!("{name}: not a DIALS experiment list (JSON): {e}"))
             .at_file(name)

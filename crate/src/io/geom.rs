@@ -243,7 +243,7 @@ fn panel_key(key: &str) -> bool {
 
 /// Parses a CrystFEL geometry file; errors name the file, line and key.
 pub fn parse_geom(name: &str, bytes: &[u8]) -> Result<Geom> {
-    super::check_not_utf16(name, bytes).map_err(|e| e.with_flag("-geom"))?;
+    super::check_not_utf16(name, bytes)?;
     let text = std::str::from_utf8(super::without_bom(bytes)).map_err(|_| {
         Error::input(format!(
             "{name}: not a CrystFEL geometry file (not UTF-8 text)"

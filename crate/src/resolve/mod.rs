@@ -81,7 +81,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         let bytes = files
             .read(name, crate::files::FileKind::Experiment)
             .map_err(|e| e.with_flag("-expt").at_file(name.as_str()))?;
-        let e = crate::io::expt::parse_expt(name, &bytes)?;
+        let e = crate::io::expt::parse_expt(name, &bytes).map_err(|e| e.with_flag("-expt"))?;
         let (mut o, mat) = expt::apply(opts, &e, name)?;
         o.mat_values = mat.or(o.mat_values);
         if e.panels.len() > 1 {
@@ -93,7 +93,7 @@ pub fn resolve(opts: &Options, files: &dyn FileSource) -> Result<Setup> {
         let bytes = files
             .read(name, crate::files::FileKind::Geometry)
             .map_err(|e| e.with_flag("-geom").at_file(name.as_str()))?;
-        let g = crate::io::geom::parse_geom(name, &bytes)?;
+        let g = crate::io::geom::parse_geom(name, &bytes).map_err(|e| e.with_flag("-geom"))?;
         let o = with_expt.get_or_insert_with(|| opts.clone());
         if let Some(wl) = g.wavelength {
             o.lambda = Some(wl * 1e-10);
