@@ -289,6 +289,28 @@ test('a damaged measured image dropped with an HKL file: the image is said to be
   await page.close();
 });
 
+test('a good measured image, a damaged one and an HKL file dropped together: the image opens, the damaged one is said, the HKL file goes to its field', { timeout: 120_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);
+  await waitRendered(page, 1);
+  // a good miniCBF (fabio's, a fuzz seed)
+  const cbf = [...readFileSync(join(ROOT, 'fuzz', 'corpus', 'cbf', 'seed-fabio.cbf'))];
+  await page.evaluate(({ cbf, junk, hkl }) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([Uint8Array.from(cbf)], 'good.cbf'));
+    dt.items.add(new File([Uint8Array.from(junk)], 'junk.cbf'));
+    dt.items.add(new File([hkl], 'mine.hkl'));
+    document.getElementById('canvas-host').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, { cbf, junk: [...junk], hkl: '0 0 1 100\n1 0 0 50\n0 1 0 70\n1 1 1 30\n' });
+  await page.waitForFunction(() => document.getElementById('f-hkl-name').textContent === 'mine.hkl', null, { timeout: 30_000 });
+  await page.waitForFunction(() => window.nanobragg.measured?.info?.name === 'good.cbf', null, { timeout: 30_000 });
+  const n = await notice(page);
+  assert.match(n, /junk\.cbf: not a readable CBF, HDF5 or SMV image/, 'the damaged image is said (it was overwritten)');
+  assert.match(n, /mine\.hkl → HKL file/);
+  assert.equal(await page.evaluate(() => document.getElementById('notice').dataset.kind), 'warn');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('a .geom dropped with an HKL file: the panels go to -geom, the HKL file to its field (it was lost)', { timeout: 120_000 }, async () => {
   const geom = readFileSync(join(ROOT, 'tests', 'fixtures', 'panels', 'two_tilted.geom'));
   const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64`);

@@ -23,6 +23,14 @@ test('dropped files are routed by their content', () => {
   assert.equal(routeFile(enc('# comment\n1 0 0 100.5\n-1 2 3 50\n0 0 4 12 extra\n')).key, 'hkl');
   assert.equal(routeFile(enc('-10 0 0 1 1.0e-10\n-10 0.001 0 1 1.0e-10\n')).key, 'sourcefile');
   assert.equal(routeFile(enc('hello world\n')).key, null);
+  // a UTF-16 file (PowerShell's >) goes to the field its numbers say, whose reader says what to do
+  const utf16 = (t: string, le: boolean) => {
+    const out = [le ? 0xff : 0xfe, le ? 0xfe : 0xff];
+    for (let i = 0; i < t.length; i++) { const c = t.charCodeAt(i); out.push(...(le ? [c & 255, c >> 8] : [c >> 8, c & 255])); }
+    return new Uint8Array(out);
+  };
+  assert.equal(routeFile(utf16('1 0 0 100.5\n-1 2 3 50\n', true)).key, 'hkl');
+  assert.equal(routeFile(utf16('0.01 0 0\n0 0.01 0\n0 0 0.01\n', false)).key, 'mat');
   assert.equal(routeFile(new Uint8Array([0, 1, 2, 3, 200, 5])).key, null);
   // a file named like a matrix but holding h k l F is HKL
   assert.equal(routeFile(enc('1 2 3 4.5\n2 2 2 1\n3 3 3 1\n')).key, 'hkl');

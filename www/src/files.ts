@@ -41,7 +41,10 @@ function looksLikeMask(bytes: Uint8Array, kv: Record<string, string>): boolean {
 
 /** The number rows of a text file (comments and blank lines skipped), up to `limit` lines. */
 function rows(bytes: Uint8Array, limit = 200, lineNos: number[] = []): string[][] | null {
-  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes.subarray(0, Math.min(bytes.length, 64 * 1024)));
+  // UTF-16 (its byte-order mark first: PowerShell's `>`) is read for routing only: the field's
+  // reader (the crate) then says what to do with such a file
+  const utf16 = bytes[0] === 0xff && bytes[1] === 0xfe ? 'utf-16le' : bytes[0] === 0xfe && bytes[1] === 0xff ? 'utf-16be' : null;
+  const text = new TextDecoder(utf16 ?? 'utf-8', { fatal: false }).decode(bytes.subarray(0, Math.min(bytes.length, 64 * 1024)));
   if (/[\u0000-\u0008\u000e-\u001f]/.test(text)) return null; // binary
   const out: string[][] = [];
   const lines = text.split(/\r?\n/);

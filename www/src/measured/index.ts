@@ -101,7 +101,9 @@ export class MeasuredCompare {
     file.addEventListener('change', async () => {
       const files = Array.from(file.files ?? []);
       file.value = '';
-      if (files.length) await this.openFiles(files, true);
+      if (!files.length) return;
+      const { said } = await this.openFiles(files, true);
+      if (said.length) this.d.notice(said.map((l) => l.text).join('; '), said.some((l) => l.warn) ? 'warn' : 'info');
     });
     this.q<HTMLSelectElement>('.mmode').addEventListener('change', (e) => this.setMode((e.target as HTMLSelectElement).value as CompareMode));
     this.q<HTMLInputElement>('.mblend').addEventListener('input', () => this.layout());
@@ -171,8 +173,9 @@ export class MeasuredCompare {
 
   /** Files dropped on the page or chosen: measured images open here, a `.expt` or a CrystFEL
    * `.geom` become the simulation's `-expt` / `-geom`. Returns the files it did not take (an HKL
-   * or a model dropped with them), for the simulation's own fields. */
-  async openFiles(files: File[], chosen = false): Promise<File[]> {
+   * or a model dropped with them), for the simulation's own fields, and what it has to say (a
+   * damaged image, one that did not decode), for the caller's one notice of the drop. */
+  async openFiles(files: File[], chosen = false): Promise<{ rest: File[]; said: { text: string; warn: boolean }[] }> {
     const t0 = performance.now();
     const read = await Promise.all(files.map(async (f) => ({ name: f.name, bytes: new Uint8Array(await f.arrayBuffer()) })));
     const kinds = read.map((r) => measuredKind(r.bytes));
@@ -186,10 +189,11 @@ export class MeasuredCompare {
     // a file named as a measured image that is none: said here (damaged)
     const why = read.map((r, i) => (kinds[i] === null ? unrecognised(r.name, chosen) : undefined));
     const refused = why.filter((m): m is string => !!m);
-    if (refused.length) this.d.notice(refused.join('; '), 'warn');
-    // nothing measured: the drop is said here when it was only damaged images; other files
-    // dropped with them go to the simulation's fields (the drop's routing says them all)
-    if (!images.length && !expt && !geom) return refused.length > 0 && refused.length === read.length ? [] : files;
+    const said = refused.length ? [{ text: refused.join('; '), warn: true }] : [];
+    // nothing measured: files chosen here, or only damaged images dropped, are said here; other
+    // files dropped with damaged ones go to the simulation's fields (the drop's routing says
+    // them all, the damaged ones too)
+    if (!images.length && !expt && !geom) return chosen || refused.length === read.length ? { rest: [], said } : { rest: files, said: [] };
     // the rest (not images, not the .expt/.geom, not refused here) is the simulation's
     const taken = new Set<{ name: string; bytes: Uint8Array }>([...images, ...(expt ? [expt] : []), ...(geom ? [geom] : [])]);
     const rest = files.filter((_, i) => !taken.has(read[i]) && !why[i]);
@@ -205,7 +209,7 @@ export class MeasuredCompare {
       if (measuredKind(expt.bytes) === 'expt') this.note(`${expt.name}: the simulation uses its detector, beam and crystal` +
         (cell ? ` (cell ${cell} from the file; the misset and cell fields turn and resize it)` : '') + ' (-expt)');
     }
-    if (!images.length) return rest;
+    if (!images.length) return { rest, said };
     this.predictedKey = ''; // a new image: predict again
     const h5 = images.filter((r) => measuredKind(r.bytes) === 'hdf5');
     const main = h5.length ? h5[masterOf(h5.map((r) => r.name))] : images[0];
@@ -215,14 +219,14 @@ export class MeasuredCompare {
     try {
       reply = await this.decode(main.name, main.bytes, others);
     } catch (e) {
-      this.d.notice((e as Error).message || 'the measured-image worker gave no image', 'warn');
-      return rest;
+      said.push({ text: (e as Error).message || 'the measured-image worker gave no image', warn: true });
+      return { rest, said };
     }
     const tDecoded = performance.now();
     this.show(reply.info, !expt);
     const tShown = performance.now();
     this.timings = { read: tRead - t0, load: reply.ms.load, decode: reply.ms.decode, show: tShown - tDecoded, total: tShown - t0 };
-    return rest;
+    return { rest, said };
   }
 
   /** With an `.expt` crystal the form's misset turns the file's crystal and its cell is the

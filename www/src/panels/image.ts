@@ -125,20 +125,21 @@ export const dropPanel = panel('drop', ({ store, page }, scope) => {
     // measured images (miniCBF, NeXus/HDF5 with their data files, with a DIALS .expt) open beside
     // the simulation; what they leave (an HKL dropped with them) goes to the simulation's fields
     const dropped = Array.from(e.dataTransfer?.files ?? []);
-    const files = page.api.measured ? await page.api.measured.openFiles(dropped) : dropped;
-    const notes: string[] = [];
-    for (const f of files) {
+    const { rest, said } = page.api.measured ? await page.api.measured.openFiles(dropped) : { rest: dropped, said: [] };
+    // one notice for the whole drop: what the measured images' reader said, then each file routed
+    const notes = [...said];
+    for (const f of rest) {
       const bytes = new Uint8Array(await f.arrayBuffer());
       const r = routeFile(bytes);
       if (!r.key) {
         // a measured image's name (a damaged one): said as the measured panel says it
-        notes.push(unrecognised(f.name, false) ?? `${f.name}: ${r.reason}; choose its field by hand`);
+        notes.push({ text: unrecognised(f.name, false) ?? `${f.name}: ${r.reason}; choose its field by hand`, warn: true });
         continue;
       }
       store.addFile(f.name, bytes);
       store.setField(r.key, f.name);
-      notes.push(`${f.name} → ${PARAM_BY_KEY.get(r.key)!.label} (${r.reason})`);
+      notes.push({ text: `${f.name} → ${PARAM_BY_KEY.get(r.key)!.label} (${r.reason})`, warn: false });
     }
-    if (notes.length) page.showNotice(notes.join('; '), notes.some((n) => n.includes('by hand')) ? 'warn' : 'info');
+    if (notes.length) page.showNotice(notes.map((n) => n.text).join('; '), notes.some((n) => n.warn) ? 'warn' : 'info');
   });
 });
