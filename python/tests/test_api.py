@@ -360,6 +360,20 @@ def test_structure_factor_table_over_the_size_limit_names_crystal_F():
     assert "<table" not in str(e.value)
 
 
+def test_errors_of_in_memory_files_are_sorted_by_the_crates_kind_not_by_their_words():
+    # the Python face sorts a field's errors by the crate's kind: a limit error stays a
+    # LimitError, an input error (a bad value of the field) is a UsageError, whatever words
+    # its message holds
+    from nanobragg.simulator import _name_field
+
+    bad = _name_field(nb.InputError("<table 7fab12>.hkl line 2: an index beyond the limit of the file's format",
+                                    file="<table 7fab12>.hkl", line=2), python=True)
+    assert type(bad) is nb.UsageError and bad.field == "Crystal.F" and bad.file is None
+    big = _name_field(nb.errors.from_kind("limit", "<table 7fab12>.hkl: a table of 2e8 values, too large",
+                                          None, "<table 7fab12>.hkl", None, None), python=True)
+    assert type(big) is nb.LimitError and big.field == "Crystal.F" and big.file is None
+
+
 def test_a_table_is_said_as_crystal_F_in_info():
     s = sim(crystal=nb.Crystal(cell_A_deg=(70, 80, 90, 90, 95, 90), N=3, F={(1, 2, 3): 5.0}))
     assert s.info()["hkl_source"].startswith("Crystal.F ("), s.info()["hkl_source"]
