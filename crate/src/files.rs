@@ -86,8 +86,9 @@ impl FileKind {
         }
     }
 
+    /// A file over the kind's size limit: a limit of the build's (`ErrorKind::Limit`).
     pub(crate) fn too_large(self, name: &str, size: u64) -> Error {
-        Error::input(format!(
+        crate::limits::over(format!(
             "cannot read file '{name}': {size} bytes, more than the {}-byte limit for {}",
             self.max_bytes(),
             self.what()
@@ -97,7 +98,8 @@ impl FileKind {
 
 pub trait FileSource {
     /// Read a whole file of the given kind. The error message names the file; a file larger
-    /// than the kind's limit, or (on disk) one that is not a regular file, is an input error.
+    /// than the kind's limit is a limit error, one (on disk) that is not a regular file an
+    /// input error.
     fn read(&self, name: &str, kind: FileKind) -> Result<Vec<u8>>;
     /// True when the file exists (used for upstream's silent `Fdump.bin` lookup).
     fn exists(&self, name: &str) -> bool;
@@ -218,7 +220,7 @@ mod tests {
         m.0.insert("A.mat".into(), vec![b' '; 64 * 1024 + 1]);
         m.0.insert("ok.mat".into(), b"1 0 0 0 1 0 0 0 1".to_vec());
         let e = m.read("A.mat", FileKind::Matrix).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Input);
+        assert_eq!(e.kind, ErrorKind::Limit);
         assert_eq!(
             e.message,
             "cannot read file 'A.mat': 65537 bytes, more than the 65536-byte limit for orientation matrix files"

@@ -106,7 +106,10 @@ def _keyword_named(e: Error, flags: Mapping[str, Any]) -> Error:
     (``-readout_noise -3``): its ``field`` is the keyword."""
     flag = e.flag or ""
     name = flag[1:]
-    if not name or name not in flags:
+    # a keyword given as None or False is not given (`_words` skips it; `is`, not `in`: a
+    # keyword of 0 is given)
+    v = flags.get(name)
+    if not name or v is None or v is False:
         return e
     e.field = name
     message = e.message

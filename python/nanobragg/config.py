@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
-from .errors import UsageError
+from . import _nanobragg
+from .errors import Error, UsageError
 
 __all__ = ["Crystal", "Beam", "Detector", "Overrides", "Precision", "Backend", "CONVENTIONS", "SHAPES", "field_of_flag", "override_words"]
 
@@ -135,20 +136,15 @@ def _field_words(owner: str, f: "dataclasses.Field[Any]", v: Any, files: Optiona
     raise AssertionError(kind)
 
 
-#: ``Crystal.cell_A_deg``'s entries, for its errors.
-_CELL = ("a", "b", "c", "alpha", "beta", "gamma")
-
-
 def _check_cell(owner: str, name: str, words: list[str]) -> None:
-    """Refuse a cell entry that the crate, as upstream, reads as another with only a warning on
-    the command line (b, c <= 0 as a; an angle <= 0 as 90 degrees), and an angle of 180 degrees
-    or more (no cell has one), naming the entry."""
-    for i, (label, w) in enumerate(zip(_CELL, words)):
-        x = float(w)
-        if i < 3 and not x > 0:
-            raise _bad(owner, name, f"{label} = {w}: expected a length > 0 (Å)")
-        if i >= 3 and not 0 < x < 180:
-            raise _bad(owner, name, f"{label} = {w}: expected an angle between 0 and 180 degrees (exclusive)")
+    """Refuse a cell entry that the command line refuses (a <= 0, an angle of 180 degrees or
+    more) or reads as another with only a warning (b, c <= 0 as a; an angle <= 0 as 90
+    degrees): the crate's one cell rule (``args::check_cell``), its error re-worded to name the
+    field and the entry (``Crystal.cell_A_deg: b = 0.0: expected a length > 0 (Å) …``)."""
+    try:
+        _nanobragg.check_cell(words)
+    except Error as e:
+        raise _bad(owner, name, e.message.removeprefix("-cell: ")) from None
 
 
 def _at_least_one(owner: str, name: str, v: Any, what: str) -> None:

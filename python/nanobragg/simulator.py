@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from . import _nanobragg
 from .config import _FIELDS, AMBIGUOUS, Backend, Beam, Crystal, Detector, Overrides, Precision, _port_words, field_of_file, field_of_flag, mem_field_in, name_mem_files, override_words
-from .errors import Error, InputError, LimitError, UsageError
+from .errors import Error, InputError, UsageError
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -67,10 +67,10 @@ def _name_field(e: Error, python: bool = False) -> Error:
         mem = field_of_file(e.file) or (mem_field_in(e.message) if e.file is None else None)
         if mem is not None:
             if isinstance(e, InputError):
-                # not a file of the user's that could not be read: a bad value of the field
-                # (a table over the size limit: a LimitError), a ValueError as the others
-                cls = LimitError if "limit" in e.message else UsageError
-                e = cls(e.message, flag=e.flag, key=e.key)
+                # not a file of the user's that could not be read: a bad value of the field, a
+                # ValueError as the others (a table over the size limit is the crate's limit
+                # kind, already a LimitError)
+                e = UsageError(e.message, flag=e.flag, key=e.key)
             e.field = mem
             e.file, e.line = None, None
     if e.field is None:

@@ -1240,6 +1240,13 @@ fn _helper_panic(py: Python<'_>, message: String, watched: bool) -> PyResult<()>
     })
 }
 
+/// The typed configuration's check of a cell of six words (`Crystal.cell_A_deg`): the crate's
+/// cell rule (`args::check_cell`), a usage error naming `-cell` and the entry.
+#[pyfunction]
+fn check_cell(py: Python<'_>, words: Vec<String>) -> PyResult<()> {
+    nanobragg::args::check_cell(&words).map_err(|e| to_py(py, e))
+}
+
 /// Split a command line into words as the CLI does.
 #[pyfunction]
 fn split_args(s: &str) -> Vec<String> {
@@ -1252,6 +1259,7 @@ fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(structure_factors, m)?)?;
     m.add_function(wrap_pyfunction!(flag_table, m)?)?;
     m.add_function(wrap_pyfunction!(split_args, m)?)?;
+    m.add_function(wrap_pyfunction!(check_cell, m)?)?;
     m.add_function(wrap_pyfunction!(_helper_panic, m)?)?;
     m.add_function(wrap_pyfunction!(error_kinds, m)?)?;
     m.add_function(wrap_pyfunction!(nonbragg_render, m)?)?;

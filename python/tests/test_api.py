@@ -360,6 +360,20 @@ def test_structure_factor_table_over_the_size_limit_names_crystal_F():
     assert "<table" not in str(e.value)
 
 
+def test_errors_of_in_memory_files_are_sorted_by_the_crates_kind_not_by_their_words():
+    # the Python face sorts a field's errors by the crate's kind: a limit error stays a
+    # LimitError, an input error (a bad value of the field) is a UsageError, whatever words
+    # its message holds
+    from nanobragg.simulator import _name_field
+
+    bad = _name_field(nb.InputError("<table 7fab12>.hkl line 2: an index beyond the limit of the file's format",
+                                    file="<table 7fab12>.hkl", line=2), python=True)
+    assert type(bad) is nb.UsageError and bad.field == "Crystal.F" and bad.file is None
+    big = _name_field(nb.errors.from_kind("limit", "<table 7fab12>.hkl: a table of 2e8 values, too large",
+                                          None, "<table 7fab12>.hkl", None, None), python=True)
+    assert type(big) is nb.LimitError and big.field == "Crystal.F" and big.file is None
+
+
 def test_a_table_is_said_as_crystal_F_in_info():
     s = sim(crystal=nb.Crystal(cell_A_deg=(70, 80, 90, 90, 95, 90), N=3, F={(1, 2, 3): 5.0}))
     assert s.info()["hkl_source"].startswith("Crystal.F ("), s.info()["hkl_source"]
@@ -400,16 +414,17 @@ def test_bad_sources_name_beam_sources(sources, why):
 
 
 @pytest.mark.parametrize("cell,why", [
-    ((0, 80, 90, 90, 90, 90), "a = 0.0: expected a length > 0"),
-    ((70, 0, 90, 90, 90, 90), "b = 0.0: expected a length > 0"),
-    ((70, 80, -5, 90, 90, 90), "c = -5.0: expected a length > 0"),
-    ((70, 80, 90, 0, 90, 90), "alpha = 0.0: expected an angle between 0 and 180 degrees"),
-    ((70, 80, 90, 90, -90, 90), "beta = -90.0: expected an angle"),
-    ((70, 80, 90, 90, 90, 180), "gamma = 180.0: expected an angle"),
-    ((70, 80, float("nan"), 90, 90, 90), "c = nan: expected a length > 0"),
+    ((0, 80, 90, 90, 90, 90), "a = 0.0: expected a number > 0"),
+    ((70, 0, 90, 90, 90, 90), r"b = 0.0: expected a length > 0 \(Å\) \(the command line reads it as a = 70 Å, as upstream does\)$"),
+    ((70, 80, -5, 90, 90, 90), "c = -5.0: expected a length > 0 .*as a = 70 Å"),
+    ((70, 80, 90, 0, 90, 90), "alpha = 0.0: expected an angle between 0 and 180 degrees .*reads it as 90 degrees"),
+    ((70, 80, 90, 90, -90, 90), "beta = -90.0: expected an angle .*reads it as 90 degrees"),
+    ((70, 80, 90, 90, 90, 180), "gamma = 180.0: expected an angle below 180 degrees$"),
+    ((70, 80, float("nan"), 90, 90, 90), "c = nan: expected a finite number$"),
 ])
 def test_cell_entries_the_command_line_reads_as_others_are_refused(cell, why):
-    # the command line reads b, c <= 0 as a and an angle <= 0 as 90 degrees (with a warning)
+    # the command line reads b, c <= 0 as a and an angle <= 0 as 90 degrees (with a warning):
+    # the crate's one cell rule (`args::check_cell`) refuses it, and says what it is read as
     with pytest.raises(ValueError, match=rf"^Crystal\.cell_A_deg: {why}") as e:
         sim(crystal=nb.Crystal(cell_A_deg=cell, N=3, default_F=10))
     assert isinstance(e.value, nb.UsageError) and e.value.field == "Crystal.cell_A_deg"

@@ -139,12 +139,15 @@ def test_noisify_of_an_empty_image_names_the_image():
     (None, {"readout_noise": -3}, r"^readout_noise=-3: expected a read-out noise >= 0"),
     (None, {"gain": 0.0}, r"^gain=0: expected a gain > 0"),
     (None, {"gain": -2}, r"^gain=-2: expected a gain > 0 \(.*a negative gain"),
+    # a keyword given as None or False is not given: the value came from the words
+    ("-readout_noise -3", {"readout_noise": None}, r"^-readout_noise -3: expected a read-out noise >= 0"),
+    ("-gain -2", {"gain": False}, r"^-gain -2: expected a gain > 0"),
 ])
 def test_noisify_refuses_what_the_command_reads_as_upstream_does(args, flags, why):
     with pytest.raises(nb.UsageError, match=why) as e:
         nb.noisify(np.ones((8, 8), np.float32), args, **flags)
     assert isinstance(e.value, ValueError)
-    name = next(iter(flags), None)
+    name = next((k for k, v in flags.items() if v is not None and v is not False), None)
     assert e.value.field == name and e.value.flag == ("-" + (name or args.split()[0][1:]))
     # the values the command takes as they are: accepted
     nb.noisify(np.ones((8, 8), np.float32), "-readout_noise 0 -gain 0.5")

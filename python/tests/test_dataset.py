@@ -225,6 +225,57 @@ def test_a_folder_left_by_a_refused_run_says_how_to_start_over(tmp_path):
         dataset.run_local(dataset.load_spec(str(other), output=str(out)), workers=1, progress=False)
 
 
+def test_an_entry_of_another_description_is_not_complete(tmp_path):
+    """A run of another description still rendering when the folder was started over
+    (--restart) writes its shard and entry there: the entry's spec_sha256 is not this
+    description's, so the shard is rendered again (not skipped until finalize refuses it)."""
+    spec = write_spec(tmp_path, n=4, k=2)
+    dataset.run_local(spec, workers=1, shards=[0], progress=False)
+    assert shards_mod.is_complete(spec, 0)
+    p = tmp_path / "out/manifest/shard-00000.json"
+    mine = json.loads(p.read_text())
+    theirs = dict(mine, spec_sha256=hashlib.sha256(b"another description").hexdigest())
+    p.write_text(json.dumps(theirs))
+    assert not shards_mod.is_complete(spec, 0)
+    assert shards_mod.pending(spec) == [0, 1]
+    res = dataset.run_local(spec, workers=1, progress=False)
+    assert (res["shards"], res["skipped"]) == (2, 0)
+    assert json.loads(p.read_text())["spec_sha256"] == mine["spec_sha256"]
+    dataset.check_manifest(spec)
+
+
+def test_start_over_hints_name_the_sub_command_and_the_api(tmp_path):
+    """The hint names the sub-command used (slurm's --restart, not run's, which would render
+    here), restart_output(spec) for a description given as text (no file to name), and
+    --restart on this description's finished shards says to resume without it."""
+    spec = write_spec(tmp_path, n=4, k=2)
+    out = tmp_path / "out"
+    (out / "manifest").mkdir(parents=True)
+    (out / "spec.toml").write_text(spec.text.replace("seed = 11", "seed = 10"))
+    r = run_cli("slurm", spec.path, check=False)
+    assert r.returncode == 2, r.stderr
+    assert f"run `nanobragg-dataset slurm {spec.path} --output {out} --restart`" in r.stderr, r.stderr
+    assert not (out / "slurm").exists()
+    text = dataset.parse_spec(spec.text, output=str(out))
+    with pytest.raises(dataset.DatasetError, match=r"holds no finished shard.*restart_output\(spec\)") as e:
+        dataset.run_local(text, workers=1, progress=False)
+    assert "<spec>" not in str(e.value) and "nanobragg-dataset" not in str(e.value)
+    assert len(shards_mod.restart_output(text)) == 1
+    shards_mod.prepare_output(text)
+    for shard in range(text.n_shards):
+        dataset.write_shard(text, shard)
+    # finished shards of this same description: --restart removes nothing and says to resume
+    for cmd in ("run", "slurm"):
+        r = run_cli(cmd, spec.path, "--no-progress", "--restart", check=False) if cmd == "run" else \
+            run_cli(cmd, spec.path, "--restart", check=False)
+        assert r.returncode == 2, r.stderr
+        assert "holds 2 finished shards of this description" in r.stderr and "nothing removed" in r.stderr, r.stderr
+        assert f"run `nanobragg-dataset {cmd} {spec.path} --output {out}` without --restart to resume it" in r.stderr, r.stderr
+    with pytest.raises(dataset.DatasetError, match="run it again without restart_output"):
+        shards_mod.restart_output(text)
+    assert len(digests(spec)) == 2 and (out / "spec.toml").read_text() == spec.text
+
+
 def test_a_noise_record_of_another_version_without_a_finished_shard_says_restart(tmp_path):
     spec = write_spec(tmp_path, n=2, k=2, extra='[chain]\nnoise = "-readout_noise 2 -adc 10"\n')
     out = tmp_path / "out"

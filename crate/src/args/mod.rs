@@ -411,6 +411,148 @@ impl<'a, O> Parser<'a, O> {
     }
 }
 
+/// `-cell`'s entries, in order (Å, degrees).
+pub const CELL_ENTRIES: [&str; 6] = ["a", "b", "c", "alpha", "beta", "gamma"];
+
+/// What `-cell`'s entry `i` must be when `v` is not it: a in (0, 1e7], b and c within ±1e7, an
+/// angle within ±180 and below 180 degrees. Entries that pass but are not positive (b, c, the
+/// angles) are read as others: [`cell_entry_as_read`].
+pub fn cell_entry_violation(i: usize, v: f64) -> Option<String> {
+    match i {
+        0 => Check::Positive(1e7).violation(v),
+        1 | 2 => Check::Within(1e7).violation(v),
+        _ => Check::Within(180.0)
+            .violation(v)
+            .or_else(|| (v >= 180.0).then(|| "an angle below 180 degrees".to_string())),
+    }
+}
+
+/// The cell's rule (upstream's, MODEL §2.2): `Some` of what `-cell`'s entry `i` = `v` is read
+/// as when it is not itself: b, c <= 0 as a (`a`), an angle <= 0 as 90 degrees. The one place
+/// of the rule: the reading ([`cell_as_read`]), the command line's warning and the Python
+/// face's refusal ([`cell_clamps`]) derive from it.
+pub fn cell_entry_as_read(i: usize, v: f64, a: f64) -> Option<f64> {
+    match i {
+        // `!(v <= 0)`: a NaN (refused by the parser) is not read as another
+        0 => None,
+        _ if !(v <= 0.0) => None,
+        1 | 2 => Some(a),
+        _ => Some(90.0),
+    }
+}
+
+/// The cell as it is read ([`cell_entry_as_read`] on each entry).
+pub fn cell_as_read(cell: [f64; 6]) -> [f64; 6] {
+    let mut out = cell;
+    for (i, v) in out.iter_mut().enumerate() {
+        if let Some(r) = cell_entry_as_read(i, *v, cell[0]) {
+            *v = r;
+        }
+    }
+    out
+}
+
+/// A `-cell` entry given that is read silently as another: the command line keeps upstream's
+/// image and says so ([`CellClamp::warning`]); the Python face refuses it ([`CellClamp::error`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellClamp {
+    /// The entry's index in [`CELL_ENTRIES`].
+    pub entry: usize,
+    pub value: f64,
+    /// What it is read as (Å, degrees).
+    pub read_as: f64,
+}
+
+impl CellClamp {
+    fn name(&self) -> &'static str {
+        CELL_ENTRIES[self.entry]
+    }
+
+    /// The command line's warning.
+    pub fn warning(&self) -> String {
+        let g = crate::cfmt::fmt_g;
+        if self.entry < 3 {
+            format!(
+                "WARNING: -cell: {} = {} is not positive: read as a = {} Å (as upstream does)",
+                self.name(),
+                g(self.value),
+                g(self.read_as)
+            )
+        } else {
+            format!(
+                "WARNING: -cell: {} = {} degrees is not positive: read as {} degrees (as \
+                 upstream does)",
+                self.name(),
+                g(self.value),
+                g(self.read_as)
+            )
+        }
+    }
+
+    /// A usage error naming `-cell` and the entry (`given`: the value as the caller wrote it),
+    /// for a face that refuses the value.
+    pub fn error(&self, given: &str) -> Error {
+        let g = crate::cfmt::fmt_g;
+        let (want, read) = if self.entry < 3 {
+            ("a length > 0 (Å)", format!("a = {} Å", g(self.read_as)))
+        } else {
+            (
+                "an angle between 0 and 180 degrees (exclusive)",
+                format!("{} degrees", g(self.read_as)),
+            )
+        };
+        Error::usage(format!(
+            "-cell: {} = {given}: expected {want} (the command line reads it as {read}, as \
+             upstream does)",
+            self.name()
+        ))
+        .with_flag("-cell")
+    }
+}
+
+/// The entries among the first `n` of `cell` (those given) that are read as others.
+pub fn cell_clamps(cell: &[f64; 6], n: usize) -> Vec<CellClamp> {
+    (0..n.min(6))
+        .filter_map(|i| {
+            cell_entry_as_read(i, cell[i], cell[0]).map(|read_as| CellClamp {
+                entry: i,
+                value: cell[i],
+                read_as,
+            })
+        })
+        .collect()
+}
+
+/// A face's check of a cell of six words (the typed Python configuration's): the command line's
+/// refusals ([`cell_entry_violation`]) and its silent readings ([`cell_clamps`]) both refused,
+/// as a usage error naming `-cell` and the entry as given (`-cell: b = 0.0: expected …`).
+pub fn check_cell(words: &[String]) -> Result<()> {
+    let mut c = [0.0; 6];
+    if words.len() != 6 {
+        return Err(Error::usage(format!(
+            "-cell: expected 6 numbers (a b c alpha beta gamma), got {}",
+            words.len()
+        ))
+        .with_flag("-cell"));
+    }
+    for (i, w) in words.iter().enumerate() {
+        let name = CELL_ENTRIES[i];
+        let v = parse_f64_strict(w).ok_or_else(|| {
+            Error::usage(format!("-cell: {name} = {w}: expected a number")).with_flag("-cell")
+        })?;
+        if let Some(want) = cell_entry_violation(i, v) {
+            return Err(
+                Error::usage(format!("-cell: {name} = {w}: expected {want}")).with_flag("-cell"),
+            );
+        }
+        c[i] = v;
+    }
+    match cell_clamps(&c, 6).first() {
+        Some(k) => Err(k.error(&words[k.entry])),
+        None => Ok(()),
+    }
+}
+
 impl Parser<'_, Options> {
     /// `-cell a [b c α β γ]`: up to six numbers, stopping at the next flag (MODEL §2.2). Lengths
     /// b, c ≤ 0 mean a and angles ≤ 0 mean 90° (upstream's rules); a must be positive and every
@@ -426,15 +568,9 @@ impl Parser<'_, Options> {
             let t = self.peek(0).unwrap_or_default();
             let v = parse_f64_strict(t)
                 .ok_or_else(|| self.err(format_args!("expected a number, found '{t}'")))?;
-            let want = match n {
-                0 => Check::Positive(1e7).violation(v),
-                1 | 2 => Check::Within(1e7).violation(v),
-                _ => Check::Within(180.0)
-                    .violation(v)
-                    .or_else(|| (v >= 180.0).then(|| "an angle below 180 degrees".to_string())),
-            };
+            let want = cell_entry_violation(n, v);
             if let Some(want) = want {
-                let what = ["a", "b", "c", "alpha", "beta", "gamma"][n];
+                let what = CELL_ENTRIES[n];
                 return Err(self.err(format_args!("expected {want} for {what}, found '{t}'")));
             }
             c[n] = v;
@@ -446,26 +582,9 @@ impl Parser<'_, Options> {
         }
         // upstream reads b, c <= 0 as a and an angle <= 0 as 90 degrees: an entry left out
         // (`-cell 100`, a cube) is that shorthand; one given so is said (the typed Python
-        // configuration refuses it)
-        let g = crate::cfmt::fmt_g;
-        for (i, &v) in c.iter().enumerate().take(n).skip(1) {
-            if v <= 0.0 {
-                let name = ["a", "b", "c", "alpha", "beta", "gamma"][i];
-                self.o.warnings.push(if i < 3 {
-                    format!(
-                        "WARNING: -cell: {name} = {} is not positive: read as a = {} Å (as \
-                         upstream does)",
-                        g(v),
-                        g(c[0])
-                    )
-                } else {
-                    format!(
-                        "WARNING: -cell: {name} = {} degrees is not positive: read as 90 degrees \
-                         (as upstream does)",
-                        g(v)
-                    )
-                });
-            }
+        // configuration refuses it: `check_cell`)
+        for k in cell_clamps(&c, n) {
+            self.o.warnings.push(k.warning());
         }
         self.o.cell = Some(c);
         Ok(())
@@ -628,6 +747,71 @@ pub fn parse_with<O: Geometry>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cell_rule_is_one_for_the_reading_the_warning_and_the_refusal() {
+        let cell = [78.0, 0.0, -2.0, 90.0, 0.0, -90.0];
+        let read = cell_as_read(cell);
+        assert_eq!(read, [78.0, 78.0, 78.0, 90.0, 90.0, 90.0]);
+        // the entries said are exactly those read as others, with what they are read as
+        let clamps = cell_clamps(&cell, 6);
+        assert_eq!(
+            clamps.iter().map(|k| k.entry).collect::<Vec<_>>(),
+            [1, 2, 4, 5]
+        );
+        for k in &clamps {
+            assert_eq!(k.read_as, read[k.entry]);
+        }
+        assert_eq!(
+            clamps[0].warning(),
+            "WARNING: -cell: b = 0 is not positive: read as a = 78 Å (as upstream does)"
+        );
+        // entries left out (`-cell 78`) are the shorthand, not said
+        assert!(cell_clamps(&[78.0, 0.0, 0.0, 0.0, 0.0, 0.0], 1).is_empty());
+        // the parser warns of the same entries
+        let w = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let o = parse(&w("-cell 78 0 -2 90 0 -90 -default_F 1")).unwrap();
+        let said: Vec<_> = clamps.iter().map(CellClamp::warning).collect();
+        let warned: Vec<_> = o
+            .warnings
+            .iter()
+            .filter(|w| w.contains("-cell"))
+            .cloned()
+            .collect();
+        assert_eq!(warned, said);
+        // the face's check refuses them, naming -cell, the entry as written and the reading
+        let e = check_cell(&w("78 0.0 78 90 90 90")).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::Usage);
+        assert_eq!(e.flag.as_deref(), Some("-cell"));
+        assert_eq!(
+            e.message,
+            "-cell: b = 0.0: expected a length > 0 (Å) (the command line reads it as a = 78 Å, \
+             as upstream does)"
+        );
+        let e = check_cell(&w("78 78 78 90 -1 90")).unwrap_err();
+        assert!(e
+            .message
+            .starts_with("-cell: beta = -1: expected an angle between 0 and 180"));
+        assert!(
+            e.message.contains("reads it as 90 degrees"),
+            "{}",
+            e.message
+        );
+        // and what the command line refuses, as it does
+        let e = check_cell(&w("0 78 78 90 90 90")).unwrap_err();
+        assert!(
+            e.message.starts_with("-cell: a = 0: expected a number > 0"),
+            "{}",
+            e.message
+        );
+        let e = check_cell(&w("78 78 78 90 90 180")).unwrap_err();
+        assert_eq!(
+            e.message,
+            "-cell: gamma = 180: expected an angle below 180 degrees"
+        );
+        assert!(parse(&w("-cell 78 78 78 90 90 180")).is_err());
+        assert!(check_cell(&w("78 80 90 60 70 80")).is_ok());
+    }
 
     fn p(s: &str) -> Result<Options> {
         parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())

@@ -41,7 +41,8 @@ fn table_len(name: &str, b: [i64; 6], max: usize) -> Result<(usize, [usize; 3])>
         Some(n) if n <= max => Ok((n, ranges)),
         _ => {
             let values = ranges.iter().map(|&r| r as f64 + 1.0).product::<f64>();
-            Err(Error::input(format!(
+            // a limit of the build's (`ErrorKind::Limit`), not a fault of the file's
+            Err(crate::limits::over(format!(
                 "{name}: Miller indices span h {}..{}, k {}..{}, l {}..{}: a structure-factor table of {values:.3e} values, more than the limit of {max}{}",
                 b[0], b[1], b[2], b[3], b[4], b[5],
                 if max == MAX_TABLE { " (a box of about ±200 in h, k and l)" } else { "" }
@@ -53,7 +54,7 @@ fn table_len(name: &str, b: [i64; 6], max: usize) -> Result<(usize, [usize; 3])>
 fn alloc_table(name: &str, len: usize) -> Result<Vec<f64>> {
     let mut data = Vec::new();
     data.try_reserve_exact(len).map_err(|_| {
-        Error::input(format!(
+        crate::limits::over(format!(
             "{name}: not enough memory for a structure-factor table of {len} values"
         ))
         .at_file(name)
@@ -439,6 +440,9 @@ mod tests {
         let far = b"-300 -300 -300 1\n300 300 300 1\n";
         assert_eq!(far.len(), 31);
         let e = parse_hkl("far.hkl", far, 0.0).unwrap_err();
+        // a limit of the build's, not a fault of the file's (the faces sort errors by kind)
+        assert_eq!(e.kind, crate::error::ErrorKind::Limit);
+        assert_eq!(e.file.as_deref(), Some("far.hkl"));
         assert_eq!(
             e.message,
             "far.hkl: Miller indices span h -300..300, k -300..300, l -300..300: a structure-factor table of 2.182e8 values, more than the limit of 67108864 (a box of about ±200 in h, k and l)"

@@ -30,17 +30,9 @@ pub struct Crystal {
 /// of the other two, and the three below 360°), and a volume that is zero or not finite, are
 /// errors: upstream takes the absolute value of the volume factor and renders garbage.
 pub fn reciprocal_from_cell(cell: [f64; 6]) -> Result<(V3, V3, V3, f64, [f64; 3])> {
-    let a = cell[0];
-    let b = if cell[1] <= 0.0 { a } else { cell[1] };
-    let c = if cell[2] <= 0.0 { a } else { cell[2] };
-    let ang = |x: f64| {
-        if x <= 0.0 {
-            std::f64::consts::FRAC_PI_2
-        } else {
-            x / RTD
-        }
-    };
-    let (alpha, beta, gamma) = (ang(cell[3]), ang(cell[4]), ang(cell[5]));
+    // b, c <= 0 read as a, an angle <= 0 as 90 degrees (`args::cell_entry_as_read`)
+    let [a, b, c, alpha, beta, gamma] = crate::args::cell_as_read(cell);
+    let (alpha, beta, gamma) = (alpha / RTD, beta / RTD, gamma / RTD);
     let aavg = (alpha + beta + gamma) / 2.0;
     let signed = aavg.sin() * (aavg - alpha).sin() * (aavg - beta).sin() * (aavg - gamma).sin();
     let g = crate::cfmt::fmt_g;

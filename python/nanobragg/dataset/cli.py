@@ -151,7 +151,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             from .engines import slurm_script
             from .shards import prepare_output, write_atomic
 
-            prepare_output(spec, restart=a.restart)
+            prepare_output(spec, restart=a.restart, command="slurm")
             os.makedirs(os.path.join(spec.output, "slurm"), exist_ok=True)
             path = a.script or os.path.join(spec.output, "slurm", "job.sh")
             text = slurm_script(spec, shards_per_task=a.shards_per_task, partition=a.partition, time_limit=a.time,

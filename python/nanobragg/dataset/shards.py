@@ -8,8 +8,9 @@ The dataset folder holds::
     master.h5                    (nxmx, after finalize) virtual datasets over the shards
 
 A shard's file is written to ``.shard-00000.h5.tmp-<pid>``, flushed to disk and renamed into
-place; only then is its manifest entry written (the same way). A shard whose entry exists and
-whose file has the entry's size is complete and skipped; anything else is rendered again, so
+place; only then is its manifest entry written (the same way). A shard whose entry exists, is
+this description's (its spec_sha256) and whose file has the entry's size is complete and
+skipped; anything else is rendered again, so
 a killed worker loses at most the shard it was writing. I/O errors (disk full, permission)
 raise :class:`DatasetError` naming the file, and leave neither a partial file nor an entry.
 """
@@ -89,7 +90,7 @@ def _noise_record(spec: Spec) -> bytes:
     return json.dumps(rec, sort_keys=True).encode()
 
 
-def _check_noise_record(spec: Spec) -> None:
+def _check_noise_record(spec: Spec, command: str = "run") -> None:
     """A dataset with noise is resumed only by a nanobragg whose counter generator draws the
     same counts (`noise.json` records its sequence): mixed sequences would make a dataset that
     no single version re-renders. Its NXmx frames' compression is recorded too (the default
@@ -114,7 +115,7 @@ def _check_noise_record(spec: Spec) -> None:
     except (OSError, ValueError, AttributeError) as e:
         raise DatasetError(f"cannot read {p}: {e}", file=p) from None
     # nothing finished (a run of that version stopped before its first shard): start over
-    fresh = f"; it holds no finished shard: {_start_over_hint(spec)}" if not finished_shards(spec.output) else ""
+    fresh = f"; it holds no finished shard: {_start_over_hint(spec, command)}" if not finished_shards(spec.output) else ""
     if begun != COUNTER_SEQUENCE:
         raise DatasetError(
             f"{spec.output} was begun by {by}; this nanobragg draws noise sequence {COUNTER_SEQUENCE} "
@@ -138,13 +139,27 @@ def finished_shards(output: str) -> List[str]:
     return sorted(n for n in names if n.startswith("shard-") and n.endswith(".json"))
 
 
-def _start_over_hint(spec: Spec) -> str:
-    """What to run to start the folder over with this description (the dataset CLI's
-    ``--restart``, :func:`restart_output`)."""
+#: The path of a description given as text (:func:`parse_spec`'s default): no file to name.
+_NO_FILE = "<spec>"
+
+
+def _command(spec: Spec, command: str, restart: bool) -> str:
+    """The dataset CLI's sub-command ``command`` (``run`` or ``slurm``, the one used) on this
+    description and folder, with or without ``--restart``."""
     import shlex
 
-    out = f" --output {shlex.quote(spec.output)}"
-    return (f"to start over with {spec.path}, run `nanobragg-dataset run {shlex.quote(spec.path)}{out} --restart` "
+    return (f"nanobragg-dataset {command} {shlex.quote(spec.path)} --output {shlex.quote(spec.output)}"
+            + (" --restart" if restart else ""))
+
+
+def _start_over_hint(spec: Spec, command: str = "run") -> str:
+    """What to run to start the folder over with this description: the dataset CLI's
+    sub-command that was used (``run`` or ``slurm``) with ``--restart``, or, for a description
+    with no file (:func:`parse_spec`), :func:`restart_output`."""
+    if spec.path == _NO_FILE:
+        return (f"to start over with this description, call nanobragg.dataset.shards.restart_output(spec) and run it "
+                f"again (it removes what the other run left in {spec.output}: no shard is lost), or choose another output folder")
+    return (f"to start over with {spec.path}, run `{_command(spec, command, True)}` "
             f"(it removes what the other run left in {spec.output}: no shard is lost), or choose another output folder")
 
 
@@ -159,15 +174,23 @@ def _temporary_files(output: str) -> List[str]:
     return sorted(out)
 
 
-def restart_output(spec: Spec) -> List[str]:
+def restart_output(spec: Spec, command: str = "run") -> List[str]:
     """Removes what a run left in ``spec.output`` that holds no finished shard (its spec.toml,
     noise.json, shard files without an entry, master.h5/index.json, slurm/job.sh), so that this
     description starts it over; returns the paths removed. Refused (DatasetError, nothing
     removed) when the folder holds a finished shard (a manifest entry) or a temporary file of a
-    write (a run that may be writing into it). Other files are left as they are."""
+    write (a run that may be writing into it); when the finished shards are this description's,
+    the error says to resume it (``command``: the dataset CLI's sub-command used, ``run`` or
+    ``slurm``). Other files are left as they are."""
     if not os.path.isdir(spec.output):
         return []
     done = finished_shards(spec.output)
+    if done and _holds_this_description(spec):
+        resume = ("run it again without restart_output: the finished shards are skipped" if spec.path == _NO_FILE
+                  else f"run `{_command(spec, command, False)}` without --restart to resume it")
+        raise DatasetError(
+            f"--restart: {spec.output} holds {len(done)} finished shard{'s' if len(done) > 1 else ''} of this description "
+            f"(its spec.toml is {spec.path}'s): nothing removed; {resume}", file=os.path.join(spec.output, "spec.toml"))
     if done:
         raise DatasetError(
             f"--restart: {spec.output} holds {len(done)} finished shard{'s' if len(done) > 1 else ''} "
@@ -194,13 +217,23 @@ def restart_output(spec: Spec) -> List[str]:
     return removed
 
 
-def prepare_output(spec: Spec, restart: bool = False) -> None:
+def _holds_this_description(spec: Spec) -> bool:
+    """The folder's spec.toml is this description."""
+    try:
+        with open(os.path.join(spec.output, "spec.toml"), encoding="utf-8") as f:
+            return f.read() == spec.text
+    except (OSError, ValueError):
+        return False
+
+
+def prepare_output(spec: Spec, restart: bool = False, command: str = "run") -> None:
     """Creates the dataset folder and its spec.toml, or checks that it holds this description;
     with noise, records the counter generator's sequence (`noise.json`) or checks it.
     ``restart``: first remove what a run of another description (or version) left in a folder
-    that holds no finished shard (:func:`restart_output`)."""
+    that holds no finished shard (:func:`restart_output`). ``command``: the dataset CLI's
+    sub-command used (``run`` or ``slurm``), which the errors' hints name."""
     if restart:
-        restart_output(spec)
+        restart_output(spec, command)
     p = os.path.join(spec.output, "spec.toml")
     try:
         os.makedirs(os.path.join(spec.output, "manifest"), exist_ok=True)
@@ -213,20 +246,24 @@ def prepare_output(spec: Spec, restart: bool = False) -> None:
                 if not done:
                     raise DatasetError(f"{spec.output} holds no finished shard, and its spec.toml is another description's "
                                        f"(left by a run that stopped before finishing a shard, e.g. one refused): "
-                                       + _start_over_hint(spec), file=p)
+                                       + _start_over_hint(spec, command), file=p)
                 raise DatasetError(f"{spec.output} holds another dataset (its spec.toml differs from {spec.path}; "
                                    f"{len(done)} finished shard{'s' if len(done) > 1 else ''}); choose another output folder", file=p)
     else:
         write_atomic(p, spec.text.encode())
     if spec.noise is not None:
-        _check_noise_record(spec)
+        _check_noise_record(spec, command)
 
 
-def is_complete(spec: Spec, shard: int) -> bool:
-    """A manifest entry exists and the shard's file has its size."""
+def is_complete(spec: Spec, shard: int, digest: Optional[str] = None) -> bool:
+    """A manifest entry of this description exists (its ``spec_sha256`` is the spec's: an entry
+    another description's run wrote into the folder is rendered again) and the shard's file has
+    its size. ``digest``: :func:`spec_digest` of the spec, if the caller has it."""
     try:
         with open(_entry_path(spec, shard), encoding="utf-8") as f:
             e = json.load(f)
+        if e.get("spec_sha256") != (digest or spec_digest(spec)):
+            return False
         return bool(os.path.getsize(os.path.join(spec.output, e["file"])) == e["bytes"])
     except (OSError, ValueError, KeyError):
         return False
@@ -352,4 +389,5 @@ def write_shard(spec: Spec, shard: int, renderer: Optional[Renderer] = None, pro
 
 
 def pending(spec: Spec, shards: Optional[List[int]] = None) -> List[int]:
-    return [s for s in (shards if shards is not None else range(spec.n_shards)) if not is_complete(spec, s)]
+    digest = spec_digest(spec)
+    return [s for s in (shards if shards is not None else range(spec.n_shards)) if not is_complete(spec, s, digest)]
