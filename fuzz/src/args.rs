@@ -36,13 +36,16 @@ pub(crate) fn run_words(words: &[String], files: &MemFiles) {
         // NaN is a bug. An infinite pixel is an intensity beyond single precision (huge flux,
         // F, or a pixel at the sample): the renderer's check refuses it with an error naming
         // the flags to lower, never an image (`api::check_image`, applied by `api::Renderer`).
+        // NaN is a bug, unless the inputs' magnitudes overflow single precision (an infinite
+        // term times a factor of 0): then it is refused as an infinite pixel is
         if let Some(i) = image.iter().position(|v| v.is_nan()) {
-            panic!(
+            assert!(
+                api::magnitude_bound(plan) >= f32::MAX as f64,
                 "{precision:?} image has a NaN pixel at {i} for: {}",
                 words.join(" ")
             );
         }
-        if image.iter().any(|v| v.is_infinite()) {
+        if image.iter().any(|v| !v.is_finite()) {
             let e = api::check_image(plan, &image).expect_err("an infinite pixel is refused");
             assert!(
                 e.message.contains("beyond single precision"),

@@ -240,6 +240,28 @@ mod tests {
             "{}",
             e.message
         );
+        // a NaN with everyday magnitudes is a bug to report; with magnitudes beyond single
+        // precision (an infinite term times a capture fraction of 0) it is that overflow
+        img[6] = f32::NAN;
+        let e = check_image(prep.plan(), &img).unwrap_err();
+        assert!(e.message.contains("please report"), "{}", e.message);
+        for words in ["-default_F 1e30", "-fluence 1e80", "-N 1e7 -oversample 1"] {
+            let prep = prepare(
+                &split_args(&format!(
+                    "-cell 100 100 100 90 90 90 -default_F 1 -detpixels 4 {words}"
+                )),
+                &crate::files::MemFiles::default(),
+            )
+            .unwrap();
+            assert!(magnitude_bound(prep.plan()) >= f32::MAX as f64, "{words}");
+            let e = check_image(prep.plan(), &img).unwrap_err();
+            assert!(
+                e.message
+                    .contains("beyond single precision: lower -fluence/-flux"),
+                "{words}: {}",
+                e.message
+            );
+        }
     }
 
     #[test]

@@ -357,6 +357,44 @@ pub fn check_image(plan: &Plan, image: &[f32]) -> Result<()> {
     check_image_with(plan, image, "-fluence/-flux, -N or -default_F")
 }
 
+/// An upper bound on every product the kernels form for a pixel (MODEL §6): the largest |F|², the
+/// lattice factor's peak ((Na·Nb·Nc)², times the fudge), the steps summed, r_e²·fluence, the
+/// solid angle's largest value (pixel² over the closest distance²) and the water background,
+/// each taken as at least 1 so that the bound holds for every partial product, whatever the
+/// order. Every other factor (polarisation, capture fraction, the lattice factor off its peak)
+/// is at most 1. Beyond single precision's range, a pixel may be infinite, or NaN where an
+/// infinite partial product meets a factor of 0.
+pub fn magnitude_bound(plan: &Plan) -> f64 {
+    let f_max = plan
+        .hkl
+        .data
+        .iter()
+        .fold(plan.default_f.abs(), |m, f| m.max(f.abs()));
+    let cells = plan.na * plan.nb * plan.nc;
+    let close = plan.close_distance.abs();
+    let omega = if close > 0.0 {
+        plan.pixel * plan.pixel / (close * close)
+    } else {
+        f64::INFINITY
+    };
+    [
+        f_max * f_max,
+        cells * cells * plan.fudge.abs().max(1.0),
+        plan.terms_per_pixel() as f64,
+        plan.r_e_sqr_fluence,
+        omega,
+        plan.i_bg.abs(),
+    ]
+    .iter()
+    .fold(1.0, |b, x| {
+        if x.is_nan() {
+            f64::INFINITY
+        } else {
+            b * x.max(1.0)
+        }
+    })
+}
+
 /// [`check_image`], naming `what` as the inputs to lower when a pixel overflows.
 pub fn check_image_with(plan: &Plan, image: &[f32], what: &str) -> Result<()> {
     use rayon::prelude::*;
@@ -367,12 +405,15 @@ pub fn check_image_with(plan: &Plan, image: &[f32], what: &str) -> Result<()> {
     }
     let i = image.iter().position(|v| !v.is_finite()).unwrap_or(0);
     let bad = image.iter().filter(|v| !v.is_finite()).count();
-    let why = if image[i].is_nan() {
-        "a NaN pixel (please report the command line)"
-    } else {
+    // a NaN where the inputs' magnitudes overflow: an infinite term times a factor of 0 (a
+    // capture fraction or solid angle of 0), the same overflow as an infinite pixel
+    let overflow = !image[i].is_nan() || magnitude_bound(plan) >= f32::MAX as f64;
+    let why = if overflow {
         "an intensity beyond single precision: lower "
+    } else {
+        "a NaN pixel (please report the command line)"
     };
-    let what = if image[i].is_nan() { "" } else { what };
+    let what = if overflow { what } else { "" };
     Err(Error::geometry(format!(
         "the rendered image has {bad} pixels that are not finite, the first at fast {} slow {}: {why}{what}",
         i % plan.fpixels.max(1),
