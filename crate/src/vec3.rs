@@ -22,6 +22,17 @@ pub fn mag(x: V3) -> f64 {
     ((x[0] * x[0] + x[1] * x[1]) + x[2] * x[2]).sqrt()
 }
 
+/// [`mag`] without overflow or underflow of the squares (scaled by the largest component first),
+/// for checking lengths a user's file gives: 1e300 stays 1e300, not infinity.
+pub fn mag_scaled(x: V3) -> f64 {
+    let m = x.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    if m > 0.0 && m.is_finite() {
+        m * mag(x.map(|v| v / m))
+    } else {
+        m
+    }
+}
+
 /// Unit vector and the original length; the zero vector stays zero.
 #[inline]
 pub fn unitize(x: V3) -> (V3, f64) {

@@ -142,6 +142,17 @@ fn expt_errors_name_file_and_key() {
         "{}",
         r.stderr
     );
+    // a detector 1e300 mm away (the fuzz run's: NaN pixels in single precision): refused
+    let far = PANEL.replace("-95.0]", "-1e300]");
+    assert_ne!(far, PANEL);
+    std::fs::write(dir.join("far.expt"), expt(&far)).unwrap();
+    let r = run(&dir, "-expt far.expt -default_F 10 -nopgm -nonoise");
+    assert_eq!(r.status, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("mm from the sample, more than 1e+07 mm"),
+        "{}",
+        r.stderr
+    );
     std::fs::write(dir.join("bad.geom"), "clen = 0.1\n").unwrap();
     let r = run(&dir, "-geom bad.geom -default_F 10 -nopgm -nonoise");
     assert_eq!(r.status, 1, "{}", r.stderr);

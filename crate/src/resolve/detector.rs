@@ -396,6 +396,15 @@ pub fn check_placement(pl: &Placement, d: &Derived, o: &Options) -> Result<()> {
             "detector placement is not finite (check distance, beam centre and vectors)",
         ));
     }
+    let far = crate::vec3::mag_scaled(pl.pix0).max(d.distance.abs());
+    if far > crate::limits::MAX_DETECTOR_DISTANCE_M {
+        return Err(Error::geometry(format!(
+            "the detector is placed {} mm from the sample, more than {} mm (check distance, beam \
+             centre and vectors, or the detector of an -expt or -geom file)",
+            crate::cfmt::fmt_g(far * 1e3),
+            crate::cfmt::fmt_g(crate::limits::MAX_DETECTOR_DISTANCE_M * 1e3)
+        )));
+    }
     if d.close_distance.abs() < 1e-9 {
         let turns: Vec<String> = [
             ("-twotheta", o.twotheta),
@@ -554,6 +563,15 @@ mod tests {
         let o = parse(&["-detector_roty".to_string(), "90".to_string()]).unwrap();
         let e = resolve_detector(&o, &HeaderDefaults::default()).unwrap_err();
         assert!(e.message.contains("parallel"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_flags_extremes_are_within_the_placement_limit() {
+        // 1e6 mm away, the beam centre 1e6 mm off: placed (the limit is for files' detectors,
+        // crate/tests/expt.rs)
+        let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let o = parse(&words("-distance 1e6 -Xbeam 1e6 -Ybeam 1e6")).unwrap();
+        assert!(resolve_detector(&o, &HeaderDefaults::default()).is_ok());
     }
 
     #[test]

@@ -235,6 +235,17 @@ pub fn from_specs(what: &str, specs: &[PanelSpec], thick: f64, mu: f64) -> Resul
                 format!("overlaps panel {} in the stored image", q.name),
             ));
         }
+        let far = crate::vec3::mag_scaled(p.origin);
+        if !(far <= crate::limits::MAX_DETECTOR_DISTANCE_M) {
+            return Err(bad(
+                &p.name,
+                format!(
+                    "its origin is {} mm from the sample, more than {} mm",
+                    crate::cfmt::fmt_g(far * 1e3),
+                    crate::cfmt::fmt_g(crate::limits::MAX_DETECTOR_DISTANCE_M * 1e3)
+                ),
+            ));
+        }
         let close = dot(p.origin, o);
         if !(close.abs() > 0.0) {
             return Err(bad(&p.name, "its plane passes through the sample".into()));
@@ -363,11 +374,21 @@ mod tests {
             .unwrap_err()
             .message
             .contains("pixel size 0.2 mm differs"));
-        let mut s = b;
+        let mut s = b.clone();
         s.sdet = [0.0, 0.0, 1.0];
-        assert!(from_specs("x.geom", &[a, s], 0.0, 0.0)
+        assert!(from_specs("x.geom", &[a.clone(), s], 0.0, 0.0)
             .unwrap_err()
             .message
             .contains("perpendicular"));
+        // a panel beyond the flags' range (the fuzz run's 1e300 mm .expt: positions overflow
+        // the single-precision kernels, NaN pixels)
+        let mut far = b;
+        far.origin = [1e297, 0.0, 0.0004];
+        assert_eq!(
+            from_specs("x.geom", &[a, far], 0.0, 0.0)
+                .unwrap_err()
+                .message,
+            "x.geom: panel b: its origin is 1e+300 mm from the sample, more than 1e+07 mm"
+        );
     }
 }
