@@ -19,10 +19,11 @@ pub const MAX_THICKSTEPS: i64 = 10_000;
 pub const MAX_OVERSAMPLE: i64 = 1000;
 /// Most unit cells along one axis (`-N`, or from the crystal size).
 pub const MAX_CELLS: f64 = 1e7;
-/// Farthest a detector's corner (or any panel's origin) may be from the sample, m: ten times the
-/// `-distance` and beam-centre flags' range (10⁶ mm), so that a file (`.expt`, `.geom`) cannot
-/// place one where the single-precision kernels' positions overflow.
-pub const MAX_DETECTOR_DISTANCE_M: f64 = 1e4;
+/// Farthest a detector's corner (or any panel's origin) may be from the sample, m: far beyond any
+/// the flags place (upstream's un-normalised `-twotheta_axis` puts one 7·10⁷ m away), and near
+/// enough that the single-precision kernels' R³ stays finite (10³⁶ m³): a file (`.expt`,
+/// `.geom`) placing one 10³⁰⁰ mm away rendered NaN pixels.
+pub const MAX_DETECTOR_DISTANCE_M: f64 = 1e12;
 /// Most sources (divergence points × wavelengths, or source-file lines): 32 bytes each.
 pub const MAX_SOURCES: u64 = 1_000_000;
 /// Most crystal orientations (phi steps × mosaic domains): two tables of 72 bytes each.

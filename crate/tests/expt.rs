@@ -149,7 +149,7 @@ fn expt_errors_name_file_and_key() {
     let r = run(&dir, "-expt far.expt -default_F 10 -nopgm -nonoise");
     assert_eq!(r.status, 1, "{}", r.stderr);
     assert!(
-        r.stderr.contains("mm from the sample, more than 1e+07 mm"),
+        r.stderr.contains("mm from the sample, more than 1e+15 mm"),
         "{}",
         r.stderr
     );

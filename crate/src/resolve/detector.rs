@@ -567,11 +567,19 @@ mod tests {
 
     #[test]
     fn the_flags_extremes_are_within_the_placement_limit() {
-        // 1e6 mm away, the beam centre 1e6 mm off: placed (the limit is for files' detectors,
-        // crate/tests/expt.rs)
+        // 1e6 mm away, the beam centre 1e6 mm off, and upstream's un-normalised two-theta axis
+        // (7e10 mm away): placed (the limit is for files' detectors, crate/tests/expt.rs)
         let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
-        let o = parse(&words("-distance 1e6 -Xbeam 1e6 -Ybeam 1e6")).unwrap();
-        assert!(resolve_detector(&o, &HeaderDefaults::default()).is_ok());
+        for w in [
+            "-distance 1e6 -Xbeam 1e6 -Ybeam 1e6",
+            "-twotheta_axis 1 1e6 1",
+        ] {
+            let o = parse(&words(w)).unwrap();
+            assert!(
+                resolve_detector(&o, &HeaderDefaults::default()).is_ok(),
+                "{w}"
+            );
+        }
     }
 
     #[test]
