@@ -147,6 +147,39 @@ test('ring labels stay on the image (a tall detector beside a wide view)', { tim
   await page.close();
 });
 
+test('no ring label covers the beam centre\'s cross, zoomed out and in presentation mode', { timeout: 240_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=128`, { viewport: { width: 1280, height: 720 } });
+  await waitRendered(page, 1);
+  await settle(page);
+  const r = await page.evaluate(() => {
+    const v = window.nanobragg.view;
+    const over = [];
+    let labels = 0;
+    for (const large of [false, true]) {
+      for (let z = 0; z < 12; z++) {
+        v.large = large;
+        v.fit();
+        v.zoomBy(0.85 ** z);
+        const [f, s] = v.beamCentre;
+        const [x, y] = v.fromDetector(f, s);
+        const arm = large ? 16 : 8;
+        const cross = [x - arm, y - arm, x + arm, y + arm];
+        // the boxes are the ring labels' and the cross's own (the same box)
+        const rings = v.drawnBoxes.filter((b) => b.some((c, i) => Math.abs(c - cross[i]) > 1e-6));
+        labels += rings.length;
+        for (const b of rings) if (b[0] < cross[2] && cross[0] < b[2] && b[1] < cross[3] && cross[1] < b[3]) over.push({ large, z, b, cross });
+      }
+    }
+    v.large = false;
+    v.fit();
+    return { over, labels };
+  });
+  assert.ok(r.labels > 20, `ring labels drawn: ${r.labels}`);
+  assert.deepEqual(r.over, [], 'a ring label over the beam centre');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('menu texts fit their menus at 1280 and at 390 px: presets, structure factors, downloads', { timeout: 240_000 }, async () => {
   for (const viewport of [{ width: 1280, height: 720 }, { width: 390, height: 844 }]) {
     const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu`, { viewport });

@@ -511,6 +511,12 @@ export class ImageView {
     const accent = this.settings.cmap === 'diverging' ? '#2a2a2a'
       : this.settings.cmap === 'inverted-grey' || this.settings.cmap === 'grey' ? '#d0342c' : '#38d9f5';
     const big = this.large ? 2 : 1;
+    // the beam centre's cross: its box is known before the rings' labels are placed, which keep
+    // clear of it as of each other (zoomed out, or in presentation mode, the innermost ring's
+    // label fell on the cross)
+    const beam = this.settings.beamc && this.beamXY ? this.fromDetector(this.beamXY[0] * k, this.beamXY[1] * k) : null;
+    const arm = 8 * big;
+    const beamBox: [number, number, number, number][] = beam ? [[beam[0] - arm, beam[1] - arm, beam[0] + arm, beam[1] + arm]] : [];
     if (this.settings.rings) {
       ctx.strokeStyle = accent;
       ctx.fillStyle = accent;
@@ -534,9 +540,11 @@ export class ImageView {
           ctx.lineTo(xb, yb);
           // label at the point of the ring nearest the top-right of the view, inside the image,
           // clear of the labels drawn before it (rings that run close together, as at a
-          // panel's edge, would print their labels over each other): else none
+          // panel's edge, would print their labels over each other) and of the beam centre's
+          // cross: else none
           if (xa > left && ya > top && xa + lw < right && ya < bottom && xa - ya > bestScore
-            && !overlapsAny([xa + 1, ya - 3 - fontPx, xa + lw, ya - 1], this.drawnBoxes)) {
+            && !overlapsAny([xa + 1, ya - 3 - fontPx, xa + lw, ya - 1], this.drawnBoxes)
+            && !overlapsAny([xa + 1, ya - 3 - fontPx, xa + lw, ya - 1], beamBox)) {
             bestScore = xa - ya;
             best = [xa, ya];
           }
@@ -555,10 +563,9 @@ export class ImageView {
         }
       }
     }
-    if (this.settings.beamc && this.beamXY) {
-      const [x, y] = this.fromDetector(this.beamXY[0] * k, this.beamXY[1] * k);
-      const arm = 8 * big;
-      this.drawnBoxes.push([x - arm, y - arm, x + arm, y + arm]);
+    if (beam) {
+      const [x, y] = beam;
+      this.drawnBoxes.push(...beamBox);
       ctx.strokeStyle = accent;
       ctx.lineWidth = 1.5 * big;
       ctx.beginPath();
