@@ -185,8 +185,8 @@ test("a link naming files the receiver lacks names them and their fields; a clic
   const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=64&hkl=mine.hkl&mat=theirs.mat`);
   await page.waitForFunction(() => !document.getElementById('error').hidden);
   const line = await page.evaluate(() => document.getElementById('error').textContent);
-  assert.match(line, /mine\.hkl \(HKL file[^)]*\)\)?/);
-  assert.match(line, /theirs\.mat \(Orientation matrix file/);
+  assert.match(line, /mine\.hkl as its HKL file \(h k l F\)/);
+  assert.match(line, /theirs\.mat as its orientation matrix file/);
   assert.match(line, /choose or drop them/);
   assert.doesNotMatch(line, /highlighted/);
   await page.click('#error');

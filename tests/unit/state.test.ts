@@ -80,7 +80,10 @@ test("a preset's view settings come with it (the lesson's scale); the URL's win"
 test("the error line names a link's missing files and their fields, else the first field's message", () => {
   const store = createStore({ ...DEFAULT_MODEL, hkl: 'mine.hkl' }, { ...VIEW_DEFAULTS });
   const one = inputErrorLine(store.inputErrors.value, store.model.value, store.files.value);
-  assert.deepEqual(one, { text: 'This link uses mine.hkl (HKL file (h k l F)): choose or drop it in the form', key: 'hkl' });
+  assert.deepEqual(one, { text: 'This link uses mine.hkl as its HKL file (h k l F): choose or drop it in the form', key: 'hkl' });
+  const two = inputErrorLine(createStore({ ...DEFAULT_MODEL, hkl: 'mine.hkl', mat: 'theirs.mat', geom: 'det.geom' }, { ...VIEW_DEFAULTS }).inputErrors.value,
+    { ...DEFAULT_MODEL, hkl: 'mine.hkl', mat: 'theirs.mat', geom: 'det.geom' }, new Map());
+  assert.equal(two?.text, 'This link uses theirs.mat as its orientation matrix file (MOSFLM A), mine.hkl as its HKL file (h k l F) and det.geom as its CrystFEL geometry (.geom): choose or drop them in the form');
   store.addFile('mine.hkl', new TextEncoder().encode('1 2 3 4\n'));
   assert.equal(inputErrorLine(store.inputErrors.value, store.model.value, store.files.value), null);
   const typed = inputErrorLine({ distance: 'not a number' }, store.model.value, store.files.value);

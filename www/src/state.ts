@@ -260,7 +260,10 @@ export function inputErrorLine(errs: Record<string, string>, model: ModelState, 
   if (!keys.length) return null;
   const missing = PARAMS.filter((p) => p.kind === 'file' && errs[p.key] && (model[p.key] ?? '').trim() && !files.has(model[p.key].trim()));
   if (missing.length) {
-    const names = missing.map((p) => `${model[p.key].trim()} (${p.label})`);
+    // "mine.hkl as its HKL file (h k l F)": the field's label in running text (no brackets
+    // inside brackets; a capital kept where the first word is an acronym or a name: CrystFEL)
+    const inText = (label: string) => /^[A-Z][a-z]*\b/.test(label) ? label[0].toLowerCase() + label.slice(1) : label;
+    const names = missing.map((p) => `${model[p.key].trim()} as its ${inText(p.label)}`);
     const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}` : names[0];
     return { text: `This link uses ${list}: choose or drop ${names.length > 1 ? 'them' : 'it'} in the form`, key: missing[0].key };
   }
