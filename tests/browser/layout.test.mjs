@@ -69,3 +69,28 @@ for (const [name, width, height] of [['phone', 390, 844], ['tablet', 768, 1024]]
     assert.deepEqual(errors, []);
   });
 }
+
+// The bars under the image's toolbar, open on a phone: "Fit to image" (its parameter checkboxes
+// wrap; they ran 22 px past a 390 px screen and the page scrolled sideways) and the derivative.
+test('phone 390×844 and 844×390: the Fit and Derivative bars open fit the screen', { timeout: 180_000 }, async () => {
+  for (const viewport of [{ width: 390, height: 844 }, { width: 844, height: 390 }]) {
+    const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=128`, { viewport });
+    await waitRendered(page, 1);
+    await page.click('.fitopen');
+    await page.click('.dopen');
+    await page.waitForFunction(() => !document.querySelector('.fitbar').hidden && !document.querySelector('.dbar').hidden);
+    const r = await page.evaluate(() => {
+      const W = document.documentElement.clientWidth;
+      const out = [...document.querySelectorAll('.fitbar, .fitbar *, .dbar, .dbar *')]
+        .filter((e) => e.getClientRects().length && e.getBoundingClientRect().right > W + 0.5)
+        .map((e) => `${e.tagName.toLowerCase()}.${e.className}: right ${Math.round(e.getBoundingClientRect().right)}`);
+      return { out, scrollW: document.documentElement.scrollWidth, W };
+    });
+    assert.deepEqual(r.out, [], `${viewport.width}×${viewport.height}: past the ${r.W} px screen`);
+    assert.ok(r.scrollW <= r.W, `${viewport.width}×${viewport.height}: the page is ${r.scrollW} px wide`);
+    await page.evaluate(() => document.querySelector('.fitbar').scrollIntoView());
+    await page.screenshot({ path: join(ARTIFACTS, `layout-bars-${viewport.width}.png`) });
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
+});

@@ -78,7 +78,8 @@ const STYLE = `
 .fitbar { position: relative; display: flex; flex-wrap: wrap; align-items: center; gap: .3rem .7rem; padding: .3rem 2.4rem .3rem .5rem; font-size: .85rem; border-bottom: 1px solid var(--line, #ccc); }
 .fitbar[hidden] { display: none; }
 .fitbar .ftitle { font-weight: 600; }
-.fitbar fieldset { border: 0; margin: 0; padding: 0; display: inline-flex; gap: .5rem; align-items: center; }
+.fitbar fieldset { border: 0; margin: 0; padding: 0; display: inline-flex; flex-wrap: wrap; gap: .3rem .5rem; align-items: center; min-width: 0; }
+.fitbar fieldset .fgroup { white-space: nowrap; }
 .fitbar fieldset legend { float: left; margin-right: .3rem; padding: 0; }
 .fitbar input[type=number] { width: 4.2em; }
 .fitbar .fgroup { display: inline-flex; gap: .35rem; align-items: center; }
