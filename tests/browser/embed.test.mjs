@@ -133,3 +133,22 @@ test('the README\'s first <nanobragg-view> snippet, in a plain block, fills its 
     await ctx.close();
   }
 });
+
+test('the example page on a phone (390×844): its figures stack, nothing is wider than the screen', { timeout: 120_000 }, async () => {
+  const ctx = await launch({ webgpu: false, viewport: { width: 390, height: 844 } });
+  try {
+    const { page, errors } = await open(ctx, `${env.base}/examples/embed.html`);
+    await page.waitForFunction(() => ['v1', 'v2'].every((id) => document.getElementById(id).result), null, { timeout: 60_000 });
+    const r = await page.evaluate(() => ({
+      scrollW: document.documentElement.scrollWidth, W: document.documentElement.clientWidth,
+      els: ['v1', 'v2', 'v3'].map((id) => document.getElementById(id).getBoundingClientRect().toJSON()),
+    }));
+    assert.ok(r.scrollW <= r.W, `the page is ${r.scrollW} px wide on a ${r.W} px screen`);
+    for (const e of r.els) assert.ok(e.right <= r.W && e.width >= 0.8 * r.W, JSON.stringify(e));
+    assert.ok(r.els[1].top >= r.els[0].bottom, 'the second figure under the first');
+    await page.screenshot({ path: join(ARTIFACTS, 'embed-phone.png'), fullPage: true });
+    assert.deepEqual(errors, []);
+  } finally {
+    await ctx.close();
+  }
+});
