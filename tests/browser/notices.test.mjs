@@ -284,7 +284,8 @@ test('a damaged measured image dropped with an HKL file: the image is said to be
   await page.waitForFunction(() => document.getElementById('f-hkl-name').textContent === 'mine.hkl', null, { timeout: 20_000 });
   const n = await notice(page);
   assert.match(n, /junk\.cbf: not a readable CBF, HDF5 or SMV image/);
-  assert.match(n, /mine\.hkl → HKL file/);
+  assert.match(n, /mine\.hkl → HKL file \(h k l F\): "h k l F" rows \(structure factors\)/);
+  assert.doesNotMatch(n, /\)\)/, 'no brackets inside brackets');
   assert.deepEqual(errors, []);
   await page.close();
 });

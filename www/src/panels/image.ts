@@ -138,7 +138,9 @@ export const dropPanel = panel('drop', ({ store, page }, scope) => {
       }
       store.addFile(f.name, bytes);
       store.setField(r.key, f.name);
-      notes.push({ text: `${f.name} → ${PARAM_BY_KEY.get(r.key)!.label} (${r.reason})`, warn: false });
+      // "mine.hkl → HKL file (h k l F): "h k l F" rows (structure factors)": the reason after
+      // a colon, not in brackets after the label's own
+      notes.push({ text: `${f.name} → ${PARAM_BY_KEY.get(r.key)!.label}: ${r.reason}`, warn: false });
     }
     if (notes.length) page.showNotice(notes.map((n) => n.text).join('; '), notes.some((n) => n.warn) ? 'warn' : 'info');
   });
