@@ -94,3 +94,24 @@ test('phone 390×844 and 844×390: the Fit and Derivative bars open fit the scre
     await page.close();
   }
 });
+
+// The 3D view open on a phone in portrait: stacked under the image, the stage grows to hold both
+// (in the image's square the scene was 80 px high, under its legend).
+test('phone 390×844: the 3D view opens under the whole image with room for its scene', { timeout: 180_000 }, async () => {
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&detpixels=128&view3d=1`, { viewport: { width: 390, height: 844 } });
+  await waitRendered(page, 1);
+  await page.waitForSelector('.p3d-view canvas');
+  const r = await page.evaluate(() => ({
+    view: document.querySelector('.p3d-view').getBoundingClientRect().toJSON(),
+    img: document.getElementById('canvas-host').getBoundingClientRect().toJSON(),
+    scrollW: document.documentElement.scrollWidth,
+  }));
+  assert.ok(r.img.height >= 0.95 * r.img.width && r.img.width >= 380, `the image ${r.img.width}×${r.img.height}`);
+  assert.ok(r.view.top >= r.img.bottom, 'the 3D view under the image');
+  assert.ok(r.view.height >= 0.6 * r.view.width, `the 3D scene ${r.view.width}×${r.view.height}`);
+  assert.ok(r.scrollW <= 390, `the page is ${r.scrollW} px wide`);
+  await page.evaluate(() => document.querySelector('.p3d').scrollIntoView());
+  await page.screenshot({ path: join(ARTIFACTS, 'layout-phone-3d.png') });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
