@@ -180,6 +180,61 @@ test('no ring label covers the beam centre\'s cross, zoomed out and in presentat
   await page.close();
 });
 
+// The ring labels' colour on a colour map's bright middle (viridis's yellow-green under cyan
+// text, as the embedding example shows it) read only with a halo: the text's pixels against the
+// pixels just around them.
+test('ring labels stand out from a bright colour map (viridis): a halo around the text', { timeout: 240_000 }, async () => {
+  const q = 'cell=100+100+100+90+90+90&lambda=6.2&N=5&default_F=100&distance=100&detpixels=256&pixel=0.4&misset=10+20+30&cmap=viridis';
+  const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu&${q}`, { viewport: { width: 1280, height: 720 } });
+  await waitRendered(page, 1);
+  await settle(page);
+  const r = await page.evaluate(() => {
+    const v = window.nanobragg.view;
+    v.draw();
+    const c = v.canvas, dpr = c.width / c.getBoundingClientRect().width;
+    const ctx = c.getContext('2d');
+    const lum = (d, i) => {
+      const f = (x) => { const u = x / 255; return u <= 0.03928 ? u / 12.92 : ((u + 0.055) / 1.055) ** 2.4; };
+      return 0.2126 * f(d[i]) + 0.7152 * f(d[i + 1]) + 0.0722 * f(d[i + 2]);
+    };
+    const bc = v.beamCentre, [bx, by] = v.fromDetector(bc[0], bc[1]);
+    const out = [];
+    for (const b of v.drawnBoxes) {
+      if (b[0] <= bx && bx <= b[2] && b[1] <= by && by <= b[3]) continue; // the beam centre's box
+      const x0 = Math.floor(b[0] * dpr) - 3, y0 = Math.floor(b[1] * dpr) - 3;
+      const w = Math.ceil((b[2] - b[0]) * dpr) + 6, h = Math.ceil((b[3] - b[1]) * dpr) + 6;
+      const d = ctx.getImageData(x0, y0, w, h).data;
+      // the text's pixels: the accent colour (cyan on viridis)
+      const text = (i) => Math.abs(d[i] - 56) + Math.abs(d[i + 1] - 217) + Math.abs(d[i + 2] - 245) < 60;
+      const ratios = [];
+      for (let y = 3; y < h - 3; y++) for (let x = 3; x < w - 3; x++) {
+        const i = (y * w + x) * 4;
+        if (!text(i)) continue;
+        let best = 1;
+        for (let dy = -2; dy <= 2; dy++) for (let dx = -2; dx <= 2; dx++) {
+          const j = ((y + dy) * w + x + dx) * 4;
+          if (text(j)) continue;
+          const [a, z] = [lum(d, i), lum(d, j)].sort((p, q) => q - p);
+          best = Math.max(best, (a + 0.05) / (z + 0.05));
+        }
+        ratios.push(best);
+      }
+      ratios.sort((p, q) => p - q);
+      out.push({ box: b.map(Math.round), pixels: ratios.length, median: ratios[ratios.length >> 1] ?? 0 });
+    }
+    return out;
+  });
+  console.log(`# ring labels on viridis: ${JSON.stringify(r)}`);
+  assert.ok(r.length >= 2, JSON.stringify(r));
+  for (const l of r) {
+    assert.ok(l.pixels > 10, `a label's text found: ${JSON.stringify(l)}`);
+    assert.ok(l.median >= 3, `the label at ${l.box} stands out ${l.median.toFixed(2)}:1 from the pixels around it`);
+  }
+  await page.screenshot({ path: join(ARTIFACTS, 'polish-ring-labels-viridis.png') });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('menu texts fit their menus at 1280 and at 390 px: presets, structure factors, downloads', { timeout: 240_000 }, async () => {
   for (const viewport of [{ width: 1280, height: 720 }, { width: 390, height: 844 }]) {
     const { page, errors } = await open(env.ctx, `${env.base}/?backend=cpu`, { viewport });

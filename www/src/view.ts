@@ -552,13 +552,14 @@ export class ImageView {
         ctx.stroke();
         if (best) {
           this.drawnBoxes.push([best[0] + 1, best[1] - 3 - fontPx, best[0] + lw, best[1] - 1]);
-          if (this.large) {
-            ctx.lineWidth = 4;
-            ctx.strokeStyle = this.settings.cmap === 'inverted-grey' || this.settings.cmap === 'diverging' ? 'rgba(255,255,255,.85)' : 'rgba(0,0,0,.7)';
-            ctx.strokeText(label, best[0] + 3, best[1] - 3);
-            ctx.strokeStyle = accent;
-            ctx.lineWidth = big;
-          }
+          // a halo: the accent alone is lost on a colour map's middle (cyan on viridis's
+          // yellow-green), in presentation mode as at the desk
+          ctx.lineWidth = this.large ? 4 : 3;
+          ctx.lineJoin = 'round';
+          ctx.strokeStyle = this.settings.cmap === 'inverted-grey' || this.settings.cmap === 'diverging' ? 'rgba(255,255,255,.85)' : 'rgba(0,0,0,.7)';
+          ctx.strokeText(label, best[0] + 3, best[1] - 3);
+          ctx.strokeStyle = accent;
+          ctx.lineWidth = big;
           ctx.fillText(label, best[0] + 3, best[1] - 3);
         }
       }
