@@ -215,6 +215,17 @@ test('?embed=1 iframe mode shows the image with minimal controls', { timeout: 12
     assert.equal(await page.evaluate(() => getComputedStyle(document.getElementById('controls')).display), 'none');
     assert.ok((await canvasSpread(page)) > 5);
     await page.screenshot({ path: join(ARTIFACTS, 'app-embed-iframe-mode.png') });
+    // the minimal controls the docs list (docs/embedding.md), not the measured image's bar: in a
+    // phone-sized frame the image keeps most of the height
+    await page.setViewportSize({ width: 390, height: 390 });
+    await page.waitForFunction(() => document.getElementById('canvas-host').getBoundingClientRect().width <= 390);
+    const r = await page.evaluate(() => ({
+      mbar: document.querySelector('.mbar') && getComputedStyle(document.querySelector('.mbar')).display,
+      host: document.getElementById('canvas-host').getBoundingClientRect().height,
+      scrollH: document.documentElement.scrollHeight,
+    }));
+    assert.equal(r.mbar, 'none', 'no measured image bar in the frame');
+    assert.ok(r.host >= 0.6 * 390 && r.scrollH <= 390, JSON.stringify(r));
   } finally {
     await ctx.close();
   }
