@@ -371,8 +371,8 @@ class Simulator:
         centre, relative for scale}), ``history`` (cost per selected pixel at the start and
         after each accepted step), ``iterations``, ``cycles``, ``converged`` (the crate's
         verdict, as the page's: the solver ended on its tolerance, the model correlates with
-        the target on the spot pixels as the noise allows, and at least half of the target's 50
-        strongest spots have a spot of the fitted model within 2.5 pixels; else ``values`` are
+        the target on the spot pixels to nine tenths of what the noise allows, and nine in ten
+        of the target's 50 strongest spots have a spot of the fitted model within 2.5 pixels; else ``values`` are
         the lowest point seen), ``verdict`` (why not, empty when it converged),
         ``spots_checked`` and ``spots_found``, ``correlation`` and ``correlation_ceiling`` (the
         model's correlation with the target on the spot pixels, and the most the noise allows),
