@@ -1365,7 +1365,15 @@ pub fn fit(
         }
         img
     };
-    let v = verdict(&setup.plan, &y, bg.as_deref(), &image, o, converged);
+    let v = verdict(
+        &setup.plan,
+        &y,
+        bg.as_deref(),
+        &image,
+        o,
+        converged,
+        centroid_spots,
+    );
     Ok(Fit {
         params: o.params.clone(),
         values: x,
@@ -1474,9 +1482,11 @@ fn verdict(
     model: &[f64],
     o: &FitOptions,
     solver_done: bool,
+    centroid_spots: usize,
 ) -> Verdict {
     let mask = o.mask.as_deref();
     let mut target = spots_of(y, bg, plan, o.spot_threshold, mask);
+    let advice = advice(o, target.len(), centroid_spots);
     target.sort_by(|a, b| b.intensity.total_cmp(&a.intensity));
     target.truncate(VERDICT_SPOTS);
     let model_spots = spots_of(model, None, plan, o.spot_threshold, mask);
@@ -1498,14 +1508,12 @@ fn verdict(
     } else if corr < VERDICT_SHARE * ceiling {
         format!(
             "the fitted model correlates {corr:.2} with the target on the spots' pixels, where \
-             the noise allows {ceiling:.2}: the fit ended in a false minimum (start nearer the \
-             truth, or use the spot-centroid stage)"
+             the noise allows {ceiling:.2}: the fit ended in a false minimum ({advice})"
         )
     } else if (found as f64) < VERDICT_SHARE * checked as f64 {
         format!(
             "only {found} of the target's {checked} strongest spots have a spot of the fitted \
-             model within {VERDICT_PIXELS} pixels: the fit ended in a false minimum (start \
-             nearer the truth, or use the spot-centroid stage)"
+             model within {VERDICT_PIXELS} pixels: the fit ended in a false minimum ({advice})"
         )
     } else {
         String::new()
@@ -1516,6 +1524,29 @@ fn verdict(
         correlation: corr,
         ceiling,
         why,
+    }
+}
+
+/// What may take a fit out of a false minimum, in words: the spot-centroid stage only where it
+/// was not asked for and the target has the spots it needs (else it returns at once, and
+/// fitting fewer parameters is what helps).
+fn advice(o: &FitOptions, spots: usize, centroid_spots: usize) -> String {
+    let k = o.params.iter().filter(|&&p| centroid::moves(p)).count();
+    let need = centroid::spots_needed(k);
+    if k == 0 || (o.centroids && centroid_spots > 0) {
+        "start nearer the truth".to_string()
+    } else if spots >= need {
+        if o.centroids {
+            "start nearer the truth".to_string()
+        } else {
+            "start nearer the truth, or use the spot-centroid stage".to_string()
+        }
+    } else {
+        format!(
+            "start nearer the truth, or fit fewer parameters: the target's {spots} spots are too \
+             few for the spot-centroid stage, which needs {need} for {k} orientation and cell \
+             parameters"
+        )
     }
 }
 
@@ -1544,7 +1575,12 @@ mod centroid {
         pub evaluations: usize,
     }
 
-    fn moves(p: Param) -> bool {
+    /// The target's spots the stage needs for `k` parameters it moves.
+    pub(super) fn spots_needed(k: usize) -> usize {
+        2 * k + 3
+    }
+
+    pub(super) fn moves(p: Param) -> bool {
         matches!(
             p,
             Param::RotX
@@ -1769,7 +1805,7 @@ mod centroid {
         let g = Geometry::new(&start)?;
         let mut obs: Vec<V3> = spots.iter().map(|s| g.hkl_at(s.fast, s.slow).q).collect();
         obs.sort_by(|a, b| mag(*a).total_cmp(&mag(*b)));
-        if obs.len() < 2 * sub.len() + 3 {
+        if obs.len() < spots_needed(sub.len()) {
             return Ok(none);
         }
         let real0 = real_of(&start.plan)?;
