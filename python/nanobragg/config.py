@@ -72,12 +72,22 @@ def _num(owner: str, name: str, v: Any, integer: bool = False) -> str:
     if integer:
         if isinstance(v, numbers.Integral):
             return str(int(v))
-        if float(v).is_integer():
+        if _float(owner, name, v).is_integer():
             return str(int(float(v)))
         raise _bad(owner, name, f"expected a whole number, got {v!r}")
-    x = float(v)
+    x = _float(owner, name, v)
     # repr round-trips: the crate reads back the same f64
     return "nan" if math.isnan(x) else repr(x)
+
+
+def _float(owner: str, name: str, v: Any) -> float:
+    """``v`` (a real number) as a float; an integer beyond double precision's range (a TOML
+    or Python int of 309 digits or more) is refused naming the field, not an OverflowError."""
+    try:
+        return float(v)
+    except OverflowError:
+        raise _bad(owner, name, f"expected a number, got an integer of {len(str(abs(int(v))))} digits (beyond the "
+                   "largest floating-point number, 1.8e308)") from None
 
 
 def _bad(owner: str, name: str, why: str) -> UsageError:
@@ -150,7 +160,8 @@ def _check_cell(owner: str, name: str, words: list[str]) -> None:
 def _at_least_one(owner: str, name: str, v: Any, what: str) -> None:
     """Refuse a count below 1 that the crate, as upstream, would read as 1 or as "not given"
     with only a warning (the CLI keeps upstream's image)."""
-    if isinstance(v, numbers.Real) and not isinstance(v, bool) and not float(v) >= 1:
+    # (compared as it is: float() of an integer beyond double precision overflows)
+    if isinstance(v, numbers.Real) and not isinstance(v, bool) and not v >= 1:  # type: ignore[operator]
         raise _bad(owner, name, f"expected {what} >= 1, got {v!r}")
 
 
@@ -184,7 +195,7 @@ _ROTATION_TOL = 1e-6
 def _rotation_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     try:
         u = [[float(x) for x in row] for row in v]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise _bad(owner, name, f"expected a 3x3 rotation matrix, got {v!r}") from None
     if len(u) != 3 or any(len(r) != 3 for r in u) or not all(math.isfinite(x) for r in u for x in r):
         raise _bad(owner, name, "expected a 3x3 rotation matrix of finite numbers")
