@@ -463,17 +463,38 @@ BIG = 10**400  # a TOML integer beyond double precision's range
     ("[vary]\nbeam_center_mm = { dist = 'uniform', low = [-1e308, 0], high = [1e308, 1] }\n", "vary.beam_center_mm.high",
      ["component 1", "wider than the largest"]),
     ("[vary]\nphi_deg = { dist = 'normal', mean = 0, sd = 1e308 }\n", "vary.phi_deg.sd", ["beyond the largest"]),
-    # integers beyond double precision in the typed configuration (an OverflowError from
-    # float()), each naming its field
-    (f"[base.beam]\nwavelength_A = {BIG}\n", "base.beam.wavelength_A", ["Beam.wavelength_A", "401 digits"]),
-    (f"[base.crystal]\ncell_A_deg = [50, 50, 50, 90, 90, {BIG}]\n", "base.crystal.cell_A_deg", ["401 digits"]),
-    (f"[base.crystal]\nN = [1, 1, {BIG}]\n", "base.crystal.N", ["401 digits"]),
-    (f"[base.crystal]\nmosaic_domains = {BIG}\n", "base.crystal.mosaic_domains", ["mosaic_dom"]),
-    (f"[base.crystal]\nrotation = [[1, 0, 0], [0, 1, 0], [0, 0, {BIG}]]\n", "base.crystal.rotation", ["3x3 rotation matrix"]),
-    (f"[base.beam]\nsources = [[0, 0, 1, 1, {BIG}]]\n", "base.beam.sources", ["401 digits"]),
+    # integers beyond double precision (an OverflowError from float() or math.isfinite, in
+    # the typed configuration and the validator), wherever they stand, each naming its key
+    (f"[base.beam]\nwavelength_A = {BIG}\n", "base.beam.wavelength_A", ["an integer beyond the largest number"]),
+    (f"[base.crystal]\ncell_A_deg = [50, 50, 50, 90, 90, {BIG}]\n", "base.crystal.cell_A_deg", ["beyond the largest"]),
+    (f"[base.crystal]\nN = [1, 1, {BIG}]\n", "base.crystal.N", ["beyond the largest"]),
+    (f"[base.crystal]\nmosaic_domains = {BIG}\n", "base.crystal.mosaic_domains", ["beyond the largest"]),
+    (f"[base.crystal]\nrotation = [[1, 0, 0], [0, 1, 0], [0, 0, {BIG}]]\n", "base.crystal.rotation", ["beyond the largest"]),
+    (f"[base.beam]\nsources = [[0, 0, 1, 1, {BIG}]]\n", "base.beam.sources", ["beyond the largest"]),
+    (f"[vary]\ndistance_mm = {{ dist = 'uniform', low = 1, high = {BIG} }}\n", "vary.distance_mm.high", ["beyond the largest"]),
+    (f"[vary]\nrotation = {{ width_deg = {BIG}, count = 1 }}\n", "vary.rotation.width_deg", ["beyond the largest"]),
+    (f"[vary]\nN = {{ dist = 'grid', values = [[1, 2, {BIG}]] }}\n", "vary.N.values", ["beyond the largest"]),
+    (f"[vary]\nN = 0x{'f' * 5000}\n", "vary.N", ["beyond the largest"]),  # (no str() of it: over 4300 digits)
+    (f"[dataset]\nscale = 0x{'f' * 256}\n", "dataset.scale", ["beyond the largest"]),
     # a scalar parameter given a list: said so (was "expected 1 number, got 1")
     ("[vary]\nwater_um = { dist = 'grid', values = [[1]] }\n", "vary.water_um.values", ["expected a number, got a list of 1"]),
 ])
 def test_numbers_beyond_double_precision_are_refused_naming_the_key(extra, key, words):
-    text = NPZ + extra
+    text = NPZ + extra if not extra.startswith("[dataset]") else NPZ.replace("[dataset]", extra)
     refused_at(text, key, text.split("\n").index(extra.split("\n")[1]) + 1, *words)
+
+
+@pytest.mark.parametrize("value", ['""', '"a\\u0000b"'])
+def test_an_output_that_is_no_folder_is_refused(value):
+    """dataset.output "" (no folder: the run wrote into the current folder, or the
+    description's) or holding a NUL byte (the run's ValueError from deep inside): refused with
+    the description."""
+    text = NPZ.replace("seed = 3", f"seed = 3\noutput = {value}")
+    refused_at(text, "dataset.output", line_of(text, "output ="), "expected a folder's path")
+
+
+def test_an_integer_of_more_than_4300_digits_is_a_toml_error_at_its_line():
+    """tomllib reads a decimal integer with int(), which refuses more than 4300 digits with a
+    ValueError (not a TOMLDecodeError): the description's error, at the integer's line."""
+    text = NPZ.replace("seed = 3", "seed = 3\nscale = " + "1" * 5000)
+    refused_at(text, "(toml)", text.split("\n").index("scale = " + "1" * 5000) + 1, "more than 4300 digits")

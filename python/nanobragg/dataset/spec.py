@@ -108,6 +108,7 @@ _INTEGER = {"mosaic_domains"}
 # them draws inf or 0
 _LOG_MAX = math.log(1.7976931348623157e308)
 _LOG_MIN = math.log(5e-324)
+_MAX_INT = int(sys.float_info.max)
 
 
 class SpecError(ValueError):
@@ -345,6 +346,12 @@ def _parse_spec(text: str, path: str, output: Optional[str]) -> Spec:
     except RecursionError:
         # tomllib reads nested arrays and inline tables recursively
         raise SpecError(path, "(toml)", "arrays or tables nested too deeply") from None
+    except ValueError as e:
+        # int() of a decimal integer beyond Python's 4300 digits (sys.get_int_max_str_digits)
+        at = re.search(r"[0-9_]{4300,}", text)
+        why = "an integer of more than 4300 digits" if at else str(e)
+        raise SpecError(path, "(toml)", why, text.count("\n", 0, at.start()) + 1 if at else None) from None
+    _check_magnitudes(path, doc, "")
     v = _Validator(path)
     v.keys(doc, "", {"dataset", "base", "vary", "chain"})
     ds = v.table(doc, "dataset", required=True)
@@ -358,6 +365,9 @@ def _parse_spec(text: str, path: str, output: Optional[str]) -> Spec:
         raise SpecError(path, "dataset.compression", f"applies to NXmx frames only (dataset.format = {fmt!r})")
     scale = v.number(ds, "dataset.scale", default=1.0, low=0, open_low=True)
     out = output if output is not None else v.text(ds, "dataset.output", default="out")
+    if output is None and (not out or "\0" in out):
+        # (an empty path is no folder; a NUL byte cannot be in one: os.makedirs' ValueError)
+        raise SpecError(path, "dataset.output", f"expected a folder's path, got {out!r}")
     predict = ds.get("predict", False)
     if not isinstance(predict, bool):
         raise SpecError(path, "dataset.predict", f"expected true or false, got {predict!r}")
@@ -448,6 +458,20 @@ def _parse_spec(text: str, path: str, output: Optional[str]) -> Spec:
                 text=text)
     _check_base(spec)
     return spec
+
+
+def _check_magnitudes(path: str, t: Any, key: str) -> None:
+    """No integer of the description is beyond the largest floating-point number (1.8e308): no
+    key takes one, and one cannot become a float (OverflowError) nor, beyond 4300 digits, be
+    written in a message (ValueError). ``key``: the dotted key of ``t``."""
+    if isinstance(t, dict):
+        for k, v in t.items():
+            _check_magnitudes(path, v, f"{key}.{k}" if key else k)
+    elif isinstance(t, list):
+        for v in t:
+            _check_magnitudes(path, v, key)
+    elif isinstance(t, int) and not isinstance(t, bool) and abs(t) > _MAX_INT:
+        raise SpecError(path, key, "an integer beyond the largest number a description takes (1.8e308)")
 
 
 def default_compression(fmt: str, noise: Optional[str]) -> str:
