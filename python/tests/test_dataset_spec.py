@@ -498,3 +498,17 @@ def test_an_integer_of_more_than_4300_digits_is_a_toml_error_at_its_line():
     ValueError (not a TOMLDecodeError): the description's error, at the integer's line."""
     text = NPZ.replace("seed = 3", "seed = 3\nscale = " + "1" * 5000)
     refused_at(text, "(toml)", text.split("\n").index("scale = " + "1" * 5000) + 1, "more than 4300 digits")
+
+
+def test_a_varied_phi_renders(tmp_path):
+    """vary.phi_deg (without vary.rotation) renders each image at its drawn φ, as
+    Simulator.render(phi_deg=...) does (the fuzz target's input: every image of such a
+    description was a KeyError 'osc_deg', an oscillation only rotation series have)."""
+    s = spec("[vary]\nphi_deg = { dist = 'grid', values = [0.0, 30.0] }\n", base=NPZ)
+    imgs, labels = dataset.render_shard(s, 0)
+    assert list(labels["phi_deg"]) == [0.0, 30.0, 0.0, 30.0, 0.0]
+    sim = dataset.Renderer(s).simulator()
+    for i in (0, 1):
+        assert np.array_equal(imgs[i], sim.render(phi_deg=[0.0, 30.0][i], mosaic_seed=dataset.image_params(s, i)["mosaic_seed"]))
+    assert not np.array_equal(imgs[0], imgs[1])
+    assert np.array_equal(dataset.render_image(s, 2), imgs[2])

@@ -331,7 +331,7 @@ def structured(draw):
         if some(bad / 2):
             del ds[k]
     for k, v in [("shard_size", st.integers(1, max(1, min(30, n)))), ("format", st.sampled_from(["nxmx", "npz"])),
-                 ("scale", st.one_of(st.floats(1e-3, 1e3), st.just(1))), ("output", st.sampled_from(["out", "sub/out"])),
+                 ("scale", st.one_of(st.floats(1e-3, 1e3), st.just(1))), ("output", st.sampled_from(["out", "sub/out", "out", "sub/out", "", "a\0b", "\u00e9"])),
                  ("predict", st.booleans()), ("still", st.booleans()), ("compression", st.sampled_from(["deflate", "bslz4"]))]:
         if some(0.3):
             ds[k] = draw(maybe(v, bad))
@@ -407,7 +407,8 @@ FRAGMENTS = [b"[", b"]", b"[[", b"]]", b'"', b"'", b'"""', b"'''", b"=", b".", b
              b"dataset", b"base", b"chain", b"N", b"seed", b"n_images", b'"bslz4"', b"1e400", b"-1", b"nan", b"inf", b"-inf",
              b"true", b"[1,2]", b"{}", b"[]", b"\\", b"\r\n", "\u00e9".encode(), b"\xff", b"\x00", b"0x7fffffffffffffff",
              b"99999999999999999999", b"dist", b"values", b"'grid'", b"'uniform'", b"low", b"high", b"sd", b"mean",
-             "\u2028".encode(), "\x85".encode(), b"\x0c", b"\x1e", b'#"""', b"#'''", b" = [\n", b"\n]"]
+             "\u2028".encode(), "\x85".encode(), b"\x0c", b"\x1e", b'#"""', b"#'''", b" = [\n", b"\n]",
+             b"9" * 4400, b"0x" + b"f" * 300, b"1" + b"0" * 400, b"1e308", b"-1e308"]
 
 
 @st.composite
