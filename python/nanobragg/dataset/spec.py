@@ -463,15 +463,17 @@ def _parse_spec(text: str, path: str, output: Optional[str]) -> Spec:
 def _check_magnitudes(path: str, t: Any, key: str) -> None:
     """No integer of the description is beyond the largest floating-point number (1.8e308): no
     key takes one, and one cannot become a float (OverflowError) nor, beyond 4300 digits, be
-    written in a message (ValueError). ``key``: the dotted key of ``t``."""
-    if isinstance(t, dict):
-        for k, v in t.items():
-            _check_magnitudes(path, v, f"{key}.{k}" if key else k)
-    elif isinstance(t, list):
-        for v in t:
-            _check_magnitudes(path, v, key)
-    elif isinstance(t, int) and not isinstance(t, bool) and abs(t) > _MAX_INT:
-        raise SpecError(path, key, "an integer beyond the largest number a description takes (1.8e308)")
+    written in a message (ValueError). ``key``: the dotted key of ``t``. (A walk without
+    recursion: arrays may nest as deep as tomllib reads them.)"""
+    todo = [(key, t)]
+    while todo:
+        key, t = todo.pop()
+        if isinstance(t, dict):
+            todo += [(f"{key}.{k}" if key else k, v) for k, v in reversed(t.items())]
+        elif isinstance(t, list):
+            todo += [(key, v) for v in reversed(t)]
+        elif isinstance(t, int) and not isinstance(t, bool) and abs(t) > _MAX_INT:
+            raise SpecError(path, key, "an integer beyond the largest number a description takes (1.8e308)")
 
 
 def default_compression(fmt: str, noise: Optional[str]) -> str:
