@@ -5,9 +5,9 @@
 # CPU), python3-fabio (miniCBF read-back), dials (the DIALS round trip) and bitshuffle (its HDF5
 # filter plugin, so that DIALS reads bitshuffle-LZ4 NXmx frames), slurm-wlm and munge (the
 # dataset tool's Slurm test) and, for the Python
-# package (`python/`), a virtual environment target/pyvenv with maturin, pytest, numpy and mypy
-# from PyPI, and Debian's python3-torch with a venv target/pyvenv-torch over it for the PyTorch
-# bridge's test (`setup.sh python` does only those). Nothing is downloaded from outside the package
+# package (`python/`), a virtual environment target/pyvenv with maturin, pytest, numpy, mypy and
+# Hypothesis from PyPI, and Debian's python3-torch with a venv target/pyvenv-torch over it for the
+# PyTorch bridge's test (`setup.sh python` does only those). Nothing is downloaded from outside the package
 # registries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +57,11 @@ if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = python ]; then
   if ! "$VENV/bin/python" -c 'import mypy' 2>/dev/null; then
     echo "== pip install mypy (into $VENV)"
     "$VENV/bin/python" -m pip install --quiet 'mypy>=1.10'
+  fi
+  # the dataset description's fuzz target (python/tests/test_dataset_spec_fuzz.py): Hypothesis
+  if ! "$VENV/bin/python" -c 'import hypothesis' 2>/dev/null; then
+    echo "== pip install hypothesis (into $VENV)"
+    "$VENV/bin/python" -m pip install --quiet 'hypothesis>=6.100'
   fi
   # datasets (python/nanobragg/dataset, the `hdf5` and `ray` extras): h5py adds labels to
   # the crate's NXmx shards and writes the master file, Ray is the distributed engine its tests run

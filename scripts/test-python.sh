@@ -12,7 +12,7 @@ source scripts/timing.sh
 # the same (release) build profile as scripts/test-rust.sh: shared artefacts, no LTO
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 VENV=target/pyvenv
-if [ ! -x "$VENV/bin/maturin" ] || ! "$VENV/bin/python" -c 'import pytest, numpy, h5py, ray, mypy' 2>/dev/null \
+if [ ! -x "$VENV/bin/maturin" ] || ! "$VENV/bin/python" -c 'import pytest, numpy, h5py, ray, mypy, hypothesis' 2>/dev/null \
   || ! target/pyvenv-torch/bin/python -c 'import pytest, torch' 2>/dev/null; then
   bash scripts/setup.sh python
 fi

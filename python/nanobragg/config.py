@@ -68,16 +68,36 @@ class _Config:
 
 def _num(owner: str, name: str, v: Any, integer: bool = False) -> str:
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise _bad(owner, name, f"expected a number, got {v!r}")
+        raise _bad(owner, name, f"expected a number, got {_show(v)}")
     if integer:
         if isinstance(v, numbers.Integral):
+            _float(owner, name, v)  # (beyond double precision: refused, and no str() of 4300 digits)
             return str(int(v))
-        if float(v).is_integer():
+        if _float(owner, name, v).is_integer():
             return str(int(float(v)))
-        raise _bad(owner, name, f"expected a whole number, got {v!r}")
-    x = float(v)
+        raise _bad(owner, name, f"expected a whole number, got {_show(v)}")
+    x = _float(owner, name, v)
     # repr round-trips: the crate reads back the same f64
     return "nan" if math.isnan(x) else repr(x)
+
+
+def _show(v: Any) -> str:
+    """``repr(v)`` for a message; a value holding an integer of more than 4300 digits, which
+    Python will not write in decimal (ValueError), is said so."""
+    try:
+        return repr(v)
+    except ValueError:
+        return "an integer of more than 4300 digits" if isinstance(v, int) else "a value holding an integer of more than 4300 digits"
+
+
+def _float(owner: str, name: str, v: Any) -> float:
+    """``v`` (a real number) as a float; an integer beyond double precision's range (309
+    digits or more) is refused naming the field, not an OverflowError."""
+    try:
+        return float(v)
+    except OverflowError:
+        raise _bad(owner, name, "expected a number, got an integer beyond the largest floating-point number "
+                   "(1.8e308)") from None
 
 
 def _bad(owner: str, name: str, why: str) -> UsageError:
@@ -88,7 +108,7 @@ def _seq(owner: str, name: str, v: Any, n: int) -> list[str]:
     try:
         items = list(v)
     except TypeError:
-        raise _bad(owner, name, f"expected {n} numbers, got {v!r}") from None
+        raise _bad(owner, name, f"expected {n} numbers, got {_show(v)}") from None
     if len(items) != n:
         raise _bad(owner, name, f"expected {n} numbers, got {len(items)}")
     return [_num(owner, name, x) for x in items]
@@ -111,7 +131,7 @@ def _field_words(owner: str, f: "dataclasses.Field[Any]", v: Any, files: Optiona
         return [flag] + words
     if kind == "switch":
         if not isinstance(v, bool):
-            raise _bad(owner, name, f"expected True or False, got {v!r}")
+            raise _bad(owner, name, f"expected True or False, got {_show(v)}")
         off = m.get("off")
         if v:
             return [flag]
@@ -119,14 +139,14 @@ def _field_words(owner: str, f: "dataclasses.Field[Any]", v: Any, files: Optiona
     if kind == "choice":
         choices = m["choices"]
         if v not in choices:
-            raise _bad(owner, name, f"expected one of {', '.join(map(repr, choices))}, got {v!r}")
+            raise _bad(owner, name, f"expected one of {', '.join(map(repr, choices))}, got {_show(v)}")
         mapped = m.get("map", {}).get(v)
         if mapped is not None:
             return [mapped]
         return [flag, v] if flag else ["-" + v]
     if kind == "file":
         if not isinstance(v, (str, bytes)) and not hasattr(v, "__fspath__"):
-            raise _bad(owner, name, f"expected a path, got {v!r}")
+            raise _bad(owner, name, f"expected a path, got {_show(v)}")
         return [flag, os.fsdecode(v)]
     if kind == "text":
         return [flag, str(v)]
@@ -150,8 +170,9 @@ def _check_cell(owner: str, name: str, words: list[str]) -> None:
 def _at_least_one(owner: str, name: str, v: Any, what: str) -> None:
     """Refuse a count below 1 that the crate, as upstream, would read as 1 or as "not given"
     with only a warning (the CLI keeps upstream's image)."""
-    if isinstance(v, numbers.Real) and not isinstance(v, bool) and not float(v) >= 1:
-        raise _bad(owner, name, f"expected {what} >= 1, got {v!r}")
+    # (compared as it is: float() of an integer beyond double precision overflows)
+    if isinstance(v, numbers.Real) and not isinstance(v, bool) and not v >= 1:  # type: ignore[operator]
+        raise _bad(owner, name, f"expected {what} >= 1, got {_show(v)}")
 
 
 #: Integer fields whose counts below 1 the crate reads as "not given" (as upstream, with a
@@ -172,7 +193,7 @@ def _n_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]
 def _misset_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     if isinstance(v, str):
         if v != "random":
-            raise _bad(owner, name, f"expected 3 angles or 'random', got {v!r}")
+            raise _bad(owner, name, f"expected 3 angles or 'random', got {_show(v)}")
         return ["-misset", "random"]
     return ["-misset"] + _seq(owner, name, v, 3)
 
@@ -184,8 +205,8 @@ _ROTATION_TOL = 1e-6
 def _rotation_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     try:
         u = [[float(x) for x in row] for row in v]
-    except (TypeError, ValueError):
-        raise _bad(owner, name, f"expected a 3x3 rotation matrix, got {v!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise _bad(owner, name, f"expected a 3x3 rotation matrix, got {_show(v)}") from None
     if len(u) != 3 or any(len(r) != 3 for r in u) or not all(math.isfinite(x) for r in u for x in r):
         raise _bad(owner, name, "expected a 3x3 rotation matrix of finite numbers")
     # a rotation: orthonormal (|UᵀU - I| <= tol) with determinant +1
@@ -205,7 +226,7 @@ def _pixels_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list
     def count(x: Any) -> str:
         # the crate reads -detpixels 0 as "not given" (its default detector): refuse it here
         if isinstance(x, numbers.Real) and not isinstance(x, bool) and x < 1:
-            raise _bad(owner, name, f"expected a pixel count >= 1, got {x!r}")
+            raise _bad(owner, name, f"expected a pixel count >= 1, got {_show(x)}")
         return _num(owner, name, x, integer=True)
 
     if isinstance(v, numbers.Integral) and not isinstance(v, bool):
@@ -213,7 +234,7 @@ def _pixels_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list
     try:
         fast, slow = v
     except (TypeError, ValueError):
-        raise _bad(owner, name, f"expected n or (fast, slow), got {v!r}") from None
+        raise _bad(owner, name, f"expected n or (fast, slow), got {_show(v)}") from None
     return ["-detpixels_f", count(fast), "-detpixels_s", count(slow)]
 
 
@@ -229,7 +250,7 @@ def _roi_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[st
     try:
         items = list(v)
     except TypeError:
-        raise _bad(owner, name, f"expected (xmin, xmax, ymin, ymax), got {v!r}") from None
+        raise _bad(owner, name, f"expected (xmin, xmax, ymin, ymax), got {_show(v)}") from None
     if len(items) != 4:
         raise _bad(owner, name, f"expected 4 numbers, got {len(items)}")
     return ["-roi"] + [_num(owner, name, x, integer=True) for x in items]
@@ -305,7 +326,7 @@ def _sources_words(owner: str, name: str, v: Any, files: Optional[Files]) -> lis
     try:
         rows = list(v)
     except TypeError:
-        raise _bad(owner, name, f"expected a path or rows (x, y, z, weight, lambda_m), got {v!r}") from None
+        raise _bad(owner, name, f"expected a path or rows (x, y, z, weight, lambda_m), got {_show(v)}") from None
     if not rows:
         raise _bad(owner, name, "no sources: expected at least one row (x, y, z, weight, lambda_m)")
     for i, row in enumerate(rows):
@@ -320,7 +341,7 @@ def _sources_words(owner: str, name: str, v: Any, files: Optional[Files]) -> lis
 
 def _shape_words(owner: str, name: str, v: Any, files: Optional[Files]) -> list[str]:
     if v not in SHAPES:
-        raise _bad(owner, name, f"expected one of {', '.join(map(repr, SHAPES))}, got {v!r}")
+        raise _bad(owner, name, f"expected one of {', '.join(map(repr, SHAPES))}, got {_show(v)}")
     return [_SHAPE_FLAGS[v]]
 
 
@@ -589,5 +610,5 @@ def override_words(overrides: Mapping[str, Any], files: Optional[Files] = None, 
 def _port_words(name: str, v: Any) -> list[str]:
     choices = {"precision": ("f64", "f32"), "backend": ("auto", "cpu", "gpu")}[name]
     if v not in choices:
-        raise _bad("Simulator", name, f"expected one of {', '.join(map(repr, choices))}, got {v!r}")
+        raise _bad("Simulator", name, f"expected one of {', '.join(map(repr, choices))}, got {_show(v)}")
     return ["-" + name, v]

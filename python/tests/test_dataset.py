@@ -149,6 +149,45 @@ def test_pure_shards_any_workers_any_order_and_alone(tmp_path):
     assert dataset.verify(a, rerender=2, seed=1)["shards"] == 3
 
 
+def test_a_description_given_as_text_runs_like_its_file(tmp_path, monkeypatch):
+    """A description made by parse_spec (no file: its path is "<spec>") runs on one worker and
+    on a pool (whose forkserver started in another folder: its workers work in the caller's,
+    where the relative output is), and writes the bytes that load_spec of the same text in a
+    file writes (shards, manifest, spec.toml, master.h5)."""
+    ref = write_spec(tmp_path / "file", n=6, k=2)
+    monkeypatch.chdir(tmp_path / "file")
+    dataset.run_local(ref, workers=2, progress=False)  # (the forkserver, when it starts here)
+    dataset.finalize(ref)
+    for workers in (1, 2):
+        monkeypatch.chdir(tmp_path)
+        mem = dataset.parse_spec(ref.text)
+        assert mem.path == "<spec>" and mem.output == "out"
+        (tmp_path / f"cwd{workers}").mkdir()  # (an empty folder of its own for each)
+        monkeypatch.chdir(tmp_path / f"cwd{workers}")
+        res = dataset.run_local(mem, workers=workers, progress=False)
+        assert res["shards"] == 3
+        dataset.finalize(mem)
+        out = tmp_path / f"cwd{workers}" / "out"
+        assert digests(mem) == digests(ref)
+        for name in [*digests(ref), "spec.toml", "master.h5"]:
+            assert (out / name).read_bytes() == (tmp_path / "file" / "out" / name).read_bytes(), name
+        for i in (0, 5):
+            assert np.array_equal(dataset.read_image(mem, i), dataset.read_image(ref, i))
+
+
+def test_the_slurm_script_needs_the_descriptions_file(tmp_path):
+    """The Slurm array's tasks read the description from its file: a description without one
+    (parse_spec), or whose file changed since, is refused, naming it, and nothing is written."""
+    spec = write_spec(tmp_path, n=4, k=2)
+    mem = dataset.parse_spec(spec.text, output=str(tmp_path / "mem"))
+    with pytest.raises(dataset.DatasetError, match=r"^slurm_script: the description has no file \('<spec>'"):
+        dataset.slurm_script(mem, pixels=100)
+    (tmp_path / "spec.toml").write_text(spec.text.replace("seed = 11", "seed = 12"))
+    with pytest.raises(dataset.DatasetError, match=rf"^slurm_script: {tmp_path}/spec.toml is no longer the description"):
+        dataset.slurm_script(spec, pixels=100)
+    assert not (tmp_path / "mem").exists() and not (tmp_path / "out").exists()
+
+
 def test_pool_workers_see_the_callers_environment_now(tmp_path):
     """The local pool's workers are forks of a forkserver started by an earlier run: they
     still get the caller's environment as it is at this run (here the fault-injection
@@ -514,12 +553,17 @@ def test_ray_engine_matches_local_and_retries_a_killed_task(tmp_path):
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": {"NANOBRAGG_DATASET_KILL": f"1:1:{marker}"}})
         res = dataset.run_ray(spec, progress=False, retries=2)
+        # a description without a file (parse_spec): its text travels with the tasks
+        mem = dataset.parse_spec(ref.text, output=str(tmp_path / "mem"))
+        assert dataset.run_ray(mem, progress=False)["shards"] == 3
     finally:
         del os.environ["NANOBRAGG_DATASET_KILL"]
         ray.shutdown()
     assert marker.exists()  # the task of shard 1 died once; Ray ran it again
     assert res["shards"] == 3
-    assert digests(spec) == digests(ref)
+    assert digests(spec) == digests(ref) == digests(mem)
+    for name in digests(ref):
+        assert (tmp_path / "mem" / name).read_bytes() == (tmp_path / "ref" / "out" / name).read_bytes()
 
 
 def test_gpu_adapter_picked_by_environment(tmp_path):

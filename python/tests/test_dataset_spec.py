@@ -387,3 +387,128 @@ def test_image_indices_are_checked_alike_by_render_and_read(tmp_path):
             with pytest.raises(TypeError, match=rf"^image index must be an int, got {name}$"):
                 f(s, i)
     assert np.array_equal(dataset.read_image(s, np.int64(3)), dataset.render_image(s, 3))
+
+
+def refused_at(text, key, line, *words, path="x.toml"):
+    """``text`` (as the file ``path``) refused for ``key`` at ``line``, the message naming
+    the file, line and key first."""
+    with pytest.raises(SpecError) as e:
+        parse_spec(text, path=path)
+    msg = str(e.value)
+    assert (e.value.file, e.value.key, e.value.line) == (path, key, line), msg
+    assert msg.startswith(f"{path} line {line}: {key}: "), msg
+    for w in words:
+        assert w in msg, msg
+    return msg
+
+
+# what the spec fuzz target (test_dataset_spec_fuzz.py) found: the lines of keys after TOML
+# that the line scan misread
+@pytest.mark.parametrize("before", [
+    # a comment holding quotes that would open a multi-line string (the fuzz target's input:
+    # docs/datasets.md's reference with '"""' typed into a comment)
+    'n_images = 12   #""" required',
+    "n_images = 12   # '''",
+    'n_images = 12   # "',
+    # a string holding '#' and quotes, then a comment
+    'n_images = 12\noutput = "a # \\"\\"\\" b"  # """',
+    # a multi-line string closed on its line, another opened and closed later
+    'output = """a"""  # x\nn_images = 12',
+    # a multi-line array whose lines start with '[' (not table headers) or hold '='
+    'n_images = 12\noutput = "o"\n[vary]\nN = { dist = "grid", values = [[5, 5, 5], [6, 6, 6]] }\ncell_A_deg = { dist = "grid", values = [\n[100, 100, 100, 90, 90, 90],\n[90, 90, 90, 90, 90, 90], ] }',
+    "n_images = 12\n[vary]\nmosaic_spread_deg = { dist = 'grid', values = [0.1, 0.2] }\nphi_deg = { dist = 'grid', values = [\n  0, # a = 1\n  1 ] }",
+    # characters that str.splitlines ends a line at, TOML does not (\u2028, \x85)
+    "n_images = 12  # a\u2028b\x85c",
+    'n_images = 12\noutput = "x\u2028y"',
+])
+def test_the_line_of_a_key_after_quotes_comments_and_arrays(before):
+    text = "[base]\nargs = \"-cell 100 100 100 90 90 90 -default_F 100 -detpixels 32\"\n[dataset]\nseed = 3\n" + before \
+        + ("" if "[vary]" in before else "\n[vary]") + "\nrotation = { width_deg = 1, count = 5 }\n"
+    line = text.split("\n").index("rotation = { width_deg = 1, count = 5 }") + 1
+    refused_at(text, "vary.rotation.count", line, "5 frames do not divide")
+
+
+@pytest.mark.parametrize("args,flag,what", [
+    ("-cell 100 100 100 90 90 90 -default_F 100 -N", "-N", "n"),
+    ("-cell 100 100 100 90 90 90 -N 5 -default_F", "-default_F", "F"),
+    ("-default_F 100 -N 5 -cell", "-cell", "a b c α β γ"),
+])
+def test_args_ending_with_a_flag_short_of_its_values(args, flag, what):
+    """base.args ending with a flag that lacks its value: said so, naming base.args and its
+    line, not read with the words of the typed configuration that follow it (the crate then
+    said "-N: expected an integer, found '-precision'", a word the description never wrote)."""
+    text = f'[dataset]\nn_images = 2\nseed = 1\n[base]\nprecision = "f64"\nargs = "{args}"\n'
+    msg = refused_at(text, "base.args", 6, f"ends with {flag}, which takes {what}")
+    assert "-precision" not in msg
+    # as a list of words too; a negative number after the flag is its value
+    refused_at(text.replace(f'"{args}"', repr(args.split()).replace("'", '"')), "base.args", 6, f"ends with {flag}")
+    parse_spec(text.replace(f'"{args}"', f'"{args} -1"' if flag == "-N" else f'"{args} 1"').replace("-N -1", "-N 1"),
+               path="x.toml")
+
+
+BIG = 10**400  # a TOML integer beyond double precision's range
+
+
+@pytest.mark.parametrize("extra,key,words", [
+    # what the fuzz target found: a lognormal whose logarithm's range passes exp()'s (the
+    # check computed exp(mean + 6 sd): an OverflowError), and its input shrunk
+    ("[vary]\ncell_A_deg = { dist = 'lognormal', mean = 0.0, sd = 120.0 }\n", "vary.cell_A_deg.sd", ["beyond the largest"]),
+    ("[vary]\nmosaic_spread_deg = { dist = 'lognormal', mean = 710, sd = 0 }\n", "vary.mosaic_spread_deg.mean", ["beyond the largest"]),
+    # its siblings: draws of inf (a distance, with no upper bound), of 0 (a wavelength > 0),
+    # and an infinite uniform width or normal spread (NumPy would draw inf or nan)
+    ("[vary]\ndistance_mm = { dist = 'lognormal', mean = 710, sd = 0 }\n", "vary.distance_mm.mean", ["beyond the largest"]),
+    ("[vary]\nwavelength_A = { dist = 'lognormal', mean = -800, sd = 0 }\n", "vary.wavelength_A.mean", ["round to 0", "wavelength_A"]),
+    ("[vary]\nwavelength_A = { dist = 'lognormal', mean = -700, sd = 10 }\n", "vary.wavelength_A.sd", ["round to 0"]),
+    ("[vary]\nphi_deg = { dist = 'uniform', low = -1e308, high = 1e308 }\n", "vary.phi_deg.high", ["wider than the largest"]),
+    ("[vary]\nbeam_center_mm = { dist = 'uniform', low = [-1e308, 0], high = [1e308, 1] }\n", "vary.beam_center_mm.high",
+     ["component 1", "wider than the largest"]),
+    ("[vary]\nphi_deg = { dist = 'normal', mean = 0, sd = 1e308 }\n", "vary.phi_deg.sd", ["beyond the largest"]),
+    # integers beyond double precision (an OverflowError from float() or math.isfinite, in
+    # the typed configuration and the validator), wherever they stand, each naming its key
+    (f"[base.beam]\nwavelength_A = {BIG}\n", "base.beam.wavelength_A", ["an integer beyond the largest number"]),
+    (f"[base.crystal]\ncell_A_deg = [50, 50, 50, 90, 90, {BIG}]\n", "base.crystal.cell_A_deg", ["beyond the largest"]),
+    (f"[base.crystal]\nN = [1, 1, {BIG}]\n", "base.crystal.N", ["beyond the largest"]),
+    (f"[base.crystal]\nmosaic_domains = {BIG}\n", "base.crystal.mosaic_domains", ["beyond the largest"]),
+    (f"[base.crystal]\nrotation = [[1, 0, 0], [0, 1, 0], [0, 0, {BIG}]]\n", "base.crystal.rotation", ["beyond the largest"]),
+    (f"[base.beam]\nsources = [[0, 0, 1, 1, {BIG}]]\n", "base.beam.sources", ["beyond the largest"]),
+    (f"[vary]\ndistance_mm = {{ dist = 'uniform', low = 1, high = {BIG} }}\n", "vary.distance_mm.high", ["beyond the largest"]),
+    (f"[vary]\nrotation = {{ width_deg = {BIG}, count = 1 }}\n", "vary.rotation.width_deg", ["beyond the largest"]),
+    (f"[vary]\nN = {{ dist = 'grid', values = [[1, 2, {BIG}]] }}\n", "vary.N.values", ["beyond the largest"]),
+    (f"[vary]\nN = 0x{'f' * 5000}\n", "vary.N", ["beyond the largest"]),  # (no str() of it: over 4300 digits)
+    (f"[dataset]\nscale = 0x{'f' * 256}\n", "dataset.scale", ["beyond the largest"]),
+    # a scalar parameter given a list: said so (was "expected 1 number, got 1")
+    ("[vary]\nwater_um = { dist = 'grid', values = [[1]] }\n", "vary.water_um.values", ["expected a number, got a list of 1"]),
+])
+def test_numbers_beyond_double_precision_are_refused_naming_the_key(extra, key, words):
+    text = NPZ + extra if not extra.startswith("[dataset]") else NPZ.replace("[dataset]", extra)
+    refused_at(text, key, text.split("\n").index(extra.split("\n")[1]) + 1, *words)
+
+
+@pytest.mark.parametrize("value", ['""', '"a\\u0000b"'])
+def test_an_output_that_is_no_folder_is_refused(value):
+    """dataset.output "" (no folder: the run wrote into the current folder, or the
+    description's) or holding a NUL byte (the run's ValueError from deep inside): refused with
+    the description."""
+    text = NPZ.replace("seed = 3", f"seed = 3\noutput = {value}")
+    refused_at(text, "dataset.output", line_of(text, "output ="), "expected a folder's path")
+
+
+def test_an_integer_of_more_than_4300_digits_is_a_toml_error_at_its_line():
+    """tomllib reads a decimal integer with int(), which refuses more than 4300 digits with a
+    ValueError (not a TOMLDecodeError): the description's error, at the integer's line."""
+    text = NPZ.replace("seed = 3", "seed = 3\nscale = " + "1" * 5000)
+    refused_at(text, "(toml)", text.split("\n").index("scale = " + "1" * 5000) + 1, "more than 4300 digits")
+
+
+def test_a_varied_phi_renders(tmp_path):
+    """vary.phi_deg (without vary.rotation) renders each image at its drawn φ, as
+    Simulator.render(phi_deg=...) does (the fuzz target's input: every image of such a
+    description was a KeyError 'osc_deg', an oscillation only rotation series have)."""
+    s = spec("[vary]\nphi_deg = { dist = 'grid', values = [0.0, 30.0] }\n", base=NPZ)
+    imgs, labels = dataset.render_shard(s, 0)
+    assert list(labels["phi_deg"]) == [0.0, 30.0, 0.0, 30.0, 0.0]
+    sim = dataset.Renderer(s).simulator()
+    for i in (0, 1):
+        assert np.array_equal(imgs[i], sim.render(phi_deg=[0.0, 30.0][i], mosaic_seed=dataset.image_params(s, i)["mosaic_seed"]))
+    assert not np.array_equal(imgs[0], imgs[1])
+    assert np.array_equal(dataset.render_image(s, 2), imgs[2])

@@ -48,6 +48,22 @@ def test_typed_field_errors_name_the_field():
         nb.Simulator.from_args(GOOD).render(not_a_field=1)
 
 
+@pytest.mark.parametrize("part,field", [
+    (lambda big: nb.Beam(wavelength_A=big), "Beam.wavelength_A"),
+    (lambda big: nb.Crystal(cell_A_deg=(50, 50, 50, 90, 90, big)), "Crystal.cell_A_deg"),
+    (lambda big: nb.Crystal(N=(1, 1, big)), "Crystal.N"),
+    (lambda big: nb.Crystal(mosaic_domains=big), "Crystal.mosaic_domains"),
+    (lambda big: nb.Crystal(rotation=[[1, 0, 0], [0, 1, 0], [0, 0, big]]), "Crystal.rotation"),
+])
+def test_an_integer_beyond_double_precision_names_its_field(part, field):
+    """An int beyond 1.8e308 (float() of it overflows) is a UsageError naming the field, not an
+    OverflowError (the dataset spec's fuzz target found it through a TOML description)."""
+    for big in (10**400, -(10**5000)):
+        with pytest.raises(nb.UsageError) as e:
+            part(big).words({})
+        assert e.value.field == field and str(e.value).startswith(field), str(e.value)
+
+
 def test_a_keyword_typo_is_refused_with_the_nearest_names():
     sim = nb.Simulator.from_args(GOOD)
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'wavelenght_A'.*did you mean 'wavelength_A'\?"):

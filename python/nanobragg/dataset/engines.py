@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
 from .params import Renderer
 from .shards import is_complete, pending, prepare_output, write_shard
-from .spec import Spec, load_spec
+from .spec import Spec, load_spec, parse_spec
 
 __all__ = ["run_shard", "run_local", "run_ray", "slurm_script", "slurm_memory_mb", "finalize_command", "Progress"]
 
@@ -65,11 +65,14 @@ def _renderer(spec: Spec) -> Renderer:
 
 
 def run_shard(spec_path: str, output: Optional[str], shard: int, threads: Optional[int] = None,
-              progress: Optional[Callable[[int], None]] = None) -> Optional[Dict[str, Any]]:
+              progress: Optional[Callable[[int], None]] = None, text: Optional[str] = None) -> Optional[Dict[str, Any]]:
     """One shard, in this process (what every engine's worker and the Slurm array task call).
-    Consecutive shards of one dataset in a process share one :class:`Renderer`."""
+    The description is read from ``spec_path``, or when ``text`` is given, is that text
+    (``spec_path`` then only names it, as :func:`.spec.parse_spec`'s ``path``: a description
+    made with ``parse_spec`` has no file to read). Consecutive shards of one dataset in a
+    process share one :class:`Renderer`."""
     progress = _fault(shard, progress)
-    spec = load_spec(spec_path, output=output)
+    spec = load_spec(spec_path, output=output) if text is None else parse_spec(text, path=spec_path, output=output)
     if threads is not None and spec.threads is None:
         import dataclasses
 
@@ -185,9 +188,10 @@ def _stop_pool(ex: Any, output: str) -> None:
                 pass
 
 
-def _pool_task(spec_path: str, output: Optional[str], shard: int, threads: Optional[int]) -> Optional[Dict[str, Any]]:
+def _pool_task(spec_path: str, output: Optional[str], shard: int, threads: Optional[int],
+               text: Optional[str] = None) -> Optional[Dict[str, Any]]:
     q = _queue
-    return run_shard(spec_path, output, shard, threads, progress=(lambda n: q.put(n)) if q is not None else None)
+    return run_shard(spec_path, output, shard, threads, progress=(lambda n: q.put(n)) if q is not None else None, text=text)
 
 
 def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[int]] = None, progress: bool = True,
@@ -210,7 +214,7 @@ def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[i
         global _last
         try:
             for s in todo:
-                run_shard(spec.path, spec.output, s, threads, progress=bar.add)
+                run_shard(spec.path, spec.output, s, threads, progress=bar.add, text=spec.text)
                 if on_done:
                     on_done(s)
         except BaseException:
@@ -226,7 +230,7 @@ def run_local(spec: Spec, workers: Optional[int] = None, shards: Optional[List[i
 
         ex = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker, initargs=(q, dict(os.environ)))
         try:
-            futs = {ex.submit(_pool_task, spec.path, spec.output, s, threads): s for s in todo}
+            futs = {ex.submit(_pool_task, spec.path, spec.output, s, threads, spec.text): s for s in todo}
             remaining = set(futs)
             while remaining:
                 while not q.empty():
@@ -277,10 +281,11 @@ def gpu_adapter_env() -> Dict[str, str]:
     return {"NANOBRAGG_GPU_ADAPTER": "pci:" + out} if out else {}
 
 
-def _ray_task(spec_path: str, output: Optional[str], shard: int, threads: Optional[int]) -> Tuple[int, int]:
+def _ray_task(spec_path: str, output: Optional[str], shard: int, threads: Optional[int],
+              text: Optional[str] = None) -> Tuple[int, int]:
     os.environ.update(gpu_adapter_env())
     try:
-        e = run_shard(spec_path, output, shard, threads)
+        e = run_shard(spec_path, output, shard, threads, text=text)
     finally:
         # a Ray worker outlives the dataset's tasks and runs others': its memory back between
         # tasks (a shard's array is GBs on a large detector), the renderer kept
@@ -316,7 +321,10 @@ def run_ray(spec: Spec, address: Optional[str] = None, shards: Optional[List[int
             opts["num_gpus"] = 1
         task = ray.remote(**opts)(_ray_task)
         threads = spec.threads or cpus_per_task
-        refs = [task.remote(spec.path, spec.output, s, threads) for s in todo]
+        # the description's text travels with each task (a node needs no copy of its file; a
+        # description made by parse_spec has none)
+        text = ray.put(spec.text)
+        refs = [task.remote(spec.path, spec.output, s, threads, text) for s in todo]
         while refs:
             done, refs = ray.wait(refs, num_returns=1)
             for r in done:
@@ -356,6 +364,22 @@ def finalize_command(spec: Spec, python: Optional[str] = None) -> str:
             f"--output {shlex.quote(os.path.abspath(spec.output))}")
 
 
+def _check_spec_file(spec: Spec, where: str) -> None:
+    """The array's tasks read the description from its file (``spec.path``): one made by
+    :func:`.spec.parse_spec` has none, and a file edited since would be another description."""
+    from .shards import DatasetError
+
+    try:
+        with open(spec.path, "rb") as f:
+            same = f.read() == spec.text.encode()
+    except OSError:
+        raise DatasetError(f"{where}: the description has no file ({spec.path!r}: made by parse_spec?), and the array's "
+                           "tasks read it from one: write spec.text to a file and load_spec it", file=spec.path) from None
+    if not same:
+        raise DatasetError(f"{where}: {spec.path} is no longer the description loaded from it (edited since): load_spec it "
+                           "again", file=spec.path)
+
+
 def slurm_script(spec: Spec, *, shards_per_task: int = 1, python: Optional[str] = None, partition: Optional[str] = None,
                  time_limit: str = "04:00:00", cpus_per_task: int = 1, gpus_per_task: int = 0, max_running: Optional[int] = None,
                  extra: Optional[List[str]] = None, mem_mb: Optional[int] = None, pixels: Optional[int] = None) -> str:
@@ -366,6 +390,7 @@ def slurm_script(spec: Spec, *, shards_per_task: int = 1, python: Optional[str] 
     set-up's)."""
     if isinstance(shards_per_task, bool) or not isinstance(shards_per_task, int) or shards_per_task < 1:
         raise ValueError(f"slurm_script: shards_per_task must be a whole number >= 1, got {shards_per_task!r}")
+    _check_spec_file(spec, "slurm_script")
     tasks = -(-spec.n_shards // shards_per_task)
     py = python or sys.executable
     if mem_mb is None:

@@ -223,7 +223,8 @@ class Renderer:
         o: Dict[str, Any] = {}
         if "rotation" in p:
             o["rotation"] = p["rotation"].tolist()
-        if "phi_deg" in p:
+        if "osc_deg" in p:
+            # a rotation series' frame (vary.phi_deg alone is set below, with no oscillation)
             o["phi_deg"] = p["phi_deg"]
             o["osc_deg"] = p["osc_deg"]
         if "mosaic_seed" not in self.spec.crystal and "-mosaic_seed" not in self.spec.args:

@@ -104,6 +104,11 @@ VARIABLE = {
 _OPEN_LOW = {"cell_A_deg", "N", "distance_mm", "wavelength_A", "energy_eV", "fluence_ph_per_m2",
              "flux_ph_per_s", "exposure_s", "crystal_size_mm"}
 _INTEGER = {"mosaic_domains"}
+# the logarithms of the largest and least positive (subnormal) double: a lognormal beyond
+# them draws inf or 0
+_LOG_MAX = math.log(1.7976931348623157e308)
+_LOG_MIN = math.log(5e-324)
+_MAX_INT = int(sys.float_info.max)
 
 
 class SpecError(ValueError):
@@ -140,20 +145,78 @@ def _dotted(m: "re.Match[str]") -> List[str]:
     return [p.strip().strip("\"'") for p in re.findall(_PART, m.group(1))]
 
 
+def _value_end(line: str, i: int, depth: int) -> Tuple[Optional[str], int]:
+    """Scans a TOML value from ``line[i:]`` to the line's end (strings, brackets, a comment):
+    the multi-line string it leaves open (its quotes, or None), and the depth of the arrays
+    and inline tables it leaves open (``depth``: those open before the line)."""
+    n = len(line)
+    while i < n:
+        c = line[i]
+        if c == "#":
+            break
+        if c in "\"'":
+            q3 = c * 3
+            if line.startswith(q3, i):
+                end = _string_end(line, i + 3, q3)
+                if end is None:
+                    return q3, depth
+                i = end
+                continue
+            end = _string_end(line, i + 1, c)
+            i = end if end is not None else n
+            continue
+        if c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return None, depth
+
+
+def _string_end(line: str, i: int, quote: str) -> Optional[int]:
+    """Where the string whose body starts at ``line[i]`` ends (after its closing ``quote``,
+    ``"`` and ``\"\"\"`` with backslash escapes), or None when it does not on this line."""
+    escapes = quote[0] == '"'
+    n = len(line)
+    while i < n:
+        if escapes and line[i] == "\\":
+            i += 2
+            continue
+        if line.startswith(quote, i):
+            i += len(quote)
+            # a multi-line string may end with one or two quotes of its own before its closing three
+            if len(quote) == 3:
+                k = 0
+                while k < 2 and i < n and line[i] == quote[0]:
+                    i += 1
+                    k += 1
+            return i
+        i += 1
+    return None
+
+
 def key_line(text: str, key: str) -> Optional[int]:
     """The line (from 1) of TOML ``text`` where the dotted ``key`` is written: its assignment
     or table header; for a key within an inline table or a missing key, the line of the nearest
     enclosing key or table that is written (tomllib gives no positions: a scan of the lines, as
-    TOML's grammar puts every key or header at the start of a line, outside multi-line strings)."""
+    TOML's grammar puts every key or header at the start of a line, outside multi-line strings
+    and arrays; lines are TOML's, ended by a newline alone)."""
     want = key.split(".")
     best, line = 0, None
     table: List[str] = []
-    quote: Optional[str] = None
-    for n, raw in enumerate(text.splitlines(), 1):
+    quote: Optional[str] = None  # a multi-line string open at the line's start
+    depth = 0  # arrays and inline tables open at the line's start
+    for n, raw in enumerate(text.split("\n"), 1):
         if quote is not None:
-            # inside a multi-line string: until its closing quotes
-            if raw.count(quote) % 2 == 1:
-                quote = None
+            # inside a multi-line string: until its closing quotes, then the rest of the value
+            end = _string_end(raw, 0, quote)
+            if end is None:
+                continue
+            quote, depth = _value_end(raw, end, depth)
+            continue
+        if depth:
+            # inside a multi-line array
+            quote, depth = _value_end(raw, 0, depth)
             continue
         s = raw.strip()
         if not s or s.startswith("#"):
@@ -168,20 +231,17 @@ def key_line(text: str, key: str) -> Optional[int]:
             if not m or not s[m.end():].startswith("="):
                 continue
             path = table + _dotted(m)
-            rest = s[m.end() + 1:]
-            for q in ('"""', "'''"):
-                if rest.count(q) % 2 == 1:
-                    quote = q
+            quote, depth = _value_end(s, m.end() + 1, 0)
         # how much of the key this line writes: the key itself (or a table inside it: its first
         # line), else a table or key that encloses it
         if path[:len(want)] == want:
-            depth = len(want)
+            d = len(want)
         elif want[:len(path)] == path:
-            depth = len(path)
+            d = len(path)
         else:
             continue
-        if depth > best:
-            best, line = depth, n
+        if d > best:
+            best, line = d, n
     return line
 
 
@@ -286,6 +346,12 @@ def _parse_spec(text: str, path: str, output: Optional[str]) -> Spec:
     except RecursionError:
         # tomllib reads nested arrays and inline tables recursively
         raise SpecError(path, "(toml)", "arrays or tables nested too deeply") from None
+    except ValueError as e:
+        # int() of a decimal integer beyond Python's 4300 digits (sys.get_int_max_str_digits)
+        at = re.search(r"[0-9_]{4300,}", text)
+        why = "an integer of more than 4300 digits" if at else str(e)
+        raise SpecError(path, "(toml)", why, text.count("\n", 0, at.start()) + 1 if at else None) from None
+    _check_magnitudes(path, doc, "")
     v = _Validator(path)
     v.keys(doc, "", {"dataset", "base", "vary", "chain"})
     ds = v.table(doc, "dataset", required=True)
@@ -299,6 +365,9 @@ def _parse_spec(text: str, path: str, output: Optional[str]) -> Spec:
         raise SpecError(path, "dataset.compression", f"applies to NXmx frames only (dataset.format = {fmt!r})")
     scale = v.number(ds, "dataset.scale", default=1.0, low=0, open_low=True)
     out = output if output is not None else v.text(ds, "dataset.output", default="out")
+    if output is None and (not out or "\0" in out):
+        # (an empty path is no folder; a NUL byte cannot be in one: os.makedirs' ValueError)
+        raise SpecError(path, "dataset.output", f"expected a folder's path, got {out!r}")
     predict = ds.get("predict", False)
     if not isinstance(predict, bool):
         raise SpecError(path, "dataset.predict", f"expected true or false, got {predict!r}")
@@ -316,6 +385,7 @@ def _parse_spec(text: str, path: str, output: Optional[str]) -> Spec:
         args = tuple(args)
     else:
         raise SpecError(path, "base.args", "expected a string of flag words or a list of strings")
+    _check_last_flag(path, args)
     parts = {}
     for name, cls in (("crystal", Crystal), ("beam", Beam), ("detector", Detector)):
         t = v.table(base, name, key_name=f"base.{name}")
@@ -390,11 +460,47 @@ def _parse_spec(text: str, path: str, output: Optional[str]) -> Spec:
     return spec
 
 
+def _check_magnitudes(path: str, t: Any, key: str) -> None:
+    """No integer of the description is beyond the largest floating-point number (1.8e308): no
+    key takes one, and one cannot become a float (OverflowError) nor, beyond 4300 digits, be
+    written in a message (ValueError). ``key``: the dotted key of ``t``. (A walk without
+    recursion: arrays may nest as deep as tomllib reads them.)"""
+    todo = [(key, t)]
+    while todo:
+        key, t = todo.pop()
+        if isinstance(t, dict):
+            todo += [(f"{key}.{k}" if key else k, v) for k, v in reversed(t.items())]
+        elif isinstance(t, list):
+            todo += [(key, v) for v in reversed(t)]
+        elif isinstance(t, int) and not isinstance(t, bool) and abs(t) > _MAX_INT:
+            raise SpecError(path, key, "an integer beyond the largest number a description takes (1.8e308)")
+
+
 def default_compression(fmt: str, noise: Optional[str]) -> str:
     """The NXmx frames' filters when ``dataset.compression`` is unsaid: bitshuffle + LZ4 for
     noisy frames (6–13× less CPU to write than deflate, files about as small), shuffle + deflate
     without noise (mostly empty frames: about 3× smaller; every HDF5 reader, no plugin)."""
     return "bslz4" if fmt == "nxmx" and noise is not None else "deflate"
+
+
+def _check_last_flag(path: str, args: Sequence[str]) -> None:
+    """``base.args`` may not end with a flag short of its values: the words of the rest of
+    [base] (the typed configuration, precision, backend, threads) follow them, and the crate
+    would read those as its values (``-N: expected an integer, found '-precision'``)."""
+    from .. import _nanobragg
+
+    table: Dict[str, Dict[str, Any]] = {}
+    for f in _nanobragg.flag_table():
+        for name in [f["name"], *f["aliases"]]:
+            table[name] = f
+    for k in range(len(args) - 1, -1, -1):
+        last = table.get(args[k])
+        if last is not None:
+            given = len(args) - 1 - k
+            if given < last["min_values"]:
+                raise SpecError(path, "base.args", f"ends with {args[k]}, which takes {last['values']}: give its "
+                                f"value{'s' if last['min_values'] > 1 else ''}")
+            return
 
 
 def _crate_why(e: BaseException) -> str:
@@ -629,8 +735,10 @@ class _Validator:
             if isinstance(x, list):
                 if n is None and name == "N" and len(x) == 3:
                     n = 3
-                if n is None or len(x) != n:
-                    raise self.err(key, f"expected {n or 1} number{'s' if (n or 1) > 1 else ''}, got {len(x)}")
+                if n is None:
+                    raise self.err(key, f"expected a number{' or 3 (Na, Nb, Nc)' if name == 'N' else ''}, got a list of {len(x)}: {x!r}")
+                if len(x) != n:
+                    raise self.err(key, f"expected {n} numbers, got {len(x)}")
                 out = []
                 for item in x:
                     if isinstance(item, bool) or not isinstance(item, (int, float)) or not math.isfinite(item):
@@ -675,8 +783,13 @@ class _Validator:
             if isinstance(low, tuple) != isinstance(high, tuple) or (isinstance(low, tuple) and len(low) != len(high)):
                 raise self.err(f"{k}.high", "low and high have different lengths")
             for i, (a, b) in enumerate(zip(*[(x if isinstance(x, tuple) else (x,)) for x in (low, high)])):
+                comp = f" (component {i + 1})" if isinstance(low, tuple) else ""
                 if a > b:
-                    raise self.err(f"{k}.high", f"uniform with high {b} below low {a}" + (f" (component {i + 1})" if isinstance(low, tuple) else ""))
+                    raise self.err(f"{k}.high", f"uniform with high {b} below low {a}{comp}")
+                if not math.isfinite(b - a):
+                    # NumPy draws low + (high - low) u: an infinite width draws inf or nan
+                    raise self.err(f"{k}.high", f"uniform from {a} to {b}{comp} is wider than the largest floating-point number "
+                                   "(1.8e308): its draws would be infinite")
             inside(f"{k}.low", low, "low")
             inside(f"{k}.high", high, "high")
             if name in _INTEGER:
@@ -691,23 +804,27 @@ class _Validator:
                 raise self.err(f"{k}.sd", f"a standard deviation cannot be negative, got {s}")
         if name in _INTEGER:
             raise self.err(f"{k}.dist", f"{name} takes whole numbers: use \"choice\" or \"grid\"")
+        ms = mean if isinstance(mean, tuple) else (mean,)
+        ss = sd if isinstance(sd, tuple) else (sd,)
         if dist == "normal":
-            ms = mean if isinstance(mean, tuple) else (mean,)
-            ss = sd if isinstance(sd, tuple) else (sd,)
             inside(f"{k}.mean", mean, "mean")
             for i, (m, s) in enumerate(zip(ms, ss)):
                 lo_i, hi_i = bounds(i)
                 if s > 0 and (m - 6 * s < lo_i or (strict and m - 6 * s <= lo_i) or m + 6 * s > hi_i):
                     raise self.err(f"{k}.sd", f"normal({m}, {s}) can draw impossible values of {name} (mean ± 6 sd leaves [{lo_i}, {hi_i}]); use a smaller sd, lognormal or uniform")
+                if not (math.isfinite(m - 6 * s) and math.isfinite(m + 6 * s)):
+                    raise self.err(f"{k}.sd", f"normal({m}, {s}) can draw values beyond the largest floating-point number (1.8e308)")
         else:
-            # lognormal: mean and sd of the logarithm; values are positive
-            lo_all = [bounds(i)[0] for i in range(len(mean) if isinstance(mean, tuple) else 1)]
-            if any(x < 0 for x in lo_all):
-                pass
-            hi_all = [bounds(i)[1] for i in range(len(lo_all))]
-            ms = mean if isinstance(mean, tuple) else (mean,)
-            ss = sd if isinstance(sd, tuple) else (sd,)
+            # lognormal: mean and sd of the logarithm; values are exp(mean ± 6 sd) at most
+            # (compared as logarithms: exp overflows beyond 709.78)
             for i, (m, s) in enumerate(zip(ms, ss)):
-                if math.isfinite(hi_all[i]) and math.exp(m + 6 * s) > hi_all[i]:
-                    raise self.err(f"{k}.sd", f"lognormal({m}, {s}) can draw values of {name} beyond {hi_all[i]}")
+                lo_i, hi_i = bounds(i)
+                if m + 6 * s > _LOG_MAX:
+                    raise self.err(f"{k}.sd" if s > 0 else f"{k}.mean", f"lognormal({m}, {s}) can draw values beyond the largest "
+                                   f"floating-point number (exp({m} + 6 sd) > 1.8e308)")
+                if math.isfinite(hi_i) and m + 6 * s > math.log(hi_i):
+                    raise self.err(f"{k}.sd", f"lognormal({m}, {s}) can draw values of {name} beyond {hi_i}")
+                if strict and lo_i == 0 and m - 6 * s < _LOG_MIN:
+                    raise self.err(f"{k}.sd" if s > 0 else f"{k}.mean", f"lognormal({m}, {s}) can draw values that round to 0, "
+                                   f"impossible for {name} (exp({m} - 6 sd) < 5e-324)")
         return Variation(name, dist, len(mean) if isinstance(mean, tuple) else None, mean=mean, sd=sd)
