@@ -1365,15 +1365,7 @@ pub fn fit(
         }
         img
     };
-    let v = verdict(
-        &setup.plan,
-        &y,
-        bg.as_deref(),
-        &image,
-        o,
-        converged,
-        centroid_spots,
-    );
+    let v = verdict(&setup.plan, &y, bg.as_deref(), &image, o, converged);
     Ok(Fit {
         params: o.params.clone(),
         values: x,
@@ -1482,11 +1474,10 @@ fn verdict(
     model: &[f64],
     o: &FitOptions,
     solver_done: bool,
-    centroid_spots: usize,
 ) -> Verdict {
     let mask = o.mask.as_deref();
     let mut target = spots_of(y, bg, plan, o.spot_threshold, mask);
-    let advice = advice(o, target.len(), centroid_spots);
+    let advice = advice(o, target.len());
     target.sort_by(|a, b| b.intensity.total_cmp(&a.intensity));
     target.truncate(VERDICT_SPOTS);
     let model_spots = spots_of(model, None, plan, o.spot_threshold, mask);
@@ -1528,25 +1519,21 @@ fn verdict(
 }
 
 /// What may take a fit out of a false minimum, in words: the spot-centroid stage only where it
-/// was not asked for and the target has the spots it needs (else it returns at once, and
-/// fitting fewer parameters is what helps).
-fn advice(o: &FitOptions, spots: usize, centroid_spots: usize) -> String {
+/// was not used and the target has the spots it needs; with fewer it returns at once, and
+/// fitting fewer parameters is what helps.
+fn advice(o: &FitOptions, spots: usize) -> String {
     let k = o.params.iter().filter(|&&p| centroid::moves(p)).count();
     let need = centroid::spots_needed(k);
-    if k == 0 || (o.centroids && centroid_spots > 0) {
-        "start nearer the truth".to_string()
-    } else if spots >= need {
-        if o.centroids {
-            "start nearer the truth".to_string()
-        } else {
-            "start nearer the truth, or use the spot-centroid stage".to_string()
-        }
-    } else {
+    if k > 0 && spots < need {
         format!(
             "start nearer the truth, or fit fewer parameters: the target's {spots} spots are too \
              few for the spot-centroid stage, which needs {need} for {k} orientation and cell \
              parameters"
         )
+    } else if k > 0 && !o.centroids {
+        "start nearer the truth, or use the spot-centroid stage".to_string()
+    } else {
+        "start nearer the truth".to_string()
     }
 }
 

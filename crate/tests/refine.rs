@@ -808,15 +808,8 @@ fn a_still_that_barely_sees_an_edge_is_not_said_to_have_fitted_it() {
     let cancel = AtomicBool::new(false);
     let plan = api::moved_plan(&prep, &DiskFiles, &[]).unwrap();
     let target = api::render_f64(&plan, &cancel).unwrap();
-    let params = [
-        Param::RotX,
-        Param::RotY,
-        Param::RotZ,
-        Param::CellA,
-        Param::CellB,
-        Param::CellC,
-    ];
-    let mut o = FitOptions::new(&params);
+    // orientation and cell, no scale
+    let mut o = FitOptions::new(&ORIENT_CELL[..6]);
     o.start = vec![
         (Param::RotX, 0.5 * DEG),
         (Param::RotY, -0.5 * DEG),
